@@ -1,0 +1,61 @@
+# Patchwarden. `make demo` and `make test` work on a fresh machine: they create .venv,
+# install what is needed (Debian packages too when run as root) and say what is missing.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEB_PACKAGES := git bubblewrap
+
+.PHONY: help venv system-deps test demo serve bench lint fmt clean
+
+help:
+	@echo "make demo   - the story so far, offline, on the local GitHub double"
+	@echo "make test   - the whole test suite"
+	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
+	@echo "make bench  - benchmarks under bench/"
+	@echo "make lint   - ruff check, ruff format --check, mypy app"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Patchwarden needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
+	@test -d $(VENV) || $(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): install python3-venv"; exit 1; }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+system-deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  cmd=$$p; [ $$p = bubblewrap ] && cmd=bwrap; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing system packages:$$missing (install them, e.g. sudo apt-get install$$missing)"; fi; \
+	fi
+
+test: venv system-deps
+	$(BIN)/python -m pytest -q
+
+demo: venv system-deps
+	$(BIN)/patchwarden demo
+
+serve: venv
+	$(BIN)/patchwarden serve
+
+bench: venv
+	$(BIN)/python bench/webhook_ack.py
+
+lint: venv
+	$(BIN)/ruff check app tests bench scripts
+	$(BIN)/ruff format --check app tests bench scripts
+	$(BIN)/mypy app
+
+fmt: venv
+	$(BIN)/ruff format app tests bench scripts
+	$(BIN)/ruff check --fix app tests bench scripts
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,242 @@
+"""The ``patchwarden`` command: serve, worker, audit, manifest, doctor, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from app import __version__, logs
+from app.config import Settings, load_settings
+from app.errors import PatchwardenError
+from app.store import AuditQuery, store_for_url
+
+log = logging.getLogger("patchwarden")
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(value: str, *, now: float | None = None) -> float:
+    """``30m``, ``2h``, ``7d`` ago, or an ISO 8601 time (UTC unless it says otherwise)."""
+    now = time.time() if now is None else now
+    match = _RELATIVE.match(value.strip())
+    if match:
+        return now - int(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since takes 30m, 2h, 7d or an ISO time like 2026-11-22T10:00, not {value!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def _secrets(settings: Settings) -> list[str]:
+    values = [settings.webhook_secret, settings.alerts_secret, settings.private_key]
+    return [v.get_secret_value() for v in values if v is not None]
+
+
+def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
+    lines = [
+        "webhook signatures: "
+        + (
+            "enforced (X-Hub-Signature-256, HMAC-SHA256)"
+            if verify
+            else "NOT CHECKED (--insecure-no-signature)"
+        ),
+        "alerts endpoint: "
+        + (
+            "enabled (bearer token or HMAC)"
+            if settings.alerts_secret
+            else "disabled (no PATCHWARDEN_ALERTS_SECRET)"
+        ),
+        f"database: {settings.database_url}",
+        f"GitHub API: {settings.github_api_url} as App {settings.app_id} (@{settings.bot_name})",
+        f"workers: events x{settings.event_workers}, sessions x{settings.workers}, "
+        f"{settings.job_max_attempts} attempts, lease {settings.lease_seconds:.0f}s",
+    ]
+    return lines
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from app.server import create_app
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = load_settings(**overrides)
+    logs.configure(settings.log_level, secrets=_secrets(settings))
+    verify = not args.insecure_no_signature
+    app = create_app(settings, verify_signatures=verify, start_workers=not args.no_workers)
+    if not verify:
+        log.warning(
+            "!!! webhook signatures are NOT verified: anyone reaching this port can forge events"
+        )
+    for line in _enforcement(settings, verify=verify):
+        log.info("%s", line)
+    log.info("patchwarden %s listening on http://%s:%s", __version__, settings.host, settings.port)
+    web.run_app(
+        app,
+        host=settings.host,
+        port=settings.port,
+        print=None,
+        access_log=None,
+        shutdown_timeout=settings.drain_seconds + 5,
+    )
+    return 0
+
+
+async def _run_worker(settings: Settings) -> None:
+    from app.runtime import close_runtime, open_runtime
+
+    runtime = await open_runtime(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info(
+        "worker %s running; SIGTERM drains for %.0fs", runtime.pool.owner, settings.drain_seconds
+    )
+    try:
+        await stop.wait()
+        log.info("stopping: no new jobs; draining running ones")
+    finally:
+        await close_runtime(runtime)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    logs.configure(settings.log_level, secrets=_secrets(settings))
+    asyncio.run(_run_worker(settings))
+    return 0
+
+
+async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
+    store = store_for_url(settings.database_url)
+    await store.open()
+    try:
+        entries = await store.query_audit(query)
+    finally:
+        await store.close()
+    for e in entries:
+        when = (
+            datetime.fromtimestamp(e.at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        )
+        if as_json:
+            row = {
+                "id": e.id,
+                "at": when,
+                "action": e.action,
+                "actor": e.actor,
+                "repo": e.repo,
+                "job": e.job_id,
+                "delivery": e.delivery_id,
+                "reason": e.reason,
+                "details": e.details,
+            }
+            print(json.dumps(row, sort_keys=True))
+        else:
+            job = f"job {e.job_id}" if e.job_id is not None else "-"
+            print(
+                f"{when}  {e.action:<28} {e.repo or '-':<24} {job:<8} "
+                f"{e.actor or '-':<16} {e.reason or ''}"
+            )
+    if not entries and not as_json:
+        print("no audit entries match", file=sys.stderr)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    query = AuditQuery(repo=args.repo, job_id=args.job, since=args.since, limit=args.limit)
+    return asyncio.run(_audit(settings, query, args.json))
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    from app.manifest import build_manifest
+
+    print(json.dumps(build_manifest(url=args.url, name=args.name, public=args.public), indent=2))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from app.doctor import run_doctor
+
+    return run_doctor(load_settings(), as_json=args.json)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from app.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="patchwarden", description="Patchwarden: a GitHub App for guarded auto-PRs."
+    )
+    parser.add_argument("--version", action="version", version=f"patchwarden {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the App: webhooks, alerts, workers")
+    serve.add_argument("--host", help="listen address (PATCHWARDEN_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (PATCHWARDEN_PORT, default 8080)")
+    serve.add_argument(
+        "--insecure-no-signature",
+        action="store_true",
+        help="accept webhooks without checking X-Hub-Signature-256 (local experiments only)",
+    )
+    serve.add_argument(
+        "--no-workers", action="store_true", help="only accept; run `worker` elsewhere"
+    )
+    serve.set_defaults(func=cmd_serve)
+
+    worker = sub.add_parser("worker", help="run job workers only (same database as serve)")
+    worker.set_defaults(func=cmd_worker)
+
+    audit = sub.add_parser("audit", help="print the audit log")
+    audit.add_argument("--repo", help="only this owner/name")
+    audit.add_argument("--job", type=int, help="only this job id")
+    audit.add_argument("--since", type=parse_since, help="30m, 2h, 7d, or an ISO time")
+    audit.add_argument("--limit", type=int, default=1000)
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.set_defaults(func=cmd_audit)
+
+    manifest = sub.add_parser("manifest", help="print the GitHub App manifest")
+    manifest.add_argument("--url", required=True, help="the server's public base URL")
+    manifest.add_argument("--name", default="Patchwarden", help="the App's name on GitHub")
+    manifest.add_argument("--public", action="store_true", help="let other accounts install it")
+    manifest.set_defaults(func=cmd_manifest)
+
+    doctor = sub.add_parser("doctor", help="what is installed, enforced and missing")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(func=cmd_doctor)
+
+    demo = sub.add_parser("demo", help="the story so far, offline, on the local GitHub double")
+    demo.add_argument("--keep", action="store_true", help="keep the demo's folder afterwards")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PatchwardenError as exc:
+        print(f"patchwarden: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            print("interrupted", file=sys.stderr)
+        return 130

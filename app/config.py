@@ -1,0 +1,139 @@
+"""One typed settings object, read from ``PATCHWARDEN_*`` variables and an optional ``.env``.
+
+Secrets are :class:`pydantic.SecretStr`: their ``repr`` and ``str`` print ``**********``
+so a settings object can be logged without leaking them. Nothing here runs at import
+time; call :func:`load_settings`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    """Every knob Patchwarden reads, with its default. See docs/configuration.md."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PATCHWARDEN_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+    )
+
+    # GitHub App identity
+    app_id: int | None = None
+    private_key: SecretStr | None = None
+    private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    bot_name: str = "patchwarden"
+
+    # Monitoring alerts (POST /alerts)
+    alerts_secret: SecretStr | None = None
+    alert_repo_label: str = "repository"
+    alert_routes: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+
+    # Storage and jobs
+    database_url: str = "sqlite:///./patchwarden.db"
+    workers: int = Field(default=2, ge=1, le=64)
+    event_workers: int = Field(default=4, ge=1, le=64)
+    job_max_attempts: int = Field(default=3, ge=1, le=20)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    poll_seconds: float = Field(default=1.0, gt=0)
+    retry_base_seconds: float = Field(default=10.0, ge=0)
+    drain_seconds: float = Field(default=30.0, ge=0)
+
+    # HTTP server
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    # GitHub API etiquette
+    rate_limit_base_seconds: float = Field(default=60.0, ge=0)
+    rate_limit_max_retries: int = Field(default=5, ge=0, le=20)
+    rate_limit_max_wait_seconds: float = Field(default=900.0, gt=0)
+
+    @field_validator("alert_routes", mode="before")
+    @classmethod
+    def _parse_routes(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip():
+                return {}
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    'must be a JSON object such as {"HighErrorRate": "octo/api"}'
+                ) from exc
+        return value
+
+    @field_validator("alert_routes")
+    @classmethod
+    def _check_routes(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, repo in value.items():
+            if repo.count("/") != 1 or not all(repo.split("/")):
+                raise ValueError(
+                    f"route {key!r} must name a repository as owner/name, not {repo!r}"
+                )
+        return value
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @field_validator("bot_name")
+    @classmethod
+    def _check_bot_name(cls, value: str) -> str:
+        value = value.strip().lstrip("@")
+        if not value or any(ch.isspace() for ch in value):
+            raise ValueError("must be the App's slug, such as 'patchwarden'")
+        return value
+
+    @property
+    def bot_login(self) -> str:
+        """The login GitHub gives the App's own comments: ``<slug>[bot]``."""
+        return f"{self.bot_name}[bot]"
+
+    def app_private_key(self) -> str | None:
+        """The App's PEM private key, from the variable or the file; ``None`` if unset."""
+        if self.private_key is not None:
+            # Environment variables often carry PEMs with literal "\n" escapes.
+            return self.private_key.get_secret_value().replace("\\n", "\n")
+        if self.private_key_path is not None:
+            try:
+                return self.private_key_path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot read PATCHWARDEN_PRIVATE_KEY_PATH={self.private_key_path}: "
+                    f"{exc.strerror}. Point it at the .pem file GitHub gave you."
+                ) from exc
+        return None
+
+    def missing_for_github(self) -> list[str]:
+        """Names of the variables still needed to act on GitHub as the App."""
+        missing = []
+        if self.app_id is None:
+            missing.append("PATCHWARDEN_APP_ID")
+        if self.private_key is None and self.private_key_path is None:
+            missing.append("PATCHWARDEN_PRIVATE_KEY or PATCHWARDEN_PRIVATE_KEY_PATH")
+        return missing
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings; raise :class:`ConfigError` that names each bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "settings"
+            lines.append(f"  PATCHWARDEN_{field.upper()}: {err['msg']}")
+        raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None

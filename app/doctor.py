@@ -1,0 +1,132 @@
+"""``patchwarden doctor``: what is installed, what is enforced, what is missing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from app import __version__
+from app.config import Settings
+from app.errors import PatchwardenError
+from app.store import store_for_url
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # "ok" | "warn" | "fail"
+    detail: str
+
+
+def find_tool(name: str) -> str | None:
+    """A tool in this interpreter's environment first (the venv), then on PATH."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    return shutil.which(name)
+
+
+def tool_version(name: str, argv: list[str]) -> Check:
+    path = find_tool(name)
+    if path is None:
+        return Check(name, "warn", "not installed (needed by coding sessions)")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    with tempfile.TemporaryDirectory(prefix="pw-doctor-") as home:
+        env["HOME"] = home  # semgrep writes settings to HOME; keep it throwaway
+        try:
+            out = subprocess.run(  # noqa: S603 - fixed argv, no shell
+                [path, *argv], capture_output=True, text=True, timeout=60, env=env, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Check(name, "warn", f"{path}: does not run ({exc})")
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return Check(name, "ok" if out.returncode == 0 else "warn", text[0] if text else path)
+
+
+def _store_check(settings: Settings) -> Check:
+    async def probe() -> str:
+        store = store_for_url(settings.database_url)
+        await store.open()
+        try:
+            await store.ping()
+            version = await store.schema_version()
+            return f"{settings.database_url} reachable, schema version {version}"
+        finally:
+            await store.close()
+
+    try:
+        return Check("database", "ok", asyncio.run(probe()))
+    except PatchwardenError as exc:
+        return Check("database", "fail", str(exc))
+    except Exception as exc:
+        return Check("database", "fail", f"{settings.database_url}: {exc}")
+
+
+def collect(settings: Settings) -> list[Check]:
+    checks = [
+        Check("patchwarden", "ok", __version__),
+        Check(
+            "python",
+            "ok" if sys.version_info >= (3, 11) else "fail",
+            f"{platform.python_version()} at {sys.executable}",
+        ),
+        tool_version("git", ["--version"]),
+        tool_version("bwrap", ["--version"]),
+        tool_version("ruff", ["--version"]),
+        tool_version("bandit", ["--version"]),
+        tool_version("semgrep", ["--version", "--metrics=off", "--disable-version-check"]),
+    ]
+    if checks[2].status != "ok":
+        checks[2] = Check("git", "fail", checks[2].detail)
+    checks.append(_store_check(settings))
+    checks.append(
+        Check(
+            "webhook signatures",
+            "ok" if settings.webhook_secret else "fail",
+            "enforced (PATCHWARDEN_WEBHOOK_SECRET set)"
+            if settings.webhook_secret
+            else "PATCHWARDEN_WEBHOOK_SECRET is not set: `serve` will refuse to start",
+        )
+    )
+    missing = settings.missing_for_github()
+    if missing:
+        checks.append(Check("GitHub App identity", "fail", "missing " + ", ".join(missing)))
+    else:
+        try:
+            settings.app_private_key()
+            checks.append(
+                Check(
+                    "GitHub App identity",
+                    "ok",
+                    f"App {settings.app_id} at {settings.github_api_url}",
+                )
+            )
+        except PatchwardenError as exc:
+            checks.append(Check("GitHub App identity", "fail", str(exc)))
+    checks.append(
+        Check(
+            "alerts endpoint",
+            "ok" if settings.alerts_secret else "warn",
+            "enabled" if settings.alerts_secret else "disabled (set PATCHWARDEN_ALERTS_SECRET)",
+        )
+    )
+    return checks
+
+
+def run_doctor(settings: Settings, *, as_json: bool = False) -> int:
+    checks = collect(settings)
+    if as_json:
+        print(json.dumps([asdict(c) for c in checks], indent=2))
+    else:
+        marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+        for c in checks:
+            print(f"[{marks[c.status]}] {c.name:<20} {c.detail}")
+    return 1 if any(c.status == "fail" for c in checks) else 0

@@ -1,0 +1,34 @@
+"""Patchwarden's exceptions, in one place.
+
+Every error a user can meet says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class PatchwardenError(Exception):
+    """Base class for every error Patchwarden raises on purpose."""
+
+
+class ConfigError(PatchwardenError):
+    """The configuration is missing something or holds a bad value."""
+
+
+class StoreError(PatchwardenError):
+    """The store cannot be opened or migrated."""
+
+
+class SignatureError(PatchwardenError):
+    """A webhook or alert signature is missing, malformed or wrong."""
+
+
+class AlertFormatError(PatchwardenError):
+    """An alert body is neither Alertmanager's webhook JSON nor the generic form."""
+
+
+class GitHubAuthError(PatchwardenError):
+    """The App could not authenticate to GitHub (JWT or installation token)."""
+
+
+class PermanentJobError(PatchwardenError):
+    """A job failed in a way that retrying cannot fix; it goes straight to `failed`."""

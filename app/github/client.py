@@ -1,0 +1,193 @@
+"""The GitHub API client: gidgethub over the process's one aiohttp session.
+
+What this adds to gidgethub:
+- installation-token auth: the current token is put on every request, and a 401
+  refreshes it once and retries once;
+- rate limits handled as GitHub documents them (see ``ratelimit.py``), with bounded
+  retries, through gidgethub's ``handle_rate_limit_error`` hook;
+- mutating requests (POST/PATCH/PUT/DELETE) serialised per installation, as GitHub
+  asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+import gidgethub
+import gidgethub.aiohttp
+
+from app import __version__
+from app.github.auth import AppAuth
+from app.github.ratelimit import rate_limit_wait
+
+log = logging.getLogger(__name__)
+
+MUTATING = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+USER_AGENT = f"patchwarden/{__version__}"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base_seconds: float = 60.0
+    max_retries: int = 5
+    max_wait_seconds: float = 900.0
+
+
+class GitHubClient(gidgethub.aiohttp.GitHubAPI):
+    """gidgethub's client, acting as one installation of the App (or as the App)."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        base_url: str,
+        token: Callable[[], Awaitable[str]] | None = None,
+        refresh: Callable[[], None] | None = None,
+        scheme: str = "token",
+        mutation_lock: asyncio.Lock | None = None,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(session, USER_AGENT, base_url=base_url)
+        self._token = token
+        self._refresh = refresh
+        self._scheme = scheme
+        self._mutation_lock = mutation_lock
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        self.waits: list[float] = []  # every rate-limit wait, for doctor and tests
+
+    async def sleep(self, seconds: float) -> None:
+        await self._sleep(seconds)
+
+    async def _send(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        request_headers = dict(headers)
+        request_headers.setdefault("x-github-api-version", "2022-11-28")
+        if self._token is not None:
+            request_headers["authorization"] = f"{self._scheme} {await self._token()}"
+        return await super()._request(method, url, request_headers, body)
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        if self._mutation_lock is not None and method.upper() in MUTATING:
+            async with self._mutation_lock:
+                return await self._request_with_auth(method, url, headers, body)
+        return await self._request_with_auth(method, url, headers, body)
+
+    async def _request_with_auth(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        status, response_headers, response_body = await self._send(method, url, headers, body)
+        if status == 401 and self._refresh is not None:
+            # The token was revoked or expired early: mint a new one, try once more.
+            log.info("GitHub answered 401 to %s %s; refreshing the token once", method, url)
+            self._refresh()
+            status, response_headers, response_body = await self._send(method, url, headers, body)
+        return status, response_headers, response_body
+
+    async def handle_rate_limit_error(
+        self,
+        *,
+        method: str,
+        url: str,
+        exception: gidgethub.HTTPException,
+        attempt: int,
+    ) -> bool:
+        wait = rate_limit_wait(
+            int(exception.status_code),
+            exception.headers or {},
+            str(exception),
+            attempt=attempt,
+            now=self._clock(),
+            base_seconds=self.policy.base_seconds,
+        )
+        if wait is None:
+            return False
+        if attempt > self.policy.max_retries:
+            log.warning(
+                "%s %s: still rate limited after %d retries; giving up", method, url, attempt - 1
+            )
+            return False
+        if wait > self.policy.max_wait_seconds:
+            log.warning(
+                "%s %s: GitHub asks to wait %.0fs, more than the %.0fs allowed; giving up",
+                method,
+                url,
+                wait,
+                self.policy.max_wait_seconds,
+            )
+            return False
+        log.warning(
+            "%s %s: rate limited (HTTP %s); waiting %.1fs", method, url, exception.status_code, wait
+        )
+        self.waits.append(wait)
+        await self.sleep(wait)
+        return True
+
+
+class GitHubApp:
+    """The App: its auth, one lock per installation, and clients on the shared session."""
+
+    def __init__(
+        self,
+        *,
+        app_id: int,
+        private_key: str,
+        api_url: str,
+        session: aiohttp.ClientSession,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.session = session
+        self.auth = AppAuth(
+            app_id=app_id,
+            private_key=private_key,
+            api_url=self.api_url,
+            session=session,
+            user_agent=USER_AGENT,
+        )
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        """A client acting as the installation (an installation access token)."""
+
+        async def token() -> str:
+            return await self.auth.installation_token(installation_id)
+
+        return GitHubClient(
+            self.session,
+            base_url=self.api_url,
+            token=token,
+            refresh=lambda: self.auth.invalidate(installation_id),
+            mutation_lock=self._locks.setdefault(installation_id, asyncio.Lock()),
+            policy=self.policy,
+            sleep=self._sleep,
+        )
+
+    def as_app(self) -> GitHubClient:
+        """A client acting as the App itself (its JWT), for /app endpoints."""
+
+        async def token() -> str:
+            return self.auth.jwt()
+
+        return GitHubClient(
+            self.session,
+            base_url=self.api_url,
+            token=token,
+            scheme="Bearer",
+            policy=self.policy,
+            sleep=self._sleep,
+        )

@@ -1,0 +1,109 @@
+"""Wiring: the store, the one HTTP session, the GitHub App and the workers, for a process.
+
+``serve`` runs the runtime inside the web server; ``worker`` runs it on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from app.config import Settings
+from app.errors import ConfigError, PermanentJobError
+from app.github import GitHubApp, RetryPolicy
+from app.queue import Lane, WorkerPool
+from app.queue.worker import JobHandler
+from app.store import Job, Store, store_for_url
+from app.webhooks import HandlerContext, route_delivery
+
+log = logging.getLogger(__name__)
+
+EVENTS_QUEUE = "events"  # fast: routing deliveries (permission lookups, reactions)
+SESSIONS_QUEUE = "sessions"  # slow: coding sessions (fix, alert)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    store: Store
+    session: aiohttp.ClientSession
+    github: GitHubApp
+    pool: WorkerPool
+
+    async def handle_delivery(self, job: Job) -> dict[str, Any]:
+        delivery_id = str(job.payload.get("delivery_id"))
+        delivery = await self.store.get_delivery(delivery_id)
+        if delivery is None:
+            raise PermanentJobError(f"delivery {delivery_id} is not in the store")
+        ctx = HandlerContext(
+            store=self.store,
+            bot_name=self.settings.bot_name,
+            delivery_id=delivery.id,
+            on_enqueued=self.pool.wake,
+        )
+        handled = await route_delivery(delivery, app=self.github, ctx=ctx)
+        return {"handlers": handled}
+
+    def handlers(self) -> dict[str, tuple[str, JobHandler]]:
+        """Job kinds this version can run. ``fix`` and ``alert`` jobs wait in the store
+        until a version with coding sessions runs them."""
+        return {"delivery": (EVENTS_QUEUE, self.handle_delivery)}
+
+
+def github_app(settings: Settings, session: aiohttp.ClientSession) -> GitHubApp:
+    missing = settings.missing_for_github()
+    if missing:
+        raise ConfigError(
+            "cannot act on GitHub without the App's identity; set "
+            + " and ".join(missing)
+            + " (docs/install.md shows where to find them)"
+        )
+    key = settings.app_private_key()
+    assert key is not None
+    assert settings.app_id is not None
+    return GitHubApp(
+        app_id=settings.app_id,
+        private_key=key,
+        api_url=settings.github_api_url,
+        session=session,
+        policy=RetryPolicy(
+            base_seconds=settings.rate_limit_base_seconds,
+            max_retries=settings.rate_limit_max_retries,
+            max_wait_seconds=settings.rate_limit_max_wait_seconds,
+        ),
+    )
+
+
+async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Runtime:
+    store = store_for_url(settings.database_url, default_max_attempts=settings.job_max_attempts)
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+    try:
+        gh = github_app(settings, session)
+        gh.auth.jwt()  # fail at start, not at the first delivery, if the key is bad
+        await store.open()
+    except BaseException:
+        await session.close()
+        raise
+    pool = WorkerPool(
+        store,
+        {},
+        [Lane(EVENTS_QUEUE, settings.event_workers), Lane(SESSIONS_QUEUE, settings.workers)],
+        lease_seconds=settings.lease_seconds,
+        poll_seconds=settings.poll_seconds,
+        retry_base_seconds=settings.retry_base_seconds,
+        drain_seconds=settings.drain_seconds,
+    )
+    runtime = Runtime(settings=settings, store=store, session=session, github=gh, pool=pool)
+    pool.handlers.update(runtime.handlers())
+    if start_workers:
+        await pool.start()
+    return runtime
+
+
+async def close_runtime(runtime: Runtime) -> None:
+    await runtime.pool.stop()
+    await runtime.session.close()
+    await runtime.store.close()

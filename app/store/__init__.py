@@ -1,0 +1,48 @@
+"""The store: deliveries, jobs, audit log and installations behind one interface."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from app.errors import StoreError
+from app.store.base import Store
+from app.store.models import AuditEntry, AuditQuery, Delivery, Job, JobState, NewJob
+
+__all__ = [
+    "AuditEntry",
+    "AuditQuery",
+    "Delivery",
+    "Job",
+    "JobState",
+    "NewJob",
+    "Store",
+    "open_store",
+    "store_for_url",
+]
+
+
+def store_for_url(url: str, *, default_max_attempts: int = 3) -> Store:
+    """Build (not open) the store a ``PATCHWARDEN_DATABASE_URL`` names."""
+    scheme = urlsplit(url).scheme
+    if scheme == "sqlite":
+        if not url.startswith("sqlite:///"):
+            raise StoreError(
+                f"bad database URL {url!r}: write sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or sqlite:///:memory:"
+            )
+        from app.store.sqlite import SQLiteStore
+
+        path = url.removeprefix("sqlite:///") or ":memory:"
+        return SQLiteStore(path, url=url, default_max_attempts=default_max_attempts)
+    if scheme in {"postgres", "postgresql"}:
+        raise StoreError(
+            "PostgreSQL is not supported by this version yet; use "
+            "PATCHWARDEN_DATABASE_URL=sqlite:///./patchwarden.db"
+        )
+    raise StoreError(f"unknown database URL scheme {scheme!r} in {url!r}; use sqlite:///PATH")
+
+
+async def open_store(url: str, *, default_max_attempts: int = 3) -> Store:
+    store = store_for_url(url, default_max_attempts=default_max_attempts)
+    await store.open()
+    return store

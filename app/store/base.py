@@ -1,0 +1,128 @@
+"""The store's interface. Callers depend on this, never on a database driver.
+
+A PostgreSQL store implements the same methods; ``open_store`` picks by URL.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+from app.store.models import AuditEntry, AuditQuery, Delivery, Job, NewJob
+
+
+class Store(abc.ABC):
+    """Deliveries, jobs with leases, the audit log and installations."""
+
+    url: str
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and apply pending migrations."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def ping(self) -> None:
+        """Raise if the database does not answer."""
+
+    @abc.abstractmethod
+    async def schema_version(self) -> int: ...
+
+    # -- deliveries ---------------------------------------------------------
+    @abc.abstractmethod
+    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
+        """Store ``delivery`` and enqueue ``jobs`` in one transaction.
+
+        Returns ``False`` (and changes nothing) when a delivery with that id exists.
+        """
+
+    @abc.abstractmethod
+    async def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    @abc.abstractmethod
+    async def count_deliveries(self) -> int: ...
+
+    # -- jobs ---------------------------------------------------------------
+    @abc.abstractmethod
+    async def enqueue(self, job: NewJob, *, actor: str | None = None) -> tuple[Job, bool]:
+        """Enqueue ``job`` unless one with its key exists; return it and whether it is new."""
+
+    @abc.abstractmethod
+    async def claim(
+        self, *, queue: str, kinds: Sequence[str], owner: str, lease_seconds: float
+    ) -> Job | None:
+        """Lease the next runnable job: queued and due, or running with an expired lease.
+
+        Expired leases of jobs that used up their attempts become ``failed`` here.
+        """
+
+    @abc.abstractmethod
+    async def heartbeat(self, job_id: int, *, owner: str, lease_seconds: float) -> bool:
+        """Extend the lease; ``False`` when ``owner`` no longer holds it."""
+
+    @abc.abstractmethod
+    async def complete(self, job_id: int, *, owner: str, result: dict[str, Any]) -> bool:
+        """Mark the job succeeded, only if ``owner`` still holds the lease."""
+
+    @abc.abstractmethod
+    async def retry_later(
+        self, job_id: int, *, owner: str, error: str, delay_seconds: float
+    ) -> bool:
+        """Put the job back in the queue after a failed attempt."""
+
+    @abc.abstractmethod
+    async def fail(self, job_id: int, *, owner: str, error: str) -> bool:
+        """Mark the job failed for good, with the reason."""
+
+    @abc.abstractmethod
+    async def release(self, job_id: int, *, owner: str) -> bool:
+        """Give the job back untouched (shutdown): queued again, the attempt not counted."""
+
+    @abc.abstractmethod
+    async def get_job(self, job_id: int) -> Job | None: ...
+
+    @abc.abstractmethod
+    async def list_jobs(
+        self, *, kind: str | None = None, state: str | None = None
+    ) -> list[Job]: ...
+
+    # -- audit --------------------------------------------------------------
+    @abc.abstractmethod
+    async def audit(
+        self,
+        action: str,
+        *,
+        actor: str | None = None,
+        repo: str | None = None,
+        job_id: int | None = None,
+        delivery_id: str | None = None,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def query_audit(self, query: AuditQuery) -> list[AuditEntry]: ...
+
+    # -- installations -----------------------------------------------------
+    @abc.abstractmethod
+    async def set_installation(
+        self, installation_id: int, *, account: str | None, active: bool
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def add_installation_repos(self, installation_id: int, repos: Sequence[str]) -> None: ...
+
+    @abc.abstractmethod
+    async def remove_installation_repos(
+        self, installation_id: int, repos: Sequence[str] | None = None
+    ) -> None:
+        """Forget ``repos`` (all of the installation's when ``None``)."""
+
+    @abc.abstractmethod
+    async def installation_for_repo(self, repo: str) -> int | None: ...
+
+    @abc.abstractmethod
+    async def installed_repos(self) -> dict[str, int]: ...

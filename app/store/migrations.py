@@ -1,0 +1,85 @@
+"""Schema migrations, numbered from the first version on.
+
+A migration is applied once, in a transaction, and recorded in ``schema_migrations``.
+Never edit a released migration: add the next number.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Migration(NamedTuple):
+    version: int
+    name: str
+    sql: str
+
+
+SQLITE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "deliveries, jobs, audit, installations",
+        """
+        CREATE TABLE deliveries (
+            id              TEXT PRIMARY KEY,
+            source          TEXT NOT NULL,
+            event           TEXT NOT NULL,
+            action          TEXT,
+            installation_id INTEGER,
+            repo            TEXT,
+            sender          TEXT,
+            payload         TEXT NOT NULL,
+            received_at     REAL NOT NULL
+        );
+        CREATE INDEX deliveries_repo ON deliveries (repo, received_at);
+
+        CREATE TABLE jobs (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind             TEXT NOT NULL,
+            queue            TEXT NOT NULL,
+            idempotency_key  TEXT NOT NULL UNIQUE,
+            repo             TEXT,
+            installation_id  INTEGER,
+            delivery_id      TEXT,
+            payload          TEXT NOT NULL,
+            state            TEXT NOT NULL,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            max_attempts     INTEGER NOT NULL,
+            run_after        REAL NOT NULL,
+            lease_owner      TEXT,
+            lease_expires_at REAL,
+            last_error       TEXT,
+            result           TEXT,
+            created_at       REAL NOT NULL,
+            updated_at       REAL NOT NULL
+        );
+        CREATE INDEX jobs_claim ON jobs (queue, state, run_after);
+
+        CREATE TABLE audit (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            at          REAL NOT NULL,
+            action      TEXT NOT NULL,
+            actor       TEXT,
+            repo        TEXT,
+            job_id      INTEGER,
+            delivery_id TEXT,
+            reason      TEXT,
+            details     TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX audit_repo ON audit (repo, at);
+        CREATE INDEX audit_job ON audit (job_id);
+
+        CREATE TABLE installations (
+            id         INTEGER PRIMARY KEY,
+            account    TEXT,
+            active     INTEGER NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE installation_repos (
+            repo            TEXT PRIMARY KEY,
+            installation_id INTEGER NOT NULL,
+            added_at        REAL NOT NULL
+        );
+        """,
+    ),
+)

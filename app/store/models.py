@@ -1,0 +1,86 @@
+"""Plain records the store reads and writes. No I/O here."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class JobState(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A webhook delivery (or an alert) as it was received."""
+
+    id: str
+    source: str  # "github" | "alerts"
+    event: str
+    action: str | None
+    installation_id: int | None
+    repo: str | None
+    sender: str | None
+    payload: dict[str, Any]
+    received_at: float
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """What a handler asks the queue to do. ``key`` makes it idempotent."""
+
+    kind: str
+    key: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    queue: str = "sessions"
+    repo: str | None = None
+    installation_id: int | None = None
+    delivery_id: str | None = None
+    max_attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    kind: str
+    queue: str
+    key: str
+    repo: str | None
+    installation_id: int | None
+    delivery_id: str | None
+    payload: dict[str, Any]
+    state: JobState
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    last_error: str | None
+    result: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    at: float
+    action: str
+    actor: str | None
+    repo: str | None
+    job_id: int | None
+    delivery_id: str | None
+    reason: str | None
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    repo: str | None = None
+    job_id: int | None = None
+    since: float | None = None
+    limit: int = 1000

@@ -1,0 +1,65 @@
+"""Webhook routing: one module per feature, each with its own gidgethub ``Router``.
+
+Handlers decide (with the pure functions in ``triggers``) and enqueue jobs; they never
+run git. They are invoked by the ``delivery`` job, after the server has answered 202.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from gidgethub import sansio
+from gidgethub.routing import Router
+
+from app.github import GitHubApp
+from app.store import Delivery
+from app.webhooks import ci, commands, installations, labels
+from app.webhooks.context import HandlerContext
+
+log = logging.getLogger(__name__)
+
+router = Router(commands.router, labels.router, ci.router, installations.router)
+
+# Events the App subscribes to (the manifest lists them; installation events are
+# always sent to Apps and cannot be subscribed to).
+SUBSCRIBED_EVENTS = (
+    "check_run",
+    "check_suite",
+    "issue_comment",
+    "issues",
+    "pull_request",
+    "pull_request_review",
+    "push",
+    "status",
+    "workflow_run",
+)
+
+
+async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerContext) -> int:
+    """Run the handlers for a stored delivery; return how many ran."""
+    event = sansio.Event(delivery.payload, event=delivery.event, delivery_id=delivery.id)
+    callbacks = router.fetch(event)
+    if not callbacks:
+        name = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
+        await ctx.audit(
+            "delivery.ignored",
+            actor=delivery.sender,
+            repo=delivery.repo,
+            reason=f"no handler for {name}",
+        )
+        return 0
+    if delivery.installation_id is None:
+        await ctx.audit(
+            "delivery.ignored",
+            actor=delivery.sender,
+            repo=delivery.repo,
+            reason="payload names no installation; the App cannot act on it",
+        )
+        return 0
+    gh = app.installation(delivery.installation_id)
+    for callback in callbacks:
+        await callback(event, gh, ctx=ctx)
+    return len(callbacks)
+
+
+__all__ = ["SUBSCRIBED_EVENTS", "HandlerContext", "route_delivery", "router"]

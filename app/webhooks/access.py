@@ -1,0 +1,74 @@
+"""Checking a sender's access, and answering refusals once."""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+import gidgethub
+
+from app.github import GitHubClient
+from app.webhooks import triggers
+from app.webhooks.context import HandlerContext
+
+log = logging.getLogger(__name__)
+
+
+def repo_vars(full_name: str) -> dict[str, str]:
+    """URL template variables for ``/repos/{owner}/{repo}/…``."""
+    owner, _, name = full_name.partition("/")
+    return {"owner": owner, "repo": name}
+
+
+async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> triggers.Decision:
+    """Ask GitHub for the user's role on the repository; fail closed on any error."""
+    try:
+        answer = await gh.getitem(
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            {**repo_vars(repo), "username": login},
+        )
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:  # not a collaborator at all
+            return triggers.decide_permission("none")
+        return triggers.decide_permission(None, error=f"GitHub answered {exc.status_code}")
+    except gidgethub.HTTPException as exc:
+        return triggers.decide_permission(None, error=f"GitHub answered {exc.status_code}")
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return triggers.decide_permission(None, error=f"{type(exc).__name__}: {exc}")
+    return triggers.decide_permission(triggers.role_of(answer))
+
+
+def refusal_marker(key: str) -> str:
+    return f"<!-- patchwarden:refused {key} -->"
+
+
+async def answer_refusal(
+    gh: GitHubClient,
+    ctx: HandlerContext,
+    *,
+    repo: str,
+    issue_number: int,
+    login: str,
+    decision: triggers.Decision,
+    key: str,
+) -> None:
+    """Say once, politely, why nothing happens and who can make it happen.
+
+    The marker makes a retried job find its own earlier answer instead of posting twice.
+    """
+    marker = refusal_marker(key)
+    url = "/repos/{owner}/{repo}/issues/{number}/comments"
+    url_vars: dict[str, str | int] = {**repo_vars(repo), "number": issue_number}
+    async for comment in gh.getiter(url, url_vars):
+        if (
+            marker in str(comment.get("body") or "")
+            and (comment.get("user") or {}).get("login") == ctx.bot_login
+        ):
+            return
+    body = (
+        f"@{login}, thanks for asking. I can only start a fix when the request comes from "
+        f"someone with write access to this repository ({decision.reason}). A maintainer can "
+        f"comment `@{ctx.bot_name} fix this` on this issue or add the "
+        f"`{triggers.FIX_LABEL}` label.\n\n{marker}"
+    )
+    await gh.post(url, url_vars, data={"body": body})

@@ -1,0 +1,54 @@
+"""A check run or workflow run that failed on the default branch becomes an ``alert`` job.
+
+One job per failing commit: several failed checks on the same head share it.
+"""
+
+from __future__ import annotations
+
+from gidgethub import sansio
+from gidgethub.routing import Router
+
+from app.github import GitHubClient
+from app.store import NewJob
+from app.webhooks import triggers
+from app.webhooks.context import HandlerContext
+
+router = Router()
+
+
+@router.register("check_run", action="completed")
+@router.register("workflow_run", action="completed")
+async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = event.data
+    repo = (data.get("repository") or {}).get("full_name")
+    actor = (data.get("sender") or {}).get("login")
+    failure = triggers.screen_ci_failure(event.event, data, bot_name=ctx.bot_name)
+    if isinstance(failure, str):
+        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=failure)
+        return
+    await ctx.audit(
+        "trigger.accepted",
+        actor=actor,
+        repo=failure.repo,
+        reason=f"{failure.name} {failure.conclusion} on {failure.branch} at {failure.sha[:12]}",
+        details={"via": event.event, "sha": failure.sha},
+    )
+    await ctx.enqueue(
+        NewJob(
+            kind="alert",
+            key=f"alert:{failure.repo}:ci:{failure.sha}",
+            repo=failure.repo,
+            installation_id=(data.get("installation") or {}).get("id"),
+            delivery_id=event.delivery_id,
+            payload={
+                "repo": failure.repo,
+                "source": event.event,
+                "sha": failure.sha,
+                "branch": failure.branch,
+                "name": failure.name,
+                "conclusion": failure.conclusion,
+                "url": failure.url,
+            },
+        ),
+        actor=actor,
+    )

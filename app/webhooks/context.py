@@ -1,0 +1,45 @@
+"""What a webhook handler gets besides the event and the GitHub client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.store import Job, NewJob, Store
+
+
+@dataclass
+class HandlerContext:
+    store: Store
+    bot_name: str
+    delivery_id: str
+    on_enqueued: Callable[[str], None] = field(default=lambda queue: None)
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.bot_name}[bot]"
+
+    async def audit(
+        self,
+        action: str,
+        *,
+        actor: str | None = None,
+        repo: str | None = None,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        await self.store.audit(
+            action,
+            actor=actor,
+            repo=repo,
+            delivery_id=self.delivery_id,
+            reason=reason,
+            details=details,
+        )
+
+    async def enqueue(self, job: NewJob, *, actor: str | None) -> tuple[Job, bool]:
+        created = await self.store.enqueue(job, actor=actor)
+        if created[1]:
+            self.on_enqueued(job.queue)
+        return created

@@ -1,0 +1,215 @@
+"""Who may trigger what, decided from data alone. No I/O, no clock.
+
+The handlers in this package call these functions and then act (look up a
+permission, react, enqueue). Everything here is tested table-driven.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+WRITE_ROLES = frozenset({"admin", "maintain", "write"})
+FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
+FIX_LABEL = "patchwarden:fix"
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command addressed to the bot: ``name`` and free-text ``instructions``."""
+
+    name: str
+    instructions: str = ""
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What to do with an event before any lookup: ignore it, or check the sender."""
+
+    verdict: Literal["ignore", "check_permission"]
+    reason: str
+    command: Command | None = None
+
+
+AUDIT_ACTIONS = {
+    "trigger": "trigger.accepted",
+    "refuse": "trigger.refused",
+    "error": "trigger.failed_closed",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Literal["trigger", "refuse", "error"]
+    reason: str
+
+    @property
+    def audit_action(self) -> str:
+        return AUDIT_ACTIONS[self.verdict]
+
+
+def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
+    bot = re.escape(bot_name)
+    mention = rf"@{bot}(?:\[bot\])?"
+    return [
+        ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix)(?![\w-])(?P<rest>.*)$", re.I)),
+    ]
+
+
+def _live_lines(body: str) -> list[str]:
+    """The lines a human wrote as their own words: no HTML comments, quotes or code."""
+    body = _HTML_COMMENT.sub("", body.replace("\r\n", "\n"))
+    lines: list[str] = []
+    fence: str | None = None
+    for line in body.split("\n"):
+        match = _FENCE.match(line)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            lines.append("")
+            continue
+        if match:
+            fence = match.group(1)
+            lines.append("")
+            continue
+        if line.startswith(("    ", "\t")) or line.lstrip().startswith(">"):
+            lines.append("")  # indented code block or quoted text
+            continue
+        lines.append(line.strip())
+    return lines
+
+
+def parse_command(body: str | None, *, bot_name: str) -> Command | None:
+    """Find the first command line in a comment, e.g. ``@patchwarden fix this: use utf-8``.
+
+    A command must start its line. Quoted lines (``> …``), fenced or indented code
+    and HTML comments never count, so quoting someone else's command does nothing.
+    """
+    if not body:
+        return None
+    lines = _live_lines(body)
+    patterns = _command_patterns(bot_name)
+    for index, line in enumerate(lines):
+        for name, pattern in patterns:
+            match = pattern.match(line)
+            if match is None:
+                continue
+            first = match.group("rest").strip().lstrip(":,.!\u2013\u2014-").strip()
+            more = "\n".join(lines[index + 1 :]).strip()
+            instructions = "\n\n".join(part for part in (first, more) if part)
+            return Command(name=name, instructions=instructions[:4000])
+    return None
+
+
+def is_bot(user: Mapping[str, Any] | None, *, bot_login: str) -> bool:
+    """Bots (including this App) never trigger anything."""
+    if not user:
+        return True
+    login = str(user.get("login", ""))
+    return (
+        user.get("type") == "Bot" or login.endswith("[bot]") or login.lower() == bot_login.lower()
+    )
+
+
+def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+    """Decide whether an ``issue_comment`` event might be a fix request."""
+    if payload.get("action") != "created":
+        return Screen("ignore", f"comment {payload.get('action')}, only new comments count")
+    issue = payload.get("issue") or {}
+    if issue.get("pull_request"):
+        return Screen("ignore", "comment on a pull request, not on an issue")
+    comment = payload.get("comment") or {}
+    if is_bot(payload.get("sender"), bot_login=f"{bot_name}[bot]") or is_bot(
+        comment.get("user"), bot_login=f"{bot_name}[bot]"
+    ):
+        return Screen("ignore", "comment by a bot")
+    command = parse_command(comment.get("body"), bot_name=bot_name)
+    if command is None:
+        return Screen("ignore", "no command for the bot in the comment")
+    return Screen("check_permission", f"{command.name} requested", command)
+
+
+def screen_issue_label(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+    """Decide whether an ``issues`` event is the fix label being added."""
+    if payload.get("action") != "labeled":
+        return Screen("ignore", f"issues.{payload.get('action')} is not handled")
+    label = (payload.get("label") or {}).get("name")
+    if label != FIX_LABEL:
+        return Screen("ignore", f"label {label!r} is not {FIX_LABEL!r}")
+    if is_bot(payload.get("sender"), bot_login=f"{bot_name}[bot]"):
+        return Screen("ignore", "label added by a bot")
+    return Screen("check_permission", "fix requested by label", Command("fix"))
+
+
+def role_of(permission_answer: Mapping[str, Any]) -> str:
+    """The fine-grained role from GET /repos/{o}/{r}/collaborators/{u}/permission.
+
+    ``permission`` folds ``maintain`` into ``write`` and ``triage`` into ``read``;
+    ``role_name`` keeps them apart (and holds custom role names).
+    https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user
+    """
+    role = permission_answer.get("role_name") or permission_answer.get("permission") or "none"
+    return str(role).lower()
+
+
+def decide_permission(role: str | None, *, error: str | None = None) -> Decision:
+    """Only admin, maintain and write may trigger; a failed lookup triggers nothing."""
+    if error is not None:
+        return Decision("error", f"could not check permission: {error}")
+    if role in WRITE_ROLES:
+        return Decision("trigger", f"{role} access")
+    return Decision("refuse", f"{role or 'no'} access; admin, maintain or write is needed")
+
+
+@dataclass(frozen=True)
+class CiFailure:
+    repo: str
+    sha: str
+    branch: str
+    name: str
+    conclusion: str
+    url: str | None
+
+
+def screen_ci_failure(event: str, payload: Mapping[str, Any], *, bot_name: str) -> CiFailure | str:
+    """A failed check or workflow run on the default branch, or why it is ignored."""
+    if payload.get("action") != "completed":
+        return f"{event}.{payload.get('action')} is not a completion"
+    repo = payload.get("repository") or {}
+    default = repo.get("default_branch")
+    if event == "check_run":
+        run = payload.get("check_run") or {}
+        suite = run.get("check_suite") or {}
+        branch, sha, name = suite.get("head_branch"), run.get("head_sha"), run.get("name")
+        if (run.get("app") or {}).get("slug") == bot_name:
+            return "check run is Patchwarden's own"
+        if suite.get("pull_requests") or run.get("pull_requests"):
+            return "check run belongs to a pull request"
+    elif event == "workflow_run":
+        run = payload.get("workflow_run") or {}
+        branch, sha, name = run.get("head_branch"), run.get("head_sha"), run.get("name")
+        head_repo = (run.get("head_repository") or {}).get("full_name")
+        if head_repo != repo.get("full_name"):
+            return "workflow run comes from a fork"
+    else:
+        return f"{event} is not a CI event"
+    conclusion = run.get("conclusion")
+    if conclusion not in FAILED_CONCLUSIONS:
+        return f"conclusion {conclusion!r} is not a failure"
+    if not default or branch != default:
+        return f"branch {branch!r} is not the default branch {default!r}"
+    if not sha or not repo.get("full_name"):
+        return "payload has no head sha or repository"
+    return CiFailure(
+        repo=str(repo["full_name"]),
+        sha=str(sha),
+        branch=str(branch),
+        name=str(name or event),
+        conclusion=str(conclusion),
+        url=run.get("html_url"),
+    )
