@@ -46,10 +46,19 @@ def _decode(body: bytes, content_type: str) -> Any:
     return json.loads(body)
 
 
+async def _read(request: web.Request) -> bytes | web.Response:
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _error(413, f"body larger than {MAX_BODY} bytes (GitHub's webhook payload cap)")
+
+
 async def github_webhook(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
     settings = request.app[SETTINGS]
-    body = await request.read()
+    body = await _read(request)
+    if isinstance(body, web.Response):
+        return body
     if request.app[VERIFY]:
         secret = settings.webhook_secret
         assert secret is not None
@@ -124,7 +133,9 @@ async def alerts_webhook(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS]
     if settings.alerts_secret is None:
         return _error(503, "alerts are disabled: set PATCHWARDEN_ALERTS_SECRET to enable /alerts")
-    body = await request.read()
+    body = await _read(request)
+    if isinstance(body, web.Response):
+        return body
     problem = _alert_authorised(request, body, settings.alerts_secret.get_secret_value())
     if problem is not None:
         log.warning("rejected an alert from %s: %s", request.remote, problem)

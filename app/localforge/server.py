@@ -27,6 +27,9 @@ from aiohttp import web
 
 from app import signing
 
+JSON_BODY = web.RequestKey("json_body", dict)
+AUTH = web.RequestKey("auth", tuple)
+
 ROLES = {
     # role_name -> legacy ``permission`` GitHub folds it into
     "admin": "admin",
@@ -326,7 +329,7 @@ class LocalForge:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 return self._json({"message": "Problems parsing JSON"}, 400)
-        request["json"] = body
+        request[JSON_BODY] = body if isinstance(body, dict) else {}
         for pattern, seconds in self.delays:
             if pattern.search(request.path):
                 await asyncio.sleep(seconds)
@@ -349,7 +352,7 @@ class LocalForge:
         if isinstance(auth, web.Response):
             response: web.StreamResponse = auth
         else:
-            request["auth"] = auth
+            request[AUTH] = auth
             response = await handler(request)
         self.requests.append(
             Recorded(request.method, request.path, response.status, body, time.time(), auth_kind)
@@ -359,7 +362,7 @@ class LocalForge:
     def _repo(self, request: web.Request) -> Repo | web.Response:
         full = f"{request.match_info['owner']}/{request.match_info['repo']}"
         repo = self.repos.get(full)
-        kind, value = request["auth"]
+        kind, value = request[AUTH]
         if repo is None or kind != "installation" or value != repo.installation_id:
             return self._json({"message": "Not Found"}, 404)
         return repo
@@ -374,7 +377,7 @@ class LocalForge:
         return repo, issue
 
     async def _access_token(self, request: web.Request) -> web.Response:
-        kind, _ = request["auth"]
+        kind, _ = request[AUTH]
         if kind != "app":
             return self._json({"message": "A JSON web token could not be decoded"}, 401)
         installation_id = int(request.match_info["installation_id"])
@@ -413,7 +416,7 @@ class LocalForge:
         found = self._issue(request)
         if isinstance(found, web.Response):
             return found
-        body = request["json"] or {}
+        body = request[JSON_BODY]
         if not isinstance(body.get("body"), str):
             return self._json({"message": 'Invalid request.\n\n"body" wasn\'t supplied.'}, 422)
         repo, issue = found
@@ -441,14 +444,14 @@ class LocalForge:
             for comment in issue.comments:
                 if comment["id"] == cid:
                     reactions = self.comment_reacts.setdefault(cid, [])
-                    return self._react(reactions, (request["json"] or {}).get("content", ""))
+                    return self._react(reactions, request[JSON_BODY].get("content", ""))
         return self._json({"message": "Not Found"}, 404)
 
     async def _issue_reaction(self, request: web.Request) -> web.Response:
         found = self._issue(request)
         if isinstance(found, web.Response):
             return found
-        return self._react(found[1].reactions, (request["json"] or {}).get("content", ""))
+        return self._react(found[1].reactions, request[JSON_BODY].get("content", ""))
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware])

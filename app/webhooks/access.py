@@ -72,3 +72,15 @@ async def answer_refusal(
         f"`{triggers.FIX_LABEL}` label.\n\n{marker}"
     )
     await gh.post(url, url_vars, data={"body": body})
+
+
+async def react(
+    gh: GitHubClient, ctx: HandlerContext, url: str, url_vars: dict[str, str | int], *, repo: str
+) -> None:
+    """Add 👀 so the requester sees they were heard. Best effort: the job is queued already,
+    so a failed reaction (comment deleted, GitHub hiccup) is audited, not retried."""
+    try:
+        await gh.post(url, url_vars, data={"content": "eyes"})
+    except (gidgethub.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("could not react on %s: %s", repo, exc)
+        await ctx.audit("reaction.failed", repo=repo, reason=f"{type(exc).__name__}: {exc}")

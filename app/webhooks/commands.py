@@ -8,7 +8,7 @@ from gidgethub.routing import Router
 from app.github import GitHubClient
 from app.store import NewJob
 from app.webhooks import triggers
-from app.webhooks.access import answer_refusal, check_write_access, repo_vars
+from app.webhooks.access import answer_refusal, check_write_access, react, repo_vars
 from app.webhooks.context import HandlerContext
 
 router = Router()
@@ -64,8 +64,10 @@ async def on_comment_created(event: sansio.Event, gh: GitHubClient, *, ctx: Hand
         actor=login,
     )
     # 👀 says "heard you". Reacting twice is harmless: GitHub answers 200 the second time.
-    await gh.post(
+    await react(
+        gh,
+        ctx,
         "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
         {**repo_vars(repo), "comment_id": comment["id"]},
-        data={"content": "eyes"},
+        repo=repo,
     )

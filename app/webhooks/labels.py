@@ -8,7 +8,7 @@ from gidgethub.routing import Router
 from app.github import GitHubClient
 from app.store import NewJob
 from app.webhooks import triggers
-from app.webhooks.access import answer_refusal, check_write_access, repo_vars
+from app.webhooks.access import answer_refusal, check_write_access, react, repo_vars
 from app.webhooks.context import HandlerContext
 
 router = Router()
@@ -63,8 +63,10 @@ async def on_issue_labeled(event: sansio.Event, gh: GitHubClient, *, ctx: Handle
         ),
         actor=login,
     )
-    await gh.post(
+    await react(
+        gh,
+        ctx,
         "/repos/{owner}/{repo}/issues/{number}/reactions",
         {**repo_vars(repo), "number": issue["number"]},
-        data={"content": "eyes"},
+        repo=repo,
     )

@@ -1,0 +1,162 @@
+"""The one test harness: the local GitHub double and the real server, on loopback.
+
+No mocks of HTTP or gidgethub: the server is the real aiohttp app with its real
+store (a SQLite file in tmp_path) and workers, and GitHub is ``app.localforge``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from pytest_aiohttp import AiohttpServer
+
+from app import signing
+from app.config import Settings, load_settings
+from app.keys import generate_app_key
+from app.localforge import LocalForge
+from app.runtime import Runtime
+from app.server import RUNTIME, create_app
+from app.store import JobState
+
+APP_ID = 4242
+INSTALLATION = 7
+REPO = "octo-org/widgets"
+SECRET = "It's a Secret to Everybody"
+FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No PATCHWARDEN_* from the developer's shell and no stray .env leak into tests."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("PATCHWARDEN_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def app_keys() -> tuple[str, str]:
+    return generate_app_key()
+
+
+@pytest.fixture
+async def forge(app_keys: tuple[str, str]) -> AsyncIterator[LocalForge]:
+    f = LocalForge(app_id=APP_ID, app_public_key=app_keys[1], webhook_secret=SECRET)
+    await f.start()
+    f.add_repo(REPO, installation_id=INSTALLATION)
+    yield f
+    await f.stop()
+
+
+@pytest.fixture
+def make_settings(
+    tmp_path: Path, app_keys: tuple[str, str], forge: LocalForge
+) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "app_id": APP_ID,
+            "private_key": app_keys[0],
+            "webhook_secret": SECRET,
+            "github_api_url": forge.url,
+            "database_url": f"sqlite:///{tmp_path / 'patchwarden.db'}",
+            "poll_seconds": 0.05,
+            "lease_seconds": 5,
+            "retry_base_seconds": 0.05,
+            "rate_limit_base_seconds": 0.05,
+        }
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
+
+
+@dataclass
+class Harness:
+    """The running server plus the forge, with helpers a test reads like a story."""
+
+    forge: LocalForge
+    url: str
+    runtime: Runtime
+    session: aiohttp.ClientSession
+
+    @property
+    def store(self) -> Any:
+        return self.runtime.store
+
+    async def post_webhook(
+        self,
+        event: str,
+        payload: dict[str, Any] | bytes,
+        *,
+        delivery_id: str | None = None,
+        secret: str | None = SECRET,
+        signature: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        h = {
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+        }
+        if signature is not None:
+            h["X-Hub-Signature-256"] = signature
+        elif secret is not None:
+            h["X-Hub-Signature-256"] = signing.sign(body, secret=secret)
+        h.update(headers or {})
+        data: Any = io.BytesIO(body) if len(body) > 1024 * 1024 else body
+        async with self.session.post(f"{self.url}/webhooks/github", data=data, headers=h) as r:
+            return r.status, await r.json(content_type=None)
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Wait until no delivery job is queued or running."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            jobs = await self.store.list_jobs(kind="delivery")
+            if all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs):
+                return
+            await asyncio.sleep(0.02)
+        raise TimeoutError("delivery jobs still pending")
+
+    async def jobs(self, kind: str) -> list[Any]:
+        return list(await self.store.list_jobs(kind=kind))
+
+
+@pytest.fixture
+async def pw(
+    aiohttp_server: AiohttpServer,
+    make_settings: Callable[..., Settings],
+    forge: LocalForge,
+) -> AsyncIterator[Harness]:
+    app = create_app(make_settings())
+    server = await aiohttp_server(app)
+    url = str(server.make_url("")).rstrip("/")
+    forge.webhook_url = f"{url}/webhooks/github"
+    async with aiohttp.ClientSession() as session:
+        yield Harness(forge=forge, url=url, runtime=app[RUNTIME], session=session)
+
+
+def load_fixture(relative: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / relative).read_text())
+    return data
+
+
+def with_installation(
+    payload: dict[str, Any], installation_id: int = INSTALLATION
+) -> dict[str, Any]:
+    """Point a real example payload at the test installation and repository."""
+    payload = json.loads(json.dumps(payload))
+    payload["installation"] = {"id": installation_id, "node_id": "MDQ6VGVzdA=="}
+    return payload

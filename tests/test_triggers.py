@@ -1,0 +1,286 @@
+"""Who may trigger a fix: the pure decisions, then the same table end to end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.webhooks import triggers
+from tests.conftest import REPO, Harness, load_fixture, with_installation
+
+BOT = "patchwarden"
+
+
+@pytest.mark.parametrize(
+    ("body", "instructions"),
+    [
+        ("@patchwarden fix this", ""),
+        ("@patchwarden fix", ""),
+        ("/fix", ""),
+        ("@Patchwarden FIX THIS", ""),
+        ("@patchwarden[bot] fix this", ""),
+        ("@patchwarden fix this: use utf-8", "use utf-8"),
+        ("/fix the off-by-one in parse()", "the off-by-one in parse()"),
+        ("Thanks!\n\n@patchwarden fix this\n\nGuard the empty string.", "Guard the empty string."),
+        ("  @patchwarden fix this", ""),
+        ("\r\n@patchwarden fix this\r\n", ""),
+    ],
+)
+def test_commands_that_trigger(body: str, instructions: str) -> None:
+    command = triggers.parse_command(body, bot_name=BOT)
+    assert command is not None
+    assert command.name == "fix"
+    assert command.instructions == instructions
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "please @patchwarden fix this",  # not at the start of a line
+        "> @patchwarden fix this",  # quoting someone
+        ">> @patchwarden fix this",
+        "```\n@patchwarden fix this\n```",  # fenced code
+        "~~~\n@patchwarden fix this\n~~~",
+        "````\n```\n@patchwarden fix this\n````",  # longer fence stays open
+        "    @patchwarden fix this",  # indented code
+        "\t@patchwarden fix this",
+        "<!-- @patchwarden fix this -->",
+        "<!--\n@patchwarden fix this\n-->",
+        "<!-- unterminated\n@patchwarden fix this",
+        "`@patchwarden fix this`",
+        "@patchwarden fixed it already",
+        "@patchwarden fixes",
+        "@otherbot fix this",
+        "@patchwardenx fix this",
+        "/fixture",
+        "/fix-it",
+    ],
+)
+def test_text_that_never_triggers(body: str) -> None:
+    assert triggers.parse_command(body, bot_name=BOT) is None
+
+
+@pytest.mark.parametrize(
+    ("role", "verdict"),
+    [
+        ("admin", "trigger"),
+        ("maintain", "trigger"),
+        ("write", "trigger"),
+        ("triage", "refuse"),
+        ("read", "refuse"),
+        ("none", "refuse"),
+        (None, "refuse"),
+        ("custom-role", "refuse"),
+    ],
+)
+def test_permission_table(role: str | None, verdict: str) -> None:
+    assert triggers.decide_permission(role).verdict == verdict
+
+
+def test_failed_lookup_fails_closed() -> None:
+    decision = triggers.decide_permission("admin", error="GitHub answered 502")
+    assert decision.verdict == "error"
+    assert "502" in decision.reason
+
+
+def test_role_name_beats_the_folded_permission() -> None:
+    # GitHub folds triage into "read" and maintain into "write" in `permission`.
+    assert triggers.role_of({"permission": "read", "role_name": "triage"}) == "triage"
+    assert triggers.role_of({"permission": "write", "role_name": "maintain"}) == "maintain"
+    assert triggers.role_of({"permission": "admin"}) == "admin"
+
+
+def _comment_payload(**changes: Any) -> dict[str, Any]:
+    payload = load_fixture("issue_comment/created-fix-command.json")
+    for key, value in changes.items():
+        payload[key] = value
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (_comment_payload(action="edited"), "only new comments"),
+        (_comment_payload(action="deleted"), "only new comments"),
+        (load_fixture("issue_comment/created-on-pr.json"), "pull request"),
+        (load_fixture("issue_comment/created-by-bot.json"), "bot"),
+        (
+            _comment_payload(sender={"login": "patchwarden[bot]", "type": "Bot"}),
+            "bot",
+        ),
+        (load_fixture("issue_comment/created-1.json"), "no command"),
+    ],
+)
+def test_comments_screened_out_before_any_lookup(payload: dict[str, Any], reason: str) -> None:
+    screen = triggers.screen_issue_comment(payload, bot_name=BOT)
+    assert screen.verdict == "ignore"
+    assert reason in screen.reason
+
+
+def test_fix_command_fixture_asks_for_a_permission_check() -> None:
+    screen = triggers.screen_issue_comment(
+        load_fixture("issue_comment/created-fix-command.json"), bot_name=BOT
+    )
+    assert screen.verdict == "check_permission"
+    assert screen.command == triggers.Command("fix", "The parser crashes on empty input.")
+
+
+def test_ci_failure_on_default_branch_is_an_alert() -> None:
+    for name in ("check_run", "workflow_run"):
+        payload = load_fixture(f"{name}/completed-failure-default-branch.json")
+        found = triggers.screen_ci_failure(name, payload, bot_name=BOT)
+        assert isinstance(found, triggers.CiFailure), found
+        assert found.branch == payload["repository"]["default_branch"]
+
+
+@pytest.mark.parametrize(
+    ("event", "edit", "reason"),
+    [
+        ("workflow_run", lambda p: p["workflow_run"].update(conclusion="success"), "not a failure"),
+        (
+            "workflow_run",
+            lambda p: p["workflow_run"].update(head_branch="feature"),
+            "not the default",
+        ),
+        (
+            "workflow_run",
+            lambda p: p["workflow_run"]["head_repository"].update(full_name="evil/fork"),
+            "fork",
+        ),
+        (
+            "check_run",
+            lambda p: p["check_run"]["check_suite"].update(head_branch="x"),
+            "not the default",
+        ),
+        (
+            "check_run",
+            lambda p: p["check_run"]["check_suite"].update(pull_requests=[{"number": 1}]),
+            "pull request",
+        ),
+        ("check_run", lambda p: p["check_run"]["app"].update(slug="patchwarden"), "own"),
+        ("check_run", lambda p: p.update(action="created"), "not a completion"),
+    ],
+)
+def test_ci_events_that_are_not_alerts(event: str, edit: Any, reason: str) -> None:
+    payload = load_fixture(f"{event}/completed-failure-default-branch.json")
+    edit(payload)
+    found = triggers.screen_ci_failure(event, payload, bot_name=BOT)
+    assert isinstance(found, str)
+    assert reason in found
+
+
+# -- the same table, end to end: real server, real store, GitHub double over HTTP ----------
+
+
+@pytest.mark.parametrize(
+    ("role", "triggered"),
+    [
+        ("admin", True),
+        ("maintain", True),
+        ("write", True),
+        ("triage", False),
+        ("read", False),
+        (None, False),  # not a collaborator: GitHub answers 404
+    ],
+)
+async def test_trigger_authorisation_end_to_end(
+    pw: Harness, role: str | None, triggered: bool
+) -> None:
+    if role is not None:
+        pw.forge.add_user(REPO, "carol", role)
+    issue = pw.forge.open_issue(REPO, "Crash on empty input", author="carol")
+    comment = await pw.forge.post_comment(
+        REPO, issue.number, "@patchwarden fix this", author="carol"
+    )
+    await pw.settle()
+    jobs = await pw.jobs("fix")
+    comments = pw.forge.repos[REPO].issues[issue.number].comments
+    bot_comments = [c for c in comments if c["user"]["login"] == "patchwarden[bot]"]
+    if triggered:
+        assert len(jobs) == 1
+        assert jobs[0].payload["issue_number"] == issue.number
+        assert pw.forge.comment_reactions(comment["id"]) == ["eyes"]
+        assert bot_comments == []
+    else:
+        assert jobs == []
+        assert pw.forge.comment_reactions(comment["id"]) == []
+        assert len(bot_comments) == 1
+        assert "write access" in bot_comments[0]["body"]
+        assert "@carol" in bot_comments[0]["body"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["> @patchwarden fix this", "```\n@patchwarden fix this\n```", "nothing to see here"],
+)
+async def test_quoted_or_fenced_commands_do_nothing_end_to_end(pw: Harness, body: str) -> None:
+    pw.forge.add_user(REPO, "alice", "admin")
+    issue = pw.forge.open_issue(REPO, "t", author="alice")
+    await pw.forge.post_comment(REPO, issue.number, body, author="alice")
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+    # no permission lookup is made for text that is not a command
+    assert pw.forge.calls("GET", "/permission") == []
+
+
+async def test_bot_and_app_comments_never_trigger(pw: Harness) -> None:
+    for login in ("dependabot[bot]", "patchwarden[bot]"):
+        pw.forge.add_user(REPO, login, "admin")
+        issue = pw.forge.open_issue(REPO, "t", author=login)
+        await pw.forge.post_comment(REPO, issue.number, "@patchwarden fix this", author=login)
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+    assert pw.forge.calls("GET", "/permission") == []
+
+
+async def test_edited_comment_does_not_trigger(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "alice", "admin")
+    payload = with_installation(load_fixture("issue_comment/created-fix-command.json"))
+    payload["action"] = "edited"
+    payload["repository"]["full_name"] = REPO
+    status, _ = await pw.post_webhook("issue_comment", payload)
+    assert status == 202
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_permission_lookup_5xx_triggers_nothing_and_is_audited(
+    pw: Harness, status: int
+) -> None:
+    from app.store import AuditQuery
+
+    pw.forge.add_user(REPO, "alice", "admin")
+    pw.forge.fail("GET", "/collaborators/alice/permission", status, times=100)
+    issue = pw.forge.open_issue(REPO, "t", author="alice")
+    comment = await pw.forge.post_comment(
+        REPO, issue.number, "@patchwarden fix this", author="alice"
+    )
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+    assert pw.forge.comment_reactions(comment["id"]) == []
+    entries = await pw.store.query_audit(AuditQuery(repo=REPO))
+    failed = [e for e in entries if e.action == "trigger.failed_closed"]
+    assert len(failed) == 1
+    assert str(status) in (failed[0].reason or "")
+
+
+async def test_label_by_writer_triggers_and_by_reader_is_refused(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "alice", "write")
+    pw.forge.add_user(REPO, "bob", "read")
+    first = pw.forge.open_issue(REPO, "one", author="bob")
+    second = pw.forge.open_issue(REPO, "two", author="bob")
+    await pw.forge.add_label(REPO, first.number, "patchwarden:fix", actor="alice")
+    await pw.forge.add_label(REPO, second.number, "patchwarden:fix", actor="bob")
+    await pw.forge.add_label(REPO, second.number, "bug", actor="alice")
+    await pw.settle()
+    jobs = await pw.jobs("fix")
+    assert [(j.payload["issue_number"], j.payload["trigger"]) for j in jobs] == [
+        (first.number, "label")
+    ]
+    assert pw.forge.repos[REPO].issues[first.number].reactions[0]["content"] == "eyes"
+    refusals = pw.forge.repos[REPO].issues[second.number].comments
+    assert len(refusals) == 1
+    assert "@bob" in refusals[0]["body"]
