@@ -73,8 +73,12 @@ def _alertmanager(
         if not isinstance(alert, Mapping):
             skipped.append(f"alerts[{index}]: not an object")
             continue
-        labels = {str(k): _text(v, 500) for k, v in (alert.get("labels") or {}).items()}
-        annotations = {str(k): _text(v) for k, v in (alert.get("annotations") or {}).items()}
+        raw_labels, raw_annotations = alert.get("labels") or {}, alert.get("annotations") or {}
+        if not isinstance(raw_labels, Mapping) or not isinstance(raw_annotations, Mapping):
+            skipped.append(f"alerts[{index}]: 'labels' and 'annotations' must be objects")
+            continue
+        labels = {str(k): _text(v, 500) for k, v in raw_labels.items()}
+        annotations = {str(k): _text(v) for k, v in raw_annotations.items()}
         name = labels.get("alertname", f"alert {index}")
         if alert.get("status", body.get("status")) != "firing":
             skipped.append(f"{name}: status {alert.get('status')!r}, only firing alerts start jobs")

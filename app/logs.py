@@ -17,12 +17,22 @@ class RedactSecrets(logging.Filter):
         if not self.secrets:
             return True
         message = record.getMessage()
-        masked = message
-        for secret in self.secrets:
-            masked = masked.replace(secret, "***")
+        masked = self.mask(message)
         if masked != message:
             record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            # Format the traceback now so the masked text is what the handler prints.
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.mask(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.mask(record.stack_info)
         return True
+
+    def mask(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
 
 
 def configure(level: str = "INFO", *, secrets: Iterable[str] = ()) -> None:

@@ -109,7 +109,8 @@ class LocalForge:
         self.requests: list[Recorded] = []
         self.deliveries: list[tuple[str, str, int]] = []  # (event, delivery id, status)
         self.faults: list[Fault] = []
-        self.delays: list[tuple[re.Pattern[str], float]] = []
+        self.delays: list[list[Any]] = []  # [pattern, seconds, times left or None]
+        self.arrivals: list[str] = []  # "METHOD path", recorded before any delay
         self.rate_remaining = 5000
         self.comment_reacts: dict[int, list[dict[str, Any]]] = {}
         self._ids = itertools.count(1000)
@@ -167,8 +168,9 @@ class LocalForge:
             )
         )
 
-    def delay(self, path: str, seconds: float) -> None:
-        self.delays.append((re.compile(path), seconds))
+    def delay(self, path: str, seconds: float, *, times: int | None = None) -> None:
+        """Answer matching requests ``seconds`` late (the next ``times`` ones, or all)."""
+        self.delays.append([re.compile(path), seconds, times])
 
     def calls(self, method: str, path_re: str) -> list[Recorded]:
         pattern = re.compile(path_re)
@@ -330,8 +332,12 @@ class LocalForge:
             except ValueError:
                 return self._json({"message": "Problems parsing JSON"}, 400)
         request[JSON_BODY] = body if isinstance(body, dict) else {}
-        for pattern, seconds in self.delays:
-            if pattern.search(request.path):
+        self.arrivals.append(f"{request.method} {request.path}")
+        for entry in self.delays:
+            pattern, seconds, times = entry
+            if pattern.search(request.path) and (times is None or times > 0):
+                if times is not None:
+                    entry[2] = times - 1
                 await asyncio.sleep(seconds)
         auth = self._auth(request)
         auth_kind = auth[0] if isinstance(auth, tuple) else None

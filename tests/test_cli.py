@@ -1,0 +1,493 @@
+"""The ``patchwarden`` command as a user runs it, plus settings and log redaction."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from app.cli import parse_since
+from app.config import load_settings
+from app.errors import ConfigError
+from app.keys import generate_app_key
+from app.logs import RedactSecrets
+from app.store import Delivery, NewJob, store_for_url
+
+BIN = Path(sys.executable).parent / "patchwarden"
+WEBHOOK_SECRET = "whsec-4b1d-9c2e-cli-test"
+REPO_A = "octo-org/widgets"
+REPO_B = "octo-org/gadgets"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHWARDEN_")}
+    env.update(extra)
+    return env
+
+
+def run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN), *args],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+# -- manifest ----------------------------------------------------------------
+
+
+def test_manifest_asks_for_what_the_app_needs_and_nothing_dangerous(tmp_path: Path) -> None:
+    done = run("manifest", "--url", "https://pw.example.org", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads(done.stdout)
+    assert manifest["hook_attributes"]["url"] == "https://pw.example.org/webhooks/github"
+    perms = manifest["default_permissions"]
+    for name in ("contents", "pull_requests", "issues", "checks"):
+        assert perms[name] == "write", name
+    for name in ("statuses", "metadata"):
+        assert perms[name] == "read", name
+    assert "workflows" not in perms
+    assert "administration" not in perms
+    assert set(manifest["default_events"]) >= {
+        "issue_comment",
+        "issues",
+        "check_run",
+        "workflow_run",
+        "pull_request",
+        "pull_request_review",
+        "check_suite",
+        "push",
+        "status",
+    }
+
+
+def test_manifest_trailing_slash_makes_no_double_slash(tmp_path: Path) -> None:
+    done = run("manifest", "--url", "https://pw.example.org/", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hook_attributes"]["url"] == (
+        "https://pw.example.org/webhooks/github"
+    )
+
+
+@pytest.mark.parametrize("url", ["pw.example.org", "ftp://pw.example.org", "https://"])
+def test_manifest_with_bad_url_exits_2(tmp_path: Path, url: str) -> None:
+    done = run("manifest", "--url", url, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--url" in done.stderr
+    assert "https://pw.example.org" in done.stderr  # shows what a good one looks like
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+# -- serve -------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def healthz(port: int) -> int | None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", "/healthz")
+        return conn.getresponse().status
+    except OSError:
+        return None
+    finally:
+        conn.close()
+
+
+def serve_and_stop(tmp_path: Path, env: dict[str, str], *args: str) -> str:
+    """Start ``serve``, wait for /healthz, SIGTERM it; return its log (stderr)."""
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [str(BIN), "serve", "--port", str(port), *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while healthz(port) != 200:
+                assert proc.poll() is None, f"serve exited early:\n{log_path.read_text()}"
+                assert time.monotonic() < deadline, f"no healthy /healthz:\n{log_path.read_text()}"
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    log = log_path.read_text()
+    assert code == 0, log
+    return log
+
+
+@pytest.fixture
+def key_pem() -> str:
+    return generate_app_key()[0]
+
+
+def test_serve_refuses_to_start_without_webhook_secret(tmp_path: Path, key_pem: str) -> None:
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(key_pem)
+    env = clean_env(
+        PATCHWARDEN_APP_ID="4242",
+        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
+        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
+        PATCHWARDEN_PORT=str(free_port()),
+    )
+    done = run("serve", cwd=tmp_path, env=env, timeout=30)
+    assert done.returncode != 0
+    assert "PATCHWARDEN_WEBHOOK_SECRET" in done.stderr
+    assert "--insecure-no-signature" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_without_anything_set_also_names_the_secret(tmp_path: Path) -> None:
+    done = run("serve", "--port", str(free_port()), cwd=tmp_path, timeout=30)
+    assert done.returncode != 0
+    assert "PATCHWARDEN_WEBHOOK_SECRET" in done.stderr
+
+
+@pytest.mark.slow
+def test_serve_enforces_signatures_and_logs_no_secret(tmp_path: Path, key_pem: str) -> None:
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(key_pem)
+    env = clean_env(
+        PATCHWARDEN_APP_ID="4242",
+        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
+        PATCHWARDEN_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
+    )
+    log = serve_and_stop(tmp_path, env)
+    assert "webhook signatures: enforced" in log
+    assert "NOT CHECKED" not in log
+    assert WEBHOOK_SECRET not in log
+    assert "PRIVATE KEY" not in log
+    for line in key_pem.splitlines():
+        assert line not in log
+
+
+@pytest.mark.slow
+def test_serve_insecure_says_not_checked(tmp_path: Path, key_pem: str) -> None:
+    env = clean_env(
+        PATCHWARDEN_APP_ID="4242",
+        # a PEM in a variable, with literal \n escapes as .env files often carry it
+        PATCHWARDEN_PRIVATE_KEY=key_pem.replace("\n", "\\n"),
+        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
+    )
+    log = serve_and_stop(tmp_path, env, "--insecure-no-signature")
+    assert "webhook signatures: NOT CHECKED" in log
+    assert "enforced" not in log
+    for line in key_pem.splitlines():
+        assert line not in log
+
+
+# -- audit -------------------------------------------------------------------
+
+
+@pytest.fixture
+def audit_db(tmp_path: Path) -> tuple[str, int]:
+    """A store with an old delivery for REPO_A and fresh rows for REPO_A, REPO_B and a job."""
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+
+    async def seed() -> int:
+        store = store_for_url(url)
+        await store.open()
+        try:
+            await store.record_delivery(
+                Delivery(
+                    id="old-delivery",
+                    source="github",
+                    event="issues",
+                    action="opened",
+                    installation_id=7,
+                    repo=REPO_A,
+                    sender="alice",
+                    payload={},
+                    received_at=time.time() - 3 * 86400,
+                )
+            )
+            job, _ = await store.enqueue(NewJob(kind="fix", key="fix:a:1", repo=REPO_A))
+            await store.audit("session.note", repo=REPO_A, job_id=job.id, reason="fresh a")
+            await store.audit("session.note", repo=REPO_B, reason="fresh b")
+            return job.id
+        finally:
+            await store.close()
+
+    return url, asyncio.run(seed())
+
+
+def audit_rows(tmp_path: Path, url: str, *args: str) -> list[dict[str, Any]]:
+    done = run("audit", "--json", *args, cwd=tmp_path, env=clean_env(PATCHWARDEN_DATABASE_URL=url))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_audit_filters_by_repo(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, _ = audit_db
+    rows = audit_rows(tmp_path, url, "--repo", REPO_A)
+    assert {r["repo"] for r in rows} == {REPO_A}
+    assert {r["action"] for r in rows} == {"delivery.received", "job.enqueued", "session.note"}
+    b_rows = audit_rows(tmp_path, url, "--repo", REPO_B)
+    assert [(r["action"], r["reason"]) for r in b_rows] == [("session.note", "fresh b")]
+
+
+def test_audit_filters_by_job(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, job_id = audit_db
+    rows = audit_rows(tmp_path, url, "--job", str(job_id))
+    assert [r["action"] for r in rows] == ["job.enqueued", "session.note"]
+    assert {r["job"] for r in rows} == {job_id}
+    assert audit_rows(tmp_path, url, "--job", str(job_id + 100)) == []
+
+
+def test_audit_filters_by_since(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, _ = audit_db
+    everything = audit_rows(tmp_path, url)
+    assert "delivery.received" in {r["action"] for r in everything}
+    recent = audit_rows(tmp_path, url, "--since", "1h")
+    assert "delivery.received" not in {r["action"] for r in recent}
+    assert len(recent) == len(everything) - 1
+    assert [r["action"] for r in audit_rows(tmp_path, url, "--since", "7d", "--repo", REPO_A)] == [
+        "delivery.received",
+        "job.enqueued",
+        "session.note",
+    ]
+    for row in everything:
+        assert row["at"].endswith("Z")
+
+
+def test_audit_text_output(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, _ = audit_db
+    env = clean_env(PATCHWARDEN_DATABASE_URL=url)
+    done = run("audit", "--repo", REPO_B, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "session.note" in done.stdout
+    assert "fresh b" in done.stdout
+    assert REPO_A not in done.stdout
+    none = run("audit", "--repo", "nobody/nothing", cwd=tmp_path, env=env)
+    assert none.returncode == 0
+    assert none.stdout == ""
+    assert "no audit entries match" in none.stderr
+
+
+def test_audit_rejects_a_garbage_since(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, _ = audit_db
+    done = run(
+        "audit",
+        "--since",
+        "yesterday-ish-garbage",
+        cwd=tmp_path,
+        env=clean_env(PATCHWARDEN_DATABASE_URL=url),
+    )
+    assert done.returncode == 2
+    assert "--since" in done.stderr
+    assert "yesterday-ish-garbage" in done.stderr
+    assert "30m" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+NOW = 1_800_000_000.0
+TEN_UTC = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("30m", NOW - 30 * 60),
+        ("2h", NOW - 2 * 3600),
+        ("7d", NOW - 7 * 86400),
+        ("45s", NOW - 45),
+        (" 2h ", NOW - 2 * 3600),
+        ("2026-11-22T10:00:00Z", TEN_UTC),
+        ("2026-11-22T10:00", TEN_UTC),
+        ("2026-11-22T12:00:00+02:00", TEN_UTC),
+        ("2026-11-22", datetime(2026, 11, 22, tzinfo=UTC).timestamp()),
+    ],
+)
+def test_parse_since(text: str, expected: float) -> None:
+    assert parse_since(text, now=NOW) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2 hours", "-1h", "1w", ""])
+def test_parse_since_rejects(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="30m, 2h, 7d"):
+        parse_since(text, now=NOW)
+
+
+# -- doctor ------------------------------------------------------------------
+
+DOCTOR_ENTRIES = {
+    "python",
+    "git",
+    "bwrap",
+    "ruff",
+    "bandit",
+    "semgrep",
+    "database",
+    "webhook signatures",
+}
+
+
+def doctor(tmp_path: Path, env: dict[str, str]) -> tuple[int, dict[str, dict[str, str]]]:
+    done = run("doctor", "--json", cwd=tmp_path, env=env, timeout=120)
+    checks = json.loads(done.stdout)
+    by_name = {c["name"]: c for c in checks}
+    assert set(by_name) >= DOCTOR_ENTRIES, by_name.keys()
+    for check in checks:
+        assert check["status"] in {"ok", "warn", "fail"}
+        assert check["detail"]
+    failed = any(c["status"] == "fail" for c in checks)
+    assert done.returncode == (1 if failed else 0), done.stderr
+    return done.returncode, by_name
+
+
+@pytest.mark.slow
+def test_doctor_fails_without_webhook_secret(tmp_path: Path) -> None:
+    code, checks = doctor(tmp_path, clean_env())
+    assert code == 1
+    assert checks["webhook signatures"]["status"] == "fail"
+    assert "PATCHWARDEN_WEBHOOK_SECRET" in checks["webhook signatures"]["detail"]
+
+
+@pytest.mark.slow
+def test_doctor_with_configuration(tmp_path: Path, key_pem: str) -> None:
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(key_pem)
+    env = clean_env(
+        PATCHWARDEN_APP_ID="4242",
+        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
+        PATCHWARDEN_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
+    )
+    _, checks = doctor(tmp_path, env)
+    assert checks["webhook signatures"]["status"] == "ok"
+    assert checks["database"]["status"] == "ok"
+    assert checks["GitHub App identity"]["status"] == "ok"
+    assert WEBHOOK_SECRET not in json.dumps(checks)
+
+
+# -- settings ----------------------------------------------------------------
+
+
+def test_secrets_do_not_show_in_repr_or_str(key_pem: str) -> None:
+    settings = load_settings(
+        webhook_secret=WEBHOOK_SECRET, alerts_secret="alerts-secret-xyz", private_key=key_pem
+    )
+    for shown in (repr(settings), str(settings)):
+        assert WEBHOOK_SECRET not in shown
+        assert "alerts-secret-xyz" not in shown
+        assert "PRIVATE KEY" not in shown
+        assert "**********" in shown
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PATCHWARDEN_WORKERS", "0"),
+        ("PATCHWARDEN_WORKERS", "many"),
+        ("PATCHWARDEN_ALERT_ROUTES", "not json"),
+        ("PATCHWARDEN_ALERT_ROUTES", '{"HighErrorRate": "not-a-repo"}'),
+        ("PATCHWARDEN_LOG_LEVEL", "LOUD"),
+        ("PATCHWARDEN_PORT", "70000"),
+    ],
+)
+def test_invalid_variable_names_itself(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=name):
+        load_settings()
+
+
+def test_alert_routes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATCHWARDEN_ALERT_ROUTES", '{"HighErrorRate": "octo/api"}')
+    assert load_settings().alert_routes == {"HighErrorRate": "octo/api"}
+
+
+def test_private_key_with_literal_newline_escapes(
+    monkeypatch: pytest.MonkeyPatch, key_pem: str
+) -> None:
+    monkeypatch.setenv("PATCHWARDEN_PRIVATE_KEY", key_pem.replace("\n", "\\n"))
+    pem = load_settings().app_private_key()
+    assert pem == key_pem
+    serialization.load_pem_private_key(pem.encode(), password=None)
+
+
+def test_missing_private_key_file_names_the_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere" / "app.pem"
+    monkeypatch.setenv("PATCHWARDEN_PRIVATE_KEY_PATH", str(missing))
+    settings = load_settings()
+    with pytest.raises(ConfigError, match="PATCHWARDEN_PRIVATE_KEY_PATH") as info:
+        settings.app_private_key()
+    assert str(missing) in str(info.value)
+
+
+# -- log redaction -----------------------------------------------------------
+
+
+def redacting_logger(name: str, secrets: list[str]) -> tuple[logging.Logger, io.StringIO]:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.addFilter(RedactSecrets(secrets))
+    logger = logging.getLogger(name)
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return logger, out
+
+
+def test_redact_secrets_masks_message_and_arguments() -> None:
+    logger, out = redacting_logger("pw.test.redact", [WEBHOOK_SECRET, "alerts-secret-xyz"])
+    logger.info("configured with %s and %r", WEBHOOK_SECRET, "alerts-secret-xyz")
+    logger.info(f"inline {WEBHOOK_SECRET}!")
+    logger.info("nothing secret here: %d jobs", 3)
+    text = out.getvalue()
+    assert WEBHOOK_SECRET not in text
+    assert "alerts-secret-xyz" not in text
+    assert "configured with *** and '***'" in text
+    assert "inline ***!" in text
+    assert "nothing secret here: 3 jobs" in text
+
+
+def test_redact_secrets_masks_exception_text() -> None:
+    logger, out = redacting_logger("pw.test.redact_exc", [WEBHOOK_SECRET])
+    try:
+        raise RuntimeError(f"request failed with token {WEBHOOK_SECRET}")
+    except RuntimeError:
+        logger.exception("delivery failed")
+    text = out.getvalue()
+    assert "delivery failed" in text
+    assert "RuntimeError" in text
+    assert WEBHOOK_SECRET not in text
