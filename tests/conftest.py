@@ -119,10 +119,10 @@ class Harness:
         async with self.session.post(f"{self.url}/webhooks/github", data=data, headers=h) as r:
             return r.status, await r.json(content_type=None)
 
-    async def settle(self, timeout: float = 10.0) -> None:
+    async def settle(self, within: float = 10.0) -> None:
         """Wait until no delivery job is queued or running."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + within
         while loop.time() < deadline:
             jobs = await self.store.list_jobs(kind="delivery")
             if all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs):

@@ -19,8 +19,8 @@ from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
 PATCHWARDEN = str(Path(sys.executable).parent / "patchwarden")
 
 
-async def _wait(predicate, timeout: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
+async def _wait(predicate, within: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         value = await predicate()
         if value:
@@ -165,9 +165,9 @@ async def test_sigterm_without_drain_time_gives_the_job_back(setup, forge: Local
     assert await _exited(again, 15) == 0
 
 
-async def _exited(proc: subprocess.Popen[bytes], timeout: float) -> int:
+async def _exited(proc: subprocess.Popen[bytes], within: float) -> int:
     """Wait for the process without blocking the loop that runs the GitHub double."""
-    return await asyncio.to_thread(proc.wait, timeout)
+    return await asyncio.to_thread(proc.wait, within)
 
 
 async def _async(value: bool) -> bool:
