@@ -1,0 +1,222 @@
+"""The store (a real SQLite file) and the worker pool: leases, retries, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import PermanentJobError, StoreError
+from app.queue import Lane, WorkerPool
+from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = store_for_url(f"sqlite:///{tmp_path / 'pw.db'}", default_max_attempts=3)
+    await s.open()
+    yield s
+    await s.close()
+
+
+def _job(key: str, **kw: Any) -> NewJob:
+    return NewJob(kind="work", key=key, queue="q", payload={"key": key}, **kw)
+
+
+async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    for _ in range(2):
+        s = store_for_url(url)
+        await s.open()
+        assert await s.schema_version() == 1
+        await s.close()
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 1
+        db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
+    with pytest.raises(StoreError, match="newer than this Patchwarden"):
+        await store_for_url(url).open()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://db/pw", "PostgreSQL is not supported by this version yet"),
+        ("mysql://db/pw", "unknown database URL scheme"),
+        ("sqlite://relative.db", "sqlite:///"),
+        ("sqlite:////nonexistent-dir/x/pw.db", "does not exist"),
+    ],
+)
+async def test_bad_database_urls_say_what_to_do(url: str, message: str) -> None:
+    with pytest.raises(StoreError, match=message):
+        await store_for_url(url).open()
+
+
+async def test_delivery_is_stored_once_with_its_jobs(store: Store) -> None:
+    delivery = Delivery(
+        "d1", "github", "issues", "opened", 7, "o/r", "alice", {"a": 1}, time.time()
+    )
+    assert await store.record_delivery(delivery, jobs=[_job("k1")]) is True
+    assert await store.record_delivery(delivery, jobs=[_job("k2")]) is False
+    assert [j.key for j in await store.list_jobs()] == ["k1"]
+    assert await store.get_delivery("d1") == delivery
+
+
+async def test_enqueue_is_idempotent_on_the_key(store: Store) -> None:
+    first, new = await store.enqueue(_job("same"))
+    again, new_again = await store.enqueue(_job("same"))
+    assert (new, new_again) == (True, False)
+    assert first.id == again.id
+
+
+async def test_two_workers_never_claim_the_same_job(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'pw.db'}"
+    a, b = store_for_url(url), store_for_url(url)
+    await a.open()
+    await b.open()
+    for i in range(30):
+        await a.enqueue(_job(f"k{i}"))
+
+    async def drain(s: Store, owner: str) -> list[int]:
+        got = []
+        while job := await s.claim(queue="q", kinds=["work"], owner=owner, lease_seconds=30):
+            got.append(job.id)
+        return got
+
+    ids_a, ids_b = await asyncio.gather(drain(a, "A"), drain(b, "B"))
+    assert sorted(ids_a + ids_b) == list(range(1, 31))
+    assert not set(ids_a) & set(ids_b)
+    await a.close()
+    await b.close()
+
+
+async def test_only_the_lease_holder_completes(store: Store) -> None:
+    await store.enqueue(_job("k"))
+    job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
+    assert job is not None
+    await asyncio.sleep(0.1)  # A's lease expires; B takes over
+    retaken = await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=30)
+    assert retaken is not None
+    assert retaken.id == job.id
+    assert retaken.attempts == 2
+    assert await store.complete(job.id, owner="A", result={}) is False
+    assert await store.heartbeat(job.id, owner="A", lease_seconds=30) is False
+    assert await store.complete(job.id, owner="B", result={"ok": True}) is True
+    done = await store.get_job(job.id)
+    assert done is not None
+    assert done.state == JobState.SUCCEEDED
+    assert done.result == {"ok": True}
+
+
+async def test_expired_leases_end_in_a_visible_failure(store: Store) -> None:
+    await store.enqueue(_job("k", max_attempts=2))
+    for owner in ("A", "B"):
+        assert await store.claim(queue="q", kinds=["work"], owner=owner, lease_seconds=0.01)
+        await asyncio.sleep(0.05)
+    assert await store.claim(queue="q", kinds=["work"], owner="C", lease_seconds=1) is None
+    [job] = await store.list_jobs()
+    assert job.state == JobState.FAILED
+    assert "lease expired on attempt 2 of 2" in (job.last_error or "")
+    actions = [e.action for e in await store.query_audit(AuditQuery(job_id=job.id))]
+    assert actions[-1] == "job.failed"
+
+
+async def test_retry_later_waits_and_release_does_not_count(store: Store) -> None:
+    await store.enqueue(_job("k"))
+    job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+    assert job is not None
+    assert await store.retry_later(job.id, owner="A", error="boom", delay_seconds=60)
+    assert await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30) is None
+    await store.enqueue(_job("k2"))
+    job2 = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+    assert job2 is not None
+    assert await store.release(job2.id, owner="A")
+    back = await store.get_job(job2.id)
+    assert back is not None
+    assert back.state == JobState.QUEUED
+    assert back.attempts == 0
+
+
+async def test_kinds_without_a_runner_wait_in_the_store(store: Store) -> None:
+    await store.enqueue(NewJob(kind="fix", key="f", queue="q"))
+    assert await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=1) is None
+    [job] = await store.list_jobs()
+    assert job.state == JobState.QUEUED
+
+
+async def test_pool_bounds_concurrency_and_queues_the_rest(store: Store) -> None:
+    running = 0
+    peak = 0
+    done: list[int] = []
+
+    async def handler(job: Job) -> dict[str, Any]:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        done.append(job.id)
+        return {}
+
+    pool = WorkerPool(store, {"work": ("q", handler)}, [Lane("q", 2)], poll_seconds=0.02)
+    for i in range(10):
+        await store.enqueue(_job(f"k{i}"))
+    await pool.start()
+    for _ in range(200):
+        if len(done) == 10:
+            break
+        await asyncio.sleep(0.02)
+    await pool.stop()
+    assert sorted(done) == list(range(1, 11))
+    assert peak == 2
+
+
+async def test_pool_retries_then_fails_with_the_reason(store: Store) -> None:
+    attempts: list[int] = []
+
+    async def flaky(job: Job) -> dict[str, Any]:
+        attempts.append(job.attempts)
+        raise RuntimeError("GitHub is down")
+
+    async def doomed(job: Job) -> dict[str, Any]:
+        raise PermanentJobError("the delivery is gone")
+
+    pool = WorkerPool(
+        store,
+        {"work": ("q", flaky), "doomed": ("q", doomed)},
+        [Lane("q", 1)],
+        retry_base_seconds=0,
+    )
+    await store.enqueue(_job("k"))
+    await store.enqueue(NewJob(kind="doomed", key="d", queue="q"))
+    await pool.run_until_idle()
+    assert attempts == [1, 2, 3]
+    flaky_job, doomed_job = await store.list_jobs()
+    assert flaky_job.state == doomed_job.state == JobState.FAILED
+    assert (
+        flaky_job.last_error
+        == "gave up after 3 attempt(s); last error: RuntimeError: GitHub is down"
+    )
+    assert doomed_job.attempts == 1
+    assert "the delivery is gone" in (doomed_job.last_error or "")
+
+
+async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
+    async def slow(job: Job) -> dict[str, Any]:
+        await asyncio.sleep(0.5)  # ten lease lengths
+        return {"slow": True}
+
+    pool = WorkerPool(store, {"work": ("q", slow)}, [Lane("q", 1)], lease_seconds=0.05)
+    await store.enqueue(_job("k"))
+    runner = asyncio.create_task(pool.run_until_idle())
+    await asyncio.sleep(0.25)
+    # another worker looking now finds nothing to steal
+    assert await store.claim(queue="q", kinds=["work"], owner="thief", lease_seconds=1) is None
+    await runner
+    [job] = await store.list_jobs()
+    assert job.state == JobState.SUCCEEDED
+    assert job.attempts == 1
