@@ -17,6 +17,8 @@ from typing import Any
 
 import aiohttp
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from app.errors import GitHubAuthError
 
@@ -29,6 +31,20 @@ TOKEN_RENEW_MARGIN_SECONDS = 5 * 60
 class _Token:
     value: str
     expires_at: float
+
+
+def load_private_key(pem: str) -> RSAPrivateKey:
+    """Parse the App's key once, at start, with a message that says what to do."""
+    hint = "Use the .pem file GitHub generated for the App (Settings > Developer settings)."
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise GitHubAuthError(
+            f"the App private key is not a readable PEM private key ({exc}). {hint}"
+        ) from None
+    if not isinstance(key, RSAPrivateKey):
+        raise GitHubAuthError(f"the App private key must be an RSA key. {hint}")
+    return key
 
 
 def _parse_expiry(value: Any) -> float:
@@ -51,7 +67,7 @@ class AppAuth:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.app_id = app_id
-        self._key = private_key
+        self._key = load_private_key(private_key)
         self.api_url = api_url.rstrip("/")
         self._session = session
         self._user_agent = user_agent
@@ -68,15 +84,9 @@ class AppAuth:
             return self._jwt[0]
         iat = int(now) - JWT_BACKDATE_SECONDS
         exp = int(now) + JWT_LIFETIME_SECONDS
-        try:
-            token = jwt.encode(
-                {"iat": iat, "exp": exp, "iss": str(self.app_id)}, self._key, algorithm="RS256"
-            )
-        except (ValueError, TypeError) as exc:
-            raise GitHubAuthError(
-                "cannot sign the App JWT: the private key is not a valid RSA PEM "
-                f"({type(exc).__name__}). Use the .pem file GitHub generated for the App."
-            ) from None
+        token = jwt.encode(
+            {"iat": iat, "exp": exp, "iss": str(self.app_id)}, self._key, algorithm="RS256"
+        )
         self._jwt = (token, float(exp))
         return token
 

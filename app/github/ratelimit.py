@@ -17,10 +17,12 @@ from collections.abc import Mapping
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """Header lookup that ignores case (GitHub writes ``X-RateLimit-Reset``)."""
     value = headers.get(name)
-    if value is None:
-        value = headers.get(name.title())
-    return value
+    if value is not None:
+        return value
+    lowered = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == lowered), None)
 
 
 def _retry_after(value: str, *, now: float) -> float | None:

@@ -351,7 +351,7 @@ class LocalForge:
                 headers = self._rate_headers() | fault.headers
                 self.requests.append(
                     Recorded(
-                        request.method, request.path, fault.status, body, time.time(), auth_kind
+                        request.method, request.path_qs, fault.status, body, time.time(), auth_kind
                     )
                 )
                 return web.json_response(fault.body, status=fault.status, headers=headers)
@@ -361,7 +361,7 @@ class LocalForge:
             request[AUTH] = auth
             response = await handler(request)
         self.requests.append(
-            Recorded(request.method, request.path, response.status, body, time.time(), auth_kind)
+            Recorded(request.method, request.path_qs, response.status, body, time.time(), auth_kind)
         )
         return response
 

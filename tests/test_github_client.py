@@ -1,0 +1,646 @@
+"""The GitHub client against the local forge, over real HTTP on loopback.
+
+Rate limits are honoured as GitHub documents them, retries are bounded, a 401 refreshes
+the installation token once, the App JWT is what GitHub accepts, installation tokens are
+cached, and mutations are serialised per installation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import gidgethub
+import jwt
+import pytest
+
+from app.errors import GitHubAuthError
+from app.github.client import GitHubApp, GitHubClient, RetryPolicy
+from app.github.ratelimit import rate_limit_wait
+from app.localforge import LocalForge
+from tests.conftest import APP_ID, INSTALLATION, REPO
+
+OWNER, NAME = REPO.split("/")
+PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"
+PERMISSION_RE = "/collaborators/alice/permission$"
+COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+NOW = 1_700_000_000.0
+
+
+# -- fixtures and helpers ------------------------------------------------------------------
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as s:
+        yield s
+
+
+@pytest.fixture
+def make_app(
+    forge: LocalForge, app_keys: tuple[str, str], session: aiohttp.ClientSession
+) -> Callable[..., GitHubApp]:
+    def make(**kwargs: Any) -> GitHubApp:
+        return GitHubApp(
+            app_id=APP_ID,
+            private_key=app_keys[0],
+            api_url=forge.url,
+            session=session,
+            **kwargs,
+        )
+
+    return make
+
+
+class RecordingSleep:
+    """Records the waits instead of sleeping them (for tests that must not wait)."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+        await asyncio.sleep(0)
+
+
+async def get_permission(gh: GitHubClient, username: str = "alice", repo: str = REPO) -> Any:
+    owner, name = repo.split("/")
+    return await gh.getitem(PERMISSION, {"owner": owner, "repo": name, "username": username})
+
+
+async def react(gh: GitHubClient, comment_id: int, content: str = "eyes", repo: str = REPO) -> Any:
+    owner, name = repo.split("/")
+    return await gh.post(
+        COMMENT_REACTIONS,
+        {"owner": owner, "repo": name, "comment_id": comment_id},
+        data={"content": content},
+    )
+
+
+async def new_comment(forge: LocalForge, repo: str = REPO) -> dict[str, Any]:
+    issue = forge.open_issue(repo, "t", author="alice")
+    return await forge.post_comment(repo, issue.number, "hi", author="alice", send=False)
+
+
+def mints(forge: LocalForge) -> int:
+    return len(forge.calls("POST", "/access_tokens$"))
+
+
+# -- 1. rate_limit_wait, pure --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "message", "attempt", "base", "expected"),
+    [
+        pytest.param(
+            403, {"retry-after": "30"}, "secondary rate limit", 1, 60.0, 30.0, id="403-ra"
+        ),
+        pytest.param(429, {"retry-after": "5"}, "", 1, 60.0, 5.0, id="429-ra"),
+        pytest.param(429, {"Retry-After": "9"}, "", 1, 60.0, 9.0, id="ra-title-case"),
+        pytest.param(403, {"retry-after": "0"}, "rate limit", 1, 60.0, 0.0, id="ra-zero"),
+        pytest.param(
+            403,
+            {"retry-after": email.utils.formatdate(NOW + 120, usegmt=True)},
+            "secondary rate limit",
+            1,
+            60.0,
+            120.0,
+            id="ra-http-date",
+        ),
+        pytest.param(
+            429,
+            {"retry-after": email.utils.formatdate(NOW - 300, usegmt=True)},
+            "",
+            1,
+            60.0,
+            0.0,
+            id="ra-http-date-past",
+        ),
+        pytest.param(
+            403,
+            {
+                "retry-after": "7",
+                "x-ratelimit-remaining": "0",
+                "x-ratelimit-reset": str(int(NOW) + 500),
+            },
+            "API rate limit exceeded",
+            1,
+            60.0,
+            7.0,
+            id="ra-beats-reset",
+        ),
+        # Secondary limits with no headers: exponential from the base.
+        pytest.param(403, {}, "You have exceeded a secondary rate limit", 1, 60.0, 60.0, id="s1"),
+        pytest.param(403, {}, "You have exceeded a secondary rate limit", 2, 60.0, 120.0, id="s2"),
+        pytest.param(403, {}, "You have exceeded a secondary rate limit", 3, 60.0, 240.0, id="s3"),
+        pytest.param(
+            403,
+            {"x-ratelimit-remaining": "4999", "x-ratelimit-reset": str(int(NOW) + 3600)},
+            "You have exceeded a secondary rate limit",
+            1,
+            60.0,
+            60.0,
+            id="secondary-with-quota-left",
+        ),
+        pytest.param(
+            403, {"retry-after": "soon"}, "secondary rate limit", 2, 60.0, 120.0, id="ra-garbage"
+        ),
+        pytest.param(429, {}, "", 1, 0.5, 0.5, id="429-a1"),
+        pytest.param(429, {}, "", 2, 0.5, 1.0, id="429-a2"),
+        pytest.param(429, {}, "", 4, 0.5, 4.0, id="429-a4"),
+        # Not rate limits: never retried.
+        pytest.param(403, {}, "Resource not accessible by integration", 1, 60.0, None, id="403"),
+        pytest.param(
+            403,
+            {"x-ratelimit-remaining": "4999", "x-ratelimit-reset": str(int(NOW) + 3600)},
+            "Resource not accessible by integration",
+            1,
+            60.0,
+            None,
+            id="403-quota-left",
+        ),
+        pytest.param(404, {}, "Not Found", 1, 60.0, None, id="404"),
+        pytest.param(500, {}, "Server Error", 1, 60.0, None, id="500"),
+        pytest.param(401, {}, "Bad credentials", 1, 60.0, None, id="401"),
+    ],
+)
+def test_rate_limit_wait_table(
+    status: int,
+    headers: dict[str, str],
+    message: str,
+    attempt: int,
+    base: float,
+    expected: float | None,
+) -> None:
+    wait = rate_limit_wait(status, headers, message, attempt=attempt, now=NOW, base_seconds=base)
+    if expected is None:
+        assert wait is None
+    else:
+        assert wait == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("ahead", [100, 1, 0, -30])
+def test_rate_limit_wait_until_reset(ahead: int) -> None:
+    reset = int(NOW) + ahead
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
+    wait = rate_limit_wait(403, headers, "API rate limit exceeded", attempt=1, now=NOW)
+    assert wait is not None
+    assert wait >= max(reset - NOW, 0.0)
+    assert wait <= max(reset - NOW, 0.0) + 5  # and not absurdly longer
+    # The primary limit waits for the reset, not for the exponential secondary back-off.
+    later = rate_limit_wait(403, headers, "API rate limit exceeded", attempt=4, now=NOW)
+    assert later == wait
+
+
+# -- 2. rate limits honoured over HTTP, with real sleeps -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "message", "min_gap"),
+    [
+        pytest.param(403, {"retry-after": "1"}, "secondary rate limit", 1.0, id="403-retry-after"),
+        pytest.param(429, {"retry-after": "1"}, "Too Many Requests", 1.0, id="429-retry-after"),
+        pytest.param(429, {}, "Too Many Requests", 0.2, id="429-no-headers"),
+        pytest.param(
+            403,
+            {},
+            "You have exceeded a secondary rate limit. Please wait a few minutes.",
+            0.2,
+            id="403-secondary-message",
+        ),
+    ],
+)
+async def test_rate_limited_call_waits_then_succeeds(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    status: int,
+    headers: dict[str, str],
+    message: str,
+    min_gap: float,
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    app = make_app(policy=RetryPolicy(base_seconds=0.2))
+    gh = app.installation(INSTALLATION)
+    forge.fail("GET", PERMISSION_RE, status, headers=headers, message=message)
+
+    answer = await get_permission(gh)
+
+    assert answer["permission"] == "write"
+    calls = forge.calls("GET", PERMISSION_RE)
+    assert [c.status for c in calls] == [status, 200]
+    assert calls[1].at - calls[0].at >= min_gap
+    assert len(gh.waits) == 1
+    assert gh.waits[0] >= min_gap
+
+
+async def test_primary_rate_limit_waits_until_reset(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    gh = make_app(policy=RetryPolicy(base_seconds=0.2)).installation(INSTALLATION)
+    reset = int(time.time()) + 2
+    forge.fail(
+        "GET",
+        PERMISSION_RE,
+        403,
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        message="API rate limit exceeded for installation ID 7.",
+    )
+
+    answer = await get_permission(gh)
+
+    assert answer["permission"] == "write"
+    calls = forge.calls("GET", PERMISSION_RE)
+    assert [c.status for c in calls] == [403, 200]
+    assert calls[1].at >= reset  # not one request before GitHub resets the quota
+
+
+# -- 3. bounded retries --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "message", "exc_type"),
+    [
+        pytest.param(429, {}, "Too Many Requests", gidgethub.BadRequest, id="429"),
+        pytest.param(
+            403,
+            {},
+            "You have exceeded a secondary rate limit",
+            gidgethub.BadRequest,
+            id="403-secondary",
+        ),
+        pytest.param(
+            403,
+            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "0"},
+            "API rate limit exceeded",
+            gidgethub.RateLimitExceeded,
+            id="403-primary",
+        ),
+    ],
+)
+@pytest.mark.parametrize("max_retries", [0, 2])
+async def test_retries_are_bounded(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    status: int,
+    headers: dict[str, str],
+    message: str,
+    exc_type: type[Exception],
+    max_retries: int,
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    sleep = RecordingSleep()
+    app = make_app(policy=RetryPolicy(base_seconds=0.01, max_retries=max_retries), sleep=sleep)
+    gh = app.installation(INSTALLATION)
+    forge.fail("GET", PERMISSION_RE, status, headers=headers, message=message, times=50)
+
+    with pytest.raises(exc_type) as raised:
+        await asyncio.wait_for(get_permission(gh), timeout=10)
+
+    assert int(raised.value.status_code) == status  # type: ignore[attr-defined]
+    assert len(forge.calls("GET", PERMISSION_RE)) == max_retries + 1
+    assert len(sleep.calls) == max_retries
+    if not headers:  # exponential: each wait doubles the one before
+        assert sleep.calls == pytest.approx([0.01 * 2**i for i in range(max_retries)])
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "exc_type"),
+    [
+        pytest.param(403, {"retry-after": "3600"}, gidgethub.BadRequest, id="403-retry-after"),
+        pytest.param(429, {"retry-after": "3600"}, gidgethub.BadRequest, id="429-retry-after"),
+        pytest.param(
+            403,
+            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)},
+            gidgethub.RateLimitExceeded,
+            id="reset-in-an-hour",
+        ),
+    ],
+)
+async def test_wait_longer_than_allowed_raises_at_once(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    status: int,
+    headers: dict[str, str],
+    exc_type: type[Exception],
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    sleep = RecordingSleep()
+    gh = make_app(sleep=sleep).installation(INSTALLATION)
+    assert gh.policy.max_wait_seconds < 3600
+    forge.fail("GET", PERMISSION_RE, status, headers=headers, message="rate limit")
+
+    with pytest.raises(exc_type):
+        await asyncio.wait_for(get_permission(gh), timeout=10)
+
+    assert len(forge.calls("GET", PERMISSION_RE)) == 1
+    assert sleep.calls == []
+    assert gh.waits == []
+
+
+# -- 4. real refusals are not retried ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "exc_type"),
+    [
+        pytest.param(403, "Resource not accessible by integration", gidgethub.BadRequest, id="403"),
+        pytest.param(404, "Not Found", gidgethub.BadRequest, id="404"),
+        pytest.param(500, "Server Error", gidgethub.GitHubBroken, id="500"),
+    ],
+)
+async def test_plain_errors_are_not_retried(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    status: int,
+    message: str,
+    exc_type: type[Exception],
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    sleep = RecordingSleep()
+    gh = make_app(sleep=sleep).installation(INSTALLATION)
+    forge.fail("GET", PERMISSION_RE, status, message=message)
+
+    with pytest.raises(exc_type) as raised:
+        await get_permission(gh)
+
+    assert int(raised.value.status_code) == status  # type: ignore[attr-defined]
+    assert message in str(raised.value)
+    assert len(forge.calls("GET", PERMISSION_RE)) == 1
+    assert sleep.calls == []
+    # The fault was one-off: the next call goes through.
+    assert (await get_permission(gh))["permission"] == "write"
+
+
+# -- 5. 401: refresh the token once, retry once --------------------------------------------
+
+
+async def test_401_mints_a_new_token_and_retries_once(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    gh = make_app().installation(INSTALLATION)
+    forge.fail("GET", "permission", 401, message="Bad credentials")
+
+    answer = await get_permission(gh)
+
+    assert answer["permission"] == "write"
+    assert [c.status for c in forge.calls("GET", PERMISSION_RE)] == [401, 200]
+    assert mints(forge) == 2
+    assert len(forge.tokens) == 2
+    # The fresh token is cached: the next call neither mints nor fails.
+    await get_permission(gh)
+    assert mints(forge) == 2
+
+
+async def test_two_401s_in_a_row_raise(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    sleep = RecordingSleep()
+    gh = make_app(sleep=sleep).installation(INSTALLATION)
+    forge.fail("GET", "permission", 401, message="Bad credentials", times=5)
+
+    with pytest.raises(gidgethub.BadRequest) as raised:
+        await asyncio.wait_for(get_permission(gh), timeout=10)
+
+    assert int(raised.value.status_code) == 401
+    assert len(forge.calls("GET", PERMISSION_RE)) == 2
+    assert mints(forge) == 2
+    assert sleep.calls == []
+    assert "ghs_" not in str(raised.value)
+
+
+async def test_401_on_a_mutation_refreshes_without_deadlock(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    comment = await new_comment(forge)
+    gh = make_app().installation(INSTALLATION)
+    forge.fail("POST", "reactions", 401, message="Bad credentials")
+
+    await asyncio.wait_for(react(gh, comment["id"]), timeout=5)
+
+    assert forge.comment_reactions(comment["id"]) == ["eyes"]
+    assert [c.status for c in forge.calls("POST", "reactions")] == [401, 201]
+    assert mints(forge) == 2
+
+
+# -- 6. the App JWT ------------------------------------------------------------------------
+
+
+async def test_app_jwt_is_what_github_accepts(
+    make_app: Callable[..., GitHubApp], app_keys: tuple[str, str]
+) -> None:
+    app = make_app()
+    token = app.auth.jwt()
+    now = time.time()
+
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+    claims = jwt.decode(token, app_keys[1], algorithms=["RS256"])
+    assert claims["iss"] == str(APP_ID)
+    assert claims["iat"] <= now - 59  # backdated for clock drift
+    assert claims["exp"] - now <= 600  # GitHub's maximum
+    assert claims["exp"] > now + 60
+    assert claims["exp"] - claims["iat"] <= 660
+
+
+async def test_app_client_authenticates_with_the_jwt(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    gh = make_app().as_app()
+    answer = await gh.post(
+        "/app/installations/{installation_id}/access_tokens",
+        {"installation_id": INSTALLATION},
+        data=b"",
+    )
+    assert answer["token"].startswith("ghs_")
+    assert [c.auth_kind for c in forge.calls("POST", "access_tokens")] == ["app"]
+
+
+@pytest.mark.parametrize(
+    "private_key",
+    [
+        pytest.param("not a key", id="garbage"),
+        pytest.param("", id="empty"),
+        pytest.param(
+            "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+            id="truncated-pem",
+        ),
+        pytest.param(None, id="public-key-instead"),
+    ],
+)
+async def test_bad_private_key_gives_a_readable_auth_error(
+    forge: LocalForge,
+    session: aiohttp.ClientSession,
+    app_keys: tuple[str, str],
+    private_key: str | None,
+) -> None:
+    # A bad key is refused when the App is set up (at start), not at the first delivery.
+    with pytest.raises(GitHubAuthError, match="private key") as caught:
+        GitHubApp(
+            app_id=APP_ID,
+            private_key=app_keys[1] if private_key is None else private_key,
+            api_url=forge.url,
+            session=session,
+        )
+    assert ".pem" in str(caught.value)
+    assert mints(forge) == 0
+
+
+# -- 7. installation token cache -----------------------------------------------------------
+
+
+async def test_installation_token_is_cached(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    app = make_app()
+    first = await app.auth.installation_token(INSTALLATION)
+    second = await app.auth.installation_token(INSTALLATION)
+
+    assert first == second
+    assert first.startswith("ghs_")
+    assert mints(forge) == 1
+    gh = app.installation(INSTALLATION)
+    await get_permission(gh)
+    await get_permission(gh)
+    assert mints(forge) == 1
+
+
+async def test_short_lived_tokens_are_minted_anew(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.token_lifetime_seconds = 200  # under the five-minute renew margin
+    app = make_app()
+    tokens = [await app.auth.installation_token(INSTALLATION) for _ in range(3)]
+
+    assert len(set(tokens)) == 3
+    assert mints(forge) == 3
+
+
+async def test_concurrent_callers_share_one_mint(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.delay("access_tokens", 0.05)
+    app = make_app()
+    tokens = await asyncio.gather(*(app.auth.installation_token(INSTALLATION) for _ in range(10)))
+
+    assert len(set(tokens)) == 1
+    assert mints(forge) == 1
+
+
+async def test_unknown_installation_is_a_clear_error_without_secrets(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    app = make_app()
+    good = await app.auth.installation_token(INSTALLATION)
+
+    with pytest.raises(GitHubAuthError) as raised:
+        await app.auth.installation_token(987654)
+
+    text = f"{raised.value} {raised.value!r}"
+    assert "987654" in text
+    assert "404" in text
+    assert good not in text
+    assert "ghs_" not in text
+    assert app.auth.jwt() not in text
+    # The client surfaces the same error.
+    with pytest.raises(GitHubAuthError, match="987654"):
+        await get_permission(app.installation(987654))
+
+
+# -- 8. mutations serialised per installation ----------------------------------------------
+
+
+async def test_mutations_are_serialised_per_installation(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    comment = await new_comment(forge)
+    app = make_app()
+    await app.auth.installation_token(INSTALLATION)  # keep minting out of the timing
+    forge.delay("reactions", 0.2)
+    contents = ["eyes", "rocket", "heart"]
+
+    start = time.monotonic()
+    await asyncio.gather(
+        *(react(app.installation(INSTALLATION), comment["id"], c) for c in contents)
+    )
+    elapsed = time.monotonic() - start
+
+    assert elapsed >= 0.58
+    assert sorted(forge.comment_reactions(comment["id"])) == sorted(contents)
+    finished = sorted(c.at for c in forge.calls("POST", "reactions"))
+    assert len(finished) == 3
+    assert all(b - a >= 0.18 for a, b in itertools.pairwise(finished))
+
+
+async def test_reads_are_not_serialised(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    app = make_app()
+    await app.auth.installation_token(INSTALLATION)
+    forge.delay("permission", 0.2)
+    gh = app.installation(INSTALLATION)
+
+    start = time.monotonic()
+    answers = await asyncio.gather(*(get_permission(gh) for _ in range(3)))
+    elapsed = time.monotonic() - start
+
+    assert [a["permission"] for a in answers] == ["write"] * 3
+    assert elapsed < 0.5
+
+
+async def test_mutations_of_different_installations_run_together(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    other = "octo-org/gadgets"
+    forge.add_repo(other, installation_id=INSTALLATION + 1)
+    ours, theirs = await new_comment(forge), await new_comment(forge, other)
+    app = make_app()
+    await app.auth.installation_token(INSTALLATION)
+    await app.auth.installation_token(INSTALLATION + 1)
+    forge.delay("reactions", 0.3)
+
+    start = time.monotonic()
+    await asyncio.gather(
+        react(app.installation(INSTALLATION), ours["id"]),
+        react(app.installation(INSTALLATION + 1), theirs["id"], repo=other),
+    )
+    elapsed = time.monotonic() - start
+
+    assert forge.comment_reactions(ours["id"]) == ["eyes"]
+    assert forge.comment_reactions(theirs["id"]) == ["eyes"]
+    assert elapsed < 0.55
+
+
+# -- 9. tokens never in URLs ---------------------------------------------------------------
+
+
+async def test_tokens_travel_in_headers_never_in_urls(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    forge.add_user(REPO, "alice", "write")
+    comment = await new_comment(forge)
+    app = make_app()
+    gh = app.installation(INSTALLATION)
+    await get_permission(gh)
+    await react(gh, comment["id"])
+    forge.fail("GET", "permission", 401, message="Bad credentials")
+    await get_permission(gh)
+    forge.fail("GET", "permission", 429, headers={"retry-after": "0"})
+    await get_permission(gh)
+
+    assert forge.tokens  # tokens were minted and used
+    assert len(forge.requests) >= 7
+    for recorded in forge.requests:
+        assert "ghs_" not in recorded.path
+        for token in forge.tokens:
+            assert token not in recorded.path
+    repo_calls = [r for r in forge.requests if r.path.startswith("/repos/")]
+    assert {r.auth_kind for r in repo_calls} == {"installation"}
