@@ -68,14 +68,7 @@ async def _demo(folder: Path) -> int:
         )
         _say("3. GitHub redelivers alice's comment (same X-GitHub-Delivery)")
         first = forge.deliveries[-1][1]
-        payload = {
-            "action": "created",
-            "issue": forge.issue_payload(forge.repos[REPO], issue),
-            "comment": comment,
-            "repository": forge.repository_payload(forge.repos[REPO]),
-            "sender": forge.user("alice"),
-            "installation": {"id": 7},
-        }
+        payload = forge.comment_event(REPO, issue.number, comment)
         await forge.send("issue_comment", payload, delivery_id=first)
 
         deadline = time.monotonic() + 20

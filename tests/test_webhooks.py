@@ -175,14 +175,7 @@ async def test_same_delivery_100_times_20_at_once_makes_one_job(pw: Harness) -> 
     comment = await pw.forge.post_comment(
         REPO, issue.number, "@patchwarden fix this", author="alice", send=False
     )
-    payload = {
-        "action": "created",
-        "issue": pw.forge.issue_payload(pw.forge.repos[REPO], issue),
-        "comment": comment,
-        "repository": pw.forge.repository_payload(pw.forge.repos[REPO]),
-        "sender": pw.forge.user("alice"),
-        "installation": {"id": INSTALLATION},
-    }
+    payload = pw.forge.comment_event(REPO, issue.number, comment)
     delivery_id = str(uuid.uuid4())
     gate = asyncio.Semaphore(20)
 
@@ -205,14 +198,7 @@ async def test_same_comment_under_new_delivery_ids_makes_one_fix_job(pw: Harness
     pw.forge.add_user(REPO, "alice", "write")
     issue = pw.forge.open_issue(REPO, "Crash", author="alice")
     comment = await pw.forge.post_comment(REPO, issue.number, "/fix", author="alice")
-    payload = {
-        "action": "created",
-        "issue": pw.forge.issue_payload(pw.forge.repos[REPO], issue),
-        "comment": comment,
-        "repository": pw.forge.repository_payload(pw.forge.repos[REPO]),
-        "sender": pw.forge.user("alice"),
-        "installation": {"id": INSTALLATION},
-    }
+    payload = pw.forge.comment_event(REPO, issue.number, comment)
     for _ in range(3):
         await pw.post_webhook("issue_comment", payload)
     await pw.settle()

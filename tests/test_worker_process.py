@@ -53,14 +53,7 @@ async def setup(tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]):  
     comment = await forge.post_comment(
         REPO, issue.number, "@patchwarden fix this", author="alice", send=False
     )
-    payload = {
-        "action": "created",
-        "issue": forge.issue_payload(forge.repos[REPO], issue),
-        "comment": comment,
-        "repository": forge.repository_payload(forge.repos[REPO]),
-        "sender": forge.user("alice"),
-        "installation": {"id": INSTALLATION},
-    }
+    payload = forge.comment_event(REPO, issue.number, comment)
     # Exactly what the server stores before answering 202.
     await store.record_delivery(
         Delivery(

@@ -212,18 +212,22 @@ class LocalForge:
         issue = r.issues[number]
         comment = self._new_comment(r, issue, body, author)
         if send:
-            await self.send(
-                "issue_comment",
-                {
-                    "action": "created",
-                    "issue": self.issue_payload(r, issue),
-                    "comment": comment,
-                    "repository": self.repository_payload(r),
-                    "sender": self.user(author),
-                    "installation": {"id": r.installation_id, "node_id": "MDQ6VGVzdA=="},
-                },
-            )
+            await self.send("issue_comment", self.comment_event(repo, number, comment))
         return comment
+
+    def comment_event(
+        self, repo: str, number: int, comment: dict[str, Any], *, action: str = "created"
+    ) -> dict[str, Any]:
+        """The ``issue_comment`` payload GitHub sends for ``comment`` on issue ``number``."""
+        r = self.repos[repo]
+        return {
+            "action": action,
+            "issue": self.issue_payload(r, r.issues[number]),
+            "comment": comment,
+            "repository": self.repository_payload(r),
+            "sender": comment["user"],
+            "installation": {"id": r.installation_id, "node_id": "MDQ6VGVzdA=="},
+        }
 
     async def add_label(self, repo: str, number: int, label: str, *, actor: str) -> None:
         r = self.repos[repo]
