@@ -54,6 +54,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             updated_at       REAL NOT NULL
         );
         CREATE INDEX jobs_claim ON jobs (queue, state, run_after);
+        CREATE INDEX jobs_leases ON jobs (queue, state, lease_expires_at);
 
         CREATE TABLE audit (
             id          INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -348,13 +348,22 @@ class SQLiteStore(Store):
                 self._audit_row(
                     db, "job.failed", repo=row["repo"], job_id=row["id"], reason=reason, at=now
                 )
-            row = db.execute(
-                f"SELECT id, state, lease_owner FROM jobs WHERE queue = ? AND kind IN ({marks})"  # noqa: S608
-                " AND ((state = 'queued' AND run_after <= ?)"
-                "  OR (state = 'running' AND lease_expires_at < ?))"
-                " ORDER BY run_after, id LIMIT 1",
-                (queue, *kinds, now, now),
-            ).fetchone()
+            # Two index-friendly lookups (an OR across states would scan the whole
+            # history of the queue): the next due queued job and the oldest expired lease.
+            candidates = [
+                db.execute(
+                    f"SELECT id, state, lease_owner, run_after FROM jobs WHERE queue = ?"  # noqa: S608
+                    f" AND state = ? AND {column} {op} ? AND kind IN ({marks})"
+                    " ORDER BY run_after, id LIMIT 1",
+                    (queue, state, now, *kinds),
+                ).fetchone()
+                for state, column, op in (
+                    ("queued", "run_after", "<="),
+                    ("running", "lease_expires_at", "<"),
+                )
+            ]
+            found = [c for c in candidates if c is not None]
+            row = min(found, key=lambda c: (c["run_after"], c["id"])) if found else None
             if row is None:
                 return None
             db.execute(
