@@ -10,7 +10,7 @@ import asyncio
 import io
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,17 +135,27 @@ class Harness:
 
 
 @pytest.fixture
-async def pw(
+async def make_pw(
     aiohttp_server: AiohttpServer,
     make_settings: Callable[..., Settings],
     forge: LocalForge,
-) -> AsyncIterator[Harness]:
-    app = create_app(make_settings())
-    server = await aiohttp_server(app)
-    url = str(server.make_url("")).rstrip("/")
-    forge.webhook_url = f"{url}/webhooks/github"
+) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    """Start the real server with settings overrides; the forge delivers to it."""
     async with aiohttp.ClientSession() as session:
-        yield Harness(forge=forge, url=url, runtime=app[RUNTIME], session=session)
+
+        async def start(**overrides: Any) -> Harness:
+            app = create_app(make_settings(**overrides))
+            server = await aiohttp_server(app)
+            url = str(server.make_url("")).rstrip("/")
+            forge.webhook_url = f"{url}/webhooks/github"
+            return Harness(forge=forge, url=url, runtime=app[RUNTIME], session=session)
+
+        yield start
+
+
+@pytest.fixture
+async def pw(make_pw: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await make_pw()
 
 
 def load_fixture(relative: str) -> dict[str, Any]:

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 import pytest
-from pytest_aiohttp import AiohttpServer
 
 from app import signing
 from app.alerts import ParsedAlerts, parse_alerts
-from app.config import Settings
 from app.errors import AlertFormatError
-from app.localforge import LocalForge
-from app.server import RUNTIME, create_app
 from app.store import AuditQuery
 from tests.conftest import REPO, Harness
 
@@ -294,16 +289,8 @@ def test_unreadable_bodies_raise(body: Any, words: str) -> None:
 
 
 @pytest.fixture
-async def alerts_pw(
-    aiohttp_server: AiohttpServer,
-    make_settings: Callable[..., Settings],
-    forge: LocalForge,
-) -> AsyncIterator[Harness]:
-    app = create_app(make_settings(alerts_secret=ALERTS_SECRET, alert_routes=ROUTES))
-    server = await aiohttp_server(app)
-    url = str(server.make_url("")).rstrip("/")
-    async with aiohttp.ClientSession() as session:
-        yield Harness(forge=forge, url=url, runtime=app[RUNTIME], session=session)
+async def alerts_pw(make_pw: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await make_pw(alerts_secret=ALERTS_SECRET, alert_routes=ROUTES)
 
 
 async def post_alert(

@@ -171,6 +171,18 @@ def test_serve_refuses_to_start_without_webhook_secret(tmp_path: Path, key_pem: 
     assert "Traceback" not in done.stderr
 
 
+def configured_env(tmp_path: Path, key_pem: str) -> dict[str, str]:
+    """The environment of a configured App: id, key file, webhook secret, a database."""
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(key_pem)
+    return clean_env(
+        PATCHWARDEN_APP_ID="4242",
+        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
+        PATCHWARDEN_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
+    )
+
+
 def test_serve_without_anything_set_also_names_the_secret(tmp_path: Path) -> None:
     done = run("serve", "--port", str(free_port()), cwd=tmp_path, timeout=30)
     assert done.returncode != 0
@@ -179,14 +191,7 @@ def test_serve_without_anything_set_also_names_the_secret(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_serve_enforces_signatures_and_logs_no_secret(tmp_path: Path, key_pem: str) -> None:
-    key_file = tmp_path / "app.pem"
-    key_file.write_text(key_pem)
-    env = clean_env(
-        PATCHWARDEN_APP_ID="4242",
-        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
-        PATCHWARDEN_WEBHOOK_SECRET=WEBHOOK_SECRET,
-        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
-    )
+    env = configured_env(tmp_path, key_pem)
     log = serve_and_stop(tmp_path, env)
     assert "webhook signatures: enforced" in log
     assert "NOT CHECKED" not in log
@@ -380,14 +385,7 @@ def test_doctor_fails_without_webhook_secret(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_doctor_with_configuration(tmp_path: Path, key_pem: str) -> None:
-    key_file = tmp_path / "app.pem"
-    key_file.write_text(key_pem)
-    env = clean_env(
-        PATCHWARDEN_APP_ID="4242",
-        PATCHWARDEN_PRIVATE_KEY_PATH=str(key_file),
-        PATCHWARDEN_WEBHOOK_SECRET=WEBHOOK_SECRET,
-        PATCHWARDEN_DATABASE_URL=f"sqlite:///{tmp_path / 'pw.db'}",
-    )
+    env = configured_env(tmp_path, key_pem)
     _, checks = doctor(tmp_path, env)
     assert checks["webhook signatures"]["status"] == "ok"
     assert checks["database"]["status"] == "ok"
