@@ -97,11 +97,6 @@ class Settings(BaseSettings):
             raise ValueError("must be the App's slug, such as 'patchwarden'")
         return value
 
-    @property
-    def bot_login(self) -> str:
-        """The login GitHub gives the App's own comments: ``<slug>[bot]``."""
-        return f"{self.bot_name}[bot]"
-
     def app_private_key(self) -> str | None:
         """The App's PEM private key, from the variable or the file; ``None`` if unset."""
         if self.private_key is not None:

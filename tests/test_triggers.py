@@ -284,3 +284,51 @@ async def test_label_by_writer_triggers_and_by_reader_is_refused(pw: Harness) ->
     refusals = pw.forge.repos[REPO].issues[second.number].comments
     assert len(refusals) == 1
     assert "@bob" in refusals[0]["body"]
+
+
+async def test_a_refusal_is_answered_once_however_often_github_redelivers(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "bob", "read")
+    issue = pw.forge.open_issue(REPO, "t", author="bob")
+    comment = await pw.forge.post_comment(REPO, issue.number, "/fix", author="bob")
+    event = pw.forge.comment_event(REPO, issue.number, comment)
+    for _ in range(3):  # GitHub's "redeliver" and retries arrive under new delivery ids
+        assert (await pw.post_webhook("issue_comment", event))[0] == 202
+    await pw.settle()
+    bot = [
+        c
+        for c in pw.forge.repos[REPO].issues[issue.number].comments
+        if "[bot]" in c["user"]["login"]
+    ]
+    assert len(bot) == 1
+    assert await pw.jobs("fix") == []
+
+
+async def test_a_user_cannot_silence_refusals_by_pasting_the_marker(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "bob", "read")
+    issue = pw.forge.open_issue(REPO, "t", author="bob")
+    comment = await pw.forge.post_comment(REPO, issue.number, "/fix", author="bob", send=False)
+    await pw.forge.post_comment(
+        REPO,
+        issue.number,
+        f"<!-- patchwarden:refused comment:{comment['id']} -->",
+        author="bob",
+        send=False,
+    )
+    await pw.post_webhook("issue_comment", pw.forge.comment_event(REPO, issue.number, comment))
+    await pw.settle()
+    bot = [
+        c
+        for c in pw.forge.repos[REPO].issues[issue.number].comments
+        if "[bot]" in c["user"]["login"]
+    ]
+    assert len(bot) == 1
+
+
+async def test_a_bot_adding_the_fix_label_triggers_nothing(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "renovate[bot]", "admin")
+    issue = pw.forge.open_issue(REPO, "t", author="alice")
+    await pw.forge.add_label(REPO, issue.number, "patchwarden:fix", actor="renovate[bot]")
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+    assert pw.forge.calls("GET", "/permission") == []
+    assert pw.forge.repos[REPO].issues[issue.number].comments == []

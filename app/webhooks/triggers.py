@@ -106,14 +106,12 @@ def parse_command(body: str | None, *, bot_name: str) -> Command | None:
     return None
 
 
-def is_bot(user: Mapping[str, Any] | None, *, bot_login: str) -> bool:
+def is_bot(user: Mapping[str, Any] | None) -> bool:
     """Bots (including this App) never trigger anything."""
     if not user:
         return True
     login = str(user.get("login", ""))
-    return (
-        user.get("type") == "Bot" or login.endswith("[bot]") or login.lower() == bot_login.lower()
-    )
+    return user.get("type") == "Bot" or login.lower().endswith("[bot]")
 
 
 def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
@@ -124,9 +122,7 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
     if issue.get("pull_request"):
         return Screen("ignore", "comment on a pull request, not on an issue")
     comment = payload.get("comment") or {}
-    if is_bot(payload.get("sender"), bot_login=f"{bot_name}[bot]") or is_bot(
-        comment.get("user"), bot_login=f"{bot_name}[bot]"
-    ):
+    if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
         return Screen("ignore", "comment by a bot")
     command = parse_command(comment.get("body"), bot_name=bot_name)
     if command is None:
@@ -134,14 +130,14 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
     return Screen("check_permission", f"{command.name} requested", command)
 
 
-def screen_issue_label(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
     """Decide whether an ``issues`` event is the fix label being added."""
     if payload.get("action") != "labeled":
         return Screen("ignore", f"issues.{payload.get('action')} is not handled")
     label = (payload.get("label") or {}).get("name")
     if label != FIX_LABEL:
         return Screen("ignore", f"label {label!r} is not {FIX_LABEL!r}")
-    if is_bot(payload.get("sender"), bot_login=f"{bot_name}[bot]"):
+    if is_bot(payload.get("sender")):
         return Screen("ignore", "label added by a bot")
     return Screen("check_permission", "fix requested by label", Command("fix"))
 

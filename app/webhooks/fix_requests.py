@@ -1,0 +1,88 @@
+"""A request for a fix, however it arrived (a comment or a label): one flow.
+
+screen (pure) → check the sender's role → audit → refuse once, or enqueue the
+``fix`` job and react 👀. ``ref`` names the request uniquely (``comment:123`` or
+``label:<delivery id>``): it keys both the job and the refusal marker, so a
+redelivered or retried event starts nothing twice and answers nothing twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gidgethub import sansio
+
+from app.github import GitHubClient
+from app.store import NewJob
+from app.webhooks import triggers
+from app.webhooks.access import answer_refusal, check_write_access, react, repo_vars
+from app.webhooks.context import HandlerContext
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    via: Literal["comment", "label"]
+    ref: str
+    reaction_url: str  # where 👀 goes: the comment, or the issue for a label
+    reaction_vars: dict[str, str | int] = field(default_factory=dict)
+    comment_id: int | None = None
+
+
+async def request_fix(
+    event: sansio.Event,
+    gh: GitHubClient,
+    ctx: HandlerContext,
+    *,
+    screen: triggers.Screen,
+    request: FixRequest,
+) -> None:
+    data: dict[str, Any] = event.data
+    repo = data["repository"]["full_name"]
+    login = (data.get("sender") or {}).get("login")
+    if screen.verdict == "ignore" or screen.command is None or not login:
+        await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=screen.reason)
+        return
+    issue = data["issue"]
+    decision = await check_write_access(gh, repo=repo, login=login)
+    await ctx.audit(
+        decision.audit_action,
+        actor=login,
+        repo=repo,
+        reason=decision.reason,
+        details={"issue": issue["number"], "via": request.via, "ref": request.ref},
+    )
+    if decision.verdict == "refuse":
+        await answer_refusal(
+            gh,
+            ctx,
+            repo=repo,
+            issue_number=issue["number"],
+            login=login,
+            decision=decision,
+            key=request.ref,
+        )
+    if decision.verdict != "trigger":
+        return
+    await ctx.enqueue(
+        NewJob(
+            kind="fix",
+            key=f"fix:{repo}#{issue['number']}:{request.ref}",
+            repo=repo,
+            installation_id=(data.get("installation") or {}).get("id"),
+            delivery_id=event.delivery_id,
+            payload={
+                "repo": repo,
+                "issue_number": issue["number"],
+                "issue_title": issue.get("title", ""),
+                "trigger": request.via,
+                "comment_id": request.comment_id,
+                "requested_by": login,
+                "instructions": screen.command.instructions,
+            },
+        ),
+        actor=login,
+    )
+    await react(
+        gh, ctx, request.reaction_url, {**repo_vars(repo), **request.reaction_vars}, repo=repo
+    )
