@@ -20,7 +20,7 @@ from app.config import load_settings
 from app.keys import generate_app_key
 from app.localforge import LocalForge
 from app.server import RUNTIME, create_app
-from app.store import JobState
+from app.store import AuditQuery, JobState
 
 REPO = "octo-org/widgets"
 
@@ -93,8 +93,6 @@ async def _demo(folder: Path) -> int:
         for job in await store.list_jobs():
             _say(f"  #{job.id} {job.kind:<8} {job.state:<9} {job.key}")
         _say("\nAudit log:")
-        from app.store import AuditQuery
-
         for e in await store.query_audit(AuditQuery()):
             _say(f"  {e.action:<26} {e.actor or '-':<18} {e.reason or ''}")
         fix_jobs = await store.list_jobs(kind="fix")

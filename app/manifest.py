@@ -22,7 +22,6 @@ PERMISSIONS = {
     # workflow_run events are only delivered to Apps with Actions read access.
     "actions": "read",
 }
-FORBIDDEN_PERMISSIONS = frozenset({"workflows", "administration"})
 
 
 def build_manifest(*, url: str, name: str = "Patchwarden", public: bool = False) -> dict[str, Any]:

@@ -81,8 +81,7 @@ async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Run
     store = store_for_url(settings.database_url, default_max_attempts=settings.job_max_attempts)
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
     try:
-        gh = github_app(settings, session)
-        gh.auth.jwt()  # fail at start, not at the first delivery, if the key is bad
+        gh = github_app(settings, session)  # parses the key: a bad one fails here, at start
         await store.open()
     except BaseException:
         await session.close()

@@ -118,13 +118,14 @@ def _alert_authorised(request: web.Request, body: bytes, secret: str) -> str | N
         if hmac.compare_digest(token.strip().encode(), secret.encode()):
             return None
         return "bearer token does not match PATCHWARDEN_ALERTS_SECRET"
-    signature = request.headers.get("X-Patchwarden-Signature-256")
+    header = "X-Patchwarden-Signature-256"
+    signature = request.headers.get(header)
     if signature is None:
-        return "send 'Authorization: Bearer <secret>' or an X-Patchwarden-Signature-256 HMAC"
+        return f"send 'Authorization: Bearer <secret>' or an {header} HMAC"
     try:
-        signing.verify(body, signature=signature, secret=secret)
+        signing.verify(body, signature=signature, secret=secret, header=header)
     except SignatureError as exc:
-        return str(exc).replace("X-Hub-Signature-256", "X-Patchwarden-Signature-256")
+        return str(exc)
     return None
 
 

@@ -21,16 +21,18 @@ def sign(body: bytes, *, secret: str) -> str:
     return PREFIX + digest
 
 
-def verify(body: bytes, *, signature: str | None, secret: str) -> None:
+def verify(
+    body: bytes, *, signature: str | None, secret: str, header: str = "X-Hub-Signature-256"
+) -> None:
     """Raise :class:`SignatureError` unless ``signature`` is the SHA-256 HMAC of ``body``.
 
-    The comparison is constant-time. The message says what was wrong, never the
-    expected value.
+    The comparison is constant-time. The message names ``header`` and says what was
+    wrong, never the expected value.
     """
     if not signature:
-        raise SignatureError("missing X-Hub-Signature-256 header")
+        raise SignatureError(f"missing {header} header")
     if not signature.startswith(PREFIX):
-        raise SignatureError("X-Hub-Signature-256 must start with 'sha256='")
+        raise SignatureError(f"{header} must start with 'sha256='")
     expected = sign(body, secret=secret)
     if not hmac.compare_digest(signature.encode("ascii", "replace"), expected.encode("ascii")):
         raise SignatureError("signature does not match the body and the configured secret")

@@ -387,7 +387,9 @@ async def test_alert_with_wrong_hmac_is_401(
         headers={"X-Patchwarden-Signature-256": make_signature(body)},
     )
     assert status == 401
-    assert "X-Patchwarden-Signature-256" in answer["error"] or "signature" in answer["error"]
+    error = answer["error"]
+    assert "X-Hub-Signature-256" not in error  # the alerts header is the one to fix
+    assert "X-Patchwarden-Signature-256 must start with" in error or "does not match" in error
     assert await alerts_pw.jobs("alert") == []
 
 
