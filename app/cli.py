@@ -123,7 +123,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
-    store = store_for_url(settings.database_url)
+    store = store_for_url(settings.database_url, create=False)
     await store.open()
     try:
         entries = await store.query_audit(query)

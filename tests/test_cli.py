@@ -386,6 +386,7 @@ def test_doctor_fails_without_webhook_secret(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_doctor_with_configuration(tmp_path: Path, key_pem: str) -> None:
     env = configured_env(tmp_path, key_pem)
+    asyncio.run(_create_store(env["PATCHWARDEN_DATABASE_URL"]))  # as `serve` would have
     _, checks = doctor(tmp_path, env)
     assert checks["webhook signatures"]["status"] == "ok"
     assert checks["database"]["status"] == "ok"
@@ -489,3 +490,29 @@ def test_redact_secrets_masks_exception_text() -> None:
     assert "delivery failed" in text
     assert "RuntimeError" in text
     assert WEBHOOK_SECRET not in text
+
+
+async def _create_store(url: str) -> None:
+    store = store_for_url(url)
+    await store.open()
+    await store.close()
+
+
+def test_audit_on_a_missing_database_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / ".." / "not-there.db"
+    done = run(
+        "audit", cwd=tmp_path, env=clean_env(PATCHWARDEN_DATABASE_URL=f"sqlite:///{missing}")
+    )
+    assert done.returncode == 2
+    assert "no database at" in done.stderr
+    assert "PATCHWARDEN_DATABASE_URL" in done.stderr
+    assert not (tmp_path / "not-there.db").exists()
+
+
+@pytest.mark.slow
+def test_doctor_warns_about_a_database_not_created_yet(tmp_path: Path, key_pem: str) -> None:
+    env = configured_env(tmp_path, key_pem)
+    _, checks = doctor(tmp_path, env)
+    assert checks["database"]["status"] == "warn"
+    assert "serve" in checks["database"]["detail"]
+    assert not (tmp_path / "pw.db").exists()

@@ -21,8 +21,12 @@ __all__ = [
 ]
 
 
-def store_for_url(url: str, *, default_max_attempts: int = 3) -> Store:
-    """Build (not open) the store a ``PATCHWARDEN_DATABASE_URL`` names."""
+def store_for_url(url: str, *, default_max_attempts: int = 3, create: bool = True) -> Store:
+    """Build (not open) the store a ``PATCHWARDEN_DATABASE_URL`` names.
+
+    ``create=False`` is for commands that only read (``audit``, ``doctor``): a wrong
+    URL then says so instead of leaving an empty database behind.
+    """
     scheme = urlsplit(url).scheme
     if scheme == "sqlite":
         if not url.startswith("sqlite:///"):
@@ -33,7 +37,7 @@ def store_for_url(url: str, *, default_max_attempts: int = 3) -> Store:
         from app.store.sqlite import SQLiteStore
 
         path = url.removeprefix("sqlite:///") or ":memory:"
-        return SQLiteStore(path, url=url, default_max_attempts=default_max_attempts)
+        return SQLiteStore(path, url=url, default_max_attempts=default_max_attempts, create=create)
     if scheme in {"postgres", "postgresql"}:
         raise StoreError(
             "PostgreSQL is not supported by this version yet; use "

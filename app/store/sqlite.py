@@ -56,7 +56,15 @@ def _job(row: sqlite3.Row) -> Job:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str, *, url: str | None = None, default_max_attempts: int = 3):
+    def __init__(
+        self,
+        path: str,
+        *,
+        url: str | None = None,
+        default_max_attempts: int = 3,
+        create: bool = True,
+    ):
+        self.create = create
         self.path = path
         self.url = url or f"sqlite:///{path}"
         self.default_max_attempts = default_max_attempts
@@ -82,6 +90,11 @@ class SQLiteStore(Store):
                 raise StoreError(
                     f"cannot open {self.url}: the folder {parent} does not exist. "
                     "Create it or point PATCHWARDEN_DATABASE_URL elsewhere."
+                )
+            if not self.create and not Path(self.path).expanduser().exists():
+                raise StoreError(
+                    f"no database at {self.url}: check PATCHWARDEN_DATABASE_URL "
+                    "(`patchwarden serve` creates it on first start)"
                 )
         try:
             conn = sqlite3.connect(
