@@ -8,29 +8,68 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.localforge import LocalForge
-from app.store import AuditQuery, Delivery, JobState, NewJob, Store, store_for_url
+from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
 
 PATCHWARDEN = str(Path(sys.executable).parent / "patchwarden")
 
 
-async def _wait(predicate, within: float = 15.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+async def _wait(
+    predicate: Callable[[], bool | Awaitable[bool]], *, what: str, within: float = 15.0
+) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
+        value = predicate()
+        if value if isinstance(value, bool) else await value:
+            return
         await asyncio.sleep(0.05)
     raise TimeoutError(f"timed out waiting for {what}")
 
 
+@dataclass
+class Scenario:
+    """One stored delivery whose routing job real worker processes run."""
+
+    store: Store
+    forge: LocalForge
+    comment: dict[str, Any]
+    start_worker: Callable[..., subprocess.Popen[bytes]]
+
+    async def mid_job(self, hold_seconds: float, **env: str) -> subprocess.Popen[bytes]:
+        """Start a worker and return once it is stuck in the job's permission lookup."""
+        self.forge.delay("/permission", hold_seconds, times=1)
+        worker = self.start_worker(**env)
+        await _wait(
+            lambda: any("/permission" in a for a in self.forge.arrivals), what="a worker mid-job"
+        )
+        return worker
+
+    async def job(self) -> Job:
+        [job] = await self.store.list_jobs(kind="delivery")
+        return job
+
+    async def finished(self) -> bool:
+        return (await self.job()).state == JobState.SUCCEEDED
+
+
+async def _signal_and_wait(proc: subprocess.Popen[bytes], sig: int, within: float = 20) -> int:
+    """Signal the process; wait for it without blocking the loop that runs the double."""
+    proc.send_signal(sig)
+    return await asyncio.to_thread(proc.wait, within)
+
+
 @pytest.fixture
-async def setup(tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]):  # type: ignore[no-untyped-def]
+async def scenario(
+    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]
+) -> AsyncIterator[Scenario]:
     key = tmp_path / "app.pem"
     key.write_text(app_keys[0])
     db = tmp_path / "pw.db"
@@ -83,7 +122,7 @@ async def setup(tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]):  
         procs.append(proc)
         return proc
 
-    yield store, comment, start_worker
+    yield Scenario(store, forge, comment, start_worker)
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
@@ -92,80 +131,44 @@ async def setup(tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]):  
     await store.close()
 
 
-async def _job_state(store: Store) -> JobState:
-    [job] = await store.list_jobs(kind="delivery")
-    return job.state
-
-
-async def test_killed_worker_leaves_the_job_to_be_retried_once(setup, forge: LocalForge) -> None:  # type: ignore[no-untyped-def]
-    store, comment, start_worker = setup
-    forge.delay("/permission", 30, times=1)  # the first worker hangs mid-job
-    first = start_worker()
-    await _wait(
-        lambda: _async(any("/permission" in a for a in forge.arrivals)),
-        what="the first worker to reach GitHub",
-    )
-    first.send_signal(signal.SIGKILL)
-    assert await _exited(first, 10) == -signal.SIGKILL
-    [job] = await store.list_jobs(kind="delivery")
+async def test_killed_worker_leaves_the_job_to_be_retried_once(scenario: Scenario) -> None:
+    first = await scenario.mid_job(30)  # the first worker hangs in GitHub's answer
+    assert await _signal_and_wait(first, signal.SIGKILL) == -signal.SIGKILL
+    job = await scenario.job()
     assert job.state == JobState.RUNNING  # not lost: still leased to the dead worker
     assert job.attempts == 1
 
-    second = start_worker()
-    await _wait(lambda: _done(store), what="the retried job to finish")
-    [job] = await store.list_jobs(kind="delivery")
+    second = scenario.start_worker()
+    await _wait(scenario.finished, what="the retried job to finish")
+    job = await scenario.job()
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 2
-    assert len(await store.list_jobs(kind="fix")) == 1
-    assert forge.comment_reactions(comment["id"]) == ["eyes"]
-    actions = [e.action for e in await store.query_audit(AuditQuery(job_id=job.id))]
+    assert len(await scenario.store.list_jobs(kind="fix")) == 1
+    assert scenario.forge.comment_reactions(scenario.comment["id"]) == ["eyes"]
+    actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
     assert "job.retried_after_lost_lease" in actions
     assert actions.count("job.succeeded") == 1
-
-    second.send_signal(signal.SIGTERM)
-    assert await _exited(second, 15) == 0
+    assert await _signal_and_wait(second, signal.SIGTERM) == 0
 
 
-async def test_sigterm_drains_the_running_job(setup, forge: LocalForge) -> None:  # type: ignore[no-untyped-def]
-    store, _, start_worker = setup
-    forge.delay("/permission", 1.0, times=1)
-    worker = start_worker(PATCHWARDEN_DRAIN_SECONDS="10")
-    await _wait(lambda: _async(any("/permission" in a for a in forge.arrivals)), what="mid-job")
-    worker.send_signal(signal.SIGTERM)
-    assert await _exited(worker, 20) == 0
-    [job] = await store.list_jobs(kind="delivery")
+async def test_sigterm_drains_the_running_job(scenario: Scenario) -> None:
+    worker = await scenario.mid_job(1.0, PATCHWARDEN_DRAIN_SECONDS="10")
+    assert await _signal_and_wait(worker, signal.SIGTERM) == 0
+    job = await scenario.job()
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 1
 
 
-async def test_sigterm_without_drain_time_gives_the_job_back(setup, forge: LocalForge) -> None:  # type: ignore[no-untyped-def]
-    store, comment, start_worker = setup
-    forge.delay("/permission", 5.0, times=1)
-    worker = start_worker(PATCHWARDEN_DRAIN_SECONDS="0")
-    await _wait(lambda: _async(any("/permission" in a for a in forge.arrivals)), what="mid-job")
-    worker.send_signal(signal.SIGTERM)
-    assert await _exited(worker, 20) == 0
-    [job] = await store.list_jobs(kind="delivery")
+async def test_sigterm_without_drain_time_gives_the_job_back(scenario: Scenario) -> None:
+    worker = await scenario.mid_job(5.0, PATCHWARDEN_DRAIN_SECONDS="0")
+    assert await _signal_and_wait(worker, signal.SIGTERM) == 0
+    job = await scenario.job()
     assert job.state == JobState.QUEUED  # released, not failed, not lost
     assert job.attempts == 0
-    assert await store.list_jobs(kind="fix") == []
+    assert await scenario.store.list_jobs(kind="fix") == []
 
-    again = start_worker()
-    await _wait(lambda: _done(store), what="the released job to run")
-    assert len(await store.list_jobs(kind="fix")) == 1
-    assert forge.comment_reactions(comment["id"]) == ["eyes"]
-    again.send_signal(signal.SIGTERM)
-    assert await _exited(again, 15) == 0
-
-
-async def _exited(proc: subprocess.Popen[bytes], within: float) -> int:
-    """Wait for the process without blocking the loop that runs the GitHub double."""
-    return await asyncio.to_thread(proc.wait, within)
-
-
-async def _async(value: bool) -> bool:
-    return value
-
-
-async def _done(store: Store) -> bool:
-    return await _job_state(store) == JobState.SUCCEEDED
+    again = scenario.start_worker()
+    await _wait(scenario.finished, what="the released job to run")
+    assert len(await scenario.store.list_jobs(kind="fix")) == 1
+    assert scenario.forge.comment_reactions(scenario.comment["id"]) == ["eyes"]
+    assert await _signal_and_wait(again, signal.SIGTERM) == 0
