@@ -1,0 +1,267 @@
+"""A read-only HTML view of LocalForge, so a person running the demo can see what happened.
+
+``page(repos, path)`` is a pure function from the forge state and a request path to
+``(status, html)``, or ``None`` when the path belongs to the API or to git. No
+JavaScript, no forms, no external assets. Every string from the state is escaped;
+bodies are Markdown rendered with raw HTML off, as GitHub renders them (tables on).
+A Content-Security-Policy meta tag forbids scripts and remote loads even if a
+rendering bug let markup through.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from markdown_it import MarkdownIt
+
+from app.localforge.state import REACTIONS
+
+if TYPE_CHECKING:
+    from app.localforge.state import Comment, Issue, Pull, Reaction, Repo
+
+RECENT_RUNS = 20
+_NUMBER = re.compile(r"[0-9]{1,9}")  # int() of a 5000-digit path segment would raise
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'"
+_CSS = """
+body { font: 14px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 1rem auto; padding: 0 1rem; }
+table { border-collapse: collapse; margin: .5rem 0; }
+th, td { border: 1px solid #d0d7de; padding: .2rem .5rem; text-align: left; vertical-align: top; }
+.label { background: #eaeef2; border-radius: 1rem; padding: 0 .5rem; margin-right: .2rem; }
+.box { border: 1px solid #d0d7de; border-radius: .4rem; padding: .2rem .8rem; margin: .5rem 0; }
+.meta { color: #57606a; }
+code, pre { background: #f6f8fa; }
+"""
+
+
+def page(
+    repos: Mapping[str, Repo], path: str, *, title: str = "LocalForge"
+) -> tuple[int, str] | None:
+    """Answer a view path with ``(status, html)``; ``None`` for API, App and git paths.
+
+    View paths: ``/``, ``/{owner}/{repo}``, ``/{owner}/{repo}/issues/{n}`` and
+    ``/{owner}/{repo}/pull/{n}``. Any other shape is not a view path either, so the
+    server can answer it as the API would.
+    """
+    if path.startswith(("/repos/", "/app")) or ".git/" in path:
+        return None
+    if path == "/":
+        return 200, _index(repos, title)
+    parts = path.strip("/").split("/")
+    if len(parts) not in (2, 4) or "" in parts:
+        return None
+    if len(parts) == 4 and (parts[2] not in ("issues", "pull") or not _NUMBER.fullmatch(parts[3])):
+        return None
+    wanted = f"{parts[0]}/{parts[1]}".lower()
+    repo = next((r for r in repos.values() if r.full_name.lower() == wanted), None)
+    if repo is None:
+        return _not_found(f"repository {parts[0]}/{parts[1]}", title)
+    if len(parts) == 2:
+        return 200, _repo(repo, title)
+    number = int(parts[3])
+    issue = repo.issues.get(number)
+    pull = repo.pulls.get(number)
+    if issue is not None and issue.is_pull and pull is not None:
+        return 200, _pull(repo, issue, pull, title)  # GitHub redirects /issues/N to /pull/N
+    if parts[2] == "issues" and issue is not None:
+        return 200, _issue(repo, issue, title)
+    kind = "issue" if parts[2] == "issues" else "pull request"
+    return _not_found(f"{kind} {repo.full_name}#{number}", title)
+
+
+# ---- pages ------------------------------------------------------------------------------
+
+
+def _index(repos: Mapping[str, Repo], title: str) -> str:
+    rows = []
+    for repo in sorted(repos.values(), key=lambda r: r.full_name.lower()):
+        open_items = [i for i in repo.issues.values() if i.state == "open"]
+        rows.append(
+            [
+                _link(f"/{repo.full_name}", repo.full_name),
+                _e(repo.default_branch),
+                str(sum(not i.is_pull for i in open_items)),
+                str(sum(i.is_pull for i in open_items)),
+                str(len(repo.merges)),
+            ]
+        )
+    body = _table(["Repository", "Default branch", "Open issues", "Open PRs", "Merges"], rows)
+    return _document(title, title, body if rows else "<p>No repositories.</p>", nav=False)
+
+
+def _repo(repo: Repo, title: str) -> str:
+    items = [
+        [
+            _item_link(repo, issue),
+            _e(issue.title),
+            _state(issue, repo.pulls.get(issue.number)),
+            _e(issue.user.login),
+            _labels(issue.label_names()),
+        ]
+        for issue in sorted(repo.issues.values(), key=lambda i: i.number)
+    ]
+    merges = [
+        [
+            _link(f"/{repo.full_name}/pull/{m.number}", f"#{m.number}"),
+            _e(m.method),
+            _sha(m.sha),
+            _e(m.by),
+            _time(m.at),
+        ]
+        for m in repo.merges
+    ]
+    recent = sorted(repo.check_runs, key=lambda r: r.started_at, reverse=True)[:RECENT_RUNS]
+    runs = [[_e(r.name), _sha(r.head_sha), _e(r.conclusion or r.status)] for r in recent]
+    required = ", ".join(f"<code>{_e(c.name)}</code>" for c in repo.required_checks)
+    body = (
+        f"<p class=meta>Default branch <code>{_e(repo.default_branch)}</code></p>"
+        f"<h2>Issues and pull requests</h2>"
+        f"{_table(['#', 'Title', 'State', 'Author', 'Labels'], items)}"
+        f"<h2>Required checks</h2><p>{required or 'None.'}</p>"
+        f"<h2>Merges</h2>{_table(['PR', 'Method', 'Commit', 'By', 'When'], merges)}"
+        f"<h2>Recent check runs</h2>{_table(['Name', 'Commit', 'Result'], runs)}"
+    )
+    return _document(f"{repo.full_name} · {title}", repo.full_name, body)
+
+
+def _issue(repo: Repo, issue: Issue, title: str) -> str:
+    body = (
+        f"<p>{_state(issue, None)} · opened by {_e(issue.user.login)} {_time(issue.created_at)}"
+        f" {_labels(issue.label_names())}</p>"
+        f"{_post(issue.user.login, issue.created_at, issue.body, issue.reactions)}"
+        f"{_comments(issue.comments)}"
+    )
+    return _item_document(repo, issue, title, body)
+
+
+def _pull(repo: Repo, issue: Issue, pull: Pull, title: str) -> str:
+    reviews = [
+        [_e(r.user.login), _e(r.state), _sha(r.commit_id), _markdown(r.body)] for r in pull.reviews
+    ]
+    runs = [
+        [
+            _e(r.name),
+            _e(r.conclusion or r.status),
+            _e(r.output.title or ""),
+            _markdown(r.output.summary),
+        ]
+        for r in repo.runs_for(pull.head_sha)
+    ]
+    statuses = [
+        [_e(s.context), _e(s.state), _e(s.description or ""), _e(s.creator.login)]
+        for s in repo.statuses
+        if s.sha == pull.head_sha
+    ]
+    merged = f" as {_sha(pull.merge_commit_sha)}" if pull.merged and pull.merge_commit_sha else ""
+    by = f" by {_e(pull.merged_by.login)}" if pull.merged and pull.merged_by else ""
+    body = (
+        f"<p>{_state(issue, pull)}{merged}{by}{' · draft' if pull.draft else ''}"
+        f" · <code>{_e(pull.head)}</code> → <code>{_e(pull.base)}</code>"
+        f" · head {_sha(pull.head_sha)} {_labels(issue.label_names())}</p>"
+        f"{_post(issue.user.login, issue.created_at, issue.body, issue.reactions)}"
+        f"<h2>Reviews</h2>{_table(['User', 'State', 'Commit', 'Body'], reviews)}"
+        f"<h2>Check runs</h2>{_table(['Name', 'Result', 'Title', 'Summary'], runs)}"
+        f"<h2>Commit statuses</h2>"
+        f"{_table(['Context', 'State', 'Description', 'Creator'], statuses)}"
+        f"{_comments(issue.comments)}"
+    )
+    return _item_document(repo, issue, title, body)
+
+
+def _not_found(what: str, title: str) -> tuple[int, str]:
+    return 404, _document(f"Not found · {title}", "Not found", f"<p>No {_e(what)}.</p>")
+
+
+# ---- pieces -----------------------------------------------------------------------------
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _link(href: str, text: str) -> str:
+    return f'<a href="{_e(href)}">{_e(text)}</a>'
+
+
+def _time(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _sha(sha: str) -> str:
+    return f'<code title="{_e(sha)}">{_e(sha[:7])}</code>'
+
+
+def _markdown(text: str | None) -> str:
+    return _MD.render(text) if text else ""
+
+
+def _labels(names: Iterable[str]) -> str:
+    return "".join(f"<span class=label>{_e(name)}</span>" for name in names)
+
+
+def _state(issue: Issue, pull: Pull | None) -> str:
+    if pull is not None and pull.merged:
+        return "<strong>merged</strong>"
+    reason = (
+        f" ({_e(issue.state_reason)})" if issue.state == "closed" and issue.state_reason else ""
+    )
+    return f"<strong>{_e(issue.state)}</strong>{reason}"
+
+
+def _item_link(repo: Repo, issue: Issue) -> str:
+    kind = "pull" if issue.is_pull else "issues"
+    return _link(f"/{repo.full_name}/{kind}/{issue.number}", f"#{issue.number}")
+
+
+def _reactions(reactions: list[Reaction]) -> str:
+    counts = Counter(r.content for r in reactions)
+    order = [*REACTIONS, *sorted(set(counts) - set(REACTIONS))]
+    shown = " · ".join(f"{_e(c)} {counts[c]}" for c in order if counts[c])
+    return f"<p class=meta>Reactions: {shown}</p>" if shown else ""
+
+
+def _post(login: str, at: float, body: str | None, reactions: list[Reaction]) -> str:
+    text = _markdown(body) or "<p class=meta><em>No description provided.</em></p>"
+    return (
+        f"<div class=box><p class=meta><strong>{_e(login)}</strong> · {_time(at)}</p>"
+        f"{text}{_reactions(reactions)}</div>"
+    )
+
+
+def _comments(comments: list[Comment]) -> str:
+    posts = "".join(_post(c.user.login, c.created_at, c.body, c.reactions) for c in comments)
+    return f"<h2>Comments</h2>{posts or '<p>None.</p>'}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    """Cells are HTML already escaped by the caller; headers are plain text."""
+    if not rows:
+        return "<p>None.</p>"
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _item_document(repo: Repo, issue: Issue, title: str, body: str) -> str:
+    heading = f"{issue.title} #{issue.number}"
+    return _document(f"{heading} · {repo.full_name} · {title}", heading, body, repo=repo)
+
+
+def _document(
+    doc_title: str, heading: str, body: str, *, nav: bool = True, repo: Repo | None = None
+) -> str:
+    crumbs = _link("/", "LocalForge") if nav else ""
+    if repo is not None:
+        crumbs += " / " + _link(f"/{repo.full_name}", repo.full_name)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f"<title>{_e(doc_title)}</title><style>{_CSS}</style></head><body>"
+        f"<nav>{crumbs}</nav><h1>{_e(heading)}</h1>{body}</body></html>\n"
+    )
