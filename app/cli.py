@@ -1,4 +1,4 @@
-"""The ``patchwarden`` command: serve, worker, audit, manifest, doctor, demo."""
+"""The ``patchwarden`` command: serve, worker, audit, manifest, doctor, demo, forge."""
 
 from __future__ import annotations
 
@@ -182,6 +182,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(keep=args.keep)
 
 
+def cmd_forge(args: argparse.Namespace) -> int:
+    from app.localforge.__main__ import serve
+
+    return asyncio.run(serve(args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="patchwarden", description="Patchwarden: a GitHub App for guarded auto-PRs."
@@ -226,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the story so far, offline, on the local GitHub double")
     demo.add_argument("--keep", action="store_true", help="keep the demo's folder afterwards")
     demo.set_defaults(func=cmd_demo)
+
+    from app.localforge.__main__ import build_parser as forge_parser
+
+    forge = sub.add_parser("forge", help="run LocalForge, the local GitHub double, alone")
+    forge_parser(forge)
+    forge.set_defaults(func=cmd_forge)
     return parser
 
 

@@ -67,10 +67,11 @@ async def _demo(folder: Path) -> int:
             author="alice",
         )
         _say("3. GitHub redelivers alice's comment (same X-GitHub-Delivery)")
-        first = forge.deliveries[-1][1]
+        first = forge.deliveries[-1].id
         payload = forge.comment_event(REPO, issue.number, comment)
         await forge.send("issue_comment", payload, delivery_id=first)
 
+        await forge.settle()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             jobs = await store.list_jobs(kind="delivery")
@@ -81,12 +82,13 @@ async def _demo(folder: Path) -> int:
             _say("the events did not finish routing in 20 s; see the audit log below")
 
         _say("\nOn GitHub:")
-        for c in forge.repos[REPO].issues[issue.number].comments:
-            first_line = c["body"].splitlines()[0]
-            reactions = forge.comment_reactions(c["id"])
+        await forge.settle()
+        for c in forge.comments(REPO, issue.number):
+            first_line = c.body.splitlines()[0]
+            reactions = forge.comment_reactions(c.id)
             mark = f"  [{' '.join(reactions)}]" if reactions else ""
-            _say(f"  {c['user']['login']}: {first_line[:110]}{mark}")
-        answers = [status for _, _, status in forge.deliveries]
+            _say(f"  {c.user.login}: {first_line[:110]}{mark}")
+        answers = [d.status for d in forge.deliveries]
         _say(f"  deliveries sent: {len(forge.deliveries)}, answered {answers}")
 
         _say("\nJobs in the store:")

@@ -93,13 +93,13 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
         comment = await forge.post_comment(
             REPO, issue.number, "@patchwarden fix this", author=USER, send=False
         )
-        ids.append(comment["id"])
+        ids.append(comment.id)
     forge.delay(PERMISSION_PATH, args.delay_ms / 1000)
 
     def stats() -> dict[str, Any]:
         return {
             "permission_lookups": len(forge.calls("GET", PERMISSION_PATH)),
-            "reactions": sum(len(v) for v in forge.comment_reacts.values()),
+            "reactions": sum(len(forge.comment_reactions(cid)) for cid in ids),
             "tokens_minted": len(forge.calls("POST", r"/access_tokens$")),
             "requests": len(forge.requests),
             "non_2xx": sum(1 for r in forge.requests if r.status >= 300),

@@ -57,6 +57,9 @@ async def forge(app_keys: tuple[str, str]) -> AsyncIterator[LocalForge]:
     f.add_repo(REPO, installation_id=INSTALLATION)
     yield f
     await f.stop()
+    # Every request, answer and delivery must keep GitHub's published contract; a test
+    # that breaks it on purpose collects the violations with forge.expect_violations().
+    assert not f.violations, "GitHub contract broken:\n" + "\n".join(map(str, f.violations))
 
 
 @pytest.fixture
@@ -120,12 +123,18 @@ class Harness:
             return r.status, await r.json(content_type=None)
 
     async def settle(self, within: float = 10.0) -> None:
-        """Wait until no delivery job is queued or running."""
+        """Wait until the forge has delivered everything and no delivery job is pending.
+
+        Handlers write to the forge, which sends new deliveries (the App's own
+        comments come back as ``issue_comment``), so this loops until both are quiet.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while loop.time() < deadline:
+            await self.forge.settle(within=deadline - loop.time())
             jobs = await self.store.list_jobs(kind="delivery")
-            if all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs):
+            done = all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs)
+            if done and self.forge.idle:
                 return
             await asyncio.sleep(0.02)
         raise TimeoutError("delivery jobs still pending")

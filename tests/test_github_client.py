@@ -23,6 +23,7 @@ from app.errors import GitHubAuthError
 from app.github.client import GitHubApp, GitHubClient, RetryPolicy
 from app.github.ratelimit import rate_limit_wait
 from app.localforge import LocalForge
+from app.localforge.state import Comment
 from tests.conftest import APP_ID, INSTALLATION, REPO
 
 OWNER, NAME = REPO.split("/")
@@ -82,7 +83,7 @@ async def react(gh: GitHubClient, comment_id: int, content: str = "eyes", repo: 
     )
 
 
-async def new_comment(forge: LocalForge, repo: str = REPO) -> dict[str, Any]:
+async def new_comment(forge: LocalForge, repo: str = REPO) -> Comment:
     issue = forge.open_issue(repo, "t", author="alice")
     return await forge.post_comment(repo, issue.number, "hi", author="alice", send=False)
 
@@ -423,9 +424,9 @@ async def test_401_on_a_mutation_refreshes_without_deadlock(
     gh = make_app().installation(INSTALLATION)
     forge.fail("POST", "reactions", 401, message="Bad credentials")
 
-    await asyncio.wait_for(react(gh, comment["id"]), timeout=5)
+    await asyncio.wait_for(react(gh, comment.id), timeout=5)
 
-    assert forge.comment_reactions(comment["id"]) == ["eyes"]
+    assert forge.comment_reactions(comment.id) == ["eyes"]
     assert [c.status for c in forge.calls("POST", "reactions")] == [401, 201]
     assert mints(forge) == 2
 
@@ -567,13 +568,11 @@ async def test_mutations_are_serialised_per_installation(
     contents = ["eyes", "rocket", "heart"]
 
     start = time.monotonic()
-    await asyncio.gather(
-        *(react(app.installation(INSTALLATION), comment["id"], c) for c in contents)
-    )
+    await asyncio.gather(*(react(app.installation(INSTALLATION), comment.id, c) for c in contents))
     elapsed = time.monotonic() - start
 
     assert elapsed >= 0.58
-    assert sorted(forge.comment_reactions(comment["id"])) == sorted(contents)
+    assert sorted(forge.comment_reactions(comment.id)) == sorted(contents)
     finished = sorted(c.at for c in forge.calls("POST", "reactions"))
     assert len(finished) == 3
     assert all(b - a >= 0.18 for a, b in itertools.pairwise(finished))
@@ -609,13 +608,13 @@ async def test_mutations_of_different_installations_run_together(
 
     start = time.monotonic()
     await asyncio.gather(
-        react(app.installation(INSTALLATION), ours["id"]),
-        react(app.installation(INSTALLATION + 1), theirs["id"], repo=other),
+        react(app.installation(INSTALLATION), ours.id),
+        react(app.installation(INSTALLATION + 1), theirs.id, repo=other),
     )
     elapsed = time.monotonic() - start
 
-    assert forge.comment_reactions(ours["id"]) == ["eyes"]
-    assert forge.comment_reactions(theirs["id"]) == ["eyes"]
+    assert forge.comment_reactions(ours.id) == ["eyes"]
+    assert forge.comment_reactions(theirs.id) == ["eyes"]
     assert elapsed < 0.55
 
 
@@ -630,7 +629,7 @@ async def test_tokens_travel_in_headers_never_in_urls(
     app = make_app()
     gh = app.installation(INSTALLATION)
     await get_permission(gh)
-    await react(gh, comment["id"])
+    await react(gh, comment.id)
     forge.fail("GET", "permission", 401, message="Bad credentials")
     await get_permission(gh)
     forge.fail("GET", "permission", 429, headers={"retry-after": "0"})

@@ -10,4 +10,4 @@ async def test_fix_comment_by_maintainer_queues_one_job_and_reacts(pw: Harness) 
     await pw.settle()
     jobs = await pw.jobs("fix")
     assert [j.payload["requested_by"] for j in jobs] == ["alice"]
-    assert pw.forge.comment_reactions(comment["id"]) == ["eyes"]
+    assert pw.forge.comment_reactions(comment.id) == ["eyes"]

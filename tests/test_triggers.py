@@ -197,18 +197,18 @@ async def test_trigger_authorisation_end_to_end(
     await pw.settle()
     jobs = await pw.jobs("fix")
     comments = pw.forge.repos[REPO].issues[issue.number].comments
-    bot_comments = [c for c in comments if c["user"]["login"] == "patchwarden[bot]"]
+    bot_comments = [c for c in comments if c.user.login == "patchwarden[bot]"]
     if triggered:
         assert len(jobs) == 1
         assert jobs[0].payload["issue_number"] == issue.number
-        assert pw.forge.comment_reactions(comment["id"]) == ["eyes"]
+        assert pw.forge.comment_reactions(comment.id) == ["eyes"]
         assert bot_comments == []
     else:
         assert jobs == []
-        assert pw.forge.comment_reactions(comment["id"]) == []
+        assert pw.forge.comment_reactions(comment.id) == []
         assert len(bot_comments) == 1
-        assert "write access" in bot_comments[0]["body"]
-        assert "@carol" in bot_comments[0]["body"]
+        assert "write access" in bot_comments[0].body
+        assert "@carol" in bot_comments[0].body
 
 
 @pytest.mark.parametrize(
@@ -260,7 +260,7 @@ async def test_permission_lookup_5xx_triggers_nothing_and_is_audited(
     )
     await pw.settle()
     assert await pw.jobs("fix") == []
-    assert pw.forge.comment_reactions(comment["id"]) == []
+    assert pw.forge.comment_reactions(comment.id) == []
     entries = await pw.store.query_audit(AuditQuery(repo=REPO))
     failed = [e for e in entries if e.action == "trigger.failed_closed"]
     assert len(failed) == 1
@@ -280,10 +280,10 @@ async def test_label_by_writer_triggers_and_by_reader_is_refused(pw: Harness) ->
     assert [(j.payload["issue_number"], j.payload["trigger"]) for j in jobs] == [
         (first.number, "label")
     ]
-    assert pw.forge.repos[REPO].issues[first.number].reactions[0]["content"] == "eyes"
+    assert pw.forge.repos[REPO].issues[first.number].reactions[0].content == "eyes"
     refusals = pw.forge.repos[REPO].issues[second.number].comments
     assert len(refusals) == 1
-    assert "@bob" in refusals[0]["body"]
+    assert "@bob" in refusals[0].body
 
 
 async def test_a_refusal_is_answered_once_however_often_github_redelivers(pw: Harness) -> None:
@@ -294,11 +294,7 @@ async def test_a_refusal_is_answered_once_however_often_github_redelivers(pw: Ha
     for _ in range(3):  # GitHub's "redeliver" and retries arrive under new delivery ids
         assert (await pw.post_webhook("issue_comment", event))[0] == 202
     await pw.settle()
-    bot = [
-        c
-        for c in pw.forge.repos[REPO].issues[issue.number].comments
-        if "[bot]" in c["user"]["login"]
-    ]
+    bot = [c for c in pw.forge.repos[REPO].issues[issue.number].comments if "[bot]" in c.user.login]
     assert len(bot) == 1
     assert await pw.jobs("fix") == []
 
@@ -310,17 +306,13 @@ async def test_a_user_cannot_silence_refusals_by_pasting_the_marker(pw: Harness)
     await pw.forge.post_comment(
         REPO,
         issue.number,
-        f"<!-- patchwarden:refused comment:{comment['id']} -->",
+        f"<!-- patchwarden:refused comment:{comment.id} -->",
         author="bob",
         send=False,
     )
     await pw.post_webhook("issue_comment", pw.forge.comment_event(REPO, issue.number, comment))
     await pw.settle()
-    bot = [
-        c
-        for c in pw.forge.repos[REPO].issues[issue.number].comments
-        if "[bot]" in c["user"]["login"]
-    ]
+    bot = [c for c in pw.forge.repos[REPO].issues[issue.number].comments if "[bot]" in c.user.login]
     assert len(bot) == 1
 
 

@@ -190,7 +190,7 @@ async def test_same_delivery_100_times_20_at_once_makes_one_job(pw: Harness) -> 
     assert len(await pw.jobs("delivery")) == 1
     assert len(await pw.jobs("fix")) == 1
     assert await pw.store.count_deliveries() == 1
-    assert pw.forge.comment_reactions(comment["id"]) == ["eyes"]
+    assert pw.forge.comment_reactions(comment.id) == ["eyes"]
     assert len(pw.forge.calls("POST", "/reactions")) == 1
 
 

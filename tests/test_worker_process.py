@@ -144,7 +144,7 @@ async def test_killed_worker_leaves_the_job_to_be_retried_once(scenario: Scenari
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 2
     assert len(await scenario.store.list_jobs(kind="fix")) == 1
-    assert scenario.forge.comment_reactions(scenario.comment["id"]) == ["eyes"]
+    assert scenario.forge.comment_reactions(scenario.comment.id) == ["eyes"]
     actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
     assert "job.retried_after_lost_lease" in actions
     assert actions.count("job.succeeded") == 1
@@ -170,5 +170,5 @@ async def test_sigterm_without_drain_time_gives_the_job_back(scenario: Scenario)
     again = scenario.start_worker()
     await _wait(scenario.finished, what="the released job to run")
     assert len(await scenario.store.list_jobs(kind="fix")) == 1
-    assert scenario.forge.comment_reactions(scenario.comment["id"]) == ["eyes"]
+    assert scenario.forge.comment_reactions(scenario.comment.id) == ["eyes"]
     assert await _signal_and_wait(again, signal.SIGTERM) == 0
