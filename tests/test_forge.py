@@ -309,6 +309,9 @@ async def test_reviews_comments_labels_and_issue_state(forge: LocalForge, gh: Gi
     with pytest.raises(gidgethub.BadRequest) as raised:
         await gh.post(PULL + "/reviews", {**R, "number": 1}, data={"event": "APPROVE"})
     assert "your own pull request" in str(raised.value)
+    note = {"event": "COMMENT", "body": "Risk 12/100"}
+    mine = await gh.post(PULL + "/reviews", {**R, "number": 1}, data=note)
+    assert (mine["state"], mine["user"]["login"]) == ("COMMENTED", "patchwarden[bot]")
 
     url = "/repos/{owner}/{repo}/issues/{number}"
     await gh.post(url + "/labels", {**R, "number": 1}, data={"labels": ["patchwarden", "risk:low"]})
@@ -581,3 +584,80 @@ async def test_python_m_app_localforge_serves_a_repository(
     finally:
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
+
+
+async def test_every_operation_is_answered_on_contract(
+    forge: LocalForge, gh: GitHubClient, app_keys: tuple[str, str]
+) -> None:
+    """One pass over every operation the forge implements; the fixture checks each answer
+    against its response schema, and this test checks none was left out."""
+    head = await branch_with(forge, gh, "fix", {"a.txt": "a\n"})
+    await open_pr(gh)
+    n = {**R, "number": 1}
+    await gh.patch(PULL, n, data={"title": "Fix the parser, really", "body": "## Risk: low\n"})
+    await gh.getitem(PULL + "/reviews", n)
+    await gh.getitem(PULL, n)
+    assert [p["number"] for p in await gh.getitem(PULLS + "?state=all", R)] == [1]
+    await gh.post(PULL + "/reviews", n, data={"event": "COMMENT", "body": "verified"})
+    files = [f async for f in gh.getiter(PULL + "/files", n)]
+    assert files
+    issue = await gh.post("/repos/{owner}/{repo}/issues", R, data={"title": "t", "labels": ["bug"]})
+    i = {**R, "number": issue["number"]}
+    url = "/repos/{owner}/{repo}/issues/{number}"
+    await gh.getitem(url, i)
+    await gh.patch(url, i, data={"labels": ["bug", "help"], "body": "more"})
+    await gh.post(url + "/reactions", i, data={"content": "eyes"})
+    comment = await gh.post(url + "/comments", i, data={"body": "looking"})
+    await gh.post(
+        "/repos/{owner}/{repo}/issues/comments/{id}/reactions",
+        {**R, "id": comment["id"]},
+        data={"content": "rocket"},
+    )
+    await gh.patch(
+        "/repos/{owner}/{repo}/issues/comments/{id}",
+        {**R, "id": comment["id"]},
+        data={"body": "ok"},
+    )
+    await gh.getitem(url + "/comments?since=2000-01-01T00:00:00Z", i)
+    await gh.post(url + "/labels", i, data={"labels": ["triaged"]})
+    await gh.delete(url + "/labels/{name}", {**i, "name": "help"})
+    await gh.post("/repos/{owner}/{repo}/labels", R, data={"name": "risk:high", "color": "d73a4a"})
+    with pytest.raises(gidgethub.BadRequest) as raised:
+        await gh.post("/repos/{owner}/{repo}/labels", R, data={"name": "risk:high"})
+    assert raised.value.status_code == 422
+    await gh.getitem("/repos/{owner}/{repo}/labels/{name}", {**R, "name": "risk:high"})
+    forge.add_user(REPO, "carol", "triage")
+    await gh.getitem("/repos/{owner}/{repo}/collaborators/{u}/permission", {**R, "u": "carol"})
+    await gh.post(
+        "/repos/{owner}/{repo}/check-runs",
+        R,
+        data={"name": "risk", "head_sha": head, "conclusion": "neutral"},
+    )
+    runs = await gh.getitem("/repos/{owner}/{repo}/commits/{ref}/check-runs", {**R, "ref": head})
+    await gh.patch(
+        "/repos/{owner}/{repo}/check-runs/{id}",
+        {**R, "id": runs["check_runs"][0]["id"]},
+        data={"output": {"title": "t", "summary": "s"}},
+    )
+    await gh.getitem(
+        "/repos/{owner}/{repo}/check-runs/{id}", {**R, "id": runs["check_runs"][0]["id"]}
+    )
+    await gh.getitem("/repos/{owner}/{repo}/commits/{ref}/check-suites", {**R, "ref": "fix"})
+    await gh.post(
+        "/repos/{owner}/{repo}/statuses/{sha}", {**R, "sha": head}, data={"state": "success"}
+    )
+    await gh.getitem("/repos/{owner}/{repo}/commits/{ref}/status", {**R, "ref": head})
+    await gh.getitem("/repos/{owner}/{repo}", R)
+    await gh.getitem("/repos/{owner}/{repo}/contents/{path}", {**R, "path": "README.md"})
+    await gh.getitem("/repos/{owner}/{repo}/branches/{b}", {**R, "b": "fix"})
+    await gh.put(MERGE, n, data={"sha": head, "merge_method": "rebase"})
+    await gh.delete("/repos/{owner}/{repo}/git/refs/{ref}", {**R, "ref": "heads/fix"})
+    async with aiohttp.ClientSession() as session:
+        app = GitHubApp(app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session)
+        assert (await app.as_app().getitem("/app"))["id"] == APP_ID
+        found = await app.as_app().getitem("/repos/{owner}/{repo}/installation", R)
+        assert found["id"] == INSTALLATION
+    await forge.settle()
+
+    seen = {r.operation for r in forge.requests if r.status < 300}
+    assert {op.id for op in RestContract.load().operations} - seen == set()

@@ -186,7 +186,7 @@ class WebhookContract:
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.source: Mapping[str, Any] = data["source"]
         self.events: tuple[str, ...] = tuple(data["events"])
-        self._definitions: Mapping[str, Any] = data["definitions"]
+        self.definitions: Mapping[str, Any] = data["definitions"]
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     @classmethod
@@ -202,7 +202,7 @@ class WebhookContract:
             return [f"{key} is not an event the contract knows; add it to EVENTS and re-extract"]
         validator = self._validators.get(key)
         if validator is None:
-            schema = {"definitions": self._definitions, "allOf": [{"$ref": f"#/definitions/{key}"}]}
+            schema = {"definitions": self.definitions, "allOf": [{"$ref": f"#/definitions/{key}"}]}
             validator = jsonschema.Draft7Validator(schema)
             self._validators[key] = validator
         return _problems(validator, payload)

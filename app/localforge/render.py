@@ -14,8 +14,6 @@ repository, issue and pull request pages among them.
 from __future__ import annotations
 
 import base64
-import functools
-import json
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -24,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import jsonschema
 
-from app.localforge.contract import CONTRACT_DIR
+from app.localforge.contract import WebhookContract
 from app.localforge.state import REACTIONS, User
 
 if TYPE_CHECKING:
@@ -95,12 +93,8 @@ def _base64_lines(data: bytes) -> str:
     return "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))
 
 
-@functools.cache
 def _webhook_definitions() -> Mapping[str, Any]:
-    definitions: Mapping[str, Any] = json.loads((CONTRACT_DIR / "webhooks.json").read_text())[
-        "definitions"
-    ]
-    return definitions
+    return WebhookContract.load().definitions
 
 
 class Renderer:

@@ -383,7 +383,7 @@ async def create_review(call: Call) -> Answer:
     if event in {"REQUEST_CHANGES", "COMMENT"} and not body:
         raise ApiError(422, f"Unprocessable Entity: Body is required for {event}", errors=[])
     state = states.get(event or "", "PENDING")
-    review = await call.forge.submit_review(
+    review = call.forge.submit_review(
         repo.full_name, pull.number, user=call.bot, state=state, body=body
     )
     return Answer(200, call.forge.render.review(repo, pull, review))
