@@ -661,3 +661,11 @@ async def test_every_operation_is_answered_on_contract(
 
     seen = {r.operation for r in forge.requests if r.status < 300}
     assert {op.id for op in RestContract.load().operations} - seen == set()
+
+
+async def test_installing_the_app_sends_installation_created(pw: Harness) -> None:
+    await pw.forge.install(INSTALLATION, by="octocat")
+    await pw.settle()
+    (delivery,) = pw.forge.deliveries
+    assert (delivery.event, delivery.action, delivery.status) == ("installation", "created", 202)
+    assert [r["full_name"] for r in delivery.payload["repositories"]] == [REPO]

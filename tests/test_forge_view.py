@@ -318,3 +318,11 @@ def test_title_is_the_site_name(repos: dict[str, Repo]) -> None:
     answer = page(repos, "/", title="Demo <forge>")
     assert answer is not None
     assert "<title>Demo &lt;forge&gt;</title>" in answer[1]
+
+
+def test_an_owner_whose_name_starts_with_app_is_still_viewable(tmp_path: Path) -> None:
+    owner = User("appsec-team", 9, "Organization")
+    repo = Repo(1, owner, "scanner", 7, BareRepo(tmp_path))
+    found = page({repo.full_name: repo}, "/appsec-team/scanner")
+    assert found is not None
+    assert found[0] == 200

@@ -306,6 +306,24 @@ class LocalForge:
         and refuse merges until it passes — a required status check on the default branch."""
         self.repos[repo].required_checks.append(RequiredCheck(name, tuple(command), timeout))
 
+    async def install(self, installation_id: int, *, by: str) -> None:
+        """``by`` installs the App on every repository with this ``installation_id``;
+        GitHub sends ``installation`` (created)."""
+        repos = [r for r in self.repos.values() if r.installation_id == installation_id]
+        if not repos:
+            raise ValueError(f"no repository has installation_id {installation_id}")
+        sender = self.user(by)
+        self._emit(
+            "installation",
+            {
+                "action": "created",
+                "installation": self.render.installation(installation_id, repos[0].owner, repos),
+                "repositories": [self._repository(r) for r in repos],
+                "sender": self.render.user(sender),
+            },
+        )
+        await self.flush()
+
     # -- issues, comments, labels (people acting on github.com) --------------
     def open_issue(
         self, repo: str, title: str, body: str = "", *, author: str, labels: Sequence[str] = ()
