@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.localforge.rest import check_run_changed, suite_for
 from app.localforge.state import CheckOutput, CheckRun, Repo, RequiredCheck
 
 if TYPE_CHECKING:
@@ -62,15 +63,13 @@ async def run_required_checks(
     forge: LocalForge, repo: Repo, branch: str, before: str | None, sha: str
 ) -> None:
     """Run every required check of ``repo`` on ``sha`` and report check runs."""
-    from app.localforge.rest import check_run_changed, suite_for
-
     actions = forge.user(f"{CI_APP}[bot]")
     suite = suite_for(forge, repo, sha, CI_APP, branch)
     suite.before = before
     suite.status = "in_progress"
     runs = []
     for check in repo.required_checks:
-        run = CheckRun(next(forge._ids), check.name, sha, suite, CI_APP, status="in_progress")
+        run = CheckRun(forge.next_id(), check.name, sha, suite, CI_APP, status="in_progress")
         run.details_url = f"{forge.url}/{repo.full_name}/commit/{sha}"
         repo.check_runs.append(run)
         runs.append((check, run))

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from app.localforge.contract import Operation
-from app.localforge.server import Answer, ApiError, Auth
 from app.localforge.state import (
+    ROLES,
     CheckOutput,
     CheckRun,
     CheckSuite,
@@ -30,6 +30,32 @@ from app.localforge.state import (
 
 if TYPE_CHECKING:
     from app.localforge.server import LocalForge
+
+
+@dataclass
+class Auth:
+    kind: str  # "installation" | "app"
+    installation_id: int | None = None
+
+
+class ApiError(Exception):
+    """An answer other than success, in GitHub's words."""
+
+    def __init__(
+        self, status: int, message: str, *, errors: Sequence[dict[str, Any]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = list(errors) if errors is not None else None
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
 
 Handler = Callable[["Call"], Awaitable[Answer]]
 HANDLERS: dict[str, Handler] = {}
@@ -147,7 +173,7 @@ async def get_repo_installation(call: Call) -> Answer:
 # -- repositories, contents, refs ---------------------------------------------------
 @op("repos/get")
 async def get_repo(call: Call) -> Answer:
-    return Answer(200, call.forge._repository(call.repo))
+    return Answer(200, call.forge.repository_json(call.repo))
 
 
 @op("repos/get-content")
@@ -178,8 +204,6 @@ async def get_branch(call: Call) -> Answer:
 
 @op("repos/get-collaborator-permission-level")
 async def get_permission(call: Call) -> Answer:
-    from app.localforge.state import ROLES
-
     repo = call.repo
     login = call.params["username"]
     role = repo.collaborators.get(login)
@@ -214,7 +238,7 @@ async def create_ref(call: Call) -> Answer:
         raise ApiError(422, "Reference name must start with 'refs/' and have at least two slashes.")
     if repo.git.resolve(sha) != sha:
         raise ApiError(422, "Object does not exist")
-    async with call.forge._lock(repo):
+    async with call.forge.lock(repo):
         if not repo.git.create_ref(ref, sha):
             raise ApiError(422, "Reference already exists")
         await call.forge.after_push(repo, {ref: (None, sha)}, call.bot)
@@ -225,7 +249,7 @@ async def create_ref(call: Call) -> Answer:
 async def delete_ref(call: Call) -> Answer:
     repo = call.repo
     ref = "refs/" + call.params["ref"]
-    async with call.forge._lock(repo):
+    async with call.forge.lock(repo):
         before = repo.git.refs().get(ref)
         if before is None or not repo.git.delete_ref(ref):
             raise ApiError(422, "Reference does not exist")
@@ -275,7 +299,7 @@ async def create_pull(call: Call) -> Answer:
         call.bot,
         draft=bool(call.field("draft", False)),
     )
-    return Answer(201, call.forge._pull(repo, pull))
+    return Answer(201, call.forge.pull_json(repo, pull))
 
 
 @op("pulls/get")
@@ -283,7 +307,7 @@ async def get_pull(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
     call.forge.refresh_pull(repo, pull)
-    return Answer(200, call.forge._pull(repo, pull))
+    return Answer(200, call.forge.pull_json(repo, pull))
 
 
 @op("pulls/update")
@@ -311,18 +335,18 @@ async def update_pull(call: Call) -> Answer:
     elif state == "open" and issue.state == "closed" and not pull.merged:
         issue.state, issue.closed_at = "open", None
     if changes:
-        call.forge._emit(
+        call.forge.emit(
             "pull_request",
-            call.forge._event(
+            call.forge.event(
                 repo,
                 "edited",
                 call.bot,
                 number=pull.number,
                 changes=changes,
-                pull_request=call.forge._pull(repo, pull),
+                pull_request=call.forge.pull_json(repo, pull),
             ),
         )
-    return Answer(200, call.forge._pull(repo, pull))
+    return Answer(200, call.forge.pull_json(repo, pull))
 
 
 @op("pulls/merge")
@@ -401,10 +425,11 @@ async def create_issue(call: Call) -> Answer:
         author=call.bot.login,
         labels=labels,
     )
-    call.forge._emit(
-        "issues", call.forge._event(repo, "opened", call.bot, issue=call.forge._issue(repo, issue))
+    call.forge.emit(
+        "issues",
+        call.forge.event(repo, "opened", call.bot, issue=call.forge.issue_json(repo, issue)),
     )
-    return Answer(201, call.forge._issue(repo, issue))
+    return Answer(201, call.forge.issue_json(repo, issue))
 
 
 def _label_name(value: Any) -> str:
@@ -414,7 +439,7 @@ def _label_name(value: Any) -> str:
 @op("issues/get")
 async def get_issue(call: Call) -> Answer:
     repo = call.repo
-    return Answer(200, call.forge._issue(repo, call.issue(repo)))
+    return Answer(200, call.forge.issue_json(repo, call.issue(repo)))
 
 
 @op("issues/update")
@@ -447,9 +472,9 @@ async def update_issue(call: Call) -> Answer:
         )
     labels = call.field("labels")
     if labels is not None:
-        issue.labels = [call.forge._label(repo, _label_name(x)) for x in labels]
+        issue.labels = [call.forge.label(repo, _label_name(x)) for x in labels]
     issue.updated_at = time.time()
-    return Answer(200, call.forge._issue(repo, issue))
+    return Answer(200, call.forge.issue_json(repo, issue))
 
 
 @op("issues/list-comments")
@@ -472,13 +497,13 @@ async def create_comment(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
     comment = call.forge.new_comment(repo, issue, call.field("body"), call.bot, via_app=True)
-    call.forge._emit(
+    call.forge.emit(
         "issue_comment",
-        call.forge._event(
+        call.forge.event(
             repo,
             "created",
             call.bot,
-            issue=call.forge._issue(repo, issue),
+            issue=call.forge.issue_json(repo, issue),
             comment=call.forge.render.comment(repo, comment),
         ),
     )
@@ -496,14 +521,14 @@ async def update_comment(call: Call) -> Answer:
     comment.updated_at = time.time()
     if old != comment.body:
         issue = repo.issues[comment.issue_number]
-        call.forge._emit(
+        call.forge.emit(
             "issue_comment",
-            call.forge._event(
+            call.forge.event(
                 repo,
                 "edited",
                 call.bot,
                 changes={"body": {"from": old}},
-                issue=call.forge._issue(repo, issue),
+                issue=call.forge.issue_json(repo, issue),
                 comment=call.forge.render.comment(repo, comment),
             ),
         )
@@ -543,7 +568,7 @@ async def create_label(call: Call) -> Answer:
     name = call.field("name")
     if name.lower() in repo.labels:
         raise _validation("Label", "name", "already_exists")
-    label = call.forge._label(repo, name)
+    label = call.forge.label(repo, name)
     label.color = (call.field("color") or "ededed").lstrip("#")
     label.description = call.field("description")
     return Answer(201, call.forge.render.label(repo, label))
@@ -558,18 +583,18 @@ async def add_labels(call: Call) -> Answer:
     if not isinstance(names, list) or not names:
         raise ApiError(422, "Invalid request.\n\nNo labels were given.")
     for name in [_label_name(x) for x in names]:
-        label = call.forge._label(repo, name)
+        label = call.forge.label(repo, name)
         if label in issue.labels:
             continue
         issue.labels.append(label)
         if not issue.is_pull:
-            call.forge._emit(
+            call.forge.emit(
                 "issues",
-                call.forge._event(
+                call.forge.event(
                     repo,
                     "labeled",
                     call.bot,
-                    issue=call.forge._issue(repo, issue),
+                    issue=call.forge.issue_json(repo, issue),
                     label=call.forge.render.label(repo, label),
                 ),
             )
@@ -603,7 +628,7 @@ def suite_for(
     for suite in repo.check_suites:
         if suite.head_sha == sha and suite.app_slug == app_slug:
             return suite
-    suite = CheckSuite(next(forge._ids), sha, branch, app_slug, after=sha)
+    suite = CheckSuite(forge.next_id(), sha, branch, app_slug, after=sha)
     repo.check_suites.append(suite)
     return suite
 
@@ -634,9 +659,9 @@ async def check_run_changed(
 ) -> None:
     """Send check_run (and, when its suite is done, check_suite) deliveries."""
     pulls = _runs_pulls(repo, run.head_sha)
-    forge._emit(
+    forge.emit(
         "check_run",
-        forge._event(repo, action, sender, check_run=forge.render.check_run(repo, run, pulls)),
+        forge.event(repo, action, sender, check_run=forge.render.check_run(repo, run, pulls)),
     )
     suite = run.suite
     runs = [r for r in repo.check_runs if r.suite is suite]
@@ -654,9 +679,9 @@ async def check_run_changed(
         suite.conclusion = min((r.conclusion or "success" for r in runs), key=order.index)
         suite.updated_at = time.time()
         head = repo.git.commit(suite.head_sha)
-        forge._emit(
+        forge.emit(
             "check_suite",
-            forge._event(
+            forge.event(
                 repo,
                 "completed",
                 sender,
@@ -674,7 +699,7 @@ async def create_check_run(call: Call) -> Answer:
     if repo.git.resolve(sha) != sha:
         raise _validation("CheckRun", "head_sha")
     suite = suite_for(call.forge, repo, sha, call.forge.app_slug, None)
-    run = CheckRun(next(call.forge._ids), call.field("name"), sha, suite, call.forge.app_slug)
+    run = CheckRun(call.forge.next_id(), call.field("name"), sha, suite, call.forge.app_slug)
     _apply_run_fields(run, call)
     repo.check_runs.append(run)
     suite.status = "in_progress" if run.status != "completed" else suite.status
@@ -775,7 +800,7 @@ async def create_status(call: Call) -> Answer:
     if repo.git.resolve(sha) != sha:
         raise _validation("Status", "sha")
     status = CommitStatus(
-        next(call.forge._ids),
+        call.forge.next_id(),
         sha,
         call.field("state"),
         call.field("context") or "default",

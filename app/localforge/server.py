@@ -33,7 +33,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,11 @@ from aiohttp import web
 
 from app import signing
 from app.localforge import view
+from app.localforge.ci import run_required_checks
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git import BareRepo, Person, http_backend
 from app.localforge.render import Renderer
+from app.localforge.rest import HANDLERS, Answer, ApiError, Auth, Call
 from app.localforge.state import (
     REACTIONS,
     ROLES,
@@ -111,31 +113,6 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.where}: {' '.join(self.problems[:5])}"
-
-
-@dataclass
-class Auth:
-    kind: str  # "installation" | "app"
-    installation_id: int | None = None
-
-
-class ApiError(Exception):
-    """An answer other than success, in GitHub's words."""
-
-    def __init__(
-        self, status: int, message: str, *, errors: Sequence[dict[str, Any]] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.errors = list(errors) if errors is not None else None
-
-
-@dataclass
-class Answer:
-    status: int
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 class LocalForge:
@@ -247,10 +224,13 @@ class LocalForge:
         return app
 
     # -- users and repositories ---------------------------------------------
+    def next_id(self) -> int:
+        return next(self._ids)
+
     def user(self, login: str) -> User:
         found = self.users.get(login)
         if found is None:
-            found = User(login, next(self._ids), "Bot" if login.endswith("[bot]") else "User")
+            found = User(login, self.next_id(), "Bot" if login.endswith("[bot]") else "User")
             self.users[login] = found
         return found
 
@@ -289,7 +269,7 @@ class LocalForge:
                 message="Initial commit",
                 author=Person(owner_login, f"{owner_login}@users.noreply.localforge"),
             )
-        repo = Repo(next(self._ids), owner, name, installation_id, git, default_branch, private)
+        repo = Repo(self.next_id(), owner, name, installation_id, git, default_branch, private)
         self.repos[full_name] = repo
         return repo
 
@@ -313,12 +293,12 @@ class LocalForge:
         if not repos:
             raise ValueError(f"no repository has installation_id {installation_id}")
         sender = self.user(by)
-        self._emit(
+        self.emit(
             "installation",
             {
                 "action": "created",
                 "installation": self.render.installation(installation_id, repos[0].owner, repos),
-                "repositories": [self._repository(r) for r in repos],
+                "repositories": [self.repository_json(r) for r in repos],
                 "sender": self.render.user(sender),
             },
         )
@@ -331,7 +311,7 @@ class LocalForge:
         """An issue that already exists; no delivery (see :meth:`report_issue`)."""
         r = self.repos[repo]
         issue = Issue(r.next_number(), title, body, self.user(author))
-        issue.labels = [self._label(r, name) for name in labels]
+        issue.labels = [self.label(r, name) for name in labels]
         r.issues[issue.number] = issue
         return issue
 
@@ -339,7 +319,7 @@ class LocalForge:
         """A user opens an issue; GitHub sends ``issues`` (opened)."""
         issue = self.open_issue(repo, title, body, author=author)
         r = self.repos[repo]
-        self._emit("issues", self._event(r, "opened", issue.user, issue=self._issue(r, issue)))
+        self.emit("issues", self.event(r, "opened", issue.user, issue=self.issue_json(r, issue)))
         await self.flush()
         return issue
 
@@ -350,7 +330,7 @@ class LocalForge:
         r = self.repos[repo]
         comment = self.new_comment(r, r.issues[number], body, self.user(author))
         if send:
-            self._emit("issue_comment", self.comment_event(repo, number, comment))
+            self.emit("issue_comment", self.comment_event(repo, number, comment))
             await self.flush()
         return comment
 
@@ -361,11 +341,11 @@ class LocalForge:
         r = self.repos[repo]
         return self.render.hook(
             "issue_comment",
-            self._event(
+            self.event(
                 r,
                 action,
                 comment.user,
-                issue=self._issue(r, r.issues[number]),
+                issue=self.issue_json(r, r.issues[number]),
                 comment=self.render.comment(r, comment),
             ),
         )
@@ -374,16 +354,16 @@ class LocalForge:
         """A user labels an issue; GitHub sends ``issues`` (labeled)."""
         r = self.repos[repo]
         issue = r.issues[number]
-        added = self._label(r, label)
+        added = self.label(r, label)
         if added not in issue.labels:
             issue.labels.append(added)
-        self._emit(
+        self.emit(
             "issues",
-            self._event(
+            self.event(
                 r,
                 "labeled",
                 self.user(actor),
-                issue=self._issue(r, issue),
+                issue=self.issue_json(r, issue),
                 label=self.render.label(r, added),
             ),
         )
@@ -399,16 +379,16 @@ class LocalForge:
     def submit_review(self, repo: str, number: int, *, user: User, state: str, body: str) -> Review:
         r = self.repos[repo]
         pull = r.pulls[number]
-        review = Review(next(self._ids), user, state, body, pull.head_sha)  # type: ignore[arg-type]
+        review = Review(self.next_id(), user, state, body, pull.head_sha)  # type: ignore[arg-type]
         pull.reviews.append(review)
-        self._emit(
+        self.emit(
             "pull_request_review",
-            self._event(
+            self.event(
                 r,
                 "submitted",
                 user,
                 review=self.render.review(r, pull, review),
-                pull_request=self._pull(r, pull),
+                pull_request=self.pull_json(r, pull),
             ),
         )
         return review
@@ -427,7 +407,7 @@ class LocalForge:
         branch = branch or r.default_branch
         ref = f"refs/heads/{branch}"
         person = Person(author, f"{author}@users.noreply.localforge")
-        async with self._lock(r):
+        async with self.lock(r):
             before = r.git.resolve(ref)
             after = await asyncio.to_thread(
                 r.git.commit_files, branch, files, message=message, author=person
@@ -522,7 +502,7 @@ class LocalForge:
     def new_comment(
         self, repo: Repo, issue: Issue, body: str, user: User, *, via_app: bool = False
     ) -> Comment:
-        comment = Comment(next(self._ids), issue.number, body, user, via_app=via_app)
+        comment = Comment(self.next_id(), issue.number, body, user, via_app=via_app)
         issue.comments.append(comment)
         issue.updated_at = time.time()
         return comment
@@ -537,14 +517,14 @@ class LocalForge:
         for reaction in target:
             if reaction.content == content and reaction.user.login == user.login:
                 return reaction, False
-        reaction = Reaction(next(self._ids), content, user)
+        reaction = Reaction(self.next_id(), content, user)
         target.append(reaction)
         return reaction, True
 
-    def _label(self, repo: Repo, name: str) -> Label:
+    def label(self, repo: Repo, name: str) -> Label:
         found = repo.labels.get(name.lower())
         if found is None:
-            found = Label(next(self._ids), name)
+            found = Label(self.next_id(), name)
             repo.labels[name.lower()] = found
         return found
 
@@ -558,7 +538,7 @@ class LocalForge:
                 return sha
         return None
 
-    def _lock(self, repo: Repo) -> asyncio.Lock:
+    def lock(self, repo: Repo) -> asyncio.Lock:
         return self._repo_locks.setdefault(repo.full_name, asyncio.Lock())
 
     def refresh_pull(self, repo: Repo, pull: Pull) -> None:
@@ -676,10 +656,10 @@ class LocalForge:
         pull = Pull(issue.number, head, head_sha, base, base_sha, draft=draft)
         repo.pulls[pull.number] = pull
         self.refresh_pull(repo, pull)
-        self._emit(
+        self.emit(
             "pull_request",
-            self._event(
-                repo, "opened", user, number=pull.number, pull_request=self._pull(repo, pull)
+            self.event(
+                repo, "opened", user, number=pull.number, pull_request=self.pull_json(repo, pull)
             ),
         )
         return pull
@@ -688,10 +668,10 @@ class LocalForge:
         issue = repo.issues[pull.number]
         issue.state = "closed"
         issue.closed_at = issue.updated_at = time.time()
-        self._emit(
+        self.emit(
             "pull_request",
-            self._event(
-                repo, "closed", user, number=pull.number, pull_request=self._pull(repo, pull)
+            self.event(
+                repo, "closed", user, number=pull.number, pull_request=self.pull_json(repo, pull)
             ),
         )
 
@@ -708,7 +688,7 @@ class LocalForge:
     ) -> str:
         """Merge as GitHub does: the ``sha`` guard, mergeability, required checks."""
         issue = repo.issues[pull.number]
-        async with self._lock(repo):
+        async with self.lock(repo):
             self.refresh_pull(repo, pull)
             if pull.merged or issue.state == "closed":
                 raise ApiError(405, "Pull Request is not mergeable")
@@ -752,10 +732,14 @@ class LocalForge:
                 pull.merged_at,
             )
             repo.merges.append(Merge(pull.number, merged_sha, method, pull.base, user.login))
-            self._emit(
+            self.emit(
                 "pull_request",
-                self._event(
-                    repo, "closed", user, number=pull.number, pull_request=self._pull(repo, pull)
+                self.event(
+                    repo,
+                    "closed",
+                    user,
+                    number=pull.number,
+                    pull_request=self.pull_json(repo, pull),
                 ),
             )
             await self.after_push(repo, {ref: (before, merged_sha)}, user)
@@ -774,7 +758,7 @@ class LocalForge:
                 await asyncio.to_thread(repo.git.commits_between, before, after) if after else []
             )
             forced = bool(before and after and not repo.git.is_ancestor(before, after))
-            payload = self._event(
+            payload = self.event(
                 repo,
                 None,
                 pusher,
@@ -797,7 +781,7 @@ class LocalForge:
                 },
             )
             payload.pop("action")
-            self._emit("push", payload)
+            self.emit("push", payload)
             for pull in list(repo.pulls.values()):
                 if pull.head != branch or repo.issues[pull.number].state != "open":
                     continue
@@ -807,29 +791,27 @@ class LocalForge:
                 old = pull.head_sha
                 pull.head_sha = after
                 self.refresh_pull(repo, pull)
-                self._emit(
+                self.emit(
                     "pull_request",
-                    self._event(
+                    self.event(
                         repo,
                         "synchronize",
                         pusher,
                         number=pull.number,
                         before=old,
                         after=after,
-                        pull_request=self._pull(repo, pull),
+                        pull_request=self.pull_json(repo, pull),
                     ),
                 )
             if after is not None and repo.required_checks:
-                from app.localforge.ci import run_required_checks
-
                 task = asyncio.create_task(run_required_checks(self, repo, branch, before, after))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
     # -- webhooks -------------------------------------------------------------
-    def _event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
+    def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"action": action, **fields}
-        payload["repository"] = self._repository(repo)
+        payload["repository"] = self.repository_json(repo)
         payload["sender"] = self.render.user(sender)
         payload["installation"] = {
             "id": repo.installation_id,
@@ -837,20 +819,20 @@ class LocalForge:
         }
         return payload
 
-    def _repository(self, repo: Repo) -> dict[str, Any]:
+    def repository_json(self, repo: Repo) -> dict[str, Any]:
         open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
         return self.render.repository(repo, open_issues=open_issues)
 
-    def _issue(self, repo: Repo, issue: Issue) -> dict[str, Any]:
+    def issue_json(self, repo: Repo, issue: Issue) -> dict[str, Any]:
         return self.render.issue(repo, issue, repo.pulls.get(issue.number))
 
-    def _pull(self, repo: Repo, pull: Pull) -> dict[str, Any]:
+    def pull_json(self, repo: Repo, pull: Pull) -> dict[str, Any]:
         mergeable, state = self.mergeability(repo, pull)
         return self.render.pull(
             repo, pull, repo.issues[pull.number], mergeable=mergeable, mergeable_state=state
         )
 
-    def _emit(self, event: str, payload: dict[str, Any]) -> Delivery:
+    def emit(self, event: str, payload: dict[str, Any]) -> Delivery:
         """Queue a delivery, checked against the webhook schema; it goes out in order."""
         hook = self.render.hook(event, payload)
         problems = self.hook_contract.problems(event, hook)
@@ -1055,8 +1037,6 @@ class LocalForge:
                 {"message": message, "documentation_url": op.documentation_url, "status": "422"},
                 422,
             )
-        from app.localforge.rest import HANDLERS, Call
-
         call = Call(self, op, params, request.query, body, auth, request)
         try:
             answer = await HANDLERS[op.id](call)
@@ -1113,7 +1093,7 @@ class LocalForge:
         else:
             self._pushing += 1  # settle() waits for what this push sets off
             try:
-                async with self._lock(repo):
+                async with self.lock(repo):
                     before = repo.git.refs()
                     response = await http_backend(
                         request, repo.git, path_info=rest, remote_user=user
