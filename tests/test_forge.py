@@ -669,3 +669,14 @@ async def test_installing_the_app_sends_installation_created(pw: Harness) -> Non
     (delivery,) = pw.forge.deliveries
     assert (delivery.event, delivery.action, delivery.status) == ("installation", "created", 202)
     assert [r["full_name"] for r in delivery.payload["repositories"]] == [REPO]
+
+
+def test_patchwarden_forge_without_the_app_key_says_what_to_set(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.cli import main
+
+    assert main(["forge", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "PATCHWARDEN_APP_ID" in err
+    assert "PATCHWARDEN_PRIVATE_KEY_PATH" in err

@@ -22,8 +22,10 @@ from urllib.parse import quote, urlsplit
 
 import jsonschema
 
+from app import manifest
 from app.localforge.contract import WebhookContract
 from app.localforge.state import REACTIONS, User
+from app.webhooks import SUBSCRIBED_EVENTS
 
 if TYPE_CHECKING:
     from app.localforge.git import CommitInfo, Entry, FileChange
@@ -42,23 +44,9 @@ if TYPE_CHECKING:
 
 Json = dict[str, Any]
 
-APP_PERMISSIONS = {
-    "checks": "write",
-    "contents": "write",
-    "issues": "write",
-    "metadata": "read",
-    "pull_requests": "write",
-    "statuses": "read",
-}
-APP_EVENTS = [
-    "check_run",
-    "check_suite",
-    "issue_comment",
-    "issues",
-    "pull_request",
-    "pull_request_review",
-    "push",
-]
+# GitHub knows the App as it was registered: from Patchwarden's manifest.
+APP_PERMISSIONS = dict(manifest.PERMISSIONS)
+APP_EVENTS = list(SUBSCRIBED_EVENTS)
 # What another App (the forge's own CI, say) is shown to hold; the forge keeps no record.
 OTHER_APP_PERMISSIONS = {"checks": "write", "metadata": "read"}
 # Issue and pull request ids are not in the state: both derive from the repository id

@@ -130,6 +130,12 @@ class Call:
         return sha
 
 
+def custom_error(resource: str, message: str) -> ApiError:
+    """GitHub's 422 for a rule its schema cannot say (``code: custom``)."""
+    errors = [{"resource": resource, "code": "custom", "message": message}]
+    return ApiError(422, "Validation Failed", errors=errors)
+
+
 def _validation(resource: str, field: str, code: str = "invalid") -> ApiError:
     return ApiError(
         422, "Validation Failed", errors=[{"resource": resource, "field": field, "code": code}]
@@ -453,17 +459,8 @@ async def update_issue(call: Call) -> Answer:
     state = call.field("state")
     if state in {"open", "closed"} and state != issue.state:
         if issue.is_pull and repo.pulls[issue.number].merged:
-            raise ApiError(
-                422,
-                "Validation Failed",
-                errors=[
-                    {
-                        "resource": "Issue",
-                        "code": "custom",
-                        "field": "state",
-                        "message": "state cannot be changed. The pull request has been merged.",
-                    }
-                ],
+            raise custom_error(
+                "Issue", "state cannot be changed. The pull request has been merged."
             )
         issue.state = state
         issue.closed_at = time.time() if state == "closed" else None
@@ -497,16 +494,7 @@ async def create_comment(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
     comment = call.forge.new_comment(repo, issue, call.field("body"), call.bot, via_app=True)
-    call.forge.emit(
-        "issue_comment",
-        call.forge.event(
-            repo,
-            "created",
-            call.bot,
-            issue=call.forge.issue_json(repo, issue),
-            comment=call.forge.render.comment(repo, comment),
-        ),
-    )
+    call.forge.emit_comment(repo, comment, "created", call.bot)
     return Answer(201, call.forge.render.comment(repo, comment))
 
 
@@ -520,18 +508,7 @@ async def update_comment(call: Call) -> Answer:
     comment.body = call.field("body")
     comment.updated_at = time.time()
     if old != comment.body:
-        issue = repo.issues[comment.issue_number]
-        call.forge.emit(
-            "issue_comment",
-            call.forge.event(
-                repo,
-                "edited",
-                call.bot,
-                changes={"body": {"from": old}},
-                issue=call.forge.issue_json(repo, issue),
-                comment=call.forge.render.comment(repo, comment),
-            ),
-        )
+        call.forge.emit_comment(repo, comment, "edited", call.bot, changes={"body": {"from": old}})
     return Answer(200, call.forge.render.comment(repo, comment))
 
 

@@ -47,7 +47,7 @@ from app.localforge.ci import run_required_checks
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git import BareRepo, Person, http_backend
 from app.localforge.render import Renderer
-from app.localforge.rest import HANDLERS, Answer, ApiError, Auth, Call
+from app.localforge.rest import HANDLERS, Answer, ApiError, Auth, Call, custom_error
 from app.localforge.state import (
     REACTIONS,
     ROLES,
@@ -330,7 +330,7 @@ class LocalForge:
         r = self.repos[repo]
         comment = self.new_comment(r, r.issues[number], body, self.user(author))
         if send:
-            self.emit("issue_comment", self.comment_event(repo, number, comment))
+            self.emit_comment(r, comment, "created", comment.user)
             await self.flush()
         return comment
 
@@ -340,15 +340,26 @@ class LocalForge:
         """The ``issue_comment`` payload GitHub sends for ``comment`` on issue ``number``."""
         r = self.repos[repo]
         return self.render.hook(
-            "issue_comment",
-            self.event(
-                r,
-                action,
-                comment.user,
-                issue=self.issue_json(r, r.issues[number]),
-                comment=self.render.comment(r, comment),
-            ),
+            "issue_comment", self._comment_payload(r, comment, action, comment.user)
         )
+
+    def _comment_payload(
+        self, repo: Repo, comment: Comment, action: str, sender: User, **extra: Any
+    ) -> dict[str, Any]:
+        issue = repo.issues[comment.issue_number]
+        return self.event(
+            repo,
+            action,
+            sender,
+            **extra,
+            issue=self.issue_json(repo, issue),
+            comment=self.render.comment(repo, comment),
+        )
+
+    def emit_comment(
+        self, repo: Repo, comment: Comment, action: str, sender: User, **extra: Any
+    ) -> None:
+        self.emit("issue_comment", self._comment_payload(repo, comment, action, sender, **extra))
 
     async def add_label(self, repo: str, number: int, label: str, *, actor: str) -> None:
         """A user labels an issue; GitHub sends ``issues`` (labeled)."""
@@ -627,30 +638,11 @@ class LocalForge:
                 and other.base == base
                 and repo.issues[other.number].state == "open"
             ):
-                raise ApiError(
-                    422,
-                    "Validation Failed",
-                    errors=[
-                        {
-                            "resource": "PullRequest",
-                            "code": "custom",
-                            "message": "A pull request already exists for "
-                            f"{repo.owner.login}:{head}.",
-                        }
-                    ],
+                raise custom_error(
+                    "PullRequest", f"A pull request already exists for {repo.owner.login}:{head}."
                 )
         if repo.git.is_ancestor(head_sha, base_sha):
-            raise ApiError(
-                422,
-                "Validation Failed",
-                errors=[
-                    {
-                        "resource": "PullRequest",
-                        "code": "custom",
-                        "message": f"No commits between {base} and {head}",
-                    }
-                ],
-            )
+            raise custom_error("PullRequest", f"No commits between {base} and {head}")
         issue = Issue(repo.next_number(), title, body, user, is_pull=True)
         repo.issues[issue.number] = issue
         pull = Pull(issue.number, head, head_sha, base, base_sha, draft=draft)
