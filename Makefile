@@ -47,6 +47,7 @@ serve: venv
 
 bench: venv
 	$(BIN)/python bench/webhook_ack.py
+	$(BIN)/python bench/forge_api.py
 
 lint: venv
 	$(BIN)/ruff check app tests bench scripts
