@@ -157,6 +157,7 @@ class LocalForge:
         self._repo_locks: dict[str, asyncio.Lock] = {}
         self._in_flight = 0  # deliveries queued and not yet made
         self._pushing = 0  # git pushes being received
+        self._shapes: dict[tuple[str, str, str], tuple[int, int, int, int, bool]] = {}
         self.url = ""
         self._born = time.time()
         self.render = Renderer(
@@ -560,12 +561,27 @@ class LocalForge:
         if base_sha is None:
             return
         pull.base_sha = base_sha
-        files = repo.git.diff_files(base_sha, pull.head_sha)
-        pull.additions = sum(f.additions for f in files)
-        pull.deletions = sum(f.deletions for f in files)
-        pull.changed_files = len(files)
-        merge_base = repo.git.merge_base(base_sha, pull.head_sha)
-        pull.commits = len(repo.git.commits_between(merge_base, pull.head_sha)) if merge_base else 0
+        shape = self._shape(repo, base_sha, pull.head_sha)
+        pull.additions, pull.deletions, pull.changed_files, pull.commits = shape[:4]
+
+    def _shape(self, repo: Repo, base: str, head: str) -> tuple[int, int, int, int, bool]:
+        """Size and mergeability of head against base: fixed for a pair of commits, so
+        computed once (git is the cost of every PR read)."""
+        key = (repo.full_name, base, head)
+        found = self._shapes.get(key)
+        if found is None:
+            files = repo.git.diff_files(base, head)
+            merge_base = repo.git.merge_base(base, head)
+            commits = len(repo.git.commits_between(merge_base, head)) if merge_base else 0
+            found = (
+                sum(f.additions for f in files),
+                sum(f.deletions for f in files),
+                len(files),
+                commits,
+                repo.git.mergeable(base, head),
+            )
+            self._shapes[key] = found
+        return found
 
     def required_state(self, repo: Repo, sha: str) -> dict[str, str]:
         """Each required check → "passing" | "failing" | "pending" | "expected"."""
@@ -594,7 +610,7 @@ class LocalForge:
         issue = repo.issues[pull.number]
         if pull.merged or issue.state == "closed":
             return None, "unknown"
-        if not repo.git.mergeable(pull.base_sha, pull.head_sha):
+        if not self._shape(repo, pull.base_sha, pull.head_sha)[4]:
             return False, "dirty"
         if pull.draft:
             return True, "draft"
@@ -697,9 +713,9 @@ class LocalForge:
                 "squash": f"{issue.title} (#{pull.number})",
                 "rebase": issue.title,
             }[method]
-            commit_message = (title or default_title) + (
-                f"\n\n{message}" if message else "\n\n" + issue.title if method == "merge" else ""
-            )
+            # GitHub's default body: the PR title for a merge commit, nothing otherwise.
+            body = message or (issue.title if method == "merge" else "")
+            commit_message = (title or default_title) + (f"\n\n{body}" if body else "")
             person = Person(user.login, f"{user.login}@users.noreply.localforge")
             merged_sha = await asyncio.to_thread(
                 repo.git.merge,
