@@ -39,6 +39,7 @@ from typing import Any
 
 import aiohttp
 import gidgethub
+from procstat import announce, cpu_seconds, die_with_parent, machine_busy_seconds, pct
 
 from app.github.client import GitHubApp, GitHubClient
 from app.keys import generate_app_key
@@ -70,11 +71,6 @@ NOISE_PERCENT = 25.0  # CPU of one core used by other processes that makes figur
 # The forge process. It prints one JSON line when it listens, answers "reset", "stats" and
 # "settle" lines on stdin, and stops when stdin closes or on SIGTERM.
 # --------------------------------------------------------------------------------------
-def _announce(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 class Meters:
     """Time spent in the forge's three contract checks and in its git processes.
 
@@ -205,7 +201,7 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
         }
 
     profiler = cProfile.Profile() if args.profile_out else None
-    _announce(
+    announce(
         {"url": url, "pull": pull.number, "listed": listed.number, "commented": commented.number}
     )
     task = asyncio.current_task()
@@ -217,12 +213,12 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
         while line := await asyncio.to_thread(sys.stdin.readline):
             if line.strip() == "reset":
                 meters.reset()
-                _announce({"ok": True})
+                announce({"ok": True})
             elif line.strip() == "stats":
-                _announce(stats())
+                announce(stats())
             elif line.strip() == "settle":  # what a test's forge.settle() waits for
                 await forge.settle(within=30.0)
-                _announce({"ok": True})
+                announce({"ok": True})
     finally:
         if profiler is not None:
             profiler.disable()
@@ -233,14 +229,6 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
 # --------------------------------------------------------------------------------------
 # Process plumbing
 # --------------------------------------------------------------------------------------
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: SIGTERM the child if the bench dies without cleaning up (e.g. SIGKILL)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 class Forge:
     """One forge subprocess, talked to over its stdin and stdout."""
 
@@ -251,7 +239,7 @@ class Forge:
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,  # Ctrl-C reaches the bench only; it stops the forge
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
 
     def read(self, timeout: float) -> dict[str, Any]:
@@ -290,29 +278,6 @@ class Forge:
             proc.stdout.close()
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    """CPU seconds of a process and of the children it waited for (its git processes);
-    this process alone when ``pid`` is None. ``None`` off Linux."""
-    if pid is None:
-        t = os.times()
-        return t.user + t.system
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def _machine_busy_seconds() -> float | None:
-    try:
-        first = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
-    except OSError:
-        return None
-    ticks = [int(v) for v in first[1:9]]  # user nice system idle iowait irq softirq steal
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
-
 class CpuMeter:
     """CPU used during a phase by the forge, this client and everything else (% of a core)."""
 
@@ -320,15 +285,15 @@ class CpuMeter:
         self.pids: dict[str, int | None] = {"forge": forge_pid, "bench": None}
 
     def __enter__(self) -> CpuMeter:
-        self.start = {name: _cpu_seconds(pid) for name, pid in self.pids.items()}
-        self.start["machine"] = _machine_busy_seconds()
+        self.start = {name: cpu_seconds(pid, children=True) for name, pid in self.pids.items()}
+        self.start["machine"] = machine_busy_seconds()
         self.t = time.perf_counter()
         return self
 
     def __exit__(self, *_: object) -> None:
         wall = time.perf_counter() - self.t
-        now = {name: _cpu_seconds(pid) for name, pid in self.pids.items()}
-        now["machine"] = _machine_busy_seconds()
+        now = {name: cpu_seconds(pid, children=True) for name, pid in self.pids.items()}
+        now["machine"] = machine_busy_seconds()
         self.percent: dict[str, float] = {}
         for name, after in now.items():
             before = self.start.get(name)
@@ -359,13 +324,6 @@ class RestResult:
     git_ms: float  # mean per request spent waiting for them
     cpu_percent: dict[str, float] = field(default_factory=dict)
     error_kinds: dict[str, int] = field(default_factory=dict)
-
-
-def _pct(sorted_values: Sequence[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    rank = max(int(-(-q * len(sorted_values) // 1)) - 1, 0)  # nearest rank
-    return sorted_values[min(rank, len(sorted_values) - 1)]
 
 
 Call = Callable[[], Awaitable[Any]]
@@ -431,8 +389,8 @@ async def _phase(
         clients=clients,
         count=len(lat),
         errors=sum(errors.values()),
-        p50_ms=_pct(lat, 0.50),
-        p99_ms=_pct(lat, 0.99),
+        p50_ms=pct(lat, 0.50),
+        p99_ms=pct(lat, 0.99),
         max_ms=lat[-1],
         requests_per_s=len(lat) / wall,
         checks_ms={k: 1000 * seen["seconds"].get(k, 0.0) / len(lat) for k in Meters.CHECKS},

@@ -37,6 +37,7 @@ from typing import IO, Any
 
 import aiohttp
 from aiohttp import web
+from procstat import announce, cpu_seconds, die_with_parent, machine_busy_seconds, pct
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/webhooks/issue_comment/created-fix-command.json"
@@ -60,18 +61,13 @@ NOISE_PERCENT = 25.0  # CPU of one core used by other processes that makes figur
 # it listens, answers "stats" lines on stdin, and exits when stdin closes (so it cannot
 # outlive the bench even if the bench is killed).
 # --------------------------------------------------------------------------------------
-def _announce(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
 async def _serve_stdin(stats: Callable[[], dict[str, Any]]) -> None:
     while True:
         line = await asyncio.to_thread(sys.stdin.readline)
         if not line:
             return
         if line.strip() == "stats":
-            _announce(stats())
+            announce(stats())
 
 
 async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
@@ -105,7 +101,7 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
             "non_2xx": sum(1 for r in forge.requests if r.status >= 300),
         }
 
-    _announce({"url": url, "issue": issue.number, "comment_ids": ids})
+    announce({"url": url, "issue": issue.number, "comment_ids": ids})
     try:
         await _serve_stdin(stats)
     finally:
@@ -132,7 +128,7 @@ async def _bare_main(_: argparse.Namespace) -> None:
     site = web.TCPSite(runner, HOST, 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    _announce({"url": f"http://{HOST}:{port}"})
+    announce({"url": f"http://{HOST}:{port}"})
     try:
         await _serve_stdin(lambda: {"answered": answered})
     finally:
@@ -142,14 +138,6 @@ async def _bare_main(_: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------
 # Process management
 # --------------------------------------------------------------------------------------
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: SIGTERM the child if the bench dies without cleaning up (e.g. SIGKILL)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class Child:
     name: str
@@ -185,7 +173,7 @@ class Children:
                 env=env,
                 cwd=cwd,
                 start_new_session=True,  # Ctrl-C reaches the bench only; it stops the others
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None,
             )
         finally:
             if log is not None and not isinstance(out, int):
@@ -238,29 +226,6 @@ def _ask_stats(child: Child) -> dict[str, Any]:
         return {}
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of a process (all its threads); ``None`` off Linux."""
-    if pid is None:
-        times = os.times()
-        return times.user + times.system
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _machine_busy_seconds() -> float | None:
-    """CPU seconds all cores spent busy since boot (Linux ``/proc/stat``)."""
-    try:
-        first = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
-    except OSError:
-        return None
-    ticks = [int(v) for v in first[1:9]]  # user nice system idle iowait irq softirq steal
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
-
 class CpuMeter:
     """CPU used by each process during a phase, as a percentage of one core."""
 
@@ -270,8 +235,8 @@ class CpuMeter:
         self.t = 0.0
 
     def __enter__(self) -> CpuMeter:
-        self.start = {name: _cpu_seconds(pid) for name, pid in self.pids.items()}
-        self.start["machine"] = _machine_busy_seconds()
+        self.start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self.start["machine"] = machine_busy_seconds()
         self.t = time.perf_counter()
         return self
 
@@ -281,10 +246,10 @@ class CpuMeter:
     def percent(self) -> dict[str, float]:
         out = {}
         for name, pid in self.pids.items():
-            before, after = self.start.get(name), _cpu_seconds(pid)
+            before, after = self.start.get(name), cpu_seconds(pid)
             if before is not None and after is not None:
                 out[name] = round(100 * (after - before) / self.wall, 1)
-        before, after = self.start.get("machine"), _machine_busy_seconds()
+        before, after = self.start.get("machine"), machine_busy_seconds()
         if before is not None and after is not None:
             out["machine"] = round(100 * (after - before) / self.wall, 1)
             # Everything else on the machine (other users, tests): noise for this bench.
@@ -399,13 +364,6 @@ class PhaseResult:
     cpu_percent: dict[str, float] = field(default_factory=dict)  # of one core, per process
 
 
-def _pct(sorted_values: Sequence[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    rank = max(int(-(-q * len(sorted_values) // 1)) - 1, 0)  # nearest rank
-    return sorted_values[min(rank, len(sorted_values) - 1)]
-
-
 def _summarise(
     target: str, rate: int, seconds: float, samples: list[Sample], t0: float
 ) -> PhaseResult:
@@ -424,13 +382,13 @@ def _summarise(
         seconds=seconds,
         count=len(samples),
         errors=sum(kinds.values()),
-        p50_ms=_pct(lat, 0.50),
-        p99_ms=_pct(lat, 0.99),
+        p50_ms=pct(lat, 0.50),
+        p99_ms=pct(lat, 0.99),
         max_ms=lat[-1] if lat else float("nan"),
-        service_p50_ms=_pct(svc, 0.50),
-        service_p99_ms=_pct(svc, 0.99),
+        service_p50_ms=pct(svc, 0.50),
+        service_p99_ms=pct(svc, 0.99),
         service_max_ms=svc[-1] if svc else float("nan"),
-        send_lag_p99_ms=_pct(lag, 0.99),
+        send_lag_p99_ms=pct(lag, 0.99),
         achieved_rate=(len(samples) - 1) / span if len(samples) > 1 else 0.0,
         error_kinds=kinds,
     )
