@@ -121,27 +121,31 @@ DROP = {
 }
 
 
-def _to_json_schema(node: Any, refs: set[str]) -> Any:
-    """OpenAPI 3.0 schema → JSON Schema 2020-12; collect referenced component names."""
+def _clean(node: Any, refs: set[str], *, openapi: bool) -> Any:
+    """Drop prose keys and collect the names ``$ref`` points at. With ``openapi``, also turn
+    OpenAPI 3.0 into JSON Schema 2020-12 (``nullable``, ``oneOf``, refs to ``#/$defs``)."""
     if isinstance(node, list):
-        return [_to_json_schema(item, refs) for item in node]
+        return [_clean(item, refs, openapi=openapi) for item in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         refs.add(name)
-        return {"$ref": f"#/$defs/{name}"}
+        if openapi:
+            return {"$ref": f"#/$defs/{name}"}
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in DROP or key.startswith("x-") or key == "nullable":
+        if (key in DROP and (openapi or key != "title")) or key.startswith("x-"):
             continue
-        if key == "oneOf":
-            key = "anyOf"
+        if openapi and key == "nullable":
+            continue
         if key == "properties":
-            out[key] = {name: _to_json_schema(sub, refs) for name, sub in value.items()}
+            out[key] = {name: _clean(sub, refs, openapi=openapi) for name, sub in value.items()}
         else:
-            out[key] = _to_json_schema(value, refs)
-    if node.get("nullable"):
+            out["anyOf" if openapi and key == "oneOf" else key] = _clean(
+                value, refs, openapi=openapi
+            )
+    if openapi and node.get("nullable"):
         if "type" in out:
             out["type"] = [out["type"], "null"]
             if "enum" in out and None not in out["enum"]:
@@ -149,6 +153,22 @@ def _to_json_schema(node: Any, refs: set[str]) -> Any:
         else:
             out = {"anyOf": [out, {"type": "null"}]}
     return out
+
+
+def _to_json_schema(node: Any, refs: set[str]) -> Any:
+    return _clean(node, refs, openapi=True)
+
+
+def _closure(names: set[str], source: dict[str, Any], *, openapi: bool) -> dict[str, Any]:
+    """``names`` and every schema they reference, cleaned, sorted by name."""
+    kept: dict[str, Any] = {}
+    pending = set(names)
+    while pending:
+        name = pending.pop()
+        found: set[str] = set()
+        kept[name] = _clean(source[name], found, openapi=openapi)
+        pending |= found - kept.keys()
+    return dict(sorted(kept.items()))
 
 
 def _resolve(spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
@@ -211,13 +231,7 @@ def extract_rest(spec: dict[str, Any], version: str) -> dict[str, Any]:
                 "responses": responses,
             }
         )
-    defs: dict[str, Any] = {}
-    pending = set(refs)
-    while pending:
-        name = pending.pop()
-        found: set[str] = set()
-        defs[name] = _to_json_schema(spec["components"]["schemas"][name], found)
-        pending |= found - defs.keys()
+    defs = _closure(refs, spec["components"]["schemas"], openapi=True)
     return {
         "source": {
             "package": "@octokit/openapi",
@@ -226,37 +240,12 @@ def extract_rest(spec: dict[str, Any], version: str) -> dict[str, Any]:
             "openapi": spec["openapi"],
         },
         "operations": operations,
-        "$defs": dict(sorted(defs.items())),
+        "$defs": defs,
     }
 
 
-def _strip(node: Any, refs: set[str]) -> Any:
-    if isinstance(node, list):
-        return [_strip(item, refs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in DROP and key != "title":
-            continue
-        if key == "$ref":
-            refs.add(value.rsplit("/", 1)[-1])
-        if key == "properties":
-            out[key] = {name: _strip(sub, refs) for name, sub in value.items()}
-        else:
-            out[key] = _strip(value, refs)
-    return out
-
-
 def extract_webhooks(schema: dict[str, Any], version: str) -> dict[str, Any]:
-    definitions = schema["definitions"]
-    keep: dict[str, Any] = {}
-    pending = set(EVENTS)
-    while pending:
-        name = pending.pop()
-        found: set[str] = set()
-        keep[name] = _strip(definitions[name], found)
-        pending |= found - keep.keys()
+    keep = _closure(set(EVENTS), schema["definitions"], openapi=False)
     return {
         "source": {
             "package": "@octokit/webhooks-schemas",

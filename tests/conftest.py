@@ -51,15 +51,33 @@ def app_keys() -> tuple[str, str]:
 
 
 @pytest.fixture
-async def forge(app_keys: tuple[str, str]) -> AsyncIterator[LocalForge]:
-    f = LocalForge(app_id=APP_ID, app_public_key=app_keys[1], webhook_secret=SECRET)
-    await f.start()
-    f.add_repo(REPO, installation_id=INSTALLATION)
-    yield f
-    await f.stop()
-    # Every request, answer and delivery must keep GitHub's published contract; a test
-    # that breaks it on purpose collects the violations with forge.expect_violations().
-    assert not f.violations, "GitHub contract broken:\n" + "\n".join(map(str, f.violations))
+async def make_forge(
+    app_keys: tuple[str, str],
+) -> AsyncIterator[Callable[..., Awaitable[LocalForge]]]:
+    """Start forges holding ``REPO`` (``add_repo`` keywords: ``source=`` a directory).
+
+    At teardown every request, answer and delivery must have kept GitHub's published
+    contract; a test that breaks it on purpose collects the violations with
+    ``forge.expect_violations()``."""
+    started: list[LocalForge] = []
+
+    async def make(**repo: Any) -> LocalForge:
+        f = LocalForge(app_id=APP_ID, app_public_key=app_keys[1], webhook_secret=SECRET)
+        started.append(f)
+        await f.start()
+        f.add_repo(REPO, installation_id=INSTALLATION, **repo)
+        return f
+
+    yield make
+    for f in started:
+        await f.stop()
+    broken = [str(v) for f in started for v in f.violations]
+    assert not broken, "GitHub contract broken:\n" + "\n".join(broken)
+
+
+@pytest.fixture
+async def forge(make_forge: Callable[..., Awaitable[LocalForge]]) -> LocalForge:
+    return await make_forge()
 
 
 @pytest.fixture

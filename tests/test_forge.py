@@ -13,7 +13,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from app import signing
 from app.github.client import GitHubApp, GitHubClient
 from app.localforge import LocalForge
 from app.localforge.contract import RestContract, WebhookContract
+from app.localforge.git import git_env
 from app.localforge.rest import HANDLERS
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET, Harness
 
@@ -41,11 +42,15 @@ MERGE = "/repos/{owner}/{repo}/pulls/{number}/merge"
 
 
 @pytest.fixture
-async def gh(forge: LocalForge, app_keys: tuple[str, str]) -> AsyncIterator[GitHubClient]:
+async def github_app(forge: LocalForge, app_keys: tuple[str, str]) -> AsyncIterator[GitHubApp]:
     """Patchwarden's own client, pointed at the forge (only the base URL differs)."""
     async with aiohttp.ClientSession() as session:
-        app = GitHubApp(app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session)
-        yield app.installation(INSTALLATION)
+        yield GitHubApp(app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session)
+
+
+@pytest.fixture
+def gh(github_app: GitHubApp) -> GitHubClient:
+    return github_app.installation(INSTALLATION)
 
 
 @pytest.fixture
@@ -62,12 +67,7 @@ def askpass(tmp_path: Path) -> Path:
 @pytest.fixture
 def git(askpass: Path, tmp_path: Path) -> Callable[..., Any]:
     async def run(*args: str, cwd: Path | None = None, token: str = "") -> tuple[int, str]:
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(tmp_path),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_TERMINAL_PROMPT": "0",
+        env = git_env(tmp_path) | {
             "GIT_ASKPASS": str(askpass),
             "FORGE_TOKEN": token,
             "GIT_AUTHOR_NAME": "Patchwarden",
@@ -359,29 +359,21 @@ async def test_contents_refs_and_branches(forge: LocalForge, gh: GitHubClient) -
 CHECK = "import pathlib, sys\nsys.exit(1 if 'bug' in pathlib.Path('app.txt').read_text() else 0)\n"
 
 
-@pytest.fixture
-async def ci_forge(app_keys: tuple[str, str], tmp_path: Path) -> AsyncIterator[LocalForge]:
-    forge = LocalForge(app_id=APP_ID, app_public_key=app_keys[1], webhook_secret=SECRET)
-    await forge.start()
-    forge.add_repo(
-        REPO,
-        installation_id=INSTALLATION,
-        source=source_repo(tmp_path, {"check.py": CHECK, "app.txt": "ok\n"}),
-    )
-    forge.require_check(REPO, "tests", [sys.executable, "check.py"], timeout=60)
-    yield forge
-    await forge.stop()
-    assert not forge.violations, "\n".join(map(str, forge.violations))
+class TestRequiredChecks:
+    """A repository whose own test (check.py) fails when app.txt mentions a bug."""
 
+    @pytest.fixture
+    async def forge(
+        self, make_forge: Callable[..., Awaitable[LocalForge]], tmp_path: Path
+    ) -> LocalForge:
+        source = source_repo(tmp_path, {"check.py": CHECK, "app.txt": "ok\n"})
+        forge = await make_forge(source=source)
+        forge.require_check(REPO, "tests", [sys.executable, "check.py"], timeout=60)
+        return forge
 
-async def test_required_check_blocks_a_failing_pr_and_passes_a_good_one(
-    ci_forge: LocalForge, app_keys: tuple[str, str]
-) -> None:
-    forge = ci_forge
-    async with aiohttp.ClientSession() as session:
-        gh = GitHubApp(
-            app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session
-        ).installation(INSTALLATION)
+    async def test_a_failing_check_blocks_the_merge_and_a_passing_one_allows_it(
+        self, forge: LocalForge, gh: GitHubClient
+    ) -> None:
         bad = await branch_with(forge, gh, "bad", {"app.txt": "a bug\n"})
         good = await branch_with(forge, gh, "good", {"app.txt": "fine\n"})
         await open_pr(gh, "bad")
@@ -403,25 +395,22 @@ async def test_required_check_blocks_a_failing_pr_and_passes_a_good_one(
         tip_runs = forge.check_runs(REPO, "main")
         assert tip_runs[-1].head_sha == result["sha"]
         assert tip_runs[-1].conclusion == "success"
-        suites = [d for d in forge.deliveries if d.event == "check_suite"]
-        assert {
+        suites = {
             (d.payload["check_suite"]["head_sha"], d.payload["check_suite"]["conclusion"])
-            for d in suites
-        } >= {
-            (bad, "failure"),
-            (result["sha"], "success"),
+            for d in forge.deliveries
+            if d.event == "check_suite"
         }
+        assert suites >= {(bad, "failure"), (result["sha"], "success")}
 
-
-async def test_a_hanging_check_times_out(ci_forge: LocalForge) -> None:
-    ci_forge.repos[REPO].required_checks.clear()
-    ci_forge.require_check(
-        REPO, "slow", [sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5
-    )
-    sha = await ci_forge.push(REPO, {"app.txt": "still ok\n"}, author="alice")
-    await ci_forge.settle(within=10)
-    (run,) = ci_forge.check_runs(REPO, sha)
-    assert (run.name, run.conclusion) == ("slow", "timed_out")
+    async def test_a_hanging_check_times_out(self, forge: LocalForge) -> None:
+        forge.repos[REPO].required_checks.clear()
+        forge.require_check(
+            REPO, "slow", [sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5
+        )
+        sha = await forge.push(REPO, {"app.txt": "still ok\n"}, author="alice")
+        await forge.settle(within=10)
+        (run,) = forge.check_runs(REPO, sha)
+        assert (run.name, run.conclusion) == ("slow", "timed_out")
 
 
 async def test_checks_and_statuses_written_by_the_app(forge: LocalForge, gh: GitHubClient) -> None:
@@ -587,7 +576,7 @@ async def test_python_m_app_localforge_serves_a_repository(
 
 
 async def test_every_operation_is_answered_on_contract(
-    forge: LocalForge, gh: GitHubClient, app_keys: tuple[str, str]
+    forge: LocalForge, gh: GitHubClient, github_app: GitHubApp
 ) -> None:
     """One pass over every operation the forge implements; the fixture checks each answer
     against its response schema, and this test checks none was left out."""
@@ -652,11 +641,9 @@ async def test_every_operation_is_answered_on_contract(
     await gh.getitem("/repos/{owner}/{repo}/branches/{b}", {**R, "b": "fix"})
     await gh.put(MERGE, n, data={"sha": head, "merge_method": "rebase"})
     await gh.delete("/repos/{owner}/{repo}/git/refs/{ref}", {**R, "ref": "heads/fix"})
-    async with aiohttp.ClientSession() as session:
-        app = GitHubApp(app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session)
-        assert (await app.as_app().getitem("/app"))["id"] == APP_ID
-        found = await app.as_app().getitem("/repos/{owner}/{repo}/installation", R)
-        assert found["id"] == INSTALLATION
+    assert (await github_app.as_app().getitem("/app"))["id"] == APP_ID
+    found = await github_app.as_app().getitem("/repos/{owner}/{repo}/installation", R)
+    assert found["id"] == INSTALLATION
     await forge.settle()
 
     seen = {r.operation for r in forge.requests if r.status < 300}
@@ -680,3 +667,75 @@ def test_patchwarden_forge_without_the_app_key_says_what_to_set(
     err = capsys.readouterr().err
     assert "PATCHWARDEN_APP_ID" in err
     assert "PATCHWARDEN_PRIVATE_KEY_PATH" in err
+
+
+async def test_a_bug_in_a_handler_is_a_500_and_a_violation(
+    forge: LocalForge, gh: GitHubClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(call: Any) -> Any:
+        raise KeyError("oops")
+
+    monkeypatch.setitem(HANDLERS, "repos/get", broken)
+    with forge.expect_violations() as seen, pytest.raises(gidgethub.GitHubException):
+        await gh.getitem("/repos/{owner}/{repo}", R)
+    assert [(v.kind, v.problems) for v in seen] == [("crash", ["KeyError: 'oops'"])]
+
+
+async def test_a_bad_since_is_422_not_a_crash(forge: LocalForge, gh: GitHubClient) -> None:
+    issue = forge.open_issue(REPO, "t", author="alice")
+    with pytest.raises(gidgethub.BadRequest) as raised:
+        await gh.getitem(
+            "/repos/{owner}/{repo}/issues/{n}/comments?since=yesterday", {**R, "n": issue.number}
+        )
+    assert raised.value.status_code == 422
+    assert "not a timestamp" in str(raised.value)
+
+
+async def test_a_user_opens_a_pr_from_a_pushed_branch(forge: LocalForge) -> None:
+    await forge.push(REPO, {"a.txt": "a\n"}, author="alice", branch="main")
+    main = forge.repos[REPO].git.resolve("refs/heads/main")
+    assert main is not None
+    forge.repos[REPO].git.create_ref("refs/heads/feature", main)
+    await forge.push(REPO, {"a.txt": "b\n"}, author="alice", branch="feature")
+    pull = await forge.open_pull(REPO, head="feature", base=None, title="B", author="alice")
+    assert [p.number for p in forge.pulls(REPO)] == [pull.number]
+    assert (pull.base, pull.changed_files, pull.additions, pull.deletions) == ("main", 1, 1, 1)
+    opened = [d for d in forge.deliveries if d.event == "pull_request"]
+    assert opened[-1].payload["sender"]["login"] == "alice"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--user", "octo/x:alice:write"], "no --repo octo/x"),
+        (["--repo", "octo/x", "--user", "octo/x:alice:boss"], "role must be one of"),
+        (
+            ["--repo", "octo/x", "--require-check", "tests", "pytest 'unclosed"],
+            "No closing quotation",
+        ),
+    ],
+)
+async def test_the_forge_command_refuses_bad_input_clearly(
+    app_keys: tuple[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    says: str,
+) -> None:
+    from app.localforge.__main__ import build_parser, serve
+
+    key = tmp_path / "app.pem"
+    key.write_text(app_keys[0])
+    monkeypatch.setenv("PATCHWARDEN_APP_ID", str(APP_ID))
+    monkeypatch.setenv("PATCHWARDEN_PRIVATE_KEY_PATH", str(key))
+    assert await serve(build_parser().parse_args(["--port", "0", *argv])) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_repo_argument_must_be_owner_slash_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.localforge.__main__ import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--repo", "widgets"])
+    assert "--repo takes owner/name[=DIR]" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 
 from app.config import load_settings
-from app.errors import ConfigError
+from app.errors import ConfigError, PatchwardenError
 from app.localforge.server import LocalForge
 
 
@@ -82,6 +83,32 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+def _populate(forge: LocalForge, args: argparse.Namespace) -> str | None:
+    """Repositories, users and checks from the command line; what was wrong, or None."""
+    for name, source in args.repo:
+        try:
+            forge.add_repo(name, installation_id=args.installation, source=source)
+        except (ValueError, PatchwardenError) as exc:
+            return f"--repo {name}: {exc}"
+    for repo, login, role in args.user:
+        if repo not in forge.repos:
+            return f"--user {repo}:{login}: no --repo {repo}"
+        try:
+            forge.add_user(repo, login, role)
+        except ValueError as exc:
+            return f"--user {repo}:{login}:{role}: {exc}"
+    for name, command in args.require_check:
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            return f"--require-check {name}: {exc} in {command!r}"
+        if not argv:
+            return f"--require-check {name}: the command is empty"
+        for repo in forge.repos:
+            forge.require_check(repo, name, argv)
+    return None
+
+
 async def serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
@@ -104,16 +131,11 @@ async def serve(args: argparse.Namespace) -> int:
         webhook_url=args.webhook_url,
         webhook_secret=secret,
     )
-    for name, source in args.repo:
-        forge.add_repo(name, installation_id=args.installation, source=source)
-    for repo, login, role in args.user:
-        if repo not in forge.repos:
-            print(f"error: --user {repo}:{login}: no --repo {repo}", file=sys.stderr)
-            return 2
-        forge.add_user(repo, login, role)
-    for name, command in args.require_check:
-        for repo in forge.repos:
-            forge.require_check(repo, name, command.split())
+    problem = _populate(forge, args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        await forge.stop()  # removes the repositories made so far
+        return 2
     url = await forge.start(args.host, args.port)
     print(f"LocalForge on {url} (view: {url}/), API base for Patchwarden: {url}")
     print(f"webhooks: {args.webhook_url or 'not delivered (no --webhook-url)'}")

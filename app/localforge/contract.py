@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,9 +206,3 @@ class WebhookContract:
             validator = jsonschema.Draft7Validator(schema)
             self._validators[key] = validator
         return _problems(validator, payload)
-
-
-def first_lines(problems: Iterable[str], limit: int = 5) -> str:
-    items = list(problems)
-    more = f" (and {len(items) - limit} more)" if len(items) > limit else ""
-    return " ".join(items[:limit]) + more

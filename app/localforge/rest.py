@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
@@ -481,9 +482,12 @@ async def list_comments(call: Call) -> Answer:
     comments = issue.comments
     since = call.query.get("since")
     if since:
-        from datetime import datetime
-
-        cutoff = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        try:
+            cutoff = datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise ApiError(
+                422, f"Invalid request.\n\n{since!r} is not a timestamp (ISO 8601)."
+            ) from None
         comments = [c for c in comments if c.updated_at >= cutoff]
     chunk, headers = call.page(comments)
     return Answer(200, [call.forge.render.comment(repo, c) for c in chunk], headers)

@@ -107,7 +107,7 @@ class Delivery:
 class Violation:
     """A request, answer or delivery that breaks GitHub's published contract."""
 
-    kind: str  # "unknown-operation" | "request" | "response" | "webhook"
+    kind: str  # "unknown-operation" | "request" | "response" | "webhook" | "crash"
     where: str
     problems: list[str]
 
@@ -474,11 +474,6 @@ class LocalForge:
         pattern = re.compile(path_re)
         return [r for r in self.requests if r.method == method and pattern.search(r.path)]
 
-    def take_violations(self) -> list[Violation]:
-        """Hand over (and forget) the contract violations so far, for tests that provoke them."""
-        found, self.violations = self.violations, []
-        return found
-
     def token_for(self, installation_id: int, *, lifetime: float | None = None) -> str:
         """Mint an installation token without the JWT dance (for git clients in tests)."""
         token = "ghs_" + uuid.uuid4().hex + uuid.uuid4().hex[:4]
@@ -542,13 +537,9 @@ class LocalForge:
 
     def resolve(self, repo: Repo, ref: str) -> str | None:
         """A sha, branch name or ref → commit sha."""
-        if re.fullmatch(r"[0-9a-f]{40}", ref):
+        if re.fullmatch(r"[0-9a-f]{40}", ref) or ref.startswith("refs/"):
             return repo.git.resolve(ref)
-        for candidate in (f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
-            sha = repo.git.resolve(candidate) if candidate.startswith("refs/") else None
-            if sha:
-                return sha
-        return None
+        return repo.git.resolve(f"refs/heads/{ref}") or repo.git.resolve(f"refs/tags/{ref}")
 
     def lock(self, repo: Repo) -> asyncio.Lock:
         return self._repo_locks.setdefault(repo.full_name, asyncio.Lock())
@@ -1050,6 +1041,11 @@ class LocalForge:
             answer = await HANDLERS[op.id](call)
         except ApiError as exc:
             answer = Answer(exc.status, self._error_body(op, exc))
+        except Exception as exc:  # a bug in the forge: fail the test that found it, loudly
+            where = f"{request.method} {request.path} ({op.id})"
+            self.violations.append(Violation("crash", where, [f"{type(exc).__name__}: {exc}"]))
+            record(500)
+            raise
         documented = str(answer.status) in op.responses
         if documented or answer.status < 400:
             problems = self.contract.response_problems(op, answer.status, answer.body)
