@@ -11,11 +11,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.localforge import LocalForge
+from app.localforge.state import Comment
 from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
 
@@ -40,7 +40,7 @@ class Scenario:
 
     store: Store
     forge: LocalForge
-    comment: dict[str, Any]
+    comment: Comment
     start_worker: Callable[..., subprocess.Popen[bytes]]
 
     async def mid_job(self, hold_seconds: float, **env: str) -> subprocess.Popen[bytes]:
