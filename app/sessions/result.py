@@ -1,0 +1,207 @@
+"""``SessionResult``: what a coding session produced, typed, versioned, JSON-serialisable.
+
+It is stored with the job and is the only thing later stages (policy, publish) read.
+Every output inside has been truncated and redacted before it gets here.
+Bump ``SCHEMA_VERSION`` when a field changes meaning; readers refuse versions they do
+not know (:meth:`SessionResult.load`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.errors import PatchwardenError
+
+SCHEMA_VERSION: Literal[1] = 1
+
+Phase = Literal["setup", "fix", "verify"]
+Tree = Literal["base", "head"]
+Tool = Literal["ruff", "semgrep", "bandit"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Usage(_Model):
+    """Resources one sandboxed process tree used.
+
+    CPU and memory come from ``wait4``'s rusage where the backend lets them through;
+    bwrap's reaper (PID 1 of the sandbox) does not, so they are ``None`` there.
+    """
+
+    wall_seconds: float = 0.0
+    cpu_seconds: float | None = None
+    max_rss_kb: int | None = None
+
+
+class Step(_Model):
+    """One command run in the sandbox: what, where, how it ended, what it printed."""
+
+    name: str  # "setup", "tests", "ruff", "semgrep", "bandit", or a fixer's own step
+    phase: Phase
+    tree: Tree | None = None
+    argv: list[str]
+    exit_code: int | None  # None when it was killed (timeout, limit)
+    duration_seconds: float
+    timed_out: bool = False
+    killed_by: str | None = None  # "timeout", "SIGKILL", "SIGXCPU", "SIGXFSZ", ...
+    output: str = ""  # stdout then stderr, truncated with a marker, redacted
+    output_truncated: bool = False
+    usage: Usage = Field(default_factory=Usage)
+    cached: bool = False  # setup: the environment came from the cache
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class FileStat(_Model):
+    path: str
+    old_path: str | None = None  # for renames
+    status: Literal["added", "modified", "removed", "renamed", "type-changed"]
+    added: int = 0
+    removed: int = 0
+    binary: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+
+
+class Diff(_Model):
+    unified: str = ""  # `git diff --binary`, redacted; cut at a size cap
+    truncated: bool = False
+    files: list[FileStat] = Field(default_factory=list)
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+
+class Finding(_Model):
+    tool: Tool
+    rule: str  # ruff code, semgrep rule id, bandit test id
+    path: str  # relative to the repository root
+    line: int
+    message: str
+    severity: Literal["info", "low", "medium", "high"] = "medium"
+    snippet: str = ""  # the offending source line(s), redacted
+
+
+class FindingsDelta(_Model):
+    """What a tool reports on the changed files, before and after the patch."""
+
+    tool: Tool
+    ran: bool = True
+    error: str | None = None  # the tool failed to run or its output did not parse
+    files: int = 0  # files the tool looked at (changed files it applies to)
+    base_count: int = 0
+    head_count: int = 0
+    new: list[Finding] = Field(default_factory=list)
+    fixed: list[Finding] = Field(default_factory=list)
+
+
+class TestCounts(_Model):
+    __test__ = False  # not a pytest test class
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errored + self.skipped
+
+
+class TestRun(_Model):
+    __test__ = False  # not a pytest test class
+    exit_code: int | None
+    timed_out: bool = False
+    counts: TestCounts | None = None  # None when the runner gives no per-test report
+    outcomes: dict[str, Literal["passed", "failed", "errored", "skipped"]] = Field(
+        default_factory=dict
+    )
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class TestDelta(_Model):
+    __test__ = False  # not a pytest test class
+    """The repository's own tests on the base tree and on the patched tree."""
+
+    command: list[str]
+    source: Literal["config", "detected"]
+    base: TestRun | None = None
+    head: TestRun | None = None
+    fixed: list[str] = Field(default_factory=list)  # failing/erroring on base, passing on head
+    broken: list[str] = Field(default_factory=list)  # passing on base, failing/erroring on head
+    added: list[str] = Field(default_factory=list)  # only on head
+    removed: list[str] = Field(default_factory=list)  # only on base
+
+
+class SandboxInfo(_Model):
+    backend: Literal["bwrap", "docker", "unsafe-local"]
+    isolated: bool
+    network: bool = False  # the untrusted phases never get a network
+    uid: int | None = None
+    limits: dict[str, int] = Field(default_factory=dict)
+
+
+class FixReport(_Model):
+    """What the fixer said it did (the fixers issue fills this in further)."""
+
+    fixer: str
+    summary: str = ""
+    ok: bool = True
+    reason: str | None = None
+
+
+class SessionResult(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    job_id: int | None
+    repo: str
+    base_sha: str
+    branch: str
+    head_sha: str | None = None  # the patch commit on ``branch``; None if no change
+    status: Literal["patched", "no-change", "failed"]
+    error: str | None = None
+    sandbox: SandboxInfo
+    fix: FixReport | None = None
+    diff: Diff = Field(default_factory=Diff)
+    steps: list[Step] = Field(default_factory=list)
+    tests: TestDelta | None = None
+    findings: list[FindingsDelta] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    started_at: float
+    finished_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> SessionResult:
+        """Read a stored result; a version this code does not know is refused clearly."""
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise SessionResultError(
+                f"stored SessionResult has schema_version {version!r}; this Patchwarden "
+                f"reads version {SCHEMA_VERSION}. Re-run the job or upgrade Patchwarden."
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise SessionResultError(f"stored SessionResult does not validate: {exc}") from None
+
+    def findings_for(self, tool: Tool) -> FindingsDelta | None:
+        return next((f for f in self.findings if f.tool == tool), None)
+
+
+class SessionResultError(PatchwardenError):
+    """A stored SessionResult cannot be read."""

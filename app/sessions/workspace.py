@@ -1,0 +1,509 @@
+"""Workspaces: a mirror cache per repository and a fresh tree per session.
+
+``<cache>/mirrors/<owner>/<name>.git`` is cloned once (``git clone --mirror``) and
+fetched after, under a per-repository lock, and only when the wanted commit is not
+there yet — two sessions of one repository fetch once. Each session then gets its own
+git directory that borrows the mirror's objects (``objects/info/alternates``) and
+two checkouts of the base commit: ``tree/`` (what the fixer edits; it becomes the
+patch) and ``base/`` (the untouched base, for the setup phase, the base test run and
+the base side of the linters).
+
+The session's git directory lives *outside* the trees, so code running in the
+sandbox never sees a ``.git`` it could plant hooks or config in; host-side git always
+runs with ``--git-dir``/``--work-tree``, no system or global config, hooks and
+fsmonitor off. A token for fetching goes in git's environment as an
+``http.<url>.extraHeader`` (``GIT_CONFIG_COUNT``), never in a URL or argv.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fcntl
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app.errors import PatchwardenError
+from app.redact import redact
+from app.sessions.result import Diff, FileStat
+
+GIT_TIMEOUT = 600.0
+BOT_NAME = "patchwarden[bot]"
+BOT_EMAIL = "patchwarden[bot]@users.noreply.github.com"
+DIFF_CAP = 2 * 1024 * 1024  # bytes of unified diff kept in the SessionResult
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
+_SHA = re.compile(r"[0-9a-f]{40}\Z")
+# Options that keep host-side git from executing anything the repository provides.
+HARDENING = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "safe.directory=*",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "protocol.ext.allow=never",
+)
+_STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "T": "type-changed"}
+
+
+class WorkspaceError(PatchwardenError):
+    """A git step of the workspace failed; the message names it and quotes git."""
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where a repository comes from. ``token`` goes into git's environment only."""
+
+    repo: str  # owner/name, names the mirror
+    url: str  # https URL, or a local path / file URL (``patchwarden run``)
+    token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _REPO.match(self.repo) or ".." in self.repo:
+            raise WorkspaceError(f"repository must be owner/name, not {self.repo!r}")
+        parts = urlsplit(self.url)
+        if parts.username or parts.password:
+            raise WorkspaceError(
+                "the remote URL carries credentials; pass the token separately "
+                "(it goes into git's environment, never into a URL)"
+            )
+
+
+def git_env(home: Path, *, remote: Remote | None = None) -> dict[str, str]:
+    """git's whole environment: nothing inherited but PATH; auth as an extra header."""
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "LC_ALL": "C",
+    }
+    if remote is not None and remote.token:
+        parts = urlsplit(remote.url)
+        if parts.scheme not in ("http", "https"):
+            raise WorkspaceError(f"a token only goes to an http(s) remote, not {remote.url!r}")
+        basic = base64.b64encode(f"x-access-token:{remote.token}".encode()).decode()
+        # https://git-scm.com/docs/git-config#Documentation/git-config.txt-httpextraHeader,
+        # scoped to the remote's origin; GIT_CONFIG_COUNT keeps it out of argv.
+        env["GIT_CONFIG_COUNT"] = "1"
+        env["GIT_CONFIG_KEY_0"] = f"http.{parts.scheme}://{parts.netloc}/.extraHeader"
+        env["GIT_CONFIG_VALUE_0"] = f"Authorization: Basic {basic}"
+    return env
+
+
+async def run_git(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    timeout: float = GIT_TIMEOUT,  # noqa: ASYNC109 - subprocess.run's own timeout
+    check: bool = True,
+    secrets: Sequence[str] = (),
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run host-side git (in a thread, so the event loop never waits on it)."""
+    argv = ["git", *HARDENING, *args]
+
+    def call() -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run(  # noqa: S603 - argv list, no shell
+                argv,
+                env=dict(env),
+                cwd=cwd,
+                capture_output=True,
+                input=stdin,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise WorkspaceError(f"`git {shlex.join(args)}` took over {timeout:.0f}s") from None
+
+    done = await asyncio.to_thread(call)
+    if check and done.returncode != 0:
+        err = redact(done.stderr.decode("utf-8", "replace").strip(), known=secrets)
+        raise WorkspaceError(f"`git {shlex.join(args)}` failed: {err[-2000:] or '(no output)'}")
+    return done
+
+
+class WorkspaceCache:
+    """Mirrors under ``root/mirrors``; session directories under ``root/sessions``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.mirrors = root / "mirrors"
+        self.sessions = root / "sessions"
+        self.home = root / "git-home"  # an empty HOME for host-side git
+        for d in (self.mirrors, self.sessions, self.home):
+            d.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.fetches: dict[str, int] = {}  # per repo: clones + fetches this process made
+        self._fetched_at: dict[str, float] = {}
+
+    def mirror_path(self, repo: str) -> Path:
+        owner, name = repo.split("/")
+        return self.mirrors / owner / f"{name}.git"
+
+    async def mirror(self, remote: Remote, *, want: str | None = None) -> Path:
+        """The repository's mirror, cloned or fetched so that ``want`` is present.
+
+        With ``want=None`` (the default branch's tip) it always fetches.
+        """
+        path = self.mirror_path(remote.repo)
+        asked_at = time.monotonic()
+        lock = self._locks.setdefault(remote.repo, asyncio.Lock())
+        async with lock, _file_lock(path.with_suffix(".lock")):
+            if want is None and self._fetched_at.get(remote.repo, -1.0) >= asked_at:
+                return path  # a fetch that started after we asked just finished
+            self._fetched_at[remote.repo] = time.monotonic()
+            env = git_env(self.home, remote=remote)
+            secrets = [remote.token] if remote.token else []
+            if not (path / "HEAD").exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+                try:
+                    await run_git(
+                        ["clone", "--mirror", "--quiet", "--", remote.url, str(tmp)],
+                        env=env,
+                        secrets=secrets,
+                    )
+                    # Only branches and tags: a mirror of GitHub would also take every
+                    # refs/pull/*; sessions fetch a missing commit by its sha instead.
+                    gd = ["--git-dir", str(tmp)]
+                    await run_git([*gd, "config", "--unset-all", "remote.origin.fetch"], env=env)
+                    for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
+                        await run_git(
+                            [*gd, "config", "--add", "remote.origin.fetch", spec], env=env
+                        )
+                    await run_git([*gd, "config", "gc.auto", "0"], env=env)
+                    tmp.rename(path)
+                finally:
+                    if tmp.exists():
+                        shutil.rmtree(tmp, ignore_errors=True)
+                self.fetches[remote.repo] = self.fetches.get(remote.repo, 0) + 1
+                if want is None or await self._has(path, want, env):
+                    return path
+            elif want is not None and await self._has(path, want, env):
+                return path
+            await run_git(
+                ["--git-dir", str(path), "fetch", "--prune", "--quiet", "origin"],
+                env=env,
+                secrets=secrets,
+            )
+            self.fetches[remote.repo] = self.fetches.get(remote.repo, 0) + 1
+            if want is not None and not await self._has(path, want, env):
+                # A commit no branch points at (a PR from a fork): ask for it by sha.
+                await run_git(
+                    ["--git-dir", str(path), "fetch", "--quiet", "origin", want],
+                    env=env,
+                    secrets=secrets,
+                    check=False,
+                )
+                if not await self._has(path, want, env):
+                    raise WorkspaceError(f"commit {want} is not in {remote.repo}")
+            return path
+
+    async def _has(self, mirror: Path, rev: str, env: Mapping[str, str]) -> bool:
+        done = await run_git(
+            ["--git-dir", str(mirror), "cat-file", "-e", f"{rev}^{{commit}}"], env=env, check=False
+        )
+        return done.returncode == 0
+
+    async def create(
+        self,
+        remote: Remote,
+        *,
+        base: str | None,
+        branch: str,
+        with_base_copy: bool = True,
+    ) -> Workspace:
+        """A fresh session directory with ``tree/`` (and ``base/``) at the base commit."""
+        mirror = await self.mirror(remote, want=base if base and _SHA.match(base) else None)
+        env = git_env(self.home)
+        rev = base or "HEAD"
+        done = await run_git(
+            ["--git-dir", str(mirror), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise WorkspaceError(f"{rev!r} is not a commit of {remote.repo}")
+        base_sha = done.stdout.decode().strip()
+        session_dir = Path(tempfile.mkdtemp(prefix=f"{_slug(branch, 40)}-", dir=self.sessions))
+        ws = Workspace(
+            repo=remote.repo,
+            base_sha=base_sha,
+            branch=branch,
+            root=session_dir,
+            mirror=mirror,
+            env=env,
+        )
+        try:
+            await ws._init(with_base_copy=with_base_copy)
+        except BaseException:
+            ws.remove()
+            raise
+        return ws
+
+
+@dataclass
+class Workspace:
+    repo: str
+    base_sha: str
+    branch: str
+    root: Path
+    mirror: Path
+    env: dict[str, str]
+
+    @property
+    def git_dir(self) -> Path:
+        return self.root / "git"
+
+    @property
+    def tree(self) -> Path:
+        return self.root / "tree"
+
+    @property
+    def base_tree(self) -> Path:
+        return self.root / "base"
+
+    async def git(self, *args: str, check: bool = True, index: Path | None = None) -> str:
+        env = dict(self.env)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        done = await run_git(
+            ["--git-dir", str(self.git_dir), "--work-tree", str(self.tree), *args],
+            env=env,
+            check=check,
+        )
+        return done.stdout.decode("utf-8", "replace")
+
+    async def _init(self, *, with_base_copy: bool) -> None:
+        await run_git(["init", "--quiet", "--bare", str(self.git_dir)], env=self.env)
+        (self.git_dir / "objects" / "info" / "alternates").write_text(
+            str(self.mirror / "objects") + "\n"
+        )
+        await self.git("config", "core.bare", "false")
+        await self.git("update-ref", f"refs/heads/{self.branch}", self.base_sha)
+        await self.git("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
+        self.tree.mkdir()
+        await self.git("read-tree", "--reset", "-u", "HEAD")
+        if with_base_copy:
+            self.base_tree.mkdir()
+            await run_git(
+                [
+                    "--git-dir",
+                    str(self.git_dir),
+                    "--work-tree",
+                    str(self.base_tree),
+                    "read-tree",
+                    "--reset",
+                    "-u",
+                    self.base_sha,
+                ],
+                env={**self.env, "GIT_INDEX_FILE": str(self.root / "base.index")},
+            )
+
+    async def commit_all(self, message: str) -> str | None:
+        """Stage every change in ``tree/`` and commit it on the branch; None if no change."""
+        await self.git("add", "--all", "--", ".")
+        done = await run_git(
+            [
+                "--git-dir",
+                str(self.git_dir),
+                "--work-tree",
+                str(self.tree),
+                "diff",
+                "--cached",
+                "--quiet",
+                self.base_sha,
+            ],
+            env=self.env,
+            check=False,
+        )
+        if done.returncode == 0:
+            return None
+        await self.git(
+            "-c",
+            f"user.name={BOT_NAME}",
+            "-c",
+            f"user.email={BOT_EMAIL}",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--allow-empty-message",
+            "-m",
+            message,
+        )
+        return (await self.git("rev-parse", "HEAD")).strip()
+
+    async def diff(self, head: str, *, known_secrets: Sequence[str] = ()) -> Diff:
+        """The patch from the base to ``head``: unified text (capped) and per-file stats."""
+        options = ["--no-color", "--no-ext-diff", "--no-textconv", "-M", "--no-abbrev"]
+        text = await self.git("diff", "--binary", *options, self.base_sha, head)
+        numstat = await self.git("diff", "--numstat", "-z", *options, self.base_sha, head)
+        raw = await self.git("diff", "--raw", "-z", *options, self.base_sha, head)
+        truncated = len(text) > DIFF_CAP
+        if truncated:
+            text = text[:DIFF_CAP] + "\n[... diff cut by Patchwarden ...]\n"
+        return Diff(
+            unified=redact(text, known=known_secrets),
+            truncated=truncated,
+            files=_file_stats(raw, numstat),
+        )
+
+    async def keep_branch(self, head: str) -> None:
+        """Store the patch commit in the mirror (``refs/patchwarden/<branch>``) for
+        publishing; a later fetch --prune of branches and tags leaves it alone."""
+        await run_git(
+            [
+                "--git-dir",
+                str(self.git_dir),
+                "push",
+                "--quiet",
+                "--no-verify",
+                str(self.mirror),
+                f"+{head}:refs/patchwarden/{self.branch}",
+            ],
+            env=self.env,
+        )
+
+    def remove(self) -> None:
+        """Delete the session directory, including read-only files the sandbox made."""
+
+        def unlock(func: object, path: str, _exc: object) -> None:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.dirname(path), stat.S_IRWXU)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.chmod(path, stat.S_IRWXU)
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+
+        shutil.rmtree(self.root, onerror=unlock)
+
+
+def _file_stats(raw: str, numstat: str) -> list[FileStat]:
+    counts: dict[str, tuple[int, int, bool]] = {}
+    parts = numstat.split("\0")
+    i = 0
+    while i < len(parts) - 1:
+        fields = parts[i].split("\t")
+        if len(fields) < 3:
+            break
+        a, r, path = fields
+        if path == "":  # a rename: old and new paths follow
+            path = parts[i + 2]
+            i += 3
+        else:
+            i += 1
+        binary = a == "-"
+        counts[path] = (0 if binary else int(a), 0 if binary else int(r), binary)
+    stats: list[FileStat] = []
+    items = raw.split("\0")
+    i = 0
+    while i < len(items) - 1:
+        meta = items[i]
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        old_mode, new_mode, _, _, status = meta[1:].split(" ")
+        letter = status[0]
+        if letter in ("R", "C"):
+            old_path, path = items[i + 1], items[i + 2]
+            i += 3
+        else:
+            old_path, path = None, items[i + 1]
+            i += 2
+        added, removed, binary = counts.get(path, (0, 0, False))
+        stats.append(
+            FileStat(
+                path=path,
+                old_path=old_path,
+                status=_STATUS.get(letter, "modified"),  # type: ignore[arg-type]
+                added=added,
+                removed=removed,
+                binary=binary,
+                old_mode=None if old_mode == "000000" else old_mode,
+                new_mode=None if new_mode == "000000" else new_mode,
+            )
+        )
+    return stats
+
+
+def _slug(text: str, limit: int) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
+    return slug or "session"
+
+
+def branch_name(job_id: int | str | None, task: str) -> str:
+    """``patchwarden/<job-id>-<slug>``: deterministic, so a retried job reuses it."""
+    prefix = f"{job_id}-" if job_id is not None else ""
+    return f"patchwarden/{prefix}{_slug(task, 40)}"
+
+
+@contextlib.asynccontextmanager
+async def _file_lock(path: Path):  # type: ignore[no-untyped-def]
+    """An exclusive ``flock`` across processes (taken in a thread, never on the loop)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> bytes | None:
+    """Bytes of ``tree/relative`` if it is a regular file inside ``tree`` (no symlink
+    anywhere on the way), else None. Host code reads untrusted trees only through this."""
+    parts = Path(relative).parts
+    if not parts or any(p in ("..", "") for p in parts) or Path(relative).is_absolute():
+        return None
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        os.close(fd)
+        return None
+    os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(leaf).st_mode):
+            return None
+        return os.read(leaf, limit)
+    finally:
+        os.close(leaf)
+
+
+def elapsed(started: float) -> float:
+    return round(time.monotonic() - started, 4)
