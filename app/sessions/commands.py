@@ -1,0 +1,233 @@
+"""Which commands set a repository up and run its tests: configured or detected.
+
+Read from the **base** tree only (the trusted side): ``.github/patchwarden.yml`` may
+say ``setup:`` (one command line or a list of them) and ``test:`` (one command line);
+otherwise they are detected from the files present. Commands are argument lists
+(``shlex`` splitting, no shell); a repository that needs a shell says
+``sh -c '...'`` itself, and it still runs in the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from app.errors import PatchwardenError
+from app.sessions.workspace import read_confined
+
+CONFIG_PATH = ".github/patchwarden.yml"
+ENV_MOUNT = "/env"  # where a repository's cached environment appears in the sandbox
+Source = Literal["config", "detected", "none"]
+REQUIREMENTS = (
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "requirements_dev.txt",
+    "requirements_test.txt",
+    "dev-requirements.txt",
+    "test-requirements.txt",
+    "requirements/test.txt",
+    "requirements/dev.txt",
+)
+# Files whose contents decide what the setup phase installs (its cache key).
+SETUP_INPUTS = (
+    *REQUIREMENTS,
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "poetry.lock",
+    "uv.lock",
+    "Pipfile.lock",
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+)
+_TEST_EXTRAS = ("test", "tests", "testing", "dev")
+
+
+class RepoConfigError(PatchwardenError):
+    """``.github/patchwarden.yml`` on the base branch cannot be used as it is."""
+
+
+@dataclass(frozen=True)
+class RepoCommands:
+    setup: list[list[str]] = field(default_factory=list)
+    setup_source: Source = "none"
+    test: list[str] = field(default_factory=list)
+    test_source: Source = "none"
+    kind: Literal["python", "node", "go", "make", "none"] = "none"
+    inputs: dict[str, str] = field(default_factory=dict)  # setup input file -> sha256
+
+    @property
+    def is_pytest(self) -> bool:
+        return _is_pytest(self.test)
+
+    def env_key(self, *, base_python: str, backend: str) -> str:
+        """The setup cache key: the commands, the interpreter, and the input files."""
+        material = json.dumps(
+            {"setup": self.setup, "python": base_python, "backend": backend, "in": self.inputs},
+            sort_keys=True,
+        )
+        return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def _is_pytest(argv: Sequence[str]) -> bool:
+    if not argv:
+        return False
+    if Path(argv[0]).name in ("pytest", "py.test"):
+        return True
+    return len(argv) >= 3 and argv[1] == "-m" and argv[2] == "pytest"
+
+
+def _text(tree: Path, name: str) -> str | None:
+    data = read_confined(tree, name)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def _split(value: Any, key: str) -> list[str]:
+    if not isinstance(value, str) or not value.strip():
+        raise RepoConfigError(
+            f"{CONFIG_PATH}: `{key}` must be a command line such as "
+            f"'python -m pytest -q', not {value!r}"
+        )
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise RepoConfigError(f"{CONFIG_PATH}: `{key}` does not parse: {exc}") from None
+
+
+def read_config(tree: Path) -> dict[str, Any]:
+    text = _text(tree, CONFIG_PATH)
+    if text is None:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RepoConfigError(f"{CONFIG_PATH} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RepoConfigError(f"{CONFIG_PATH} must be a mapping of settings at the top level")
+    return data
+
+
+def detect(tree: Path, *, base_python: str) -> RepoCommands:
+    """The setup and test commands for the base tree at ``tree``."""
+    config = read_config(tree)
+    present = {name for name in SETUP_INPUTS if read_confined(tree, name) is not None}
+    inputs = {
+        name: hashlib.sha256(read_confined(tree, name) or b"").hexdigest() for name in present
+    }
+    kind = _kind(tree, present)
+
+    if "test" in config:
+        test, test_source = _split(config["test"], "test"), "config"
+    else:
+        test, test_source = _detect_test(tree, kind), "detected"
+    if not test:
+        test_source = "none"
+
+    if "setup" in config:
+        raw = config["setup"]
+        lines = raw if isinstance(raw, list) else [raw]
+        setup = [_split(line, "setup") for line in lines if line is not None]
+        setup_source: Source = "config" if setup else "none"
+    else:
+        setup = _detect_setup(tree, kind, present, base_python, pytest=_is_pytest(test))
+        setup_source = "detected" if setup else "none"
+    return RepoCommands(
+        setup=setup,
+        setup_source=setup_source,
+        test=test,
+        test_source=test_source,  # type: ignore[arg-type]
+        kind=kind,
+        inputs=inputs,
+    )
+
+
+def _kind(tree: Path, present: set[str]) -> Literal["python", "node", "go", "make", "none"]:
+    if present & {"pyproject.toml", "setup.py", "setup.cfg", *REQUIREMENTS} or _has_python_tests(
+        tree
+    ):
+        return "python"
+    if "package.json" in present:
+        return "node"
+    if read_confined(tree, "go.mod") is not None:
+        return "go"
+    if _make_test_target(tree):
+        return "make"
+    return "none"
+
+
+def _has_python_tests(tree: Path) -> bool:
+    for pattern in ("test_*.py", "*_test.py", "tests/test_*.py", "tests/**/test_*.py"):
+        if any(p.is_file() and not p.is_symlink() for p in tree.glob(pattern)):
+            return True
+    return False
+
+
+def _make_test_target(tree: Path) -> bool:
+    text = _text(tree, "Makefile")
+    return text is not None and re.search(r"(?m)^test\s*:", text) is not None
+
+
+def _detect_test(tree: Path, kind: str) -> list[str]:
+    if kind == "python":
+        return ["python", "-m", "pytest", "-q"]
+    if kind == "node":
+        package = _text(tree, "package.json") or "{}"
+        try:
+            scripts = json.loads(package).get("scripts", {})
+        except (json.JSONDecodeError, AttributeError):
+            scripts = {}
+        return (
+            ["npm", "test", "--silent"] if isinstance(scripts, dict) and "test" in scripts else []
+        )
+    if kind == "go":
+        return ["go", "test", "./..."]
+    if kind == "make" or _make_test_target(tree):
+        return ["make", "test"]
+    return []
+
+
+def _detect_setup(
+    tree: Path, kind: str, present: set[str], base_python: str, *, pytest: bool
+) -> list[list[str]]:
+    if kind == "node":
+        lock = present & {"package-lock.json", "npm-shrinkwrap.json"}
+        return [["npm", "ci" if lock else "install", "--no-audit", "--no-fund"]]
+    if kind != "python":
+        return []
+    packages: list[str] = []
+    if "pyproject.toml" in present or "setup.py" in present:
+        extra = _test_extra(tree)
+        packages += ["-e", f".[{extra}]" if extra else "."]
+    for name in REQUIREMENTS:
+        if name in present:
+            packages += ["-r", name]
+    if not packages:
+        return []  # plain test files: Patchwarden's own Python (with pytest) runs them
+    if pytest:
+        packages.append("pytest")
+    pip = [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
+    return [[base_python, "-m", "venv", ENV_MOUNT], pip + packages]
+
+
+def _test_extra(tree: Path) -> str | None:
+    text = _text(tree, "pyproject.toml")
+    if text is None:
+        return None
+    try:
+        extras = tomllib.loads(text).get("project", {}).get("optional-dependencies", {})
+    except tomllib.TOMLDecodeError:
+        return None
+    return next((e for e in _TEST_EXTRAS if isinstance(extras, dict) and e in extras), None)

@@ -1,0 +1,326 @@
+"""One job, one coding session: workspace → setup → fix → verify → SessionResult.
+
+::
+
+    workspace  fresh tree/ and base/ of the base commit (mirror cache)
+    setup      trusted: the base commit's own install command, network allowed,
+               cached by the hash of its inputs, mounted read-only afterwards
+    fix        untrusted: the fixer edits tree/; commands it runs are sandboxed,
+               no network; the repository's tests run on base/ meanwhile
+    commit     host-side git stages tree/ and commits it on the session branch
+    verify     tests on tree/, ruff + bandit + semgrep over both trees' changed files
+    result     a SessionResult, redacted; the session directory is removed
+
+A session never talks to GitHub; the patch commit is kept in the mirror under
+``refs/patchwarden/<branch>`` for the publish step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from app.errors import PatchwardenError
+from app.redact import redact
+from app.sessions import reports
+from app.sessions.commands import ENV_MOUNT, RepoCommands, detect
+from app.sessions.result import (
+    Diff,
+    FindingsDelta,
+    FixReport,
+    SessionResult,
+    Step,
+    TestDelta,
+    TestRun,
+    Usage,
+)
+from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
+from app.sessions.verify import DEFAULT_RULES, Timeouts, Verifier, make_step
+from app.sessions.workspace import (
+    Remote,
+    Workspace,
+    WorkspaceCache,
+    _file_lock,
+    branch_name,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    remote: Remote
+    task: str  # one line: names the branch and the commit
+    job_id: int | None = None
+    base: str | None = None  # a sha or ref of the repository; None = default branch tip
+    fixer: str = "manual"
+
+
+@dataclass
+class FixContext:
+    """What a fixer gets: the tree to edit and a way to run commands in the sandbox."""
+
+    spec: SessionSpec
+    tree: Path  # host path of the tree; edits here become the patch
+    commands: RepoCommands
+    sandbox: Sandbox
+    env_dir: Path | None
+    timeouts: Timeouts
+    secrets: list[str]
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def mounts(self) -> list[Mount]:
+        mounts = [Mount(self.tree, WORKSPACE, writable=True)]
+        if self.env_dir is not None:
+            mounts.append(Mount(self.env_dir, ENV_MOUNT))
+        return mounts
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str = "fix",
+        timeout: float | None = None,  # noqa: ASYNC109 - the sandbox kills the tree
+    ) -> Completed:
+        """Run ``argv`` in the sandbox on the tree (no network) and record the step."""
+        done = await self.sandbox.run(
+            argv, mounts=self.mounts, timeout=timeout or self.timeouts.fix
+        )
+        self.steps.append(
+            make_step(done, name=name, phase="fix", tree="head", secrets=self.secrets)
+        )
+        return done
+
+
+Fixer = Callable[[FixContext], Awaitable[FixReport]]
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        *,
+        cache: WorkspaceCache,
+        sandbox: Sandbox,
+        rules_dir: Path = DEFAULT_RULES,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.cache = cache
+        self.sandbox = sandbox
+        self.rules_dir = rules_dir
+        self.timeouts = timeouts or Timeouts()
+        self.envs = cache.root / "envs"
+
+    async def run(self, spec: SessionSpec, fixer: Fixer) -> SessionResult:
+        """Run the whole session; failures become a SessionResult with ``error``."""
+        started_wall, started = time.time(), time.monotonic()
+        branch = branch_name(spec.job_id, spec.task)
+        secrets = [spec.remote.token] if spec.remote.token else []
+        state = _State(base_sha=spec.base or "", branch=branch)
+        ws: Workspace | None = None
+        try:
+            ws = await self.cache.create(spec.remote, base=spec.base, branch=branch)
+            state.base_sha = ws.base_sha
+            await self._session(spec, ws, fixer, state, secrets)
+        except (PatchwardenError, OSError) as exc:
+            state.error = redact(str(exc), known=secrets)
+            state.status = "failed"
+            log.warning("session for %s failed: %s", spec.remote.repo, state.error)
+        finally:
+            for task in state.pending:
+                task.cancel()
+            if ws is not None:
+                await asyncio.to_thread(ws.remove)
+        finished = time.monotonic()
+        cpu = [s.usage.cpu_seconds for s in state.steps if s.usage.cpu_seconds is not None]
+        return SessionResult(
+            job_id=spec.job_id,
+            repo=spec.remote.repo,
+            base_sha=state.base_sha,
+            branch=branch,
+            head_sha=state.head_sha,
+            status=state.status,
+            error=state.error,
+            sandbox=self.sandbox.info(),
+            fix=state.fix,
+            diff=state.diff,
+            steps=state.steps,
+            tests=state.tests,
+            findings=state.findings,
+            usage=Usage(
+                wall_seconds=round(finished - started, 3),
+                cpu_seconds=round(sum(cpu), 3) if cpu else None,
+            ),
+            started_at=started_wall,
+            finished_at=started_wall + (finished - started),
+        )
+
+    async def _session(
+        self,
+        spec: SessionSpec,
+        ws: Workspace,
+        fixer: Fixer,
+        state: _State,
+        secrets: list[str],
+    ) -> None:
+        verifier = Verifier(
+            self.sandbox,
+            rules_dir=self.rules_dir,
+            timeouts=self.timeouts,
+            secrets=secrets,
+            scratch=ws.root,
+        )
+        commands = detect(ws.base_tree, base_python=self.sandbox.toolchain.base_python)
+        for tree in (ws.tree, ws.base_tree):
+            self.sandbox.prepare_writable(tree)
+        env_dir = await self._setup(spec, ws, commands, state, secrets)
+        if state.error is not None:
+            return
+
+        base_tests = None
+        if commands.test:
+            base_tests = asyncio.create_task(
+                verifier.tests(ws.base_tree, env_dir, commands, label="base"),
+                name=f"base-tests:{spec.remote.repo}",
+            )
+            state.pending.append(base_tests)
+
+        ctx = FixContext(
+            spec=spec,
+            tree=ws.tree,
+            commands=commands,
+            sandbox=self.sandbox,
+            env_dir=env_dir,
+            timeouts=self.timeouts,
+            secrets=secrets,
+        )
+        try:
+            state.fix = await fixer(ctx)
+        finally:
+            state.steps.extend(ctx.steps)
+        base_run: TestRun | None = None
+        if base_tests is not None:
+            step, base_run = await base_tests
+            state.steps.append(step)
+        if not state.fix.ok:
+            state.status, state.error = "failed", state.fix.reason or "the fixer gave up"
+            state.tests = _delta(commands, base_run, None)
+            return
+
+        message = f"{spec.task.strip().splitlines()[0][:72] if spec.task.strip() else 'patch'}"
+        head = await ws.commit_all(f"{message}\n\nPatchwarden session, fixer {state.fix.fixer}.")
+        if head is None:
+            state.status = "no-change"
+            state.tests = _delta(commands, base_run, None)
+            return
+        state.head_sha = head
+        state.diff = await ws.diff(head, known_secrets=secrets)
+        await ws.keep_branch(head)
+
+        linters = asyncio.create_task(verifier.linters(ws.base_tree, ws.tree, state.diff))
+        state.pending.append(linters)
+        head_run: TestRun | None = None
+        if commands.test:
+            step, head_run = await verifier.tests(ws.tree, env_dir, commands, label="head")
+            state.steps.append(step)
+        lint_steps, state.findings = await linters
+        state.steps.extend(lint_steps)
+        state.tests = _delta(commands, base_run, head_run)
+        state.status = "patched"
+
+    async def _setup(
+        self,
+        spec: SessionSpec,
+        ws: Workspace,
+        commands: RepoCommands,
+        state: _State,
+        secrets: list[str],
+    ) -> Path | None:
+        """The trusted setup phase, cached; returns the environment directory or None."""
+        if not commands.setup:
+            return None
+        key = commands.env_key(
+            base_python=self.sandbox.toolchain.base_python, backend=self.sandbox.backend
+        )
+        owner, name = spec.remote.repo.split("/")
+        env_dir = self.envs / owner / name / key
+        shown = [" ".join(c) for c in commands.setup]
+        async with _file_lock(env_dir.with_suffix(".lock")):
+            if (env_dir / ".complete").exists():
+                state.steps.append(
+                    Step(
+                        name="setup",
+                        phase="setup",
+                        tree="base",
+                        argv=[" && ".join(shown)],
+                        exit_code=0,
+                        duration_seconds=0.0,
+                        cached=True,
+                        output=f"environment {key} from the cache",
+                    )
+                )
+                return env_dir
+            build = env_dir.with_name(f".{key}.{uuid.uuid4().hex[:8]}")
+            build.mkdir(parents=True)
+            self.sandbox.prepare_writable(build)
+            try:
+                mounts = [
+                    Mount(ws.base_tree, WORKSPACE, writable=True),
+                    Mount(build, ENV_MOUNT, writable=True),
+                ]
+                for argv in commands.setup:
+                    done = await self.sandbox.run(
+                        argv, mounts=mounts, timeout=self.timeouts.setup, network=True
+                    )
+                    step = make_step(
+                        done, name="setup", phase="setup", tree="base", secrets=secrets
+                    )
+                    state.steps.append(step)
+                    if not done.ok:
+                        state.status = "failed"
+                        state.error = (
+                            f"setup failed: `{' '.join(argv)}` "
+                            + ("timed out" if done.timed_out else f"exited {done.exit_code}")
+                            + f" (from {commands.setup_source}; set `setup:` in "
+                            ".github/patchwarden.yml to change it)"
+                        )
+                        return None
+                (build / ".complete").write_text(key + "\n")
+                build.rename(env_dir)
+            finally:
+                if build.exists():
+                    await asyncio.to_thread(shutil.rmtree, build, True)
+        return env_dir
+
+
+@dataclass
+class _State:
+    """What a session has found out so far; becomes the SessionResult."""
+
+    base_sha: str
+    branch: str
+    status: Literal["patched", "no-change", "failed"] = "failed"
+    error: str | None = None
+    head_sha: str | None = None
+    fix: FixReport | None = None
+    diff: Diff = field(default_factory=Diff)
+    steps: list[Step] = field(default_factory=list)
+    tests: TestDelta | None = None
+    findings: list[FindingsDelta] = field(default_factory=list)
+    pending: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+def _delta(commands: RepoCommands, base: TestRun | None, head: TestRun | None) -> TestDelta | None:
+    if not commands.test:
+        return None
+    source: Literal["config", "detected"] = (
+        "config" if commands.test_source == "config" else "detected"
+    )
+    return reports.test_delta(commands.test, source, base, head)

@@ -1,0 +1,230 @@
+"""Verification: the repository's tests, ruff, semgrep and bandit, on base and patch.
+
+Every step runs in the sandbox with no network. Tests run once per tree; the three
+linters run once each over the changed files of *both* trees (the base tree mounted
+at ``/base``, the patched one at ``/workspace``), so semgrep's start-up is paid once,
+and their JSON is split back into base and head findings by :mod:`reports`.
+
+The linters use Patchwarden's rules, not the repository's configuration: ruff runs
+``--isolated`` with a fixed selection and semgrep with the packs in
+``policies/semgrep/``, so a patch cannot change the rules that judge it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.redact import redact
+from app.sessions import reports
+from app.sessions.commands import ENV_MOUNT, RepoCommands
+from app.sessions.result import (
+    Diff,
+    Finding,
+    FindingsDelta,
+    Phase,
+    Step,
+    TestRun,
+    Tool,
+    Tree,
+)
+from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
+from app.sessions.workspace import read_confined
+
+BASE_MOUNT = "/base"
+REPORTS_MOUNT = "/reports"
+RULES_MOUNT = "/rules"
+RUFF_SELECT = "E4,E7,E9,F,B"
+SEMGREP_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet", "--no-git-ignore")
+DEFAULT_RULES = Path(__file__).resolve().parents[2] / "policies" / "semgrep"
+JUNIT_LIMIT = 20 * 1024 * 1024
+Parser = Callable[..., list[tuple[Tree, Finding]]]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds each kind of step may take before its process tree is killed."""
+
+    setup: float = 900.0
+    tests: float = 900.0
+    tools: float = 300.0
+    fix: float = 1800.0
+
+
+def make_step(
+    done: Completed,
+    *,
+    name: str,
+    phase: Phase,
+    tree: Tree | None,
+    secrets: Sequence[str],
+    include_stdout: bool = True,
+    cached: bool = False,
+) -> Step:
+    """A stored step: output truncated (by the sandbox) and redacted (here)."""
+    parts = []
+    if include_stdout and done.stdout:
+        parts.append(done.stdout)
+    if done.stderr:
+        parts.append(done.stderr)
+    return Step(
+        name=name,
+        phase=phase,
+        tree=tree,
+        argv=[redact(a, known=secrets) for a in done.argv],
+        exit_code=done.exit_code,
+        duration_seconds=done.duration_seconds,
+        timed_out=done.timed_out,
+        killed_by=done.killed_by,
+        output=redact("\n".join(parts), known=secrets),
+        output_truncated=done.truncated,
+        usage=done.usage,
+        cached=cached,
+    )
+
+
+class Verifier:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        rules_dir: Path = DEFAULT_RULES,
+        timeouts: Timeouts | None = None,
+        secrets: Sequence[str] = (),
+        scratch: Path,
+    ) -> None:
+        self.sandbox = sandbox
+        self.rules_dir = rules_dir
+        self.timeouts = timeouts or Timeouts()
+        self.secrets = list(secrets)
+        self.scratch = scratch
+
+    def _env_mount(self, env_dir: Path | None) -> list[Mount]:
+        return [Mount(env_dir, ENV_MOUNT)] if env_dir is not None else []
+
+    async def tests(
+        self, tree: Path, env_dir: Path | None, commands: RepoCommands, *, label: Tree
+    ) -> tuple[Step, TestRun]:
+        """Run the repository's test command on ``tree`` (mounted at /workspace)."""
+        reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
+        self.sandbox.prepare_writable(reports_dir)
+        argv = list(commands.test)
+        if commands.is_pytest:
+            argv += ["-p", "no:cacheprovider", f"--junitxml={REPORTS_MOUNT}/junit.xml"]
+        mounts = [
+            Mount(tree, WORKSPACE, writable=True),
+            *self._env_mount(env_dir),
+            Mount(reports_dir, REPORTS_MOUNT, writable=True),
+        ]
+        done = await self.sandbox.run(argv, mounts=mounts, timeout=self.timeouts.tests)
+        step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
+        run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
+        junit = read_confined(reports_dir, "junit.xml", limit=JUNIT_LIMIT + 1)
+        if junit:
+            try:
+                counts, outcomes = reports.parse_junit(junit)
+                run = TestRun(
+                    exit_code=done.exit_code,
+                    timed_out=done.timed_out,
+                    counts=counts,
+                    outcomes=outcomes,
+                )
+            except reports.ReportError as exc:
+                step = step.model_copy(update={"output": f"{step.output}\n[{exc}]"})
+        return step, run
+
+    async def linters(
+        self, base: Path, head: Path, diff: Diff
+    ) -> tuple[list[Step], list[FindingsDelta]]:
+        """ruff, bandit and semgrep over the changed files of both trees, concurrently."""
+        base_files = [f.old_path or f.path for f in diff.files if f.status != "added"]
+        head_files = [f.path for f in diff.files if f.status != "removed" and not f.binary]
+        base_files = [p for p in base_files if _textual(p)]
+        mounts = [Mount(base, BASE_MOUNT), Mount(head, WORKSPACE)]
+        roots: dict[str, Tree] = {BASE_MOUNT: "base", WORKSPACE: "head"}
+        reader = _LineReader(base, head)
+        jobs: list[tuple[Tool, list[str], list[Mount], Parser]] = []
+        py_targets = _targets(base_files, head_files, suffix=".py")
+        bin_dir = self.sandbox.toolchain.bin_dir
+        if py_targets:
+            ruff = [f"{bin_dir}/ruff", "check", "--isolated", "--select", RUFF_SELECT]
+            ruff += ["--output-format", "json", "--no-cache", "--exit-zero", *py_targets]
+            jobs.append(("ruff", ruff, mounts, reports.parse_ruff))
+            bandit = [f"{bin_dir}/bandit", "-f", "json", "-q", *py_targets]
+            jobs.append(("bandit", bandit, mounts, reports.parse_bandit))
+        all_targets = _targets(base_files, head_files, suffix="")
+        if all_targets and self.rules_dir.is_dir():
+            semgrep = [f"{bin_dir}/semgrep", "scan", "--config", RULES_MOUNT, "--json"]
+            semgrep += [*SEMGREP_FLAGS, *all_targets]
+            semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
+            jobs.append(("semgrep", semgrep, semgrep_mounts, reports.parse_semgrep))
+        results = await asyncio.gather(
+            *(self._tool(name, argv, m, parse, roots, reader) for name, argv, m, parse in jobs)
+        )
+        steps = [step for step, _ in results]
+        deltas = {delta.tool: delta for _, delta in results}
+        files = {"ruff": len(py_targets), "bandit": len(py_targets), "semgrep": len(all_targets)}
+        tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit")
+        ordered = [deltas.get(t) or FindingsDelta(tool=t, ran=False) for t in tools]
+        return steps, [d.model_copy(update={"files": files[d.tool]}) for d in ordered]
+
+    async def _tool(
+        self,
+        name: Tool,
+        argv: list[str],
+        mounts: list[Mount],
+        parse: Parser,
+        roots: dict[str, Tree],
+        reader: _LineReader,
+    ) -> tuple[Step, FindingsDelta]:
+        done = await self.sandbox.run(argv, mounts=mounts, cwd="/", timeout=self.timeouts.tools)
+        step = make_step(
+            done, name=name, phase="verify", tree=None, secrets=self.secrets, include_stdout=False
+        )
+        if done.timed_out or done.stdout_truncated:
+            why = "timed out" if done.timed_out else "printed more than the output cap"
+            return step, FindingsDelta(tool=name, error=f"{name} {why}")
+        try:
+            pairs = parse(done.stdout, roots=roots, read_line=reader, cwd="/")
+        except reports.ReportError as exc:
+            return step, FindingsDelta(tool=name, error=str(exc))
+        pairs = [(tree, _redacted(f, self.secrets)) for tree, f in pairs]
+        return step, reports.findings_delta(name, pairs)
+
+
+def _redacted(finding: Finding, secrets: Sequence[str]) -> Finding:
+    return finding.model_copy(
+        update={
+            "snippet": redact(finding.snippet, known=secrets),
+            "message": redact(finding.message, known=secrets),
+        }
+    )
+
+
+def _textual(path: str) -> bool:
+    return not path.endswith((".png", ".jpg", ".gif", ".ico", ".pdf", ".zip", ".gz", ".whl"))
+
+
+def _targets(base_files: list[str], head_files: list[str], *, suffix: str) -> list[str]:
+    chosen = [f"{BASE_MOUNT}/{p}" for p in base_files if p.endswith(suffix)]
+    chosen += [f"{WORKSPACE}/{p}" for p in head_files if p.endswith(suffix)]
+    return chosen
+
+
+class _LineReader:
+    """Source lines for findings' snippets, read on the host from the two trees."""
+
+    def __init__(self, base: Path, head: Path) -> None:
+        self.trees = {"base": base, "head": head}
+        self._cache: dict[tuple[str, str], list[str]] = {}
+
+    def __call__(self, tree: Tree, path: str, line: int) -> str:
+        key = (tree, path)
+        if key not in self._cache:
+            data = read_confined(self.trees[tree], path)
+            self._cache[key] = [] if data is None else data.decode("utf-8", "replace").splitlines()
+        lines = self._cache[key]
+        return lines[line - 1] if 0 < line <= len(lines) else ""
