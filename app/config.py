@@ -8,6 +8,7 @@ time; call :func:`load_settings`.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -59,6 +60,24 @@ class Settings(BaseSettings):
     rate_limit_base_seconds: float = Field(default=60.0, ge=0)
     rate_limit_max_retries: int = Field(default=5, ge=0, le=20)
     rate_limit_max_wait_seconds: float = Field(default=900.0, gt=0)
+
+    # Coding sessions (docs/configuration.md#coding-sessions, docs/security.md)
+    cache_dir: Path = Field(default_factory=lambda: _default_cache_dir())
+    sandbox: Literal["bwrap", "docker", "unsafe-local"] = "bwrap"
+    sandbox_allow_unsafe: bool = False
+    sandbox_uid: int = Field(default=65534, ge=1)
+    sandbox_image: str = "patchwarden-sandbox:latest"
+    sandbox_memory_mb: int = Field(default=4096, ge=64)
+    sandbox_processes: int = Field(default=256, ge=8)
+    sandbox_cpu_seconds: int = Field(default=900, ge=1)
+    sandbox_file_size_mb: int = Field(default=1024, ge=1)
+    sandbox_output_kb: int = Field(default=1024, ge=4)
+    sandbox_tmp_mb: int = Field(default=512, ge=1)
+    setup_timeout_seconds: float = Field(default=900.0, gt=0)
+    test_timeout_seconds: float = Field(default=900.0, gt=0)
+    tool_timeout_seconds: float = Field(default=300.0, gt=0)
+    fix_timeout_seconds: float = Field(default=1800.0, gt=0)
+    semgrep_rules: Path | None = None  # default: policies/semgrep of this installation
 
     @field_validator("alert_routes", mode="before")
     @classmethod
@@ -120,6 +139,12 @@ class Settings(BaseSettings):
         if self.private_key is None and self.private_key_path is None:
             missing.append("PATCHWARDEN_PRIVATE_KEY or PATCHWARDEN_PRIVATE_KEY_PATH")
         return missing
+
+
+def _default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/patchwarden``, else ``~/.cache/patchwarden``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patchwarden"
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -72,6 +72,31 @@ def _store_check(settings: Settings) -> Check:
         return Check("database", "fail", f"{settings.database_url}: {exc}")
 
 
+def _sandbox_check(settings: Settings) -> Check:
+    """Which sandbox sessions use, what it enforces, and whether it starts here."""
+    from app.sessions.factory import sandbox_from
+
+    try:
+        sandbox = sandbox_from(settings)
+        detail = sandbox.check()
+    except PatchwardenError as exc:
+        return Check("sandbox", "fail", str(exc))
+    if not sandbox.isolated:
+        return Check("sandbox", "warn", detail)
+    if sandbox.backend == "docker":
+        return Check("sandbox", "ok", f"{detail} (the engine is probed by the first session)")
+    try:
+        done = asyncio.run(sandbox.run(["/bin/true"], cwd="/", timeout=30))
+    except PatchwardenError as exc:
+        return Check("sandbox", "fail", str(exc))
+    if not done.ok:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        return Check(
+            "sandbox", "fail", f"{detail}, but it does not start: {why[-1] if why else ''}"
+        )
+    return Check("sandbox", "ok", f"{detail}; starts in {done.duration_seconds * 1000:.0f} ms")
+
+
 def collect(settings: Settings) -> list[Check]:
     checks = [
         Check("patchwarden", "ok", __version__),
@@ -88,6 +113,7 @@ def collect(settings: Settings) -> list[Check]:
     ]
     if checks[2].status != "ok":
         checks[2] = Check("git", "fail", checks[2].detail)
+    checks.append(_sandbox_check(settings))
     checks.append(_store_check(settings))
     checks.append(
         Check(

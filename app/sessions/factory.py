@@ -1,0 +1,45 @@
+"""Build the session machinery from :class:`~app.config.Settings`."""
+
+from __future__ import annotations
+
+from app.config import Settings
+from app.sessions.sandbox import Limits, MiB, Sandbox, make_sandbox
+from app.sessions.session import SessionRunner
+from app.sessions.verify import DEFAULT_RULES, Timeouts
+from app.sessions.workspace import WorkspaceCache
+
+
+def limits_from(settings: Settings) -> Limits:
+    return Limits(
+        cpu_seconds=settings.sandbox_cpu_seconds,
+        memory_bytes=settings.sandbox_memory_mb * MiB,
+        processes=settings.sandbox_processes,
+        file_size_bytes=settings.sandbox_file_size_mb * MiB,
+        output_bytes=settings.sandbox_output_kb * 1024,
+        tmp_bytes=settings.sandbox_tmp_mb * MiB,
+    )
+
+
+def sandbox_from(settings: Settings) -> Sandbox:
+    return make_sandbox(
+        settings.sandbox,
+        state_dir=settings.cache_dir / "sandbox",
+        limits=limits_from(settings),
+        uid=settings.sandbox_uid,
+        image=settings.sandbox_image,
+        allow_unsafe=settings.sandbox_allow_unsafe,
+    )
+
+
+def runner_from(settings: Settings) -> SessionRunner:
+    return SessionRunner(
+        cache=WorkspaceCache(settings.cache_dir),
+        sandbox=sandbox_from(settings),
+        rules_dir=settings.semgrep_rules or DEFAULT_RULES,
+        timeouts=Timeouts(
+            setup=settings.setup_timeout_seconds,
+            tests=settings.test_timeout_seconds,
+            tools=settings.tool_timeout_seconds,
+            fix=settings.fix_timeout_seconds,
+        ),
+    )
