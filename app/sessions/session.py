@@ -202,20 +202,26 @@ class SessionRunner:
             secrets=secrets,
         )
         try:
-            state.fix = await fixer(ctx)
+            fix = await fixer(ctx)
         finally:
             state.steps.extend(ctx.steps)
+        state.fix = fix.model_copy(
+            update={
+                "summary": redact(fix.summary, known=secrets),
+                "reason": None if fix.reason is None else redact(fix.reason, known=secrets),
+            }
+        )
         base_run: TestRun | None = None
         if base_tests is not None:
             step, base_run = await base_tests
             state.steps.append(step)
-        if not state.fix.ok:
+        if not fix.ok:
             state.status, state.error = "failed", state.fix.reason or "the fixer gave up"
             state.tests = _delta(commands, base_run, None)
             return
 
         message = f"{spec.task.strip().splitlines()[0][:72] if spec.task.strip() else 'patch'}"
-        head = await ws.commit_all(f"{message}\n\nPatchwarden session, fixer {state.fix.fixer}.")
+        head = await ws.commit_all(f"{message}\n\nPatchwarden session, fixer {fix.fixer}.")
         if head is None:
             state.status = "no-change"
             state.tests = _delta(commands, base_run, None)

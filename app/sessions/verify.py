@@ -157,7 +157,8 @@ class Verifier:
             jobs.append(("bandit", bandit, mounts, reports.parse_bandit))
         all_targets = _targets(base_files, head_files, suffix="")
         if all_targets and self.rules_dir.is_dir():
-            semgrep = [f"{bin_dir}/semgrep", "scan", "--config", RULES_MOUNT, "--json"]
+            # Run from the rules directory with --config . so rule ids carry no path prefix.
+            semgrep = [f"{bin_dir}/semgrep", "scan", "--config", ".", "--json"]
             semgrep += [*SEMGREP_FLAGS, *all_targets]
             semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
             jobs.append(("semgrep", semgrep, semgrep_mounts, reports.parse_semgrep))
@@ -180,7 +181,8 @@ class Verifier:
         roots: dict[str, Tree],
         reader: _LineReader,
     ) -> tuple[Step, FindingsDelta]:
-        done = await self.sandbox.run(argv, mounts=mounts, cwd="/", timeout=self.timeouts.tools)
+        cwd = RULES_MOUNT if name == "semgrep" else "/"
+        done = await self.sandbox.run(argv, mounts=mounts, cwd=cwd, timeout=self.timeouts.tools)
         step = make_step(
             done, name=name, phase="verify", tree=None, secrets=self.secrets, include_stdout=False
         )
@@ -188,7 +190,7 @@ class Verifier:
             why = "timed out" if done.timed_out else "printed more than the output cap"
             return step, FindingsDelta(tool=name, error=f"{name} {why}")
         try:
-            pairs = parse(done.stdout, roots=roots, read_line=reader, cwd="/")
+            pairs = parse(done.stdout, roots=roots, read_line=reader, cwd=cwd)
         except reports.ReportError as exc:
             return step, FindingsDelta(tool=name, error=str(exc))
         pairs = [(tree, _redacted(f, self.secrets)) for tree, f in pairs]

@@ -1,0 +1,288 @@
+"""Coding sessions end to end: real git, the real bubblewrap sandbox, real tools.
+
+A generated Python project with one failing test goes through the whole session:
+workspace from the mirror cache, setup, a fixer's patch, and verification on the base
+and the patched trees. Fixers here are plain functions that edit the tree (the LLM
+and lint fixers come with their own issue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from app.localforge import LocalForge
+from app.sessions.result import FixReport, SessionResult
+from app.sessions.sandbox import BwrapSandbox
+from app.sessions.session import FixContext, SessionRunner, SessionSpec
+from app.sessions.workspace import Remote, WorkspaceCache, WorkspaceError, git_env
+from tests.conftest import INSTALLATION, REPO
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+]
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = (
+    "from calc import add, mul\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n"
+)
+FIXED = CALC.replace("a - b", "a + b")
+SHELL = FIXED + "\n\ndef run(cmd):\n    import subprocess\n\n    return subprocess.call(cmd, shell=True)\n"
+BROKEN_MUL = CALC.replace("a * b", "a * b + 1")
+
+
+def make_project(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    env = git_env(path)
+    for argv in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "init"],
+    ):
+        subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    files = {"calc.py": CALC, "test_calc.py": TESTS, "pytest.ini": "[pytest]\n"}
+    return make_project(tmp_path / "calc", files)
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> SessionRunner:
+    sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
+    return SessionRunner(cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)
+
+
+def writes(**files: str) -> Callable[[FixContext], Awaitable[FixReport]]:
+    async def fixer(ctx: FixContext) -> FixReport:
+        for name, text in files.items():
+            (ctx.tree / name).write_text(text)
+        return FixReport(fixer="test", summary=f"wrote {', '.join(files)}")
+
+    return fixer
+
+
+async def test_a_fix_is_reported_as_newly_passing_and_its_shell_call_as_new_findings(
+    runner: SessionRunner, project: Path
+) -> None:
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="Fix add()", job_id=7)
+    result = await runner.run(spec, writes(**{"calc.py": SHELL}))
+
+    assert result.status == "patched", result.error
+    assert result.branch == "patchwarden/7-fix-add"
+    assert result.tests is not None
+    assert result.tests.base is not None and result.tests.head is not None
+    assert result.tests.base.outcomes["test_calc::test_add"] == "failed"
+    assert result.tests.fixed == ["test_calc::test_add"]
+    assert result.tests.broken == []
+    assert result.tests.head.counts is not None and result.tests.head.counts.passed == 2
+    assert [f.path for f in result.diff.files] == ["calc.py"]
+    assert "+    return a + b" in result.diff.unified
+
+    semgrep, bandit = result.findings_for("semgrep"), result.findings_for("bandit")
+    assert semgrep is not None and semgrep.error is None, semgrep
+    assert "patchwarden.python.subprocess-shell-true" in {f.rule for f in semgrep.new}
+    assert bandit is not None and "B602" in {f.rule for f in bandit.new}
+    shell = next(f for f in bandit.new if f.rule == "B602")
+    assert shell.path == "calc.py" and "shell=True" in shell.snippet
+    assert semgrep.fixed == [] and bandit.fixed == []
+
+    # The patch commit is kept in the mirror for publishing; the session dir is gone.
+    mirror = runner.cache.mirror_path("octo/calc")
+    ref = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", f"refs/patchwarden/{result.branch}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ref.stdout.strip() == result.head_sha
+    assert list((runner.cache.root / "sessions").iterdir()) == []
+    # What is stored reads back as the same result.
+    assert SessionResult.load(json.loads(json.dumps(result.to_json()))) == result
+
+
+async def test_a_patch_that_breaks_another_test_says_which(
+    runner: SessionRunner, project: Path
+) -> None:
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="tweak mul")
+    result = await runner.run(spec, writes(**{"calc.py": BROKEN_MUL}))
+
+    assert result.status == "patched"
+    assert result.tests is not None
+    assert result.tests.broken == ["test_calc::test_mul"]
+    assert result.tests.fixed == []
+    for tool in ("ruff", "semgrep", "bandit"):
+        delta = result.findings_for(tool)  # type: ignore[arg-type]
+        assert delta is not None and delta.error is None and delta.new == [], delta
+
+
+async def test_no_change_and_a_fixer_that_gives_up(runner: SessionRunner, project: Path) -> None:
+    remote = Remote("octo/calc", str(project))
+
+    async def nothing(ctx: FixContext) -> FixReport:
+        return FixReport(fixer="test")
+
+    async def gives_up(ctx: FixContext) -> FixReport:
+        (ctx.tree / "calc.py").write_text(FIXED)
+        return FixReport(fixer="test", ok=False, reason="could not find the bug")
+
+    unchanged = await runner.run(SessionSpec(remote=remote, task="noop"), nothing)
+    assert unchanged.status == "no-change"
+    assert unchanged.head_sha is None
+    assert unchanged.tests is not None and unchanged.tests.base is not None
+    assert unchanged.tests.base.counts is not None and unchanged.tests.base.counts.failed == 1
+
+    failed = await runner.run(SessionSpec(remote=remote, task="give up"), gives_up)
+    assert failed.status == "failed"
+    assert failed.error == "could not find the bug"
+    assert failed.head_sha is None
+
+
+async def test_two_sessions_of_one_repo_run_side_by_side_and_fetch_once(
+    runner: SessionRunner, project: Path
+) -> None:
+    remote = Remote("octo/calc", str(project))
+    seen: dict[str, set[str]] = {}
+    both_wrote = asyncio.Barrier(2)
+
+    def fixer(name: str) -> Callable[[FixContext], Awaitable[FixReport]]:
+        async def edit(ctx: FixContext) -> FixReport:
+            (ctx.tree / f"{name}.txt").write_text(f"{name}\n")
+            await ctx.run(["/bin/sh", "-c", f"echo {name} >> calc.py"])
+            await both_wrote.wait()
+            seen[name] = {p.name for p in ctx.tree.iterdir()}
+            return FixReport(fixer="test")
+
+        return edit
+
+    one, two = await asyncio.gather(
+        runner.run(SessionSpec(remote=remote, task="one", job_id=1), fixer("one")),
+        runner.run(SessionSpec(remote=remote, task="two", job_id=2), fixer("two")),
+    )
+    assert runner.cache.fetches == {"octo/calc": 1}
+    assert one.status == two.status == "patched"
+    assert one.base_sha == two.base_sha
+    assert "two.txt" not in seen["one"] and "one.txt" not in seen["two"]
+    assert sorted(f.path for f in one.diff.files) == ["calc.py", "one.txt"]
+    assert "+one" in one.diff.unified and "two" not in one.diff.unified
+    assert "+two" in two.diff.unified and "one" not in two.diff.unified.replace("one.txt", "")
+    assert one.branch != two.branch
+
+
+async def test_setup_from_the_config_is_cached_and_mounted_read_only(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    config = 'setup: "python -m venv --without-pip /env"\ntest: "python -m pytest -q"\n'
+    files = {"calc.py": FIXED, "test_calc.py": TESTS, ".github/patchwarden.yml": config}
+    remote = Remote("octo/setup", str(make_project(tmp_path / "setup", files)))
+
+    async def probe(ctx: FixContext) -> FixReport:
+        done = await ctx.run(["/bin/sh", "-c", "test -x /env/bin/python && touch /env/x"])
+        (ctx.tree / "note.txt").write_text("ok\n")
+        return FixReport(fixer="test", summary=done.stderr)
+
+    first = await runner.run(SessionSpec(remote=remote, task="a"), probe)
+    second = await runner.run(SessionSpec(remote=remote, task="b"), probe)
+
+    setup = [s for s in first.steps if s.phase == "setup"]
+    assert [s.cached for s in setup] == [False]
+    assert setup[0].argv == ["python", "-m", "venv", "--without-pip", "/env"]
+    assert [s.cached for s in second.steps if s.phase == "setup"] == [True]
+    assert first.fix is not None and "Read-only file system" in first.fix.summary
+    # The tests ran with the environment's python (it has no pytest: the config said so).
+    assert first.tests is not None and first.tests.source == "config"
+
+
+async def test_a_failing_setup_fails_the_session_with_the_command_named(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    files = {"calc.py": FIXED, ".github/patchwarden.yml": 'setup: "sh -c \'exit 3\'"\n'}
+    remote = Remote("octo/badsetup", str(make_project(tmp_path / "bad", files)))
+    result = await runner.run(SessionSpec(remote=remote, task="x"), writes(**{"a.txt": "a"}))
+    assert result.status == "failed"
+    assert result.error is not None and "setup failed: `sh -c exit 3` exited 3" in result.error
+    assert result.fix is None  # the fixer never ran
+
+
+async def test_a_bad_base_is_a_clear_failure(runner: SessionRunner, project: Path) -> None:
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="x", base="no-such-ref")
+    result = await runner.run(spec, writes(**{"a.txt": "a"}))
+    assert result.status == "failed"
+    assert result.error == "'no-such-ref' is not a commit of octo/calc"
+
+
+def test_a_token_in_the_url_is_refused() -> None:
+    with pytest.raises(WorkspaceError, match="carries credentials"):
+        Remote("octo/calc", "https://x-access-token:ghs_abc@github.com/octo/calc.git")
+
+
+async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
+    runner: SessionRunner,
+    make_forge: Callable[..., Awaitable[LocalForge]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "calc.py").write_text(CALC)
+    (source / "test_calc.py").write_text(TESTS)
+    forge = await make_forge(source=source)
+    token = forge.token_for(INSTALLATION)
+    remote = Remote(REPO, f"{forge.url}/{REPO}.git", token=token)
+    leaks: list[str] = []
+    stop = threading.Event()
+
+    def watch_argv() -> None:  # every process on the host, while the session runs
+        while not stop.is_set():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    try:
+                        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    except OSError:
+                        continue
+                    if token.encode() in cmdline:
+                        leaks.append(cmdline.decode(errors="replace"))
+
+    async def snoop(ctx: FixContext) -> FixReport:
+        done = await ctx.run(
+            ["/bin/sh", "-c", "env; cat /proc/*/cmdline /proc/*/environ 2>/dev/null | tr '\\0' ' '"]
+        )
+        print(f"leaked {token}")  # a fixer that prints the token: redacted when stored
+        (ctx.tree / "calc.py").write_text(FIXED + f"# {token}\n")
+        return FixReport(fixer="test", summary=done.stdout)
+
+    watcher = threading.Thread(target=watch_argv, daemon=True)
+    caplog.set_level(logging.DEBUG)
+    watcher.start()
+    try:
+        result = await runner.run(SessionSpec(remote=remote, task="t", job_id=9), snoop)
+    finally:
+        stop.set()
+        watcher.join()
+
+    assert result.status == "patched", result.error  # the clone was authenticated
+    assert any(r.path.endswith("/git-upload-pack") for r in forge.requests)
+    stored = json.dumps(result.to_json())
+    assert token not in stored
+    assert "[REDACTED:" in result.diff.unified  # the fixer's token-in-a-comment
+    assert result.fix is not None and token not in result.fix.summary
+    assert "GIT_CONFIG" not in result.fix.summary and "Authorization" not in result.fix.summary
+    assert token not in caplog.text
+    assert leaks == []
