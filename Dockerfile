@@ -1,4 +1,8 @@
 # The Patchwarden server image: `docker build -t patchwarden .`
+# Sessions use bubblewrap with a user namespace inside this container, which Docker's
+# default seccomp/AppArmor profiles forbid: run it with
+#   --security-opt seccomp=unconfined --security-opt apparmor=unconfined
+# or use PATCHWARDEN_SANDBOX=docker with the image from sandbox/ (docs/install.md).
 FROM python:3.11-slim-bookworm
 
 RUN apt-get update \
@@ -10,12 +14,15 @@ RUN apt-get update \
 WORKDIR /srv/patchwarden
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN pip install --no-cache-dir .
+COPY policies ./policies
+RUN pip install --no-cache-dir '.[sessions]'
 
 USER patchwarden
 ENV PATCHWARDEN_HOST=0.0.0.0 \
     PATCHWARDEN_PORT=8080 \
     PATCHWARDEN_DATABASE_URL=sqlite:////data/patchwarden.db \
+    PATCHWARDEN_CACHE_DIR=/data/cache \
+    PATCHWARDEN_SEMGREP_RULES=/srv/patchwarden/policies/semgrep \
     PYTHONUNBUFFERED=1
 VOLUME /data
 EXPOSE 8080
