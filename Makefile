@@ -45,7 +45,10 @@ demo: venv system-deps
 serve: venv
 	$(BIN)/patchwarden serve
 
-bench: venv
+bench: venv system-deps
+	$(BIN)/python bench/sandbox_start.py
+	$(BIN)/python bench/workspace_prep.py
+	$(BIN)/python bench/verify_overhead.py
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/forge_api.py
 

@@ -32,13 +32,18 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b")),
     (
         "aws-secret-key",
-        re.compile(r"(?i)(?<=aws_secret_access_key)(\s*[=:]\s*[\"']?)[A-Za-z0-9/+=]{40}"),
+        re.compile(r"(?i)(?<=aws_secret_access_key)([\"']?\s*[=:]\s*[\"']?)[A-Za-z0-9/+=]{40}"),
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("authorization", re.compile(r"(?im)(?<=authorization:)([ \t]*)[^\r\n]+")),
+    ("authorization", re.compile(r"(?i)(?<=authorization)([\"']\s*[:=]\s*[\"'])[^\"'\r\n]+")),
     ("bearer", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9\-._~+/]{8,}=*")),
-    ("url-password", re.compile(r"(?<=://)([^/\s:@]+:)[^/\s@]+(?=@)")),
+    ("url-password", re.compile(r"(?<=://)([^/\s:@\[\]]*:)[^/\s@]+(?=@)")),
 )
+
+
+_MASKS = re.compile(r"\s*(?:\[REDACTED:[a-z-]+\]\s*)+")
+_MAX_PASSES = 8
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ def find_secrets(text: str) -> list[SecretMatch]:
         for m in pattern.finditer(text):
             # Keep a captured prefix (a header's spacing, a URL's user name) readable.
             start = m.end(1) if pattern.groups and m.group(1) is not None else m.start()
+            if _MASKS.fullmatch(text, start, m.end()):
+                continue  # already masked: masking again would garble it
             if start < m.end() and not any(s.start < m.end() and start < s.end for s in found):
                 found.append(SecretMatch(kind, start, m.end()))
     return sorted(found, key=lambda s: s.start)
@@ -68,6 +75,17 @@ def redact(text: str, *, known: Iterable[str] = ()) -> str:
     """``text`` with every known secret and every credential-looking string masked."""
     for secret in sorted({k for k in known if k and len(k) >= 4}, key=len, reverse=True):
         text = text.replace(secret, mask("secret"))
+    # Overlapping matches are masked one per pass (a token inside a header), so repeat
+    # until nothing changes: the result is then a fixed point, redact(redact(x)) == redact(x).
+    for _ in range(_MAX_PASSES):
+        masked = _mask_once(text)
+        if masked == text:
+            break
+        text = masked
+    return text
+
+
+def _mask_once(text: str) -> str:
     matches = find_secrets(text)
     if not matches:
         return text

@@ -673,6 +673,31 @@ class UnsafeLocalSandbox(Sandbox):
     def path_var(self, mounts: Sequence[Mount]) -> str:
         return _rewrite(super().path_var(mounts), mounts)
 
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        cwd: str = WORKSPACE,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 600.0,  # noqa: ASYNC109 - enforced by killing the tree
+        limits: Limits | None = None,
+        network: bool = False,
+    ) -> Completed:
+        """As :meth:`Sandbox.run`, with a throwaway ``HOME`` removed afterwards."""
+        with tempfile.TemporaryDirectory(
+            prefix="patchwarden-home-", ignore_cleanup_errors=True
+        ) as home:
+            return await super().run(
+                argv,
+                mounts=mounts,
+                cwd=cwd,
+                env={**(env or {}), "HOME": home},
+                timeout=timeout,
+                limits=limits,
+                network=network,
+            )
+
     def _wrap(
         self,
         argv: list[str],
@@ -686,7 +711,6 @@ class UnsafeLocalSandbox(Sandbox):
         log.warning("UNSAFE: running %s with no sandbox (PATCHWARDEN_SANDBOX=unsafe-local)", argv)
         host_argv = [_rewrite(a, mounts) for a in argv]
         host_env = {k: _rewrite(v, mounts) for k, v in env.items()}
-        host_env["HOME"] = tempfile.mkdtemp(prefix="patchwarden-home-")
         return prlimit_argv(limits) + host_argv, host_env, _rewrite(cwd, mounts), []
 
 
