@@ -810,7 +810,7 @@ async def test_unsafe_local_runs_on_the_host_with_paths_rewritten(
         ["/bin/sh", "-c", script, "sh", "/workspace/sub"],
         mounts=[Mount(tmp_path, WORKSPACE, writable=True)],
     )
-    *lines, home = done.stdout.splitlines()
+    *lines, _home = done.stdout.splitlines()
     assert lines == [str(tmp_path), "", "f"]
     assert "UNSAFE" in caplog.text
 

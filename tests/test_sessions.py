@@ -24,7 +24,7 @@ from app.localforge import LocalForge
 from app.sessions.result import FixReport, SessionResult
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import FixContext, SessionRunner, SessionSpec
-from app.sessions.workspace import Remote, WorkspaceCache, WorkspaceError, git_env
+from app.sessions.workspace import Remote, WorkspaceCache, WorkspaceError, git_env, run_git
 from tests.conftest import INSTALLATION, REPO
 
 pytestmark = [
@@ -39,7 +39,9 @@ TESTS = (
     "def test_mul():\n    assert mul(2, 3) == 6\n"
 )
 FIXED = CALC.replace("a - b", "a + b")
-SHELL = FIXED + "\n\ndef run(cmd):\n    import subprocess\n\n    return subprocess.call(cmd, shell=True)\n"
+SHELL = FIXED + (
+    "\n\ndef run(cmd):\n    import subprocess\n\n    return subprocess.call(cmd, shell=True)\n"
+)
 BROKEN_MUL = CALC.replace("a * b", "a * b + 1")
 
 
@@ -88,31 +90,35 @@ async def test_a_fix_is_reported_as_newly_passing_and_its_shell_call_as_new_find
     assert result.status == "patched", result.error
     assert result.branch == "patchwarden/7-fix-add"
     assert result.tests is not None
-    assert result.tests.base is not None and result.tests.head is not None
+    assert result.tests.base is not None
+    assert result.tests.head is not None
     assert result.tests.base.outcomes["test_calc::test_add"] == "failed"
     assert result.tests.fixed == ["test_calc::test_add"]
     assert result.tests.broken == []
-    assert result.tests.head.counts is not None and result.tests.head.counts.passed == 2
+    assert result.tests.head.counts is not None
+    assert result.tests.head.counts.passed == 2
     assert [f.path for f in result.diff.files] == ["calc.py"]
     assert "+    return a + b" in result.diff.unified
 
     semgrep, bandit = result.findings_for("semgrep"), result.findings_for("bandit")
-    assert semgrep is not None and semgrep.error is None, semgrep
+    assert semgrep is not None
+    assert semgrep.error is None, semgrep
     assert "patchwarden.python.subprocess-shell-true" in {f.rule for f in semgrep.new}
-    assert bandit is not None and "B602" in {f.rule for f in bandit.new}
+    assert bandit is not None
+    assert "B602" in {f.rule for f in bandit.new}
     shell = next(f for f in bandit.new if f.rule == "B602")
-    assert shell.path == "calc.py" and "shell=True" in shell.snippet
-    assert semgrep.fixed == [] and bandit.fixed == []
+    assert shell.path == "calc.py"
+    assert "shell=True" in shell.snippet
+    assert semgrep.fixed == []
+    assert bandit.fixed == []
 
     # The patch commit is kept in the mirror for publishing; the session dir is gone.
     mirror = runner.cache.mirror_path("octo/calc")
-    ref = subprocess.run(
-        ["git", "--git-dir", str(mirror), "rev-parse", f"refs/patchwarden/{result.branch}"],
-        capture_output=True,
-        text=True,
-        check=True,
+    ref = await run_git(
+        ["--git-dir", str(mirror), "rev-parse", f"refs/patchwarden/{result.branch}"],
+        env=git_env(mirror),
     )
-    assert ref.stdout.strip() == result.head_sha
+    assert ref.stdout.decode().strip() == result.head_sha
     assert list((runner.cache.root / "sessions").iterdir()) == []
     # What is stored reads back as the same result.
     assert SessionResult.load(json.loads(json.dumps(result.to_json()))) == result
@@ -130,7 +136,9 @@ async def test_a_patch_that_breaks_another_test_says_which(
     assert result.tests.fixed == []
     for tool in ("ruff", "semgrep", "bandit"):
         delta = result.findings_for(tool)  # type: ignore[arg-type]
-        assert delta is not None and delta.error is None and delta.new == [], delta
+        assert delta is not None
+        assert delta.error is None, delta
+        assert delta.new == [], delta
 
 
 async def test_no_change_and_a_fixer_that_gives_up(runner: SessionRunner, project: Path) -> None:
@@ -146,8 +154,10 @@ async def test_no_change_and_a_fixer_that_gives_up(runner: SessionRunner, projec
     unchanged = await runner.run(SessionSpec(remote=remote, task="noop"), nothing)
     assert unchanged.status == "no-change"
     assert unchanged.head_sha is None
-    assert unchanged.tests is not None and unchanged.tests.base is not None
-    assert unchanged.tests.base.counts is not None and unchanged.tests.base.counts.failed == 1
+    assert unchanged.tests is not None
+    assert unchanged.tests.base is not None
+    assert unchanged.tests.base.counts is not None
+    assert unchanged.tests.base.counts.failed == 1
 
     failed = await runner.run(SessionSpec(remote=remote, task="give up"), gives_up)
     assert failed.status == "failed"
@@ -179,10 +189,13 @@ async def test_two_sessions_of_one_repo_run_side_by_side_and_fetch_once(
     assert runner.cache.fetches == {"octo/calc": 1}
     assert one.status == two.status == "patched"
     assert one.base_sha == two.base_sha
-    assert "two.txt" not in seen["one"] and "one.txt" not in seen["two"]
+    assert "two.txt" not in seen["one"]
+    assert "one.txt" not in seen["two"]
     assert sorted(f.path for f in one.diff.files) == ["calc.py", "one.txt"]
-    assert "+one" in one.diff.unified and "two" not in one.diff.unified
-    assert "+two" in two.diff.unified and "one" not in two.diff.unified.replace("one.txt", "")
+    assert "+one" in one.diff.unified
+    assert "two" not in one.diff.unified
+    assert "+two" in two.diff.unified
+    assert "one" not in two.diff.unified.replace("one.txt", "")
     assert one.branch != two.branch
 
 
@@ -205,19 +218,22 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     assert [s.cached for s in setup] == [False]
     assert setup[0].argv == ["python", "-m", "venv", "--without-pip", "/env"]
     assert [s.cached for s in second.steps if s.phase == "setup"] == [True]
-    assert first.fix is not None and "Read-only file system" in first.fix.summary
+    assert first.fix is not None
+    assert "Read-only file system" in first.fix.summary
     # The tests ran with the environment's python (it has no pytest: the config said so).
-    assert first.tests is not None and first.tests.source == "config"
+    assert first.tests is not None
+    assert first.tests.source == "config"
 
 
 async def test_a_failing_setup_fails_the_session_with_the_command_named(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
-    files = {"calc.py": FIXED, ".github/patchwarden.yml": 'setup: "sh -c \'exit 3\'"\n'}
+    files = {"calc.py": FIXED, ".github/patchwarden.yml": "setup: \"sh -c 'exit 3'\"\n"}
     remote = Remote("octo/badsetup", str(make_project(tmp_path / "bad", files)))
     result = await runner.run(SessionSpec(remote=remote, task="x"), writes(**{"a.txt": "a"}))
     assert result.status == "failed"
-    assert result.error is not None and "setup failed: `sh -c exit 3` exited 3" in result.error
+    assert result.error is not None
+    assert "setup failed: `sh -c exit 3` exited 3" in result.error
     assert result.fix is None  # the fixer never ran
 
 
@@ -282,7 +298,9 @@ async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
     stored = json.dumps(result.to_json())
     assert token not in stored
     assert "[REDACTED:" in result.diff.unified  # the fixer's token-in-a-comment
-    assert result.fix is not None and token not in result.fix.summary
-    assert "GIT_CONFIG" not in result.fix.summary and "Authorization" not in result.fix.summary
+    assert result.fix is not None
+    assert token not in result.fix.summary
+    assert "GIT_CONFIG" not in result.fix.summary
+    assert "Authorization" not in result.fix.summary
     assert token not in caplog.text
     assert leaks == []
