@@ -39,7 +39,14 @@ from typing import Any
 
 import aiohttp
 import gidgethub
-from procstat import announce, cpu_seconds, die_with_parent, machine_busy_seconds, pct
+from procstat import (
+    NOISE_PERCENT,
+    announce,
+    cpu_seconds,
+    die_with_parent,
+    machine_busy_seconds,
+    pct,
+)
 
 from app.github.client import GitHubApp, GitHubClient
 from app.keys import generate_app_key
@@ -64,7 +71,6 @@ REQUEST_TIMEOUT = 10.0
 TARGET_P99_MS = 25.0  # REST, sequential, contract checks on, every operation
 TARGET_CLONE_S = 1.0  # median of GIT_RUNS
 TARGET_PUSH_S = 1.0  # median of GIT_RUNS
-NOISE_PERCENT = 25.0  # CPU of one core used by other processes that makes figures suspect
 
 
 # --------------------------------------------------------------------------------------

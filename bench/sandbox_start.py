@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import platform
 import shutil
@@ -36,16 +35,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from procstat import pct
+from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, pct
 
-from app.errors import PatchwardenError
 from app.sessions.sandbox import BASE_ENV, WORKSPACE, BwrapSandbox, Mount, Sandbox
 
 TARGET_EXTRA_MS = 10.0  # sandboxed python -c pass, median, over the bare start
@@ -62,84 +59,6 @@ class Row:
     min_ms: float
     max_ms: float
     failures: int
-
-
-def _log(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
-        print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def _loadavg() -> list[float] | None:
-    return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
-
-
-NOISE_PERCENT = 25.0  # CPU of one core used by other processes that makes figures suspect
-
-
-class OtherCpu:
-    """CPU that processes outside this one's tree use meanwhile, sampled from ``/proc``.
-
-    Sandboxed commands don't pass their rusage up (bwrap's reaper), so "the machine minus
-    this process and its children" would count them as others. Instead a thread reads
-    every process's CPU each ``interval`` seconds and keeps those that don't descend from
-    this process. A process that lives less than an interval is missed, so it is a lower
-    bound. Linux only; ``None`` elsewhere.
-    """
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self.interval = interval
-        self.first: dict[tuple[int, int], int] = {}  # (pid, start time) -> ticks at first sight
-        self.last: dict[tuple[int, int], int] = {}
-        self.ok = os.path.isdir("/proc/self")
-        self.started = time.monotonic()
-        self.stopped: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="other-cpu", daemon=True)
-        if self.ok:
-            self._sample()
-            self._thread.start()
-
-    def _sample(self) -> None:
-        procs: dict[int, tuple[int, int, int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", encoding="ascii") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            ticks = int(fields[11]) + int(fields[12])  # utime + stime
-            procs[int(entry.name)] = (int(fields[1]), ticks, int(fields[19]))
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _) in procs.items():
-            children.setdefault(ppid, []).append(pid)
-        mine, todo = set(), [os.getpid()]
-        while todo:
-            pid = todo.pop()
-            mine.add(pid)
-            todo.extend(children.get(pid, ()))
-        for pid, (_, ticks, start) in procs.items():
-            if pid not in mine:
-                self.first.setdefault((pid, start), ticks)
-                self.last[(pid, start)] = ticks
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-
-    def stop(self) -> float | None:
-        """Percent of one core the others used from start to now (a lower bound)."""
-        if not self.ok:
-            return None
-        if self.stopped is None:
-            self._stop.set()
-            self._thread.join()
-            self._sample()
-            self.stopped = time.monotonic()
-        ticks = sum(self.last[k] - self.first[k] for k in self.last)
-        wall = max(self.stopped - self.started, 1e-9)
-        return round(100 * ticks / os.sysconf("SC_CLK_TCK") / wall, 1)
 
 
 def _version(argv: list[str]) -> str:
@@ -237,11 +156,11 @@ async def _measure(
             raise RuntimeError(
                 f"sandboxed {name} failed (exit {done.exit_code}): {done.stderr.strip()[-500:]}"
             )
-    _log(args, f"warm-up: {args.warmup} round(s)")
+    log(args, f"warm-up: {args.warmup} round(s)")
     for _ in range(args.warmup):
         for name, way in plan:
             await starter.once(way, commands[name])
-    _log(args, f"measuring: {args.n} round(s) of {len(plan)} starts")
+    log(args, f"measuring: {args.n} round(s) of {len(plan)} starts")
     times: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
     failures: dict[tuple[str, str], int] = dict.fromkeys(plan, 0)
     gc.collect()
@@ -340,8 +259,8 @@ def _breakdown(args: argparse.Namespace, starter: Starter) -> list[dict[str, Any
         if starter.raw(v.argv, env, cwd)[1]:
             variants.append(v)
         else:
-            _log(args, f"breakdown: {v.label!r} does not run here; left out")
-    _log(args, f"breakdown: {args.n} round(s) of {len(variants)} variants")
+            log(args, f"breakdown: {v.label!r} does not run here; left out")
+    log(args, f"breakdown: {args.n} round(s) of {len(variants)} variants")
     for _ in range(min(args.warmup, 2)):
         for v in variants:
             starter.raw(v.argv, env, cwd)
@@ -486,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run_bench(args: argparse.Namespace) -> int:
     if not shutil.which("bwrap"):
         raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap)")
-    load_before = _loadavg()
+    load_before = loadavg()
     others = OtherCpu()
     with tempfile.TemporaryDirectory(prefix="patchwarden-bench-") as tmp:
         root = Path(tmp)
@@ -519,17 +438,11 @@ def run_bench(args: argparse.Namespace) -> int:
             "check": mode,
             "privileged": sandbox.privileged,
             "loadavg_before": load_before,
-            "loadavg_after": _loadavg(),
+            "loadavg_after": loadavg(),
             "other_cpu_percent": others.stop(),
         },
     }
-    report = _report(doc, rows)
-    if args.json:
-        print(report, file=sys.stderr)
-        print(json.dumps(doc, indent=2))
-    else:
-        print(report)
-    return 1 if args.check and not doc["target"]["met"] else 0
+    return finish(doc, _report(doc, rows), args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -537,14 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.n < 1 or args.warmup < 0:
         print("-n must be positive and --warmup not negative", file=sys.stderr)
         return 2
-    try:
-        return run_bench(args)
-    except KeyboardInterrupt:
-        print("interrupted; the temporary folder is gone", file=sys.stderr)
-        return 130
-    except (RuntimeError, OSError, subprocess.SubprocessError, PatchwardenError) as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 2
+    return guarded(run_bench, args)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
-import json
 import os
 import platform
 import shutil
@@ -37,10 +36,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from procstat import machine_busy_seconds
-from sandbox_start import NOISE_PERCENT, OtherCpu
+from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, machine_busy_seconds
 
-from app.errors import PatchwardenError
 from app.sessions.result import FixReport, SessionResult
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import FixContext, SessionRunner, SessionSpec
@@ -131,15 +128,6 @@ NEW_SLUG = '''def slug_0(text: str) -> str:
     cleaned = "".join(ch if ch.isalnum() else " " for ch in text.lower())
     return "-".join(cleaned.split())
 '''
-
-
-def _log(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
-        print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def _loadavg() -> list[float] | None:
-    return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
 def make_repo(path: Path, modules: int) -> None:
@@ -291,7 +279,7 @@ async def _sessions(args: argparse.Namespace, work: Path, source: Path) -> list[
     try:
         for i in range(args.warmup + args.runs):
             counted = i >= args.warmup
-            _log(
+            log(
                 args,
                 f"session {i + 1} of {args.warmup + args.runs}" + ("" if counted else " (warm-up)"),
             )
@@ -464,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run_bench(args: argparse.Namespace) -> int:
     if not shutil.which("bwrap"):
         raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap)")
-    load_before = _loadavg()
+    load_before = loadavg()
     others = OtherCpu()
     rules = _semgrep_rules(args.rules)
     with tempfile.TemporaryDirectory(prefix="patchwarden-bench-") as tmp:
@@ -505,17 +493,11 @@ def run_bench(args: argparse.Namespace) -> int:
             "kernel": platform.release(),
             "tools": _tool_versions(),
             "loadavg_before": load_before,
-            "loadavg_after": _loadavg(),
+            "loadavg_after": loadavg(),
             "other_cpu_percent": others.stop(),
         },
     }
-    report = _report(doc)
-    if args.json:
-        print(report, file=sys.stderr)
-        print(json.dumps(doc, indent=2))
-    else:
-        print(report)
-    return 1 if args.check and not doc["target"]["met"] else 0
+    return finish(doc, _report(doc), args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -523,14 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.runs < 1 or args.warmup < 0 or args.modules < 1:
         print("--runs and --modules must be positive, --warmup not negative", file=sys.stderr)
         return 2
-    try:
-        return run_bench(args)
-    except KeyboardInterrupt:
-        print("interrupted; the temporary folder is gone", file=sys.stderr)
-        return 130
-    except (RuntimeError, OSError, subprocess.SubprocessError, PatchwardenError) as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 2
+    return guarded(run_bench, args)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,14 @@ from typing import IO, Any
 
 import aiohttp
 from aiohttp import web
-from procstat import announce, cpu_seconds, die_with_parent, machine_busy_seconds, pct
+from procstat import (
+    NOISE_PERCENT,
+    announce,
+    cpu_seconds,
+    die_with_parent,
+    machine_busy_seconds,
+    pct,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/webhooks/issue_comment/created-fix-command.json"
@@ -53,7 +60,6 @@ WARMUP_SECONDS = 1.0
 TARGET_RATE = 200
 TARGET_P99_MS = 25.0
 TARGET_RATIO = 2.0
-NOISE_PERCENT = 25.0  # CPU of one core used by other processes that makes figures suspect
 
 
 # --------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -39,10 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from procstat import pct
-from sandbox_start import NOISE_PERCENT, OtherCpu
+from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, pct
 
-from app.errors import PatchwardenError
 from app.sessions.workspace import Remote, WorkspaceCache, git_env
 
 TARGET_RATIO = 0.05  # cached median <= 5 % of the cold median
@@ -53,15 +50,6 @@ WORDS = (
     *("handler", "request", "response", "payload", "window", "cursor", "status", "counter"),
     *("limit", "source", "target"),
 )
-
-
-def _log(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
-        print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def _loadavg() -> list[float] | None:
-    return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
 class Git:
@@ -405,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    load_before = _loadavg()
+    load_before = loadavg()
     others = OtherCpu()
     with tempfile.TemporaryDirectory(prefix="patchwarden-bench-", dir=args.work_dir) as tmp:
         work = Path(tmp)
@@ -413,19 +401,19 @@ def run_bench(args: argparse.Namespace) -> int:
         home.mkdir()
         git = Git(home)
         source = work / "source.git"
-        _log(args, f"generating {args.commits} commits over {args.files} files")
+        log(args, f"generating {args.commits} commits over {args.files} files")
         repo = make_repo(git, source, args)
         tip = repo["tip"]
-        _log(args, f"cold: {args.runs} x git clone --no-local")
+        log(args, f"cold: {args.runs} x git clone --no-local")
         cold_times = cold(git, source, work, args.runs)
-        _log(args, f"cached: priming the mirror, then {args.runs} x WorkspaceCache.create")
+        log(args, f"cached: priming the mirror, then {args.runs} x WorkspaceCache.create")
         prime, cached_times, removes = asyncio.run(
             cached(work / "cache", source, tip, args.runs, with_base_copy=True, prime=True)
         )
         _, tree_only, _ = asyncio.run(
             cached(work / "cache", source, tip, args.runs, with_base_copy=False, prime=False)
         )
-        _log(args, "cached: 3 more creates with each git call timed")
+        log(args, "cached: 3 more creates with each git call timed")
         steps = asyncio.run(traced(work / "cache", source, tip, 3))
         tmp_fs = _fs_type(work)
         git_version = _git_version(git)
@@ -463,17 +451,11 @@ def run_bench(args: argparse.Namespace) -> int:
             "git": git_version,
             "tmp_fs": tmp_fs,
             "loadavg_before": load_before,
-            "loadavg_after": _loadavg(),
+            "loadavg_after": loadavg(),
             "other_cpu_percent": others.stop(),
         },
     }
-    report = _report(doc)
-    if args.json:
-        print(report, file=sys.stderr)
-        print(json.dumps(doc, indent=2))
-    else:
-        print(report)
-    return 1 if args.check and not doc["target"]["met"] else 0
+    return finish(doc, _report(doc), args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -481,14 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.commits < 1 or args.files < 1 or args.runs < 1:
         print("--commits, --files and --runs must be positive", file=sys.stderr)
         return 2
-    try:
-        return run_bench(args)
-    except KeyboardInterrupt:
-        print("interrupted; the temporary folder is gone", file=sys.stderr)
-        return 130
-    except (RuntimeError, OSError, subprocess.SubprocessError, PatchwardenError) as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 2
+    return guarded(run_bench, args)
 
 
 if __name__ == "__main__":
