@@ -10,7 +10,7 @@ minute hits every way alike):
     ``subprocess.run`` of the command itself, with the environment the sandbox would give
     it (the allowlist, ``PATH``, a temporary ``HOME``) and the workspace as its cwd.
 ``bwrap``
-    ``subprocess.run`` of the host argv that ``BwrapSandbox._wrap`` builds (prlimit,
+    ``subprocess.run`` of the host argv that ``BwrapSandbox.wrap`` builds (prlimit,
     bwrap, setpriv when root): the sandbox alone, without Patchwarden's runner.
 ``patchwarden``
     ``await BwrapSandbox(...).run(argv, mounts=[the workspace])``: what a session pays,
@@ -98,16 +98,8 @@ class Starter:
 
     def wrap(self, argv: list[str]) -> tuple[list[str], dict[str, str], str | None]:
         """The host argv, env and cwd the sandbox would run ``argv`` with."""
-        env = {**BASE_ENV, "PATH": self.sandbox.path_var(self.mounts)}
-        wrapped, host_env, host_cwd, _ = self.sandbox._wrap(
-            list(argv),
-            mounts=self.mounts,
-            cwd=WORKSPACE,
-            env=env,
-            limits=self.sandbox.limits,
-            network=False,
-        )
-        return wrapped, host_env, host_cwd
+        wrapped = self.sandbox.wrap(argv, mounts=self.mounts, cwd=WORKSPACE)
+        return wrapped.argv, wrapped.env, wrapped.cwd
 
     def raw(self, host_argv: list[str], env: dict[str, str], cwd: str | None) -> tuple[float, bool]:
         started = time.perf_counter()
@@ -337,7 +329,7 @@ def _report(doc: dict[str, Any], rows: list[Row]) -> str:
         )
     out.append(
         "ms per start, from the call to the exit. bare = subprocess.run of the command;\n"
-        "bwrap = subprocess.run of BwrapSandbox._wrap's argv; patchwarden = BwrapSandbox.run"
+        "bwrap = subprocess.run of BwrapSandbox.wrap's argv; patchwarden = BwrapSandbox.run"
     )
     out.append("")
     out.append(

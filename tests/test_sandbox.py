@@ -698,7 +698,7 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
     limits = Limits(cpu_seconds=7, memory_bytes=300 * MiB, processes=33, file_size_bytes=5 * MiB)
     mounts = [Mount(tmp_path, WORKSPACE, writable=True)]
 
-    argv, host_env, cwd, on_timeout = sb._wrap(
+    argv, host_env, cwd, on_timeout = sb.wrap(
         ["pytest"], mounts=mounts, cwd=WORKSPACE, env={"A": "b"}, limits=limits, network=False
     )
     assert argv[0].endswith("prlimit")
@@ -706,14 +706,14 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
     assert {"--die-with-parent", "--new-session", "--clearenv"} <= set(argv)
     assert argv[-1] == "pytest"
     assert values(argv, "--bind") == [str(tmp_path)]
-    assert values(argv, "--setenv") == ["A"]
+    assert values(argv, "--setenv") == [*BASE_ENV, "PATH", "A"]  # the allowlist, nothing else
     etc = next(
         argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2] == "/etc"
     )
     assert (Path(etc) / "passwd").read_text().count("\n") == 2  # synthetic, not the host's
     assert not (Path(etc) / "resolv.conf").exists()  # no name resolution without a network
     assert host_env == {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of ours
-    assert (cwd, on_timeout) == (None, [])
+    assert (cwd, on_timeout) == (None, ())
     if sb.privileged:
         assert "--unshare-net" in argv
         tail = argv[argv.index("--clearenv") :]
@@ -723,9 +723,7 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
         assert {"--unshare-all", "--disable-userns"} <= set(argv)
         assert "--share-net" not in argv
 
-    online, *_ = sb._wrap(
-        ["pip"], mounts=mounts, cwd=WORKSPACE, env={}, limits=limits, network=True
-    )
+    online, *_ = sb.wrap(["pip"], mounts=mounts, cwd=WORKSPACE, env={}, limits=limits, network=True)
     assert "--unshare-net" not in online
     binds = zip(online, online[1:], online[2:], strict=False)
     etc = next(src for flag, src, dest in binds if flag == "--ro-bind" and dest == "/etc")
@@ -740,7 +738,7 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
         Mount(Path("/srv/env"), "/env"),
     ]
 
-    argv, host_env, cwd, on_timeout = sb._wrap(
+    argv, host_env, cwd, on_timeout = sb.wrap(
         ["pytest", "-q"], mounts=mounts, cwd=WORKSPACE, env={"A": "b"}, limits=limits, network=False
     )
     assert argv[:2] == ["/opt/docker/bin/docker", "run"]
@@ -768,14 +766,16 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
         "type=bind,source=/srv/env,target=/env,ro",
     ]
     assert values(options, "--workdir") == [WORKSPACE]
-    assert values(options, "--env") == ["A=b"]
+    env = values(options, "--env")
+    assert [e.split("=", 1)[0] for e in env] == [*BASE_ENV, "PATH", "A"]
+    assert env[-1] == "A=b"
     assert "--privileged" not in argv
     assert set(host_env) == {"PATH", "LANG"}
     assert cwd is None
     # At the timeout the container is killed by name, not just the docker client.
-    assert on_timeout == [["/opt/docker/bin/docker", "kill", values(options, "--name")[0]]]
+    assert on_timeout == (("/opt/docker/bin/docker", "kill", values(options, "--name")[0]),)
 
-    online, *_ = sb._wrap(["pip"], mounts=[], cwd=WORKSPACE, env={}, limits=limits, network=True)
+    online, *_ = sb.wrap(["pip"], mounts=[], cwd=WORKSPACE, env={}, limits=limits, network=True)
     assert values(online, "--network") != ["none"]
     assert values(online, "--network") == ["bridge"]
 
@@ -823,12 +823,14 @@ async def test_unsafe_local_runs_on_the_host_with_paths_rewritten(
 
 async def test_unsafe_local_leaves_no_home_directory_behind(tmp_path: Path) -> None:
     sb = UnsafeLocalSandbox()
-    done = await sb.run(["/bin/sh", "-c", 'echo "$HOME"'], mounts=[], cwd=str(tmp_path))
-    home = Path(done.stdout.strip())
-    leaked = on_host(home)
-    if leaked and home.name.startswith("patchwarden-home-"):
+    script = 'echo "$HOME"; echo "$TMPDIR"'
+    done = await sb.run(["/bin/sh", "-c", script], mounts=[], cwd=str(tmp_path))
+    home, tmpdir = done.stdout.split()
+    leaked = on_host(Path(home))
+    if leaked and Path(home).name.startswith("patchwarden-tmp-"):
         shutil.rmtree(home)
-    assert home.name.startswith("patchwarden-home-")
+    assert Path(home).name.startswith("patchwarden-tmp-")  # a throwaway, not the host's
+    assert tmpdir == home
     assert not leaked
 
 
@@ -924,3 +926,16 @@ def test_capture_memory_stays_bounded_under_a_flood() -> None:
         capture.feed(block)
     assert len(capture.head) + len(capture.tail) <= 3 * 32 * KiB
     assert capture.total == 100 * MiB
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("/srv/tree,readonly=false", "/workspace"),
+        ("/srv/tree", "/workspace,bind-propagation=shared"),
+        ("/srv/tree\n", "/workspace"),
+    ],
+)
+def test_a_mount_path_cannot_smuggle_options_into_docker(source: str, target: str) -> None:
+    with pytest.raises(SandboxError, match="comma or newline"):
+        Mount(Path(source), target)

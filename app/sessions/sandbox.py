@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 from app.errors import PatchwardenError
 from app.redact import find_secrets
@@ -130,6 +130,37 @@ class Mount:
     target: str
     writable: bool = False
 
+    def __post_init__(self) -> None:
+        # Checked here, once for every backend: a relative or `..` target could land
+        # anywhere, and a comma or newline would inject options into `docker --mount`.
+        if not self.target.startswith("/") or ".." in self.target.split("/"):
+            raise SandboxError(f"mount target must be an absolute path: {self.target!r}")
+        for text in (str(self.source), self.target):
+            if any(ch in text for ch in ",\n\0"):
+                raise SandboxError(f"mount path must not contain a comma or newline: {text!r}")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command as a backend sees it: what to run, where, with what."""
+
+    argv: list[str]
+    mounts: tuple[Mount, ...]
+    cwd: str
+    env: dict[str, str]
+    limits: Limits
+    network: bool
+    tmp: str | None = None  # a host directory standing in for /tmp (unsafe-local only)
+
+
+class Wrapped(NamedTuple):
+    """The host process that runs a :class:`Call`."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    on_timeout: tuple[tuple[str, ...], ...] = ()  # commands run at the timeout, before the kill
+
 
 @dataclass(frozen=True)
 class Completed:
@@ -195,28 +226,27 @@ def _signal_name(number: int) -> str:
 
 
 def run_captured(
-    argv: Sequence[str],
+    wrapped: Wrapped,
     *,
-    env: Mapping[str, str],
-    cwd: str | None,
+    shown: list[str],
     timeout: float,
     output_bytes: int,
-    on_timeout: list[Sequence[str]] | None = None,
     account: bool = True,
-) -> tuple[int | None, bool, str | None, _Capture, _Capture, Usage, float]:
-    """Run ``argv`` in its own session; capture output; kill the group at ``timeout``.
+) -> Completed:
+    """Run ``wrapped`` in its own session; capture output; kill the group at ``timeout``.
+    ``shown`` is the command as the caller asked for it (what the result reports).
 
     Blocking (call it through :func:`asyncio.to_thread`). The exit status and resource
     usage come from ``wait4``, so they cover every descendant the process waited for.
     """
     started = time.monotonic()
     proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-        list(argv),
+        wrapped.argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
+        env=wrapped.env,
+        cwd=wrapped.cwd,
         start_new_session=True,
         close_fds=True,
     )
@@ -230,8 +260,8 @@ def run_captured(
         if done.is_set():
             return
         timed_out.set()
-        for extra in on_timeout or ():
-            subprocess.run(list(extra), capture_output=True, timeout=30, check=False)  # noqa: S603
+        for extra in wrapped.on_timeout:
+            subprocess.run(extra, capture_output=True, timeout=30, check=False)  # noqa: S603
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
@@ -268,7 +298,18 @@ def run_captured(
     elif exit_code is not None and exit_code > 128 and exit_code - 128 in _LIMIT_SIGNALS:
         # bwrap reports a child killed by signal N as exit status 128 + N.
         killed_by = _signal_name(exit_code - 128)
-    return exit_code, timed_out.is_set(), killed_by, out, err, usage, duration
+    return Completed(
+        argv=shown,
+        exit_code=exit_code,
+        stdout=out.text(),
+        stderr=err.text(),
+        duration_seconds=round(duration, 4),
+        timed_out=timed_out.is_set(),
+        killed_by=killed_by,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        usage=usage,
+    )
 
 
 _LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV}
@@ -381,34 +422,50 @@ class Sandbox(abc.ABC):
         a command that fails, only for one that cannot be started as asked."""
         if not argv:
             raise SandboxError("empty command")
+        for m in mounts:
+            if not m.source.exists():
+                raise SandboxError(f"mount source does not exist: {m.source}")
         limits = limits or self.limits
-        full_env = {**BASE_ENV, "PATH": self.path_var(mounts), **check_env(env or {})}
-        wrapped, host_env, host_cwd, on_timeout = self._wrap(
-            list(argv), mounts=mounts, cwd=cwd, env=full_env, limits=limits, network=network
-        )
         log.debug("sandbox %s: %s", self.backend, argv)
-        exit_code, timed_out, killed_by, out, err, usage, duration = await asyncio.to_thread(
-            run_captured,
-            wrapped,
-            env=host_env,
-            cwd=host_cwd,
-            timeout=timeout,
-            output_bytes=limits.output_bytes,
-            on_timeout=on_timeout,
-            account=self.accounts_usage,
-        )
-        return Completed(
+        with self._private_tmp() as tmp:
+            wrapped = self.wrap(
+                argv, mounts=mounts, cwd=cwd, env=env, limits=limits, network=network, tmp=tmp
+            )
+            return await asyncio.to_thread(
+                run_captured,
+                wrapped,
+                shown=list(argv),
+                timeout=timeout,
+                output_bytes=limits.output_bytes,
+                account=self.accounts_usage,
+            )
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        cwd: str = WORKSPACE,
+        env: Mapping[str, str] | None = None,
+        limits: Limits | None = None,
+        network: bool = False,
+        tmp: str | None = None,
+    ) -> Wrapped:
+        """The host command :meth:`run` would start (no process is started)."""
+        call = Call(
             argv=list(argv),
-            exit_code=exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration_seconds=round(duration, 4),
-            timed_out=timed_out,
-            killed_by=killed_by,
-            stdout_truncated=out.truncated,
-            stderr_truncated=err.truncated,
-            usage=usage,
+            mounts=tuple(mounts),
+            cwd=cwd,
+            env={**BASE_ENV, "PATH": self.path_var(mounts), **check_env(env or {})},
+            limits=limits or self.limits,
+            network=network,
+            tmp=tmp,
         )
+        return self._wrap(call)
+
+    def _private_tmp(self) -> contextlib.AbstractContextManager[str | None]:
+        """A host directory for the command's /tmp; the isolating backends make their own."""
+        return contextlib.nullcontext()
 
     def info(self, *, network: bool = False) -> SandboxInfo:
         return SandboxInfo(
@@ -432,17 +489,8 @@ class Sandbox(abc.ABC):
         return self.backend
 
     @abc.abstractmethod
-    def _wrap(
-        self,
-        argv: list[str],
-        *,
-        mounts: Sequence[Mount],
-        cwd: str,
-        env: dict[str, str],
-        limits: Limits,
-        network: bool,
-    ) -> tuple[list[str], dict[str, str], str | None, list[Sequence[str]]]:
-        """(host argv, host env, host cwd, commands to run at timeout before the kill)."""
+    def _wrap(self, call: Call) -> Wrapped:
+        """The host process that runs ``call`` isolated as this backend does it."""
 
 
 def prlimit_argv(limits: Limits) -> list[str]:
@@ -541,16 +589,7 @@ class BwrapSandbox(Sandbox):
         if self.privileged:
             chown_tree(path, self.uid)
 
-    def _wrap(
-        self,
-        argv: list[str],
-        *,
-        mounts: Sequence[Mount],
-        cwd: str,
-        env: dict[str, str],
-        limits: Limits,
-        network: bool,
-    ) -> tuple[list[str], dict[str, str], str | None, list[Sequence[str]]]:
+    def _wrap(self, call: Call) -> Wrapped:
         if not self.bwrap:
             self.check()
         args: list[str] = [self.bwrap]
@@ -560,9 +599,9 @@ class BwrapSandbox(Sandbox):
         else:
             args += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
             args += ["--disable-userns"]
-        if self.privileged and not network:
+        if self.privileged and not call.network:
             args.append("--unshare-net")
-        elif not self.privileged and network:
+        elif not self.privileged and call.network:
             args.append("--share-net")
         args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
         made: set[str] = {"/"}
@@ -572,16 +611,20 @@ class BwrapSandbox(Sandbox):
             elif os.path.isdir(d):
                 args += ["--ro-bind", d, d]
             made.add(d)
-        args += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(self._etc[network]), "/etc"]
-        args += ["--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--ro-bind",
+            str(self._etc[call.network]),
+            "/etc",
+        ]
+        args += ["--size", str(call.limits.tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
         made.add(SANDBOX_TMP)
         made.add("/etc")
-        binds = [Mount(Path(p), p) for p in self.toolchain.paths] + list(mounts)
+        binds = [Mount(Path(p), p) for p in self.toolchain.paths] + list(call.mounts)
         for m in binds:
-            if not m.target.startswith("/") or ".." in m.target.split("/"):
-                raise SandboxError(f"mount target must be an absolute path: {m.target!r}")
-            if not m.source.exists():
-                raise SandboxError(f"mount source does not exist: {m.source}")
             # bwrap creates missing parents 0700; make them traversable for the uid.
             parent = str(Path(m.target).parent)
             chain: list[str] = []
@@ -593,8 +636,8 @@ class BwrapSandbox(Sandbox):
                 made.add(d)
             args += ["--bind" if m.writable else "--ro-bind", str(m.source), m.target]
             made.add(m.target)
-        args += ["--chdir", cwd, "--clearenv"]
-        for name, value in env.items():
+        args += ["--chdir", call.cwd, "--clearenv"]
+        for name, value in call.env.items():
             args += ["--setenv", name, value]
         if self.privileged:
             args += [
@@ -611,7 +654,7 @@ class BwrapSandbox(Sandbox):
         else:
             args.append("--")
         host_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-        return prlimit_argv(limits) + args + argv, host_env, None, []
+        return Wrapped(prlimit_argv(call.limits) + args + call.argv, host_env)
 
 
 class DockerSandbox(Sandbox):
@@ -651,37 +694,29 @@ class DockerSandbox(Sandbox):
         if os.geteuid() == 0:
             chown_tree(path, self.uid)
 
-    def _wrap(
-        self,
-        argv: list[str],
-        *,
-        mounts: Sequence[Mount],
-        cwd: str,
-        env: dict[str, str],
-        limits: Limits,
-        network: bool,
-    ) -> tuple[list[str], dict[str, str], str | None, list[Sequence[str]]]:
+    def _wrap(self, call: Call) -> Wrapped:
         name = f"patchwarden-{uuid.uuid4().hex[:12]}"
         args = [self.docker, "run", "--rm", "--name", name, "--init"]
-        args += ["--network", "bridge" if network else "none"]
+        args += ["--network", "bridge" if call.network else "none"]
         args += ["--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-        args += ["--pids-limit", str(limits.processes)]
-        args += ["--memory", str(limits.memory_bytes), "--memory-swap", str(limits.memory_bytes)]
+        args += ["--pids-limit", str(call.limits.processes)]
+        memory = str(call.limits.memory_bytes)
+        args += ["--memory", memory, "--memory-swap", memory]
         args += ["--cpus", f"{self.cpus:g}"]
-        args += ["--ulimit", f"cpu={limits.cpu_seconds}"]
-        args += ["--ulimit", f"fsize={limits.file_size_bytes}"]
+        args += ["--ulimit", f"cpu={call.limits.cpu_seconds}"]
+        args += ["--ulimit", f"fsize={call.limits.file_size_bytes}"]
         args += ["--ulimit", "core=0"]
         args += ["--user", f"{self.uid}:{self.uid}"]
-        args += ["--tmpfs", f"{SANDBOX_TMP}:rw,nosuid,nodev,size={limits.tmp_bytes}"]
-        for m in mounts:
+        args += ["--tmpfs", f"{SANDBOX_TMP}:rw,nosuid,nodev,size={call.limits.tmp_bytes}"]
+        for m in call.mounts:
             mode = "rw" if m.writable else "ro"
             args += ["--mount", f"type=bind,source={m.source},target={m.target},{mode}"]
-        args += ["--workdir", cwd]
-        for key, value in env.items():
+        args += ["--workdir", call.cwd]
+        for key, value in call.env.items():
             args += ["--env", f"{key}={value}"]
-        args += [self.image, *argv]
+        args += [self.image, *call.argv]
         host_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        return args, host_env, None, [[self.docker, "kill", name]]
+        return Wrapped(args, host_env, on_timeout=((self.docker, "kill", name),))
 
 
 class UnsafeLocalSandbox(Sandbox):
@@ -701,45 +736,20 @@ class UnsafeLocalSandbox(Sandbox):
     def path_var(self, mounts: Sequence[Mount]) -> str:
         return _rewrite(super().path_var(mounts), mounts)
 
-    async def run(
-        self,
-        argv: Sequence[str],
-        *,
-        mounts: Sequence[Mount] = (),
-        cwd: str = WORKSPACE,
-        env: Mapping[str, str] | None = None,
-        timeout: float = 600.0,  # noqa: ASYNC109 - enforced by killing the tree
-        limits: Limits | None = None,
-        network: bool = False,
-    ) -> Completed:
-        """As :meth:`Sandbox.run`, with a throwaway ``HOME`` removed afterwards."""
-        with tempfile.TemporaryDirectory(
-            prefix="patchwarden-home-", ignore_cleanup_errors=True
-        ) as home:
-            return await super().run(
-                argv,
-                mounts=mounts,
-                cwd=cwd,
-                env={**(env or {}), "HOME": home},
-                timeout=timeout,
-                limits=limits,
-                network=network,
-            )
+    def _private_tmp(self) -> contextlib.AbstractContextManager[str | None]:
+        return tempfile.TemporaryDirectory(prefix="patchwarden-tmp-", ignore_cleanup_errors=True)
 
-    def _wrap(
-        self,
-        argv: list[str],
-        *,
-        mounts: Sequence[Mount],
-        cwd: str,
-        env: dict[str, str],
-        limits: Limits,
-        network: bool,
-    ) -> tuple[list[str], dict[str, str], str | None, list[Sequence[str]]]:
-        log.warning("UNSAFE: running %s with no sandbox (PATCHWARDEN_SANDBOX=unsafe-local)", argv)
-        host_argv = [_rewrite(a, mounts) for a in argv]
-        host_env = {k: _rewrite(v, mounts) for k, v in env.items()}
-        return prlimit_argv(limits) + host_argv, host_env, _rewrite(cwd, mounts), []
+    def _wrap(self, call: Call) -> Wrapped:
+        log.warning(
+            "UNSAFE: running %s with no sandbox (PATCHWARDEN_SANDBOX=unsafe-local)", call.argv
+        )
+        host_argv = [_rewrite(a, call.mounts) for a in call.argv]
+        host_env = {k: _rewrite(v, call.mounts) for k, v in call.env.items()}
+        if call.tmp is not None:  # its "/tmp": a throwaway directory per command
+            host_env.update(HOME=call.tmp, TMPDIR=call.tmp)
+        return Wrapped(
+            prlimit_argv(call.limits) + host_argv, host_env, _rewrite(call.cwd, call.mounts)
+        )
 
 
 def _rewrite(text: str, mounts: Sequence[Mount]) -> str:
