@@ -570,6 +570,22 @@ class TestInsideTheSandbox:
         if host_uid(sb) is not None:
             assert await eventually(lambda: not processes_of(sb.uid))
 
+    async def test_cancelling_the_caller_kills_the_tree_at_once(
+        self, sb: BwrapSandbox, mounts: list[Mount]
+    ) -> None:
+        # A thread cannot be cancelled: without the kill, the tree would live on for
+        # its whole timeout after the session that started it gave up.
+        marker = f"985.{uuid.uuid4().int % 10**6:06d}"
+        script = f"trap '' TERM; sleep {marker} & echo started; wait"
+        run = asyncio.create_task(sb.run(["/bin/sh", "-c", script], mounts=mounts, timeout=600))
+        assert await eventually(lambda: bool(processes_with(f"sleep\0{marker}")), within=5)
+        started = asyncio.get_running_loop().time()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert asyncio.get_running_loop().time() - started < 5
+        assert await eventually(lambda: not processes_with(marker))
+
     async def test_background_children_die_with_a_command_that_exits(
         self, sb: BwrapSandbox, mounts: list[Mount]
     ) -> None:

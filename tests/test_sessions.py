@@ -60,6 +60,19 @@ def make_project(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def running_with(marker: str) -> list[str]:
+    """Command lines of host processes that contain ``marker``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if marker.encode() in cmdline:
+            found.append(cmdline.decode(errors="replace"))
+    return found
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     files = {"calc.py": CALC, "test_calc.py": TESTS, "pytest.ini": "[pytest]\n"}
@@ -237,6 +250,26 @@ async def test_a_failing_setup_fails_the_session_with_the_command_named(
     assert result.fix is None  # the fixer never ran
 
 
+async def test_a_fixer_that_fails_stops_the_base_tests_and_cleans_up(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    marker = "984.123456"
+    files = {"calc.py": FIXED, ".github/patchwarden.yml": f'test: "sleep {marker}"\n'}
+    remote = Remote("octo/slow", str(make_project(tmp_path / "slow", files)))
+
+    async def crashes(ctx: FixContext) -> FixReport:
+        await asyncio.sleep(0.5)  # the base tests (a long sleep) are running meanwhile
+        raise WorkspaceError("the fixer could not read the tree")
+
+    started = asyncio.get_running_loop().time()
+    result = await runner.run(SessionSpec(remote=remote, task="x"), crashes)
+    assert result.status == "failed"
+    assert result.error == "the fixer could not read the tree"
+    assert asyncio.get_running_loop().time() - started < 30  # not the 900 s test timeout
+    assert not running_with(marker)
+    assert list((runner.cache.root / "sessions").iterdir()) == []
+
+
 async def test_a_bad_base_is_a_clear_failure(runner: SessionRunner, project: Path) -> None:
     spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="x", base="no-such-ref")
     result = await runner.run(spec, writes(**{"a.txt": "a"}))
@@ -267,14 +300,7 @@ async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
 
     def watch_argv() -> None:  # every process on the host, while the session runs
         while not stop.is_set():
-            for pid in os.listdir("/proc"):
-                if pid.isdigit():
-                    try:
-                        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    except OSError:
-                        continue
-                    if token.encode() in cmdline:
-                        leaks.append(cmdline.decode(errors="replace"))
+            leaks.extend(running_with(token))
 
     async def snoop(ctx: FixContext) -> FixReport:
         done = await ctx.run(

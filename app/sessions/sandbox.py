@@ -232,9 +232,11 @@ def run_captured(
     timeout: float,
     output_bytes: int,
     account: bool = True,
+    stop: threading.Event | None = None,
 ) -> Completed:
-    """Run ``wrapped`` in its own session; capture output; kill the group at ``timeout``.
-    ``shown`` is the command as the caller asked for it (what the result reports).
+    """Run ``wrapped`` in its own session; capture output; kill the group at ``timeout``
+    or as soon as ``stop`` is set (the caller was cancelled). ``shown`` is the command as
+    the caller asked for it (what the result reports).
 
     Blocking (call it through :func:`asyncio.to_thread`). The exit status and resource
     usage come from ``wait4``, so they cover every descendant the process waited for.
@@ -255,29 +257,31 @@ def run_captured(
     out, err = _Capture(output_bytes), _Capture(output_bytes)
     done = threading.Event()
     timed_out = threading.Event()
+    stop = stop or threading.Event()
 
-    def kill_tree() -> None:
+    reason: list[str] = []
+
+    def kill_at_deadline() -> None:
+        cancelled = stop.wait(timeout)
         if done.is_set():
             return
+        reason.append("cancelled" if cancelled else "timeout")
         timed_out.set()
         for extra in wrapped.on_timeout:
             subprocess.run(extra, capture_output=True, timeout=30, check=False)  # noqa: S603
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
-    timer = threading.Timer(timeout, kill_tree)
-    timer.daemon = True
-    timer.start()
+    killer = threading.Thread(target=kill_at_deadline, daemon=True)
+    killer.start()
     pump = threading.Thread(target=_pump, args=(proc.stdout, proc.stderr, out, err, done))
     pump.daemon = True
     pump.start()
-    try:
-        _, status, rusage = os.wait4(proc.pid, 0)
-    finally:
-        timer.cancel()
+    _, status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     # The tree is gone (bwrap) or detached; give the pipes a moment to reach EOF.
     done.set()
+    stop.set()  # releases the killer thread
     pump.join(timeout=5)
     proc.stdout.close()
     proc.stderr.close()
@@ -292,7 +296,8 @@ def run_captured(
     killed_by: str | None = None
     exit_code: int | None = proc.returncode
     if timed_out.is_set():
-        exit_code, killed_by = None, "timeout"
+        exit_code = None
+        killed_by = reason[0]
     elif exit_code is not None and exit_code < 0:
         killed_by = _signal_name(-exit_code)
     elif exit_code is not None and exit_code > 128 and exit_code - 128 in _LIMIT_SIGNALS:
@@ -431,14 +436,25 @@ class Sandbox(abc.ABC):
             wrapped = self.wrap(
                 argv, mounts=mounts, cwd=cwd, env=env, limits=limits, network=network, tmp=tmp
             )
-            return await asyncio.to_thread(
-                run_captured,
-                wrapped,
-                shown=list(argv),
-                timeout=timeout,
-                output_bytes=limits.output_bytes,
-                account=self.accounts_usage,
+            stop = threading.Event()
+            running = asyncio.ensure_future(
+                asyncio.to_thread(
+                    run_captured,
+                    wrapped,
+                    shown=list(argv),
+                    timeout=timeout,
+                    output_bytes=limits.output_bytes,
+                    account=self.accounts_usage,
+                    stop=stop,
+                )
             )
+            try:
+                return await asyncio.shield(running)
+            except asyncio.CancelledError:
+                # A thread cannot be cancelled: kill the tree, wait for the thread.
+                stop.set()
+                await asyncio.gather(running, return_exceptions=True)
+                raise
 
     def wrap(
         self,

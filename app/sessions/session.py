@@ -47,8 +47,8 @@ from app.sessions.workspace import (
     Remote,
     Workspace,
     WorkspaceCache,
-    _file_lock,
     branch_name,
+    file_lock,
 )
 
 log = logging.getLogger(__name__)
@@ -134,8 +134,11 @@ class SessionRunner:
             state.status = "failed"
             log.warning("session for %s failed: %s", spec.remote.repo, state.error)
         finally:
+            # Work still running (the base tests when the fixer raised) is killed, and
+            # awaited, before its directory goes.
             for task in state.pending:
                 task.cancel()
+            await asyncio.gather(*state.pending, return_exceptions=True)
             if ws is not None:
                 await asyncio.to_thread(ws.remove)
         finished = time.monotonic()
@@ -220,8 +223,8 @@ class SessionRunner:
             state.tests = _delta(commands, base_run, None)
             return
 
-        message = f"{spec.task.strip().splitlines()[0][:72] if spec.task.strip() else 'patch'}"
-        head = await ws.commit_all(f"{message}\n\nPatchwarden session, fixer {fix.fixer}.")
+        title = (spec.task.strip().splitlines() or ["patch"])[0][:72]
+        head = await ws.commit_all(f"{title}\n\nPatchwarden session, fixer {fix.fixer}.")
         if head is None:
             state.status = "no-change"
             state.tests = _delta(commands, base_run, None)
@@ -258,7 +261,7 @@ class SessionRunner:
         owner, name = spec.remote.repo.split("/")
         env_dir = self.envs / owner / name / key
         shown = [" ".join(c) for c in commands.setup]
-        async with _file_lock(env_dir.with_suffix(".lock")):
+        async with file_lock(env_dir.with_suffix(".lock")):
             if (env_dir / ".complete").exists():
                 state.steps.append(
                     Step(

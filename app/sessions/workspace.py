@@ -177,7 +177,7 @@ class WorkspaceCache:
         path = self.mirror_path(remote.repo)
         asked_at = time.monotonic()
         lock = self._locks.setdefault(remote.repo, asyncio.Lock())
-        async with lock, _file_lock(path.with_suffix(".lock")):
+        async with lock, file_lock(path.with_suffix(".lock")):
             if want is None and self._fetched_at.get(remote.repo, -1.0) >= asked_at:
                 return path  # a fetch that started after we asked just finished
             self._fetched_at[remote.repo] = time.monotonic()
@@ -468,7 +468,7 @@ def branch_name(job_id: int | str | None, task: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _file_lock(path: Path):  # type: ignore[no-untyped-def]
+async def file_lock(path: Path):  # type: ignore[no-untyped-def]
     """An exclusive ``flock`` across processes (taken in a thread, never on the loop)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
