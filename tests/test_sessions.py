@@ -39,8 +39,10 @@ TESTS = (
     "def test_mul():\n    assert mul(2, 3) == 6\n"
 )
 FIXED = CALC.replace("a - b", "a + b")
+# The suppression comments must not hide the patch's own findings.
 SHELL = FIXED + (
-    "\n\ndef run(cmd):\n    import subprocess\n\n    return subprocess.call(cmd, shell=True)\n"
+    "\n\ndef run(cmd):\n    import subprocess\n\n"
+    "    return subprocess.call(cmd, shell=True)  # nosec # nosemgrep # noqa\n"
 )
 BROKEN_MUL = CALC.replace("a * b", "a * b + 1")
 

@@ -42,7 +42,7 @@ from app.sessions.result import (
     Usage,
 )
 from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
-from app.sessions.verify import DEFAULT_RULES, Timeouts, Verifier, make_step
+from app.sessions.verify import DEFAULT_RULES, Timeouts, Verifier, make_step, tree_mounts
 from app.sessions.workspace import (
     Remote,
     Workspace,
@@ -78,10 +78,7 @@ class FixContext:
 
     @property
     def mounts(self) -> list[Mount]:
-        mounts = [Mount(self.tree, WORKSPACE, writable=True)]
-        if self.env_dir is not None:
-            mounts.append(Mount(self.env_dir, ENV_MOUNT))
-        return mounts
+        return tree_mounts(self.tree, self.env_dir)
 
     async def run(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.redact import redact
@@ -38,7 +38,8 @@ BASE_MOUNT = "/base"
 REPORTS_MOUNT = "/reports"
 RULES_MOUNT = "/rules"
 RUFF_SELECT = "E4,E7,E9,F,B"
-# --disable-nosem: a `# nosemgrep` comment in the patch must not hide its findings.
+# --disable-nosem (and ruff's --ignore-noqa, bandit's --ignore-nosec): a suppression
+# comment in the patch must not hide the patch's own findings.
 SEMGREP_FLAGS = (
     "--metrics=off",
     "--disable-version-check",
@@ -47,8 +48,8 @@ SEMGREP_FLAGS = (
     "--disable-nosem",
 )
 DEFAULT_RULES = Path(__file__).resolve().parents[2] / "policies" / "semgrep"
-JUNIT_LIMIT = 20 * 1024 * 1024
 Parser = Callable[..., list[tuple[Tree, Finding]]]
+TOOL_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,14 @@ class Timeouts:
     tests: float = 900.0
     tools: float = 300.0
     fix: float = 1800.0
+
+
+def tree_mounts(tree: Path, env_dir: Path | None) -> list[Mount]:
+    """A tree at /workspace (writable) and its cached environment at /env (read-only)."""
+    mounts = [Mount(tree, WORKSPACE, writable=True)]
+    if env_dir is not None:
+        mounts.append(Mount(env_dir, ENV_MOUNT))
+    return mounts
 
 
 def make_step(
@@ -109,9 +118,6 @@ class Verifier:
         self.secrets = list(secrets)
         self.scratch = scratch
 
-    def _env_mount(self, env_dir: Path | None) -> list[Mount]:
-        return [Mount(env_dir, ENV_MOUNT)] if env_dir is not None else []
-
     async def tests(
         self, tree: Path, env_dir: Path | None, commands: RepoCommands, *, label: Tree
     ) -> tuple[Step, TestRun]:
@@ -121,18 +127,14 @@ class Verifier:
         argv = list(commands.test)
         if commands.is_pytest:
             argv += ["-p", "no:cacheprovider", f"--junitxml={REPORTS_MOUNT}/junit.xml"]
-        mounts = [
-            Mount(tree, WORKSPACE, writable=True),
-            *self._env_mount(env_dir),
-            Mount(reports_dir, REPORTS_MOUNT, writable=True),
-        ]
+        mounts = [*tree_mounts(tree, env_dir), Mount(reports_dir, REPORTS_MOUNT, writable=True)]
         # Without an environment of its own the repository runs with Patchwarden's
         # Python: keep Patchwarden's pytest plugins out of its test run.
         env = {} if env_dir is not None else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
         step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        junit = read_confined(reports_dir, "junit.xml", limit=JUNIT_LIMIT + 1)
+        junit = read_confined(reports_dir, "junit.xml", limit=reports.MAX_JUNIT_BYTES + 1)
         if junit:
             try:
                 counts, outcomes = reports.parse_junit(junit)
@@ -150,31 +152,29 @@ class Verifier:
         self, base: Path, head: Path, diff: Diff
     ) -> tuple[list[Step], list[FindingsDelta]]:
         """ruff, bandit and semgrep over the changed files of both trees, concurrently."""
-        base_files = [f.old_path or f.path for f in diff.files if f.status != "added"]
-        head_files = [f.path for f in diff.files if f.status != "removed" and not f.binary]
-        base_files = [p for p in base_files if _textual(p)]
+        text = [f for f in diff.files if not f.binary]
+        base_files = [f.old_path or f.path for f in text if f.status != "added"]
+        head_files = [f.path for f in text if f.status != "removed"]
         mounts = [Mount(base, BASE_MOUNT), Mount(head, WORKSPACE)]
         roots: dict[str, Tree] = {BASE_MOUNT: "base", WORKSPACE: "head"}
         reader = _LineReader(base, head)
-        jobs: list[tuple[Tool, list[str], list[Mount], Parser]] = []
+        jobs: list[tuple[Tool, list[str], list[Mount], str, Parser]] = []
         py_targets = _targets(base_files, head_files, suffix=".py")
         bin_dir = self.sandbox.toolchain.bin_dir
         if py_targets:
             ruff = [f"{bin_dir}/ruff", "check", "--isolated", "--select", RUFF_SELECT]
-            ruff += ["--output-format", "json", "--no-cache", "--exit-zero", *py_targets]
-            jobs.append(("ruff", ruff, mounts, reports.parse_ruff))
-            bandit = [f"{bin_dir}/bandit", "-f", "json", "-q", *py_targets]
-            jobs.append(("bandit", bandit, mounts, reports.parse_bandit))
+            ruff += ["--ignore-noqa", "--output-format", "json", "--no-cache", "--exit-zero"]
+            jobs.append(("ruff", [*ruff, *py_targets], mounts, "/", reports.parse_ruff))
+            bandit = [f"{bin_dir}/bandit", "-f", "json", "-q", "--ignore-nosec", *py_targets]
+            jobs.append(("bandit", bandit, mounts, "/", reports.parse_bandit))
         all_targets = _targets(base_files, head_files, suffix="")
         if all_targets and _has_rules(self.rules_dir):
             # Run from the rules directory with --config . so rule ids carry no path prefix.
             semgrep = [f"{bin_dir}/semgrep", "scan", "--config", ".", "--json"]
             semgrep += [*SEMGREP_FLAGS, *all_targets]
             semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
-            jobs.append(("semgrep", semgrep, semgrep_mounts, reports.parse_semgrep))
-        results = await asyncio.gather(
-            *(self._tool(name, argv, m, parse, roots, reader) for name, argv, m, parse in jobs)
-        )
+            jobs.append(("semgrep", semgrep, semgrep_mounts, RULES_MOUNT, reports.parse_semgrep))
+        results = await asyncio.gather(*(self._tool(*job, roots, reader) for job in jobs))
         steps = [step for step, _ in results]
         deltas = {delta.tool: delta for _, delta in results}
         files = {"ruff": len(py_targets), "bandit": len(py_targets), "semgrep": len(all_targets)}
@@ -187,12 +187,16 @@ class Verifier:
         name: Tool,
         argv: list[str],
         mounts: list[Mount],
+        cwd: str,
         parse: Parser,
         roots: dict[str, Tree],
         reader: _LineReader,
     ) -> tuple[Step, FindingsDelta]:
-        cwd = RULES_MOUNT if name == "semgrep" else "/"
-        done = await self.sandbox.run(argv, mounts=mounts, cwd=cwd, timeout=self.timeouts.tools)
+        # The JSON is parsed, not stored: allow far more of it than of a step's output.
+        limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
+        done = await self.sandbox.run(
+            argv, mounts=mounts, cwd=cwd, timeout=self.timeouts.tools, limits=limits
+        )
         step = make_step(
             done, name=name, phase="verify", tree=None, secrets=self.secrets, include_stdout=False
         )
@@ -219,10 +223,6 @@ def _redacted(finding: Finding, secrets: Sequence[str]) -> Finding:
 def _has_rules(rules_dir: Path) -> bool:
     """A semgrep start costs ~3 s; with no rule files there is nothing to run."""
     return rules_dir.is_dir() and any(rules_dir.glob("*.y*ml"))
-
-
-def _textual(path: str) -> bool:
-    return not path.endswith((".png", ".jpg", ".gif", ".ico", ".pdf", ".zip", ".gz", ".whl"))
 
 
 def _targets(base_files: list[str], head_files: list[str], *, suffix: str) -> list[str]:
