@@ -279,6 +279,37 @@ async def test_a_bad_base_is_a_clear_failure(runner: SessionRunner, project: Pat
     assert result.error == "'no-such-ref' is not a commit of octo/calc"
 
 
+async def test_a_base_that_looks_like_an_option_is_refused(
+    runner: SessionRunner, project: Path
+) -> None:
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="x", base="--output=/x")
+    result = await runner.run(spec, writes(**{"a.txt": "a"}))
+    assert result.status == "failed"
+    assert result.error == "'--output=/x' is not a commit or ref name"
+    assert runner.cache.fetches == {}  # refused before any git ran
+
+
+async def test_a_failed_fetch_is_not_taken_for_a_fresh_mirror(
+    runner: SessionRunner, project: Path, tmp_path: Path
+) -> None:
+    missing = Remote("octo/calc", str(tmp_path / "gone"))
+    first, second = await asyncio.gather(
+        runner.run(SessionSpec(remote=missing, task="a"), writes(**{"a.txt": "a"})),
+        runner.run(SessionSpec(remote=missing, task="b"), writes(**{"b.txt": "b"})),
+    )
+    assert first.status == second.status == "failed"
+    # Each says why: git could not clone (not "HEAD is not a commit" of an absent mirror).
+    for result in (first, second):
+        assert result.error is not None
+        assert "git clone --mirror" in result.error, result.error
+    assert runner.cache.fetches == {}
+    # The repository appears: the next session clones it instead of trusting a failure.
+    ok = await runner.run(
+        SessionSpec(remote=Remote("octo/calc", str(project)), task="c"), writes(**{"c.txt": "c"})
+    )
+    assert ok.status == "patched", ok.error
+
+
 def test_a_token_in_the_url_is_refused() -> None:
     with pytest.raises(WorkspaceError, match="carries credentials"):
         Remote("octo/calc", "https://x-access-token:ghs_abc@github.com/octo/calc.git")

@@ -179,8 +179,8 @@ class WorkspaceCache:
         lock = self._locks.setdefault(remote.repo, asyncio.Lock())
         async with lock, file_lock(path.with_suffix(".lock")):
             if want is None and self._fetched_at.get(remote.repo, -1.0) >= asked_at:
-                return path  # a fetch that started after we asked just finished
-            self._fetched_at[remote.repo] = time.monotonic()
+                return path  # a fetch that started after we asked has succeeded
+            began = time.monotonic()
             env = git_env(self.home, remote=remote)
             secrets = [remote.token] if remote.token else []
             if not (path / "HEAD").exists():
@@ -205,7 +205,7 @@ class WorkspaceCache:
                 finally:
                     if tmp.exists():
                         shutil.rmtree(tmp, ignore_errors=True)
-                self.fetches[remote.repo] = self.fetches.get(remote.repo, 0) + 1
+                self._fetched(remote.repo, began)
                 if want is None or await self._has(path, want, env):
                     return path
             elif want is not None and await self._has(path, want, env):
@@ -215,7 +215,7 @@ class WorkspaceCache:
                 env=env,
                 secrets=secrets,
             )
-            self.fetches[remote.repo] = self.fetches.get(remote.repo, 0) + 1
+            self._fetched(remote.repo, began)
             if want is not None and not await self._has(path, want, env):
                 # A commit no branch points at (a PR from a fork): ask for it by sha.
                 await run_git(
@@ -227,6 +227,11 @@ class WorkspaceCache:
                 if not await self._has(path, want, env):
                     raise WorkspaceError(f"commit {want} is not in {remote.repo}")
             return path
+
+    def _fetched(self, repo: str, began: float) -> None:
+        """Count a successful clone or fetch; waiters who asked before ``began`` reuse it."""
+        self.fetches[repo] = self.fetches.get(repo, 0) + 1
+        self._fetched_at[repo] = began
 
     async def _has(self, mirror: Path, rev: str, env: Mapping[str, str]) -> bool:
         done = await run_git(
@@ -243,9 +248,11 @@ class WorkspaceCache:
         with_base_copy: bool = True,
     ) -> Workspace:
         """A fresh session directory with ``tree/`` (and ``base/``) at the base commit."""
+        rev = base or "HEAD"
+        if rev.startswith("-") or any(ch.isspace() or ch == "\0" for ch in rev):
+            raise WorkspaceError(f"{rev!r} is not a commit or ref name")
         mirror = await self.mirror(remote, want=base if base and _SHA.match(base) else None)
         env = git_env(self.home)
-        rev = base or "HEAD"
         done = await run_git(
             ["--git-dir", str(mirror), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
             env=env,
