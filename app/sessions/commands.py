@@ -123,10 +123,11 @@ def read_config(tree: Path) -> dict[str, Any]:
 def detect(tree: Path, *, base_python: str) -> RepoCommands:
     """The setup and test commands for the base tree at ``tree``."""
     config = read_config(tree)
-    present = {name for name in SETUP_INPUTS if read_confined(tree, name) is not None}
+    found = {name: read_confined(tree, name) for name in SETUP_INPUTS}
     inputs = {
-        name: hashlib.sha256(read_confined(tree, name) or b"").hexdigest() for name in present
+        name: hashlib.sha256(data).hexdigest() for name, data in found.items() if data is not None
     }
+    present = set(inputs)
     kind = _kind(tree, present)
 
     if "test" in config:
@@ -194,7 +195,7 @@ def _detect_test(tree: Path, kind: str) -> list[str]:
         )
     if kind == "go":
         return ["go", "test", "./..."]
-    if kind == "make" or _make_test_target(tree):
+    if kind == "make":
         return ["make", "test"]
     return []
 

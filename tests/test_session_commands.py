@@ -1,0 +1,112 @@
+"""Which setup and test commands a repository gets: from its config or detected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.sessions.commands import ENV_MOUNT, RepoConfigError, detect
+
+PY = "/opt/python/bin/python3"
+
+
+def tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\ntest = ["pytest"]\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "setup", "test"),
+    [
+        pytest.param({"README.md": "x"}, [], [], id="nothing-to-run"),
+        pytest.param(
+            {"test_a.py": "def test(): pass\n"},
+            [],  # plain test files run on Patchwarden's own Python
+            ["python", "-m", "pytest", "-q"],
+            id="plain-test-files",
+        ),
+        pytest.param(
+            {"pyproject.toml": PYPROJECT_TEST_EXTRA, "requirements-dev.txt": "ruff\n"},
+            [
+                [PY, "-m", "venv", ENV_MOUNT],
+                [
+                    *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
+                    *["-e", ".[test]", "-r", "requirements-dev.txt", "pytest"],
+                ],
+            ],
+            ["python", "-m", "pytest", "-q"],
+            id="pyproject-with-test-extra",
+        ),
+        pytest.param(
+            {"package.json": '{"scripts": {"test": "jest"}}', "package-lock.json": "{}"},
+            [["npm", "ci", "--no-audit", "--no-fund"]],
+            ["npm", "test", "--silent"],
+            id="node-with-lockfile",
+        ),
+        pytest.param({"go.mod": "module x\n"}, [], ["go", "test", "./..."], id="go"),
+        pytest.param({"Makefile": "test:\n\ttrue\n"}, [], ["make", "test"], id="make"),
+        pytest.param(
+            {
+                "test_a.py": "",
+                ".github/patchwarden.yml": "setup:\n  - make deps\n  - sh -c 'echo hi'\n"
+                "test: python -m pytest -x tests\n",
+            },
+            [["make", "deps"], ["sh", "-c", "echo hi"]],
+            ["python", "-m", "pytest", "-x", "tests"],
+            id="config-wins",
+        ),
+    ],
+)
+def test_commands_are_configured_or_detected(
+    tmp_path: Path, files: dict[str, str], setup: list[list[str]], test: list[str]
+) -> None:
+    commands = detect(tree(tmp_path, files), base_python=PY)
+    assert commands.setup == setup
+    assert commands.test == test
+    expected = "config" if ".github/patchwarden.yml" in files else "detected"
+    assert commands.test_source == (expected if test else "none")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("setup: [", "is not valid YAML"),
+        ("- a\n- b\n", "must be a mapping"),
+        ("test: 5\n", "`test` must be a command line"),
+        ("test: ''\n", "`test` must be a command line"),
+        ('test: "pytest \'unclosed"\n', "`test` does not parse"),
+        ("setup: [3]\n", "`setup` must be a command line"),
+    ],
+)
+def test_a_bad_config_is_refused_with_what_is_wrong(
+    tmp_path: Path, config: str, message: str
+) -> None:
+    root = tree(tmp_path, {".github/patchwarden.yml": config})
+    with pytest.raises(RepoConfigError, match=message) as caught:
+        detect(root, base_python=PY)
+    assert ".github/patchwarden.yml" in str(caught.value)
+
+
+def test_a_config_symlinked_out_of_the_tree_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yml"
+    outside.write_text("test: cat /etc/shadow\n")
+    root = tmp_path / "repo"
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "patchwarden.yml").symlink_to(outside)
+    assert detect(root, base_python=PY).test == []
+
+
+def test_the_setup_cache_key_follows_the_inputs(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"requirements.txt": "attrs==23.1\n"})
+    before = detect(root, base_python=PY).env_key(base_python=PY, backend="bwrap")
+    (root / "requirements.txt").write_text("attrs==23.2\n")
+    after = detect(root, base_python=PY).env_key(base_python=PY, backend="bwrap")
+    assert before != after
+    assert after == detect(root, base_python=PY).env_key(base_python=PY, backend="bwrap")
+    assert after != detect(root, base_python=PY).env_key(base_python=PY, backend="docker")
