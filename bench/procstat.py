@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -162,3 +163,35 @@ def guarded(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     except (RuntimeError, OSError, subprocess.SubprocessError, PatchwardenError) as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 2
+
+
+def common_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--json, --check and --quiet, as every session benchmark takes them."""
+    parser.add_argument("--json", action="store_true", help="JSON on stdout, the report on stderr")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def machine(load_before: list[float] | None, others: OtherCpu, **facts: Any) -> dict[str, Any]:
+    """What the figures were measured on, and how busy it was meanwhile."""
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        **facts,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
+        "other_cpu_percent": others.stop(),
+    }
+
+
+def noise_warning(doc: dict[str, Any]) -> list[str]:
+    """A line saying the figures are noisy when other processes were busy."""
+    other = doc["machine"]["other_cpu_percent"]
+    if other is None or other <= NOISE_PERCENT:
+        return []
+    return [
+        f"warning: other processes used {other:.0f}% of a core meanwhile; the figures are"
+        " noisy, run again on a quiet machine"
+    ]

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -41,7 +39,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, pct
+from procstat import (
+    OtherCpu,
+    common_options,
+    finish,
+    guarded,
+    loadavg,
+    log,
+    machine,
+    noise_warning,
+    pct,
+)
 
 from app.sessions.sandbox import BASE_ENV, WORKSPACE, BwrapSandbox, Mount, Sandbox
 
@@ -356,12 +364,7 @@ def _report(doc: dict[str, Any], rows: list[Row]) -> str:
             out.append(
                 f"  {b['variant']:<42} {b['median_ms']:7.2f} (p90 {b['p90_ms']:6.2f}){saves}"
             )
-    other = doc["machine"]["other_cpu_percent"]
-    if other is not None and other > NOISE_PERCENT:
-        out.append(
-            f"warning: other processes used {other:.0f}% of a core meanwhile; the figures are"
-            " noisy, run again on a quiet machine"
-        )
+    out += noise_warning(doc)
     m = doc["machine"]
     out.append(
         f"machine: nproc {m['nproc']}, {m['kernel']}, {m['bwrap']}, {m['mode']},"
@@ -382,16 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-n", "--n", type=int, default=50, help="measured rounds (default 50)")
     p.add_argument("--warmup", type=int, default=5, help="rounds not measured (default 5)")
-    p.add_argument("--json", action="store_true", help="JSON on stdout, the report on stderr")
-    p.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
     p.add_argument(
         "--no-breakdown",
         dest="breakdown",
         action="store_false",
         help="skip timing /usr/bin/true with each part of the sandbox left out",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return p
+    return common_options(p)
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -417,22 +417,18 @@ def run_bench(args: argparse.Namespace) -> int:
         "results": [asdict(r) for r in rows],
         **_summary(rows, paired),
         "breakdown": breakdown,
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": platform.python_version(),
-            "kernel": platform.release(),
-            "bwrap": _version([sandbox.bwrap, "--version"]),
-            "mode": (
+        "machine": machine(
+            load_before,
+            others,
+            bwrap=_version([sandbox.bwrap, "--version"]),
+            mode=(
                 f"privileged bwrap + setpriv to uid {sandbox.uid}"
                 if sandbox.privileged
                 else "user namespace, uid 65534 inside"
             ),
-            "check": mode,
-            "privileged": sandbox.privileged,
-            "loadavg_before": load_before,
-            "loadavg_after": loadavg(),
-            "other_cpu_percent": others.stop(),
-        },
+            check=mode,
+            privileged=sandbox.privileged,
+        ),
     }
     return finish(doc, _report(doc, rows), args)
 

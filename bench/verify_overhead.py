@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import importlib.metadata
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -36,7 +35,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, machine_busy_seconds
+from procstat import (
+    OtherCpu,
+    common_options,
+    finish,
+    guarded,
+    loadavg,
+    log,
+    machine,
+    machine_busy_seconds,
+    noise_warning,
+)
 
 from app.sessions.result import FixReport, SessionResult
 from app.sessions.sandbox import BwrapSandbox
@@ -391,12 +400,7 @@ def _report(doc: dict[str, Any]) -> str:
             " (everything on the machine)"
         )
     out.append(f"semgrep: {doc['semgrep']}")
-    other = doc["machine"]["other_cpu_percent"]
-    if other is not None and other > NOISE_PERCENT:
-        out.append(
-            f"warning: other processes used {other:.0f}% of a core meanwhile; the figures are"
-            " noisy, run again on a quiet machine"
-        )
+    out += noise_warning(doc)
     m = doc["machine"]
     out.append(
         f"machine: nproc {m['nproc']}, Python {m['python']}, {m['kernel']}, {m['tools']};"
@@ -443,10 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_RULES,
         help=f"semgrep rules directory (default {DEFAULT_RULES})",
     )
-    p.add_argument("--json", action="store_true", help="JSON on stdout, the report on stderr")
-    p.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return p
+    return common_options(p)
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -487,15 +488,11 @@ def run_bench(args: argparse.Namespace) -> int:
             "limit_s": TARGET_SECONDS,
             "semgrep_ran": semgrep_ok,
         },
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": platform.python_version(),
-            "kernel": platform.release(),
-            "tools": _tool_versions(),
-            "loadavg_before": load_before,
-            "loadavg_after": loadavg(),
-            "other_cpu_percent": others.stop(),
-        },
+        "machine": machine(
+            load_before,
+            others,
+            tools=_tool_versions(),
+        ),
     }
     return finish(doc, _report(doc), args)
 

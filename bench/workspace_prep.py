@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -38,7 +36,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from procstat import NOISE_PERCENT, OtherCpu, finish, guarded, loadavg, log, pct
+from procstat import (
+    OtherCpu,
+    common_options,
+    finish,
+    guarded,
+    loadavg,
+    log,
+    machine,
+    noise_warning,
+    pct,
+)
 
 from app.sessions.workspace import Remote, WorkspaceCache, git_env
 
@@ -335,12 +343,7 @@ def _report(doc: dict[str, Any]) -> str:
     out.append("where a cached create spends its time (median of 3 traced calls, seconds):")
     for step in r["cached_git_steps"]:
         out.append(f"  {step['git']:<38} {step['median_s']:.3f}")
-    other = doc["machine"]["other_cpu_percent"]
-    if other is not None and other > NOISE_PERCENT:
-        out.append(
-            f"warning: other processes used {other:.0f}% of a core meanwhile; the figures are"
-            " noisy, run again on a quiet machine"
-        )
+    out += noise_warning(doc)
     m = doc["machine"]
     out.append(
         f"machine: nproc {m['nproc']}, git {m['git']}, Python {m['python']}, {m['kernel']};"
@@ -386,10 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the temporary folder goes (default: the system's; try /dev/shm to see"
         " what the disk costs)",
     )
-    p.add_argument("--json", action="store_true", help="JSON on stdout, the report on stderr")
-    p.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return p
+    return common_options(p)
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -444,16 +444,12 @@ def run_bench(args: argparse.Namespace) -> int:
             "cached_s": results["cached"]["median_s"],
             "cold_s": results["cold"]["median_s"],
         },
-        "machine": {
-            "nproc": os.cpu_count(),
-            "python": platform.python_version(),
-            "kernel": platform.release(),
-            "git": git_version,
-            "tmp_fs": tmp_fs,
-            "loadavg_before": load_before,
-            "loadavg_after": loadavg(),
-            "other_cpu_percent": others.stop(),
-        },
+        "machine": machine(
+            load_before,
+            others,
+            git=git_version,
+            tmp_fs=tmp_fs,
+        ),
     }
     return finish(doc, _report(doc), args)
 
