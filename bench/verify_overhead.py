@@ -47,9 +47,9 @@ from procstat import (
     noise_warning,
 )
 
-from app.sessions.result import FixReport, SessionResult
+from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.sandbox import BwrapSandbox
-from app.sessions.session import FixContext, SessionRunner, SessionSpec
+from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.verify import DEFAULT_RULES, Verifier
 from app.sessions.workspace import Remote, Workspace, WorkspaceCache, git_env
 
@@ -167,14 +167,14 @@ def make_repo(path: Path, modules: int) -> None:
             raise RuntimeError(f"{argv[1]} failed: {done.stderr.decode(errors='replace')}")
 
 
-async def fixer(ctx: FixContext) -> FixReport:
+async def fixer(ctx: FixContext) -> FixOutcome:
     """Edits one .py file of the tree, keeping its behaviour."""
     target = ctx.tree / PACKAGE / "mod_0.py"
     text = target.read_text()
     if OLD_SLUG not in text:
-        return FixReport(fixer="bench", ok=False, reason="mod_0.py is not the generated one")
+        return FixOutcome(fixer="bench", ok=False, reason="mod_0.py is not the generated one")
     target.write_text(text.replace(OLD_SLUG, NEW_SLUG))
-    return FixReport(fixer="bench", summary="rewrite slug_0 (same behaviour)")
+    return FixOutcome(fixer="bench", summary="rewrite slug_0 (same behaviour)")
 
 
 class Timings:
@@ -293,7 +293,7 @@ async def _sessions(args: argparse.Namespace, work: Path, source: Path) -> list[
                 f"session {i + 1} of {args.warmup + args.runs}" + ("" if counted else " (warm-up)"),
             )
             timings.clear()
-            spec = SessionSpec(remote=Remote(REPO, str(source)), task="bench", job_id=i + 1)
+            spec = SessionSpec(remote=Remote(REPO, str(source)), task=Task("bench"), job_id=i + 1)
             busy = machine_busy_seconds()
             started = time.perf_counter()
             result = await runner.run(spec, fixer)

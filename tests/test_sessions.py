@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from app.localforge import LocalForge
-from app.sessions.result import FixReport, SessionResult
+from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.sandbox import BwrapSandbox
-from app.sessions.session import FixContext, SessionRunner, SessionSpec
+from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, WorkspaceCache, WorkspaceError, git_env, run_git
 from tests.conftest import INSTALLATION, REPO
 
@@ -87,11 +87,11 @@ def runner(tmp_path: Path) -> SessionRunner:
     return SessionRunner(cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)
 
 
-def writes(**files: str) -> Callable[[FixContext], Awaitable[FixReport]]:
-    async def fixer(ctx: FixContext) -> FixReport:
+def writes(**files: str) -> Callable[[FixContext], Awaitable[FixOutcome]]:
+    async def fixer(ctx: FixContext) -> FixOutcome:
         for name, text in files.items():
             (ctx.tree / name).write_text(text)
-        return FixReport(fixer="test", summary=f"wrote {', '.join(files)}")
+        return FixOutcome(fixer="test", summary=f"wrote {', '.join(files)}")
 
     return fixer
 
@@ -99,7 +99,7 @@ def writes(**files: str) -> Callable[[FixContext], Awaitable[FixReport]]:
 async def test_a_fix_is_reported_as_newly_passing_and_its_shell_call_as_new_findings(
     runner: SessionRunner, project: Path
 ) -> None:
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="Fix add()", job_id=7)
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("Fix add()"), job_id=7)
     result = await runner.run(spec, writes(**{"calc.py": SHELL}))
 
     assert result.status == "patched", result.error
@@ -142,7 +142,7 @@ async def test_a_fix_is_reported_as_newly_passing_and_its_shell_call_as_new_find
 async def test_a_patch_that_breaks_another_test_says_which(
     runner: SessionRunner, project: Path
 ) -> None:
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="tweak mul")
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("tweak mul"))
     result = await runner.run(spec, writes(**{"calc.py": BROKEN_MUL}))
 
     assert result.status == "patched"
@@ -159,14 +159,14 @@ async def test_a_patch_that_breaks_another_test_says_which(
 async def test_no_change_and_a_fixer_that_gives_up(runner: SessionRunner, project: Path) -> None:
     remote = Remote("octo/calc", str(project))
 
-    async def nothing(ctx: FixContext) -> FixReport:
-        return FixReport(fixer="test")
+    async def nothing(ctx: FixContext) -> FixOutcome:
+        return FixOutcome(fixer="test")
 
-    async def gives_up(ctx: FixContext) -> FixReport:
+    async def gives_up(ctx: FixContext) -> FixOutcome:
         (ctx.tree / "calc.py").write_text(FIXED)
-        return FixReport(fixer="test", ok=False, reason="could not find the bug")
+        return FixOutcome(fixer="test", ok=False, reason="could not find the bug")
 
-    unchanged = await runner.run(SessionSpec(remote=remote, task="noop"), nothing)
+    unchanged = await runner.run(SessionSpec(remote=remote, task=Task("noop")), nothing)
     assert unchanged.status == "no-change"
     assert unchanged.head_sha is None
     assert unchanged.tests is not None
@@ -174,7 +174,7 @@ async def test_no_change_and_a_fixer_that_gives_up(runner: SessionRunner, projec
     assert unchanged.tests.base.counts is not None
     assert unchanged.tests.base.counts.failed == 1
 
-    failed = await runner.run(SessionSpec(remote=remote, task="give up"), gives_up)
+    failed = await runner.run(SessionSpec(remote=remote, task=Task("give up")), gives_up)
     assert failed.status == "failed"
     assert failed.error == "could not find the bug"
     assert failed.head_sha is None
@@ -187,19 +187,19 @@ async def test_two_sessions_of_one_repo_run_side_by_side_and_fetch_once(
     seen: dict[str, set[str]] = {}
     both_wrote = asyncio.Barrier(2)
 
-    def fixer(name: str) -> Callable[[FixContext], Awaitable[FixReport]]:
-        async def edit(ctx: FixContext) -> FixReport:
+    def fixer(name: str) -> Callable[[FixContext], Awaitable[FixOutcome]]:
+        async def edit(ctx: FixContext) -> FixOutcome:
             (ctx.tree / f"{name}.txt").write_text(f"{name}\n")
             await ctx.run(["/bin/sh", "-c", f"echo {name} >> calc.py"])
             await both_wrote.wait()
             seen[name] = {p.name for p in ctx.tree.iterdir()}
-            return FixReport(fixer="test")
+            return FixOutcome(fixer="test")
 
         return edit
 
     one, two = await asyncio.gather(
-        runner.run(SessionSpec(remote=remote, task="one", job_id=1), fixer("one")),
-        runner.run(SessionSpec(remote=remote, task="two", job_id=2), fixer("two")),
+        runner.run(SessionSpec(remote=remote, task=Task("one"), job_id=1), fixer("one")),
+        runner.run(SessionSpec(remote=remote, task=Task("two"), job_id=2), fixer("two")),
     )
     assert runner.cache.fetches == {"octo/calc": 1}
     assert one.status == two.status == "patched"
@@ -221,13 +221,13 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     files = {"calc.py": FIXED, "test_calc.py": TESTS, ".github/patchwarden.yml": config}
     remote = Remote("octo/setup", str(make_project(tmp_path / "setup", files)))
 
-    async def probe(ctx: FixContext) -> FixReport:
+    async def probe(ctx: FixContext) -> FixOutcome:
         done = await ctx.run(["/bin/sh", "-c", "test -x /env/bin/python && touch /env/x"])
         (ctx.tree / "note.txt").write_text("ok\n")
-        return FixReport(fixer="test", summary=done.stderr)
+        return FixOutcome(fixer="test", summary=done.stderr)
 
-    first = await runner.run(SessionSpec(remote=remote, task="a"), probe)
-    second = await runner.run(SessionSpec(remote=remote, task="b"), probe)
+    first = await runner.run(SessionSpec(remote=remote, task=Task("a")), probe)
+    second = await runner.run(SessionSpec(remote=remote, task=Task("b")), probe)
 
     setup = [s for s in first.steps if s.phase == "setup"]
     assert [s.cached for s in setup] == [False]
@@ -245,7 +245,7 @@ async def test_a_failing_setup_fails_the_session_with_the_command_named(
 ) -> None:
     files = {"calc.py": FIXED, ".github/patchwarden.yml": "setup: \"sh -c 'exit 3'\"\n"}
     remote = Remote("octo/badsetup", str(make_project(tmp_path / "bad", files)))
-    result = await runner.run(SessionSpec(remote=remote, task="x"), writes(**{"a.txt": "a"}))
+    result = await runner.run(SessionSpec(remote=remote, task=Task("x")), writes(**{"a.txt": "a"}))
     assert result.status == "failed"
     assert result.error is not None
     assert "setup failed: `sh -c exit 3` exited 3" in result.error
@@ -259,12 +259,12 @@ async def test_a_fixer_that_fails_stops_the_base_tests_and_cleans_up(
     files = {"calc.py": FIXED, ".github/patchwarden.yml": f'test: "sleep {marker}"\n'}
     remote = Remote("octo/slow", str(make_project(tmp_path / "slow", files)))
 
-    async def crashes(ctx: FixContext) -> FixReport:
+    async def crashes(ctx: FixContext) -> FixOutcome:
         await asyncio.sleep(0.5)  # the base tests (a long sleep) are running meanwhile
         raise WorkspaceError("the fixer could not read the tree")
 
     started = asyncio.get_running_loop().time()
-    result = await runner.run(SessionSpec(remote=remote, task="x"), crashes)
+    result = await runner.run(SessionSpec(remote=remote, task=Task("x")), crashes)
     assert result.status == "failed"
     assert result.error == "the fixer could not read the tree"
     assert asyncio.get_running_loop().time() - started < 30  # not the 900 s test timeout
@@ -273,7 +273,7 @@ async def test_a_fixer_that_fails_stops_the_base_tests_and_cleans_up(
 
 
 async def test_a_bad_base_is_a_clear_failure(runner: SessionRunner, project: Path) -> None:
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="x", base="no-such-ref")
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("x"), base="no-such-ref")
     result = await runner.run(spec, writes(**{"a.txt": "a"}))
     assert result.status == "failed"
     assert result.error == "'no-such-ref' is not a commit of octo/calc"
@@ -282,7 +282,7 @@ async def test_a_bad_base_is_a_clear_failure(runner: SessionRunner, project: Pat
 async def test_a_base_that_looks_like_an_option_is_refused(
     runner: SessionRunner, project: Path
 ) -> None:
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task="x", base="--output=/x")
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("x"), base="--output=/x")
     result = await runner.run(spec, writes(**{"a.txt": "a"}))
     assert result.status == "failed"
     assert result.error == "'--output=/x' is not a commit or ref name"
@@ -294,8 +294,8 @@ async def test_a_failed_fetch_is_not_taken_for_a_fresh_mirror(
 ) -> None:
     missing = Remote("octo/calc", str(tmp_path / "gone"))
     first, second = await asyncio.gather(
-        runner.run(SessionSpec(remote=missing, task="a"), writes(**{"a.txt": "a"})),
-        runner.run(SessionSpec(remote=missing, task="b"), writes(**{"b.txt": "b"})),
+        runner.run(SessionSpec(remote=missing, task=Task("a")), writes(**{"a.txt": "a"})),
+        runner.run(SessionSpec(remote=missing, task=Task("b")), writes(**{"b.txt": "b"})),
     )
     assert first.status == second.status == "failed"
     # Each says why: git could not clone (not "HEAD is not a commit" of an absent mirror).
@@ -305,7 +305,8 @@ async def test_a_failed_fetch_is_not_taken_for_a_fresh_mirror(
     assert runner.cache.fetches == {}
     # The repository appears: the next session clones it instead of trusting a failure.
     ok = await runner.run(
-        SessionSpec(remote=Remote("octo/calc", str(project)), task="c"), writes(**{"c.txt": "c"})
+        SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("c")),
+        writes(**{"c.txt": "c"}),
     )
     assert ok.status == "patched", ok.error
 
@@ -335,19 +336,19 @@ async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
         while not stop.is_set():
             leaks.extend(running_with(token))
 
-    async def snoop(ctx: FixContext) -> FixReport:
+    async def snoop(ctx: FixContext) -> FixOutcome:
         done = await ctx.run(
             ["/bin/sh", "-c", "env; cat /proc/*/cmdline /proc/*/environ 2>/dev/null | tr '\\0' ' '"]
         )
         print(f"leaked {token}")  # a fixer that prints the token: redacted when stored
         (ctx.tree / "calc.py").write_text(FIXED + f"# {token}\n")
-        return FixReport(fixer="test", summary=done.stdout)
+        return FixOutcome(fixer="test", summary=done.stdout)
 
     watcher = threading.Thread(target=watch_argv, daemon=True)
     caplog.set_level(logging.DEBUG)
     watcher.start()
     try:
-        result = await runner.run(SessionSpec(remote=remote, task="t", job_id=9), snoop)
+        result = await runner.run(SessionSpec(remote=remote, task=Task("t"), job_id=9), snoop)
     finally:
         stop.set()
         watcher.join()

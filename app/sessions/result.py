@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import PatchwardenError
+from app.redact import redact
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -154,13 +155,84 @@ class SandboxInfo(_Model):
     limits: dict[str, int] = Field(default_factory=dict)
 
 
-class FixReport(_Model):
-    """What the fixer said it did (the fixers issue fills this in further)."""
+class ModelUsage(_Model):
+    """What a fixer's model calls used, from the API's ``usage`` fields."""
+
+    calls: int = 0  # answered calls (failed attempts are in the audit log, not here)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    estimated: bool = False  # a server sent no usage: tokens estimated from the text
+    unpriced: list[str] = Field(default_factory=list)  # models used that have no price
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class TranscriptEntry(_Model):
+    """One turn of a fixer's conversation or one tool call, redacted and capped."""
+
+    role: Literal["system", "user", "assistant", "tool", "note"]
+    content: str = ""
+    tool: str | None = None  # the tool called (assistant) or answering (tool)
+    arguments: str | None = None  # the call's arguments as the model sent them (JSON)
+
+
+class Culprit(_Model):
+    """The first bad commit the revert fixer found, and how."""
+
+    sha: str
+    subject: str
+    author: str
+    pull_request: int | None = None  # from "Merge pull request #N" or a "(#N)" subject
+    merge: bool = False  # reverted with -m 1
+    good: str  # the last good commit bisect started from
+    tested: int = 0  # commits whose tests ran
+    bisect_log: str = ""
+
+
+class FixOutcome(_Model):
+    """What a fixer did: its summary for the PR, success or why not, and what it used."""
 
     fixer: str
     summary: str = ""
     ok: bool = True
     reason: str | None = None
+    final: bool = False  # do not hand the task to another fixer (a flaky test, say)
+    commit_message: str | None = None  # the patch commit's message; default: the task title
+    usage: ModelUsage = Field(default_factory=ModelUsage)
+    transcript: list[TranscriptEntry] = Field(default_factory=list)
+    culprit: Culprit | None = None
+    rules_fixed: dict[str, int] = Field(default_factory=dict)  # lint: rule id -> times fixed
+
+    def redacted(self, known: list[str]) -> FixOutcome:
+        """Every text the fixer produced, with credentials masked."""
+
+        def r(text: str | None) -> str | None:
+            return None if text is None else redact(text, known=known)
+
+        culprit = self.culprit
+        if culprit is not None:
+            culprit = culprit.model_copy(
+                update={
+                    "subject": r(culprit.subject),
+                    "author": r(culprit.author),
+                    "bisect_log": r(culprit.bisect_log),
+                }
+            )
+        return self.model_copy(
+            update={
+                "summary": r(self.summary),
+                "reason": r(self.reason),
+                "commit_message": r(self.commit_message),
+                "transcript": [
+                    e.model_copy(update={"content": r(e.content), "arguments": r(e.arguments)})
+                    for e in self.transcript
+                ],
+                "culprit": culprit,
+            }
+        )
 
 
 class SessionResult(_Model):
@@ -173,7 +245,7 @@ class SessionResult(_Model):
     status: Literal["patched", "no-change", "failed"]
     error: str | None = None
     sandbox: SandboxInfo
-    fix: FixReport | None = None
+    fix: FixOutcome | None = None
     diff: Diff = Field(default_factory=Diff)
     steps: list[Step] = Field(default_factory=list)
     tests: TestDelta | None = None

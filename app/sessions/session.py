@@ -34,7 +34,7 @@ from app.sessions.commands import ENV_MOUNT, RepoCommands, detect
 from app.sessions.result import (
     Diff,
     FindingsDelta,
-    FixReport,
+    FixOutcome,
     SessionResult,
     Step,
     TestDelta,
@@ -54,13 +54,53 @@ from app.sessions.workspace import (
 log = logging.getLogger(__name__)
 
 
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Document:
+    """Text from someone other than the requester (an issue body, a comment, an alert
+    payload, a failing check's output). Fixers treat it as data: sanitised and fenced
+    (:mod:`app.sanitize`) before any model sees it."""
+
+    source: str  # "issue #12 body", "comment by @octocat", "alert payload"
+    text: str
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a session is asked to do."""
+
+    title: str  # one line: names the branch and the commit
+    kind: Literal["fix", "alert", "lint"] = "fix"
+    instructions: str = ""  # the requester's own words (a writer's command, --task)
+    documents: tuple[Document, ...] = ()  # untrusted context
+    check: str | None = None  # alert from CI: the failing check's name
+    good: str | None = None  # alert: the last commit known to pass, if the caller knows it
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on one job's model use (docs/configuration.md#the-llm-fixer)."""
+
+    max_steps: int = 40  # model turns
+    max_tokens: int = 400_000  # prompt + completion, all turns
+    max_cost_usd: float | None = 2.0  # None: no cap (a local model costs nothing)
+    daily_usd: float | None = 20.0  # per installation per UTC day; None: no cap
+
+
 @dataclass(frozen=True)
 class SessionSpec:
     remote: Remote
-    task: str  # one line: names the branch and the commit
+    task: Task
     job_id: int | None = None
     base: str | None = None  # a sha or ref of the repository; None = default branch tip
-    fixer: str = "manual"
+    installation_id: int | None = None  # whose daily model budget the job spends
+    budget: Budget = field(default_factory=Budget)
+
+
+def _quiet(message: str) -> None:
+    """The default progress callback: nothing shown."""
 
 
 @dataclass
@@ -74,7 +114,17 @@ class FixContext:
     env_dir: Path | None
     timeouts: Timeouts
     secrets: list[str]
+    workspace: Workspace  # host-side git on the session's repository (never sandboxed)
+    progress: Progress = _quiet
     steps: list[Step] = field(default_factory=list)
+
+    @property
+    def task(self) -> Task:
+        return self.spec.task
+
+    @property
+    def budget(self) -> Budget:
+        return self.spec.budget
 
     @property
     def mounts(self) -> list[Mount]:
@@ -96,8 +146,16 @@ class FixContext:
         )
         return done
 
+    async def changed_paths(self) -> list[str]:
+        """Paths of the tree that differ from the base commit (untracked ones included)."""
+        return await self.workspace.changed_paths()
 
-Fixer = Callable[[FixContext], Awaitable[FixReport]]
+    async def restore(self, paths: Sequence[str]) -> None:
+        """Put ``paths`` back as the base commit has them (new files are deleted)."""
+        await self.workspace.restore(paths)
+
+
+Fixer = Callable[[FixContext], Awaitable[FixOutcome]]
 
 
 class SessionRunner:
@@ -115,17 +173,23 @@ class SessionRunner:
         self.timeouts = timeouts or Timeouts()
         self.envs = cache.root / "envs"
 
-    async def run(self, spec: SessionSpec, fixer: Fixer) -> SessionResult:
-        """Run the whole session; failures become a SessionResult with ``error``."""
+    async def run(
+        self, spec: SessionSpec, fixer: Fixer, *, progress: Progress = _quiet
+    ) -> SessionResult:
+        """Run the whole session; failures become a SessionResult with ``error``.
+
+        ``progress`` hears one line per phase as it starts (and the fixer's own lines).
+        """
         started_wall, started = time.time(), time.monotonic()
-        branch = branch_name(spec.job_id, spec.task)
+        branch = branch_name(spec.job_id, spec.task.title)
         secrets = [spec.remote.token] if spec.remote.token else []
         state = _State(base_sha=spec.base or "", branch=branch)
         ws: Workspace | None = None
         try:
+            progress(f"workspace: {spec.remote.repo} at {spec.base or 'the default branch'}")
             ws = await self.cache.create(spec.remote, base=spec.base, branch=branch)
             state.base_sha = ws.base_sha
-            await self._session(spec, ws, fixer, state, secrets)
+            await self._session(spec, ws, fixer, state, secrets, progress)
         except (PatchwardenError, OSError) as exc:
             state.error = redact(str(exc), known=secrets)
             state.status = "failed"
@@ -169,6 +233,7 @@ class SessionRunner:
         fixer: Fixer,
         state: _State,
         secrets: list[str],
+        progress: Progress,
     ) -> None:
         verifier = Verifier(
             self.sandbox,
@@ -180,7 +245,7 @@ class SessionRunner:
         commands = detect(ws.base_tree, base_python=self.sandbox.toolchain.base_python)
         for tree in (ws.tree, ws.base_tree):
             self.sandbox.prepare_writable(tree)
-        env_dir = await self._setup(spec, ws, commands, state, secrets)
+        env_dir = await self._setup(spec, ws, commands, state, secrets, progress)
         if state.error is not None:
             return
 
@@ -200,19 +265,18 @@ class SessionRunner:
             env_dir=env_dir,
             timeouts=self.timeouts,
             secrets=secrets,
+            workspace=ws,
+            progress=progress,
         )
+        progress(f"fix: {spec.task.title}")
         try:
             fix = await fixer(ctx)
         finally:
             state.steps.extend(ctx.steps)
-        state.fix = fix.model_copy(
-            update={
-                "summary": redact(fix.summary, known=secrets),
-                "reason": None if fix.reason is None else redact(fix.reason, known=secrets),
-            }
-        )
+        state.fix = fix = fix.redacted(secrets)
         base_run: TestRun | None = None
         if base_tests is not None:
+            progress("verify: the tests on the base commit")
             step, base_run = await base_tests
             state.steps.append(step)
         if not fix.ok:
@@ -220,15 +284,22 @@ class SessionRunner:
             state.tests = _delta(commands, base_run, None)
             return
 
-        title = (spec.task.strip().splitlines() or ["patch"])[0][:72]
-        head = await ws.commit_all(f"{title}\n\nPatchwarden session, fixer {fix.fixer}.")
+        title = (spec.task.title.strip().splitlines() or ["patch"])[0][:72]
+        message = fix.commit_message or f"{title}\n\nPatchwarden session, fixer {fix.fixer}."
+        head = await ws.commit_all(message)
         if head is None:
+            progress("commit: the fixer changed nothing")
             state.status = "no-change"
             state.tests = _delta(commands, base_run, None)
             return
         state.head_sha = head
         state.diff = await ws.diff(head, known_secrets=secrets)
         await ws.keep_branch(head)
+        progress(
+            f"commit: {head[:12]} on {ws.branch} ({len(state.diff.files)} files, "
+            f"+{state.diff.lines_added} -{state.diff.lines_removed})"
+        )
+        progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
 
         linters = asyncio.create_task(verifier.linters(ws.base_tree, ws.tree, state.diff))
         state.pending.append(linters)
@@ -248,6 +319,7 @@ class SessionRunner:
         commands: RepoCommands,
         state: _State,
         secrets: list[str],
+        progress: Progress,
     ) -> Path | None:
         """The trusted setup phase, cached; returns the environment directory or None."""
         if not commands.setup:
@@ -260,6 +332,7 @@ class SessionRunner:
         shown = [" ".join(c) for c in commands.setup]
         async with file_lock(env_dir.with_suffix(".lock")):
             if (env_dir / ".complete").exists():
+                progress(f"setup: environment {key[:12]} from the cache")
                 state.steps.append(
                     Step(
                         name="setup",
@@ -273,6 +346,7 @@ class SessionRunner:
                     )
                 )
                 return env_dir
+            progress(f"setup: {' && '.join(shown)}")
             build = env_dir.with_name(f".{key}.{uuid.uuid4().hex[:8]}")
             build.mkdir(parents=True)
             self.sandbox.prepare_writable(build)
@@ -315,7 +389,7 @@ class _State:
     status: Literal["patched", "no-change", "failed"] = "failed"
     error: str | None = None
     head_sha: str | None = None
-    fix: FixReport | None = None
+    fix: FixOutcome | None = None
     diff: Diff = field(default_factory=Diff)
     steps: list[Step] = field(default_factory=list)
     tests: TestDelta | None = None

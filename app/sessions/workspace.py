@@ -400,6 +400,45 @@ class Workspace:
             env=self.env,
         )
 
+    async def changed_paths(self) -> list[str]:
+        """Paths of ``tree/`` that differ from the base commit, untracked ones included
+        (ignored files are left out, as :meth:`commit_all` leaves them out)."""
+        await self.git("add", "--all", "--", ".")
+        out = await self.git("diff", "--cached", "--name-only", "-z", "--no-renames", self.base_sha)
+        await self.git("read-tree", self.base_sha)  # the index back to the base
+        return [p for p in out.split("\0") if p]
+
+    async def restore(self, paths: Sequence[str]) -> None:
+        """Put ``paths`` back as the base commit has them; paths it lacks are deleted."""
+        tracked: list[str] = []
+        for path in paths:
+            done = await run_git(
+                ["--git-dir", str(self.git_dir), "cat-file", "-e", f"{self.base_sha}:{path}"],
+                env=self.env,
+                check=False,
+            )
+            if done.returncode == 0:
+                tracked.append(path)
+            else:
+                remove_confined(self.tree, path)
+        if tracked:
+            # git refuses to write through a symlinked leading directory, so a tree the
+            # sandbox wrote cannot redirect this outside itself.
+            await run_git(
+                [
+                    "--git-dir",
+                    str(self.git_dir),
+                    "--work-tree",
+                    str(self.tree),
+                    "checkout",
+                    self.base_sha,
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                ],
+                env=self.env,
+                stdin="\0".join(tracked).encode(),
+            )
+
     def remove(self) -> None:
         """Delete the session directory, including read-only files the sandbox made."""
 
@@ -487,29 +526,83 @@ async def file_lock(path: Path):  # type: ignore[no-untyped-def]
         os.close(fd)
 
 
-def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> bytes | None:
-    """Bytes of ``tree/relative`` if it is a regular file inside ``tree`` (no symlink
-    anywhere on the way), else None. Host code reads untrusted trees only through this."""
+def confined_parts(relative: str) -> tuple[str, ...] | None:
+    """The components of a path relative to a tree, or None if it could leave it."""
     parts = Path(relative).parts
     if not parts or any(p in ("..", "") for p in parts) or Path(relative).is_absolute():
         return None
+    return parts
+
+
+@contextlib.contextmanager
+def _confined_dir(tree: Path, parts: Sequence[str], *, create: bool = False):  # type: ignore[no-untyped-def]
+    """A descriptor of ``tree/parts...``, walked without following any symlink;
+    with ``create``, missing directories are made (0755)."""
     fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for part in parts[:-1]:
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        for part in parts:
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = nxt
-        leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    except OSError:
+        yield fd
+    finally:
         os.close(fd)
+
+
+def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> bytes | None:
+    """Bytes of ``tree/relative`` if it is a regular file inside ``tree`` (no symlink
+    anywhere on the way), else None. Host code reads untrusted trees only through this."""
+    parts = confined_parts(relative)
+    if parts is None:
         return None
-    os.close(fd)
+    try:
+        with _confined_dir(tree, parts[:-1]) as fd:
+            leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return None
     try:
         if not stat.S_ISREG(os.fstat(leaf).st_mode):
             return None
         return os.read(leaf, limit)
     finally:
         os.close(leaf)
+
+
+def write_confined(tree: Path, relative: str, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``tree/relative`` (a regular file, created with its directories if need be)
+    without following a symlink anywhere; raises OSError otherwise."""
+    parts = confined_parts(relative)
+    if parts is None:
+        raise OSError(f"{relative!r} is not a path inside the tree")
+    with _confined_dir(tree, parts[:-1], create=True) as fd:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        leaf = os.open(parts[-1], flags, mode, dir_fd=fd)
+        try:
+            if not stat.S_ISREG(os.fstat(leaf).st_mode):
+                raise OSError(f"{relative} is not a regular file")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(leaf, view) :]
+        finally:
+            os.close(leaf)
+
+
+def remove_confined(tree: Path, relative: str) -> None:
+    """Delete the file ``tree/relative`` (a symlink itself, never its target), if there."""
+    parts = confined_parts(relative)
+    if parts is None:
+        return
+    with (
+        contextlib.suppress(FileNotFoundError, NotADirectoryError),
+        _confined_dir(tree, parts[:-1]) as fd,
+    ):
+        os.unlink(parts[-1], dir_fd=fd)
 
 
 def elapsed(started: float) -> float:
