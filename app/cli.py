@@ -44,11 +44,6 @@ def parse_since(value: str, *, now: float | None = None) -> float:
     return when.timestamp()
 
 
-def _secrets(settings: Settings) -> list[str]:
-    values = [settings.webhook_secret, settings.alerts_secret, settings.private_key]
-    return [v.get_secret_value() for v in values if v is not None]
-
-
 def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
     lines = [
         "webhook signatures: "
@@ -76,7 +71,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = load_settings(**overrides)
-    logs.configure(settings.log_level, secrets=_secrets(settings))
+    logs.configure(settings.log_level, secrets=settings.secret_values())
     verify = not args.insecure_no_signature
     app = create_app(settings, verify_signatures=verify, start_workers=not args.no_workers)
     if not verify:
@@ -117,7 +112,7 @@ async def _run_worker(settings: Settings) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = load_settings()
-    logs.configure(settings.log_level, secrets=_secrets(settings))
+    logs.configure(settings.log_level, secrets=settings.secret_values())
     asyncio.run(_run_worker(settings))
     return 0
 

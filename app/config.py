@@ -11,11 +11,66 @@ import json
 import os
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.errors import ConfigError
+
+
+class LlmProvider(BaseModel):
+    """One OpenAI-compatible endpoint: the primary one or a fallback."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None  # None: OpenAI's own API
+    api_key: SecretStr | None = None
+    azure_api_version: str | None = None  # set: Azure OpenAI (base_url = the endpoint)
+
+    @model_validator(mode="after")
+    def _azure_needs_endpoint(self) -> LlmProvider:
+        if self.azure_api_version and not self.base_url:
+            raise ValueError(
+                "azure_api_version is set but base_url is not: give the Azure endpoint, "
+                "such as https://NAME.openai.azure.com"
+            )
+        return self
+
+    @property
+    def label(self) -> str:
+        """How logs and the audit name it: model @ host (never the key)."""
+        host = urlsplit(self.base_url).netloc if self.base_url else "api.openai.com"
+        return f"{self.model}@{host}"
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+def _json_setting(value: object, example: str) -> object:
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be JSON such as {example}") from exc
+    return value
 
 
 class Settings(BaseSettings):
@@ -79,6 +134,22 @@ class Settings(BaseSettings):
     fix_timeout_seconds: float = Field(default=1800.0, gt=0)
     semgrep_rules: Path | None = None  # default: policies/semgrep of this installation
 
+    # The llm fixer (docs/configuration.md#the-llm-fixer); unset model = no LLM
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_azure_api_version: str | None = None
+    llm_fallbacks: Annotated[list[LlmProvider], NoDecode] = Field(default_factory=list)
+    llm_prices: Annotated[dict[str, Price], NoDecode] = Field(default_factory=dict)
+    llm_tool_mode: Literal["auto", "native", "json"] = "auto"
+    llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    llm_retry_base_seconds: float = Field(default=2.0, ge=0)
+    llm_max_output_tokens: int = Field(default=4096, ge=64)
+    llm_max_steps: int = Field(default=40, ge=1, le=1000)
+    llm_max_tokens: int = Field(default=400_000, ge=1000)
+    llm_max_cost_usd: float | None = Field(default=2.0, ge=0)
+    llm_daily_budget_usd: float | None = Field(default=20.0, ge=0)
+
     @field_validator("alert_routes", mode="before")
     @classmethod
     def _parse_routes(cls, value: object) -> object:
@@ -102,6 +173,29 @@ class Settings(BaseSettings):
                     f"route {key!r} must name a repository as owner/name, not {repo!r}"
                 )
         return value
+
+    @field_validator("llm_fallbacks", mode="before")
+    @classmethod
+    def _parse_fallbacks(cls, value: object) -> object:
+        example = '[{"base_url": "http://localhost:11434/v1", "model": "qwen2.5-coder:7b"}]'
+        return _json_setting(value, example) or []
+
+    @field_validator("llm_prices", mode="before")
+    @classmethod
+    def _parse_prices(cls, value: object) -> object:
+        return _json_setting(value, '{"gpt-4.1": {"input": 2.0, "output": 8.0}}') or {}
+
+    @field_validator("llm_max_cost_usd", "llm_daily_budget_usd", mode="before")
+    @classmethod
+    def _no_cap(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off"):
+            return None
+        return value
+
+    @field_validator("llm_model", "llm_base_url", "llm_azure_api_version", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("github_api_url")
     @classmethod
@@ -130,6 +224,28 @@ class Settings(BaseSettings):
                     f"{exc.strerror}. Point it at the .pem file GitHub gave you."
                 ) from exc
         return None
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.llm_model is not None
+
+    def llm_providers(self) -> list[LlmProvider]:
+        """The primary endpoint, then the fallbacks, in the order they are tried."""
+        if self.llm_model is None:
+            return []
+        primary = LlmProvider(
+            model=self.llm_model,
+            base_url=self.llm_base_url,
+            api_key=self.llm_api_key,
+            azure_api_version=self.llm_azure_api_version,
+        )
+        return [primary, *self.llm_fallbacks]
+
+    def secret_values(self) -> list[str]:
+        """Every secret this process holds, for masking logs and outputs."""
+        values = [self.webhook_secret, self.alerts_secret, self.private_key]
+        values += [p.api_key for p in self.llm_providers()]
+        return [v.get_secret_value() for v in values if v is not None]
 
     def missing_for_github(self) -> list[str]:
         """Names of the variables still needed to act on GitHub as the App."""

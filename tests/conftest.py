@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +27,9 @@ from app.keys import generate_app_key
 from app.localforge import LocalForge
 from app.runtime import Runtime
 from app.server import RUNTIME, create_app
+from app.sessions.sandbox import BwrapSandbox
+from app.sessions.session import SessionRunner
+from app.sessions.workspace import WorkspaceCache, git_env
 from app.store import JobState
 
 APP_ID = 4242
@@ -197,3 +202,72 @@ def with_installation(
     payload = json.loads(json.dumps(payload))
     payload["installation"] = {"id": installation_id, "node_id": "MDQ6VGVzdA=="}
     return payload
+
+
+# -- generated projects and coding sessions (the sessions and fixers tests) ------
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+CALC_TESTS = (
+    "from calc import add, mul\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n"
+)
+
+
+def git_commit(path: Path, message: str, *, author: str = "T <t@example.com>") -> str:
+    """Commit everything in the work tree at ``path``; return the new sha."""
+    name, email = author[: author.index(" <")], author[author.index("<") + 1 : -1]
+    env = git_env(path)
+    for argv in (
+        ["git", "add", "-A"],
+        ["git", "-c", f"user.name={name}", "-c", f"user.email={email}", "commit", "-qm", message],
+    ):
+        subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=path, env=env, check=True, capture_output=True
+    )
+    return done.stdout.decode().strip()
+
+
+def make_project(path: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``path`` (branch main) with ``files`` in one commit."""
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    subprocess.run(
+        ["git", "init", "-q", "-b", "main"],
+        cwd=path,
+        env=git_env(path),
+        check=True,
+        capture_output=True,
+    )
+    git_commit(path, "init")
+    return path
+
+
+def running_with(marker: str) -> list[str]:
+    """Command lines of host processes that contain ``marker``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if marker.encode() in cmdline:
+            found.append(cmdline.decode(errors="replace"))
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """calc.py with a bug in add(), and its tests (test_add fails)."""
+    files = {"calc.py": CALC, "test_calc.py": CALC_TESTS, "pytest.ini": "[pytest]\n"}
+    return make_project(tmp_path / "calc", files)
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> SessionRunner:
+    """Sessions on the real bubblewrap sandbox, with a cache in tmp_path."""
+    sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
+    return SessionRunner(cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,22 +20,15 @@ import pytest
 
 from app.localforge import LocalForge
 from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceCache, WorkspaceError, git_env, run_git
-from tests.conftest import INSTALLATION, REPO
+from app.sessions.workspace import Remote, WorkspaceError, git_env, run_git
+from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, make_project, running_with
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
 ]
 
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-TESTS = (
-    "from calc import add, mul\n\n\n"
-    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
-    "def test_mul():\n    assert mul(2, 3) == 6\n"
-)
 FIXED = CALC.replace("a - b", "a + b")
 # The suppression comments must not hide the patch's own findings.
 SHELL = FIXED + (
@@ -45,46 +36,6 @@ SHELL = FIXED + (
     "    return subprocess.call(cmd, shell=True)  # nosec # nosemgrep # noqa\n"
 )
 BROKEN_MUL = CALC.replace("a * b", "a * b + 1")
-
-
-def make_project(path: Path, files: dict[str, str]) -> Path:
-    path.mkdir(parents=True)
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    env = git_env(path)
-    for argv in (
-        ["git", "init", "-q", "-b", "main"],
-        ["git", "add", "-A"],
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "init"],
-    ):
-        subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
-    return path
-
-
-def running_with(marker: str) -> list[str]:
-    """Command lines of host processes that contain ``marker``."""
-    found = []
-    for pid in os.listdir("/proc"):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:  # not a process, or gone meanwhile
-            continue
-        if marker.encode() in cmdline:
-            found.append(cmdline.decode(errors="replace"))
-    return found
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    files = {"calc.py": CALC, "test_calc.py": TESTS, "pytest.ini": "[pytest]\n"}
-    return make_project(tmp_path / "calc", files)
-
-
-@pytest.fixture
-def runner(tmp_path: Path) -> SessionRunner:
-    sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
-    return SessionRunner(cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)
 
 
 def writes(**files: str) -> Callable[[FixContext], Awaitable[FixOutcome]]:
@@ -218,7 +169,7 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
     config = 'setup: "python -m venv --without-pip /env"\ntest: "python -m pytest -q"\n'
-    files = {"calc.py": FIXED, "test_calc.py": TESTS, ".github/patchwarden.yml": config}
+    files = {"calc.py": FIXED, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": config}
     remote = Remote("octo/setup", str(make_project(tmp_path / "setup", files)))
 
     async def probe(ctx: FixContext) -> FixOutcome:
@@ -325,7 +276,7 @@ async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
     source = tmp_path / "src"
     source.mkdir()
     (source / "calc.py").write_text(CALC)
-    (source / "test_calc.py").write_text(TESTS)
+    (source / "test_calc.py").write_text(CALC_TESTS)
     forge = await make_forge(source=source)
     token = forge.token_for(INSTALLATION)
     remote = Remote(REPO, f"{forge.url}/{REPO}.git", token=token)

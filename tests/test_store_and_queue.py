@@ -13,7 +13,7 @@ import pytest
 
 from app.errors import PermanentJobError, StoreError
 from app.queue import Lane, WorkerPool
-from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
+from app.store import AuditQuery, Delivery, Job, JobState, ModelSpend, NewJob, Store, store_for_url
 
 
 @pytest.fixture
@@ -33,10 +33,10 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
     for _ in range(2):
         s = store_for_url(url)
         await s.open()
-        assert await s.schema_version() == 1
+        assert await s.schema_version() == 2
         await s.close()
     with sqlite3.connect(tmp_path / "m.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 1
+        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 2
         db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     with pytest.raises(StoreError, match="newer than this Patchwarden"):
         await store_for_url(url).open()
@@ -220,3 +220,23 @@ async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
     [job] = await store.list_jobs()
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 1
+
+
+async def test_model_spend_adds_up_per_installation_and_day(tmp_path: Path) -> None:
+    store = store_for_url(f"sqlite:///{tmp_path / 'spend.db'}")
+    await store.open()
+    try:
+        one = ModelSpend(calls=1, prompt_tokens=100, completion_tokens=20, cost_usd=0.25)
+        await asyncio.gather(
+            *(store.add_model_spend(7, day="2026-11-22", spend=one) for _ in range(4))
+        )
+        await store.add_model_spend(7, day="2026-11-23", spend=one)
+        await store.add_model_spend(8, day="2026-11-22", spend=one)
+        assert await store.model_spend(7, day="2026-11-22") == ModelSpend(
+            calls=4, prompt_tokens=400, completion_tokens=80, cost_usd=1.0
+        )
+        assert (await store.model_spend(7, day="2026-11-23")).calls == 1
+        assert (await store.model_spend(8, day="2026-11-22")).cost_usd == 0.25
+        assert await store.model_spend(9, day="2026-11-22") == ModelSpend()
+    finally:
+        await store.close()

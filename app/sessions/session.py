@@ -22,8 +22,8 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +42,14 @@ from app.sessions.result import (
     Usage,
 )
 from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
-from app.sessions.verify import DEFAULT_RULES, Timeouts, Verifier, make_step, tree_mounts
+from app.sessions.verify import (
+    DEFAULT_RULES,
+    Timeouts,
+    Verifier,
+    make_step,
+    repo_test_command,
+    tree_mounts,
+)
 from app.sessions.workspace import (
     Remote,
     Workspace,
@@ -136,15 +143,33 @@ class FixContext:
         *,
         name: str = "fix",
         timeout: float | None = None,  # noqa: ASYNC109 - the sandbox kills the tree
+        env: Mapping[str, str] | None = None,
+        mounts: Sequence[Mount] | None = None,
+        cwd: str = WORKSPACE,
+        output_bytes: int | None = None,
     ) -> Completed:
-        """Run ``argv`` in the sandbox on the tree (no network) and record the step."""
+        """Run ``argv`` in the sandbox (no network) and record the step; by default on
+        the tree at /workspace with the repository's environment at /env."""
+        limits = None
+        if output_bytes is not None:
+            limits = replace(self.sandbox.limits, output_bytes=output_bytes)
         done = await self.sandbox.run(
-            argv, mounts=self.mounts, timeout=timeout or self.timeouts.fix
+            argv,
+            mounts=self.mounts if mounts is None else mounts,
+            cwd=cwd,
+            env=env,
+            timeout=timeout or self.timeouts.fix,
+            limits=limits,
         )
         self.steps.append(
             make_step(done, name=name, phase="fix", tree="head", secrets=self.secrets)
         )
         return done
+
+    async def run_tests(self, extra: Sequence[str] = (), *, name: str = "fix-tests") -> Completed:
+        """The repository's test command (plus ``extra``) on the tree, in the sandbox."""
+        argv, env = repo_test_command(self.commands, self.env_dir, extra)
+        return await self.run(argv, name=name, env=env, timeout=self.timeouts.tests)
 
     async def changed_paths(self) -> list[str]:
         """Paths of the tree that differ from the base commit (untracked ones included)."""

@@ -70,6 +70,21 @@ def tree_mounts(tree: Path, env_dir: Path | None) -> list[Mount]:
     return mounts
 
 
+def repo_test_command(
+    commands: RepoCommands, env_dir: Path | None, extra: Sequence[str] = ()
+) -> tuple[list[str], dict[str, str]]:
+    """The repository's test command (plus ``extra``) and its environment, as every
+    step runs it: pytest without its cache (it would land in the patch), and without
+    Patchwarden's own pytest plugins when the repository has no environment of its own
+    and so runs on Patchwarden's Python."""
+    argv = list(commands.test)
+    if commands.is_pytest:
+        argv += ["-p", "no:cacheprovider"]
+    argv += extra
+    env = {} if env_dir is not None else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return argv, env
+
+
 def make_step(
     done: Completed,
     *,
@@ -124,13 +139,9 @@ class Verifier:
         """Run the repository's test command on ``tree`` (mounted at /workspace)."""
         reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
         self.sandbox.prepare_writable(reports_dir)
-        argv = list(commands.test)
-        if commands.is_pytest:
-            argv += ["-p", "no:cacheprovider", f"--junitxml={REPORTS_MOUNT}/junit.xml"]
+        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml"] if commands.is_pytest else []
+        argv, env = repo_test_command(commands, env_dir, report)
         mounts = [*tree_mounts(tree, env_dir), Mount(reports_dir, REPORTS_MOUNT, writable=True)]
-        # Without an environment of its own the repository runs with Patchwarden's
-        # Python: keep Patchwarden's pytest plugins out of its test run.
-        env = {} if env_dir is not None else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
         step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)

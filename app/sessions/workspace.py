@@ -594,15 +594,18 @@ def write_confined(tree: Path, relative: str, data: bytes, *, mode: int = 0o644)
 
 
 def remove_confined(tree: Path, relative: str) -> None:
-    """Delete the file ``tree/relative`` (a symlink itself, never its target), if there."""
+    """Delete ``tree/relative`` if there: a file or symlink itself (never a symlink's
+    target), or a directory with everything in it (``rmtree`` on descriptors)."""
     parts = confined_parts(relative)
     if parts is None:
         return
-    with (
-        contextlib.suppress(FileNotFoundError, NotADirectoryError),
-        _confined_dir(tree, parts[:-1]) as fd,
-    ):
-        os.unlink(parts[-1], dir_fd=fd)
+    missing = contextlib.suppress(FileNotFoundError, NotADirectoryError)
+    with missing, _confined_dir(tree, parts[:-1]) as fd:
+        st = os.lstat(parts[-1], dir_fd=fd)
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(parts[-1], dir_fd=fd)
+        else:
+            os.unlink(parts[-1], dir_fd=fd)
 
 
 def elapsed(started: float) -> float:

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from app.errors import StoreError
 from app.store.base import Store
-from app.store.models import AuditEntry, AuditQuery, Delivery, Job, JobState, NewJob
+from app.store.models import AuditEntry, AuditQuery, Delivery, Job, JobState, ModelSpend, NewJob
 
 __all__ = [
     "AuditEntry",
@@ -14,6 +14,7 @@ __all__ = [
     "Delivery",
     "Job",
     "JobState",
+    "ModelSpend",
     "NewJob",
     "Store",
     "open_store",

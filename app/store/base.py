@@ -9,7 +9,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
-from app.store.models import AuditEntry, AuditQuery, Delivery, Job, NewJob
+from app.store.models import AuditEntry, AuditQuery, Delivery, Job, ModelSpend, NewJob
 
 
 class Store(abc.ABC):
@@ -126,3 +126,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def installed_repos(self) -> dict[str, int]: ...
+
+    # -- model spend (the daily budget per installation) ---------------------
+    @abc.abstractmethod
+    async def add_model_spend(self, installation_id: int, *, day: str, spend: ModelSpend) -> None:
+        """Add ``spend`` to the installation's total for ``day`` (``YYYY-MM-DD``, UTC)."""
+
+    @abc.abstractmethod
+    async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend: ...

@@ -83,4 +83,20 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "model spend per installation per day",
+        """
+        CREATE TABLE model_usage (
+            installation_id   INTEGER NOT NULL,
+            day               TEXT NOT NULL,
+            calls             INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd          REAL NOT NULL DEFAULT 0,
+            updated_at        REAL NOT NULL,
+            PRIMARY KEY (installation_id, day)
+        );
+        """,
+    ),
 )

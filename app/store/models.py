@@ -84,3 +84,13 @@ class AuditQuery:
     job_id: int | None = None
     since: float | None = None
     limit: int = 1000
+
+
+@dataclass(frozen=True)
+class ModelSpend:
+    """What one installation's jobs spent on models on one UTC day."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0

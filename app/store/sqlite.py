@@ -21,7 +21,15 @@ from typing import Any, TypeVar
 from app.errors import StoreError
 from app.store.base import Store
 from app.store.migrations import SQLITE_MIGRATIONS
-from app.store.models import AuditEntry, AuditQuery, Delivery, Job, JobState, NewJob
+from app.store.models import (
+    AuditEntry,
+    AuditQuery,
+    Delivery,
+    Job,
+    JobState,
+    ModelSpend,
+    NewJob,
+)
 
 T = TypeVar("T")
 
@@ -621,5 +629,46 @@ class SQLiteStore(Store):
                 " ON i.id = r.installation_id WHERE i.active = 1 ORDER BY r.repo"
             ).fetchall()
             return {r[0]: int(r[1]) for r in rows}
+
+        return await self._run(q)
+
+    async def add_model_spend(self, installation_id: int, *, day: str, spend: ModelSpend) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO model_usage (installation_id, day, calls, prompt_tokens,"
+                " completion_tokens, cost_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (installation_id, day) DO UPDATE SET"
+                " calls = calls + excluded.calls,"
+                " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+                " completion_tokens = completion_tokens + excluded.completion_tokens,"
+                " cost_usd = cost_usd + excluded.cost_usd, updated_at = excluded.updated_at",
+                (
+                    installation_id,
+                    day,
+                    spend.calls,
+                    spend.prompt_tokens,
+                    spend.completion_tokens,
+                    spend.cost_usd,
+                    time.time(),
+                ),
+            )
+
+        await self._run(self._write(tx))
+
+    async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend:
+        def q() -> ModelSpend:
+            row = self._db.execute(
+                "SELECT calls, prompt_tokens, completion_tokens, cost_usd FROM model_usage"
+                " WHERE installation_id = ? AND day = ?",
+                (installation_id, day),
+            ).fetchone()
+            if row is None:
+                return ModelSpend()
+            return ModelSpend(
+                calls=row["calls"],
+                prompt_tokens=row["prompt_tokens"],
+                completion_tokens=row["completion_tokens"],
+                cost_usd=row["cost_usd"],
+            )
 
         return await self._run(q)

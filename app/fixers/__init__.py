@@ -1,0 +1,8 @@
+"""Fixers: what edits the workspace inside a coding session.
+
+``llm`` (:mod:`app.fixers.llm`) is a coding agent on any OpenAI-compatible endpoint;
+``lint`` (:mod:`app.fixers.lint`) applies ruff and semgrep autofixes with no model;
+``revert`` (:mod:`app.fixers.revert`) finds the commit that broke the default branch
+with ``git bisect`` in the sandbox and prepares its revert. They share one interface
+(:class:`app.fixers.base.Fixer`); :mod:`app.fixers.choose` picks one for a job.
+"""

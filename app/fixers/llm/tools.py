@@ -1,0 +1,392 @@
+"""The coding agent's tools: few, plainly described, and confined to the workspace.
+
+File tools (``list_files``, ``read_file``, ``edit``, ``create_file``) work on the host
+through descriptors that never follow a symlink (:mod:`app.sessions.workspace`), on
+paths checked to stay inside the repository; ``search`` (grep) and ``run_tests`` run
+in the sandbox with no network. Every answer is short and says what to do next when
+something went wrong — a small model has to be able to act on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shlex
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.sessions.sandbox import WORKSPACE
+from app.sessions.session import FixContext
+from app.sessions.workspace import read_confined, write_confined
+
+MAX_READ_LINES = 300
+MAX_LIST = 300
+MAX_SEARCH_LINES = 80
+MAX_RESULT_CHARS = 8000
+MAX_FILE_BYTES = 1024 * 1024
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+    }
+)
+
+
+def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_PATH = {"type": "string", "description": "path relative to the repository root, e.g. src/app.py"}
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    _schema(
+        "list_files",
+        "List the files under a directory of the repository (recursive).",
+        {"path": {**_PATH, "description": "a directory; '.' is the repository root"}},
+        [],
+    ),
+    _schema(
+        "read_file",
+        f"Read a file, with line numbers. At most {MAX_READ_LINES} lines per call.",
+        {
+            "path": _PATH,
+            "start": {"type": "integer", "description": "first line to show (from 1)"},
+            "end": {"type": "integer", "description": "last line to show"},
+        },
+        ["path"],
+    ),
+    _schema(
+        "search",
+        "Search the repository's files for a regular expression (grep -E). "
+        "Shows file:line: text for each match.",
+        {
+            "pattern": {"type": "string", "description": "e.g. def parse_date"},
+            "path": {**_PATH, "description": "where to look; '.' for everywhere"},
+        },
+        ["pattern"],
+    ),
+    _schema(
+        "edit",
+        "Replace text in a file. 'old' must match the file exactly (spaces and "
+        "indentation too) and only once; copy it from read_file without the line numbers.",
+        {
+            "path": _PATH,
+            "old": {"type": "string", "description": "the exact text to replace"},
+            "new": {"type": "string", "description": "the text to put instead"},
+        },
+        ["path", "old", "new"],
+    ),
+    _schema(
+        "create_file",
+        "Create a new file with the given content (fails if it exists: use edit).",
+        {"path": _PATH, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    _schema(
+        "run_tests",
+        "Run the repository's tests. 'selector' narrows them, e.g. "
+        "tests/test_dates.py or tests/test_dates.py::test_leap_year. Empty: all tests.",
+        {"selector": {"type": "string"}},
+        [],
+    ),
+    _schema(
+        "finish",
+        "Call this when you are done: summarise what you changed and why, in one to "
+        "three sentences. If you could not fix it, say why.",
+        {"summary": {"type": "string"}},
+        ["summary"],
+    ),
+]
+TOOL_NAMES = frozenset(t["function"]["name"] for t in TOOL_SCHEMAS)
+
+
+class ToolError(Exception):
+    """A tool call that cannot be done as asked; the message goes back to the model."""
+
+
+@dataclass
+class ToolResult:
+    text: str
+    finished: bool = False
+    summary: str = ""
+
+
+@dataclass
+class ToolBox:
+    ctx: FixContext
+    edited: set[str] = field(default_factory=set)  # paths changed through edit/create_file
+    calls: dict[str, int] = field(default_factory=dict)
+
+    async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolResult:
+        """Run one tool call; every failure becomes a result the model can act on."""
+        self.calls[name] = self.calls.get(name, 0) + 1
+        try:
+            args = _arguments(arguments)
+            if name not in TOOL_NAMES:
+                raise ToolError(
+                    f"there is no tool called {name!r}; the tools are "
+                    + ", ".join(sorted(TOOL_NAMES))
+                )
+            result = await getattr(self, f"_{name}")(**args)
+        except ToolError as exc:
+            return ToolResult(f"error: {exc}")
+        except TypeError as exc:
+            return ToolResult(f"error: wrong arguments for {name}: {_type_error(exc)}")
+        assert isinstance(result, ToolResult)
+        if len(result.text) > MAX_RESULT_CHARS:
+            cut = len(result.text) - MAX_RESULT_CHARS
+            result.text = result.text[:MAX_RESULT_CHARS] + f"\n[... {cut} characters cut]"
+        return result
+
+    # -- the tools -----------------------------------------------------------
+    async def _list_files(self, path: str = ".") -> ToolResult:
+        rel = resolve(path, allow_root=True)
+        base = self.ctx.tree if rel == "." else self.ctx.tree / rel
+        if not _is_real_dir(self.ctx.tree, rel):
+            raise ToolError(f"{path} is not a directory of the repository; try list_files('.')")
+        entries = list(_walk(base, self.ctx.tree))
+        shown = entries[:MAX_LIST]
+        text = "\n".join(shown) if shown else "(empty directory)"
+        if len(entries) > MAX_LIST:
+            text += f"\n[... {len(entries) - MAX_LIST} more; list a subdirectory to see them]"
+        return ToolResult(text)
+
+    async def _read_file(self, path: str, start: int = 1, end: int | None = None) -> ToolResult:
+        rel = resolve(path)
+        lines = self._lines(rel, path)
+        if not lines:
+            return ToolResult(f"{rel} is empty")
+        start = max(1, int(start))
+        last = len(lines) if end is None else min(int(end), len(lines))
+        last = min(last, start + MAX_READ_LINES - 1)
+        if start > len(lines):
+            raise ToolError(f"{rel} has only {len(lines)} lines")
+        width = len(str(last))
+        body = "\n".join(f"{n:>{width}}| {lines[n - 1]}" for n in range(start, last + 1))
+        note = ""
+        if start > 1 or last < len(lines):
+            note = f"\n(lines {start}-{last} of {len(lines)}"
+            note += f"; read_file with start={last + 1} for more)" if last < len(lines) else ")"
+        return ToolResult(f"{rel}:\n{body}{note}")
+
+    async def _search(self, pattern: str, path: str = ".") -> ToolResult:
+        if not pattern:
+            raise ToolError("pattern is empty")
+        rel = resolve(path, allow_root=True)
+        argv = ["grep", "-rnIE", "--color=never"]
+        argv += [f"--exclude-dir={d}" for d in sorted(SKIP_DIRS)]
+        argv += ["-e", pattern, "--", rel]
+        done = await self.ctx.run(argv, name="search", timeout=60)
+        if done.exit_code == 1:
+            return ToolResult(f"no matches for {pattern!r} in {rel}")
+        if done.exit_code != 0:
+            raise ToolError(f"grep failed: {done.stderr.strip()[:500] or done.exit_code}")
+        lines = [ln.removeprefix("./") for ln in done.stdout.splitlines()]
+        text = "\n".join(ln[:300] for ln in lines[:MAX_SEARCH_LINES])
+        if len(lines) > MAX_SEARCH_LINES:
+            text += f"\n[... {len(lines) - MAX_SEARCH_LINES} more matches; narrow the pattern]"
+        return ToolResult(text)
+
+    async def _edit(self, path: str, old: str, new: str) -> ToolResult:
+        rel = resolve(path)
+        text = self._text(rel, path)
+        if old == "":
+            raise ToolError("'old' is empty; to add text, include the line before it in 'old'")
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(_not_found(rel, text, old))
+        if count > 1:
+            where = [
+                str(text.count("\n", 0, m.start()) + 1) for m in re.finditer(re.escape(old), text)
+            ]
+            raise ToolError(
+                f"'old' occurs {count} times in {rel} (lines {', '.join(where[:10])}); "
+                "include more of the surrounding lines so that it matches only once"
+            )
+        at = text.index(old)
+        updated = text[:at] + new + text[at + len(old) :]
+        self._write(rel, updated)
+        first = text.count("\n", 0, at) + 1
+        lines = updated.splitlines()
+        shown_end = min(len(lines), first + new.count("\n") + 2)
+        shown_start = max(1, first - 2)
+        snippet = "\n".join(
+            f"{n:>4}| {lines[n - 1]}" for n in range(shown_start, shown_end + 1) if n <= len(lines)
+        )
+        return ToolResult(f"edited {rel} at line {first}; it now reads:\n{snippet}")
+
+    async def _create_file(self, path: str, content: str) -> ToolResult:
+        rel = resolve(path)
+        if _exists(self.ctx.tree / rel):
+            raise ToolError(f"{rel} already exists; use edit to change it")
+        self._write(rel, content)
+        return ToolResult(f"created {rel} ({len(content.splitlines())} lines)")
+
+    async def _run_tests(self, selector: str = "") -> ToolResult:
+        if not self.ctx.commands.test:
+            raise ToolError(
+                "this repository has no test command Patchwarden knows "
+                "(a maintainer can set `test:` in .github/patchwarden.yml)"
+            )
+        try:
+            extra = shlex.split(selector)
+        except ValueError as exc:
+            raise ToolError(f"selector does not parse: {exc}") from None
+        done = await self.ctx.run_tests(extra, name="run_tests")
+        if done.timed_out:
+            verdict = "timed out"
+        else:
+            verdict = "passed" if done.exit_code == 0 else f"failed (exit code {done.exit_code})"
+        output = (done.stdout + ("\n" + done.stderr if done.stderr.strip() else "")).strip()
+        tail = output[-3000:]
+        cut = "[... earlier output cut]\n" if len(output) > len(tail) else ""
+        shown = " ".join(shlex.quote(a) for a in [*self.ctx.commands.test, *extra])
+        return ToolResult(f"$ {shown}\ntests {verdict}\n{cut}{tail}")
+
+    async def _finish(self, summary: str = "") -> ToolResult:
+        return ToolResult("finished", finished=True, summary=str(summary).strip())
+
+    # -- helpers -------------------------------------------------------------
+    def _text(self, rel: str, shown: str) -> str:
+        data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
+        if data is None:
+            if _is_real_dir(self.ctx.tree, rel):
+                raise ToolError(f"{rel} is a directory; use list_files")
+            raise ToolError(
+                f"{shown} is not a file in the repository (paths are relative to its root; "
+                "use list_files or search to find the right one)"
+            )
+        if len(data) > MAX_FILE_BYTES:
+            raise ToolError(f"{rel} is larger than {MAX_FILE_BYTES // 1024} KiB")
+        if b"\0" in data[:8192]:
+            raise ToolError(f"{rel} is a binary file")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"{rel} is not UTF-8 text") from None
+
+    def _lines(self, rel: str, shown: str) -> list[str]:
+        return self._text(rel, shown).splitlines()
+
+    def _write(self, rel: str, text: str) -> None:
+        try:
+            write_confined(self.ctx.tree, rel, text.encode("utf-8"))
+        except OSError as exc:
+            raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
+        self.ctx.sandbox.prepare_writable(self.ctx.tree / rel)
+        self.edited.add(rel)
+
+
+def resolve(path: str, *, allow_root: bool = False) -> str:
+    """``path`` as a normalised path relative to the repository root, or ToolError if it
+    would leave the workspace (absolute elsewhere, ``..``) or touch git's own files."""
+    raw = str(path).strip()
+    if raw.startswith(WORKSPACE + "/") or raw == WORKSPACE:
+        raw = raw[len(WORKSPACE) :].lstrip("/") or "."
+    if "\0" in raw:
+        raise ToolError("path contains a NUL character")
+    if raw.startswith("/") or raw.startswith("~"):
+        raise ToolError(
+            f"{path!r} is outside the workspace; use a path relative to the repository "
+            "root, such as src/app.py"
+        )
+    rel = posixpath.normpath(raw or ".")
+    if rel == ".." or rel.startswith("../"):
+        raise ToolError(f"{path!r} is outside the workspace; paths must stay in the repository")
+    if ".git" in rel.split("/"):
+        raise ToolError("git's own files (.git) are not part of the workspace")
+    if rel == "." and not allow_root:
+        raise ToolError("give a file path, such as src/app.py")
+    return rel
+
+
+def _arguments(raw: str | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"the arguments are not valid JSON ({exc.msg}); send a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise ToolError("the arguments must be a JSON object")
+    return value
+
+
+def _type_error(exc: TypeError) -> str:
+    text = str(exc)
+    return text.split(") ", 1)[-1] if ") " in text else text
+
+
+def _exists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _is_real_dir(tree: Path, rel: str) -> bool:
+    """Whether ``tree/rel`` is a directory reached without any symlink."""
+    here = tree
+    for part in [] if rel == "." else rel.split("/"):
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+    return True
+
+
+def _walk(base: Path, tree: Path) -> Iterator[str]:
+    for root, dirs, files in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            full = Path(root) / name
+            rel = full.relative_to(tree).as_posix()
+            yield f"{rel} -> (symlink)" if full.is_symlink() else rel
+        for d in dirs:
+            if (Path(root) / d).is_symlink():
+                yield f"{(Path(root) / d).relative_to(tree).as_posix()}/ -> (symlink)"
+
+
+def _not_found(rel: str, text: str, old: str) -> str:
+    """Why ``old`` is not in the file, with a hint a small model can use."""
+    message = f"'old' was not found in {rel}."
+    stripped = [ln.strip() for ln in old.strip("\n").splitlines() if ln.strip()]
+    if stripped:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if line.strip() == stripped[0]:
+                return (
+                    f"{message} Line {i + 1} has the same text with different indentation "
+                    f"or spacing: {line!r}. Copy the text exactly as read_file shows it "
+                    "(without the line numbers)."
+                )
+    return f"{message} Use read_file to see the current text and copy it exactly."
