@@ -7,8 +7,9 @@ too). Every rule runs on every target, so a Python rule that fires on a secrets 
 or a finding on a line nobody annotated, fails as well.
 
 All targets go through ONE ``semgrep scan --json`` (semgrep takes seconds to start), the
-way the verify phase runs it: from the rules directory with ``--config .`` and the verify
-phase's flags, offline, with a throwaway ``HOME`` and a minimal environment, each target
+way the verify phase runs it: from the rules directory, naming each top-level pack with
+``--config`` (``autofix/``, the lint fixer's pack, is not part of verification), with the
+verify phase's flags, offline, with a throwaway ``HOME`` and a minimal environment, each target
 named explicitly. That last part matters: semgrep's default ignore list skips
 directories called ``tests/`` when it walks a directory, but not files named on the
 command line.
@@ -29,7 +30,7 @@ import pytest
 import yaml
 
 from app.doctor import find_tool
-from app.sessions.verify import SEMGREP_FLAGS
+from app.sessions.verify import SEMGREP_FLAGS, rule_packs
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "policies" / "semgrep"
@@ -170,7 +171,8 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "HOME": str(tmp_path_factory.mktemp("semgrep-home")),  # semgrep writes settings there
         "LANG": "C.UTF-8",
     }
-    argv = [semgrep, "scan", "--config", ".", "--json", *SEMGREP_FLAGS]
+    packs = [a for pack in rule_packs(RULES_DIR) for a in ("--config", pack)]
+    argv = [semgrep, "scan", *packs, "--json", *SEMGREP_FLAGS]
     argv += [str(path) for path in fixture_files()]
     done = subprocess.run(
         argv,

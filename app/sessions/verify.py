@@ -179,9 +179,12 @@ class Verifier:
             bandit = [f"{bin_dir}/bandit", "-f", "json", "-q", "--ignore-nosec", *py_targets]
             jobs.append(("bandit", bandit, mounts, "/", reports.parse_bandit))
         all_targets = _targets(base_files, head_files, suffix="")
-        if all_targets and _has_rules(self.rules_dir):
-            # Run from the rules directory with --config . so rule ids carry no path prefix.
-            semgrep = [f"{bin_dir}/semgrep", "scan", "--config", ".", "--json"]
+        packs = rule_packs(self.rules_dir)
+        if all_targets and packs:
+            # Run from the rules directory, naming each top-level pack (not the directory:
+            # semgrep would also load autofix/ and prefix rule ids with their folder).
+            semgrep = [f"{bin_dir}/semgrep", "scan", *(a for p in packs for a in ("--config", p))]
+            semgrep.append("--json")
             semgrep += [*SEMGREP_FLAGS, *all_targets]
             semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
             jobs.append(("semgrep", semgrep, semgrep_mounts, RULES_MOUNT, reports.parse_semgrep))
@@ -231,9 +234,12 @@ def _redacted(finding: Finding, secrets: Sequence[str]) -> Finding:
     )
 
 
-def _has_rules(rules_dir: Path) -> bool:
-    """A semgrep start costs ~3 s; with no rule files there is nothing to run."""
-    return rules_dir.is_dir() and any(rules_dir.glob("*.y*ml"))
+def rule_packs(rules_dir: Path) -> list[str]:
+    """The rule files at the top of ``rules_dir`` (a semgrep start costs ~3 s: with
+    none there is nothing to run). ``autofix/`` below it is the lint fixer's pack."""
+    if not rules_dir.is_dir():
+        return []
+    return sorted(p.name for p in rules_dir.glob("*.y*ml") if p.is_file())
 
 
 def _targets(base_files: list[str], head_files: list[str], *, suffix: str) -> list[str]:

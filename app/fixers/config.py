@@ -1,0 +1,73 @@
+"""The fixers' keys of ``.github/patchwarden.yml``, read from the base branch.
+
+```yaml
+fixers:
+  llm_on_alerts: false     # alert jobs may go to the llm fixer when revert cannot help
+lint:
+  unsafe_fixes: false      # ruff --unsafe-fixes
+  format: auto             # ruff format: auto (if the repo already is), true, false
+  semgrep: true            # Patchwarden's semgrep autofix rules
+revert:
+  reruns: 3                # runs of the failing tests before blaming a commit
+  max_commits: 1000        # how far back the last good commit may be looked for
+  checks:                  # a failing check's name -> the command that reproduces it
+    tests: "python -m pytest -q"
+```
+
+Unknown keys and wrong types are refused with the key named, and the job stops
+(fail closed): a typo must not silently turn an option off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.sessions.commands import CONFIG_PATH, RepoConfigError, read_config
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LintConfig(_Section):
+    unsafe_fixes: bool = False
+    format: Literal["auto"] | bool = "auto"
+    semgrep: bool = True
+
+
+class RevertConfig(_Section):
+    reruns: int = Field(default=3, ge=1, le=20)
+    max_commits: int = Field(default=1000, ge=2, le=100_000)
+    checks: dict[str, str] = Field(default_factory=dict)
+
+
+class FixersConfig(_Section):
+    llm_on_alerts: bool = False
+
+
+class FixerSettings(BaseModel):
+    """The fixers' part of the repository's configuration (other keys are other rooms')."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    fixers: FixersConfig = Field(default_factory=FixersConfig)
+    lint: LintConfig = Field(default_factory=LintConfig)
+    revert: RevertConfig = Field(default_factory=RevertConfig)
+
+
+def fixer_settings(base_tree: Path) -> FixerSettings:
+    """The fixer settings of the base tree's ``.github/patchwarden.yml`` (defaults if none)."""
+    raw = read_config(base_tree)
+    try:
+        return FixerSettings.model_validate(
+            {k: v for k, v in raw.items() if k in ("fixers", "lint", "revert") and v is not None}
+        )
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            problems.append(f"`{where}`: {err['msg']}")
+        raise RepoConfigError(f"{CONFIG_PATH}: " + "; ".join(problems)) from None
