@@ -1,0 +1,224 @@
+"""The revert fixer on generated histories: real git bisect in the real sandbox."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.fixers.revert import RevertFixer
+from app.sessions.result import SessionResult
+from app.sessions.session import SessionRunner, SessionSpec, Task
+from app.sessions.workspace import Remote, git_env
+from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+]
+
+FIXED_CALC = CALC.replace("a - b", "a + b")
+BROKEN_CALC = FIXED_CALC.replace("a + b", "a + b + 1")
+ALERT = Task("tests fail on main", kind="alert", check="tests")
+
+
+def history(tmp_path: Path, commits: int, *, breaks_at: int) -> tuple[Path, dict[int, str]]:
+    """A repository whose commit ``breaks_at`` (of ``commits``) breaks test_add; every
+    other commit changes a file of its own. Returns the shas by commit number."""
+    repo = make_project(tmp_path / "history", {"calc.py": FIXED_CALC, "test_calc.py": CALC_TESTS})
+    shas = {1: _head(repo)}
+    for n in range(2, commits + 1):
+        if n == breaks_at:
+            (repo / "calc.py").write_text(BROKEN_CALC)
+            shas[n] = git_commit(repo, f"commit {n}: speed up add()", author="Mallory <m@ex.org>")
+        else:
+            (repo / "notes").mkdir(exist_ok=True)
+            (repo / "notes" / f"{n}.txt").write_text(f"note {n}\n")
+            shas[n] = git_commit(repo, f"commit {n}: note {n}")
+    return repo, shas
+
+
+def _head(repo: Path) -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, env=git_env(repo), capture_output=True, check=True
+    )
+    return done.stdout.decode().strip()
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        env=git_env(repo),
+        capture_output=True,
+        check=True,
+    )
+
+
+def alert_spec(repo: Path, task: Task = ALERT) -> SessionSpec:
+    return SessionSpec(remote=Remote("octo/history", str(repo)), task=task, job_id=5)
+
+
+async def test_commit_17_of_30_is_found_and_reverted_and_the_tests_pass_again(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo, shas = history(tmp_path, 30, breaks_at=17)
+    shown: list[str] = []
+    result = await runner.run(alert_spec(repo), RevertFixer(), progress=shown.append)
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    culprit = result.fix.culprit
+    assert culprit is not None
+    assert culprit.sha == shas[17]
+    assert culprit.subject == "commit 17: speed up add()"
+    assert culprit.author == "Mallory <m@ex.org>"
+    assert culprit.merge is False
+    assert f"# first bad commit: [{shas[17]}]" in culprit.bisect_log
+    # The revert undoes commit 17 only; the 13 later commits stay.
+    assert [f.path for f in result.diff.files] == ["calc.py"]
+    assert "-    return a + b + 1\n+    return a + b" in result.diff.unified
+    assert result.tests is not None
+    assert result.tests.base is not None
+    assert not result.tests.base.ok
+    assert result.tests.fixed == ["test_calc::test_add"]
+    assert result.tests.broken == []
+    assert result.fix.summary.startswith(f"Reverts {shas[17][:12]} (commit 17: speed up add())")
+    assert "reproduced in 3 of 3 runs" in result.fix.summary
+    assert any("git bisect run" in line for line in shown)
+    message = _message(runner, result)
+    assert message == f'Revert "commit 17: speed up add()"\n\nThis reverts commit {shas[17]}.\n'
+
+
+def _message(runner: SessionRunner, result: SessionResult) -> str:
+    mirror = runner.cache.mirror_path(result.repo)
+    done = subprocess.run(
+        ["git", "--git-dir", str(mirror), "log", "-1", "--format=%B", result.head_sha or ""],
+        env=git_env(mirror),
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout.decode().rstrip("\n") + "\n"
+
+
+async def test_a_flaky_test_is_recognised_and_not_reverted(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # Fails one run in three: the third run of the reproduction fails, the others pass.
+    flaky = (
+        "import pathlib\n\n\ndef test_sometimes():\n"
+        "    counter = pathlib.Path('runs.txt')\n"
+        "    n = int(counter.read_text()) if counter.exists() else 0\n"
+        "    counter.write_text(str(n + 1))\n"
+        "    assert n % 3 != 2\n"
+    )
+    repo = make_project(tmp_path / "flaky", {"calc.py": FIXED_CALC, "test_flaky.py": flaky})
+    (repo / "calc.py").write_text(BROKEN_CALC)  # a change bisect could wrongly blame
+    git_commit(repo, "touch calc")
+    result = await runner.run(alert_spec(repo), RevertFixer())
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("flaky: `")
+    assert "failed 1 of 3 runs" in result.error
+    assert result.fix is not None
+    assert result.fix.final is True
+    assert result.fix.culprit is None
+    assert result.head_sha is None
+    assert [s.name for s in result.steps].count("reproduce") == 3
+    assert not any(s.name == "git bisect" for s in result.steps)
+
+
+async def test_a_merged_pull_request_is_reverted_as_a_whole_with_mainline_1(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo = make_project(tmp_path / "merges", {"calc.py": FIXED_CALC, "test_calc.py": CALC_TESTS})
+    for n in range(2, 6):
+        (repo / f"n{n}.txt").write_text(str(n))
+        git_commit(repo, f"main {n}")
+    good = _head(repo)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "calc.py").write_text(BROKEN_CALC)
+    git_commit(repo, "feature: faster add")
+    (repo / "feature.txt").write_text("more\n")
+    git_commit(repo, "feature: docs")
+    _git(repo, "checkout", "-q", "main")
+    (repo / "main6.txt").write_text("6")
+    git_commit(repo, "main 6")
+    _git(
+        repo, "merge", "-q", "--no-ff", "-m", "Merge pull request #42 from octo/feature", "feature"
+    )
+    merge = _head(repo)
+    (repo / "after.txt").write_text("after\n")
+    git_commit(repo, "after the merge")
+
+    result = await runner.run(alert_spec(repo, Task("ci", kind="alert", good=good)), RevertFixer())
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.culprit is not None
+    assert result.fix.culprit.sha == merge
+    assert result.fix.culprit.merge is True
+    assert result.fix.culprit.pull_request == 42
+    assert result.fix.culprit.good == good
+    assert {f.path for f in result.diff.files} == {"calc.py", "feature.txt"}
+    assert result.tests is not None
+    assert result.tests.fixed == ["test_calc::test_add"]
+    assert "PR #42" in result.fix.summary
+    message = _message(runner, result)
+    assert message.startswith('Revert "Merge pull request #42 from octo/feature"\n\n')
+    assert f"This reverts commit {merge}, reversing\nchanges made to " in message
+
+
+async def test_a_failure_that_does_not_reproduce_reverts_nothing(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo, _ = history(tmp_path, 5, breaks_at=99)
+    result = await runner.run(alert_spec(repo), RevertFixer())
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "the failure does not reproduce" in result.error
+    assert "passed 3 of 3 runs" in result.error
+    assert result.fix is not None
+    assert result.fix.final is True
+
+
+async def test_a_revert_that_conflicts_is_left_to_a_human(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo, shas = history(tmp_path, 8, breaks_at=4)
+    # A later commit edits the very line commit 4 broke: the revert cannot apply.
+    (repo / "calc.py").write_text(BROKEN_CALC.replace("a + b + 1", "(a + b) + 1"))
+    git_commit(repo, "commit 9: parenthesise")
+    result = await runner.run(alert_spec(repo), RevertFixer())
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert f"the revert of {shas[4][:12]}" in result.error
+    assert "conflicts with later changes in calc.py" in result.error
+    assert result.fix is not None
+    assert result.fix.culprit is not None
+    assert result.fix.culprit.sha == shas[4]
+    assert result.head_sha is None
+
+
+async def test_a_check_named_in_the_config_is_the_command_bisect_runs(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo, shas = history(tmp_path, 6, breaks_at=3)
+    config = 'revert:\n  reruns: 2\n  checks:\n    unit: "python -m pytest -q test_calc.py"\n'
+    (repo / ".github").mkdir()
+    (repo / ".github" / "patchwarden.yml").write_text(config)
+    git_commit(repo, "commit 7: config")
+    result = await runner.run(
+        alert_spec(repo, Task("unit fails", kind="alert", check="unit")), RevertFixer()
+    )
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.culprit is not None
+    assert result.fix.culprit.sha == shas[3]
+    reproduce = [s for s in result.steps if s.name == "reproduce"]
+    assert len(reproduce) == 2
+    assert reproduce[0].argv == ["python", "-m", "pytest", "-q", "test_calc.py"]
