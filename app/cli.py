@@ -171,6 +171,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return run_doctor(load_settings(), as_json=args.json)
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from app.runlocal import run_local
+
+    settings = load_settings()
+    logs.configure("WARNING", secrets=settings.secret_values())
+    return run_local(args, settings=settings)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
 
@@ -223,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="what is installed, enforced and missing")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(func=cmd_doctor)
+
+    from app.runlocal import add_arguments as run_arguments
+
+    run = sub.add_parser(
+        "run", help="the whole pipeline on a local repository: a verified patch as a branch"
+    )
+    run_arguments(run)
+    run.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="the story so far, offline, on the local GitHub double")
     demo.add_argument("--keep", action="store_true", help="keep the demo's folder afterwards")

@@ -27,5 +27,8 @@ class Fixer(abc.ABC):
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         """Edit ``workspace.tree`` for ``task`` within ``budget``."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what the fixer holds (a model client's connections)."""
+
     def gave_up(self, reason: str, **fields: Any) -> FixOutcome:
         return FixOutcome(fixer=self.name, ok=False, reason=reason, **fields)

@@ -321,7 +321,7 @@ class SessionRunner:
         state.diff = await ws.diff(head, known_secrets=secrets)
         await ws.keep_branch(head)
         progress(
-            f"commit: {head[:12]} on {ws.branch} ({len(state.diff.files)} files, "
+            f"commit: {head[:12]} on {ws.branch} ({_files(len(state.diff.files))}, "
             f"+{state.diff.lines_added} -{state.diff.lines_removed})"
         )
         progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
@@ -420,6 +420,10 @@ class _State:
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = field(default_factory=list)
     pending: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def _delta(commands: RepoCommands, base: TestRun | None, head: TestRun | None) -> TestDelta | None:

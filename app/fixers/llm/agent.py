@@ -85,6 +85,9 @@ class LlmFixer(Fixer):
         self.audit = audit
         self.clock = clock
 
+    async def aclose(self) -> None:
+        await self.client.close()
+
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         run = _Run(
             box=ToolBox(workspace),

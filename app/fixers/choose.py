@@ -1,0 +1,156 @@
+"""Which fixer a job gets, and building fixers from the settings.
+
+:func:`choose` is pure (table-tested): ``fix`` jobs use ``llm`` when a model is
+configured, else ``lint`` with a note that only lint fixes are possible without one;
+``alert`` jobs use ``revert``, then ``llm`` if the repository allows it
+(``fixers.llm_on_alerts``); ``lint`` jobs use ``lint``. :class:`AutoFixer` applies the
+choice inside the session, where the repository's configuration (from the base
+branch) is known, and runs the fixers in order until one succeeds or one says its
+answer is final (a flaky test is not handed to the llm to "fix").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.config import Settings
+from app.errors import ConfigError
+from app.fixers.base import Fixer
+from app.fixers.config import fixer_settings
+from app.fixers.lint import LintFixer
+from app.fixers.llm.agent import LlmFixer
+from app.fixers.llm.client import Audit, ModelClient
+from app.fixers.llm.spend import Ledger
+from app.fixers.revert import RevertFixer
+from app.sessions.result import FixOutcome
+from app.sessions.session import Budget, FixContext, Task
+
+FIXERS = ("auto", "llm", "lint", "revert")
+FixerName = Literal["llm", "lint", "revert"]
+NO_MODEL = (
+    "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL), so only lint fixes "
+    "are possible: this is what ruff and Patchwarden's semgrep autofix rules could do."
+)
+
+
+@dataclass(frozen=True)
+class Choice:
+    fixers: tuple[FixerName, ...]
+    note: str | None = None  # said to the requester along with the result
+
+
+def choose(
+    kind: Literal["fix", "alert", "lint"], *, llm_configured: bool, llm_on_alerts: bool
+) -> Choice:
+    if kind == "lint":
+        return Choice(("lint",))
+    if kind == "alert":
+        if not llm_on_alerts:
+            return Choice(("revert",))
+        if not llm_configured:
+            return Choice(
+                ("revert",),
+                "fixers.llm_on_alerts is on but no model is configured: only the culprit "
+                "finder ran",
+            )
+        return Choice(("revert", "llm"))
+    if llm_configured:
+        return Choice(("llm",))
+    return Choice(("lint",), NO_MODEL)
+
+
+async def _no_audit(action: str, **_: Any) -> None:
+    """The default audit: nothing recorded."""
+
+
+class AutoFixer(Fixer):
+    """The ``auto`` choice, made per job from its kind and the repository's config."""
+
+    name = "auto"
+
+    def __init__(self, make: Callable[[FixerName], Fixer], *, llm_configured: bool) -> None:
+        self.make = make
+        self.llm_configured = llm_configured
+        self.made: list[Fixer] = []
+
+    async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
+        repo = fixer_settings(workspace.workspace.base_tree)
+        choice = choose(
+            task.kind,
+            llm_configured=self.llm_configured,
+            llm_on_alerts=repo.fixers.llm_on_alerts,
+        )
+        tried: list[str] = []
+        outcome = FixOutcome(fixer=self.name, ok=False, reason="no fixer ran")
+        for name in choice.fixers:
+            workspace.progress(f"fix: the {name} fixer")
+            fixer = self.make(name)
+            self.made.append(fixer)
+            outcome = await fixer(workspace)
+            if outcome.ok or outcome.final:
+                break
+            tried.append(f"{name}: {outcome.reason}")
+            await workspace.restore(await workspace.changed_paths())
+        notes = [n for n in (choice.note, *(f"Tried first, {t}." for t in tried)) if n]
+        if not notes:
+            return outcome
+        if outcome.ok:
+            return outcome.model_copy(update={"summary": " ".join([*notes, outcome.summary])})
+        return outcome.model_copy(update={"reason": " ".join([*notes[:1], outcome.reason or ""])})
+
+    async def aclose(self) -> None:
+        for fixer in self.made:
+            await fixer.aclose()
+
+
+def budget_from(settings: Settings) -> Budget:
+    return Budget(
+        max_steps=settings.llm_max_steps,
+        max_tokens=settings.llm_max_tokens,
+        max_cost_usd=settings.llm_max_cost_usd,
+        daily_usd=settings.llm_daily_budget_usd,
+    )
+
+
+def make_fixer(
+    name: str,
+    settings: Settings,
+    *,
+    ledger: Ledger | None = None,
+    audit: Audit = _no_audit,
+) -> Fixer:
+    """The fixer called ``name`` (one of :data:`FIXERS`), configured from ``settings``."""
+    if name == "lint":
+        return LintFixer()
+    if name == "revert":
+        return RevertFixer()
+    if name == "llm":
+        if not settings.llm_configured:
+            raise ConfigError(
+                "the llm fixer needs a model: set PATCHWARDEN_LLM_MODEL (and "
+                "PATCHWARDEN_LLM_BASE_URL and PATCHWARDEN_LLM_API_KEY for endpoints other "
+                "than OpenAI's); docs/configuration.md#the-llm-fixer"
+            )
+        client = ModelClient(
+            settings.llm_providers(),
+            timeout=settings.llm_timeout_seconds,
+            retry_base_seconds=settings.llm_retry_base_seconds,
+            max_output_tokens=settings.llm_max_output_tokens,
+            audit=audit,
+        )
+        return LlmFixer(
+            client,
+            prices=settings.llm_prices,
+            tool_mode=settings.llm_tool_mode,
+            ledger=ledger,
+            audit=audit,
+        )
+    if name == "auto":
+
+        def make(chosen: FixerName) -> Fixer:
+            return make_fixer(chosen, settings, ledger=ledger, audit=audit)
+
+        return AutoFixer(make, llm_configured=settings.llm_configured)
+    raise ConfigError(f"unknown fixer {name!r}: choose one of {', '.join(FIXERS)}")

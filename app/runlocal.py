@@ -1,0 +1,180 @@
+"""``patchwarden run``: the whole pipeline on a local repository, no GitHub needed.
+
+session → fixer → verification → the patch left in the repository as the branch
+``patchwarden/<slug>`` (never checked out; your work tree is not touched) and the PR
+body written to a file. Progress goes to stderr, one line per step with the time
+since the start; ``--json`` prints the SessionResult on stdout.
+
+Exit codes: 0 a verified patch (the tests pass on it and none broke), 1 the fixer gave
+up or its patch did not verify, 2 bad input (not a git repository, uncommitted
+changes, an unknown fixer, a missing model) with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+from app.config import Settings, load_settings
+from app.errors import PatchwardenError
+from app.fixers.choose import FIXERS, budget_from, make_fixer
+from app.publish.body import render_body
+from app.sessions.factory import runner_from
+from app.sessions.result import SessionResult
+from app.sessions.session import SessionSpec, Task
+from app.sessions.workspace import Remote, git_env, run_git
+
+
+class BadInput(PatchwardenError):
+    """What the user gave ``run`` cannot be used; exit 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", required=True, type=Path, help="a local git repository")
+    parser.add_argument("--task", required=True, help="what to fix, in your own words")
+    parser.add_argument(
+        "--fixer",
+        choices=FIXERS,
+        default="auto",
+        help="auto (default): llm if a model is configured, else lint; revert first with --alert",
+    )
+    parser.add_argument(
+        "--alert",
+        action="store_true",
+        help="the task is a failing check on HEAD: find the culprit commit and revert it",
+    )
+    parser.add_argument("--check", help="with --alert: the failing check's name")
+    parser.add_argument("--good", help="with --alert: a commit known to pass")
+    parser.add_argument(
+        "--body", type=Path, help="where to write the PR body (default: .git/patchwarden/)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the SessionResult as JSON")
+
+
+def run_local(args: argparse.Namespace, *, settings: Settings | None = None) -> int:
+    settings = settings or load_settings()
+    clock = _Clock()
+    try:
+        if not args.repo.is_dir():
+            raise BadInput(f"{args.repo} is not a directory")
+        return asyncio.run(_run(args, settings, clock))
+    except BadInput as exc:
+        print(f"patchwarden run: {exc}", file=sys.stderr)
+        return 2
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def show(self, line: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {line}", file=sys.stderr, flush=True)
+
+
+async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> int:
+    top, head = await _work_tree(args.repo)
+    task_text = str(args.task).strip()
+    if not task_text:
+        raise BadInput("--task is empty: say what to fix")
+    if args.fixer == "llm" and not settings.llm_configured:
+        raise BadInput(
+            "--fixer llm needs a model: set PATCHWARDEN_LLM_MODEL (see docs/configuration.md)"
+        )
+    title = task_text.splitlines()[0][:72]
+    kind: Literal["fix", "alert", "lint"] = "fix"
+    if args.alert:
+        kind = "alert"
+    elif args.fixer == "lint":
+        kind = "lint"
+    task = Task(title, kind=kind, instructions=task_text, check=args.check, good=args.good)
+    spec = SessionSpec(
+        remote=Remote(_repo_name(top), str(top)),
+        task=task,
+        base=head,
+        budget=budget_from(settings),
+    )
+    fixer = make_fixer(args.fixer, settings)
+    try:
+        result = await runner_from(settings).run(spec, fixer, progress=clock.show)
+    finally:
+        await fixer.aclose()
+    if result.head_sha:
+        await _leave_branch(top, settings, result)
+        body = args.body or _default_body(top, result)
+        body.parent.mkdir(parents=True, exist_ok=True)
+        body.write_text(render_body(result, title=title))
+        clock.show(f"branch {result.branch} in {top}; PR body in {body}")
+    verified, verdict = _verdict(result)
+    clock.show(verdict)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    elif result.fix is not None and result.fix.summary:
+        print(result.fix.summary)
+    return 0 if verified else 1
+
+
+async def _work_tree(path: Path) -> tuple[Path, str]:
+    """The repository's top directory and its HEAD commit; BadInput if unusable."""
+    env = git_env(Path.home())
+    done = await run_git(["-C", str(path), "rev-parse", "--show-toplevel"], env=env, check=False)
+    if done.returncode != 0:
+        raise BadInput(f"{path} is not a git repository (git init, then commit what to fix)")
+    top = Path(done.stdout.decode().strip())
+    head = await run_git(
+        ["-C", str(top), "rev-parse", "--verify", "--quiet", "HEAD"], env=env, check=False
+    )
+    if head.returncode != 0:
+        raise BadInput(f"{top} has no commits yet: the session starts from HEAD")
+    status = await run_git(
+        ["-C", str(top), "status", "--porcelain", "--untracked-files=no"], env=env, check=False
+    )
+    if status.stdout.strip():
+        changed = len(status.stdout.decode().splitlines())
+        raise BadInput(
+            f"{top} has uncommitted changes ({changed} file(s)): commit or stash them first; "
+            "the session starts from HEAD and would not see them"
+        )
+    return top, head.stdout.decode().strip()
+
+
+def _repo_name(top: Path) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", top.name).strip("-.") or "repo"
+    return f"local/{slug}"
+
+
+async def _leave_branch(top: Path, settings: Settings, result: SessionResult) -> None:
+    """Fetch the patch commit from the session's mirror into the user's repository."""
+    from app.sessions.workspace import WorkspaceCache
+
+    mirror = WorkspaceCache(settings.cache_dir).mirror_path(result.repo)
+    refspec = f"+refs/patchwarden/{result.branch}:refs/heads/{result.branch}"
+    await run_git(
+        ["-C", str(top), "fetch", "--quiet", "--no-tags", str(mirror), refspec],
+        env=git_env(Path.home()),
+    )
+
+
+def _default_body(top: Path, result: SessionResult) -> Path:
+    name = result.branch.replace("/", "-") + ".md"
+    git_dir = top / ".git"
+    return (git_dir if git_dir.is_dir() else top) / "patchwarden" / name
+
+
+def _verdict(result: SessionResult) -> tuple[bool, str]:
+    if result.status == "failed":
+        return False, f"no patch: {result.error}"
+    if result.status == "no-change":
+        return False, "no patch: the fixer changed nothing"
+    tests = result.tests
+    if tests is not None and tests.broken:
+        return False, f"the patch breaks {', '.join(tests.broken[:5])}"
+    if tests is not None and (tests.head is None or not tests.head.ok):
+        return False, "the patch does not pass the tests"
+    checked = "the tests pass" if tests is not None else "no test command is known"
+    return True, f"verified patch {result.head_sha and result.head_sha[:12]}: {checked}"

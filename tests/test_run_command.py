@@ -1,0 +1,217 @@
+"""``patchwarden run`` as a user runs it: a real process on a real repository, with the
+real sandbox and tools; the llm fixer talks to a scripted model over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.fixers.choose import NO_MODEL, Choice, choose
+from app.fixers.llm.scripted import ScriptedModel, tool
+from app.sessions.result import SessionResult
+from app.sessions.workspace import git_env
+from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
+
+
+def sandboxed(test: Any) -> Any:
+    """A test that runs real sessions: slow, and needs bubblewrap."""
+    test = pytest.mark.slow(test)
+    no_bwrap = shutil.which("bwrap") is None
+    return pytest.mark.skipif(no_bwrap, reason="bubblewrap is not installed")(test)
+
+
+LINTY = 'import os\n\n\ndef greet():\n    return f"hello"\n'
+LINTY_TESTS = "from greet import greet\n\n\ndef test_greet():\n    assert greet() == 'hello'\n"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHWARDEN_")}
+    env["PATCHWARDEN_CACHE_DIR"] = str(tmp_path / "cache")
+    env.update(extra)
+    return env
+
+
+async def run(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    """``patchwarden run ARGS`` in its own process; (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "run",
+        *args,
+        env=_env(tmp_path, **env),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=300)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=git_env(repo), capture_output=True, check=True
+    )
+    return done.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    ("kind", "llm", "on_alerts", "expected"),
+    [
+        ("fix", True, False, Choice(("llm",))),
+        ("fix", False, False, Choice(("lint",), NO_MODEL)),
+        ("fix", False, True, Choice(("lint",), NO_MODEL)),
+        ("lint", True, True, Choice(("lint",))),
+        ("alert", True, False, Choice(("revert",))),
+        ("alert", True, True, Choice(("revert", "llm"))),
+        ("alert", False, False, Choice(("revert",))),
+    ],
+)
+def test_auto_chooses_by_job_kind_model_and_repo_config(
+    kind: str, llm: bool, on_alerts: bool, expected: Choice
+) -> None:
+    assert choose(kind, llm_configured=llm, llm_on_alerts=on_alerts) == expected  # type: ignore[arg-type]
+
+
+def test_alerts_allowed_the_llm_without_a_model_say_so() -> None:
+    choice = choose("alert", llm_configured=False, llm_on_alerts=True)
+    assert choice.fixers == ("revert",)
+    assert choice.note is not None
+    assert "no model is configured" in choice.note
+
+
+@sandboxed
+async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> None:
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
+    head = git(repo, "rev-parse", "HEAD").strip()
+    code, out, err = await run(tmp_path, "--repo", str(repo), "--task", "Fix the lint")
+
+    assert code == 0, err
+    # Without a model, auto fell back to lint and says why.
+    assert out.startswith(NO_MODEL)
+    assert "F401 (1), F541 (1)" in out
+    lines = err.splitlines()
+    assert re.match(r"\[ +\d+\.\ds\] workspace: local/greet at [0-9a-f]{40}$", lines[0])
+    assert any("s] fix: the lint fixer" in line for line in lines)
+    assert lines[-1].split("] ", 1)[1].startswith("verified patch ")
+    # The user's repository: a new branch, HEAD and the work tree untouched.
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "greet.py").read_text() == LINTY
+    patched = git(repo, "show", "patchwarden/fix-the-lint:greet.py")
+    assert "import os" not in patched
+    assert 'return "hello"' in patched
+    body = (repo / ".git" / "patchwarden" / "patchwarden-fix-the-lint.md").read_text()
+    assert body.startswith("## Fix the lint\n")
+    assert "tests on the patch: 1 passed, 0 failed" in body
+    assert "git push origin --delete patchwarden/fix-the-lint" in body
+
+
+@sandboxed
+async def test_run_json_prints_the_session_result(tmp_path: Path) -> None:
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
+    body = tmp_path / "body.md"
+    code, out, _ = await run(
+        tmp_path,
+        "--repo",
+        str(repo),
+        "--task",
+        "lint",
+        "--fixer",
+        "lint",
+        "--json",
+        "--body",
+        str(body),
+    )
+    assert code == 0
+    result = SessionResult.load(json.loads(out))
+    assert result.status == "patched"
+    assert result.fix is not None
+    assert result.fix.fixer == "lint"
+    assert body.read_text().startswith("## lint\n")
+
+
+@sandboxed
+async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
+    repo = make_project(tmp_path / "calc", {"calc.py": CALC, "test_calc.py": CALC_TESTS})
+    script = [
+        tool("read_file", path="calc.py"),
+        tool("edit", path="calc.py", old="return a - b", new="return a + b"),
+        tool("run_tests"),
+        tool("finish", summary="add() adds now"),
+    ]
+    async with ScriptedModel(script, api_key="sk-local-test-key-1234567890") as model:
+        code, out, err = await run(
+            tmp_path,
+            "--repo",
+            str(repo),
+            "--task",
+            "test_add fails",
+            PATCHWARDEN_LLM_MODEL="scripted",
+            PATCHWARDEN_LLM_BASE_URL=model.base_url,
+            PATCHWARDEN_LLM_API_KEY="sk-local-test-key-1234567890",
+        )
+    assert code == 0, err
+    assert out.strip() == "add() adds now"
+    assert any("fix: model turn 4 of at most 40" in line for line in err.splitlines())
+    assert "return a + b" in git(repo, "show", "patchwarden/test-add-fails:calc.py")
+    assert model.violations == []
+    assert "sk-local-test-key" not in err
+
+
+@sandboxed
+async def test_run_revert_finds_the_commit_that_broke_head(tmp_path: Path) -> None:
+    fixed = CALC.replace("a - b", "a + b")
+    repo = make_project(tmp_path / "hist", {"calc.py": fixed, "test_calc.py": CALC_TESTS})
+    (repo / "calc.py").write_text(fixed.replace("a + b", "a * b"))
+    bad = git_commit(repo, "make add faster")
+    (repo / "README").write_text("later\n")
+    git_commit(repo, "docs")
+    code, out, err = await run(
+        tmp_path, "--repo", str(repo), "--task", "tests fail", "--alert", "--fixer", "auto"
+    )
+    assert code == 0, err
+    assert out.startswith(f"Reverts {bad[:12]} (make add faster)")
+
+
+@sandboxed
+async def test_a_fixer_that_gives_up_exits_1(tmp_path: Path) -> None:
+    repo = make_project(tmp_path / "js", {"index.js": "var x = 1\n"})
+    code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
+    assert code == 1
+    assert "no patch: no Python files here" in err.splitlines()[-1]
+
+
+async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    repo = make_project(tmp_path / "calc", {"calc.py": CALC})
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [
+        (["--repo", str(tmp_path / "missing"), "--task", "x"], "is not a directory"),
+        (["--repo", str(plain), "--task", "x"], "is not a git repository"),
+        (["--repo", str(repo), "--task", "  "], "--task is empty"),
+        (["--repo", str(repo), "--task", "x", "--fixer", "llm"], "--fixer llm needs a model"),
+        (["--repo", str(repo), "--task", "x", "--fixer", "magic"], "invalid choice: 'magic'"),
+    ]
+    for args, message in cases:
+        code, out, err = await run(tmp_path, *args)
+        assert code == 2, (args, err)
+        assert message in err
+        assert out == ""
+    (repo / "calc.py").write_text("changed\n")
+    code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "x")
+    assert code == 2
+    assert err.strip() == (
+        f"patchwarden run: {repo} has uncommitted changes (1 file(s)): commit or stash them "
+        "first; the session starts from HEAD and would not see them"
+    )
