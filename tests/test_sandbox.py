@@ -955,3 +955,30 @@ def test_capture_memory_stays_bounded_under_a_flood() -> None:
 def test_a_mount_path_cannot_smuggle_options_into_docker(source: str, target: str) -> None:
     with pytest.raises(SandboxError, match="comma or newline"):
         Mount(Path(source), target)
+
+
+def _normalised(path: Path) -> str:
+    return os.path.normpath(str(path))
+
+
+@pytest.mark.skipif(BWRAP is None, reason="bubblewrap is not installed")
+async def test_an_interpreter_started_through_dot_dot_still_runs_in_the_sandbox(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sandbox_uid: int, mounts: list[Mount]
+) -> None:
+    """`../.venv/bin/python` leaves `..` in sys.executable; inside the sandbox the folder
+    it steps out of does not exist, so the toolchain must be normalised (not resolved:
+    a venv's python is a symlink out of the venv)."""
+    import sys
+
+    from app.sessions.sandbox import Toolchain
+
+    bin_dir = Path(sys.executable).parent
+    detour = f"{bin_dir}/../{bin_dir.name}/{Path(sys.executable).name}"
+    monkeypatch.setattr(sys, "executable", detour)
+    toolchain = Toolchain.current()
+    assert ".." not in toolchain.bin_dir
+    assert toolchain.bin_dir == _normalised(bin_dir)
+    sandbox = BwrapSandbox(state_dir=tmp_path / "s", uid=sandbox_uid, toolchain=toolchain)
+    done = await sandbox.run(["python", "-c", "print('ran')"], mounts=mounts, timeout=30)
+    assert done.stderr == ""
+    assert done.stdout == "ran\n"

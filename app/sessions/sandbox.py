@@ -377,13 +377,18 @@ class Toolchain:
 
     @classmethod
     def current(cls) -> Toolchain:
-        prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
-        if sys.prefix != os.path.realpath(sys.prefix):
-            prefixes.add(sys.prefix)
+        # Normalised but not resolved: a venv's python is a symlink out of the venv, and
+        # `../.venv/bin/python` leaves a `..` in sys.executable that means nothing in
+        # the sandbox, where the directory it steps out of is not mounted.
+        executable = os.path.normpath(os.path.abspath(sys.executable))
+        prefix = os.path.normpath(os.path.abspath(sys.prefix))
+        prefixes = {os.path.realpath(prefix), os.path.realpath(sys.base_prefix)}
+        if prefix != os.path.realpath(prefix):
+            prefixes.add(prefix)
         base = getattr(sys, "_base_executable", sys.executable)
         return cls(
-            python=sys.executable,
-            bin_dir=str(Path(sys.executable).parent),
+            python=executable,
+            bin_dir=str(Path(executable).parent),
             base_python=os.path.realpath(base),
             paths=tuple(sorted(p for p in prefixes if not _under_system(p))),
         )
