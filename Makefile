@@ -49,6 +49,7 @@ bench: venv system-deps
 	$(BIN)/python bench/sandbox_start.py
 	$(BIN)/python bench/workspace_prep.py
 	$(BIN)/python bench/verify_overhead.py
+	$(BIN)/python bench/fixers.py
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/forge_api.py
 
