@@ -97,6 +97,39 @@ def _sandbox_check(settings: Settings) -> Check:
     return Check("sandbox", "ok", f"{detail}; starts in {done.duration_seconds * 1000:.0f} ms")
 
 
+def _llm_check(settings: Settings) -> Check:
+    """Which model the llm fixer uses, what it costs, and what caps apply (no call made)."""
+    from app.fixers.llm.client import price_for
+
+    providers = settings.llm_providers()
+    if not providers:
+        return Check(
+            "llm fixer",
+            "warn",
+            "no model (PATCHWARDEN_LLM_MODEL): fix requests get the lint fixer only",
+        )
+    chain = " -> ".join(p.label for p in providers)
+    unpriced = sorted(
+        {p.model for p in providers if price_for(p.model, settings.llm_prices) is None}
+    )
+    cap = settings.llm_max_cost_usd
+    daily = settings.llm_daily_budget_usd
+    detail = (
+        f"{chain}; tools {settings.llm_tool_mode}; per job {settings.llm_max_steps} turns, "
+        f"{settings.llm_max_tokens:,} tokens, "
+        + (f"${cap:.2f}" if cap is not None else "no cost cap")
+        + "; per installation per day "
+        + (f"${daily:.2f}" if daily is not None else "no cap")
+    )
+    if unpriced and (cap is not None or daily is not None):
+        detail += (
+            f"; no price for {', '.join(unpriced)} (PATCHWARDEN_LLM_PRICES): the cost caps "
+            "cannot count it, only the token cap applies"
+        )
+        return Check("llm fixer", "warn", detail)
+    return Check("llm fixer", "ok", detail)
+
+
 def collect(settings: Settings) -> list[Check]:
     checks = [
         Check("patchwarden", "ok", __version__),
@@ -114,6 +147,7 @@ def collect(settings: Settings) -> list[Check]:
     if checks[2].status != "ok":
         checks[2] = Check("git", "fail", checks[2].detail)
     checks.append(_sandbox_check(settings))
+    checks.append(_llm_check(settings))
     checks.append(_store_check(settings))
     checks.append(
         Check(

@@ -359,6 +359,7 @@ DOCTOR_ENTRIES = {
     "semgrep",
     "database",
     "webhook signatures",
+    "llm fixer",
 }
 
 
@@ -417,6 +418,12 @@ def test_secrets_do_not_show_in_repr_or_str(key_pem: str) -> None:
         ("PATCHWARDEN_ALERT_ROUTES", '{"HighErrorRate": "not-a-repo"}'),
         ("PATCHWARDEN_LOG_LEVEL", "LOUD"),
         ("PATCHWARDEN_PORT", "70000"),
+        ("PATCHWARDEN_LLM_FALLBACKS", "not json"),
+        ("PATCHWARDEN_LLM_FALLBACKS", '[{"base_url": "http://x/v1"}]'),
+        ("PATCHWARDEN_LLM_FALLBACKS", '[{"model": "m", "azure_api_version": "2024-10-21"}]'),
+        ("PATCHWARDEN_LLM_PRICES", '{"gpt-4.1": {"input": -1, "output": 8}}'),
+        ("PATCHWARDEN_LLM_TOOL_MODE", "telepathy"),
+        ("PATCHWARDEN_LLM_MAX_STEPS", "0"),
     ],
 )
 def test_invalid_variable_names_itself(
@@ -425,6 +432,49 @@ def test_invalid_variable_names_itself(
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError, match=name):
         load_settings()
+
+
+def test_llm_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATCHWARDEN_LLM_MODEL", "qwen2.5-coder:7b")
+    monkeypatch.setenv("PATCHWARDEN_LLM_BASE_URL", "http://localhost:11434/v1")
+    monkeypatch.setenv("PATCHWARDEN_LLM_API_KEY", "sk-primary-key-0123456789")
+    monkeypatch.setenv(
+        "PATCHWARDEN_LLM_FALLBACKS",
+        '[{"model": "gpt-4.1", "api_key": "sk-fallback-key-0123456789"}]',
+    )
+    monkeypatch.setenv("PATCHWARDEN_LLM_PRICES", '{"gpt-4.1": {"input": 2, "output": 8}}')
+    monkeypatch.setenv("PATCHWARDEN_LLM_MAX_COST_USD", "none")
+    settings = load_settings()
+    assert [p.label for p in settings.llm_providers()] == [
+        "qwen2.5-coder:7b@localhost:11434",
+        "gpt-4.1@api.openai.com",
+    ]
+    assert settings.llm_max_cost_usd is None
+    assert settings.llm_daily_budget_usd == 20.0
+    assert {"sk-primary-key-0123456789", "sk-fallback-key-0123456789"} <= set(
+        settings.secret_values()
+    )
+    assert "sk-fallback-key" not in repr(settings)
+
+
+@pytest.mark.slow
+def test_doctor_says_which_model_and_which_caps(tmp_path: Path, key_pem: str) -> None:
+    env = configured_env(tmp_path, key_pem)
+    _, checks = doctor(tmp_path, env)
+    assert checks["llm fixer"]["status"] == "warn"
+    assert "lint fixer only" in checks["llm fixer"]["detail"]
+    env["PATCHWARDEN_LLM_MODEL"] = "local-model"
+    env["PATCHWARDEN_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"
+    env["PATCHWARDEN_LLM_API_KEY"] = "sk-doctor-key-0123456789"
+    _, checks = doctor(tmp_path, env)
+    llm = checks["llm fixer"]
+    assert llm["status"] == "warn"
+    assert llm["detail"].startswith("local-model@127.0.0.1:9; tools auto; per job 40 turns")
+    assert "no price for local-model" in llm["detail"]
+    env["PATCHWARDEN_LLM_PRICES"] = '{"local-model": {"input": 0, "output": 0}}'
+    _, checks = doctor(tmp_path, env)
+    assert checks["llm fixer"]["status"] == "ok"
+    assert "sk-doctor-key" not in json.dumps(checks)
 
 
 def test_alert_routes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
