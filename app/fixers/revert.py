@@ -10,7 +10,8 @@ failing commit. Then:
    nothing to revert.
 2. **Last good commit.** The caller's (``Task.good``, e.g. the last green check), or
    found by testing first-parent ancestors 1, 2, 4, 8 … commits back.
-3. **Bisect.** ``git bisect start --first-parent`` and ``git bisect run`` between them,
+3. **Bisect.** ``git bisect start --first-parent`` and ``git bisect run`` between it and
+   the nearest commit above it known to fail (the failing commit, or the last probe),
    so a pull request's merge commit is blamed as a whole (and reverted with ``-m 1``).
 4. **Revert.** ``git revert --no-commit`` of the culprit on the session's tree; the
    session commits it with git's own revert message and verifies it like any patch.
@@ -108,6 +109,7 @@ class _Search:
             self.mounts.append(Mount(ws.env_dir, ENV_MOUNT))
         _, self.env = repo_test_command(ws.commands, ws.env_dir)
         self.tested = 0
+        self.last_bad = self.bad  # the nearest commit known to fail above the good one
 
     async def run(self, task: Task) -> FixOutcome:
         await self._make_clone()
@@ -171,8 +173,10 @@ class _Search:
         while step < len(history):
             candidate = history[step]
             self.ws.progress(f"fix: looking for a passing commit: {step} back ({candidate[:12]})")
-            if (await self._checkout(candidate)).ok and (await self._tests(name="probe")).ok:
-                return candidate
+            if (await self._checkout(candidate)).ok:
+                if (await self._tests(name="probe")).ok:
+                    return candidate
+                self.last_bad = candidate  # bisect need not look above it
             if step == len(history) - 1:
                 break
             step = min(step * 2, len(history) - 1)
@@ -185,8 +189,9 @@ class _Search:
         )
 
     async def _bisect(self, good: str) -> tuple[str, str]:
-        self.ws.progress(f"fix: git bisect run between {good[:12]} and {self.bad[:12]}")
-        start = await self._git("bisect", "start", "--first-parent", self.bad, good)
+        bad = self.last_bad
+        self.ws.progress(f"fix: git bisect run between {good[:12]} and {bad[:12]}")
+        start = await self._git("bisect", "start", "--first-parent", bad, good)
         if not start.ok:
             raise _Stop(self.fixer.gave_up(f"git bisect start failed: {start.stderr.strip()}"))
         seconds = int(self.ws.timeouts.tests)
