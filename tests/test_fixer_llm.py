@@ -254,7 +254,11 @@ async def test_edit_errors_tell_the_model_what_to_do(
     assert "occurs 2 times in calc.py (lines 2, 10)" in answers[0]
     assert "not found" in answers[1]
     assert "read_file" in answers[1]
-    assert "Line 1 has the same text with different indentation" in answers[2]
+    assert answers[2] == (
+        "error: 'old' was not found in calc.py. Lines 1-2 match if spacing and indentation "
+        "are ignored; in the file they read:\ndef add(a, b):\n    return a - b\n"
+        "Copy them exactly (without the line numbers)."
+    )
     assert "nope.py is not a file in the repository" in answers[3]
     assert "has only 10 lines" in answers[4]
     assert "there is no tool called 'no_such_tool'" in answers[5]

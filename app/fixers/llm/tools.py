@@ -377,16 +377,19 @@ def _walk(base: Path, tree: Path) -> Iterator[str]:
 
 
 def _not_found(rel: str, text: str, old: str) -> str:
-    """Why ``old`` is not in the file, with a hint a small model can use."""
+    """Why ``old`` is not in the file, with what a small model needs to try again: where
+    the same lines are when spacing is ignored, and how they really read."""
     message = f"'old' was not found in {rel}."
-    stripped = [ln.strip() for ln in old.strip("\n").splitlines() if ln.strip()]
-    if stripped:
-        lines = text.splitlines()
-        for i, line in enumerate(lines):
-            if line.strip() == stripped[0]:
-                return (
-                    f"{message} Line {i + 1} has the same text with different indentation "
-                    f"or spacing: {line!r}. Copy the text exactly as read_file shows it "
-                    "(without the line numbers)."
-                )
+    want = [" ".join(ln.split()) for ln in old.strip("\n").splitlines()]
+    if not any(want):
+        return f"{message} Use read_file to see the current text and copy it exactly."
+    lines = text.splitlines()
+    for i in range(len(lines) - len(want) + 1):
+        if all(" ".join(lines[i + k].split()) == w for k, w in enumerate(want)):
+            span = f"Line {i + 1}" if len(want) == 1 else f"Lines {i + 1}-{i + len(want)}"
+            actual = "\n".join(lines[i : i + len(want)])
+            return (
+                f"{message} {span} match if spacing and indentation are ignored; in the "
+                f"file they read:\n{actual}\nCopy them exactly (without the line numbers)."
+            )
     return f"{message} Use read_file to see the current text and copy it exactly."
