@@ -76,6 +76,10 @@ async def test_lint_fixes_what_ruff_and_semgrep_can_and_the_tests_still_pass(
     assert result.tests.head.ok
     assert result.tests.broken == []
     assert {f.path for f in result.diff.files} == {"shapes.py", "test_shapes.py"}
+    # The linters' JSON is parsed, not stored in the result.
+    json_steps = [s for s in result.steps if s.name in ("ruff", "semgrep-autofix")]
+    assert json_steps
+    assert not [s.name for s in json_steps if '"code"' in s.output or '"results"' in s.output]
 
 
 async def test_the_repository_opts_in_to_unsafe_fixes_and_formatting(

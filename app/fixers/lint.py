@@ -87,7 +87,7 @@ class LintFixer(Fixer):
 
     async def _ruff_findings(self, ws: FixContext, ruff: str) -> Counter[str]:
         argv = [ruff, "check", "--output-format", "json", "--exit-zero", "--no-cache", "."]
-        done = await ws.run(argv, name="ruff", output_bytes=TOOL_OUTPUT_BYTES)
+        done = await ws.run(argv, name="ruff", output_bytes=TOOL_OUTPUT_BYTES, keep_stdout=False)
         if not done.ok or done.stdout_truncated:
             why = done.stderr.strip()[-500:] or f"exit code {done.exit_code}"
             raise LintError(f"ruff could not check the repository: {why}")
@@ -108,6 +108,7 @@ class LintFixer(Fixer):
             mounts=[*ws.mounts, Mount(self.autofix_rules, RULES_MOUNT)],
             cwd=RULES_MOUNT,
             output_bytes=TOOL_OUTPUT_BYTES,
+            keep_stdout=False,
         )
         try:
             report = json.loads(done.stdout)

@@ -147,9 +147,12 @@ class FixContext:
         mounts: Sequence[Mount] | None = None,
         cwd: str = WORKSPACE,
         output_bytes: int | None = None,
+        keep_stdout: bool = True,
     ) -> Completed:
         """Run ``argv`` in the sandbox (no network) and record the step; by default on
-        the tree at /workspace with the repository's environment at /env."""
+        the tree at /workspace with the repository's environment at /env. A command
+        whose stdout is data to parse (``output_bytes`` raised for it) should not keep
+        it in the stored step (``keep_stdout=False``)."""
         limits = None
         if output_bytes is not None:
             limits = replace(self.sandbox.limits, output_bytes=output_bytes)
@@ -162,7 +165,14 @@ class FixContext:
             limits=limits,
         )
         self.steps.append(
-            make_step(done, name=name, phase="fix", tree="head", secrets=self.secrets)
+            make_step(
+                done,
+                name=name,
+                phase="fix",
+                tree="head",
+                secrets=self.secrets,
+                include_stdout=keep_stdout,
+            )
         )
         return done
 
