@@ -8,6 +8,7 @@ import functools
 import json
 import shutil
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,44 @@ async def test_paths_outside_the_workspace_are_refused(
     assert not outside.exists()
     assert not _exists("/etc/evil.conf")
     assert result.status == "no-change", result.error
+
+
+async def test_what_code_run_by_the_agent_changes_is_put_back_without_leaving_the_tree(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """The repository's tests, run by the agent, swap a tracked directory for a symlink
+    to the host's /tmp and drop files around; putting the tree back must not write
+    through that symlink, and the patch must be exactly the agent's edit."""
+    name = f"pw_tidy_{uuid.uuid4().hex[:8]}"
+    hostile = (
+        "import os, shutil\n\n\ndef pytest_sessionfinish(session):\n"
+        "    shutil.rmtree('pkg')\n"
+        "    os.symlink('/tmp', 'pkg')\n"
+        "    open('dropped.txt', 'w').write('x')\n"
+        "    os.makedirs('junk/deep', exist_ok=True)\n"
+    )
+    files = {
+        "calc.py": CALC,
+        "test_calc.py": CALC_TESTS,
+        f"pkg/{name}.py": "VALUE = 1\n",
+        "conftest.py": hostile,
+    }
+    project = make_project(tmp_path / "calc", files)
+    model = await make_model(
+        tool("edit", **FIX),
+        tool("run_tests"),
+        tool("finish", summary="fixed add"),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+
+    assert result.status == "patched", result.error
+    assert [f.path for f in result.diff.files] == ["calc.py"]
+    assert not _exists(f"/tmp/{name}.py")
+    assert result.fix is not None
+    notes = " ".join(e.content for e in result.fix.transcript if e.role == "note")
+    assert "put back files the agent did not edit" in notes
+    assert "dropped.txt" in notes
+    assert "pkg" in notes
 
 
 async def test_edit_errors_tell_the_model_what_to_do(

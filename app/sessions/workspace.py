@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -535,7 +535,7 @@ def confined_parts(relative: str) -> tuple[str, ...] | None:
 
 
 @contextlib.contextmanager
-def _confined_dir(tree: Path, parts: Sequence[str], *, create: bool = False):  # type: ignore[no-untyped-def]
+def _confined_dir(tree: Path, parts: Sequence[str], *, create: bool = False) -> Iterator[int]:
     """A descriptor of ``tree/parts...``, walked without following any symlink;
     with ``create``, missing directories are made (0755)."""
     fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
