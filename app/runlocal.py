@@ -28,7 +28,7 @@ from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
-from app.sessions.workspace import Remote, git_env, run_git
+from app.sessions.workspace import Remote, WorkspaceCache, git_env, run_git
 
 
 class BadInput(PatchwardenError):
@@ -150,8 +150,6 @@ def _repo_name(top: Path) -> str:
 
 async def _leave_branch(top: Path, settings: Settings, result: SessionResult) -> None:
     """Fetch the patch commit from the session's mirror into the user's repository."""
-    from app.sessions.workspace import WorkspaceCache
-
     mirror = WorkspaceCache(settings.cache_dir).mirror_path(result.repo)
     refspec = f"+refs/patchwarden/{result.branch}:refs/heads/{result.branch}"
     await run_git(

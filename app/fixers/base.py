@@ -10,10 +10,46 @@ verifies and records it. A fixer never talks to GitHub.
 from __future__ import annotations
 
 import abc
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
+
+# Folders no fixer looks into: version control, dependencies, caches.
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+    }
+)
+
+
+def walk_files(top: Path, tree: Path) -> Iterator[tuple[str, bool]]:
+    """Every file under ``top`` (and every symlinked folder) as (path relative to
+    ``tree``, whether it is a symlink), sorted, without following links or entering
+    :data:`SKIP_DIRS`."""
+    for root, dirs, files in os.walk(top, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        here = Path(root)
+        for name in sorted(files):
+            yield (here / name).relative_to(tree).as_posix(), (here / name).is_symlink()
+        for d in dirs:
+            if (here / d).is_symlink():
+                yield (here / d).relative_to(tree).as_posix() + "/", True
 
 
 class Fixer(abc.ABC):

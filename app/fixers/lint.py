@@ -14,13 +14,11 @@ Everything runs in the sandbox on the tree, with no cache written into it.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
-from app.fixers.base import Fixer
+from app.fixers.base import Fixer, walk_files
 from app.fixers.config import LintConfig, fixer_settings
-from app.fixers.llm.tools import SKIP_DIRS
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
@@ -125,14 +123,7 @@ class LintFixer(Fixer):
 
 
 def _python_files(tree: Path) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(tree, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            path = Path(root) / name
-            if name.endswith(".py") and not path.is_symlink():
-                found.append(path.relative_to(tree).as_posix())
-    return found
+    return [p for p, link in walk_files(tree, tree) if p.endswith(".py") and not link]
 
 
 def _counts(counter: Counter[str]) -> str:

@@ -15,7 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.fixers.llm.tools import SKIP_DIRS, TOOL_SCHEMAS
+from app.fixers.base import SKIP_DIRS
+from app.fixers.llm.tools import TOOL_SCHEMAS
 from app.sanitize import fence, sanitize
 from app.sessions.commands import RepoCommands
 from app.sessions.session import Task

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.fixers.base import SKIP_DIRS, walk_files
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.session import FixContext
 from app.sessions.workspace import read_confined, write_confined
@@ -29,23 +30,6 @@ MAX_LIST = 300
 MAX_SEARCH_LINES = 80
 MAX_RESULT_CHARS = 8000
 MAX_FILE_BYTES = 1024 * 1024
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".eggs",
-    }
-)
 
 
 def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
@@ -365,15 +349,8 @@ def _is_real_dir(tree: Path, rel: str) -> bool:
 
 
 def _walk(base: Path, tree: Path) -> Iterator[str]:
-    for root, dirs, files in os.walk(base, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            full = Path(root) / name
-            rel = full.relative_to(tree).as_posix()
-            yield f"{rel} -> (symlink)" if full.is_symlink() else rel
-        for d in dirs:
-            if (Path(root) / d).is_symlink():
-                yield f"{(Path(root) / d).relative_to(tree).as_posix()}/ -> (symlink)"
+    for path, link in walk_files(base, tree):
+        yield f"{path} -> (symlink)" if link else path
 
 
 def _not_found(rel: str, text: str, old: str) -> str:
