@@ -33,10 +33,10 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
     for _ in range(2):
         s = store_for_url(url)
         await s.open()
-        assert await s.schema_version() == 2
+        assert await s.schema_version() == 3
         await s.close()
     with sqlite3.connect(tmp_path / "m.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 2
+        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 3
         db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     with pytest.raises(StoreError, match="newer than this Patchwarden"):
         await store_for_url(url).open()
@@ -240,3 +240,21 @@ async def test_model_spend_adds_up_per_installation_and_day(tmp_path: Path) -> N
         assert await store.model_spend(9, day="2026-11-22") == ModelSpend()
     finally:
         await store.close()
+
+
+async def test_claim_once_lets_one_caller_through_across_store_handles(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'once.db'}"
+    first, second = store_for_url(url), store_for_url(url)  # as two processes would
+    await first.open()
+    await second.open()
+    try:
+        claims = await asyncio.gather(
+            *(s.claim_once("refusal:octo/x#1:comment:9") for s in (first, second) * 4)
+        )
+        assert sorted(claims) == [False] * 7 + [True]
+        await first.release_once("refusal:octo/x#1:comment:9")
+        assert await second.claim_once("refusal:octo/x#1:comment:9")
+        assert await first.claim_once("refusal:octo/x#1:comment:10")
+    finally:
+        await first.close()
+        await second.close()

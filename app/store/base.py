@@ -134,3 +134,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend: ...
+
+    # -- answers given once ----------------------------------------------------
+    @abc.abstractmethod
+    async def claim_once(self, key: str) -> bool:
+        """True for the first caller with ``key``, in any process; False after that."""
+
+    @abc.abstractmethod
+    async def release_once(self, key: str) -> None:
+        """Forget ``key`` (the answer it guarded could not be given; a retry may)."""

@@ -99,4 +99,14 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        3,
+        "once: answers given at most once across workers",
+        """
+        CREATE TABLE once_keys (
+            key        TEXT PRIMARY KEY,
+            claimed_at REAL NOT NULL
+        );
+        """,
+    ),
 )

@@ -672,3 +672,20 @@ class SQLiteStore(Store):
             )
 
         return await self._run(q)
+
+    async def claim_once(self, key: str) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
+                "INSERT INTO once_keys (key, claimed_at) VALUES (?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, time.time()),
+            )
+            return cur.rowcount == 1
+
+        return await self._run(self._write(tx))
+
+    async def release_once(self, key: str) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM once_keys WHERE key = ?", (key,))
+
+        await self._run(self._write(tx))

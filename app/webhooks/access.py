@@ -54,24 +54,34 @@ async def answer_refusal(
 ) -> None:
     """Say once, politely, why nothing happens and who can make it happen.
 
-    The marker makes a retried job find its own earlier answer instead of posting twice.
+    Redeliveries of one request arrive as separate jobs that event workers run at the
+    same time, in this process or another: a claim in the store lets one of them
+    answer. The marker makes a retried job find its own earlier answer instead of
+    posting twice; a failed post gives the claim back so the retry can answer.
     """
+    claim = f"refusal:{repo}#{issue_number}:{key}"
+    if not await ctx.store.claim_once(claim):
+        return
     marker = refusal_marker(key)
     url = "/repos/{owner}/{repo}/issues/{number}/comments"
     url_vars: dict[str, str | int] = {**repo_vars(repo), "number": issue_number}
-    async for comment in gh.getiter(url, url_vars):
-        if (
-            marker in str(comment.get("body") or "")
-            and (comment.get("user") or {}).get("login") == ctx.bot_login
-        ):
-            return
-    body = (
-        f"@{login}, thanks for asking. I can only start a fix when the request comes from "
-        f"someone with write access to this repository ({decision.reason}). A maintainer can "
-        f"comment `@{ctx.bot_name} fix this` on this issue or add the "
-        f"`{triggers.FIX_LABEL}` label.\n\n{marker}"
-    )
-    await gh.post(url, url_vars, data={"body": body})
+    try:
+        async for comment in gh.getiter(url, url_vars):
+            if (
+                marker in str(comment.get("body") or "")
+                and (comment.get("user") or {}).get("login") == ctx.bot_login
+            ):
+                return
+        body = (
+            f"@{login}, thanks for asking. I can only start a fix when the request comes "
+            f"from someone with write access to this repository ({decision.reason}). A "
+            f"maintainer can comment `@{ctx.bot_name} fix this` on this issue or add the "
+            f"`{triggers.FIX_LABEL}` label.\n\n{marker}"
+        )
+        await gh.post(url, url_vars, data={"body": body})
+    except BaseException:
+        await ctx.store.release_once(claim)
+        raise
 
 
 async def react(
