@@ -99,9 +99,10 @@ async def _demo(folder: Path) -> int:
             _say(f"  {e.action:<26} {e.actor or '-':<18} {e.reason or ''}")
         fix_jobs = await store.list_jobs(kind="fix")
         _say(
-            f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store: the coding "
-            "session, policy engine and PR publishing that run it are the next milestones "
-            "(see docs/roadmap.md)."
+            f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store until the "
+            "policy engine and PR publishing let the worker turn its session into a pull "
+            "request (docs/roadmap.md). The session and fixers already run locally: "
+            "patchwarden run --repo PATH --task TEXT."
         )
         return 0 if len(fix_jobs) == 1 else 1
     finally:
