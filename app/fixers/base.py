@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
+
+# What fixers record in the audit log: audit(action, *, reason=..., details=...).
+Audit = Callable[..., Awaitable[None]]
+
+
+async def no_audit(action: str, **_: Any) -> None:
+    """The default audit: nothing recorded (``patchwarden run``, tests)."""
+
 
 # Folders no fixer looks into: version control, dependencies, caches.
 SKIP_DIRS = frozenset(

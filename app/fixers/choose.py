@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from app.config import Settings
 from app.errors import ConfigError
-from app.fixers.base import Fixer
+from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.config import fixer_settings
 from app.fixers.lint import LintFixer
 from app.fixers.llm.agent import LlmFixer
-from app.fixers.llm.client import Audit, ModelClient
+from app.fixers.llm.client import ModelClient
 from app.fixers.llm.spend import Ledger
 from app.fixers.revert import RevertFixer
 from app.sessions.result import FixOutcome
@@ -59,10 +59,6 @@ def choose(
     if llm_configured:
         return Choice(("llm",))
     return Choice(("lint",), NO_MODEL)
-
-
-async def _no_audit(action: str, **_: Any) -> None:
-    """The default audit: nothing recorded."""
 
 
 class AutoFixer(Fixer):
@@ -119,7 +115,7 @@ def make_fixer(
     settings: Settings,
     *,
     ledger: Ledger | None = None,
-    audit: Audit = _no_audit,
+    audit: Audit = no_audit,
 ) -> Fixer:
     """The fixer called ``name`` (one of :data:`FIXERS`), configured from ``settings``."""
     if name == "lint":

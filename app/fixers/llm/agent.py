@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Price
-from app.fixers.base import Fixer
-from app.fixers.llm.client import Audit, Completion, ModelClient, ModelError, ToolsUnsupported
+from app.fixers.base import Audit, Fixer, no_audit
+from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
 from app.fixers.llm.prompt import parse_text_call, system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
 from app.fixers.llm.tools import TOOL_SCHEMAS, ToolBox
@@ -39,10 +39,6 @@ NUDGE_JSON = (
     'You did not call a tool. Answer with one JSON object such as {"tool": "read_file", '
     '"arguments": {"path": "src/app.py"}} (use finish if you are done).'
 )
-
-
-async def _no_audit(action: str, **_: Any) -> None:
-    """The default audit: nothing recorded."""
 
 
 @dataclass
@@ -75,7 +71,7 @@ class LlmFixer(Fixer):
         prices: dict[str, Price] | None = None,
         tool_mode: ToolMode = "auto",
         ledger: Ledger | None = None,
-        audit: Audit = _no_audit,
+        audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client

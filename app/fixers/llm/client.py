@@ -24,11 +24,11 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from app.config import LlmProvider, Price
 from app.errors import PatchwardenError
+from app.fixers.base import Audit, no_audit
 from app.redact import redact
 
 log = logging.getLogger(__name__)
 
-Audit = Callable[..., Awaitable[None]]  # audit(action, *, reason=..., details=...)
 Sleep = Callable[[float], Awaitable[None]]
 MAX_BACKOFF_SECONDS = 60.0
 _RETRYABLE = "timeout, 429 or 5xx"
@@ -40,10 +40,6 @@ class ModelError(PatchwardenError):
 
 class ToolsUnsupported(ModelError):
     """The endpoint refused the ``tools`` parameter: use JSON in the text instead."""
-
-
-async def _no_audit(action: str, **_: Any) -> None:
-    """The default audit: nothing recorded."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +91,7 @@ class ModelClient:
         retry_base_seconds: float = 2.0,
         max_output_tokens: int = 4096,
         rounds: int = 2,
-        audit: Audit = _no_audit,
+        audit: Audit = no_audit,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         if not providers:

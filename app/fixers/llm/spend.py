@@ -30,25 +30,6 @@ class Ledger(Protocol):
     async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend: ...
 
 
-class MemoryLedger:
-    """A ledger for one process (``patchwarden run``, tests)."""
-
-    def __init__(self) -> None:
-        self.days: dict[tuple[int, str], ModelSpend] = {}
-
-    async def add_model_spend(self, installation_id: int, *, day: str, spend: ModelSpend) -> None:
-        old = self.days.get((installation_id, day), ModelSpend())
-        self.days[(installation_id, day)] = ModelSpend(
-            calls=old.calls + spend.calls,
-            prompt_tokens=old.prompt_tokens + spend.prompt_tokens,
-            completion_tokens=old.completion_tokens + spend.completion_tokens,
-            cost_usd=old.cost_usd + spend.cost_usd,
-        )
-
-    async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend:
-        return self.days.get((installation_id, day), ModelSpend())
-
-
 def utc_day(now: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(now))
 

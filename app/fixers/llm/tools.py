@@ -164,7 +164,7 @@ class ToolBox:
 
     async def _read_file(self, path: str, start: int = 1, end: int | None = None) -> ToolResult:
         rel = resolve(path)
-        lines = self._lines(rel, path)
+        lines = self._text(rel, path).splitlines()
         if not lines:
             return ToolResult(f"{rel} is empty")
         start = max(1, int(start))
@@ -275,9 +275,6 @@ class ToolBox:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{rel} is not UTF-8 text") from None
-
-    def _lines(self, rel: str, shown: str) -> list[str]:
-        return self._text(rel, shown).splitlines()
 
     def _write(self, rel: str, text: str) -> None:
         try:
