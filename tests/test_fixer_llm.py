@@ -279,6 +279,11 @@ async def test_edit_errors_tell_the_model_what_to_do(
             }
         ),
         tool("read_file", file="calc.py"),
+        tool("read_file", path="calc.py", start="ten"),
+        tool("run_tests", selector=5),
+        tool("edit", path="calc.py", old="x"),
+        tool("create_file", path="calc.py", content="overwritten"),
+        tool("read_file", path="calc.py", start="2", end=None),
         tool(
             "edit",
             path="calc.py",
@@ -303,7 +308,17 @@ async def test_edit_errors_tell_the_model_what_to_do(
     assert "there is no tool called 'no_such_tool'" in answers[5]
     assert "not valid JSON" in answers[6]
     assert "wrong arguments for read_file" in answers[7]
-    assert answers[8].startswith("edited calc.py at line 1")
+    assert "it takes path, start, end, not 'file'" in answers[7]
+    # Arguments of the wrong type are answered, not a crash of the session.
+    assert (
+        answers[8]
+        == "error: wrong arguments for read_file: 'start' must be a whole number, not 'ten'"
+    )
+    assert answers[9] == "error: wrong arguments for run_tests: 'selector' must be text, not 5"
+    assert answers[10] == "error: wrong arguments for edit: 'new' is required"
+    assert answers[11] == "error: calc.py already exists; use edit to change it"
+    assert answers[12].startswith("calc.py:\n 2|     return a - b")
+    assert answers[13].startswith("edited calc.py at line 1")
     assert result.status == "patched"
     assert result.tests is not None
     assert result.tests.fixed == ["test_calc::test_add"]

@@ -574,14 +574,18 @@ def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> byt
         os.close(leaf)
 
 
-def write_confined(tree: Path, relative: str, data: bytes, *, mode: int = 0o644) -> None:
+def write_confined(
+    tree: Path, relative: str, data: bytes, *, mode: int = 0o644, exclusive: bool = False
+) -> None:
     """Write ``tree/relative`` (a regular file, created with its directories if need be)
-    without following a symlink anywhere; raises OSError otherwise."""
+    without following a symlink anywhere; raises OSError otherwise. With ``exclusive``
+    the file must not exist yet (FileExistsError), a dangling symlink included."""
     parts = confined_parts(relative)
     if parts is None:
         raise OSError(f"{relative!r} is not a path inside the tree")
     with _confined_dir(tree, parts[:-1], create=True) as fd:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        flags |= os.O_EXCL if exclusive else os.O_TRUNC
         leaf = os.open(parts[-1], flags, mode, dir_fd=fd)
         try:
             if not stat.S_ISREG(os.fstat(leaf).st_mode):

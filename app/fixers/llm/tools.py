@@ -105,10 +105,11 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "Call this when you are done: summarise what you changed and why, in one to "
         "three sentences. If you could not fix it, say why.",
         {"summary": {"type": "string"}},
-        ["summary"],
+        [],
     ),
 ]
-TOOL_NAMES = frozenset(t["function"]["name"] for t in TOOL_SCHEMAS)
+_SCHEMAS = {t["function"]["name"]: t for t in TOOL_SCHEMAS}
+TOOL_NAMES = frozenset(_SCHEMAS)
 
 
 class ToolError(Exception):
@@ -132,17 +133,15 @@ class ToolBox:
         """Run one tool call; every failure becomes a result the model can act on."""
         self.calls[name] = self.calls.get(name, 0) + 1
         try:
-            args = _arguments(arguments)
             if name not in TOOL_NAMES:
                 raise ToolError(
                     f"there is no tool called {name!r}; the tools are "
                     + ", ".join(sorted(TOOL_NAMES))
                 )
+            args = _typed(name, _arguments(arguments))
             result = await getattr(self, f"_{name}")(**args)
         except ToolError as exc:
             return ToolResult(f"error: {exc}")
-        except TypeError as exc:
-            return ToolResult(f"error: wrong arguments for {name}: {_type_error(exc)}")
         assert isinstance(result, ToolResult)
         if len(result.text) > MAX_RESULT_CHARS:
             cut = len(result.text) - MAX_RESULT_CHARS
@@ -167,8 +166,8 @@ class ToolBox:
         lines = self._text(rel, path).splitlines()
         if not lines:
             return ToolResult(f"{rel} is empty")
-        start = max(1, int(start))
-        last = len(lines) if end is None else min(int(end), len(lines))
+        start = max(1, start)
+        last = len(lines) if end is None else min(end, len(lines))
         last = min(last, start + MAX_READ_LINES - 1)
         if start > len(lines):
             raise ToolError(f"{rel} has only {len(lines)} lines")
@@ -228,9 +227,7 @@ class ToolBox:
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
-        if _exists(self.ctx.tree / rel):
-            raise ToolError(f"{rel} already exists; use edit to change it")
-        self._write(rel, content)
+        self._write(rel, content, new=True)
         return ToolResult(f"created {rel} ({len(content.splitlines())} lines)")
 
     async def _run_tests(self, selector: str = "") -> ToolResult:
@@ -276,9 +273,11 @@ class ToolBox:
         except UnicodeDecodeError:
             raise ToolError(f"{rel} is not UTF-8 text") from None
 
-    def _write(self, rel: str, text: str) -> None:
+    def _write(self, rel: str, text: str, *, new: bool = False) -> None:
         try:
-            write_confined(self.ctx.tree, rel, text.encode("utf-8"))
+            write_confined(self.ctx.tree, rel, text.encode("utf-8"), exclusive=new)
+        except FileExistsError:
+            raise ToolError(f"{rel} already exists; use edit to change it") from None
         except OSError as exc:
             raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
         self.ctx.sandbox.prepare_writable(self.ctx.tree / rel)
@@ -322,13 +321,32 @@ def _arguments(raw: str | dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _type_error(exc: TypeError) -> str:
-    text = str(exc)
-    return text.split(") ", 1)[-1] if ") " in text else text
-
-
-def _exists(path: Path) -> bool:
-    return os.path.lexists(path)
+def _typed(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` checked against the tool's schema: known names, the required ones there,
+    text where text goes and whole numbers (also written as text) where they go;
+    ``null`` counts as not given. Anything else is a ToolError the model can act on."""
+    params = _SCHEMAS[name]["function"]["parameters"]
+    props: dict[str, Any] = params["properties"]
+    wrong = f"wrong arguments for {name}"
+    checked: dict[str, Any] = {}
+    for key, value in args.items():
+        if key not in props:
+            takes = ", ".join(props) or "no arguments"
+            raise ToolError(f"{wrong}: it takes {takes}, not {key!r}")
+        if value is None:
+            continue
+        if props[key]["type"] == "integer":
+            if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ToolError(f"{wrong}: {key!r} must be a whole number, not {value!r}")
+        elif not isinstance(value, str):
+            raise ToolError(f"{wrong}: {key!r} must be text, not {value!r}")
+        checked[key] = value
+    missing = [k for k in params["required"] if k not in checked]
+    if missing:
+        raise ToolError(f"{wrong}: {', '.join(repr(k) for k in missing)} is required")
+    return checked
 
 
 def _is_real_dir(tree: Path, rel: str) -> bool:
