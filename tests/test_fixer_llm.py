@@ -392,6 +392,46 @@ async def test_timeouts_and_429_move_on_with_backoff_honouring_retry_after(
     assert waits == [1.0, 2.0, 7.0]
 
 
+async def test_a_model_that_refuses_max_tokens_gets_max_completion_tokens(
+    make_model: MakeModel, make_client: MakeClient
+) -> None:
+    """Newer OpenAI models answer 400 to max_tokens; the client switches, once, and the
+    switch holds for the calls after it."""
+
+    def strict(body: dict[str, Any]) -> Reply:
+        if "max_tokens" in body:
+            return fail(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+            )
+        return text(f"limit {body['max_completion_tokens']}")
+
+    model = await make_model(strict, strict, strict)
+    client = make_client(provider(model), max_output_tokens=777)
+    first = await client.complete([{"role": "user", "content": "hi"}])
+    second = await client.complete([{"role": "user", "content": "again"}])
+    assert (first.content, second.content) == ("limit 777", "limit 777")
+    assert ["max_tokens" in r.body for r in model.requests] == [True, False, False]
+
+
+async def test_an_endpoint_nobody_answers_on_moves_to_the_next(
+    make_model: MakeModel, make_client: MakeClient
+) -> None:
+    spare = await make_model(text("from the spare"))
+    closed = LlmProvider.model_validate({"model": "gone", "base_url": "http://127.0.0.1:9/v1"})
+    outcomes: list[str] = []
+
+    async def audit(action: str, **kw: Any) -> None:
+        outcomes.append(kw["details"]["outcome"])
+
+    client = make_client(closed, provider(spare), retry_base_seconds=0, audit=audit)
+    answer = await client.complete([{"role": "user", "content": "hi"}])
+    assert answer.content == "from the spare"
+    assert answer.provider == f"scripted@{spare.base_url.split('/')[2]}"
+    assert outcomes == ["unreachable", "ok"]
+
+
 async def test_a_bad_key_is_not_retried_and_says_why(
     make_model: MakeModel, make_client: MakeClient
 ) -> None:
