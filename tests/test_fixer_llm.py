@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 
 from app.config import LlmProvider, Price
+from app.fixers.base import Fixer
+from app.fixers.choose import AutoFixer
 from app.fixers.llm.agent import LlmFixer
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
+from app.fixers.revert import RevertFixer
 from app.sessions.result import SessionResult
 from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote
@@ -621,3 +624,70 @@ def test_a_secret_in_the_transcript_is_masked() -> None:
     ).redacted([])
     assert token not in outcome.model_dump_json()
     assert "[REDACTED:github-token]" in outcome.transcript[0].content
+
+
+# -- the auto choice's chain for alerts: revert, then llm when the repository allows --
+
+ALLOW_LLM = "fixers:\n  llm_on_alerts: true\n"
+ADDS = CALC.replace("a - b", "a + b")
+
+
+def auto_for(fixer_for: MakeFixer, model: ScriptedModel) -> AutoFixer:
+    def make(name: str) -> Fixer:
+        return fixer_for(model) if name == "llm" else RevertFixer()
+
+    return AutoFixer(make, llm_configured=True)
+
+
+async def test_an_alert_the_revert_cannot_undo_goes_to_the_llm_on_a_clean_tree(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    files = {"calc.py": ADDS, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": ALLOW_LLM}
+    project = make_project(tmp_path / "alert", files)
+    (project / "calc.py").write_text(ADDS.replace("a + b", "a + b + 1"))
+    git_commit(project, "break add")
+    # A later change to the same line: the revert conflicts and is left to the llm.
+    (project / "calc.py").write_text(ADDS.replace("a + b", "(a + b) + 1"))
+    git_commit(project, "parenthesise")
+    model = await make_model(
+        tool("read_file", path="calc.py"),
+        tool("edit", path="calc.py", old="return (a + b) + 1", new="return a + b"),
+        tool("finish", summary="add() no longer adds one"),
+    )
+    task = Task("tests fail on main", kind="alert", check="tests")
+    result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.fixer == "llm"
+    assert result.fix.summary.startswith("Tried first, revert: the revert of ")
+    assert "conflicts with later changes in calc.py" in result.fix.summary
+    assert result.fix.summary.endswith("add() no longer adds one")
+    # The model saw the tree as the failing commit has it, not half a revert.
+    assert "(a + b) + 1" in tool_results(model)[0]
+    assert "<<<<<<<" not in tool_results(model)[0]
+    assert [f.path for f in result.diff.files] == ["calc.py"]
+    assert result.tests is not None
+    assert result.tests.fixed == ["test_calc::test_add"]
+
+
+async def test_a_flaky_alert_is_never_handed_to_the_llm(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    flaky = (
+        "import pathlib\n\n\ndef test_sometimes():\n"
+        "    counter = pathlib.Path('runs.txt')\n"
+        "    n = int(counter.read_text()) if counter.exists() else 0\n"
+        "    counter.write_text(str(n + 1))\n"
+        "    assert n % 3 != 2\n"
+    )
+    files = {"calc.py": ADDS, "test_flaky.py": flaky, ".github/patchwarden.yml": ALLOW_LLM}
+    project = make_project(tmp_path / "flaky", files)
+    model = await make_model()
+    task = Task("tests fail on main", kind="alert")
+    result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("flaky: ")
+    assert model.requests == []

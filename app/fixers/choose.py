@@ -94,7 +94,7 @@ class AutoFixer(Fixer):
             return outcome
         if outcome.ok:
             return outcome.model_copy(update={"summary": " ".join([*notes, outcome.summary])})
-        return outcome.model_copy(update={"reason": " ".join([*notes[:1], outcome.reason or ""])})
+        return outcome.model_copy(update={"reason": " ".join([*notes, outcome.reason or ""])})
 
     async def aclose(self) -> None:
         for fixer in self.made:
