@@ -87,6 +87,17 @@ async def test_commit_17_of_30_is_found_and_reverted_and_the_tests_pass_again(
     assert result.tests.broken == []
     assert result.fix.summary.startswith(f"Reverts {shas[17][:12]} (commit 17: speed up add())")
     assert "reproduced in 3 of 3 runs" in result.fix.summary
+    # 3 reproductions, probes 1, 2, 4, 8 (failing) and 16 back (commit 14, passing), then
+    # git bisect over commits 15-22: the summary says what ran, and counts it right.
+    probes = [s for s in result.steps if s.name == "probe"]
+    assert len(probes) == 5
+    steps = culprit.bisect_log.count("\ngit bisect good ") + culprit.bisect_log.count(
+        "\ngit bisect bad "
+    )
+    assert f"git bisect took {steps} steps" in result.fix.summary
+    assert culprit.tested == 3 + 5 + steps
+    assert f"({culprit.tested} test runs in all)" in result.fix.summary
+    assert {s.tree for s in result.steps if s.name in ("reproduce", "probe")} == {None}
     assert any("git bisect run" in line for line in shown)
     message = _message(runner, result)
     assert message == f'Revert "commit 17: speed up add()"\n\nThis reverts commit {shas[17]}.\n'

@@ -39,6 +39,9 @@ from app.sessions.workspace import run_git
 
 BISECT_MOUNT = "/bisect"
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
+# One line per commit `git bisect run` tested (the `# bad:`/`# good:` marks also
+# record the two commits `bisect start` was given, which it did not test).
+_BISECT_STEP = re.compile(r"^git bisect (?:good|bad) ", re.MULTILINE)
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 # git inside the sandbox: no hooks, no system config, quiet.
 _GIT = (
@@ -108,7 +111,8 @@ class _Search:
         if ws.env_dir is not None:
             self.mounts.append(Mount(ws.env_dir, ENV_MOUNT))
         _, self.env = repo_test_command(ws.commands, ws.env_dir)
-        self.tested = 0
+        self.probes = 0
+        self.bisect_steps = 0
         self.last_bad = self.bad  # the nearest commit known to fail above the good one
 
     async def run(self, task: Task) -> FixOutcome:
@@ -174,6 +178,7 @@ class _Search:
             candidate = history[step]
             self.ws.progress(f"fix: looking for a passing commit: {step} back ({candidate[:12]})")
             if (await self._checkout(candidate)).ok:
+                self.probes += 1
                 if (await self._tests(name="probe")).ok:
                     return candidate
                 self.last_bad = candidate  # bisect need not look above it
@@ -210,7 +215,7 @@ class _Search:
         if not run.ok or found is None:
             tail = (run.stdout + run.stderr).strip()[-800:]
             raise _Stop(self.fixer.gave_up(f"git bisect run found no culprit: {tail}"))
-        self.tested += log.stdout.count("\n# bad: ") + log.stdout.count("\n# good: ")
+        self.bisect_steps = len(_BISECT_STEP.findall(log.stdout))
         culprit = found.group(1)
         # Trust, but check: the culprit must be a first-parent commit in (good, bad].
         span = await self._host_git("rev-list", "--first-parent", f"{good}..{self.bad}")
@@ -227,11 +232,21 @@ class _Search:
         parents = (await self._host_git("rev-list", "--parents", "-n", "1", sha)).split()[1:]
         subject = (await self._host_git("log", "-1", "--format=%s", sha)).strip()
         author = (await self._host_git("log", "-1", "--format=%an <%ae>", sha)).strip()
-        merge = len(parents) > 1
+        pr = next((int(m.group(1)) for p in _PR if (m := p.search(subject))), None)
+        culprit = Culprit(
+            sha=sha,
+            subject=subject,
+            author=author,
+            pull_request=pr,
+            merge=len(parents) > 1,
+            good=good,
+            tested=self.config.reruns + self.probes + self.bisect_steps,
+            bisect_log=log[-20_000:],
+        )
         self.ws.progress(f"fix: reverting {sha[:12]} {subject[:60]}")
         ws = self.ws.workspace
         gd = ["--git-dir", str(ws.git_dir), "--work-tree", str(ws.tree)]
-        mainline = ["-m", "1"] if merge else []
+        mainline = ["-m", "1"] if culprit.merge else []
         done = await run_git(
             [*gd, "revert", "--no-commit", *mainline, sha], env=ws.env, check=False
         )
@@ -246,23 +261,23 @@ class _Search:
                 f"the revert of {sha[:12]} ({subject}) conflicts with later changes"
                 + (f" in {', '.join(files)}" if files else "")
                 + "; a human has to untangle it",
-                culprit=self._culprit(sha, subject, author, parents, good, log),
+                culprit=culprit,
             )
         await run_git([*gd, "revert", "--quit"], env=ws.env, check=False)
         if not await self.ws.changed_paths():
             return self.fixer.gave_up(
                 f"reverting {sha[:12]} ({subject}) changes nothing: it is already undone",
-                culprit=self._culprit(sha, subject, author, parents, good, log),
+                culprit=culprit,
             )
         body = f"This reverts commit {sha}"
-        body += f", reversing\nchanges made to {parents[0]}." if merge else "."
-        culprit = self._culprit(sha, subject, author, parents, good, log)
-        pr = f", PR #{culprit.pull_request}" if culprit.pull_request else ""
+        body += f", reversing\nchanges made to {parents[0]}." if culprit.merge else "."
+        by_pr = f", PR #{pr}" if pr else ""
+        runs = self.config.reruns
         summary = (
-            f"Reverts {sha[:12]} ({subject}) by {author}{pr}: the first commit on which "
-            f"`{self.shown}` fails. git bisect tested {self.tested} commits between "
-            f"{good[:12]} (passing) and {self.bad[:12]} (failing); the failure reproduced "
-            f"in {self.config.reruns} of {self.config.reruns} runs."
+            f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
+            f"`{self.shown}` fails. The failure reproduced in {runs} of {runs} runs on "
+            f"{self.bad[:12]}; {good[:12]} passes; git bisect took {self.bisect_steps} "
+            f"steps between them ({culprit.tested} test runs in all)."
         )
         return FixOutcome(
             fixer=self.fixer.name,
@@ -272,23 +287,7 @@ class _Search:
         )
 
     # -- helpers ---------------------------------------------------------------
-    def _culprit(
-        self, sha: str, subject: str, author: str, parents: list[str], good: str, log: str
-    ) -> Culprit:
-        pr = next((int(m.group(1)) for p in _PR if (m := p.search(subject))), None)
-        return Culprit(
-            sha=sha,
-            subject=subject,
-            author=author,
-            pull_request=pr,
-            merge=len(parents) > 1,
-            good=good,
-            tested=self.tested,
-            bisect_log=log[-20_000:],
-        )
-
     async def _tests(self, *, name: str) -> Completed:
-        self.tested += 1
         return await self.ws.run(
             self.test,
             name=name,

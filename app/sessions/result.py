@@ -188,7 +188,7 @@ class Culprit(_Model):
     pull_request: int | None = None  # from "Merge pull request #N" or a "(#N)" subject
     merge: bool = False  # reverted with -m 1
     good: str  # the last good commit bisect started from
-    tested: int = 0  # commits whose tests ran
+    tested: int = 0  # test runs in all: reproductions, probes for ``good``, bisect steps
     bisect_log: str = ""
 
 

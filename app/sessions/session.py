@@ -169,7 +169,7 @@ class FixContext:
                 done,
                 name=name,
                 phase="fix",
-                tree="head",
+                tree="head" if mounts is None else None,  # elsewhere: not the patch's tree
                 secrets=self.secrets,
                 include_stdout=keep_stdout,
             )
