@@ -2,8 +2,9 @@
 
 session → fixer → verification → the patch left in the repository as the branch
 ``patchwarden/<slug>`` (never checked out; your work tree is not touched) and the PR
-body written to a file. Progress goes to stderr, one line per step with the time
-since the start; ``--json`` prints the SessionResult on stdout.
+body written to a file in git's directory (``.git/patchwarden/``). Progress goes to
+stderr, one line per step with the time since the start; ``--json`` prints the
+SessionResult on stdout.
 
 Exit codes: 0 a verified patch (the tests pass on it and none broke), 1 the fixer gave
 up or its patch did not verify, 2 bad input (not a git repository, uncommitted
@@ -18,6 +19,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -28,7 +30,7 @@ from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceCache, git_env, run_git
+from app.sessions.workspace import Remote, git_env, run_git
 
 
 class BadInput(PatchwardenError):
@@ -78,7 +80,8 @@ class _Clock:
 
 
 async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> int:
-    top, head = await _work_tree(args.repo)
+    checkout = await _work_tree(args.repo)
+    top = checkout.top
     task_text = str(args.task).strip()
     if not task_text:
         raise BadInput("--task is empty: say what to fix")
@@ -96,17 +99,19 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
     spec = SessionSpec(
         remote=Remote(_repo_name(top), str(top)),
         task=task,
-        base=head,
+        base=checkout.head,
         budget=budget_from(settings),
     )
     fixer = make_fixer(args.fixer, settings)
+    runner = runner_from(settings)
     try:
-        result = await runner_from(settings).run(spec, fixer, progress=clock.show)
+        result = await runner.run(spec, fixer, progress=clock.show)
     finally:
         await fixer.aclose()
     if result.head_sha:
-        await _leave_branch(top, settings, result)
-        body = args.body or _default_body(top, result)
+        await _leave_branch(top, runner.cache.mirror_path(result.repo), result)
+        name = result.branch.replace("/", "-") + ".md"
+        body = args.body or checkout.git_dir / "patchwarden" / name
         body.parent.mkdir(parents=True, exist_ok=True)
         body.write_text(render_body(result, title=title))
         clock.show(f"branch {result.branch} in {top}; PR body in {body}")
@@ -119,8 +124,15 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
     return 0 if verified else 1
 
 
-async def _work_tree(path: Path) -> tuple[Path, str]:
-    """The repository's top directory and its HEAD commit; BadInput if unusable."""
+@dataclass(frozen=True)
+class _Checkout:
+    top: Path  # the work tree's top directory
+    git_dir: Path  # where git keeps its files (not top/.git in a worktree or submodule)
+    head: str
+
+
+async def _work_tree(path: Path) -> _Checkout:
+    """The repository's work tree, git directory and HEAD commit; BadInput if unusable."""
     env = git_env(Path.home())
     done = await run_git(["-C", str(path), "rev-parse", "--show-toplevel"], env=env, check=False)
     if done.returncode != 0:
@@ -140,7 +152,8 @@ async def _work_tree(path: Path) -> tuple[Path, str]:
             f"{top} has uncommitted changes ({changed} file(s)): commit or stash them first; "
             "the session starts from HEAD and would not see them"
         )
-    return top, head.stdout.decode().strip()
+    git_dir = await run_git(["-C", str(top), "rev-parse", "--absolute-git-dir"], env=env)
+    return _Checkout(top, Path(git_dir.stdout.decode().strip()), head.stdout.decode().strip())
 
 
 def _repo_name(top: Path) -> str:
@@ -148,20 +161,13 @@ def _repo_name(top: Path) -> str:
     return f"local/{slug}"
 
 
-async def _leave_branch(top: Path, settings: Settings, result: SessionResult) -> None:
+async def _leave_branch(top: Path, mirror: Path, result: SessionResult) -> None:
     """Fetch the patch commit from the session's mirror into the user's repository."""
-    mirror = WorkspaceCache(settings.cache_dir).mirror_path(result.repo)
     refspec = f"+refs/patchwarden/{result.branch}:refs/heads/{result.branch}"
     await run_git(
         ["-C", str(top), "fetch", "--quiet", "--no-tags", str(mirror), refspec],
         env=git_env(Path.home()),
     )
-
-
-def _default_body(top: Path, result: SessionResult) -> Path:
-    name = result.branch.replace("/", "-") + ".md"
-    git_dir = top / ".git"
-    return (git_dir if git_dir.is_dir() else top) / "patchwarden" / name
 
 
 def _verdict(result: SessionResult) -> tuple[bool, str]:

@@ -118,6 +118,22 @@ async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> Non
 
 
 @sandboxed
+async def test_run_in_a_linked_worktree_keeps_its_work_tree_clean(tmp_path: Path) -> None:
+    """In a worktree (or a submodule) .git is a file: the PR body goes to git's own
+    directory for it, not into the work tree."""
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(worktree))
+    code, _, err = await run(tmp_path, "--repo", str(worktree), "--task", "lint", "--fixer", "lint")
+
+    assert code == 0, err
+    assert git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
+    body = repo / ".git" / "worktrees" / "wt" / "patchwarden" / "patchwarden-lint.md"
+    assert body.read_text().startswith("## lint\n")
+    assert 'return "hello"' in git(repo, "show", "patchwarden/lint:greet.py")
+
+
+@sandboxed
 async def test_run_json_prints_the_session_result(tmp_path: Path) -> None:
     repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
     body = tmp_path / "body.md"
