@@ -170,8 +170,8 @@ class LocalForge:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
         await site.start()
-        sock = site._server.sockets[0]  # type: ignore[union-attr]
-        self.url = f"http://{host}:{sock.getsockname()[1]}"
+        bound_port = self._runner.addresses[0][1]  # the port the OS chose for port 0
+        self.url = f"http://{host}:{bound_port}"
         self.render = Renderer(
             base_url=self.url,
             app_id=self.app_id,

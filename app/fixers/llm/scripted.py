@@ -125,9 +125,7 @@ class ScriptedModel:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.port = self._runner.addresses[0][1]  # the port the OS chose
 
     async def stop(self) -> None:
         if self._runner is not None:
