@@ -213,6 +213,15 @@ CALC_TESTS = (
     "def test_mul():\n    assert mul(2, 3) == 6\n"
 )
 
+# Fails one run in three (the third, sixth, ...): a run counter kept in the work tree.
+FLAKY_TESTS = (
+    "import pathlib\n\n\ndef test_sometimes():\n"
+    "    counter = pathlib.Path('runs.txt')\n"
+    "    n = int(counter.read_text()) if counter.exists() else 0\n"
+    "    counter.write_text(str(n + 1))\n"
+    "    assert n % 3 != 2\n"
+)
+
 
 def git_commit(path: Path, message: str, *, author: str = "T <t@example.com>") -> str:
     """Commit everything in the work tree at ``path``; return the new sha."""

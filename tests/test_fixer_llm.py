@@ -27,7 +27,7 @@ from app.sessions.result import SessionResult
 from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote
 from app.store import AuditQuery, ModelSpend, store_for_url
-from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
+from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [
     pytest.mark.slow,
@@ -674,14 +674,7 @@ async def test_an_alert_the_revert_cannot_undo_goes_to_the_llm_on_a_clean_tree(
 async def test_a_flaky_alert_is_never_handed_to_the_llm(
     runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
-    flaky = (
-        "import pathlib\n\n\ndef test_sometimes():\n"
-        "    counter = pathlib.Path('runs.txt')\n"
-        "    n = int(counter.read_text()) if counter.exists() else 0\n"
-        "    counter.write_text(str(n + 1))\n"
-        "    assert n % 3 != 2\n"
-    )
-    files = {"calc.py": ADDS, "test_flaky.py": flaky, ".github/patchwarden.yml": ALLOW_LLM}
+    files = {"calc.py": ADDS, "test_flaky.py": FLAKY_TESTS, ".github/patchwarden.yml": ALLOW_LLM}
     project = make_project(tmp_path / "flaky", files)
     model = await make_model()
     task = Task("tests fail on main", kind="alert")

@@ -12,7 +12,7 @@ from app.fixers.revert import RevertFixer
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, git_env
-from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
+from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [
     pytest.mark.slow,
@@ -118,14 +118,7 @@ async def test_a_flaky_test_is_recognised_and_not_reverted(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
     # Fails one run in three: the third run of the reproduction fails, the others pass.
-    flaky = (
-        "import pathlib\n\n\ndef test_sometimes():\n"
-        "    counter = pathlib.Path('runs.txt')\n"
-        "    n = int(counter.read_text()) if counter.exists() else 0\n"
-        "    counter.write_text(str(n + 1))\n"
-        "    assert n % 3 != 2\n"
-    )
-    repo = make_project(tmp_path / "flaky", {"calc.py": FIXED_CALC, "test_flaky.py": flaky})
+    repo = make_project(tmp_path / "flaky", {"calc.py": FIXED_CALC, "test_flaky.py": FLAKY_TESTS})
     (repo / "calc.py").write_text(BROKEN_CALC)  # a change bisect could wrongly blame
     git_commit(repo, "touch calc")
     result = await runner.run(alert_spec(repo), RevertFixer())
