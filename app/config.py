@@ -133,6 +133,7 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=300.0, gt=0)
     fix_timeout_seconds: float = Field(default=1800.0, gt=0)
     semgrep_rules: Path | None = None  # default: policies/semgrep of this installation
+    default_policy: Path | None = None  # default: policies/default.yml of this installation
 
     # The llm fixer (docs/configuration.md#the-llm-fixer); unset model = no LLM
     llm_model: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.config import Settings
+from app.sessions.policyfile import DEFAULT_POLICY
 from app.sessions.sandbox import Limits, MiB, Sandbox, make_sandbox
 from app.sessions.session import SessionRunner
 from app.sessions.verify import DEFAULT_RULES, Timeouts
@@ -36,6 +37,7 @@ def runner_from(settings: Settings) -> SessionRunner:
         cache=WorkspaceCache(settings.cache_dir),
         sandbox=sandbox_from(settings),
         rules_dir=settings.semgrep_rules or DEFAULT_RULES,
+        default_policy=settings.default_policy or DEFAULT_POLICY,
         timeouts=Timeouts(
             setup=settings.setup_timeout_seconds,
             tests=settings.test_timeout_seconds,

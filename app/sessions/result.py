@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.errors import PatchwardenError
 from app.redact import redact
 
-SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_VERSION: Literal[2] = 2
 
 Phase = Literal["setup", "fix", "verify"]
 Tree = Literal["base", "head"]
@@ -70,10 +70,19 @@ class FileStat(_Model):
     new_mode: str | None = None
 
 
+class SecretFound(_Model):
+    """A credential an added line held before the diff was masked (app/policy/secrets.py)."""
+
+    path: str
+    line: int
+    kind: str
+
+
 class Diff(_Model):
     unified: str = ""  # `git diff --binary`, redacted; cut at a size cap
     truncated: bool = False
     files: list[FileStat] = Field(default_factory=list)
+    secrets: list[SecretFound] = Field(default_factory=list)  # found before masking
 
     @property
     def lines_added(self) -> int:
@@ -236,7 +245,7 @@ class FixOutcome(_Model):
 
 
 class SessionResult(_Model):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     job_id: int | None
     repo: str
     base_sha: str
@@ -250,6 +259,9 @@ class SessionResult(_Model):
     steps: list[Step] = Field(default_factory=list)
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = Field(default_factory=list)
+    # The effective policy (policies/default.yml + the base branch's .github/patchwarden.yml),
+    # read before the fixer ran; the score is computed with exactly this.
+    policy: dict[str, Any] | None = None
     usage: Usage = Field(default_factory=Usage)
     started_at: float
     finished_at: float

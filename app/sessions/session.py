@@ -31,6 +31,7 @@ from app.errors import PatchwardenError
 from app.redact import redact
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, RepoCommands, detect
+from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.result import (
     Diff,
     FindingsDelta,
@@ -200,11 +201,13 @@ class SessionRunner:
         cache: WorkspaceCache,
         sandbox: Sandbox,
         rules_dir: Path = DEFAULT_RULES,
+        default_policy: Path = DEFAULT_POLICY,
         timeouts: Timeouts | None = None,
     ) -> None:
         self.cache = cache
         self.sandbox = sandbox
         self.rules_dir = rules_dir
+        self.default_policy = default_policy
         self.timeouts = timeouts or Timeouts()
         self.envs = cache.root / "envs"
 
@@ -253,6 +256,7 @@ class SessionRunner:
             steps=state.steps,
             tests=state.tests,
             findings=state.findings,
+            policy=state.policy,
             usage=Usage(
                 wall_seconds=round(finished - started, 3),
                 cpu_seconds=round(sum(cpu), 3) if cpu else None,
@@ -277,6 +281,8 @@ class SessionRunner:
             secrets=secrets,
             scratch=ws.root,
         )
+        # The policy first: an invalid one stops the job before anything is spent.
+        state.policy = policy_for_tree(ws.base_tree, default=self.default_policy).to_json()
         commands = detect(ws.base_tree, base_python=self.sandbox.toolchain.base_python)
         for tree in (ws.tree, ws.base_tree):
             self.sandbox.prepare_writable(tree)
@@ -429,6 +435,7 @@ class _State:
     steps: list[Step] = field(default_factory=list)
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = field(default_factory=list)
+    policy: dict[str, Any] | None = None
     pending: list[asyncio.Task[Any]] = field(default_factory=list)
 
 

@@ -36,8 +36,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.errors import PatchwardenError
+from app.policy.diff import parse_diff
+from app.policy.secrets import scan_added
 from app.redact import redact
-from app.sessions.result import Diff, FileStat
+from app.sessions.result import Diff, FileStat, SecretFound
 
 GIT_TIMEOUT = 600.0
 BOT_NAME = "patchwarden[bot]"
@@ -375,6 +377,13 @@ class Workspace:
         text = await self.git("diff", "--binary", *options, self.base_sha, head)
         numstat = await self.git("diff", "--numstat", "-z", *options, self.base_sha, head)
         raw = await self.git("diff", "--raw", "-z", *options, self.base_sha, head)
+        # Credentials are looked for before masking: the policy must see them, and a
+        # masked `Authorization` value cannot tell a literal from a variable any more.
+        secrets = [
+            SecretFound(path=hit.path, line=hit.line, kind=hit.kind)
+            for f in parse_diff(text).files
+            for hit in scan_added(f.path, f.added_lines)
+        ]
         truncated = len(text) > DIFF_CAP
         if truncated:
             text = text[:DIFF_CAP] + "\n[... diff cut by Patchwarden ...]\n"
@@ -382,6 +391,7 @@ class Workspace:
             unified=redact(text, known=known_secrets),
             truncated=truncated,
             files=_file_stats(raw, numstat),
+            secrets=secrets,
         )
 
     async def keep_branch(self, head: str) -> None:

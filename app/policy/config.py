@@ -1,0 +1,282 @@
+"""The policy: ``policies/default.yml`` with the repository's own file merged over it.
+
+Pure: it takes the two files' texts and returns a validated :class:`Policy`, or raises
+:class:`PolicyError` naming the file, the line and what is wrong. Reading the files
+(the repository's from its **base** branch) is the caller's job.
+
+Merging: mappings merge key by key and a value replaces the default, except
+``protected_paths``, which adds to the default list; ``unprotect`` takes default
+patterns out (each must be one of them, written exactly). The default file is complete,
+so the model has no defaults of its own: one place says what the defaults are.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from app.errors import PatchwardenError
+
+Decision = Literal["reject", "draft", "review", "automerge"]
+LADDER: tuple[Decision, ...] = ("reject", "draft", "review", "automerge")
+Autonomy = Literal["propose", "review", "automerge"]
+AUTONOMY_CEILING: dict[str, Decision] = {
+    "propose": "draft",
+    "review": "review",
+    "automerge": "automerge",
+}
+
+DEFAULT_SOURCE = "policies/default.yml"
+REPO_SOURCE = ".github/patchwarden.yml"
+# Keys of .github/patchwarden.yml that other rooms own and validate (sessions/commands.py,
+# fixers/config.py); the policy only checks that they are there on purpose.
+OTHER_KEYS = ("setup", "test", "fixers", "lint", "revert")
+
+
+class PolicyError(PatchwardenError):
+    """A policy file cannot be used: which file, which line, what is wrong."""
+
+    def __init__(self, source: str, line: int | None, problem: str) -> None:
+        self.source, self.line, self.problem = source, line, problem
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {problem}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class Category(_Strict):
+    weight: float = Field(ge=0, le=10)
+    paths: list[str]
+
+
+class Caps(_Strict):
+    files: int = Field(ge=1)
+    changed_lines: int = Field(ge=1)
+    new_dependencies: int = Field(ge=0)
+    over: Literal["draft", "reject"]
+
+
+class Thresholds(_Strict):
+    automerge: int = Field(ge=0, le=100)
+    review: int = Field(ge=0, le=100)
+    draft: int = Field(ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        if not self.automerge <= self.review <= self.draft:
+            raise ValueError(
+                "must be in order automerge <= review <= draft "
+                f"(got {self.automerge}, {self.review}, {self.draft})"
+            )
+        return self
+
+
+class FixerWeights(_Strict):
+    llm: float = Field(ge=0)
+    revert: float = Field(ge=0)
+    lint: float = Field(ge=0)
+    human: float = Field(ge=0)
+
+
+class FindingWeights(_Strict):
+    medium: float = Field(ge=0)
+    low: float = Field(ge=0)
+    info: float = Field(ge=0)
+
+
+class Weights(_Strict):
+    touch: float = Field(ge=0)
+    per_10_lines: float = Field(ge=0)
+    category_max: float = Field(ge=0)
+    fixer: FixerWeights
+    deleted_file: float = Field(ge=0)
+    renamed_file: float = Field(ge=0)
+    binary_file: float = Field(ge=0)
+    executable_bit: float = Field(ge=0)
+    new_dependency: float = Field(ge=0)
+    changed_dependency: float = Field(ge=0)
+    removed_dependency: float = Field(ge=0)
+    test_deleted: float = Field(ge=0)
+    test_removed: float = Field(ge=0)
+    test_skipped: float = Field(ge=0)
+    tests_not_run: float = Field(ge=0)
+    tests_still_failing: float = Field(ge=0)
+    tests_fixed: float = Field(le=0)
+    tests_fixed_max: float = Field(le=0)
+    finding: FindingWeights
+    findings_max: float = Field(ge=0)
+    tool_failed: float = Field(ge=0)
+    budget_heavy: float = Field(ge=0)
+
+
+class Policy(_Strict):
+    autonomy: Autonomy
+    protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
+    unprotect: list[str]
+    categories: dict[str, Category]
+    caps: Caps
+    thresholds: Thresholds
+    weights: Weights
+
+    @model_validator(mode="after")
+    def _has_source(self) -> Policy:
+        if "source" not in self.categories:
+            raise ValueError("`categories` must keep `source`, the category of every other file")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def load_policy(
+    default_text: str,
+    repo_text: str | None = None,
+    *,
+    default_source: str = DEFAULT_SOURCE,
+    repo_source: str = REPO_SOURCE,
+) -> Policy:
+    """The effective policy: the default with the repository's file merged over it."""
+    default, default_lines = _parse(default_text, default_source)
+    repo: dict[str, Any] = {}
+    repo_lines: dict[tuple[Any, ...], int] = {}
+    if repo_text is not None:
+        repo, repo_lines = _parse(repo_text, repo_source)
+        for key in list(repo):
+            if key in OTHER_KEYS:
+                del repo[key]
+            elif key not in Policy.model_fields:
+                raise PolicyError(repo_source, repo_lines.get((key,)), _unknown(key))
+    merged = _merge(default, repo, repo_source, repo_lines)
+    try:
+        return Policy.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        source, line = _locate(loc, (repo_source, repo_lines), (default_source, default_lines))
+        where = ".".join(str(p) for p in loc) or "the top level"
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise PolicyError(source, line, f"`{where}`: {_message(err)}{more}") from None
+
+
+def _unknown(key: str) -> str:
+    known = [*Policy.model_fields, *OTHER_KEYS]
+    close = difflib.get_close_matches(str(key), known, n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else f"; the keys are {', '.join(known)}"
+    return f"unknown key `{key}`{hint}"
+
+
+def _message(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "missing (a new category needs both `weight` and `paths`)"
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
+
+
+def _locate(
+    loc: tuple[Any, ...], *files: tuple[str, dict[tuple[Any, ...], int]]
+) -> tuple[str, int | None]:
+    """The first file that has the longest prefix of ``loc``, and that key's line."""
+    for n in range(len(loc), 0, -1):
+        for source, lines in files:
+            if loc[:n] in lines:
+                return source, lines[loc[:n]]
+    return files[0][0], None
+
+
+def _merge(
+    default: dict[str, Any],
+    repo: dict[str, Any],
+    repo_source: str,
+    repo_lines: dict[tuple[Any, ...], int],
+) -> dict[str, Any]:
+    merged = _deep_merge(default, {k: v for k, v in repo.items() if k != "protected_paths"})
+    base_protected = default.get("protected_paths") or []
+    extra = repo.get("protected_paths") or []
+    if not isinstance(extra, list):
+        raise PolicyError(
+            repo_source, repo_lines.get(("protected_paths",)), "`protected_paths` must be a list"
+        )
+    unprotect = repo.get("unprotect") or []
+    if not isinstance(unprotect, list):
+        raise PolicyError(
+            repo_source, repo_lines.get(("unprotect",)), "`unprotect` must be a list of patterns"
+        )
+    for i, pattern in enumerate(unprotect):
+        if pattern not in base_protected:
+            raise PolicyError(
+                repo_source,
+                repo_lines.get(("unprotect", i)),
+                f"`unprotect`: {pattern!r} is not one of the default protected patterns "
+                "(write it exactly as policies/default.yml does)",
+            )
+    protected: list[Any] = []
+    for pattern in [*base_protected, *extra]:
+        if pattern not in protected and pattern not in unprotect:
+            protected.append(pattern)
+    merged["protected_paths"] = protected
+    merged["unprotect"] = list(unprotect)
+    return merged
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _parse(text: str, source: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """The YAML mapping and, for every key path, the line it is on (1-based)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyError(source, line, f"not valid YAML: {problem}") from None
+    if node is None:
+        return {}, {}
+    if not isinstance(node, yaml.MappingNode):
+        raise PolicyError(source, node.start_mark.line + 1, "must be a mapping of settings")
+    lines: dict[tuple[Any, ...], int] = {}
+    _walk(node, (), lines, source)
+    data = yaml.safe_load(text)
+    return data, lines
+
+
+def _walk(
+    node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int], source: str
+) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                raise PolicyError(
+                    source, key_node.start_mark.line + 1, f"`{key}` is set twice in one mapping"
+                )
+            seen.add(key)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _walk(value_node, (*path, key), lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = item.start_mark.line + 1
+            _walk(item, (*path, i), lines, source)
+
+
+def ladder_min(*decisions: Decision) -> Decision:
+    """The most cautious of ``decisions`` (reject < draft < review < automerge)."""
+    return min(decisions, key=LADDER.index)

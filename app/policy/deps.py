@@ -1,0 +1,222 @@
+"""Dependencies a change adds, removes or moves to another version, read from the diff.
+
+Manifests (direct dependencies): ``requirements*.txt`` and ``constraints*.txt``,
+``pyproject.toml`` (PEP 508 strings, and Poetry tables), ``Pipfile``, ``package.json``,
+``go.mod``, ``Cargo.toml``. Lockfiles (what gets installed, transitive dependencies
+included): ``poetry.lock``, ``uv.lock``, ``Cargo.lock``, ``Pipfile.lock``,
+``package-lock.json``, ``npm-shrinkwrap.json``, ``yarn.lock``, ``go.sum``.
+
+Only the diff's lines are read, so a name is "added" when an added line declares it and
+no removed line of the same file did; "changed" when both did with other versions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
+
+from app.policy.diff import ChangedFile
+
+DepKind = Literal["added", "changed", "removed"]
+
+
+@dataclass(frozen=True)
+class DepChange:
+    manifest: str
+    name: str
+    kind: DepKind
+    old: str | None = None  # version or specifier before
+    new: str | None = None  # after
+    direct: bool = True  # False: a lockfile entry
+
+
+_PEP508 = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*"
+    r"(?P<spec>(?:(?:===|==|>=|<=|~=|!=|>|<)\s*[^;,\s]+\s*,?\s*)*)?\s*(?:@\s*(?P<url>\S+))?\s*(?:;.*)?$"
+)
+_QUOTED = re.compile(r"""["']([^"']+)["']""")
+_TOML_KV = re.compile(r"""^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(?P<value>.+?)\s*,?\s*$""")
+_JSON_KV = re.compile(r"""^\s*"(?P<name>[^"]+)"\s*:\s*"(?P<value>[^"]*)"\s*,?\s*$""")
+_NPM_SPEC = re.compile(
+    r"^(?:[\^~<>=*]|\d|latest$|next$|npm:|workspace:|file:|link:|git|https?:|github:)"
+)
+_GO_REQ = re.compile(r"^\s*(?:require\s+)?(?P<name>[a-z0-9.-]+\.[a-z]+/\S+)\s+(?P<version>v\S+)")
+_NOT_DEPS = {"python", "version", "name", "node", "npm", "yarn", "pnpm", "requires-python"}
+
+_REQUIREMENTS = re.compile(r"(?:^|/)(?:[\w.-]*requirements[\w.-]*|constraints[\w.-]*)\.(?:txt|in)$")
+MANIFESTS = ("pyproject.toml", "Pipfile", "package.json", "go.mod", "Cargo.toml")
+LOCKFILES = (
+    "poetry.lock",
+    "uv.lock",
+    "Cargo.lock",
+    "Pipfile.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "go.sum",
+)
+
+
+def normalise(name: str) -> str:
+    """PEP 503 for Python names; other ecosystems' names are kept as written."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def is_dependency_file(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return bool(_REQUIREMENTS.search(path)) or name in MANIFESTS or name in LOCKFILES
+
+
+def dependency_changes(f: ChangedFile) -> list[DepChange]:
+    """What ``f``'s diff does to the dependencies it declares (empty for other files)."""
+    name = PurePosixPath(f.path).name
+    if f.binary:
+        return []
+    reader: Callable[[list[str], bool], dict[str, str]]
+    if _REQUIREMENTS.search(f.path):
+        reader = _requirements
+    elif name == "pyproject.toml":
+        reader = _pyproject
+    elif name in ("Pipfile", "Cargo.toml"):
+        reader = _toml_table
+    elif name == "package.json":
+        reader = _package_json
+    elif name == "go.mod":
+        reader = _go_mod
+    elif name in LOCKFILES:
+        return _compare(
+            f.path,
+            _lockfile(name, [t for _, t in f.added_lines]),
+            _lockfile(name, list(f.removed_lines)),
+            direct=False,
+        )
+    else:
+        return []
+    in_deps = any("dependencies" in c.lower() for c in f.context)
+    new = reader([t for _, t in f.added_lines], in_deps)
+    old = reader(list(f.removed_lines), in_deps)
+    return _compare(f.path, new, old, direct=True)
+
+
+def _compare(
+    path: str, new: dict[str, str], old: dict[str, str], *, direct: bool
+) -> list[DepChange]:
+    out: list[DepChange] = []
+    for name in sorted(new.keys() | old.keys()):
+        if name in new and name not in old:
+            out.append(DepChange(path, name, "added", None, new[name], direct))
+        elif name in old and name not in new:
+            out.append(DepChange(path, name, "removed", old[name], None, direct))
+        elif new[name] != old[name]:
+            out.append(DepChange(path, name, "changed", old[name], new[name], direct))
+    return out
+
+
+def _pep508(text: str) -> tuple[str, str] | None:
+    m = _PEP508.match(text)
+    if not m:
+        return None
+    spec = (m.group("spec") or "").strip() or (m.group("url") or "")
+    return normalise(m.group("name")), spec.replace(" ", "")
+
+
+def _requirements(lines: list[str], _: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        text = line.split(" #", 1)[0].strip()
+        if not text or text.startswith(("#", "-")):
+            continue
+        found = _pep508(text)
+        if found:
+            out[found[0]] = found[1]
+    return out
+
+
+def _pyproject(lines: list[str], in_deps: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        stripped = line.strip()
+        for quoted in _QUOTED.findall(stripped):
+            found = _pep508(quoted)
+            # A quoted string is a requirement when it says a version, or when it sits
+            # in a dependencies array (a bare name elsewhere may be a readme or a path).
+            if found and (found[1] or (in_deps and stripped.startswith(('"', "'")))):
+                out[found[0]] = found[1]
+        if in_deps and not stripped.startswith(('"', "'")):
+            out.update(_toml_table([line], True))
+    return out
+
+
+def _toml_table(lines: list[str], in_deps: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not in_deps:
+        return out
+    for line in lines:
+        m = _TOML_KV.match(line)
+        if not m or m.group("name").lower() in _NOT_DEPS:
+            continue
+        value = m.group("value")
+        version = re.search(r"""version\s*=\s*["']([^"']*)["']""", value)
+        quoted = _QUOTED.match(value)
+        if version:
+            out[normalise(m.group("name"))] = version.group(1)
+        elif quoted:
+            out[normalise(m.group("name"))] = quoted.group(1)
+        elif value.startswith("{"):
+            out[normalise(m.group("name"))] = value
+    return out
+
+
+def _package_json(lines: list[str], _: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        m = _JSON_KV.match(line)
+        if m and m.group("name") not in _NOT_DEPS and _NPM_SPEC.match(m.group("value")):
+            out[m.group("name")] = m.group("value")
+    return out
+
+
+def _go_mod(lines: list[str], _: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        m = _GO_REQ.match(line.split("//", 1)[0])
+        if m:
+            out[m.group("name")] = m.group("version")
+    return out
+
+
+def _lockfile(name: str, lines: list[str]) -> dict[str, str]:
+    """``name -> version`` pairs a lockfile's lines spell, by the lockfile's shape."""
+    out: dict[str, str] = {}
+    pending: str | None = None
+    for line in lines:
+        if name == "go.sum":
+            parts = line.split()
+            if len(parts) >= 2:
+                out[parts[0]] = parts[1].removesuffix("/go.mod")
+            continue
+        if name in ("poetry.lock", "uv.lock", "Cargo.lock"):
+            m = re.match(r'^\s*name\s*=\s*"([^"]+)"', line)
+            if m:
+                pending = normalise(m.group(1)) if name != "Cargo.lock" else m.group(1)
+                continue
+            v = re.match(r'^\s*version\s*=\s*"([^"]+)"', line)
+        elif name in ("package-lock.json", "npm-shrinkwrap.json", "Pipfile.lock"):
+            m = re.match(r'^\s*"(?:node_modules/)*(?P<n>(?:@[^/"]+/)?[^/"]+)"\s*:\s*\{', line)
+            if m and m.group("n") not in ("packages", "dependencies", "default", "develop", ""):
+                pending = m.group("n")
+                continue
+            v = re.match(r'^\s*"version"\s*:\s*"=*([^"]+)"', line)
+        else:  # yarn.lock
+            m = re.match(r'^"?(?P<n>@?[^@\s"]+)@', line)
+            if m and not line.startswith(" "):
+                pending = m.group("n")
+                continue
+            v = re.match(r'^\s+version:?\s+"?([^"\s]+)"?', line)
+        if v and pending:
+            out[pending] = v.group(1)
+            pending = None
+    return out

@@ -1,0 +1,126 @@
+"""A unified diff as the policy reads it: per file, its paths, status, mode and lines.
+
+Parsed with ``unidiff``. Any text is accepted: what does not parse comes back as a
+:class:`ParsedDiff` with ``error`` set (the scorer rejects it, fail closed), never as an
+exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from unidiff.patch import PatchedFile, PatchSet
+
+Status = Literal["added", "modified", "removed", "renamed"]
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str  # the new path; for a deleted file, the path it had
+    status: Status
+    old_path: str | None = None  # renames only
+    added_lines: tuple[tuple[int, str], ...] = ()  # (line number in the new file, text)
+    removed_lines: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()  # hunk headers' section text and context lines
+    binary: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+
+    @property
+    def added(self) -> int:
+        return len(self.added_lines)
+
+    @property
+    def removed(self) -> int:
+        return len(self.removed_lines)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the change touches: both sides of a rename."""
+        return (self.path,) if self.old_path is None else (self.old_path, self.path)
+
+    @property
+    def made_executable(self) -> bool:
+        return bool(self.new_mode and self.new_mode.endswith("755")) and not (
+            self.old_mode is not None and self.old_mode.endswith("755")
+        )
+
+
+@dataclass(frozen=True)
+class ParsedDiff:
+    files: tuple[ChangedFile, ...] = ()
+    error: str | None = None  # the text is not a diff Patchwarden can read
+    truncated: bool = False  # the session cut the diff at its size cap
+    extra_paths: tuple[str, ...] = field(default=())  # paths known from git's stats only
+
+
+TRUNCATION_MARK = "[... diff cut by Patchwarden ...]"
+
+
+def parse_diff(text: str) -> ParsedDiff:
+    """Read ``text`` (``git diff`` output, or any unified diff) into per-file changes."""
+    truncated = TRUNCATION_MARK in text
+    if truncated:
+        text = text[: text.index(TRUNCATION_MARK)]
+    try:
+        patch = PatchSet(text)
+        files = tuple(_file(p) for p in patch)
+    except Exception as exc:  # unidiff raises several kinds on malformed input
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return ParsedDiff(error=f"the diff does not parse: {reason}", truncated=truncated)
+    return ParsedDiff(files=files, truncated=truncated)
+
+
+def _strip(name: str | None) -> str:
+    name = (name or "").strip()
+    if name.startswith(("a/", "b/")):
+        name = name[2:]
+    return name
+
+
+def _file(p: PatchedFile) -> ChangedFile:
+    old_mode = new_mode = None
+    for info in str(p.patch_info or "").splitlines():
+        if info.startswith(("old mode ", "deleted file mode ")):
+            old_mode = info.rsplit(" ", 1)[1]
+        elif info.startswith(("new mode ", "new file mode ")):
+            new_mode = info.rsplit(" ", 1)[1]
+    status: Status
+    old_path: str | None = None
+    if p.is_added_file:
+        status = "added"
+    elif p.is_removed_file:
+        status = "removed"
+    elif p.is_rename:
+        status = "renamed"
+        old_path = _strip(p.source_file)
+    else:
+        status = "modified"
+    path = _strip(p.source_file) if status == "removed" else _strip(p.target_file)
+    if not path or path == "/dev/null":
+        path = p.path
+    added: list[tuple[int, str]] = []
+    removed: list[str] = []
+    context: list[str] = []
+    for hunk in p:
+        if hunk.section_header:
+            context.append(hunk.section_header)
+        for line in hunk:
+            if line.is_added:
+                added.append((line.target_line_no or 0, line.value.rstrip("\n")))
+            elif line.is_removed:
+                removed.append(line.value.rstrip("\n"))
+            elif line.is_context:
+                context.append(line.value.rstrip("\n"))
+    return ChangedFile(
+        path=path,
+        status=status,
+        old_path=old_path,
+        added_lines=tuple(added),
+        removed_lines=tuple(removed),
+        context=tuple(context),
+        binary=bool(p.is_binary_file),
+        old_mode=old_mode,
+        new_mode=new_mode,
+    )

@@ -1,0 +1,217 @@
+"""What the policy measures in a change: per file, per category, dependencies, tests,
+credentials and protected paths. Pure: a :class:`ParsedDiff` and a :class:`Policy` in,
+a :class:`Features` out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from app.policy.config import Policy
+from app.policy.deps import DepChange, dependency_changes
+from app.policy.diff import ChangedFile, ParsedDiff
+from app.policy.globs import GlobSet
+from app.policy.secrets import SecretHit, scan_added
+
+_TEST_DEF = re.compile(
+    r"""^\s*(?:(?:async\s+)?def\s+(?P<py>test\w*)\s*\(|func\s+(?P<go>Test\w+)\s*\(|"""
+    r"""(?:it|test)\s*\(\s*["'`](?P<js>[^"'`]+))"""
+)
+SKIP_MARKERS = re.compile(
+    r"@pytest\.mark\.(?:skip|skipif|xfail)\b|pytest\.(?:skip|xfail)\(|@unittest\.skip"
+    r"|@unittest\.expectedFailure|\.skipTest\(|\b(?:it|test|describe)\.(?:skip|only|todo)\("
+    r"|\bx(?:it|describe|test)\(|\bt\.Skip(?:Now|f)?\(|@Disabled\b|@Ignore\b"
+)
+
+
+@dataclass(frozen=True)
+class FileFeature:
+    path: str
+    status: str
+    category: str
+    added: int
+    removed: int
+    old_path: str | None = None
+    binary: bool = False
+    made_executable: bool = False
+    protected_by: str | None = None  # the protected pattern a path of this change matches
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.path,) if self.old_path is None else (self.old_path, self.path)
+
+
+@dataclass(frozen=True)
+class CategoryStats:
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+
+    @property
+    def lines(self) -> int:
+        return self.added + self.removed
+
+
+@dataclass(frozen=True)
+class Features:
+    files: tuple[FileFeature, ...] = ()
+    categories: dict[str, CategoryStats] = field(default_factory=dict)
+    dependencies: tuple[DepChange, ...] = ()
+    tests_added: tuple[str, ...] = ()
+    tests_modified: tuple[str, ...] = ()
+    tests_deleted: tuple[str, ...] = ()
+    test_functions_removed: tuple[str, ...] = ()  # "path::name"
+    skips_added: tuple[str, ...] = ()  # "path:line"
+    secrets: tuple[SecretHit, ...] = ()
+    parse_error: str | None = None
+    truncated: bool = False
+
+    @property
+    def lines_added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def lines_removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+    @property
+    def protected(self) -> tuple[FileFeature, ...]:
+        return tuple(f for f in self.files if f.protected_by)
+
+    def deps(self, kind: str, *, direct: bool = True) -> list[DepChange]:
+        return [d for d in self.dependencies if d.kind == kind and d.direct == direct]
+
+
+class Classifier:
+    """Which category a path is in and whether it is protected, for one policy."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.protected = GlobSet(policy.protected_paths)
+        # Riskiest first: a file takes the highest weight among the categories it matches.
+        ranked = sorted(policy.categories.items(), key=lambda kv: (-kv[1].weight, kv[0]))
+        self.categories = [(name, GlobSet(c.paths)) for name, c in ranked if c.paths]
+        tests = policy.categories.get("tests")
+        self.tests = GlobSet(tests.paths if tests else ())
+
+    def is_test(self, path: str) -> bool:
+        """A test file, whatever category outranks ``tests`` for it (``tests/auth/...``)."""
+        return self.tests.match(path) is not None
+
+    def category(self, path: str) -> str:
+        for name, globs in self.categories:
+            if globs.match(path):
+                return name
+        return "source"
+
+
+def extract(
+    diff: ParsedDiff,
+    policy: Policy,
+    *,
+    extra_secrets: Iterable[SecretHit] = (),
+    classifier: Classifier | None = None,
+) -> Features:
+    """The features of ``diff`` under ``policy``."""
+    cls = classifier or Classifier(policy)
+    files: list[FileFeature] = []
+    stats: dict[str, list[int]] = {}
+    deps: list[DepChange] = []
+    added_t: list[str] = []
+    modified_t: list[str] = []
+    deleted_t: list[str] = []
+    removed_fns: list[str] = []
+    skips: list[str] = []
+    secrets: list[SecretHit] = list(dict.fromkeys(extra_secrets))
+    for f in diff.files:
+        category = cls.category(f.path)
+        protected = next((p for p in map(cls.protected.match, f.paths) if p), None)
+        files.append(
+            FileFeature(
+                path=f.path,
+                status=f.status,
+                category=category,
+                added=f.added,
+                removed=f.removed,
+                old_path=f.old_path,
+                binary=f.binary,
+                made_executable=f.made_executable,
+                protected_by=protected,
+            )
+        )
+        s = stats.setdefault(category, [0, 0, 0])
+        s[0] += 1
+        s[1] += f.added
+        s[2] += f.removed
+        deps += dependency_changes(f)
+        _tests(f, cls, added_t, modified_t, deleted_t, removed_fns)
+        skips += _skips(f)
+        for hit in scan_added(f.path, f.added_lines):
+            if hit not in secrets:
+                secrets.append(hit)
+    for path in diff.extra_paths:
+        if not any(path in f.paths for f in files):
+            protected = cls.protected.match(path)
+            files.append(
+                FileFeature(
+                    path, "modified", cls.category(path), 0, 0, None, False, False, protected
+                )
+            )
+    return Features(
+        files=tuple(files),
+        categories={k: CategoryStats(*v) for k, v in sorted(stats.items())},
+        dependencies=tuple(deps),
+        tests_added=tuple(added_t),
+        tests_modified=tuple(modified_t),
+        tests_deleted=tuple(deleted_t),
+        test_functions_removed=tuple(removed_fns),
+        skips_added=tuple(skips),
+        secrets=tuple(secrets),
+        parse_error=diff.error,
+        truncated=diff.truncated,
+    )
+
+
+def _test_names(lines: Iterable[str]) -> list[str]:
+    names = []
+    for line in lines:
+        m = _TEST_DEF.match(line)
+        if m:
+            names.append(m.group("py") or m.group("go") or m.group("js"))
+    return names
+
+
+def _tests(
+    f: ChangedFile,
+    cls: Classifier,
+    added: list[str],
+    modified: list[str],
+    deleted: list[str],
+    removed_fns: list[str],
+) -> None:
+    was_test = cls.is_test(f.old_path or f.path)
+    is_test = cls.is_test(f.path)
+    if not (was_test or is_test):
+        return
+    if f.status == "removed" or (was_test and not is_test):
+        deleted.append(f.old_path or f.path)
+    elif f.status == "added" or not was_test:
+        added.append(f.path)
+    else:
+        modified.append(f.path)
+        kept = set(_test_names(t for _, t in f.added_lines))
+        for name in dict.fromkeys(_test_names(f.removed_lines)):
+            if name not in kept:
+                removed_fns.append(f"{f.path}::{name}")
+
+
+def _skips(f: ChangedFile) -> list[str]:
+    before = sum(len(SKIP_MARKERS.findall(t)) for t in f.removed_lines)
+    out: list[str] = []
+    for number, text in f.added_lines:
+        for _ in SKIP_MARKERS.findall(text):
+            if before:
+                before -= 1  # a marker moved, not added
+            else:
+                out.append(f"{f.path}:{number}")
+    return out

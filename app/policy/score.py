@@ -1,0 +1,438 @@
+"""The risk score and the decision: a deterministic function of features and policy.
+
+``score`` adds up points factor by factor (each with its value and reason), keeps the
+sum within 0-100 and reads the decision off the thresholds; hard rules then cap it
+(``reject`` for a protected path, a credential, a broken test, a new high-severity
+finding, a diff that cannot be read whole), and ``autonomy`` caps it last. The ladder,
+most cautious first: reject, draft, review, automerge. Same inputs, same output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.policy.config import AUTONOMY_CEILING, Autonomy, Decision, Policy, ladder_min
+from app.policy.diff import ParsedDiff, parse_diff
+from app.policy.features import Features, extract
+from app.policy.secrets import SecretHit
+from app.sessions.result import FindingsDelta, ModelUsage, SessionResult, TestDelta
+
+Risk = Literal["low", "medium", "high"]
+TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Contribution(_Model):
+    factor: str  # "category:source", "fixer", "tests_deleted", ...
+    value: str  # what was measured, for a person: "3 files, +40 -2"
+    points: float
+    reason: str
+
+
+class RuleHit(_Model):
+    rule: str  # "protected_path", "secret", "tests_broken", "caps", "autonomy", ...
+    decision: Decision  # the most this rule allows
+    reason: str
+
+
+class Score(_Model):
+    score: int = Field(ge=0, le=100)
+    decision: Decision
+    risk: Risk  # from the score and the rules, before autonomy: what the change is
+    by_score: Decision  # what the thresholds alone say
+    autonomy: Autonomy
+    contributions: list[Contribution]
+    rules: list[RuleHit]
+    files: int
+    lines_added: int
+    lines_removed: int
+
+    @property
+    def blocking(self) -> list[RuleHit]:
+        """The rules that made the decision more cautious than the score alone."""
+        return [r for r in self.rules if r.decision != "automerge"]
+
+    def to_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: TriggerKind = "human"
+    actor: str | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What a session learnt about the change besides its diff."""
+
+    fixer: str  # "llm", "lint", "revert", or another fixer's name
+    tests: TestDelta | None = None
+    findings: tuple[FindingsDelta, ...] = ()
+    usage: ModelUsage | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    @classmethod
+    def of(
+        cls,
+        result: SessionResult,
+        *,
+        max_tokens: int | None = None,
+        max_cost_usd: float | None = None,
+    ) -> Verification:
+        fix = result.fix
+        return cls(
+            fixer=fix.fixer if fix is not None else "unknown",
+            tests=result.tests,
+            findings=tuple(result.findings),
+            usage=fix.usage if fix is not None else None,
+            max_tokens=max_tokens,
+            max_cost_usd=max_cost_usd,
+        )
+
+
+def score_session(
+    result: SessionResult,
+    policy: Policy,
+    *,
+    trigger: Trigger | None = None,
+    max_tokens: int | None = None,
+    max_cost_usd: float | None = None,
+) -> Score:
+    """Score what a session produced: its diff, as git's stats saw it, and its checks."""
+    diff = parse_diff(result.diff.unified)
+    known = tuple(p for f in result.diff.files for p in (f.path, f.old_path) if p)
+    diff = ParsedDiff(
+        files=diff.files,
+        error=diff.error,
+        truncated=diff.truncated or result.diff.truncated,
+        extra_paths=known,
+    )
+    secrets = [SecretHit(s.path, s.line, s.kind) for s in result.diff.secrets]
+    features = extract(diff, policy, extra_secrets=secrets)
+    verification = Verification.of(result, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
+    return score(features, policy, verification=verification, trigger=trigger)
+
+
+def score_diff(text: str, policy: Policy, *, trigger: Trigger | None = None) -> Score:
+    """Score a unified diff alone (``patchwarden score``): a person's change, say."""
+    return score(extract(parse_diff(text), policy), policy, trigger=trigger)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _list(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(f"`{i}`" for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def score(
+    features: Features,
+    policy: Policy,
+    *,
+    verification: Verification | None = None,
+    trigger: Trigger | None = None,
+) -> Score:
+    w = policy.weights
+    tally = _Tally()
+    add, rule = tally.add, tally.rule
+    contributions, rules = tally.contributions, tally.rules
+
+    # Hard rules on the diff itself.
+    if features.parse_error:
+        rule("unreadable_diff", "reject", features.parse_error)
+    if features.truncated:
+        rule(
+            "truncated_diff",
+            "reject",
+            "the diff is larger than Patchwarden reads whole, so credentials and protected "
+            "paths cannot be ruled out",
+        )
+    if not features.files and not features.parse_error:
+        rule("empty", "reject", "the change is empty")
+    for f in features.protected:
+        rule(
+            "protected_path",
+            "reject",
+            f"changes `{f.path}`, protected by `{f.protected_by}` in the policy",
+        )
+    for hit in features.secrets:
+        where = f"{hit.path}:{hit.line}" if hit.line else hit.path
+        rule("secret", "reject", f"adds what looks like a credential ({hit.kind}) at `{where}`")
+
+    # Size and kind of change, per category.
+    for name, stats in features.categories.items():
+        category = policy.categories.get(name)
+        weight = category.weight if category else 1.0
+        raw = weight * (w.touch + w.per_10_lines * stats.lines / 10)
+        points = min(raw, w.category_max)
+        add(
+            f"category:{name}",
+            f"{_n(stats.files, 'file')}, +{stats.added} -{stats.removed}",
+            points,
+            f"{name} files weigh {weight:g}",
+        )
+    deleted = [
+        f.path
+        for f in features.files
+        if f.status == "removed" and f.path not in features.tests_deleted
+    ]
+    add(
+        "deleted_files",
+        str(len(deleted)),
+        len(deleted) * w.deleted_file,
+        f"deletes {_list(deleted)}",
+    )
+    renamed = [f"{f.old_path} → {f.path}" for f in features.files if f.status == "renamed"]
+    add(
+        "renamed_files",
+        str(len(renamed)),
+        len(renamed) * w.renamed_file,
+        f"renames {_list(renamed)}",
+    )
+    binary = [f.path for f in features.files if f.binary]
+    add(
+        "binary_files",
+        str(len(binary)),
+        len(binary) * w.binary_file,
+        f"binary files cannot be reviewed in the diff: {_list(binary)}",
+    )
+    executable = [f.path for f in features.files if f.made_executable]
+    add(
+        "executable_bit",
+        str(len(executable)),
+        len(executable) * w.executable_bit,
+        f"makes {_list(executable)} executable",
+    )
+
+    # Dependencies.
+    new = features.deps("added")
+    changed = features.deps("changed")
+    removed = features.deps("removed")
+    add(
+        "new_dependencies",
+        str(len(new)),
+        len(new) * w.new_dependency,
+        "adds " + _list([f"{d.name} {d.new or ''}".strip() for d in new]),
+    )
+    add(
+        "changed_dependencies",
+        str(len(changed)),
+        len(changed) * w.changed_dependency,
+        "changes " + _list([f"{d.name} {d.old} → {d.new}" for d in changed]),
+    )
+    add(
+        "removed_dependencies",
+        str(len(removed)),
+        len(removed) * w.removed_dependency,
+        "removes " + _list([d.name for d in removed]),
+    )
+    locked = [d for d in features.dependencies if not d.direct]
+    add(
+        "lockfile",
+        f"{len(locked)} packages",
+        min(len(locked) * w.changed_dependency, 20),
+        f"the lockfile changes {_list([d.name for d in locked])}",
+    )
+
+    # Tests the change deletes or silences.
+    add(
+        "tests_deleted",
+        str(len(features.tests_deleted)),
+        len(features.tests_deleted) * w.test_deleted,
+        f"deletes test files: {_list(list(features.tests_deleted))}",
+    )
+    removed_fns = list(features.test_functions_removed)
+    runner = verification.tests if verification is not None else None
+    if runner is not None and len(runner.removed) > len(removed_fns):
+        # Tests the runner saw on the base and not on the patch, if it saw more.
+        removed_fns = list(runner.removed)
+    add(
+        "tests_removed",
+        str(len(removed_fns)),
+        len(removed_fns) * w.test_removed,
+        f"removes tests: {_list(removed_fns)}",
+    )
+    add(
+        "tests_skipped",
+        str(len(features.skips_added)),
+        len(features.skips_added) * w.test_skipped,
+        f"adds skip/xfail markers at {_list(list(features.skips_added))}",
+    )
+
+    # Caps.
+    caps = policy.caps
+    over = []
+    if len(features.files) > caps.files:
+        over.append(f"{len(features.files)} files (cap {caps.files})")
+    lines = features.lines_added + features.lines_removed
+    if lines > caps.changed_lines:
+        over.append(f"{lines} changed lines (cap {caps.changed_lines})")
+    if len(new) > caps.new_dependencies:
+        over.append(f"{len(new)} new dependencies (cap {caps.new_dependencies})")
+    if over:
+        rule("caps", caps.over, "over the policy's caps: " + "; ".join(over))
+
+    if verification is not None:
+        _verification(verification, policy, tally)
+    else:
+        add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")
+
+    total = sum(c.points for c in contributions)
+    value = max(0, min(100, math.floor(total + 0.5)))
+    t = policy.thresholds
+    by_score: Decision = (
+        "automerge"
+        if value <= t.automerge
+        else "review"
+        if value <= t.review
+        else "draft"
+        if value <= t.draft
+        else "reject"
+    )
+    if by_score == "reject":
+        rule(
+            "score", "reject", f"the score {value} is above the policy's draft threshold {t.draft}"
+        )
+    risk_decision = ladder_min(by_score, *(r.decision for r in rules))
+    risk: Risk = _RISK[risk_decision]
+    ceiling = AUTONOMY_CEILING[policy.autonomy]
+    if ladder_min(risk_decision, ceiling) != risk_decision:
+        rule("autonomy", ceiling, f"the repository's autonomy is `{policy.autonomy}`")
+    decision = ladder_min(risk_decision, ceiling)
+    return Score(
+        score=value,
+        decision=decision,
+        risk=risk,
+        by_score=by_score,
+        autonomy=policy.autonomy,
+        contributions=contributions,
+        rules=rules,
+        files=len(features.files),
+        lines_added=features.lines_added,
+        lines_removed=features.lines_removed,
+    )
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.contributions: list[Contribution] = []
+        self.rules: list[RuleHit] = []
+
+    def add(self, factor: str, value: str, points: float, reason: str) -> None:
+        if points:
+            self.contributions.append(
+                Contribution(factor=factor, value=value, points=points, reason=reason)
+            )
+
+    def rule(self, name: str, decision: Decision, reason: str) -> None:
+        self.rules.append(RuleHit(rule=name, decision=decision, reason=reason))
+
+
+def _verification(v: Verification, policy: Policy, tally: _Tally) -> None:
+    """Factors and rules from the session's own checks."""
+    add, rule = tally.add, tally.rule
+    w = policy.weights
+    fixer_points = getattr(w.fixer, v.fixer, w.fixer.llm)  # an unknown fixer: as a model
+    add("fixer", v.fixer, fixer_points, _FIXER_REASON.get(v.fixer, "an unknown fixer"))
+    tests = v.tests
+    if tests is None or tests.head is None:
+        why = "no test command is known" if tests is None else "the tests did not run"
+        add("tests_not_run", "no", w.tests_not_run, f"{why}: nothing checked the change")
+        rule("tests_not_run", "review", f"{why}; a person has to check the change")
+    else:
+        if tests.broken:
+            rule(
+                "tests_broken", "reject", f"breaks tests that passed before: {_list(tests.broken)}"
+            )
+        elif not tests.head.ok:
+            what = "timed out" if tests.head.timed_out else f"exit code {tests.head.exit_code}"
+            add(
+                "tests_still_failing",
+                what,
+                w.tests_still_failing,
+                "the tests do not pass on the patch",
+            )
+            rule("tests_failing", "draft", f"the tests do not pass on the patch ({what})")
+        if tests.fixed:
+            credit = max(len(tests.fixed) * w.tests_fixed, w.tests_fixed_max)
+            add(
+                "tests_fixed",
+                str(len(tests.fixed)),
+                credit,
+                f"makes failing tests pass: {_list(tests.fixed)}",
+            )
+    findings_points = 0.0
+    for delta in v.findings:
+        if not delta.ran or delta.error:
+            add(
+                f"tool:{delta.tool}",
+                "did not run",
+                w.tool_failed,
+                f"{delta.tool} did not check the change: {delta.error or 'not run'}",
+            )
+            rule("tool_failed", "review", f"{delta.tool} did not check the change")
+            continue
+        high = [f for f in delta.new if f.severity == "high"]
+        for f in high:
+            rule(
+                "high_finding",
+                "reject",
+                f"{delta.tool} reports a new high-severity finding: {f.rule} at "
+                f"`{f.path}:{f.line}`",
+            )
+        counts = {
+            s: sum(1 for f in delta.new if f.severity == s) for s in ("medium", "low", "info")
+        }
+        points = sum(counts[s] * getattr(w.finding, s) for s in counts)
+        points = min(points, max(0.0, w.findings_max - findings_points))
+        findings_points += points
+        if delta.new or delta.fixed:
+            parts = [f"{n} {s}" for s, n in counts.items() if n]
+            if high:
+                parts.insert(0, f"{len(high)} high")
+            value = f"{len(delta.new)} new" + (f" ({', '.join(parts)})" if parts else "")
+            value += f", {len(delta.fixed)} fixed"
+            add(
+                f"findings:{delta.tool}",
+                value,
+                points,
+                f"new {delta.tool} findings on the changed files",
+            )
+    usage = v.usage
+    if usage is not None:
+        heavy = []
+        if v.max_tokens and usage.total_tokens > 0.75 * v.max_tokens:
+            heavy.append(f"{usage.total_tokens:,} of {v.max_tokens:,} tokens")
+        if v.max_cost_usd and usage.cost_usd > 0.75 * v.max_cost_usd:
+            heavy.append(f"${usage.cost_usd:.2f} of ${v.max_cost_usd:.2f}")
+        if heavy:
+            add(
+                "budget",
+                "; ".join(heavy),
+                w.budget_heavy,
+                "the fixer needed most of its budget: it struggled",
+            )
+
+
+_RISK: dict[Decision, Risk] = {
+    "automerge": "low",
+    "review": "medium",
+    "draft": "high",
+    "reject": "high",
+}
+_FIXER_REASON = {
+    "llm": "written by a model: read it as a stranger's patch",
+    "lint": "mechanical ruff/semgrep autofixes",
+    "revert": "a git revert of the commit bisect blamed",
+}
