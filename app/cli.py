@@ -1,4 +1,4 @@
-"""The ``patchwarden`` command: serve, worker, audit, manifest, doctor, demo, forge."""
+"""The ``patchwarden`` command: serve, worker, run, score, audit, manifest, doctor, demo, forge."""
 
 from __future__ import annotations
 
@@ -179,6 +179,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_local(args, settings=settings)
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    from app.scoring import run_score
+
+    return run_score(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
 
@@ -239,6 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_arguments(run)
     run.set_defaults(func=cmd_run)
+
+    from app.scoring import add_arguments as score_arguments
+
+    score = sub.add_parser(
+        "score", help="the risk score of a change (a diff file or a git range) under the policy"
+    )
+    score_arguments(score)
+    score.set_defaults(func=cmd_score)
 
     demo = sub.add_parser("demo", help="the story so far, offline, on the local GitHub double")
     demo.add_argument("--keep", action="store_true", help="keep the demo's folder afterwards")

@@ -26,6 +26,8 @@ from typing import Literal
 from app.config import Settings, load_settings
 from app.errors import PatchwardenError
 from app.fixers.choose import FIXERS, budget_from, make_fixer
+from app.policy.config import Policy
+from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
@@ -108,12 +110,20 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         result = await runner.run(spec, fixer, progress=clock.show)
     finally:
         await fixer.aclose()
-    if result.head_sha:
+    if result.head_sha and result.policy is not None:
         await _leave_branch(top, runner.cache.mirror_path(result.repo), result)
+        score = score_session(
+            result,
+            Policy.model_validate(result.policy),
+            trigger=Trigger("manual"),
+            max_tokens=spec.budget.max_tokens,
+            max_cost_usd=spec.budget.max_cost_usd,
+        )
+        clock.show(f"risk {score.score}/100 ({score.risk}): {score.decision}")
         name = result.branch.replace("/", "-") + ".md"
         body = args.body or checkout.git_dir / "patchwarden" / name
         body.parent.mkdir(parents=True, exist_ok=True)
-        body.write_text(render_body(result, title=title))
+        body.write_text(render_body(result, score, title=title, bot=settings.bot_name))
         clock.show(f"branch {result.branch} in {top}; PR body in {body}")
     verified, verdict = _verdict(result)
     clock.show(verdict)

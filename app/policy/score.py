@@ -160,10 +160,12 @@ def score(
         )
     if not features.files and not features.parse_error:
         rule("empty", "reject", "the change is empty")
+    human = trigger is not None and trigger.kind == "human"
     for f in features.protected:
+        # A bot may never change these; a person may, with a maintainer's review.
         rule(
             "protected_path",
-            "reject",
+            "review" if human else "reject",
             f"changes `{f.path}`, protected by `{f.protected_by}` in the policy",
         )
     for hit in features.secrets:
@@ -180,7 +182,7 @@ def score(
             f"category:{name}",
             f"{_n(stats.files, 'file')}, +{stats.added} -{stats.removed}",
             points,
-            f"{name} files weigh {weight:g}",
+            f"changes {name} files (weight {weight:g})",
         )
     deleted = [
         f.path
@@ -306,7 +308,8 @@ def score(
         )
     risk_decision = ladder_min(by_score, *(r.decision for r in rules))
     risk: Risk = _RISK[risk_decision]
-    ceiling = AUTONOMY_CEILING[policy.autonomy]
+    # Autonomy says what Patchwarden may do with its own changes; a person's is not capped.
+    ceiling: Decision = "automerge" if human else AUTONOMY_CEILING[policy.autonomy]
     if ladder_min(risk_decision, ceiling) != risk_decision:
         rule("autonomy", ceiling, f"the repository's autonomy is `{policy.autonomy}`")
     decision = ladder_min(risk_decision, ceiling)
@@ -332,7 +335,7 @@ class _Tally:
     def add(self, factor: str, value: str, points: float, reason: str) -> None:
         if points:
             self.contributions.append(
-                Contribution(factor=factor, value=value, points=points, reason=reason)
+                Contribution(factor=factor, value=value, points=round(points, 2), reason=reason)
             )
 
     def rule(self, name: str, decision: Decision, reason: str) -> None:

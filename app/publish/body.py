@@ -1,47 +1,159 @@
-"""The pull request body for a session's result, as markdown.
+"""The pull request body and labels for a scored session, as GitHub markdown.
 
-What a reviewer reads first: what changed and why, what was verified, and how to undo
-it. The risk score and its reasons join this body with the policy engine
-(docs/roadmap.md); until then the body says so rather than guess.
+Rendered from ``templates/pr_body.md.j2``. The top says, in ten seconds, the score and
+the decision and why, what was verified and how to undo it; the details (the fixer's
+summary, per-file stats, checks, cost, the audit job) sit in ``<details>`` blocks.
+Text that comes from the repository or a fixer (paths, summaries, test names) is kept
+inert: escaped in tables and inline, fenced in code blocks elsewhere.
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
+import jinja2
+
+from app.policy.config import Decision
+from app.policy.score import Score
 from app.sessions.result import FindingsDelta, SessionResult, TestDelta, TestRun
 
+MAX_FILES = 30
+_VERDICT: dict[Decision, str] = {
+    "automerge": "may merge itself once every check on it is green",
+    "review": "needs a maintainer's approval",
+    "draft": "opened as a draft: it needs a person's work before it can merge",
+    "reject": "rejected: Patchwarden will not open it as a pull request",
+}
 
-def render_body(result: SessionResult, *, title: str) -> str:
+
+def _inline(text: object) -> str:
+    """Markdown-inert single-line text: HTML and table pipes escaped, newlines joined."""
+    value = " ".join(str(text).split())
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = value.replace("@", "@\u2060")  # no @mentions from repository text
+    return value
+
+
+def _cell(text: object) -> str:
+    return _inline(text).replace("|", "\\|")
+
+
+def _code(text: object) -> str:
+    """``text`` as inline code, with a backtick fence longer than any run inside it."""
+    value = " ".join(str(text).split())
+    ticks = max((len(m) for m in re.findall(r"`+", value)), default=0) + 1
+    fence = "`" * ticks
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}".replace("|", "\\|")
+
+
+def _fenced(text: object) -> str:
+    value = str(text).rstrip() or "(no summary)"
+    ticks = max(3, max((len(m) for m in re.findall(r"`{3,}", value)), default=0) + 1)
+    return f"{'`' * ticks}text\n{value}\n{'`' * ticks}"
+
+
+def _points(value: float) -> str:
+    return f"{value:+.1f}".replace(".0", "") if value != int(value) else f"{int(value):+d}"
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("app.publish", "templates"),
+        autoescape=False,  # markdown, not HTML: the filters above do the escaping  # noqa: S701
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(inline=_inline, cell=_cell, code=_code, fenced=_fenced, points=_points)
+    return env
+
+
+def labels_for(score: Score) -> list[str]:
+    """``patchwarden`` and the change's risk level."""
+    return ["patchwarden", f"risk:{score.risk}"]
+
+
+def verdict(score: Score) -> str:
+    return f"Patchwarden risk {score.score}/100 ({score.risk}): {_VERDICT[score.decision]}."
+
+
+def _score_context(score: Score, thresholds: str) -> dict[str, object]:
+    factors = sorted(score.contributions, key=lambda c: (-abs(c.points), c.factor))
+    return {
+        "score": score,
+        "verdict": verdict(score),
+        "blocking": score.blocking,
+        "factors": factors,
+        "thresholds": thresholds,
+    }
+
+
+def _thresholds(policy: dict[str, object] | None) -> str:
+    t = (policy or {}).get("thresholds")
+    if not isinstance(t, dict):
+        return "the policy's thresholds"
+    return f"≤{t['automerge']} may merge itself, ≤{t['review']} review, ≤{t['draft']} draft"
+
+
+def render_score(score: Score, *, policy: dict[str, object] | None = None) -> str:
+    """The verdict, the deciding rules and the factor table (``patchwarden score``)."""
+    text = _env().get_template("score.md.j2").render(**_score_context(score, _thresholds(policy)))
+    return _tidy(text)
+
+
+def revert_command(merge_sha: str | None, *, merge_commit: bool = True) -> str:
+    if merge_sha is None:
+        return "git revert -m 1 <merge sha>  # filled in here when the pull request merges"
+    return f"git revert -m 1 {merge_sha}" if merge_commit else f"git revert {merge_sha}"
+
+
+def render_body(
+    result: SessionResult,
+    score: Score,
+    *,
+    title: str,
+    bot: str = "patchwarden",
+    merge_sha: str | None = None,
+    merge_commit: bool = True,
+) -> str:
+    """The PR body; after the merge, render again with ``merge_sha`` to fill in the revert."""
     fix = result.fix
-    lines = [f"## {title.strip() or 'Patchwarden patch'}", ""]
-    if fix is not None and fix.summary:
-        lines += [fix.summary, ""]
-    lines += [
-        f"**Verified:** {_tests(result.tests)}",
-        f"**Findings on the changed files:** {_findings(result.findings)}",
-        f"**Diff:** {_diff(result)}",
-    ]
-    if fix is not None:
-        lines.append(f"**Fixer:** {_fixer(result)}")
-    lines += [
-        "**Risk score:** not computed yet (the policy engine is the next milestone).",
-        "",
-        "### Rollback",
-        "- Before merging: close this pull request and "
-        f"`git push origin --delete {result.branch}`.",
-        "- After merging: `git revert -m 1 <merge sha>`.",
-        "",
-        "<details><summary>Steps</summary>",
-        "",
-        "| step | tree | exit | seconds |",
-        "| --- | --- | --- | --- |",
-    ]
-    for step in result.steps:
-        code = "timeout" if step.timed_out else ("cached" if step.cached else step.exit_code)
-        lines.append(f"| {step.name} | {step.tree or ''} | {code} | {step.duration_seconds:.1f} |")
-    lines += ["", "</details>", ""]
-    if result.job_id is not None:
-        lines.append(f"<!-- patchwarden:job={result.job_id} -->")
-    return "\n".join(lines).rstrip() + "\n"
+    revert = revert_command(merge_sha, merge_commit=merge_commit)
+    if merge_sha is None:
+        before = f"before the merge, close this and `git push origin --delete {result.branch}`."
+        after = "After it, `git revert -m 1 <merge sha>` (filled in when it merges)."
+    else:
+        before = "Merged as " + _code(merge_sha[:12]) + "."
+        after = f"Undo with `{revert}` and push that as a pull request."
+    context = {
+        **_score_context(score, _thresholds(result.policy)),
+        "title": title,
+        "bot": bot,
+        "verified": _verified(result),
+        "rollback_before": before[:1].upper() + before[1:],
+        "rollback_after": after,
+        "revert_command": revert,
+        "fixer": fix.fixer if fix is not None else "none",
+        "summary": (fix.summary if fix is not None else "") or title,
+        "files": result.diff.files,
+        "max_files": MAX_FILES,
+        "checks": _checks(result),
+        "cost": _cost(result),
+        "sandbox": _sandbox(result),
+        "base_sha": result.base_sha[:12],
+        "head_sha": (result.head_sha or "none")[:12],
+        "branch": result.branch,
+        "job_id": result.job_id,
+    }
+    return _tidy(_env().get_template("pr_body.md.j2").render(**context))
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
 def _run(run: TestRun | None) -> str:
@@ -52,51 +164,66 @@ def _run(run: TestRun | None) -> str:
     if run.counts is None:
         return "passed" if run.ok else f"failed (exit code {run.exit_code})"
     c = run.counts
-    return f"{c.passed} passed, {c.failed + c.errored} failed, {c.skipped} skipped"
+    text = f"{c.passed} passed"
+    if c.failed + c.errored:
+        text += f", {c.failed + c.errored} failed"
+    if c.skipped:
+        text += f", {c.skipped} skipped"
+    return text
 
 
 def _tests(tests: TestDelta | None) -> str:
     if tests is None:
-        return "no test command is known for this repository."
-    text = f"tests on the patch: {_run(tests.head)} (before: {_run(tests.base)})"
-    if tests.fixed:
-        text += f"; fixed: {', '.join(f'`{t}`' for t in tests.fixed[:10])}"
-    text += f"; broken: {', '.join(f'`{t}`' for t in tests.broken[:10]) or 'none'}"
-    return text + "."
-
-
-def _findings(deltas: list[FindingsDelta]) -> str:
-    parts = []
-    for d in deltas:
-        if not d.ran:
-            parts.append(f"{d.tool} not run")
-        elif d.error:
-            parts.append(f"{d.tool} failed ({d.error})")
-        else:
-            parts.append(f"{d.tool} {len(d.new)} new, {len(d.fixed)} fixed")
-    return "; ".join(parts) + "." if parts else "no changed files to check."
-
-
-def _diff(result: SessionResult) -> str:
-    files = result.diff.files
-    names = ", ".join(f"`{f.path}`" for f in files[:8]) + (" …" if len(files) > 8 else "")
-    return f"{len(files)} file(s), +{result.diff.lines_added} -{result.diff.lines_removed}" + (
-        f" ({names})" if names else ""
-    )
-
-
-def _fixer(result: SessionResult) -> str:
-    fix = result.fix
-    assert fix is not None
-    text = fix.fixer
-    u = fix.usage
-    if u.calls:
-        cost = f"${u.cost_usd:.4f}" if not u.unpriced else "cost unknown (no price configured)"
-        text += f", {u.calls} model calls, {u.total_tokens:,} tokens, {cost}"
-    if fix.rules_fixed:
-        text += ", rules fixed: " + ", ".join(f"{r} ({n})" for r, n in fix.rules_fixed.items())
-    if fix.culprit is not None:
-        c = fix.culprit
-        pr = f", PR #{c.pull_request}" if c.pull_request else ""
-        text += f", culprit `{c.sha[:12]}` by {c.author}{pr}"
+        return "no test command is known (set `test:` in .github/patchwarden.yml)"
+    text = f"tests {_run(tests.base)} → {_run(tests.head)}"
+    text += f" ({len(tests.fixed)} fixed, {len(tests.broken)} broken)"
     return text
+
+
+def _tool(delta: FindingsDelta) -> str:
+    if not delta.ran or delta.error:
+        return f"{delta.tool} did not run"
+    return f"{delta.tool} {len(delta.new)} new, {len(delta.fixed)} fixed"
+
+
+def _verified(result: SessionResult) -> str:
+    parts = [_tests(result.tests), *(_tool(d) for d in result.findings)]
+    return " · ".join(parts) + "."
+
+
+def _checks(result: SessionResult) -> list[str]:
+    lines = []
+    tests = result.tests
+    if tests is not None:
+        lines.append(f"Test command: {_code(' '.join(tests.command))} ({tests.source})")
+        for label, names in (("Fixed", tests.fixed), ("Broken", tests.broken)):
+            if names:
+                lines.append(f"{label}: " + ", ".join(_code(n) for n in names[:10]))
+    for delta in result.findings:
+        if delta.error:
+            lines.append(f"{delta.tool}: {_inline(delta.error)}")
+        for f in delta.new[:10]:
+            lines.append(
+                f"New {delta.tool} {f.severity}: {_code(f.rule)} at "
+                f"{_code(f'{f.path}:{f.line}')}: {_inline(f.message)}"
+            )
+    for step in result.steps:
+        if step.timed_out or (step.exit_code not in (0, None) and step.phase == "setup"):
+            lines.append(f"Step {_code(step.name)} ended with {step.killed_by or step.exit_code}")
+    return lines or ["No check reported anything beyond the line above."]
+
+
+def _cost(result: SessionResult) -> str:
+    fix = result.fix
+    wall = f"{result.usage.wall_seconds:.0f} s in the sandbox session"
+    if fix is None or not fix.usage.calls:
+        return f"no model calls; {wall}"
+    u = fix.usage
+    money = f"${u.cost_usd:.4f}" if not u.unpriced else "unknown (no price configured)"
+    return f"{u.calls} model calls, {u.total_tokens:,} tokens, {money}; {wall}"
+
+
+def _sandbox(result: SessionResult) -> str:
+    s = result.sandbox
+    isolation = "isolated" if s.isolated else "NOT isolated"
+    return f"{s.backend}, {isolation}, network {'on' if s.network else 'off'}"
