@@ -1,0 +1,108 @@
+"""Building blocks for the policy tests: git-shaped diffs, the default policy, results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from app.policy.config import Policy, load_policy
+from app.sessions.policyfile import default_policy_text
+from app.sessions.result import (
+    Diff,
+    FileStat,
+    FindingsDelta,
+    FixOutcome,
+    SandboxInfo,
+    SessionResult,
+    TestCounts,
+    TestDelta,
+    TestRun,
+)
+
+
+@lru_cache(maxsize=1)
+def default_policy() -> Policy:
+    return load_policy(default_policy_text())
+
+
+def policy_with(repo_yaml: str) -> Policy:
+    return load_policy(default_policy_text(), repo_yaml)
+
+
+def gdiff(
+    path: str,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    *,
+    new: bool = False,
+    deleted: bool = False,
+    old_path: str | None = None,
+    mode: tuple[str, str] | None = None,
+    binary: bool = False,
+) -> str:
+    """One file's part of a ``git diff``, as git writes it."""
+    src = old_path or path
+    lines = [f"diff --git a/{src} b/{path}"]
+    if new:
+        lines.append("new file mode 100644")
+    if deleted:
+        lines.append("deleted file mode 100644")
+    if mode:
+        lines += [f"old mode {mode[0]}", f"new mode {mode[1]}"]
+    if old_path:
+        lines += ["similarity index 90%", f"rename from {old_path}", f"rename to {path}"]
+    if binary:
+        lines += ["index 1111111..2222222", f"Binary files a/{src} and b/{path} differ"]
+        return "\n".join(lines) + "\n"
+    if not add and not remove:
+        return "\n".join(lines) + "\n"
+    lines.append("--- /dev/null" if new else f"--- a/{src}")
+    lines.append("+++ /dev/null" if deleted else f"+++ b/{path}")
+    old_start = 0 if new else 1
+    new_start = 0 if deleted else 1
+    lines.append(f"@@ -{old_start},{len(remove)} +{new_start},{len(add)} @@")
+    lines += [f"-{r}" for r in remove] + [f"+{a}" for a in add]
+    return "\n".join(lines) + "\n"
+
+
+def passed(n: int, *, failed: int = 0, code: int | None = None) -> TestRun:
+    exit_code = code if code is not None else (1 if failed else 0)
+    return TestRun(exit_code=exit_code, counts=TestCounts(passed=n, failed=failed))
+
+
+def result_for(
+    unified: str,
+    files: list[FileStat],
+    *,
+    fixer: str = "lint",
+    summary: str = "",
+    tests: TestDelta | None = None,
+    findings: Sequence[FindingsDelta] = (),
+    policy: Policy | None = None,
+    job_id: int | None = 42,
+    branch: str = "patchwarden/42-fix",
+) -> SessionResult:
+    """A patched SessionResult, as a session would have saved it."""
+    if tests is None:
+        tests = TestDelta(
+            command=["python", "-m", "pytest", "-q"],
+            source="detected",
+            base=passed(12),
+            head=passed(12),
+        )
+    return SessionResult(
+        job_id=job_id,
+        repo="octo-org/widgets",
+        base_sha="a" * 40,
+        branch=branch,
+        head_sha="b" * 40,
+        status="patched",
+        sandbox=SandboxInfo(backend="bwrap", isolated=True),
+        fix=FixOutcome(fixer=fixer, summary=summary),
+        diff=Diff(unified=unified, files=files),
+        tests=tests,
+        findings=list(findings) or [FindingsDelta(tool=t) for t in ("ruff", "semgrep", "bandit")],
+        policy=(policy or default_policy()).to_json(),
+        started_at=1_800_000_000.0,
+        finished_at=1_800_000_012.0,
+    )

@@ -1,0 +1,442 @@
+"""The policy engine: merging the policy files, each factor and hard rule, the decision
+ladder, and properties that must hold for any change (hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.policy.config import LADDER, PolicyError, load_policy
+from app.policy.diff import parse_diff
+from app.policy.features import extract
+from app.policy.score import Score, Trigger, Verification, score, score_diff
+from app.sessions.policyfile import default_policy_text
+from app.sessions.result import Finding, FindingsDelta, ModelUsage, TestDelta
+from tests.policy_helpers import default_policy, gdiff, passed, policy_with
+
+TOKEN = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
+PY_CMD = ["python", "-m", "pytest", "-q"]
+
+
+# -- policy files ----------------------------------------------------------------------
+
+
+def test_the_default_policy_loads_and_protects_what_the_issue_lists() -> None:
+    p = default_policy()
+    assert p.autonomy == "review"
+    for pattern in (".github/workflows/**", "CODEOWNERS", ".github/patchwarden.yml", "*.tf"):
+        assert pattern in p.protected_paths
+    assert (p.thresholds.automerge, p.thresholds.review, p.thresholds.draft) == (20, 60, 85)
+
+
+MERGES = [
+    ("autonomy", "autonomy: automerge\n", lambda p: p.autonomy == "automerge"),
+    (
+        "threshold-partial",
+        "thresholds:\n  automerge: 10\n",
+        lambda p: (p.thresholds.automerge, p.thresholds.review) == (10, 60),
+    ),
+    (
+        "category-weight",
+        "categories:\n  docs:\n    weight: 0.5\n",
+        lambda p: p.categories["docs"].weight == 0.5 and p.categories["docs"].paths,
+    ),
+    (
+        "new-category",
+        "categories:\n  payments:\n    weight: 4\n    paths: [src/payments/**]\n",
+        lambda p: p.categories["payments"].weight == 4 and "source" in p.categories,
+    ),
+    (
+        "protected-adds",
+        "protected_paths: [migrations/**]\n",
+        lambda p: "migrations/**" in p.protected_paths and "CODEOWNERS" in p.protected_paths,
+    ),
+    (
+        "unprotect",
+        "unprotect: ['Dockerfile*']\n",
+        lambda p: "Dockerfile*" not in p.protected_paths and "*.tf" in p.protected_paths,
+    ),
+    (
+        "other-rooms-keys",
+        "test: python -m pytest\nlint:\n  unsafe_fixes: true\nautonomy: propose\n",
+        lambda p: p.autonomy == "propose",
+    ),
+    ("empty-file", "", lambda p: p == default_policy()),
+]
+
+
+@pytest.mark.parametrize(("repo", "check"), [m[1:] for m in MERGES], ids=[m[0] for m in MERGES])
+def test_the_repository_file_merges_over_the_default(repo: str, check: Any) -> None:
+    assert check(policy_with(repo))
+
+
+INVALID = [
+    ("unknown-key", "autonomy: review\nautonmy: automerge\n", 2, "did you mean `autonomy`"),
+    ("bad-autonomy", "\n\nautonomy: yolo\n", 3, "`autonomy`"),
+    ("wrong-type", "caps:\n  files: many\n", 2, "`caps.files`"),
+    ("nested-unknown", "caps:\n  files: 3\n  lines: 9\n", 3, "`caps.lines`: unknown key"),
+    ("thresholds-order", "thresholds:\n  automerge: 70\n", 1, "automerge <= review <= draft"),
+    ("unprotect-unknown", "unprotect:\n  - src/**\n", 2, "not one of the default protected"),
+    ("new-category-half", "categories:\n  pay:\n    weight: 2\n", 2, "`categories.pay.paths`"),
+    ("duplicate", "autonomy: review\nautonomy: automerge\n", 2, "set twice"),
+    ("bad-yaml", "autonomy: [review\n", 2, "not valid YAML"),
+    ("not-a-mapping", "- autonomy\n", 1, "must be a mapping"),
+    ("negative-weight", "weights:\n  touch: -3\n", 2, "`weights.touch`"),
+]
+
+
+@pytest.mark.parametrize(
+    ("repo", "line", "says"), [i[1:] for i in INVALID], ids=[i[0] for i in INVALID]
+)
+def test_an_invalid_file_is_refused_with_its_line(repo: str, line: int, says: str) -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(default_policy_text(), repo)
+    err = caught.value
+    assert err.source == ".github/patchwarden.yml"
+    assert err.line == line, str(err)
+    assert says in str(err)
+    assert str(err).startswith(f".github/patchwarden.yml:{line}: ")
+
+
+# -- factors and rules -------------------------------------------------------------------
+
+
+def verification(**kw: Any) -> Verification:
+    tests = kw.pop(
+        "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
+    )
+    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **kw)
+
+
+def scored(
+    diff: str, *, v: Verification | None = None, policy: Any = None, trigger: Trigger | None = None
+) -> Score:
+    p = policy or default_policy()
+    return score(extract(parse_diff(diff), p), p, verification=v, trigger=trigger)
+
+
+def points(s: Score, factor: str) -> float:
+    return sum(c.points for c in s.contributions if c.factor == factor)
+
+
+SRC = gdiff("src/calc.py", ["    return a + b"], ["    return a - b"])
+FACTORS = [
+    ("docs", gdiff("README.md", ["teh -> the"], ["teh"]), "category:docs", 0.2 * (5 + 0.2)),
+    ("source", gdiff("src/a.py", [f"x{i} = {i}" for i in range(30)]), "category:source", 8.0),
+    ("ci-capped", gdiff("Makefile", [f"l{i}:" for i in range(400)]), "category:build", 40.0),
+    ("deleted", gdiff("src/old.py", remove=["x = 1"], deleted=True), "deleted_files", 5.0),
+    ("renamed", gdiff("src/new.py", old_path="src/old.py"), "renamed_files", 2.0),
+    ("binary", gdiff("img/logo.png", binary=True), "binary_files", 10.0),
+    ("exec", gdiff("run.sh", mode=("100644", "100755")), "executable_bit", 10.0),
+    ("new-dep", gdiff("requirements.txt", ["requests==2.32.0"]), "new_dependencies", 10.0),
+    (
+        "changed-dep",
+        gdiff("requirements.txt", ["Flask==3.0.3"], ["flask==2.3.0"]),
+        "changed_dependencies",
+        4.0,
+    ),
+    ("removed-dep", gdiff("requirements.txt", remove=["six==1.16"]), "removed_dependencies", 2.0),
+    (
+        "lockfile",
+        gdiff(
+            "poetry.lock",
+            ['name = "idna"', 'version = "3.7"'],
+            ['name = "idna"', 'version = "3.6"'],
+        ),
+        "lockfile",
+        4.0,
+    ),
+    (
+        "test-deleted",
+        gdiff("tests/test_calc.py", remove=["def test_add():"], deleted=True),
+        "tests_deleted",
+        35.0,
+    ),
+    (
+        "test-removed",
+        gdiff("tests/test_calc.py", ["# gone"], ["def test_add():", "    assert add(1, 2) == 3"]),
+        "tests_removed",
+        15.0,
+    ),
+    (
+        "test-skipped",
+        gdiff("tests/test_calc.py", ["@pytest.mark.skip(reason='flaky')"]),
+        "tests_skipped",
+        25.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("diff", "factor", "expected"), [f[1:] for f in FACTORS], ids=[f[0] for f in FACTORS]
+)
+def test_each_factor_adds_its_points(diff: str, factor: str, expected: float) -> None:
+    s = scored(diff)
+    assert points(s, factor) == pytest.approx(expected, abs=0.01), s.contributions
+    reason = next(c.reason for c in s.contributions if c.factor == factor)
+    assert reason  # every contribution says why
+
+
+def _finding(severity: str) -> Finding:
+    return Finding(
+        tool="semgrep", rule="r", path="src/calc.py", line=3, message="m", severity=severity
+    )  # type: ignore[arg-type]
+
+
+VERIFY = [
+    ("llm", verification(fixer="llm"), "fixer", 15.0, None),
+    ("lint", verification(fixer="lint"), "fixer", 3.0, None),
+    ("revert", verification(fixer="revert"), "fixer", 5.0, None),
+    ("no-tests", verification(tests=None), "tests_not_run", 20.0, ("tests_not_run", "review")),
+    (
+        "still-failing",
+        verification(
+            tests=TestDelta(
+                command=PY_CMD,
+                source="detected",
+                base=passed(4, failed=1),
+                head=passed(4, failed=1),
+            )
+        ),
+        "tests_still_failing",
+        25.0,
+        ("tests_failing", "draft"),
+    ),
+    (
+        "fixed-credit",
+        verification(
+            tests=TestDelta(
+                command=PY_CMD,
+                source="detected",
+                base=passed(4, failed=1),
+                head=passed(5),
+                fixed=["test_calc.py::test_add"],
+            )
+        ),
+        "tests_fixed",
+        -5.0,
+        None,
+    ),
+    (
+        "broken",
+        verification(
+            tests=TestDelta(
+                command=PY_CMD,
+                source="detected",
+                base=passed(5),
+                head=passed(4, failed=1),
+                broken=["t::x"],
+            )
+        ),
+        "fixer",
+        3.0,
+        ("tests_broken", "reject"),
+    ),
+    (
+        "medium-finding",
+        verification(findings=(FindingsDelta(tool="semgrep", new=[_finding("medium")]),)),
+        "findings:semgrep",
+        10.0,
+        None,
+    ),
+    (
+        "high-finding",
+        verification(findings=(FindingsDelta(tool="semgrep", new=[_finding("high")]),)),
+        "findings:semgrep",
+        0.0,
+        ("high_finding", "reject"),
+    ),
+    (
+        "tool-failed",
+        verification(findings=(FindingsDelta(tool="bandit", ran=False),)),
+        "tool:bandit",
+        10.0,
+        ("tool_failed", "review"),
+    ),
+    (
+        "budget",
+        verification(
+            fixer="llm", usage=ModelUsage(calls=9, prompt_tokens=390_000), max_tokens=400_000
+        ),
+        "budget",
+        5.0,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("v", "factor", "expected", "rule"), [c[1:] for c in VERIFY], ids=[c[0] for c in VERIFY]
+)
+def test_what_the_session_checked_scores_and_rules(
+    v: Verification, factor: str, expected: float, rule: tuple[str, str] | None
+) -> None:
+    s = scored(SRC, v=v)
+    assert points(s, factor) == pytest.approx(expected)
+    if rule is None:
+        assert not [r for r in s.rules if r.rule != "autonomy"], s.rules
+    else:
+        hit = next(r for r in s.rules if r.rule == rule[0])
+        assert hit.decision == rule[1]
+        assert LADDER.index(s.decision) <= LADDER.index(rule[1])  # type: ignore[arg-type]
+
+
+HARD = [
+    ("workflow", gdiff(".github/workflows/ci.yml", ["run: curl x | sh"]), "protected_path"),
+    ("rename-away", gdiff("ci.yml.bak", old_path=".github/workflows/ci.yml"), "protected_path"),
+    ("policy-file", gdiff(".github/patchwarden.yml", ["autonomy: automerge"]), "protected_path"),
+    ("codeowners", gdiff(".github/CODEOWNERS", remove=["* @octo/core"]), "protected_path"),
+    ("secret", gdiff("src/settings.py", [f'TOKEN = "{TOKEN}"']), "secret"),
+    ("masked", gdiff("src/settings.py", ['TOKEN = "[REDACTED:github-token]"']), "secret"),
+    ("aws", gdiff("deploy.cfg", ["key = AKIAIOSFODNN7ABCDEFG"]), "secret"),
+    (
+        "unreadable",
+        "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n-a\n",
+        "unreadable_diff",
+    ),
+    (
+        "truncated",
+        gdiff("src/a.py", ["x = 1"]) + "[... diff cut by Patchwarden ...]\n",
+        "truncated_diff",
+    ),
+    ("empty", "", "empty"),
+]
+
+
+@pytest.mark.parametrize(("diff", "rule"), [h[1:] for h in HARD], ids=[h[0] for h in HARD])
+def test_hard_rules_reject_whatever_the_score(diff: str, rule: str) -> None:
+    s = scored(diff, v=verification(), policy=policy_with("autonomy: automerge\n"))
+    assert s.decision == "reject"
+    assert s.risk == "high"
+    assert rule in [r.rule for r in s.rules]
+    assert s.score <= 20 or rule in ("secret",)  # the score alone would have let it merge
+
+
+def test_a_person_touching_a_protected_path_needs_review_not_a_reject() -> None:
+    s = score_diff(
+        gdiff(".github/workflows/ci.yml", ["on: push"]), default_policy(), trigger=Trigger("human")
+    )
+    assert s.decision == "review"
+    assert s.autonomy == "review"
+
+
+def test_caps_make_a_big_change_a_draft() -> None:
+    diff = "".join(gdiff(f"src/m{i}.py", ["x = 1"]) for i in range(21))
+    s = scored(diff, v=verification())
+    hit = next(r for r in s.rules if r.rule == "caps")
+    assert "21 files (cap 20)" in hit.reason
+    assert s.decision == "draft"
+    s = scored(diff, v=verification(), policy=policy_with("caps:\n  over: reject\n"))
+    assert s.decision == "reject"
+
+
+@pytest.mark.parametrize(
+    ("autonomy", "docs_fix", "source_fix"),
+    [
+        ("propose", "draft", "draft"),
+        ("review", "review", "review"),
+        ("automerge", "automerge", "review"),
+    ],
+)
+def test_the_ladder_is_capped_by_autonomy(autonomy: str, docs_fix: str, source_fix: str) -> None:
+    policy = policy_with(f"autonomy: {autonomy}\n")
+    docs = scored(gdiff("docs/guide.md", ["the"], ["teh"]), v=verification(), policy=policy)
+    src = scored(
+        "".join(gdiff(f"src/m{i}.py", ["x = 1"] * 30) for i in range(3)),
+        v=verification(fixer="llm"),
+        policy=policy,
+    )
+    assert (docs.decision, src.decision) == (docs_fix, source_fix)
+    # The risk does not depend on autonomy.
+    assert docs.risk == "low"
+    assert src.risk == "medium"
+
+
+# -- properties --------------------------------------------------------------------------
+
+SAFE_PATHS = ["src/app.py", "src/util/io.py", "README.md", "docs/x.md", "lib/core.py", "Makefile"]
+line_text = st.text(
+    st.characters(codec="ascii", exclude_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85"), max_size=40
+)
+
+
+@st.composite
+def plain_changes(draw: st.DrawFn) -> str:
+    paths = draw(st.lists(st.sampled_from(SAFE_PATHS), min_size=1, max_size=4, unique=True))
+    parts = []
+    for path in paths:
+        add = draw(st.lists(line_text.filter(lambda t: "ghp_" not in t), max_size=6))
+        remove = draw(st.lists(line_text, max_size=4))
+        parts.append(gdiff(path, add or ["x = 1"], remove))
+    return "".join(parts)
+
+
+RISKY = {
+    "protected": gdiff(".github/workflows/deploy.yml", ["permissions: write-all"]),
+    "secret": gdiff("src/keys.py", [f'GITHUB_TOKEN = "{TOKEN}"'], new=True),
+    "deleted-test": gdiff("tests/test_core.py", remove=["def test_core():"], deleted=True),
+    "new-dependency": gdiff("requirements.txt", ["leftpad==0.1.0"]),
+}
+VERIFICATIONS = [None, verification(), verification(fixer="llm"), verification(tests=None)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    plain_changes(),
+    st.sampled_from(sorted(RISKY)),
+    st.sampled_from(VERIFICATIONS),
+    st.sampled_from(["propose", "review", "automerge"]),
+)
+def test_adding_a_risky_change_never_lowers_the_score_or_loosens_the_decision(
+    diff: str, risky: str, v: Verification | None, autonomy: str
+) -> None:
+    policy = policy_with(f"autonomy: {autonomy}\n")
+    before = scored(diff, v=v, policy=policy)
+    after = scored(diff + RISKY[risky], v=v, policy=policy)
+    assert after.score >= before.score
+    assert LADDER.index(after.decision) <= LADDER.index(before.decision)
+
+
+@settings(max_examples=40, deadline=None)
+@given(plain_changes(), st.sampled_from(VERIFICATIONS))
+def test_the_score_is_deterministic(diff: str, v: Verification | None) -> None:
+    assert scored(diff, v=v) == scored(diff, v=v)
+    assert (
+        scored(diff, v=v).to_json()
+        == score(
+            extract(parse_diff(diff), load_policy(default_policy_text())),
+            load_policy(default_policy_text()),
+            verification=v,
+        ).to_json()
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_scoring_never_raises_on_random_text(text: str) -> None:
+    s = score_diff(text, default_policy())
+    assert 0 <= s.score <= 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_changes(), st.data())
+def test_scoring_never_raises_on_a_mangled_diff(diff: str, data: st.DataObject) -> None:
+    lines = diff.splitlines(keepends=True)
+    for _ in range(data.draw(st.integers(0, 4))):
+        i = data.draw(st.integers(0, max(0, len(lines) - 1)))
+        op = data.draw(st.sampled_from(["drop", "dup", "garble", "cut"]))
+        if not lines:
+            break
+        if op == "drop":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "garble":
+            lines[i] = data.draw(line_text) + "\n"
+        else:
+            lines[i] = lines[i][: len(lines[i]) // 2]
+    s = score_diff("".join(lines), default_policy())
+    assert s.decision in LADDER
