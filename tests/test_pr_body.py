@@ -1,0 +1,158 @@
+"""The risk-scored PR body, for three representative results, checked for what a reviewer
+reads (the score, the reasons, the rollback commands) and against golden files
+(tests/golden/; regenerate with UPDATE_GOLDEN=1 after a deliberate change)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.policy.config import Policy
+from app.policy.score import score_session
+from app.publish.body import labels_for, render_body
+from app.sessions.result import FileStat, Finding, FindingsDelta, SessionResult, TestDelta
+from tests.policy_helpers import gdiff, passed, policy_with, result_for
+
+GOLDEN = Path(__file__).parent / "golden"
+PY_CMD = ["python", "-m", "pytest", "-q"]
+
+
+def docs_typo() -> SessionResult:
+    return result_for(
+        gdiff("docs/install.md", ["Run the installer."], ["Run teh installer."]),
+        [FileStat(path="docs/install.md", status="modified", added=1, removed=1)],
+        fixer="lint",
+        summary="Fixed a typo: teh -> the.",
+        policy=policy_with("autonomy: automerge\n"),
+        branch="patchwarden/42-fix-typo",
+    )
+
+
+def source_fix() -> SessionResult:
+    diff = gdiff("src/calc.py", ["    return a + b"], ["    return a - b"]) + gdiff(
+        "tests/test_calc.py", ["def test_add_negative():", "    assert add(-1, -2) == -3"]
+    )
+    return result_for(
+        diff,
+        [
+            FileStat(path="src/calc.py", status="modified", added=1, removed=1),
+            FileStat(path="tests/test_calc.py", status="modified", added=2, removed=0),
+        ],
+        fixer="llm",
+        summary="add() subtracted; it now adds. Added a test with negative numbers.\n"
+        "@octocat <img src=x> should stay inert.",
+        tests=TestDelta(
+            command=PY_CMD,
+            source="detected",
+            base=passed(11, failed=1),
+            head=passed(13),
+            fixed=["tests/test_calc.py::test_add"],
+            added=["tests/test_calc.py::test_add_negative"],
+        ),
+        findings=[
+            FindingsDelta(tool="ruff", files=2),
+            FindingsDelta(
+                tool="semgrep",
+                files=2,
+                new=[
+                    Finding(
+                        tool="semgrep",
+                        rule="patchwarden.python.weak-hash",
+                        path="src/calc.py",
+                        line=9,
+                        message="md5 is weak",
+                        severity="medium",
+                    )
+                ],
+            ),
+            FindingsDelta(tool="bandit", files=2),
+        ],
+        branch="patchwarden/43-fix-add",
+        job_id=43,
+    )
+
+
+def workflow_edit() -> SessionResult:
+    return result_for(
+        gdiff(".github/workflows/ci.yml", ["      - run: pytest -x"], ["      - run: pytest"]),
+        [FileStat(path=".github/workflows/ci.yml", status="modified", added=1, removed=1)],
+        fixer="llm",
+        summary="Made CI stop at the first failure.",
+        branch="patchwarden/44-speed-up-ci",
+        job_id=44,
+    )
+
+
+CASES = {"docs-typo": docs_typo, "source-fix": source_fix, "workflow": workflow_edit}
+
+
+def body_of(result: SessionResult, **kw: str) -> tuple[str, list[str]]:
+    assert result.policy is not None
+    s = score_session(result, Policy.model_validate(result.policy))
+    return render_body(result, s, title="t", **kw), labels_for(s)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_body_matches_its_golden_file(name: str) -> None:
+    body, _ = body_of(CASES[name]())
+    golden = GOLDEN / f"pr-body-{name}.md"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(body)
+    assert body == golden.read_text()
+
+
+def test_a_docs_typo_may_merge_itself() -> None:
+    body, labels = body_of(docs_typo())
+    first = body.splitlines()[0]
+    assert first == (
+        "**Patchwarden risk 4/100 (low): may merge itself once every check on it is green.**"
+    )
+    assert labels == ["patchwarden", "risk:low"]
+    assert "| changes docs files (weight 0.2) | 1 file, +1 -1 | +1 |" in body
+    assert "| mechanical ruff/semgrep autofixes | lint | +3 |" in body
+    assert "**Verified:** tests 12 passed → 12 passed (0 fixed, 0 broken)" in body
+    assert "git push origin --delete patchwarden/42-fix-typo" in body
+    assert "git revert -m 1 <merge sha>" in body
+    assert "comment `@patchwarden revert`" in body
+    assert body.rstrip().endswith("<!-- patchwarden:job=42 -->")
+
+
+def test_a_source_fix_needs_review_and_says_why() -> None:
+    body, labels = body_of(source_fix())
+    top = body.split("<details>")[0]
+    assert top.startswith("**Patchwarden risk 28/100 (medium): needs a maintainer's approval.**")
+    assert labels == ["patchwarden", "risk:medium"]
+    # The factors, largest first, each with its reason and points.
+    assert top.index("written by a model") < top.index("changes source files")
+    assert "| makes failing tests pass: `tests/test_calc.py::test_add` | 1 | -5 |" in top
+    assert "| new semgrep findings on the changed files | 1 new (1 medium), 0 fixed | +10 |" in top
+    assert "tests 11 passed, 1 failed → 13 passed (1 fixed, 0 broken)" in top
+    assert "semgrep 1 new, 0 fixed" in top
+    # The fixer's words are fenced: no mention, no HTML reaches GitHub's renderer.
+    assert "```text\nadd() subtracted; it now adds." in body
+    assert "@octocat <img src=x> should stay inert.\n```" in body
+    assert "`patchwarden.python.weak-hash` at `src/calc.py:9`" in body
+    assert "patchwarden audit --job 43" in body
+
+
+def test_a_workflow_edit_is_rejected_with_the_reason() -> None:
+    body, labels = body_of(workflow_edit())
+    lines = body.splitlines()
+    assert lines[0] == (
+        "**Patchwarden risk 31/100 (high): rejected: Patchwarden will not open it as a pull "
+        "request.**"
+    )
+    assert lines[2] == (
+        "- **reject**: changes `.github/workflows/ci.yml`, protected by `.github/workflows/**` "
+        "in the policy"
+    )
+    assert labels == ["patchwarden", "risk:high"]
+
+
+def test_after_the_merge_the_body_names_the_merge_commit() -> None:
+    body, _ = body_of(docs_typo(), merge_sha="c" * 40)
+    assert f"git revert -m 1 {'c' * 40}" in body
+    assert "<merge sha>" not in body
+    assert "Merged as `cccccccccccc`." in body
