@@ -112,8 +112,10 @@ async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> Non
     assert "import os" not in patched
     assert 'return "hello"' in patched
     body = (repo / ".git" / "patchwarden" / "patchwarden-fix-the-lint.md").read_text()
-    assert body.startswith("## Fix the lint\n")
-    assert "tests on the patch: 1 passed, 0 failed" in body
+    assert re.match(r"\*\*Patchwarden risk \d+/100 \(low\): needs a maintainer's approval", body)
+    assert "| mechanical ruff/semgrep autofixes | lint | +3 |" in body
+    assert "**Verified:** tests 1 passed → 1 passed (0 fixed, 0 broken)" in body
+    assert re.search(r"\] risk \d+/100 \(low\): review$", err, re.MULTILINE)
     assert "git push origin --delete patchwarden/fix-the-lint" in body
 
 
