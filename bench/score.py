@@ -32,6 +32,7 @@ import gc
 import io
 import pstats
 import random
+import re
 import statistics
 import string
 import sys
@@ -595,8 +596,9 @@ def _profile(path: str, text: str, policy: Policy) -> list[str]:
     prof.dump_stats(path)
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out)
-    stats.sort_stats("tottime").print_stats(r"app/policy|unidiff|redact|re/__init__", 15)
-    return [line for line in out.getvalue().splitlines() if line.strip()][-16:]
+    stats.sort_stats("tottime").print_stats(r"app/policy|app/redact|unidiff|re\.Pattern", 15)
+    rows = [line for line in out.getvalue().splitlines() if line.strip()][-16:]
+    return [re.sub(r"\S*/(?=app/)|\S*/site-packages/", "", row) for row in rows]
 
 
 def measure_small(args: argparse.Namespace, policy: Policy) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The policy engine's pure building blocks (app/policy/): globs, diff parsing, secrets,
 dependencies and features, on diffs shaped like real `git diff` output.
 
-Cases marked xfail(strict=True, reason="BUG: ...") assert the right behaviour for a
-defect found while writing these tests; they start failing (XPASS) once it is fixed.
+A table row ending in Bug("...") is a defect found while writing these tests: a strict
+xfail asserting the right behaviour, so it turns into an XPASS failure once fixed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,34 +28,41 @@ from app.sessions.workspace import git_env
 POLICY = load_policy(default_policy_text())
 
 
+class Bug(str):
+    """The last value of a table row: the row shows a known defect."""
+
+
 def bug(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=f"BUG: {reason}")
 
 
-def hand_diff(path: str, *lines: str, header: str = "") -> str:
-    """A one-hunk `git diff` of a modified file; each line starts with ' ', '-' or '+'."""
-    old = sum(line[:1] in " -" for line in lines)
-    new = sum(line[:1] in " +" for line in lines)
-    return (
-        f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n"
-        f"+++ b/{path}\n@@ -1,{old} +1,{new} @@{header}\n" + "\n".join(lines) + "\n"
+def cases(table: dict[str, tuple[Any, ...]]) -> list[Any]:
+    """``id -> arguments`` rows as pytest params; a row ending in a Bug is a strict xfail."""
+    return [
+        pytest.param(*row[:-1], id=key, marks=bug(row[-1]))
+        if isinstance(row[-1], Bug)
+        else pytest.param(*row, id=key)
+        for key, row in table.items()
+    ]
+
+
+def hand_diff(path: str, body: str) -> str:
+    """A one-hunk `git diff` of a modified file; ``body``'s lines start with ' ', '-' or '+'."""
+    lines = body.split("\n")
+    old, new = sum(x[:1] in " -" for x in lines), sum(x[:1] in " +" for x in lines)
+    head = (
+        f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}"
     )
+    return f"{head}\n@@ -1,{old} +1,{new} @@\n{body}\n"
 
 
-def changed(path: str, *lines: str, header: str = "") -> ChangedFile:
-    parsed = parse_diff(hand_diff(path, *lines, header=header))
-    assert parsed.error is None
-    (f,) = parsed.files
-    return f
-
-
-def features(*diffs: str) -> Features:
-    return extract(parse_diff("".join(diffs)), POLICY)
+def features(text: str) -> Features:
+    return extract(parse_diff(text), POLICY)
 
 
 def git_diff(root: Path, before: dict[str, str | bytes], edit: Callable[[Path], None]) -> str:
     """Commit ``before``, apply ``edit``, commit; `git diff --binary -M` between the two."""
-    env = git_env(root)
+    env = git_env(root)  # no global config: git's defaults (core.quotePath on)
     root.mkdir(parents=True)
 
     def git(*args: str) -> str:
@@ -64,8 +72,7 @@ def git_diff(root: Path, before: dict[str, str | bytes], edit: Callable[[Path], 
     def write(r: Path) -> None:
         for name, content in before.items():
             (r / name).parent.mkdir(parents=True, exist_ok=True)
-            data = content if isinstance(content, bytes) else content.encode()
-            (r / name).write_bytes(data)
+            (r / name).write_bytes(content if isinstance(content, bytes) else content.encode())
 
     git("init", "-q", "-b", "main")
     for step in (write, edit):
@@ -82,44 +89,28 @@ def move(root: Path, old: str, new: str) -> None:
 
 # --- globs ------------------------------------------------------------------------------
 
+GLOBS = [
+    ("Dockerfile*", "Dockerfile", True), ("Dockerfile*", "deploy/Dockerfile.prod", True),
+    ("*.pem", "certs/prod/server.pem", True), ("docs/**", "docs/guide/intro.md", True),
+    ("docs/**", "src/docs/intro.md", False), ("/Makefile", "sub/Makefile", False),
+    ("src/*.py", "src/app.py", True), ("src/*.py", "src/pkg/app.py", False),
+    ("test_?.py", "tests/test_a.py", True), ("test_?.py", "test_ab.py", False),
+    ("**/auth/**", "auth/views.py", True), ("**/auth/**", "src/app/auth/token.py", True),
+    ("**/auth/**", "src/authority/token.py", False), ("k8s/", "k8s/prod/deploy.yaml", True),
+    ("k8s/", "k8s", False), ("*.test.[jt]s", "web/app.test.ts", True),
+    ("*.test.[jt]s", "web/app.test.cs", False), ("*.[!p]y", "tool.py", False),
+    (".env", ".envrc", False), ("*.md", "README.MD", False),
+]  # fmt: skip
 
-@pytest.mark.parametrize(
-    ("pattern", "path", "expected"),
-    [
-        ("Dockerfile*", "Dockerfile", True),
-        ("Dockerfile*", "deploy/Dockerfile.prod", True),
-        ("*.pem", "certs/prod/server.pem", True),
-        ("docs/**", "docs/guide/intro.md", True),
-        ("docs/**", "src/docs/intro.md", False),
-        ("/Makefile", "sub/Makefile", False),
-        ("src/*.py", "src/app.py", True),
-        ("src/*.py", "src/pkg/app.py", False),
-        ("test_?.py", "tests/test_a.py", True),
-        ("test_?.py", "test_ab.py", False),
-        ("**/auth/**", "auth/views.py", True),
-        ("**/auth/**", "src/app/auth/token.py", True),
-        ("**/auth/**", "src/authority/token.py", False),
-        ("k8s/", "k8s/prod/deploy.yaml", True),
-        ("k8s/", "k8s", False),
-        ("*.test.[jt]s", "web/app.test.ts", True),
-        ("*.test.[jt]s", "web/app.test.cs", False),
-        ("*.[!p]y", "tool.py", False),
-        (".env", ".envrc", False),
-        ("*.md", "README.MD", False),
-    ],
-    ids=lambda v: v if isinstance(v, str) else None,
-)
-def test_glob(pattern: str, path: str, expected: bool) -> None:
-    assert bool(compile_glob(pattern).match(path)) is expected
+
+@pytest.mark.parametrize(("pattern", "path", "hit"), GLOBS, ids=[f"{p}~{s}" for p, s, _ in GLOBS])
+def test_glob(pattern: str, path: str, hit: bool) -> None:
+    assert bool(compile_glob(pattern).match(path)) is hit
 
 
 def test_globset_says_which_pattern_matched_first() -> None:
-    globs = GlobSet(["*.md", "docs/**"])
-    assert (globs.match("docs/a.md"), globs.match("docs/a.png"), globs.match("a.py")) == (
-        "*.md",
-        "docs/**",
-        None,
-    )
+    globs, paths = GlobSet(["*.md", "docs/**"]), ("docs/a.md", "docs/a.png", "a.py")
+    assert [globs.match(p) for p in paths] == ["*.md", "docs/**", None]
     assert not GlobSet([])
 
 
@@ -129,13 +120,10 @@ def test_globset_says_which_pattern_matched_first() -> None:
 @pytest.fixture(scope="module")
 def git_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ChangedFile]:
     before: dict[str, str | bytes] = {
-        "src/app.py": "a\nb\nc\n",
-        "src/moved.py": "line1\nline2\nline3\nline4\nline5\n",
-        "notes/plain.txt": "unchanged content here\n",
-        "old.txt": "del\n",
-        "logo.png": b"x\x00y\x01",
-        "run.sh": "#!/bin/sh\necho hi\n",
-    }
+        "src/app.py": "a\nb\nc\n", "src/moved.py": "line1\nline2\nline3\nline4\nline5\n",
+        "notes/plain.txt": "unchanged content here\n", "old.txt": "del\n",
+        "logo.png": b"x\x00y\x01", "run.sh": "#!/bin/sh\necho hi\n",
+    }  # fmt: skip
 
     def edit(r: Path) -> None:
         (r / "src/app.py").write_text("a\nB\nc\nd\n")
@@ -149,8 +137,7 @@ def git_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ChangedFile
         (r / "new.sh").write_text("#!/bin/sh\n")
         (r / "new.sh").chmod(0o755)
 
-    text = git_diff(tmp_path_factory.mktemp("d") / "repo", before, edit)
-    parsed = parse_diff(text)
+    parsed = parse_diff(git_diff(tmp_path_factory.mktemp("d") / "repo", before, edit))
     assert parsed.error is None
     return {f.path: f for f in parsed.files}
 
@@ -158,9 +145,8 @@ def git_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ChangedFile
 # path: (status, old_path, binary, old_mode, new_mode, made_executable, added, removed)
 GIT_CASES = {
     "src/app.py": ("modified", None, False, None, None, False, ((2, "B"), (4, "d")), ("b",)),
-    "src/renamed.py": (
-        "renamed", "src/moved.py", False, None, None, False, ((5, "line5x"),), ("line5",)
-    ),
+    "src/renamed.py": ("renamed", "src/moved.py", False, None, None, False, ((5, "line5x"),),
+                       ("line5",)),
     "notes/moved.txt": ("renamed", "notes/plain.txt", False, None, None, False, (), ()),
     "old.txt": ("removed", None, False, "100644", None, False, (), ("del",)),
     "logo.png": ("modified", None, True, None, None, False, (), ()),
@@ -177,33 +163,27 @@ def test_parse_real_git_diff(git_files: dict[str, ChangedFile], path: str) -> No
     assert (*got, f.added_lines, f.removed_lines) == GIT_CASES[path]
 
 
-def test_parse_real_git_diff_has_exactly_the_changed_files(
-    git_files: dict[str, ChangedFile],
-) -> None:
+def test_parse_real_git_diff_files(git_files: dict[str, ChangedFile]) -> None:
     assert sorted(git_files) == sorted(GIT_CASES)
     assert git_files["notes/moved.txt"].paths == ("notes/plain.txt", "notes/moved.txt")
 
 
-@bug("git quotes non-ASCII paths (core.quotePath, on by default); parse_diff keeps the quotes")
 def test_parse_quoted_path(tmp_path: Path) -> None:
     text = git_diff(tmp_path / "r", {"café.txt": "x\n"}, lambda r: move(r, "café.txt", "naïve.txt"))
     (f,) = parse_diff(text).files
     assert (f.old_path, f.path) == ("café.txt", "naïve.txt")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("This is not a diff\nat all\n", marks=bug("plain text: no error"), id="prose"),
-        pytest.param("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n", id="hunk-short"),
-        pytest.param("@@ -1 +1 @@\n-a\n+b\n", id="hunk-without-file"),
-        pytest.param(
-            "--- a/x\n+++ b/x\n@@ -a,b +c @@\n-secret\n",
-            marks=bug("an unreadable hunk header drops its lines, no error"),
-            id="bad-hunk-header",
-        ),
-    ],
-)
+SHORT_HUNK = "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n"
+GARBAGE = {
+    "prose": ("This is not a diff\nat all\n",),
+    "hunk-short": (SHORT_HUNK,),
+    "hunk-without-file": ("@@ -1 +1 @@\n-a\n+b\n",),
+    "bad-hunk-header": ("--- a/x\n+++ b/x\n@@ -a,b +c @@\n-x\n",),
+}
+
+
+@pytest.mark.parametrize("text", cases(GARBAGE))
 def test_parse_garbage_sets_error(text: str) -> None:
     parsed = parse_diff(text)
     assert parsed.error is not None
@@ -212,12 +192,13 @@ def test_parse_garbage_sets_error(text: str) -> None:
 
 
 def test_parse_truncation_mark() -> None:
-    first = hand_diff("a.py", " x", "-y", "+z")
-    parsed = parse_diff(first + TRUNCATION_MARK + "\n" + hand_diff("b.py", "+w"))
+    text = hand_diff("a.py", " x\n-y\n+z") + TRUNCATION_MARK + "\n" + hand_diff("b.py", "+w")
+    parsed = parse_diff(text)
     assert (parsed.truncated, parsed.error) == (True, None)
     assert [f.path for f in parsed.files] == ["a.py"]
-    cut = parse_diff("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n" + TRUNCATION_MARK + "\n")
-    assert cut.truncated and cut.error is not None
+    cut = parse_diff(SHORT_HUNK + TRUNCATION_MARK + "\n")  # cut inside a hunk
+    assert (cut.truncated, cut.files) == (True, ())
+    assert cut.error is not None
 
 
 # --- secrets ----------------------------------------------------------------------------
@@ -234,99 +215,64 @@ def b64(data: dict[str, object]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
 
-JWT = f"{b64({'alg': 'RS256', 'typ': 'JWT'})}.{b64({'iss': '12345', 'exp': 1700000600})}.{rand(43)}"
-STATELESS_GHS = "ghs_" + ".".join([rand(36, 3), rand(300, 5), rand(177, 11)])
+JWT = f"{b64({'alg': 'RS256'})}.{b64({'iss': '12345', 'exp': 1700000600})}.{rand(43)}"
+STATELESS_GHS = "ghs_" + ".".join([rand(36, 3), rand(300, 5), rand(177, 11)])  # 520 chars
 GH, HEA, PK = "github-token", "high-entropy-assignment", "private-key"
 
+SECRETS = {
+    **{p: (f"  token: {p}_{rand(36)}", {GH}) for p in ("ghp", "gho", "ghu", "ghr", "ghs")},
+    "ghs-stateless": (f'GH = "{STATELESS_GHS}"', {GH}),
+    "ghp-assigned": (f'GITHUB_TOKEN = "ghp_{rand(36)}"', {GH, HEA}),
+    "github-pat": (f"pat: github_pat_11{rand(20)}_{rand(59, 5)}", {GH}),
+    "aws": ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", {"aws-access-key"}),
+    "pem-header": ("-----BEGIN RSA PRIVATE KEY-----", {PK}),
+    "pem-material": (f'KEY = "-----BEGIN PRIVATE KEY-----\\nMIIEv{rand(40)}"', {PK}),
+    "jwt": (f"  id_token: {JWT}", {"jwt"}),
+    "jwt-bearer": (f"Authorization: Bearer {JWT}", {"jwt"}),
+    "mask": ('push = "https://x:[REDACTED:github-token]@github.com/o/r"', {GH}),
+    "api-key": (f'api_key = "{rand(32, 13)}"', {HEA}),
+    "client-secret-json": ('"client_secret": "GOCSPX-1a2B3c4D5e6F7g8H9i0JkLmNoP",', {HEA}),
+    "url-password": ('url = "https://deploy:Xq7vR2mK9pLw4TzB@example.com/r.git"', {"url-password"}),
+    "base64-plus": ('api_key = "dGhpcyBpcyBh+c2VjcmV0IGtleQab"', {HEA}),
+    "django-key": ('SECRET_KEY = "django-insecure-8f#k2$z!q@x9w&v7m^b3n*c1p(r5t)y0u"', {HEA}),
+}  # fmt: skip
 
-@pytest.mark.parametrize(
-    ("line", "kinds"),
-    [
-        pytest.param(f"  token: ghp_{rand(36)}", {GH}, id="ghp"),
-        pytest.param(f"  token: gho_{rand(36)}", {GH}, id="gho"),
-        pytest.param(f"  token: ghu_{rand(36)}", {GH}, id="ghu"),
-        pytest.param(f"  token: ghr_{rand(36)}", {GH}, id="ghr"),
-        pytest.param(f"  token: ghs_{rand(36)}", {GH}, id="ghs-classic"),
-        pytest.param(f'GH = "{STATELESS_GHS}"', {GH}, id="ghs-stateless-520"),
-        pytest.param(f'GITHUB_TOKEN = "ghp_{rand(36)}"', {GH, HEA}, id="ghp-assigned"),
-        pytest.param(f"pat: github_pat_11{rand(20)}_{rand(59, 5)}", {GH}, id="github-pat"),
-        pytest.param("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", {"aws-access-key"}, id="aws"),
-        pytest.param("-----BEGIN RSA PRIVATE KEY-----", {PK}, id="pem-header-alone"),
-        pytest.param(f'KEY = "-----BEGIN PRIVATE KEY-----\\nMIIEv{rand(40)}"', {PK}, id="pem"),
-        pytest.param(f"Authorization: Bearer {JWT}", {"jwt", "authorization"}, id="jwt-header"),
-        pytest.param(f"  id_token: {JWT}", {"jwt"}, id="jwt"),
-        pytest.param('push = "https://x:[REDACTED:github-token]@github.com/o/r"', {GH}, id="mask"),
-        pytest.param(f'api_key = "{rand(32, 13)}"', {HEA}, id="api-key"),
-        pytest.param('"client_secret": "GOCSPX-1a2B3c4D5e6F7g8H9i0JkLmNoP",', {HEA}, id="json"),
-        pytest.param('url = "https://deploy:Xq7vR2mK9pLw4TzB@example.com/r.git"', {"url-password"}),
-        pytest.param(
-            'api_key = "dGhpcyBpcyBh+c2VjcmV0IGtleQab"',
-            {HEA},
-            marks=bug("a '+' inside a literal is read as concatenation: base64 secrets missed"),
-            id="base64-plus",
-        ),
-        pytest.param(
-            'SECRET_KEY = "django-insecure-8f#k2$z!q@x9w&v7m^b3n*c1p(r5t)y0u"',
-            {HEA},
-            marks=bug("$ ( ) in a literal read as a template: Django keys missed"),
-            id="django-key",
-        ),
-    ],
-)
+
+@pytest.mark.parametrize(("line", "kinds"), cases(SECRETS))
 def test_secret_found(line: str, kinds: set[str]) -> None:
     assert set(scan_line(line)) == kinds
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        pytest.param('password = os.environ["DB_PASSWORD"]', id="environ"),
-        pytest.param('token = os.getenv("GITHUB_TOKEN")', id="getenv"),
-        pytest.param("const token = process.env.GITHUB_TOKEN;", id="process-env"),
-        pytest.param('headers = {"Authorization": f"Bearer {token}"}', id="fstring-bearer"),
-        pytest.param('headers["Authorization"] = "Bearer " + token', id="concat-bearer"),
-        pytest.param('-H "Authorization: Bearer $TOKEN"', id="shell-bearer"),
-        pytest.param('password = "changeme"', id="changeme"),
-        pytest.param('api_key = "<your-token>"', id="angle-placeholder"),
-        pytest.param('token = "${TOKEN}"', id="dollar-brace"),
-        pytest.param('secret_key = "your-secret-key-here"', id="your-"),
-        pytest.param("API_KEY: ${{ secrets.API_KEY }}", id="actions-secret"),
-        pytest.param('if text.startswith("-----BEGIN RSA PRIVATE KEY-----"):', id="pem-startswith"),
-        pytest.param("def test_token_is_masked(self):", id="test-name"),
-        pytest.param('csrf_token = request.form["csrf_token"]', id="form-lookup"),
-        pytest.param(
-            'PEM_HEADER = "-----BEGIN RSA PRIVATE KEY-----"',
-            marks=bug("a string holding only the PEM header is read as a key"),
-            id="pem-constant",
-        ),
-        pytest.param(
-            'token_url = "https://github.com/login/oauth/access_token"',
-            marks=bug("a URL assigned to a *token* name is a high-entropy secret"),
-            id="token-url",
-        ),
-        pytest.param(
-            'TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"',
-            marks=bug("a file path assigned to a *token* name is a high-entropy secret"),
-            id="token-path",
-        ),
-        pytest.param(
-            'private_key_path = "config/keys/private_key.pem"',
-            marks=bug("a file path assigned to a *private_key* name is a secret"),
-            id="key-path",
-        ),
-    ],
-)
+NOT_SECRETS = {
+    "environ": ('password = os.environ["DB_PASSWORD"]',),
+    "getenv": ('token = os.getenv("GITHUB_TOKEN")',),
+    "process-env": ("const token = process.env.GITHUB_TOKEN;",),
+    "fstring-bearer": ('headers = {"Authorization": f"Bearer {token}"}',),
+    "concat-bearer": ('headers["Authorization"] = "Bearer " + token',),
+    "shell-bearer": ('-H "Authorization: Bearer $TOKEN"',),
+    "changeme": ('password = "changeme"',),
+    "angle-placeholder": ('api_key = "<your-token>"',),
+    "dollar-brace": ('token = "${TOKEN}"',),
+    "your-prefix": ('secret_key = "your-secret-key-here"',),
+    "actions-secret": ("API_KEY: ${{ secrets.API_KEY }}",),
+    "pem-startswith": ('if text.startswith("-----BEGIN RSA PRIVATE KEY-----"):',),
+    "test-name": ("def test_token_is_masked(self):",),
+    "form-lookup": ('csrf_token = request.form["csrf_token"]',),
+    "pem-constant": ('PEM_HEADER = "-----BEGIN RSA PRIVATE KEY-----"',),
+    "token-url": ('token_url = "https://github.com/login/oauth/access_token"',),
+    "token-path": ('TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"',),
+    "key-path": ('private_key_path = "config/keys/private_key.pem"',),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("line", cases(NOT_SECRETS))
 def test_not_a_secret(line: str) -> None:
     assert scan_line(line) == []
 
 
 def test_scan_added_lines_and_dedup() -> None:
     token = f"ghp_{rand(36)}"
-    lines = [
-        (3, f"t: {token}  # AKIAIOSFODNN7EXAMPLE"),
-        (4, "DEBUG = False"),
-        (9, f"{token} {token}"),
-    ]
+    lines = [(3, f"t: {token}  # AKIAIOSFODNN7EXAMPLE"), (4, "DEBUG = 0"), (9, f"{token} {token}")]
     assert scan_added("app/settings.py", lines) == [
         SecretHit("app/settings.py", 3, GH),
         SecretHit("app/settings.py", 3, "aws-access-key"),
@@ -336,214 +282,118 @@ def test_scan_added_lines_and_dedup() -> None:
 
 # --- deps -------------------------------------------------------------------------------
 
-HASHED = ["+cryptography==42.0.5 \\", "+    --hash=sha256:" + "a" * 64, "+    # via -r in.txt"]
-PYPROJECT = [" [project]", ' name = "widgets"', '-description = "Widgets."', '+description = "W."']
-PYPROJECT += [' readme = "README.md"', " dependencies = [", '-    "httpx>=0.26",']
-PYPROJECT += ['+    "httpx>=0.27",', '     "pyyaml>=6",', " ]"]
+
+def dep_summary(path: str, body: str) -> list[str]:
+    """``+name new`` added, ``-name old`` removed, ``name old -> new``; ``lock:`` indirect."""
+    out = []
+    (f,) = parse_diff(hand_diff(path, body)).files
+    for d in dependency_changes(f):
+        assert d.manifest == path
+        text = {"added": f"+{d.name} {d.new}", "removed": f"-{d.name} {d.old}"}
+        out.append(("" if d.direct else "lock:") + text.get(d.kind, f"{d.name} {d.old} -> {d.new}"))
+    return [x.strip() for x in out]
 
 
-@pytest.mark.parametrize(
-    ("path", "lines", "expected"),
-    [
-        pytest.param(
-            "requirements.txt",
-            ["-requests==2.31.0", "-flask>=2.0", "+requests==2.32.3", "+httpx[http2]>=0.27,<1"],
-            [("flask", "removed", ">=2.0", None), ("httpx", "added", None, ">=0.27,<1"),
-             ("requests", "changed", "==2.31.0", "==2.32.3")],
-            id="requirements",
-        ),
-        pytest.param(
-            "requirements-dev.txt",
-            ["+# pinned for a CVE", "+-r requirements.txt", "+--index-url https://pypi.org/simple",
-             "+-c constraints.txt", "+numpy==1.26.4  # pinned", "+attrs ; python_version>'3'"],
-            [("attrs", "added", None, ""), ("numpy", "added", None, "==1.26.4")],
-            id="requirements-comments-options",
-        ),
-        pytest.param("requirements.txt", ["-Foo_Bar==1.0", "+foo-bar==1.0"], [], id="pep503-same"),
-        pytest.param(
-            "requirements.txt", ["-Foo_Bar==1.0", "+foo.bar==1.1"],
-            [("foo-bar", "changed", "==1.0", "==1.1")], id="pep503-changed",
-        ),
-        pytest.param(
-            "requirements/dev.txt", ["+pytest==8.0"], [("pytest", "added", None, "==8.0")],
-            marks=bug("requirements/*.txt (a default dependencies glob) is not read"), id="req-dir",
-        ),
-        pytest.param(
-            "requirements.txt", HASHED, [("cryptography", "added", None, "==42.0.5")],
-            marks=bug("pip-compile --generate-hashes lines (trailing '\\') are skipped"),
-            id="hashes",
-        ),
-        pytest.param(
-            "pyproject.toml",
-            [" dependencies = [", '-    "httpx>=0.26",', '+    "httpx>=0.27",', '+    "PyYAML>=6",',
-             '+    "rich",', " ]"],
-            [("httpx", "changed", ">=0.26", ">=0.27"), ("pyyaml", "added", None, ">=6"),
-             ("rich", "added", None, "")],
-            id="pep621",
-        ),
-        pytest.param(
-            "pyproject.toml",
-            [' name = "widgets"', '-version = "0.1.0"', '+version = "0.2.0"',
-             '-requires-python = ">=3.10"', '+requires-python = ">=3.11"'],
-            [], id="pep621-not-deps",
-        ),
-        pytest.param(
-            "pyproject.toml", PYPROJECT, [("httpx", "changed", ">=0.26", ">=0.27")],
-            marks=bug("any [project] key in a hunk near `dependencies` is a dependency"),
-            id="pep621-description",
-        ),
-        pytest.param(
-            "package.json",
-            ['   "dependencies": {', '-    "react": "^18.2.0",', '+    "react": "^18.3.1",',
-             '+    "left-pad": "1.3.0",', '+    "@types/node": "^20.0.0",', "   },"],
-            [("@types/node", "added", None, "^20.0.0"), ("left-pad", "added", None, "1.3.0"),
-             ("react", "changed", "^18.2.0", "^18.3.1")],
-            id="package-json",
-        ),
-        pytest.param(
-            "package.json",
-            ['   "name": "web",', '-  "version": "1.0.0",', '+  "version": "1.1.0",',
-             '   "engines": {', '-    "node": ">=16"', '+    "node": ">=18"', "   },",
-             '   "scripts": {', '+    "build": "tsc -p .",'],
-            [], id="package-json-version-engines",
-        ),
-        pytest.param(
-            "package.json",
-            ['   "name": "web",', '+  "homepage": "https://github.com/o/web#readme",'], [],
-            marks=bug("a URL-valued package.json field is a dependency"), id="package-json-homepage",
-        ),
-        pytest.param(
-            "go.mod",
-            [" module example.com/m", "-go 1.21", "+go 1.22",
-             "-require github.com/pkg/errors v0.9.0", "+require github.com/pkg/errors v0.9.1",
-             " require (", "-\tgolang.org/x/net v0.20.0", "+\tgolang.org/x/net v0.21.0",
-             "+\tgithub.com/stretchr/testify v1.9.0 // indirect", " )"],
-            [("github.com/pkg/errors", "changed", "v0.9.0", "v0.9.1"),
-             ("github.com/stretchr/testify", "added", None, "v1.9.0"),
-             ("golang.org/x/net", "changed", "v0.20.0", "v0.21.0")],
-            id="go-mod",
-        ),
-        pytest.param("src/app.py", ["+requests==2.0"], [], id="not-a-manifest"),
-    ],
-)  # fmt: skip
-def test_direct_dependencies(path: str, lines: list[str], expected: list[tuple]) -> None:
-    deps = dependency_changes(changed(path, *lines))
-    assert [(d.name, d.kind, d.old, d.new) for d in deps] == expected
-    assert all(d.direct and d.manifest == path for d in deps)
+HASHED = "+cryptography==42.0.5 \\\n+    --hash=sha256:" + "a" * 64 + "\n+    # via -r in.txt"
+PYPROJECT = ' [project]\n-description = "Widgets."\n+description = "W."\n readme = "README.md"\n'
+PYPROJECT += ' dependencies = [\n-    "httpx>=0.26",\n+    "httpx>=0.27",\n     "pyyaml>=6",\n ]'
+GO_MOD = " module example.com/m\n-go 1.21\n+go 1.22\n-require github.com/pkg/errors v0.9.0\n"
+GO_MOD += "+require github.com/pkg/errors v0.9.1\n require (\n-\tgolang.org/x/net v0.20.0\n"
+GO_MOD += "+\tgolang.org/x/net v0.21.0\n+\tgithub.com/stretchr/testify v1.9.0 // indirect\n )"
+PKG_JSON = ' "dependencies": {\n-  "react": "^18.2.0",\n+  "react": "^18.3.1",\n'
+PKG_JSON += '+  "left-pad": "1.3.0",\n+  "@types/node": "^20.0.0",\n },'
+PKG_META = ' "name": "web",\n-"version": "1.0.0",\n+"version": "1.1.0",\n "engines": {\n'
+PKG_META += '-  "node": ">=16"\n+  "node": ">=18"\n },\n "scripts": {\n+  "build": "tsc -p .",'
+NPM = '+ "node_modules/@babel/core": {\n+   "version": "7.24.0",\n'
+NPM += '- "node_modules/left-pad": {\n-   "version": "1.3.0",'
+GO_SUM = "-github.com/pkg/errors v0.9.0 h1:a=\n-github.com/pkg/errors v0.9.0/go.mod h1:b=\n"
+GO_SUM += "+github.com/pkg/errors v0.9.1 h1:c=\n+github.com/pkg/errors v0.9.1/go.mod h1:d=\n"
+GO_SUM += "+golang.org/x/text v0.14.0/go.mod h1:e="
+YARN = '+"@babel/core@^7.0.0", "@babel/core@^7.24.0":\n+  version "7.24.0"\n'
+YARN += '+  resolved "https://registry.yarnpkg.com/@babel/core/-/core-7.24.0.tgz"'
+BUMP = Bug("a lockfile bump is missed: git shows the package's name line as context, never read")
+
+DEPS = {
+    "requirements": ("requirements.txt", "-requests==2.31.0\n-flask>=2.0\n+requests==2.32.3\n"
+                     "+httpx[http2]>=0.27,<1",
+                     ["-flask >=2.0", "+httpx >=0.27,<1", "requests ==2.31.0 -> ==2.32.3"]),
+    "req-comments-options": ("requirements-dev.txt", "+# for a CVE\n+-r base.txt\n"
+                             "+--index-url https://x/simple\n+-c constraints.txt\n"
+                             "+numpy==1.26.4  # pinned\n+attrs ; python_version>'3'",
+                             ["+attrs", "+numpy ==1.26.4"]),
+    "pep503-same": ("requirements.txt", "-Foo_Bar==1.0\n+foo-bar==1.0", []),
+    "pep503-changed": ("requirements.txt", "-Foo_Bar==1.0\n+foo.bar==1.1",
+                       ["foo-bar ==1.0 -> ==1.1"]),
+    "req-dir": ("requirements/dev.txt", "+pytest==8.0", ["+pytest ==8.0"]),
+    "req-hashes": ("requirements.txt", HASHED, ["+cryptography ==42.0.5"]),
+    "pep621": ("pyproject.toml", ' dependencies = [\n-  "httpx>=0.26",\n+  "httpx>=0.27",\n'
+               '+  "PyYAML>=6",\n+  "rich",\n ]',
+               ["httpx >=0.26 -> >=0.27", "+pyyaml >=6", "+rich"]),
+    "pep621-not-deps": ("pyproject.toml", ' name = "w"\n-version = "0.1.0"\n+version = "0.2.0"\n'
+                        '+requires-python = ">=3.11"', []),
+    "pep621-description": ("pyproject.toml", PYPROJECT, ["httpx >=0.26 -> >=0.27"],
+                           Bug("any key in a pyproject hunk near `dependencies` is a dependency")),
+    "package-json": ("package.json", PKG_JSON,
+                     ["+@types/node ^20.0.0", "+left-pad 1.3.0", "react ^18.2.0 -> ^18.3.1"]),
+    "package-json-version-engines": ("package.json", PKG_META, []),
+    "package-json-homepage": ("package.json", '+"homepage": "https://github.com/o/web#readme",', []),
+    "go-mod": ("go.mod", GO_MOD, ["github.com/pkg/errors v0.9.0 -> v0.9.1",
+                                  "+github.com/stretchr/testify v1.9.0",
+                                  "golang.org/x/net v0.20.0 -> v0.21.0"]),
+    "not-a-manifest": ("src/app.py", "+requests==2.0", []),
+    "poetry-lock": ("poetry.lock", '+[[package]]\n+name = "Charset_Normalizer"\n+version = "3.3.2"',
+                    ["lock:+charset-normalizer 3.3.2"]),
+    "package-lock-v3": ("package-lock.json", NPM,
+                        ["lock:+@babel/core 7.24.0", "lock:-left-pad 1.3.0"]),
+    "go-sum": ("go.sum", GO_SUM, ["lock:github.com/pkg/errors v0.9.0 -> v0.9.1",
+                                  "lock:+golang.org/x/text v0.14.0"]),
+    "yarn-lock": ("yarn.lock", YARN, ["lock:+@babel/core 7.24.0"]),
+    "poetry-bump": ("poetry.lock", ' [[package]]\n name = "requests"\n-version = "2.31.0"\n'
+                    '+version = "2.32.3"', ["lock:requests 2.31.0 -> 2.32.3"], BUMP),
+    "npm-bump": ("package-lock.json", '  "node_modules/lodash": {\n-   "version": "4.17.20",\n'
+                 '+   "version": "4.17.21",', ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
+    "yarn-bump": ("yarn.lock", ' lodash@^4.17.20:\n-  version "4.17.20"\n+  version "4.17.21"',
+                  ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
+    "npm-nested": ("package-lock.json", '+ "node_modules/a/node_modules/b": {\n+   "version": "2",',
+                   ["lock:+b 2"], Bug("nested node_modules/a/node_modules/b entries are skipped")),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("path", "lines", "expected"),
-    [
-        pytest.param(
-            "poetry.lock",
-            ["+[[package]]", '+name = "Charset_Normalizer"', '+version = "3.3.2"', '+description = ""'],
-            [("charset-normalizer", "added", None, "3.3.2")], id="poetry-lock",
-        ),
-        pytest.param(
-            "package-lock.json",
-            ['+    "node_modules/@babel/core": {', '+      "version": "7.24.0",',
-             '-    "node_modules/left-pad": {', '-      "version": "1.3.0",'],
-            [("@babel/core", "added", None, "7.24.0"), ("left-pad", "removed", "1.3.0", None)],
-            id="package-lock-v3",
-        ),
-        pytest.param(
-            "go.sum",
-            ["-github.com/pkg/errors v0.9.0 h1:abc=", "-github.com/pkg/errors v0.9.0/go.mod h1:d=",
-             "+github.com/pkg/errors v0.9.1 h1:ghi=", "+github.com/pkg/errors v0.9.1/go.mod h1:j=",
-             "+golang.org/x/text v0.14.0/go.mod h1:xyz="],
-            [("github.com/pkg/errors", "changed", "v0.9.0", "v0.9.1"),
-             ("golang.org/x/text", "added", None, "v0.14.0")],
-            id="go-sum",
-        ),
-        pytest.param(
-            "yarn.lock",
-            ['+"@babel/core@^7.0.0", "@babel/core@^7.24.0":', '+  version "7.24.0"',
-             '+  resolved "https://registry.yarnpkg.com/@babel/core/-/core-7.24.0.tgz"'],
-            [("@babel/core", "added", None, "7.24.0")], id="yarn-lock",
-        ),
-        # A version bump as git prints it: the package's name line is unchanged context.
-        pytest.param(
-            "poetry.lock",
-            [" [[package]]", ' name = "requests"', '-version = "2.31.0"', '+version = "2.32.3"'],
-            [("requests", "changed", "2.31.0", "2.32.3")],
-            marks=bug("lockfile bump: the name is a context line, never read"), id="poetry-bump",
-        ),
-        pytest.param(
-            "package-lock.json",
-            ['     "node_modules/lodash": {', '-      "version": "4.17.20",',
-             '+      "version": "4.17.21",'],
-            [("lodash", "changed", "4.17.20", "4.17.21")],
-            marks=bug("lockfile bump: the name is a context line, never read"), id="npm-bump",
-        ),
-        pytest.param(
-            "yarn.lock",
-            [" lodash@^4.17.20:", '-  version "4.17.20"', '+  version "4.17.21"'],
-            [("lodash", "changed", "4.17.20", "4.17.21")],
-            marks=bug("lockfile bump: the name is a context line, never read"), id="yarn-bump",
-        ),
-        pytest.param(
-            "package-lock.json",
-            ['+    "node_modules/a/node_modules/b": {', '+      "version": "2.0.0",'],
-            [("b", "added", None, "2.0.0")],
-            marks=bug("nested node_modules/a/node_modules/b entries are skipped"), id="npm-nested",
-        ),
-    ],
-)  # fmt: skip
-def test_lockfile_dependencies(path: str, lines: list[str], expected: list[tuple]) -> None:
-    deps = dependency_changes(changed(path, *lines))
-    assert [(d.name, d.kind, d.old, d.new) for d in deps] == expected
-    assert not any(d.direct for d in deps)
+@pytest.mark.parametrize(("path", "body", "expected"), cases(DEPS))
+def test_dependency_changes(path: str, body: str, expected: list[str]) -> None:
+    assert dep_summary(path, body) == expected
 
 
 # --- features ---------------------------------------------------------------------------
 
+# path: (category, the protected pattern it matches)
+PATHS = {
+    "docs/x.md": ("docs", None), "README.md": ("docs", None), "src/app.py": ("source", None),
+    "tests/test_api.py": ("tests", None), "pkg/thing_test.go": ("tests", None),
+    "web/__tests__/app.js": ("tests", None), "Makefile": ("build", None),
+    "tests/auth/test_login.py": ("security", None), "src/app/auth/token.py": ("security", None),
+    "requirements.txt": ("dependencies", None), "web/package.json": ("dependencies", None),
+    ".github/dependabot.yml": ("ci", None), ".github/ISSUE_TEMPLATE/bug.md": ("ci", None),
+    ".github/workflows/ci.yml": ("ci", ".github/workflows/**"),
+    "deploy/Dockerfile.prod": ("infra", "Dockerfile*"), "CODEOWNERS": ("source", "CODEOWNERS"),
+    "docs/CODEOWNERS": ("docs", "CODEOWNERS"), "config/.env.local": ("source", ".env.*"),
+    ".envrc": ("source", None), "certs/server.pem": ("source", "*.pem"),
+    "src/app/secrets/db.py": ("source", "**/secrets/**"), "src/secret_store.py": ("security", None),
+    "policies/default.yml": ("source", "policies/**"), "src/policies/x.py": ("source", None),
+}  # fmt: skip
 
-@pytest.mark.parametrize(
-    ("path", "category"),
-    [
-        ("docs/x.md", "docs"),
-        ("README.md", "docs"),
-        ("src/app.py", "source"),
-        ("tests/test_api.py", "tests"),
-        ("pkg/thing_test.go", "tests"),
-        ("web/__tests__/app.js", "tests"),
-        ("tests/auth/test_login.py", "security"),
-        ("src/app/auth/token.py", "security"),
-        ("Makefile", "build"),
-        ("requirements.txt", "dependencies"),
-        ("web/package.json", "dependencies"),
-        (".github/dependabot.yml", "ci"),
-        ("deploy/Dockerfile.prod", "infra"),
-    ],
-    ids=str,
-)
-def test_category(path: str, category: str) -> None:
+
+@pytest.mark.parametrize(("path", "expected"), PATHS.items(), ids=list(PATHS))
+def test_category_and_protected(path: str, expected: tuple[str, str | None]) -> None:
     (f,) = features(hand_diff(path, "+x")).files
-    assert f.category == category
+    assert (f.category, f.protected_by) == expected
 
 
-@pytest.mark.parametrize(
-    ("path", "protected_by"),
-    [
-        (".github/workflows/ci.yml", ".github/workflows/**"),
-        ("CODEOWNERS", "CODEOWNERS"),
-        ("docs/CODEOWNERS", "CODEOWNERS"),
-        ("deploy/Dockerfile.prod", "Dockerfile*"),
-        ("config/.env.local", ".env.*"),
-        ("certs/server.pem", "*.pem"),
-        ("src/app/secrets/db.py", "**/secrets/**"),
-        ("policies/default.yml", "policies/**"),
-        ("src/app.py", None),
-        (".github/ISSUE_TEMPLATE/bug.md", None),
-        (".envrc", None),
-        ("src/policies/x.py", None),
-    ],
-    ids=str,
-)
-def test_protected(path: str, protected_by: str | None) -> None:
-    (f,) = features(hand_diff(path, "+x")).files
-    assert f.protected_by == protected_by
+def test_protected_quoted_path(tmp_path: Path) -> None:
+    new = ".github/workflows/dé.yml"
+    text = git_diff(tmp_path / "r", {"a.md": "x\n"}, lambda r: move(r, "a.md", new))
+    (f,) = features(text).files
+    assert (f.path, f.protected_by) == (new, ".github/workflows/**")
 
 
 TEST_API = "import pytest\n\n\ndef test_get():\n    assert 1\n\n\ndef test_post():\n    assert 2\n"
@@ -555,51 +405,40 @@ NEW_TEST = 'import unittest\n\n\nclass T(unittest.TestCase):\n    @unittest.skip
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Features:
     before: dict[str, str | bytes] = {
-        "docs/x.md": "# Doc\n",
-        "tests/auth/test_login.py": "def test_login():\n    assert True\n",
+        "docs/x.md": "# Doc\n", "tests/auth/test_login.py": "def test_login():\n    assert True\n",
         "tests/test_util.py": "def test_util():\n    assert 'a long enough body to pair'\n",
-        "tests/test_api.py": TEST_API,
-        "pkg/thing_test.go": GO_TEST,
-        "web/app.test.js": JS_TEST,
+        "tests/test_api.py": TEST_API, "pkg/thing_test.go": GO_TEST, "web/app.test.js": JS_TEST,
         ".github/workflows/ci.yml": "name: ci\non: push\n",
         "ci/deploy.yml": "name: deploy\non: workflow_dispatch\n",
-    }
+    }  # fmt: skip
 
     def edit(r: Path) -> None:
         (r / "docs/x.md").write_text("# Doc\nmore\n")
         (r / "tests/auth/test_login.py").unlink()
-        move(r, "tests/test_util.py", "src/util_check.py")
+        move(r, "tests/test_util.py", "src/util_check.py")  # out of tests/: a deleted test
         (r / "tests/test_api.py").write_text(TEST_API.split("\n\n\ndef test_post")[0] + "\n")
         (r / "pkg/thing_test.go").write_text(GO_TEST.split("\n\nfunc TestBeta")[0] + "\n")
-        js = JS_TEST.replace('  it("clicks", () => {});\n', '  xit("later", () => {});\n')
-        (r / "web/app.test.js").write_text(js)
+        (r / "web/app.test.js").write_text(JS_TEST.replace('it("clicks"', 'xit("later"'))
         (r / "tests/test_new.py").write_text(NEW_TEST + "    def test_a(self):\n        pass\n")
-        move(r, ".github/workflows/ci.yml", "ci-old.yml")
+        move(r, ".github/workflows/ci.yml", "ci-old.yml")  # renamed away: still protected
         move(r, "ci/deploy.yml", ".github/workflows/deploy.yml")
 
-    return extract(parse_diff(git_diff(tmp_path_factory.mktemp("f") / "r", before, edit)), POLICY)
+    return features(git_diff(tmp_path_factory.mktemp("f") / "r", before, edit))
 
 
-@pytest.mark.parametrize(
-    ("attribute", "expected"),
-    [
-        ("tests_added", ("tests/test_new.py",)),
-        ("tests_modified", ("pkg/thing_test.go", "tests/test_api.py", "web/app.test.js")),
-        ("tests_deleted", ("tests/auth/test_login.py", "tests/test_util.py")),
-        (
-            "test_functions_removed",
-            (
-                "pkg/thing_test.go::TestBeta",
-                "tests/test_api.py::test_post",
-                "web/app.test.js::clicks",
-            ),
-        ),
-        ("skips_added", ("tests/test_new.py:5", "web/app.test.js:3")),
-    ],
-    ids=str,
-)
-def test_scenario_tests(scenario: Features, attribute: str, expected: tuple[str, ...]) -> None:
-    assert getattr(scenario, attribute) == expected
+SCENARIO = {
+    "tests_added": ["tests/test_new.py"],
+    "tests_modified": ["pkg/thing_test.go", "tests/test_api.py", "web/app.test.js"],
+    "tests_deleted": ["tests/auth/test_login.py", "tests/test_util.py"],
+    "test_functions_removed": ["pkg/thing_test.go::TestBeta", "tests/test_api.py::test_post",
+                               "web/app.test.js::clicks"],
+    "skips_added": ["tests/test_new.py:5", "web/app.test.js:3"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("attribute", "expected"), SCENARIO.items(), ids=list(SCENARIO))
+def test_scenario_tests(scenario: Features, attribute: str, expected: list[str]) -> None:
+    assert sorted(getattr(scenario, attribute)) == expected
 
 
 def test_scenario_files(scenario: Features) -> None:
@@ -608,76 +447,51 @@ def test_scenario_files(scenario: Features) -> None:
     assert by_path[".github/workflows/deploy.yml"] == ("renamed", "ci", ".github/workflows/**")
     assert by_path["tests/auth/test_login.py"] == ("removed", "security", None)
     assert by_path["docs/x.md"] == ("modified", "docs", None)
-    assert {k: (v.files, v.added, v.removed) for k, v in scenario.categories.items()} == {
-        "ci": (1, 0, 0),
-        "docs": (1, 1, 0),
-        "security": (1, 0, 2),
-        "source": (2, 0, 0),
-        "tests": (4, 9, 7),
-    }
+    stats = {k: (v.files, v.added, v.removed) for k, v in scenario.categories.items()}
+    assert stats == {
+        "ci": (1, 0, 0), "docs": (1, 1, 0), "security": (1, 0, 2), "source": (2, 0, 0),
+        "tests": (4, 8, 7),
+    }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("lines", "removed"),
-    [
-        pytest.param(
-            [" def test_a():", "-    assert 1", "+    assert 2"], (), id="py-body-changed"
-        ),
-        pytest.param(["-def test_a(tmp_path):", "+def test_a(tmp_path, capsys):"], (), id="py-sig"),
-        pytest.param(["-def test_old():", "+def test_new():"], ("test_old",), id="py-renamed"),
-        pytest.param(["-async def test_io():", "-    pass"], ("test_io",), id="py-async"),
-        pytest.param(["-func TestGone(t *testing.T) {}"], ("TestGone",), id="go"),
-        pytest.param(["-  it('renders', () => {});"], ("renders",), id="js-it"),
-        pytest.param(["-  test(`loads`, async () => {});"], ("loads",), id="js-test"),
-        pytest.param(
-            ['-  it("renders", () => {});', '+  it.skip("renders", () => {});'],
-            (),
-            marks=bug("skipping a JS test also reports it as removed"),
-            id="js-skipped-not-removed",
-        ),
-    ],
-)
-def test_test_functions_removed(lines: list[str], removed: tuple[str, ...]) -> None:
-    got = features(hand_diff("tests/test_x.py", *lines)).test_functions_removed
-    assert got == tuple(f"tests/test_x.py::{name}" for name in removed)
+REMOVED_FNS = {
+    "py-body-changed": (" def test_a():\n-    assert 1\n+    assert 2", []),
+    "py-signature": ("-def test_a(tmp_path):\n+def test_a(tmp_path, capsys):", []),
+    "py-renamed": ("-def test_old():\n+def test_new():", ["test_old"]),
+    "py-async": ("-async def test_io():\n-    pass", ["test_io"]),
+    "go": ("-func TestGone(t *testing.T) {}", ["TestGone"]),
+    "js-it": ("-  it('renders', () => {});", ["renders"]),
+    "js-test": ("-  test(`loads`, async () => {});", ["loads"]),
+    "js-skipped": ('-  it("renders", () => {});\n+  it.skip("renders", () => {});', []),
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("lines", "skips"),
-    [
-        pytest.param(['+@pytest.mark.skip(reason="flaky")', " def test_a():"], (1,), id="mark-skip"),
-        pytest.param(['+@pytest.mark.skipif(sys.platform == "win32", reason="x")'], (1,), id="skipif"),
-        pytest.param(["+@pytest.mark.xfail", " def test_a():"], (1,), id="mark-xfail"),
-        pytest.param([" def test_a():", '+    pytest.skip("no network")'], (2,), id="pytest.skip"),
-        pytest.param(['+    @unittest.skip("later")'], (1,), id="unittest.skip"),
-        pytest.param(['+        self.skipTest("slow")'], (1,), id="skipTest"),
-        pytest.param(['-  it("a", () => {});', '+  it.skip("a", () => {});'], (1,), id="it.skip"),
-        pytest.param(['-  it("a", () => {});', '+  xit("a", () => {});'], (1,), id="xit"),
-        pytest.param(['+  describe.skip("suite", () => {});'], (1,), id="describe.skip"),
-        pytest.param(['+    t.Skip("needs docker")'], (1,), id="go-t.Skip"),
-        pytest.param(["+# we used to skip this one", "+def test_skip_blank_lines():"], (), id="words"),
-        pytest.param(
-            ['-@pytest.mark.skip(reason="flaky")', "-def test_a():", "-    pass", " def test_b():",
-             "     pass", '+@pytest.mark.skip(reason="flaky")', "+def test_a():", "+    pass"],
-            (), id="moved",
-        ),
-        pytest.param(
-            ["-@pytest.mark.skip", " def test_a():", "+@pytest.mark.skip", "+@pytest.mark.xfail"],
-            (3,), id="moved-plus-one",
-        ),
-    ],
-)  # fmt: skip
-def test_skips_added(lines: list[str], skips: tuple[int, ...]) -> None:
-    got = features(hand_diff("tests/test_x.py", *lines)).skips_added
-    assert got == tuple(f"tests/test_x.py:{n}" for n in skips)
+@pytest.mark.parametrize(("body", "names"), cases(REMOVED_FNS))
+def test_test_functions_removed(body: str, names: list[str]) -> None:
+    got = features(hand_diff("tests/test_x.py", body)).test_functions_removed
+    assert got == tuple(f"tests/test_x.py::{name}" for name in names)
 
 
-@bug("git quotes non-ASCII paths; the quoted name escapes the protected globs")
-def test_protected_quoted_path(tmp_path: Path) -> None:
-    text = git_diff(
-        tmp_path / "r",
-        {"README.md": "x\n"},
-        lambda r: move(r, "README.md", ".github/workflows/déploy.yml"),
-    )
-    (f,) = features(text).files
-    assert (f.path, f.protected_by) == (".github/workflows/déploy.yml", ".github/workflows/**")
+SKIPS = {
+    "mark-skip": ('+@pytest.mark.skip(reason="flaky")\n def test_a():', [1]),
+    "skipif": ('+@pytest.mark.skipif(sys.platform == "win32", reason="x")', [1]),
+    "mark-xfail": ("+@pytest.mark.xfail\n def test_a():", [1]),
+    "pytest.skip": (' def test_a():\n+    pytest.skip("no network")', [2]),
+    "unittest.skip": ('+    @unittest.skip("later")', [1]),
+    "skipTest": ('+        self.skipTest("slow")', [1]),
+    "it.skip": ('-  it("a", () => {});\n+  it.skip("a", () => {});', [1]),
+    "xit": ('-  it("a", () => {});\n+  xit("a", () => {});', [1]),
+    "describe.skip": ('+describe.skip("suite", () => {});', [1]),
+    "go-t.Skip": ('+    t.Skip("needs docker")', [1]),
+    "just-words": ("+# we used to skip this one\n+def test_skip_blank_lines():", []),
+    "moved": ('-@pytest.mark.skip(reason="x")\n-def test_a():\n-    pass\n def test_b():\n'
+              '     pass\n+@pytest.mark.skip(reason="x")\n+def test_a():\n+    pass', []),
+    "moved-plus-one": ("-@pytest.mark.skip\n def test_a():\n+@pytest.mark.skip\n"
+                       "+@pytest.mark.xfail", [3]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "lines"), cases(SKIPS))
+def test_skips_added(body: str, lines: list[int]) -> None:
+    got = features(hand_diff("tests/test_x.py", body)).skips_added
+    assert got == tuple(f"tests/test_x.py:{n}" for n in lines)

@@ -45,8 +45,29 @@ _NPM_SPEC = re.compile(
 )
 _GO_REQ = re.compile(r"^\s*(?:require\s+)?(?P<name>[a-z0-9.-]+\.[a-z]+/\S+)\s+(?P<version>v\S+)")
 _NOT_DEPS = {"python", "version", "name", "node", "npm", "yarn", "pnpm", "requires-python"}
+# package.json keys whose values can look like version specs or URLs.
+_NOT_NPM_DEPS = _NOT_DEPS | {
+    "homepage",
+    "url",
+    "repository",
+    "bugs",
+    "main",
+    "module",
+    "types",
+    "typings",
+    "license",
+    "description",
+    "author",
+    "email",
+    "funding",
+    "type",
+    "browser",
+    "bin",
+}
 
-_REQUIREMENTS = re.compile(r"(?:^|/)(?:[\w.-]*requirements[\w.-]*|constraints[\w.-]*)\.(?:txt|in)$")
+_REQUIREMENTS = re.compile(
+    r"(?:^|/)(?:[\w.-]*requirements[\w.-]*|constraints[\w.-]*|requirements/[\w.-]+)\.(?:txt|in)$"
+)
 MANIFESTS = ("pyproject.toml", "Pipfile", "package.json", "go.mod", "Cargo.toml")
 LOCKFILES = (
     "poetry.lock",
@@ -126,7 +147,7 @@ def _pep508(text: str) -> tuple[str, str] | None:
 def _requirements(lines: list[str], _: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in lines:
-        text = line.split(" #", 1)[0].strip()
+        text = line.split(" #", 1)[0].strip().removesuffix("\\").strip()  # pip-compile hashes
         if not text or text.startswith(("#", "-")):
             continue
         found = _pep508(text)
@@ -174,7 +195,7 @@ def _package_json(lines: list[str], _: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in lines:
         m = _JSON_KV.match(line)
-        if m and m.group("name") not in _NOT_DEPS and _NPM_SPEC.match(m.group("value")):
+        if m and m.group("name") not in _NOT_NPM_DEPS and _NPM_SPEC.match(m.group("value")):
             out[m.group("name")] = m.group("value")
     return out
 

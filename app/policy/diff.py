@@ -7,6 +7,7 @@ exception.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -69,11 +70,32 @@ def parse_diff(text: str) -> ParsedDiff:
     except Exception as exc:  # unidiff raises several kinds on malformed input
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return ParsedDiff(error=f"the diff does not parse: {reason}", truncated=truncated)
+    if not files and text.strip():
+        return ParsedDiff(error="the diff does not parse: no file changes found in it")
+    # unidiff skips what it cannot place in a hunk; a line it skipped could hold anything.
+    changed = sum(
+        1
+        for line in text.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("+++ ", "--- "))
+    )
+    if sum(f.added + f.removed for f in files) < changed:
+        return ParsedDiff(
+            error="the diff does not parse: changed lines outside any readable hunk",
+            truncated=truncated,
+        )
     return ParsedDiff(files=files, truncated=truncated)
 
 
+def _unquote(name: str) -> str:
+    """git's C-style quoting of unusual paths (``"a/caf\\303\\251.txt"``) undone."""
+    if len(name) >= 2 and name.startswith('"') and name.endswith('"'):
+        raw = codecs.escape_decode(name[1:-1].encode("latin-1", "backslashreplace"))[0]
+        return bytes(raw).decode("utf-8", "replace")
+    return name
+
+
 def _strip(name: str | None) -> str:
-    name = (name or "").strip()
+    name = _unquote((name or "").strip())
     if name.startswith(("a/", "b/")):
         name = name[2:]
     return name

@@ -16,7 +16,7 @@ from app.policy.secrets import SecretHit, scan_added
 
 _TEST_DEF = re.compile(
     r"""^\s*(?:(?:async\s+)?def\s+(?P<py>test\w*)\s*\(|func\s+(?P<go>Test\w+)\s*\(|"""
-    r"""(?:it|test)\s*\(\s*["'`](?P<js>[^"'`]+))"""
+    r"""(?:x?it|x?test|(?:it|test)\.(?:skip|only|todo))\s*\(\s*["'`](?P<js>[^"'`]+))"""
 )
 SKIP_MARKERS = re.compile(
     r"@pytest\.mark\.(?:skip|skipif|xfail)\b|pytest\.(?:skip|xfail)\(|@unittest\.skip"

@@ -39,7 +39,12 @@ _PLACEHOLDER = re.compile(
     r"(?i)^(?:x+|\*+|\.+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%\(?[a-z_]*\)?s|"
     r"(?:change|replace)[-_]?me.*|your[-_].*|dummy.*|example.*|fake.*|test.*|placeholder.*)$"
 )
-_TEMPLATE = re.compile(r"[{}$%<>()+]|\b(?:os\.environ|getenv|process\.env)\b")
+_TEMPLATE = re.compile(
+    r"\$\{|\$[A-Z_][A-Z0-9_]*\b|\{\{|%\(|%s\b|^<.*>$|\{[A-Za-z_][A-Za-z0-9_.]*\}"
+    r"|\b(?:os\.environ|getenv|process\.env)\b"
+)
+# URLs, paths and names made of words (`X-Auth-Token`, `prod/db/credentials`): not keys.
+_NOT_A_KEY = re.compile(r"^[a-z][a-z0-9+.-]*://|^[./~]|^[A-Za-z]+(?:[-_./: ][A-Za-z]+)*$")
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def entropy(text: str) -> float:
 
 
 def _random_looking(value: str) -> bool:
-    if _PLACEHOLDER.match(value) or _TEMPLATE.search(value):
+    if _PLACEHOLDER.match(value) or _TEMPLATE.search(value) or _NOT_A_KEY.search(value):
         return False
     classes = sum(
         bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]")
@@ -74,7 +79,7 @@ def _key_material(value: str) -> bool:
     """A key block header alone on its line, or followed by base64 key material."""
     header = _PEM_HEADER.match(value)
     rest = value[header.end() :] if header else value
-    rest = rest.strip().strip("\"'").strip()
+    rest = rest.strip()
     return rest == "" or bool(re.match(r"(?:\\n|\s)*[A-Za-z0-9+/=]{20,}", rest))
 
 
