@@ -50,6 +50,7 @@ bench: venv system-deps
 	$(BIN)/python bench/workspace_prep.py
 	$(BIN)/python bench/verify_overhead.py
 	$(BIN)/python bench/fixers.py
+	$(BIN)/python bench/score.py
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/forge_api.py
 

@@ -192,10 +192,13 @@ def test_parse_garbage_sets_error(text: str) -> None:
 
 
 def test_parse_truncation_mark() -> None:
-    text = hand_diff("a.py", " x\n-y\n+z") + TRUNCATION_MARK + "\n" + hand_diff("b.py", "+w")
+    text = hand_diff("a.py", " x\n-y\n+z") + "\n" + TRUNCATION_MARK + "\n"
     parsed = parse_diff(text)
     assert (parsed.truncated, parsed.error) == (True, None)
     assert [f.path for f in parsed.files] == ["a.py"]
+    # The same words inside a changed line are content, not the session's mark.
+    quoted = parse_diff(hand_diff("a.py", f"+MARK = '{TRUNCATION_MARK}'"))
+    assert (quoted.truncated, quoted.error) == (False, None)
     cut = parse_diff(SHORT_HUNK + TRUNCATION_MARK + "\n")  # cut inside a hunk
     assert (cut.truncated, cut.files) == (True, ())
     assert cut.error is not None
@@ -313,6 +316,7 @@ YARN = '+"@babel/core@^7.0.0", "@babel/core@^7.24.0":\n+  version "7.24.0"\n'
 YARN += '+  resolved "https://registry.yarnpkg.com/@babel/core/-/core-7.24.0.tgz"'
 BUMP = Bug("a lockfile bump is missed: git shows the package's name line as context, never read")
 
+HOMEPAGE = '+"homepage": "https://github.com/o/web#readme",'
 DEPS = {
     "requirements": ("requirements.txt", "-requests==2.31.0\n-flask>=2.0\n+requests==2.32.3\n"
                      "+httpx[http2]>=0.27,<1",
@@ -336,7 +340,7 @@ DEPS = {
     "package-json": ("package.json", PKG_JSON,
                      ["+@types/node ^20.0.0", "+left-pad 1.3.0", "react ^18.2.0 -> ^18.3.1"]),
     "package-json-version-engines": ("package.json", PKG_META, []),
-    "package-json-homepage": ("package.json", '+"homepage": "https://github.com/o/web#readme",', []),
+    "package-json-homepage": ("package.json", HOMEPAGE, []),
     "go-mod": ("go.mod", GO_MOD, ["github.com/pkg/errors v0.9.0 -> v0.9.1",
                                   "+github.com/stretchr/testify v1.9.0",
                                   "golang.org/x/net v0.20.0 -> v0.21.0"]),

@@ -131,7 +131,7 @@ async def test_run_in_a_linked_worktree_keeps_its_work_tree_clean(tmp_path: Path
     assert code == 0, err
     assert git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
     body = repo / ".git" / "worktrees" / "wt" / "patchwarden" / "patchwarden-lint.md"
-    assert body.read_text().startswith("## lint\n")
+    assert body.read_text().startswith("**Patchwarden risk ")
     assert 'return "hello"' in git(repo, "show", "patchwarden/lint:greet.py")
 
 
@@ -156,7 +156,7 @@ async def test_run_json_prints_the_session_result(tmp_path: Path) -> None:
     assert result.status == "patched"
     assert result.fix is not None
     assert result.fix.fixer == "lint"
-    assert body.read_text().startswith("## lint\n")
+    assert body.read_text().startswith("**Patchwarden risk ")
 
 
 @sandboxed

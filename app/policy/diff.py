@@ -61,9 +61,11 @@ TRUNCATION_MARK = "[... diff cut by Patchwarden ...]"
 
 def parse_diff(text: str) -> ParsedDiff:
     """Read ``text`` (``git diff`` output, or any unified diff) into per-file changes."""
-    truncated = TRUNCATION_MARK in text
+    # The session appends the mark as the diff's last line; the same words inside a
+    # changed line (this very file, say) are content.
+    truncated = text.rstrip().endswith(TRUNCATION_MARK)
     if truncated:
-        text = text[: text.index(TRUNCATION_MARK)]
+        text = text[: text.rindex(TRUNCATION_MARK)]
     try:
         patch = PatchSet(text)
         files = tuple(_file(p) for p in patch)

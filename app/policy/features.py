@@ -123,6 +123,7 @@ def extract(
     removed_fns: list[str] = []
     skips: list[str] = []
     secrets: list[SecretHit] = list(dict.fromkeys(extra_secrets))
+    seen_secrets = set(secrets)
     for f in diff.files:
         category = cls.category(f.path)
         protected = next((p for p in map(cls.protected.match, f.paths) if p), None)
@@ -147,10 +148,13 @@ def extract(
         _tests(f, cls, added_t, modified_t, deleted_t, removed_fns)
         skips += _skips(f)
         for hit in scan_added(f.path, f.added_lines):
-            if hit not in secrets:
+            if hit not in seen_secrets:
+                seen_secrets.add(hit)
                 secrets.append(hit)
+    known = {p for f in files for p in f.paths}
     for path in diff.extra_paths:
-        if not any(path in f.paths for f in files):
+        if path not in known:
+            known.add(path)
             protected = cls.protected.match(path)
             files.append(
                 FileFeature(
@@ -205,7 +209,14 @@ def _tests(
                 removed_fns.append(f"{f.path}::{name}")
 
 
+_SKIP_NEEDLES = ("skip", "Skip", "xfail", "only(", "todo(", "xit(", "xdescribe(", "xtest(",
+                 "expectedFailure", "@Disabled", "@Ignore")  # fmt: skip
+
+
 def _skips(f: ChangedFile) -> list[str]:
+    added = "\n".join(t for _, t in f.added_lines)
+    if not any(needle in added for needle in _SKIP_NEEDLES):
+        return []
     before = sum(len(SKIP_MARKERS.findall(t)) for t in f.removed_lines)
     out: list[str] = []
     for number, text in f.added_lines:

@@ -30,7 +30,7 @@ WEAK = {"authorization", "bearer", "url-password"}
 _MASK = re.compile(r"\[REDACTED:([a-z-]+)\]")
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (?P<name>[a-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key
+    (?P<name>(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key
         |private[_\-]?key|client[_\-]?secret|credentials?)[a-z0-9_.\-]*)
     ["']?\s*(?:=|:|:=|=>)\s*[rbuf]?["'](?P<value>[^"'\s]{16,})["']
     """
@@ -83,8 +83,20 @@ def _key_material(value: str) -> bool:
     return rest == "" or bool(re.match(r"(?:\\n|\s)*[A-Za-z0-9+/=]{20,}", rest))
 
 
+# Every pattern above needs one of these (lower-cased): most lines have none, and a
+# substring test is far cheaper than a dozen regular expressions.
+_NEEDLES = (
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "akia", "asia", "agpa", "aida",
+    "aroa", "anpa", "anva", "aipa", "aws_secret", "eyj", "authorization", "bearer", "://",
+    "-----begin", "[redacted:", "passw", "pwd", "secret", "token", "key", "credential",
+)  # fmt: skip
+
+
 def scan_line(text: str) -> list[str]:
     """The kinds of credential on one added line (empty: none)."""
+    lowered = text.lower()
+    if not any(needle in lowered for needle in _NEEDLES):
+        return []
     kinds: list[str] = []
     for match in find_secrets(text):
         value = text[match.start : match.end]
