@@ -100,9 +100,9 @@ async def _demo(folder: Path) -> int:
         fix_jobs = await store.list_jobs(kind="fix")
         _say(
             f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store until the "
-            "policy engine and PR publishing let the worker turn its session into a pull "
-            "request (docs/roadmap.md). The session and fixers already run locally: "
-            "patchwarden run --repo PATH --task TEXT."
+            "PR publishing (the next milestone, docs/roadmap.md) lets the worker turn its "
+            "session into a pull request. Sessions, fixers and the risk score already run "
+            "locally: patchwarden run --repo PATH --task TEXT, patchwarden score."
         )
         return 0 if len(fix_jobs) == 1 else 1
     finally:
