@@ -99,7 +99,7 @@ async def _demo(folder: Path) -> int:
             _say(f"  {e.action:<26} {e.actor or '-':<18} {e.reason or ''}")
         fix_jobs = await store.list_jobs(kind="fix")
         _say(
-            f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store until the "
+            f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store until "
             "PR publishing (the next milestone, docs/roadmap.md) lets the worker turn its "
             "session into a pull request. Sessions, fixers and the risk score already run "
             "locally: patchwarden run --repo PATH --task TEXT, patchwarden score."
