@@ -75,7 +75,7 @@ def run_score(args: argparse.Namespace) -> int:
         print("patchwarden score: the change is empty: nothing to score", file=sys.stderr)
         return 2
     score = score_diff(text, policy, trigger=Trigger("human"))
-    markdown = render_score(score, policy=policy.to_json())
+    markdown = render_score(score)
     if args.summary is not None:
         with args.summary.open("a", encoding="utf-8") as out:
             out.write(markdown + "\n")

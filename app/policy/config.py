@@ -101,6 +101,7 @@ class Weights(_Strict):
     new_dependency: float = Field(ge=0)
     changed_dependency: float = Field(ge=0)
     removed_dependency: float = Field(ge=0)
+    lockfile_max: float = Field(ge=0)
     test_deleted: float = Field(ge=0)
     test_removed: float = Field(ge=0)
     test_skipped: float = Field(ge=0)

@@ -110,10 +110,9 @@ def extract(
     policy: Policy,
     *,
     extra_secrets: Iterable[SecretHit] = (),
-    classifier: Classifier | None = None,
 ) -> Features:
     """The features of ``diff`` under ``policy``."""
-    cls = classifier or Classifier(policy)
+    cls = Classifier(policy)
     files: list[FileFeature] = []
     stats: dict[str, list[int]] = {}
     deps: list[DepChange] = []
@@ -155,10 +154,15 @@ def extract(
     for path in diff.extra_paths:
         if path not in known:
             known.add(path)
-            protected = cls.protected.match(path)
+            # Only git's stats know this path (the diff was cut): its lines are unknown.
             files.append(
                 FileFeature(
-                    path, "modified", cls.category(path), 0, 0, None, False, False, protected
+                    path=path,
+                    status="modified",
+                    category=cls.category(path),
+                    added=0,
+                    removed=0,
+                    protected_by=cls.protected.match(path),
                 )
             )
     return Features(

@@ -10,13 +10,20 @@ most cautious first: reject, draft, review, automerge. Same inputs, same output.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.policy.config import AUTONOMY_CEILING, Autonomy, Decision, Policy, ladder_min
-from app.policy.diff import ParsedDiff, parse_diff
+from app.policy.config import (
+    AUTONOMY_CEILING,
+    Autonomy,
+    Decision,
+    Policy,
+    Thresholds,
+    ladder_min,
+)
+from app.policy.diff import parse_diff
 from app.policy.features import Features, extract
 from app.policy.secrets import SecretHit
 from app.sessions.result import FindingsDelta, ModelUsage, SessionResult, TestDelta
@@ -49,15 +56,11 @@ class Score(_Model):
     by_score: Decision  # what the thresholds alone say
     autonomy: Autonomy
     contributions: list[Contribution]
-    rules: list[RuleHit]
+    rules: list[RuleHit]  # every rule that capped the decision, in the order they fired
+    thresholds: Thresholds  # what the score was read against
     files: int
     lines_added: int
     lines_removed: int
-
-    @property
-    def blocking(self) -> list[RuleHit]:
-        """The rules that made the decision more cautious than the score alone."""
-        return [r for r in self.rules if r.decision != "automerge"]
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json")
@@ -65,8 +68,9 @@ class Score(_Model):
 
 @dataclass(frozen=True)
 class Trigger:
+    """What asked for the change; ``human``: a person's change scored by ``score``."""
+
     kind: TriggerKind = "human"
-    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +112,12 @@ def score_session(
     max_cost_usd: float | None = None,
 ) -> Score:
     """Score what a session produced: its diff, as git's stats saw it, and its checks."""
-    diff = parse_diff(result.diff.unified)
-    known = tuple(p for f in result.diff.files for p in (f.path, f.old_path) if p)
-    diff = ParsedDiff(
-        files=diff.files,
-        error=diff.error,
-        truncated=diff.truncated or result.diff.truncated,
-        extra_paths=known,
+    parsed = parse_diff(result.diff.unified)
+    diff = replace(
+        parsed,
+        truncated=parsed.truncated or result.diff.truncated,
+        # git's stats name every path, also those a truncated diff lost
+        extra_paths=tuple(p for f in result.diff.files for p in (f.path, f.old_path) if p),
     )
     secrets = [SecretHit(s.path, s.line, s.kind) for s in result.diff.secrets]
     features = extract(diff, policy, extra_secrets=secrets)
@@ -189,87 +192,60 @@ def score(
         for f in features.files
         if f.status == "removed" and f.path not in features.tests_deleted
     ]
-    add(
-        "deleted_files",
-        str(len(deleted)),
-        len(deleted) * w.deleted_file,
-        f"deletes {_list(deleted)}",
-    )
-    renamed = [f"{f.old_path} → {f.path}" for f in features.files if f.status == "renamed"]
-    add(
-        "renamed_files",
-        str(len(renamed)),
-        len(renamed) * w.renamed_file,
-        f"renames {_list(renamed)}",
-    )
-    binary = [f.path for f in features.files if f.binary]
-    add(
-        "binary_files",
-        str(len(binary)),
-        len(binary) * w.binary_file,
-        f"binary files cannot be reviewed in the diff: {_list(binary)}",
-    )
-    executable = [f.path for f in features.files if f.made_executable]
-    add(
-        "executable_bit",
-        str(len(executable)),
-        len(executable) * w.executable_bit,
-        f"makes {_list(executable)} executable",
-    )
-
-    # Dependencies.
     new = features.deps("added")
-    changed = features.deps("changed")
-    removed = features.deps("removed")
-    add(
-        "new_dependencies",
-        str(len(new)),
-        len(new) * w.new_dependency,
-        "adds " + _list([f"{d.name} {d.new or ''}".strip() for d in new]),
-    )
-    add(
-        "changed_dependencies",
-        str(len(changed)),
-        len(changed) * w.changed_dependency,
-        "changes " + _list([f"{d.name} {d.old} → {d.new}" for d in changed]),
-    )
-    add(
-        "removed_dependencies",
-        str(len(removed)),
-        len(removed) * w.removed_dependency,
-        "removes " + _list([d.name for d in removed]),
-    )
-    locked = [d for d in features.dependencies if not d.direct]
-    add(
-        "lockfile",
-        f"{len(locked)} packages",
-        min(len(locked) * w.changed_dependency, 20),
-        f"the lockfile changes {_list([d.name for d in locked])}",
-    )
-
-    # Tests the change deletes or silences.
-    add(
-        "tests_deleted",
-        str(len(features.tests_deleted)),
-        len(features.tests_deleted) * w.test_deleted,
-        f"deletes test files: {_list(list(features.tests_deleted))}",
-    )
     removed_fns = list(features.test_functions_removed)
     runner = verification.tests if verification is not None else None
     if runner is not None and len(runner.removed) > len(removed_fns):
         # Tests the runner saw on the base and not on the patch, if it saw more.
         removed_fns = list(runner.removed)
+    # Factors that count things: (factor, the things, points each, what the reason says).
+    counted: list[tuple[str, list[str], float, str]] = [
+        ("deleted_files", deleted, w.deleted_file, "deletes"),
+        (
+            "renamed_files",
+            [f"{f.old_path} → {f.path}" for f in features.files if f.status == "renamed"],
+            w.renamed_file,
+            "renames",
+        ),
+        (
+            "binary_files",
+            [f.path for f in features.files if f.binary],
+            w.binary_file,
+            "binary files nobody can review in the diff:",
+        ),
+        (
+            "executable_bit",
+            [f.path for f in features.files if f.made_executable],
+            w.executable_bit,
+            "makes executable:",
+        ),
+        ("new_dependencies", [f"{d.name} {d.new or ''}".strip() for d in new], w.new_dependency,
+         "adds"),
+        (
+            "changed_dependencies",
+            [f"{d.name} {d.old} → {d.new}" for d in features.deps("changed")],
+            w.changed_dependency,
+            "changes",
+        ),
+        (
+            "removed_dependencies",
+            [d.name for d in features.deps("removed")],
+            w.removed_dependency,
+            "removes",
+        ),
+        ("tests_deleted", list(features.tests_deleted), w.test_deleted, "deletes test files:"),
+        ("tests_removed", removed_fns, w.test_removed, "removes tests:"),
+        ("tests_skipped", list(features.skips_added), w.test_skipped,
+         "adds skip/xfail markers at"),
+    ]  # fmt: skip
+    for factor, items, each, says in counted:
+        add(factor, str(len(items)), len(items) * each, f"{says} {_list(items)}")
+    locked = [d.name for d in features.dependencies if not d.direct]
     add(
-        "tests_removed",
-        str(len(removed_fns)),
-        len(removed_fns) * w.test_removed,
-        f"removes tests: {_list(removed_fns)}",
-    )
-    add(
-        "tests_skipped",
-        str(len(features.skips_added)),
-        len(features.skips_added) * w.test_skipped,
-        f"adds skip/xfail markers at {_list(list(features.skips_added))}",
+        "lockfile",
+        f"{len(locked)} packages",
+        min(len(locked) * w.changed_dependency, w.lockfile_max),
+        f"the lockfile changes {_list(locked)}",
     )
 
     # Caps.
@@ -293,15 +269,12 @@ def score(
     total = sum(c.points for c in contributions)
     value = max(0, min(100, math.floor(total + 0.5)))
     t = policy.thresholds
-    by_score: Decision = (
-        "automerge"
-        if value <= t.automerge
-        else "review"
-        if value <= t.review
-        else "draft"
-        if value <= t.draft
-        else "reject"
+    ladder: tuple[tuple[Decision, int], ...] = (
+        ("automerge", t.automerge),
+        ("review", t.review),
+        ("draft", t.draft),
     )
+    by_score: Decision = next((d for d, top in ladder if value <= top), "reject")
     if by_score == "reject":
         rule(
             "score", "reject", f"the score {value} is above the policy's draft threshold {t.draft}"
@@ -321,6 +294,7 @@ def score(
         autonomy=policy.autonomy,
         contributions=contributions,
         rules=rules,
+        thresholds=t,
         files=len(features.files),
         lines_added=features.lines_added,
         lines_removed=features.lines_removed,

@@ -55,7 +55,7 @@ def _fenced(text: object) -> str:
 
 
 def _points(value: float) -> str:
-    return f"{value:+.1f}".replace(".0", "") if value != int(value) else f"{int(value):+d}"
+    return f"{value:+.1f}".removesuffix(".0")
 
 
 @lru_cache(maxsize=1)
@@ -81,28 +81,19 @@ def verdict(score: Score) -> str:
     return f"Patchwarden risk {score.score}/100 ({score.risk}): {_VERDICT[score.decision]}."
 
 
-def _score_context(score: Score, thresholds: str) -> dict[str, object]:
-    factors = sorted(score.contributions, key=lambda c: (-abs(c.points), c.factor))
+def _score_context(score: Score) -> dict[str, object]:
+    t = score.thresholds
     return {
         "score": score,
         "verdict": verdict(score),
-        "blocking": score.blocking,
-        "factors": factors,
-        "thresholds": thresholds,
+        "factors": sorted(score.contributions, key=lambda c: (-abs(c.points), c.factor)),
+        "thresholds": f"≤{t.automerge} may merge itself, ≤{t.review} review, ≤{t.draft} draft",
     }
 
 
-def _thresholds(policy: dict[str, object] | None) -> str:
-    t = (policy or {}).get("thresholds")
-    if not isinstance(t, dict):
-        return "the policy's thresholds"
-    return f"≤{t['automerge']} may merge itself, ≤{t['review']} review, ≤{t['draft']} draft"
-
-
-def render_score(score: Score, *, policy: dict[str, object] | None = None) -> str:
+def render_score(score: Score) -> str:
     """The verdict, the deciding rules and the factor table (``patchwarden score``)."""
-    text = _env().get_template("score.md.j2").render(**_score_context(score, _thresholds(policy)))
-    return _tidy(text)
+    return _tidy(_env().get_template("score.md.j2").render(**_score_context(score)))
 
 
 def revert_command(merge_sha: str | None, *, merge_commit: bool = True) -> str:
@@ -130,7 +121,7 @@ def render_body(
         before = "Merged as " + _code(merge_sha[:12]) + "."
         after = f"Undo with `{revert}` and push that as a pull request."
     context = {
-        **_score_context(score, _thresholds(result.policy)),
+        **_score_context(score),
         "title": title,
         "bot": bot,
         "verified": _verified(result),
