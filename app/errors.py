@@ -14,6 +14,10 @@ class ConfigError(PatchwardenError):
     """The configuration is missing something or holds a bad value."""
 
 
+class RepoConfigError(PatchwardenError):
+    """A repository's ``.github/patchwarden.yml`` (on its base branch) cannot be used."""
+
+
 class StoreError(PatchwardenError):
     """The store cannot be opened or migrated."""
 

@@ -25,7 +25,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.sessions.commands import CONFIG_PATH, RepoConfigError, read_config
+from app.policy.config import invalid
+from app.sessions.commands import CONFIG_PATH, read_config_lines
 
 
 class _Section(BaseModel):
@@ -60,14 +61,10 @@ class FixerSettings(BaseModel):
 
 def fixer_settings(base_tree: Path) -> FixerSettings:
     """The fixer settings of the base tree's ``.github/patchwarden.yml`` (defaults if none)."""
-    raw = read_config(base_tree)
+    raw, lines = read_config_lines(base_tree)
     try:
         return FixerSettings.model_validate(
             {k: v for k, v in raw.items() if k in ("fixers", "lint", "revert") and v is not None}
         )
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"])
-            problems.append(f"`{where}`: {err['msg']}")
-        raise RepoConfigError(f"{CONFIG_PATH}: " + "; ".join(problems)) from None
+        raise invalid(exc, (CONFIG_PATH, lines)) from None

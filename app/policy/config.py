@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from app.errors import PatchwardenError
+from app.errors import RepoConfigError
 
 Decision = Literal["reject", "draft", "review", "automerge"]
 LADDER: tuple[Decision, ...] = ("reject", "draft", "review", "automerge")
@@ -36,7 +36,10 @@ REPO_SOURCE = ".github/patchwarden.yml"
 OTHER_KEYS = ("setup", "test", "fixers", "lint", "revert")
 
 
-class PolicyError(PatchwardenError):
+Lines = dict[tuple[Any, ...], int]  # a key path ("caps", "files") -> its line, 1-based
+
+
+class PolicyError(RepoConfigError):
     """A policy file cannot be used: which file, which line, what is wrong."""
 
     def __init__(self, source: str, line: int | None, problem: str) -> None:
@@ -145,11 +148,11 @@ def load_policy(
     repo_source: str = REPO_SOURCE,
 ) -> Policy:
     """The effective policy: the default with the repository's file merged over it."""
-    default, default_lines = _parse(default_text, default_source)
+    default, default_lines = parse_config(default_text, default_source)
     repo: dict[str, Any] = {}
-    repo_lines: dict[tuple[Any, ...], int] = {}
+    repo_lines: Lines = {}
     if repo_text is not None:
-        repo, repo_lines = _parse(repo_text, repo_source)
+        repo, repo_lines = parse_config(repo_text, repo_source)
         for key in list(repo):
             if key in OTHER_KEYS:
                 del repo[key]
@@ -159,12 +162,17 @@ def load_policy(
     try:
         return Policy.model_validate(merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        source, line = _locate(loc, (repo_source, repo_lines), (default_source, default_lines))
-        where = ".".join(str(p) for p in loc) or "the top level"
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise PolicyError(source, line, f"`{where}`: {_message(err)}{more}") from None
+        raise invalid(exc, (repo_source, repo_lines), (default_source, default_lines)) from None
+
+
+def invalid(exc: ValidationError, *files: tuple[str, Lines]) -> PolicyError:
+    """A schema error as the file and line a person has to change (the first error)."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    source, line = locate(loc, *files)
+    where = ".".join(str(p) for p in loc) or "the top level"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return PolicyError(source, line, f"`{where}`: {_message(err)}{more}")
 
 
 def _unknown(key: str) -> str:
@@ -178,14 +186,13 @@ def _message(err: Any) -> str:
     if err["type"] == "extra_forbidden":
         return "unknown key"
     if err["type"] == "missing":
-        return "missing (a new category needs both `weight` and `paths`)"
+        new_category: bool = err["loc"][0] == "categories"
+        return "missing" + (" (a new category needs both `weight` and `paths`)" * new_category)
     msg = str(err["msg"])
     return msg.removeprefix("Value error, ")
 
 
-def _locate(
-    loc: tuple[Any, ...], *files: tuple[str, dict[tuple[Any, ...], int]]
-) -> tuple[str, int | None]:
+def locate(loc: tuple[Any, ...], *files: tuple[str, Lines]) -> tuple[str, int | None]:
     """The first file that has the longest prefix of ``loc``, and that key's line."""
     for n in range(len(loc), 0, -1):
         for source, lines in files:
@@ -239,15 +246,18 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _parse(text: str, source: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
-    """The YAML mapping and, for every key path, the line it is on (1-based)."""
+def parse_config(text: str, source: str) -> tuple[dict[str, Any], Lines]:
+    """The YAML mapping and, for every key path, the line it is on (1-based).
+
+    The one reader of Patchwarden's YAML files: invalid YAML, a key set twice or a
+    top level that is not a mapping is a :class:`PolicyError` with its line."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise PolicyError(source, line, f"not valid YAML: {problem}") from None
+        raise PolicyError(source, line, f"the file is not valid YAML: {problem}") from None
     if node is None:
         return {}, {}
     if not isinstance(node, yaml.MappingNode):

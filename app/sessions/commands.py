@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from app.errors import PatchwardenError
+from app.errors import RepoConfigError
+from app.policy.config import REPO_SOURCE, Lines, parse_config
 from app.sessions.workspace import read_confined
 
-CONFIG_PATH = ".github/patchwarden.yml"
+CONFIG_PATH = REPO_SOURCE
 ENV_MOUNT = "/env"  # where a repository's cached environment appears in the sandbox
 Source = Literal["config", "detected", "none"]
 REQUIREMENTS = (
@@ -52,10 +51,6 @@ SETUP_INPUTS = (
     "npm-shrinkwrap.json",
 )
 _TEST_EXTRAS = ("test", "tests", "testing", "dev")
-
-
-class RepoConfigError(PatchwardenError):
-    """``.github/patchwarden.yml`` on the base branch cannot be used as it is."""
 
 
 @dataclass(frozen=True)
@@ -106,18 +101,13 @@ def _split(value: Any, key: str) -> list[str]:
 
 
 def read_config(tree: Path) -> dict[str, Any]:
+    return read_config_lines(tree)[0]
+
+
+def read_config_lines(tree: Path) -> tuple[dict[str, Any], Lines]:
+    """The base tree's ``.github/patchwarden.yml`` and the line of each key ({} if none)."""
     text = _text(tree, CONFIG_PATH)
-    if text is None:
-        return {}
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RepoConfigError(f"{CONFIG_PATH} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise RepoConfigError(f"{CONFIG_PATH} must be a mapping of settings at the top level")
-    return data
+    return ({}, {}) if text is None else parse_config(text, CONFIG_PATH)
 
 
 def detect(tree: Path, *, base_python: str) -> RepoCommands:

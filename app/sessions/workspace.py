@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.errors import PatchwardenError
-from app.policy.diff import parse_diff
+from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.secrets import scan_added
 from app.redact import redact
 from app.sessions.result import Diff, FileStat, SecretFound
@@ -386,7 +386,7 @@ class Workspace:
         ]
         truncated = len(text) > DIFF_CAP
         if truncated:
-            text = text[:DIFF_CAP] + "\n[... diff cut by Patchwarden ...]\n"
+            text = text[:DIFF_CAP] + f"\n{TRUNCATION_MARK}\n"
         return Diff(
             unified=redact(text, known=known_secrets),
             truncated=truncated,
