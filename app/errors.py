@@ -14,6 +14,10 @@ class ConfigError(PatchwardenError):
     """The configuration is missing something or holds a bad value."""
 
 
+class BadInput(PatchwardenError):
+    """What a command was given cannot be used (``run``, ``score``): exit code 2."""
+
+
 class RepoConfigError(PatchwardenError):
     """A repository's ``.github/patchwarden.yml`` (on its base branch) cannot be used."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from app.config import Settings, load_settings
-from app.errors import PatchwardenError
+from app.errors import BadInput
 from app.fixers.choose import FIXERS, budget_from, make_fixer
 from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
@@ -33,10 +33,6 @@ from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
 from app.sessions.workspace import Remote, git_env, run_git
-
-
-class BadInput(PatchwardenError):
-    """What the user gave ``run`` cannot be used; exit 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

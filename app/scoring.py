@@ -18,23 +18,20 @@ what Patchwarden itself may do.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from app.errors import PatchwardenError
+from app.config import Settings, load_settings
+from app.errors import BadInput, PatchwardenError
 from app.policy.config import LADDER, REPO_SOURCE, Policy, PolicyError, load_policy
 from app.policy.score import Score, Trigger, score_diff
 from app.publish.body import render_score
-from app.sessions.policyfile import default_policy_text
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from app.sessions.workspace import git_env, run_git
 
 FAIL_ON = ("reject", "draft", "review", "never")
-GIT_TIMEOUT = 120.0
-
-
-class ScoreInputError(PatchwardenError):
-    """What ``patchwarden score`` was given cannot be scored; exit 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,14 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="also append the markdown verdict to this file (GitHub's $GITHUB_STEP_SUMMARY)",
     )
-    parser.add_argument(
-        "--default-policy", type=Path, help="the default policy file (default: the shipped one)"
-    )
 
 
-def run_score(args: argparse.Namespace) -> int:
+def run_score(args: argparse.Namespace, *, settings: Settings | None = None) -> int:
     try:
-        policy, text = _inputs(args)
+        settings = settings or load_settings()
+        policy, text = asyncio.run(_inputs(args, settings.default_policy or DEFAULT_POLICY))
     except (PatchwardenError, OSError) as exc:
         print(f"patchwarden score: {exc}", file=sys.stderr)
         return 2
@@ -93,10 +88,8 @@ def fails(score: Score, fail_on: str) -> bool:
     return LADDER.index(score.decision) <= LADDER.index(fail_on)  # type: ignore[arg-type,unused-ignore]
 
 
-def _inputs(args: argparse.Namespace) -> tuple[Policy, str]:
-    default = default_policy_text(args.default_policy) if args.default_policy else None
-    if default is None:
-        default = default_policy_text()
+async def _inputs(args: argparse.Namespace, default_policy: Path) -> tuple[Policy, str]:
+    default = default_policy_text(default_policy)
     repo_text: str | None = None
     repo_source = REPO_SOURCE
     if args.policy is not None:
@@ -104,15 +97,16 @@ def _inputs(args: argparse.Namespace) -> tuple[Policy, str]:
         repo_source = str(args.policy)
     if args.repo is not None:
         if not args.base:
-            raise ScoreInputError("--repo needs --base (the revision the change is based on)")
-        top = args.repo
+            raise BadInput("--repo needs --base (the revision the change is based on)")
+        git = _Git(args.repo)
         for rev in (args.base, args.head):
-            _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", what=rev)
+            await git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", what=rev)
         if args.policy is None:
-            repo_text = _git_show(top, args.base, REPO_SOURCE)
+            # Read from the base, never the head: a change cannot loosen its own policy.
+            if await git.has(f"{args.base}:{REPO_SOURCE}"):
+                repo_text = await git("show", f"{args.base}:{REPO_SOURCE}", what=REPO_SOURCE)
             repo_source = f"{REPO_SOURCE} (at {args.base})"
-        text = _git(
-            top,
+        text = await git(
             "diff",
             "--binary",
             "-M",
@@ -124,12 +118,12 @@ def _inputs(args: argparse.Namespace) -> tuple[Policy, str]:
         )
     else:
         if args.base:
-            raise ScoreInputError("--base goes with --repo; a --diff file is scored as it is")
+            raise BadInput("--base goes with --repo; a --diff file is scored as it is")
         text = sys.stdin.read() if args.diff == "-" else _read(Path(args.diff), "--diff")
     try:
         policy = load_policy(default, repo_text, repo_source=repo_source)
     except PolicyError as exc:
-        raise ScoreInputError(f"the policy is invalid: {exc}") from None
+        raise BadInput(f"the policy is invalid: {exc}") from None
     return policy, text
 
 
@@ -137,31 +131,28 @@ def _read(path: Path, flag: str) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise ScoreInputError(f"{flag} {path}: {exc.strerror}") from None
+        raise BadInput(f"{flag} {path}: {exc.strerror}") from None
 
 
-def _git(top: Path, *argv: str, what: str) -> str:
-    try:
-        done = subprocess.run(  # noqa: S603 - an argument list, no shell
-            ["git", "-C", str(top), *argv],  # noqa: S607 - git from PATH, as everywhere
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ScoreInputError(f"git failed on {top}: {exc}") from None
-    if done.returncode != 0:
-        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = reason[-1] if reason else f"exit code {done.returncode}"
-        raise ScoreInputError(f"{top}: git does not know {what!r} ({detail})")
-    return done.stdout.decode("utf-8", "replace")
+class _Git:
+    """Host-side git on the repository being scored, hardened as everywhere
+    (app/sessions/workspace.run_git: no hooks, no fsmonitor, no inherited config)."""
 
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self.env = git_env(Path.home())
 
-def _git_show(top: Path, rev: str, path: str) -> str | None:
-    """``path`` at ``rev``, or None if it is not there (any other failure is an error:
-    scoring with the default policy because git failed would loosen the repository's)."""
-    try:
-        _git(top, "cat-file", "-e", f"{rev}:{path}", what=f"{rev}:{path}")
-    except ScoreInputError:
-        return None
-    return _git(top, "show", f"{rev}:{path}", what=f"{rev}:{path}")
+    async def __call__(self, *argv: str, what: str) -> str:
+        done = await run_git(["-C", str(self.top), *argv], env=self.env, check=False)
+        if done.returncode != 0:
+            reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            detail = reason[-1] if reason else f"exit code {done.returncode}"
+            raise BadInput(f"{self.top}: git does not know {what!r} ({detail})")
+        return done.stdout.decode("utf-8", "replace")
+
+    async def has(self, spec: str) -> bool:
+        """Whether ``rev:path`` exists (any other failure is an error, never "absent":
+        scoring with the defaults because git failed would loosen the repository's policy)."""
+        done = await run_git(["-C", str(self.top), "cat-file", "-e", spec], env=self.env,
+                             check=False)  # fmt: skip
+        return done.returncode == 0

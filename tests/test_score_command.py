@@ -25,8 +25,10 @@ TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
 LOOSE = "autonomy: automerge\nunprotect: [.github/patchwarden.yml]\n"
 
 
-def pw(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHWARDEN_")}
+def pw(
+    *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHWARDEN_")} | (env or {})
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [*PW, "score", *args],
@@ -136,6 +138,27 @@ def test_bad_input_exits_2_with_one_line(repo: Path, args: list[str], says: str)
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert says.format(repo=repo) in done.stderr
+
+
+def test_the_default_policy_comes_from_patchwarden_default_policy(
+    repo: Path, tmp_path: Path
+) -> None:
+    diff = (
+        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+        "@@ -1 +1 @@\n-teh\n+the\n"
+    )
+    strict = tmp_path / "default.yml"
+    shipped = (ROOT / "policies" / "default.yml").read_text()
+    strict.write_text(shipped.replace("automerge: 20 ", "automerge: 0  "))
+    env = {"PATCHWARDEN_DEFAULT_POLICY": str(strict)}
+    done = pw("--diff", "-", "--format", "json", cwd=repo, stdin=diff, env=env)
+    assert json.loads(done.stdout)["thresholds"]["automerge"] == 0
+    assert json.loads(done.stdout)["decision"] == "review"
+
+    env = {"PATCHWARDEN_DEFAULT_POLICY": str(tmp_path / "missing.yml")}
+    done = pw("--diff", "-", cwd=repo, stdin=diff, env=env)
+    assert done.returncode == 2
+    assert f"the default policy {tmp_path / 'missing.yml'} cannot be read" in done.stderr
 
 
 def test_an_invalid_policy_on_the_base_is_refused_not_ignored(repo: Path) -> None:
