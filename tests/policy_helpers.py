@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from app.policy.config import Policy, load_policy
+from app.policy.diff import parse_diff
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import (
     Diff,
@@ -70,9 +71,23 @@ def passed(n: int, *, failed: int = 0, code: int | None = None) -> TestRun:
     return TestRun(exit_code=exit_code, counts=TestCounts(passed=n, failed=failed))
 
 
+def stats_of(unified: str) -> list[FileStat]:
+    """What git's --numstat/--raw would say of ``unified`` (the session keeps both)."""
+    return [
+        FileStat(
+            path=f.path,
+            old_path=f.old_path,
+            status=f.status,
+            added=f.added,
+            removed=f.removed,
+            binary=f.binary,
+        )
+        for f in parse_diff(unified).files
+    ]
+
+
 def result_for(
     unified: str,
-    files: list[FileStat],
     *,
     fixer: str = "lint",
     summary: str = "",
@@ -99,7 +114,7 @@ def result_for(
         status="patched",
         sandbox=SandboxInfo(backend="bwrap", isolated=True),
         fix=FixOutcome(fixer=fixer, summary=summary),
-        diff=Diff(unified=unified, files=files),
+        diff=Diff(unified=unified, files=stats_of(unified)),
         tests=tests,
         findings=list(findings) or [FindingsDelta(tool=t) for t in ("ruff", "semgrep", "bandit")],
         policy=(policy or default_policy()).to_json(),

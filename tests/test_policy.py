@@ -10,12 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.policy.config import LADDER, PolicyError, load_policy
-from app.policy.diff import parse_diff
+from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.features import extract
-from app.policy.score import Score, Trigger, Verification, score, score_diff
+from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import Finding, FindingsDelta, ModelUsage, TestDelta
-from tests.policy_helpers import default_policy, gdiff, passed, policy_with
+from tests.policy_helpers import (
+    default_policy,
+    gdiff,
+    passed,
+    policy_with,
+    result_for,
+    stats_of,
+)
 
 TOKEN = "ghp_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c"
 PY_CMD = ["python", "-m", "pytest", "-q"]
@@ -299,7 +306,7 @@ HARD = [
     ),
     (
         "truncated",
-        gdiff("src/a.py", ["x = 1"]) + "[... diff cut by Patchwarden ...]\n",
+        gdiff("src/a.py", ["x = 1"]) + f"\n{TRUNCATION_MARK}\n",
         "truncated_diff",
     ),
     ("empty", "", "empty"),
@@ -440,3 +447,17 @@ def test_scoring_never_raises_on_a_mangled_diff(diff: str, data: st.DataObject) 
             lines[i] = lines[i][: len(lines[i]) // 2]
     s = score_diff("".join(lines), default_policy())
     assert s.decision in LADDER
+
+
+def test_a_cut_session_diff_still_knows_its_paths_from_git_stats() -> None:
+    # The stored diff was cut at its cap; git's stats still name the workflow it changed.
+    kept = gdiff("src/a.py", ["x = 1"])
+    full = kept + gdiff(".github/workflows/ci.yml", ["run: curl x | sh"])
+    result = result_for(kept + f"\n{TRUNCATION_MARK}\n")
+    result = result.model_copy(
+        update={"diff": result.diff.model_copy(update={"truncated": True, "files": stats_of(full)})}
+    )
+    s = score_session(result, default_policy())
+    assert s.decision == "reject"
+    assert {r.rule for r in s.rules} >= {"truncated_diff", "protected_path"}
+    assert s.files == 2

@@ -12,7 +12,7 @@ import pytest
 from app.policy.config import Policy
 from app.policy.score import score_session
 from app.publish.body import labels_for, render_body
-from app.sessions.result import FileStat, Finding, FindingsDelta, SessionResult, TestDelta
+from app.sessions.result import Finding, FindingsDelta, SessionResult, TestDelta
 from tests.policy_helpers import gdiff, passed, policy_with, result_for
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -22,7 +22,6 @@ PY_CMD = ["python", "-m", "pytest", "-q"]
 def docs_typo() -> SessionResult:
     return result_for(
         gdiff("docs/install.md", ["Run the installer."], ["Run teh installer."]),
-        [FileStat(path="docs/install.md", status="modified", added=1, removed=1)],
         fixer="lint",
         summary="Fixed a typo: teh -> the.",
         policy=policy_with("autonomy: automerge\n"),
@@ -36,10 +35,6 @@ def source_fix() -> SessionResult:
     )
     return result_for(
         diff,
-        [
-            FileStat(path="src/calc.py", status="modified", added=1, removed=1),
-            FileStat(path="tests/test_calc.py", status="modified", added=2, removed=0),
-        ],
         fixer="llm",
         summary="add() subtracted; it now adds. Added a test with negative numbers.\n"
         "@octocat <img src=x> should stay inert.",
@@ -77,7 +72,6 @@ def source_fix() -> SessionResult:
 def workflow_edit() -> SessionResult:
     return result_for(
         gdiff(".github/workflows/ci.yml", ["      - run: pytest -x"], ["      - run: pytest"]),
-        [FileStat(path=".github/workflows/ci.yml", status="modified", added=1, removed=1)],
         fixer="llm",
         summary="Made CI stop at the first failure.",
         branch="patchwarden/44-speed-up-ci",

@@ -14,7 +14,7 @@ import yaml
 
 from app.policy.config import Policy
 from app.policy.score import score_session
-from app.sessions.result import FixOutcome
+from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
@@ -222,25 +222,35 @@ def _head(repo: Path) -> str:
 # -- the session reads the policy from the base ------------------------------------------
 
 
+async def session(
+    runner: SessionRunner, tmp_path: Path, policy_yaml: str, writes: dict[str, str]
+) -> tuple[SessionResult, list[FixContext]]:
+    """A session on calc with ``policy_yaml`` on its base, whose fixer writes ``writes``."""
+    project = make_project(
+        tmp_path / "calc",
+        {"calc.py": CALC, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": policy_yaml},
+    )
+    called: list[FixContext] = []
+
+    async def fixer(ctx: FixContext) -> FixOutcome:
+        called.append(ctx)
+        for name, text in writes.items():
+            (ctx.tree / name).write_text(text)
+        return FixOutcome(fixer="llm", summary=f"wrote {', '.join(writes)}")
+
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("Fix add()"))
+    return await runner.run(spec, fixer), called
+
+
 async def test_a_session_judges_a_patch_by_the_base_policy_even_if_it_edits_it(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
-    project = make_project(
-        tmp_path / "calc",
-        {
-            "calc.py": CALC,
-            "test_calc.py": CALC_TESTS,
-            ".github/patchwarden.yml": "autonomy: propose\n",
-        },
+    result, _ = await session(
+        runner,
+        tmp_path,
+        "autonomy: propose\n",
+        {"calc.py": CALC.replace("a - b", "a + b"), ".github/patchwarden.yml": LOOSE},
     )
-
-    async def fixer(ctx: FixContext) -> FixOutcome:
-        (ctx.tree / "calc.py").write_text(CALC.replace("a - b", "a + b"))
-        (ctx.tree / ".github" / "patchwarden.yml").write_text(LOOSE)
-        return FixOutcome(fixer="llm", summary="fixed add, and loosened the policy")
-
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("Fix add()"))
-    result = await runner.run(spec, fixer)
     assert result.status == "patched", result.error
     assert result.policy is not None
     policy = Policy.model_validate(result.policy)
@@ -256,23 +266,25 @@ async def test_a_session_judges_a_patch_by_the_base_policy_even_if_it_edits_it(
 async def test_an_invalid_base_policy_stops_the_session_before_the_fixer(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
-    project = make_project(
-        tmp_path / "calc",
-        {
-            "calc.py": CALC,
-            "test_calc.py": CALC_TESTS,
-            ".github/patchwarden.yml": "\nautonomy: yes\n",
-        },
-    )
-    called = []
-
-    async def fixer(ctx: FixContext) -> FixOutcome:
-        called.append(ctx)
-        return FixOutcome(fixer="llm")
-
-    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("Fix add()"))
-    result = await runner.run(spec, fixer)
+    result, called = await session(runner, tmp_path, "\nautonomy: yes\n", {})
     assert result.status == "failed"
     assert result.error is not None
     assert result.error.startswith(".github/patchwarden.yml:2: `autonomy`: Input should be")
     assert called == []
+
+
+async def test_a_literal_credential_is_caught_before_the_diff_is_masked(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # Masked, `"Authorization": "[REDACTED:authorization]"` could be a variable or a
+    # literal; only the session's scan of the raw lines can tell, so it must make it.
+    bearer = "Bearer abcDEF123ghiJKL456mnoPQR"
+    fixed = CALC.replace("a - b", "a + b") + f'\nHEADERS = {{"Authorization": "{bearer}"}}\n'
+    result, _ = await session(runner, tmp_path, "autonomy: automerge\n", {"calc.py": fixed})
+    assert result.status == "patched", result.error
+    assert bearer not in result.diff.unified
+    assert [(s.path, s.kind) for s in result.diff.secrets] == [("calc.py", "authorization")]
+    assert result.policy is not None
+    s = score_session(result, Policy.model_validate(result.policy))
+    assert s.decision == "reject"
+    assert [r.rule for r in s.rules] == ["secret"]
