@@ -72,8 +72,12 @@ def run_score(args: argparse.Namespace, *, settings: Settings | None = None) -> 
     score = score_diff(text, policy, trigger=Trigger("human"))
     markdown = render_score(score)
     if args.summary is not None:
-        with args.summary.open("a", encoding="utf-8") as out:
-            out.write(markdown + "\n")
+        try:
+            with args.summary.open("a", encoding="utf-8") as out:
+                out.write(markdown + "\n")
+        except OSError as exc:
+            print(f"patchwarden score: --summary {args.summary}: {exc.strerror}", file=sys.stderr)
+            return 2
     if args.format == "json":
         print(json.dumps(score.to_json(), indent=2))
     else:

@@ -129,10 +129,17 @@ def test_a_diff_from_stdin_and_a_policy_file(repo: Path, tmp_path: Path) -> None
             "the policy is invalid: {repo}/bad.yml:2: unknown key `autonmy`",
         ),
         (["--repo", "{repo}", "--base", "HEAD"], "the change is empty"),
+        (
+            ["--diff", "{repo}/one.diff", "--summary", "{repo}/no/such/dir/summary.md"],
+            "--summary {repo}/no/such/dir/summary.md: No such file or directory",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(repo: Path, args: list[str], says: str) -> None:
     (repo / "bad.yml").write_text("autonomy: review\nautonmy: automerge\n")
+    (repo / "one.diff").write_text(
+        "diff --git a/x.md b/x.md\n--- a/x.md\n+++ b/x.md\n@@ -1 +1 @@\n-a\n+b\n"
+    )
     done = pw(*[a.format(repo=repo) for a in args], cwd=repo)
     assert done.returncode == 2
     assert done.stdout == ""
