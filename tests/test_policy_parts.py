@@ -21,8 +21,9 @@ from app.policy.deps import dependency_changes
 from app.policy.diff import TRUNCATION_MARK, ChangedFile, parse_diff
 from app.policy.features import Features, extract
 from app.policy.globs import GlobSet, compile_glob
-from app.policy.secrets import SecretHit, scan_added, scan_line
+from app.policy.secrets import scan_added, scan_line
 from app.sessions.policyfile import default_policy_text
+from app.sessions.result import SecretFound
 from app.sessions.workspace import git_env
 
 POLICY = load_policy(default_policy_text())
@@ -277,9 +278,9 @@ def test_scan_added_lines_and_dedup() -> None:
     token = f"ghp_{rand(36)}"
     lines = [(3, f"t: {token}  # AKIAIOSFODNN7EXAMPLE"), (4, "DEBUG = 0"), (9, f"{token} {token}")]
     assert scan_added("app/settings.py", lines) == [
-        SecretHit("app/settings.py", 3, GH),
-        SecretHit("app/settings.py", 3, "aws-access-key"),
-        SecretHit("app/settings.py", 9, GH),
+        SecretFound(path="app/settings.py", line=3, kind=GH),
+        SecretFound(path="app/settings.py", line=3, kind="aws-access-key"),
+        SecretFound(path="app/settings.py", line=9, kind=GH),
     ]
 
 

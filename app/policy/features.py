@@ -12,7 +12,8 @@ from app.policy.config import Policy
 from app.policy.deps import DepChange, dependency_changes
 from app.policy.diff import ChangedFile, ParsedDiff
 from app.policy.globs import GlobSet
-from app.policy.secrets import SecretHit, scan_added
+from app.policy.secrets import scan_added
+from app.sessions.result import SecretFound
 
 _TEST_DEF = re.compile(
     r"""^\s*(?:(?:async\s+)?def\s+(?P<py>test\w*)\s*\(|func\s+(?P<go>Test\w+)\s*\(|"""
@@ -63,7 +64,7 @@ class Features:
     tests_deleted: tuple[str, ...] = ()
     test_functions_removed: tuple[str, ...] = ()  # "path::name"
     skips_added: tuple[str, ...] = ()  # "path:line"
-    secrets: tuple[SecretHit, ...] = ()
+    secrets: tuple[SecretFound, ...] = ()
     parse_error: str | None = None
     truncated: bool = False
 
@@ -109,7 +110,7 @@ def extract(
     diff: ParsedDiff,
     policy: Policy,
     *,
-    extra_secrets: Iterable[SecretHit] = (),
+    extra_secrets: Iterable[SecretFound] = (),
 ) -> Features:
     """The features of ``diff`` under ``policy``."""
     cls = Classifier(policy)
@@ -121,7 +122,7 @@ def extract(
     deleted_t: list[str] = []
     removed_fns: list[str] = []
     skips: list[str] = []
-    secrets: list[SecretHit] = list(dict.fromkeys(extra_secrets))
+    secrets: list[SecretFound] = list(dict.fromkeys(extra_secrets))
     seen_secrets = set(secrets)
     for f in diff.files:
         category = cls.category(f.path)

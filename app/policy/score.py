@@ -25,7 +25,6 @@ from app.policy.config import (
 )
 from app.policy.diff import parse_diff
 from app.policy.features import Features, extract
-from app.policy.secrets import SecretHit
 from app.sessions.result import FindingsDelta, ModelUsage, SessionResult, TestDelta
 
 Risk = Literal["low", "medium", "high"]
@@ -119,8 +118,7 @@ def score_session(
         # git's stats name every path, also those a truncated diff lost
         extra_paths=tuple(p for f in result.diff.files for p in (f.path, f.old_path) if p),
     )
-    secrets = [SecretHit(s.path, s.line, s.kind) for s in result.diff.secrets]
-    features = extract(diff, policy, extra_secrets=secrets)
+    features = extract(diff, policy, extra_secrets=result.diff.secrets)
     verification = Verification.of(result, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
     return score(features, policy, verification=verification, trigger=trigger)
 

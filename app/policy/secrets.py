@@ -18,9 +18,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from app.redact import find_secrets
+from app.sessions.result import SecretFound
 
 # Formats that are credentials on sight.
 STRONG = {"private-key", "github-token", "aws-access-key", "aws-secret-key", "jwt", "secret"}
@@ -45,13 +45,6 @@ _TEMPLATE = re.compile(
 )
 # URLs, paths and names made of words (`X-Auth-Token`, `prod/db/credentials`): not keys.
 _NOT_A_KEY = re.compile(r"^[a-z][a-z0-9+.-]*://|^[./~]|^[A-Za-z]+(?:[-_./: ][A-Za-z]+)*$")
-
-
-@dataclass(frozen=True)
-class SecretHit:
-    path: str
-    line: int  # in the new file; 0 when unknown
-    kind: str
 
 
 def entropy(text: str) -> float:
@@ -112,10 +105,10 @@ def scan_line(text: str) -> list[str]:
     return kinds
 
 
-def scan_added(path: str, lines: Iterable[tuple[int, str]]) -> list[SecretHit]:
+def scan_added(path: str, lines: Iterable[tuple[int, str]]) -> list[SecretFound]:
     """Every credential in ``lines`` (line number, text) added to ``path``."""
-    hits: list[SecretHit] = []
-    for number, text in lines:
-        for kind in dict.fromkeys(scan_line(text)):
-            hits.append(SecretHit(path, number, kind))
-    return hits
+    return [
+        SecretFound(path=path, line=number, kind=kind)
+        for number, text in lines
+        for kind in dict.fromkeys(scan_line(text))
+    ]

@@ -39,7 +39,7 @@ from app.errors import PatchwardenError
 from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.secrets import scan_added
 from app.redact import redact
-from app.sessions.result import Diff, FileStat, SecretFound
+from app.sessions.result import Diff, FileStat
 
 GIT_TIMEOUT = 600.0
 BOT_NAME = "patchwarden[bot]"
@@ -379,11 +379,7 @@ class Workspace:
         raw = await self.git("diff", "--raw", "-z", *options, self.base_sha, head)
         # Credentials are looked for before masking: the policy must see them, and a
         # masked `Authorization` value cannot tell a literal from a variable any more.
-        secrets = [
-            SecretFound(path=hit.path, line=hit.line, kind=hit.kind)
-            for f in parse_diff(text).files
-            for hit in scan_added(f.path, f.added_lines)
-        ]
+        secrets = [hit for f in parse_diff(text).files for hit in scan_added(f.path, f.added_lines)]
         truncated = len(text) > DIFF_CAP
         if truncated:
             text = text[:DIFF_CAP] + f"\n{TRUNCATION_MARK}\n"
