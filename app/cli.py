@@ -18,8 +18,9 @@ from aiohttp import web
 
 from app import __version__, logs
 from app.config import Settings, load_settings
-from app.errors import PatchwardenError
+from app.errors import BadInput, PatchwardenError
 from app.store import AuditQuery, store_for_url
+from app.store.outcomes import format_outcomes, summarise_outcomes
 
 log = logging.getLogger("patchwarden")
 
@@ -152,8 +153,36 @@ async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
     return 0
 
 
+async def _audit_outcomes(
+    settings: Settings, *, repo: str | None, since: float | None, as_json: bool
+) -> int:
+    store = store_for_url(settings.database_url, create=False)
+    await store.open()
+    try:
+        outcomes = await store.find_outcomes(repo=repo, since=since)
+    finally:
+        await store.close()
+    rows = summarise_outcomes(outcomes)
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, sort_keys=True))
+    elif rows:
+        print(format_outcomes(rows))
+    else:
+        print("no outcomes recorded", file=sys.stderr)
+    return 0
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     settings = load_settings()
+    if args.outcomes:
+        if args.job is not None:
+            raise BadInput(
+                "--outcomes sums up whole repositories: use --repo or --since, not --job"
+            )
+        return asyncio.run(
+            _audit_outcomes(settings, repo=args.repo, since=args.since, as_json=args.json)
+        )
     query = AuditQuery(repo=args.repo, job_id=args.job, since=args.since, limit=args.limit)
     return asyncio.run(_audit(settings, query, args.json))
 
@@ -224,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--repo", help="only this owner/name")
     audit.add_argument("--job", type=int, help="only this job id")
     audit.add_argument("--since", type=parse_since, help="30m, 2h, 7d, or an ISO time")
-    audit.add_argument("--limit", type=int, default=1000)
+    audit.add_argument("--limit", type=int, default=1000, help="at most this many entries")
+    audit.add_argument(
+        "--outcomes",
+        action="store_true",
+        help="what became of the jobs instead: PRs, merges, reverts, time and cost per repo",
+    )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(func=cmd_audit)
 

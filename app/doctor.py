@@ -11,12 +11,13 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from app import __version__
 from app.config import Settings
 from app.errors import PatchwardenError
-from app.store import store_for_url
+from app.store import Pause, store_for_url
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,39 @@ def _store_check(settings: Settings) -> Check:
         return Check("database", status, str(exc))
     except Exception as exc:
         return Check("database", "fail", f"{settings.database_url}: {exc}")
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _pause_check(settings: Settings) -> Check:
+    """The global pause (PATCHWARDEN_PAUSED) and the repositories paused in the store."""
+
+    async def paused_repos() -> list[Pause]:
+        store = store_for_url(settings.database_url, create=False)
+        await store.open()
+        try:
+            return await store.pauses()
+        finally:
+            await store.close()
+
+    parts = ["paused globally (PATCHWARDEN_PAUSED)"] if settings.paused else []
+    try:
+        pauses = asyncio.run(paused_repos())
+    except Exception as exc:  # the database check says what is wrong with the store
+        if not str(exc).startswith("no database at"):
+            parts.append(f"repository pauses unknown: {exc}")
+            return Check("pauses", "warn", "; ".join(parts))
+        pauses = []  # no database yet: nothing can have been paused
+    for p in pauses:
+        parts.append(
+            f"{p.repo} paused by {p.actor} since {_when(p.at)}"
+            + (f" ({p.reason})" if p.reason else "")
+        )
+    if not parts:
+        return Check("pauses", "ok", "none: no global pause, no repository paused")
+    return Check("pauses", "warn", "; ".join(parts))
 
 
 def _sandbox_check(settings: Settings) -> Check:
@@ -149,6 +183,7 @@ def collect(settings: Settings) -> list[Check]:
     checks.append(_sandbox_check(settings))
     checks.append(_llm_check(settings))
     checks.append(_store_check(settings))
+    checks.append(_pause_check(settings))
     checks.append(
         Check(
             "webhook signatures",

@@ -14,8 +14,10 @@ import aiohttp
 from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
+from app.pipeline import Pipeline
 from app.queue import Lane, WorkerPool
 from app.queue.worker import JobHandler
+from app.sessions.factory import runner_from
 from app.store import Job, Store, store_for_url
 from app.webhooks import HandlerContext, route_delivery
 
@@ -43,14 +45,21 @@ class Runtime:
             bot_name=self.settings.bot_name,
             delivery_id=delivery.id,
             on_enqueued=self.pool.wake,
+            paused_globally=self.settings.paused,
         )
         handled = await route_delivery(delivery, app=self.github, ctx=ctx)
         return {"handlers": handled}
 
     def handlers(self) -> dict[str, tuple[str, JobHandler]]:
-        """Job kinds this version can run. ``fix`` and ``alert`` jobs wait in the store
-        until a version with coding sessions runs them."""
-        return {"delivery": (EVENTS_QUEUE, self.handle_delivery)}
+        """Job kinds this process runs: routing deliveries, and the pipeline's jobs."""
+        pipeline = Pipeline(
+            settings=self.settings,
+            store=self.store,
+            github=self.github,
+            runner=runner_from(self.settings),
+            wake=self.pool.wake,
+        )
+        return {"delivery": (EVENTS_QUEUE, self.handle_delivery), **pipeline.handlers()}
 
 
 def github_app(settings: Settings, session: aiohttp.ClientSession) -> GitHubApp:

@@ -104,10 +104,15 @@ async def branch_with(
 
 
 async def open_pr(
-    gh: GitHubClient, head: str = "fix", title: str = "Fix the parser"
+    gh: GitHubClient,
+    head: str = "fix",
+    title: str = "Fix the parser",
+    *,
+    body: str = "## Risk: low",
+    base: str = "main",
 ) -> dict[str, Any]:
     pr: dict[str, Any] = await gh.post(
-        PULLS, R, data={"title": title, "head": head, "base": "main", "body": "## Risk: low"}
+        PULLS, R, data={"title": title, "head": head, "base": base, "body": body}
     )
     return pr
 
@@ -442,6 +447,192 @@ async def test_checks_and_statuses_written_by_the_app(forge: LocalForge, gh: Git
     assert [s["conclusion"] for s in suites["check_suites"]] == ["success"]
 
 
+# -- closing keywords, review requests, PR comments --------------------------------------------
+
+ISSUE = "/repos/{owner}/{repo}/issues/{number}"
+REVIEWERS = PULL + "/requested_reviewers"
+
+
+def issues_closed(forge: LocalForge) -> list[int]:
+    return [
+        d.payload["issue"]["number"]
+        for d in forge.deliveries
+        if (d.event, d.action) == ("issues", "closed")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "closes"),
+    [
+        ("Fix the parser", "Fixes #1", True),
+        ("Fix the parser", "Risk: low.\n\nfixes: octo-org/widgets#1", True),
+        ("Fix the parser", "This closes #1.", True),
+        ("Fix the parser", "RESOLVED:  #1", True),
+        ("Close #1: guard the empty string", "", True),
+        ("Fix the parser", "prefixes #1", False),
+        ("Fix the parser", "Fixes #10", False),
+        ("Fix the parser", "See #1", False),
+        ("Fix the parser", "fixes someone/else#1", False),
+    ],
+)
+async def test_merging_into_the_default_branch_closes_the_issues_a_keyword_names(
+    forge: LocalForge, gh: GitHubClient, title: str, body: str, closes: bool
+) -> None:
+    forge.open_issue(REPO, "Parser crashes on empty input", author="alice")
+    head = await branch_with(forge, gh, "fix", {"parser.py": "x = 1\n"})
+    pr = await open_pr(gh, title=title, body=body)
+    await gh.put(MERGE, {**R, "number": pr["number"]}, data={"sha": head})
+    await forge.settle()
+
+    issue = await gh.getitem(ISSUE, {**R, "number": 1})
+    if not closes:
+        assert (issue["state"], issue["closed_at"]) == ("open", None)
+        assert issues_closed(forge) == []
+        return
+    assert (issue["state"], issue["state_reason"]) == ("closed", "completed")
+    assert issue["closed_at"] is not None
+    assert issues_closed(forge) == [1]
+    delivery = forge.deliveries[-1]  # after the merge's pull_request.closed and push
+    assert (delivery.event, delivery.action) == ("issues", "closed")
+    assert delivery.payload["sender"]["login"] == "patchwarden[bot]"  # who merged
+    assert delivery.payload["issue"]["state"] == "closed"
+    assert "pull_request" not in delivery.payload["issue"]
+    assert WebhookContract.load().problems("issues", delivery.payload) == []
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{forge.url}/{REPO}/issues/1") as page,
+    ):
+        text = await page.text()
+    assert f'by <a href="/{REPO}/pull/2">#2</a>' in text
+
+
+async def test_only_open_issues_are_closed_each_once_and_never_a_pr(
+    forge: LocalForge, gh: GitHubClient
+) -> None:
+    forge.open_issue(REPO, "one", author="alice")
+    forge.open_issue(REPO, "two", author="alice")
+    done = forge.open_issue(REPO, "three", author="alice")
+    done.state, done.state_reason = "closed", "not_planned"
+    await branch_with(forge, gh, "other", {"b.txt": "b\n"})
+    await open_pr(gh, "other", "An open PR")  # #4
+    head = await branch_with(forge, gh, "fix", {"a.txt": "a\n"})
+    body = "Fixes #1\nfixes #1, closes #2 and #3.\nCloses #3, resolves #4, fixes #99"
+    pr = await open_pr(gh, body=body)  # #5
+    await gh.put(MERGE, {**R, "number": pr["number"]}, data={"sha": head})
+    await forge.settle()
+
+    assert issues_closed(forge) == [1, 2]
+    assert forge.issue(REPO, 3).state_reason == "not_planned"
+    assert forge.issue(REPO, 4).state == "open"
+
+
+async def test_a_merge_into_another_branch_closes_nothing(
+    forge: LocalForge, gh: GitHubClient
+) -> None:
+    forge.open_issue(REPO, "Parser crashes on empty input", author="alice")
+    main = forge.repos[REPO].git.resolve("refs/heads/main")
+    await gh.post(
+        "/repos/{owner}/{repo}/git/refs", R, data={"ref": "refs/heads/release", "sha": main}
+    )
+    head = await branch_with(forge, gh, "fix", {"parser.py": "x = 1\n"})
+    pr = await open_pr(gh, body="Fixes #1", base="release")
+    await gh.put(MERGE, {**R, "number": pr["number"]}, data={"sha": head})
+    await forge.settle()
+
+    assert forge.repos[REPO].git.resolve("refs/heads/release") != main
+    assert forge.issue(REPO, 1).state == "open"
+    assert issues_closed(forge) == []
+
+
+async def test_closing_an_issue_through_the_api_says_issues_closed(
+    forge: LocalForge, gh: GitHubClient
+) -> None:
+    issue = await gh.post("/repos/{owner}/{repo}/issues", R, data={"title": "Canary: main broke"})
+    n = {**R, "number": issue["number"]}
+    data = {"state": "closed", "state_reason": "not_planned", "labels": ["canary"]}
+    closed = await gh.patch(ISSUE, n, data=data)
+    assert (closed["state"], closed["state_reason"]) == ("closed", "not_planned")
+    await forge.settle()
+    delivery = forge.deliveries[-1]
+    assert (delivery.event, delivery.action) == ("issues", "closed")
+    assert delivery.payload["issue"]["state_reason"] == "not_planned"
+    assert [x["name"] for x in delivery.payload["issue"]["labels"]] == ["canary"]
+    await gh.patch(ISSUE, n, data={"state": "closed"})  # already closed: nothing to say
+    await forge.settle()
+    assert issues_closed(forge) == [issue["number"]]
+
+
+async def test_review_requests_are_kept_shown_and_announced_until_the_review(
+    forge: LocalForge, gh: GitHubClient
+) -> None:
+    await branch_with(forge, gh, "fix", {"a.txt": "a\n"})
+    await open_pr(gh)
+    forge.add_user(REPO, "alice", "write")
+    forge.add_user(REPO, "bob", "read")
+    n = {**R, "number": 1}
+
+    answer = await gh.post(REVIEWERS, n, data={"reviewers": ["alice", "Bob"]})
+    assert [u["login"] for u in answer["requested_reviewers"]] == ["alice", "bob"]
+    await gh.post(REVIEWERS, n, data={"reviewers": ["alice"]})  # already requested
+    fresh = await gh.getitem(PULL, n)
+    assert [u["login"] for u in fresh["requested_reviewers"]] == ["alice", "bob"]
+    await forge.settle()
+    requested = [d for d in forge.deliveries if d.action == "review_requested"]
+    assert [d.payload["requested_reviewer"]["login"] for d in requested] == ["alice", "bob"]
+    assert {d.event for d in requested} == {"pull_request"}
+    assert requested[0].payload["sender"]["login"] == "patchwarden[bot]"
+    assert [u["login"] for u in requested[-1].payload["pull_request"]["requested_reviewers"]] == [
+        "alice",
+        "bob",
+    ]
+
+    await forge.approve(REPO, 1, user="alice")  # her review ends her request
+    fresh = await gh.getitem(PULL, n)
+    assert [u["login"] for u in fresh["requested_reviewers"]] == ["bob"]
+    submitted = forge.deliveries[-1]
+    assert submitted.event == "pull_request_review"
+    assert [u["login"] for u in submitted.payload["pull_request"]["requested_reviewers"]] == ["bob"]
+
+
+@pytest.mark.parametrize(
+    ("reviewers", "says"),
+    [
+        (
+            ["mallory"],
+            "Reviews may only be requested from collaborators. One or more of the users or "
+            f"teams you specified is not a collaborator of the {REPO} repository.",
+        ),
+        (["alice", "mallory"], "Reviews may only be requested from collaborators."),
+        (["patchwarden[bot]"], "Review cannot be requested from pull request author."),
+    ],
+)
+async def test_a_review_request_github_refuses_is_422_and_requests_no_one(
+    forge: LocalForge, gh: GitHubClient, reviewers: list[str], says: str
+) -> None:
+    await branch_with(forge, gh, "fix", {"a.txt": "a\n"})
+    await open_pr(gh)  # by the App
+    forge.add_user(REPO, "alice", "write")
+    with pytest.raises(gidgethub.BadRequest) as raised:
+        await gh.post(REVIEWERS, {**R, "number": 1}, data={"reviewers": reviewers})
+    assert raised.value.status_code == 422
+    assert says in str(raised.value)
+    await forge.settle()
+    assert forge.pull(REPO, 1).requested_reviewers == []
+    assert [d for d in forge.deliveries if d.action == "review_requested"] == []
+
+
+async def test_a_comment_on_a_pr_is_an_issue_comment_on_a_pull_request(
+    forge: LocalForge, gh: GitHubClient
+) -> None:
+    await branch_with(forge, gh, "fix", {"a.txt": "a\n"})
+    await open_pr(gh)
+    await forge.post_comment(REPO, 1, "@patchwarden why this change?", author="alice")
+    (delivery,) = [d for d in forge.deliveries if d.event == "issue_comment"]
+    assert delivery.payload["issue"]["number"] == 1
+    assert delivery.payload["issue"]["pull_request"]["url"] == f"{forge.url}/repos/{REPO}/pulls/1"
+    assert WebhookContract.load().problems("issue_comment", delivery.payload) == []
+
+
 # -- the contract itself ------------------------------------------------------------------------
 
 
@@ -617,6 +808,7 @@ async def test_every_operation_is_answered_on_contract(
     await gh.getitem("/repos/{owner}/{repo}/labels/{name}", {**R, "name": "risk:high"})
     forge.add_user(REPO, "carol", "triage")
     await gh.getitem("/repos/{owner}/{repo}/collaborators/{u}/permission", {**R, "u": "carol"})
+    await gh.post(PULL + "/requested_reviewers", n, data={"reviewers": ["carol"]})
     await gh.post(
         "/repos/{owner}/{repo}/check-runs",
         R,

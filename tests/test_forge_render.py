@@ -195,6 +195,11 @@ def w(tmp_path: Path) -> World:
     )
 
 
+def review_requested(w: World) -> World:
+    w.pull.requested_reviewers = [w.alice]
+    return w
+
+
 # -- REST: each shape against the operation that answers with it ------------------------
 
 Render = Callable[[World], Any]
@@ -248,6 +253,11 @@ REST: list[tuple[str, int, Render]] = [
         "pulls/create-review",
         200,
         lambda w: w.r.review(w.repo, w.pull, Review(41, w.bob, "PENDING", "", HEAD)),
+    ),
+    (
+        "pulls/request-reviewers",
+        201,
+        lambda w: w.r.pull_simple(w.repo, review_requested(w).pull, w.pr),
     ),
     ("issues/create", 201, lambda w: w.r.issue(w.repo, w.issue)),
     ("issues/get", 200, lambda w: w.r.issue(w.repo, w.pr, w.pull)),
@@ -343,6 +353,12 @@ def merged(w: World) -> World:
     return w
 
 
+def closed_by_merge(w: World) -> World:
+    w.issue.state, w.issue.state_reason, w.issue.closed_by_pull = "closed", "completed", 2
+    w.issue.closed_at = w.issue.updated_at = AT + 51
+    return w
+
+
 def push(w: World) -> dict[str, Any]:
     return event(
         w,
@@ -392,6 +408,9 @@ HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
         issue=w.r.issue(w.repo, w.issue),
         label=w.r.label(w.repo, w.issue.labels[0]),
     ),
+    "issues$closed": lambda w: event(
+        closed_by_merge(merged(w)), "closed", w.alice, issue=w.r.issue(w.repo, w.issue)
+    ),
     "pull_request$opened": lambda w: event(
         w, "opened", w.alice, number=2, pull_request=w.pull_json()
     ),
@@ -412,6 +431,14 @@ HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
         w.alice,
         number=2,
         pull_request=w.r.pull(w.repo, w.pull, w.pr, mergeable=None, mergeable_state="unknown"),
+    ),
+    "pull_request$review_requested": lambda w: event(
+        review_requested(w),
+        "review_requested",
+        w.bot,
+        number=2,
+        pull_request=w.pull_json(),
+        requested_reviewer=w.r.user(w.alice),
     ),
     "pull_request_review$submitted": lambda w: event(
         w,
@@ -621,3 +648,17 @@ def test_values_come_from_the_state(w: World) -> None:
     assert branch["commit"]["commit"]["author"]["date"] == "2026-11-22T10:00:00Z"
     assert w.r.git_ref(w.repo, "heads/x", HEAD)["ref"] == "refs/heads/x"
     assert iso(AT) == "2026-11-22T10:00:00Z"
+
+
+def test_requested_reviewers_and_a_closed_issue_come_from_the_state(w: World) -> None:
+    assert w.pull_json()["requested_reviewers"] == []
+    requested = w.r.hook("pull_request", HOOKS["pull_request$review_requested"](w))
+    assert [u["login"] for u in requested["pull_request"]["requested_reviewers"]] == ["alice"]
+    assert requested["requested_reviewer"]["login"] == "alice"
+    closed = w.r.hook("issues", HOOKS["issues$closed"](w))["issue"]
+    assert (closed["state"], closed["state_reason"], closed["closed_at"]) == (
+        "closed",
+        "completed",
+        iso(AT + 51),
+    )
+    assert "pull_request" not in closed

@@ -68,6 +68,8 @@ class RevertFixer(Fixer):
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         config = fixer_settings(workspace.workspace.base_tree).revert
+        if task.culprit:  # the caller names the commit: nothing to reproduce or search
+            return await _Search(self, workspace, config, []).run(task)
         test = self._test_command(task, workspace, config)
         if isinstance(test, FixOutcome):
             return test
@@ -116,11 +118,27 @@ class _Search:
         self.last_bad = self.bad  # the nearest commit known to fail above the good one
 
     async def run(self, task: Task) -> FixOutcome:
+        if task.culprit:
+            return await self._targeted(task.culprit, task.instructions)
         await self._make_clone()
         await self._reproduce()
         good = await self._last_good(task.good)
         culprit, log = await self._bisect(good)
         return await self._revert(culprit, good, log)
+
+    async def _targeted(self, rev: str, why: str) -> FixOutcome:
+        """Revert the commit the caller names (no search): it must be on the first-parent
+        history of the base, within ``revert.max_commits``."""
+        sha = await self._resolve(rev)
+        history = await self._first_parents()
+        if sha is None or sha not in history:
+            return self.fixer.gave_up(
+                f"{rev[:12]} is not on the first-parent history of {self.bad[:12]} within "
+                f"{self.config.max_commits} commits; not reverting"
+            )
+        parent = (await self._host_git("rev-parse", f"{sha}^")).strip()
+        reason = why.strip() or "asked for"
+        return await self._revert(sha, parent, "", why=f"{reason}.")
 
     # -- the steps -------------------------------------------------------------
     async def _make_clone(self) -> None:
@@ -228,7 +246,7 @@ class _Search:
             )
         return culprit, log.stdout
 
-    async def _revert(self, sha: str, good: str, log: str) -> FixOutcome:
+    async def _revert(self, sha: str, good: str, log: str, *, why: str | None = None) -> FixOutcome:
         parents = (await self._host_git("rev-list", "--parents", "-n", "1", sha)).split()[1:]
         subject = (await self._host_git("log", "-1", "--format=%s", sha)).strip()
         author = (await self._host_git("log", "-1", "--format=%an <%ae>", sha)).strip()
@@ -240,7 +258,7 @@ class _Search:
             pull_request=pr,
             merge=len(parents) > 1,
             good=good,
-            tested=self.config.reruns + self.probes + self.bisect_steps,
+            tested=0 if why is not None else self.config.reruns + self.probes + self.bisect_steps,
             bisect_log=log[-20_000:],
         )
         self.ws.progress(f"fix: reverting {sha[:12]} {subject[:60]}")
@@ -274,7 +292,9 @@ class _Search:
         by_pr = f", PR #{pr}" if pr else ""
         runs = self.config.reruns
         summary = (
-            f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
+            f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: {why}"
+            if why is not None
+            else f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
             f"`{self.shown}` fails. The failure reproduced in {runs} of {runs} runs on "
             f"{self.bad[:12]}; {good[:12]} passes; git bisect took {self.bisect_steps} "
             f"steps between them ({culprit.tested} test runs in all)."

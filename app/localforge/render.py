@@ -498,7 +498,7 @@ class Renderer:
             "merge_commit_sha": pull.merge_commit_sha,
             "assignee": None,
             "assignees": [],
-            "requested_reviewers": [],
+            "requested_reviewers": [self.user(u) for u in pull.requested_reviewers],
             "requested_teams": [],
             "head": self._pull_end(repo, pull.head, pull.head_sha),
             "base": self._pull_end(repo, pull.base, pull.base_sha),

@@ -420,6 +420,20 @@ async def create_review(call: Call) -> Answer:
     return Answer(200, call.forge.render.review(repo, pull, review))
 
 
+@op("pulls/request-reviewers")
+async def request_reviewers(call: Call) -> Answer:
+    repo = call.repo
+    pull = call.pull(repo)
+    call.forge.request_reviewers(
+        repo,
+        pull,
+        call.field("reviewers") or [],
+        user=call.bot,
+        teams=call.field("team_reviewers") or [],
+    )
+    return Answer(201, call.forge.render.pull_simple(repo, pull, repo.issues[pull.number]))
+
+
 # -- issues, comments, reactions, labels ---------------------------------------------
 @op("issues/create")
 async def create_issue(call: Call) -> Answer:
@@ -453,25 +467,25 @@ async def get_issue(call: Call) -> Answer:
 async def update_issue(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
+    state = call.field("state")
+    moving = state in {"open", "closed"} and state != issue.state
+    if moving and issue.is_pull and repo.pulls[issue.number].merged:
+        raise custom_error("Issue", "state cannot be changed. The pull request has been merged.")
     for name in ("title", "body"):
         value = call.field(name)
         if value is not None:
             setattr(issue, name, value)
-    state = call.field("state")
-    if state in {"open", "closed"} and state != issue.state:
-        if issue.is_pull and repo.pulls[issue.number].merged:
-            raise custom_error(
-                "Issue", "state cannot be changed. The pull request has been merged."
-            )
-        issue.state = state
-        issue.closed_at = time.time() if state == "closed" else None
-        issue.state_reason = call.field("state_reason") or (
-            "completed" if state == "closed" else "reopened"
-        )
     labels = call.field("labels")
     if labels is not None:
         issue.labels = [call.forge.label(repo, _label_name(x)) for x in labels]
     issue.updated_at = time.time()
+    if moving:
+        reason = call.field("state_reason") or ("completed" if state == "closed" else "reopened")
+        if state == "closed" and not issue.is_pull:
+            call.forge.close_issue(repo, issue, call.bot, reason=reason)  # sends issues.closed
+        else:
+            issue.state, issue.state_reason, issue.closed_by_pull = state, reason, None
+            issue.closed_at = time.time() if state == "closed" else None
     return Answer(200, call.forge.issue_json(repo, issue))
 
 

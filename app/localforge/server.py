@@ -66,6 +66,13 @@ from app.localforge.state import (
 
 ZERO_SHA = "0" * 40
 GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)\.git(?P<rest>/.*)$")
+# GitHub's closing keywords, an optional colon, then ``#N`` or ``owner/repo#N``:
+# https://docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue
+CLOSING = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?:\s*:\s*|\s+)"
+    r"(?:(?P<owner>[\w.-]+)/(?P<name>[\w.-]+))?#(?P<number>[0-9]+)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -393,6 +400,8 @@ class LocalForge:
         pull = r.pulls[number]
         review = Review(self.next_id(), user, state, body, pull.head_sha)  # type: ignore[arg-type]
         pull.reviews.append(review)
+        if state != "PENDING":  # GitHub drops a reviewer's request once they review
+            pull.requested_reviewers = [u for u in pull.requested_reviewers if u.id != user.id]
         self.emit(
             "pull_request_review",
             self.event(
@@ -742,7 +751,62 @@ class LocalForge:
                 ),
             )
             await self.after_push(repo, {ref: (before, merged_sha)}, user)
+            if pull.base == repo.default_branch:
+                for number in closing_references(repo, f"{issue.title}\n{issue.body or ''}"):
+                    target = repo.issues.get(number)
+                    if target is not None and not target.is_pull and target.state == "open":
+                        self.close_issue(repo, target, user, by_pull=pull.number)
         return merged_sha
+
+    def close_issue(
+        self,
+        repo: Repo,
+        issue: Issue,
+        user: User,
+        *,
+        reason: str = "completed",
+        by_pull: int | None = None,
+    ) -> None:
+        """Close an issue (not a PR); GitHub sends ``issues`` (closed)."""
+        issue.state, issue.state_reason, issue.closed_by_pull = "closed", reason, by_pull
+        issue.closed_at = issue.updated_at = time.time()
+        self.emit("issues", self.event(repo, "closed", user, issue=self.issue_json(repo, issue)))
+
+    def request_reviewers(
+        self, repo: Repo, pull: Pull, logins: Sequence[str], *, user: User, teams: Sequence[str]
+    ) -> None:
+        """Request reviews as GitHub does: collaborators only, never the PR's author, all or
+        nothing; each new request sends ``pull_request`` (review_requested)."""
+        author = repo.issues[pull.number].user
+        if any(login.lower() == author.login.lower() for login in logins):
+            raise ApiError(422, "Review cannot be requested from pull request author.")
+        known = {login.lower(): login for login in repo.collaborators}
+        if repo.owner.type == "User":
+            known[repo.owner.login.lower()] = repo.owner.login
+        if teams or any(login.lower() not in known for login in logins):
+            raise ApiError(
+                422,
+                "Reviews may only be requested from collaborators. One or more of the users "
+                "or teams you specified is not a collaborator of the "
+                f"{repo.full_name} repository.",
+            )
+        for login in logins:
+            reviewer = self.user(known[login.lower()])
+            if any(u.id == reviewer.id for u in pull.requested_reviewers):
+                continue
+            pull.requested_reviewers.append(reviewer)
+            repo.issues[pull.number].updated_at = time.time()
+            self.emit(
+                "pull_request",
+                self.event(
+                    repo,
+                    "review_requested",
+                    user,
+                    number=pull.number,
+                    pull_request=self.pull_json(repo, pull),
+                    requested_reviewer=self.render.user(reviewer),
+                ),
+            )
 
     async def after_push(
         self, repo: Repo, changes: Mapping[str, tuple[str | None, str | None]], pusher: User
@@ -1133,6 +1197,17 @@ class LocalForge:
         yield found
         found.extend(self.violations[before:])
         del self.violations[before:]
+
+
+def closing_references(repo: Repo, text: str) -> list[int]:
+    """The issue numbers of ``repo`` that ``text`` says to close, in order, once each."""
+    numbers: list[int] = []
+    for found in CLOSING.finditer(text):
+        named = f"{found['owner']}/{found['name']}" if found["owner"] else repo.full_name
+        number = int(found["number"])
+        if named.lower() == repo.full_name.lower() and number not in numbers:
+            numbers.append(number)
+    return numbers
 
 
 def _node_id(kind: str, number: int) -> str:

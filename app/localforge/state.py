@@ -75,6 +75,7 @@ class Issue:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     closed_at: float | None = None
+    closed_by_pull: int | None = None  # the PR whose merge closed it (a closing keyword)
     is_pull: bool = False
 
     def label_names(self) -> list[str]:
@@ -104,6 +105,7 @@ class Pull:
     merged_by: User | None = None
     merge_commit_sha: str | None = None
     reviews: list[Review] = field(default_factory=list)
+    requested_reviewers: list[User] = field(default_factory=list)  # until they review
     additions: int = 0
     deletions: int = 0
     changed_files: int = 0

@@ -130,8 +130,15 @@ def _repo(repo: Repo, title: str) -> str:
 
 
 def _issue(repo: Repo, issue: Issue, title: str) -> str:
+    closer = issue.closed_by_pull if issue.state == "closed" else None
+    by = (
+        f" by {_link(f'/{repo.full_name}/pull/{closer}', f'#{closer}')}"
+        if closer is not None
+        else ""
+    )
     body = (
-        f"<p>{_state(issue, None)} · opened by {_e(issue.user.login)} {_time(issue.created_at)}"
+        f"<p>{_state(issue, None)}{by} · opened by {_e(issue.user.login)}"
+        f" {_time(issue.created_at)}"
         f" {_labels(issue.label_names())}</p>"
         f"{_post(issue.user.login, issue.created_at, issue.body, issue.reactions)}"
         f"{_comments(issue.comments)}"

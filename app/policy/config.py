@@ -118,6 +118,15 @@ class Weights(_Strict):
     budget_heavy: float = Field(ge=0)
 
 
+class MergeRules(_Strict):
+    """How Patchwarden merges, and what it does after a merge (docs/policy.md#merging)."""
+
+    method: Literal["merge", "squash", "rebase"]
+    two_person: bool  # the person who asked for the fix cannot be its only approver
+    canary_minutes: float = Field(ge=0)  # a failure on the default branch within it reverts
+    revert_automerge: bool  # a clean revert of Patchwarden's own merge may merge itself
+
+
 class Policy(_Strict):
     autonomy: Autonomy
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
@@ -126,6 +135,7 @@ class Policy(_Strict):
     caps: Caps
     thresholds: Thresholds
     weights: Weights
+    merge: MergeRules
 
     @model_validator(mode="after")
     def _has_source(self) -> Policy:

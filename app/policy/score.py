@@ -70,6 +70,8 @@ class Trigger:
     """What asked for the change; ``human``: a person's change scored by ``score``."""
 
     kind: TriggerKind = "human"
+    # A revert: of Patchwarden's own merge ("bot") or of a person's commit ("human").
+    reverts: Literal["bot", "human"] | None = None
 
 
 @dataclass(frozen=True)
@@ -280,9 +282,19 @@ def score(
     risk_decision = ladder_min(by_score, *(r.decision for r in rules))
     risk: Risk = _RISK[risk_decision]
     # Autonomy says what Patchwarden may do with its own changes; a person's is not capped.
+    # Undoing its own merge is allowed further (merge.revert_automerge); undoing a
+    # person's commit never merges without a person.
+    reverts = trigger.reverts if trigger is not None else None
     ceiling: Decision = "automerge" if human else AUTONOMY_CEILING[policy.autonomy]
+    if reverts == "bot" and policy.merge.revert_automerge:
+        ceiling = "automerge"
     if ladder_min(risk_decision, ceiling) != risk_decision:
         rule("autonomy", ceiling, f"the repository's autonomy is `{policy.autonomy}`")
+    if reverts == "human" and ladder_min(risk_decision, ceiling, "review") != ladder_min(
+        risk_decision, ceiling
+    ):
+        rule("reverts_person", "review", "it reverts a person's commit: a person approves that")
+        ceiling = ladder_min(ceiling, "review")
     decision = ladder_min(risk_decision, ceiling)
     return Score(
         score=value,

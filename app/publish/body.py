@@ -10,6 +10,7 @@ inert: escaped in tables and inline, fenced in code blocks elsewhere.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import jinja2
@@ -110,8 +111,12 @@ def render_body(
     bot: str = "patchwarden",
     merge_sha: str | None = None,
     merge_commit: bool = True,
+    links: Sequence[str] = (),
 ) -> str:
-    """The PR body; after the merge, render again with ``merge_sha`` to fill in the revert."""
+    """The PR body; after the merge, render again with ``merge_sha`` to fill in the revert.
+
+    ``links`` are lines of Patchwarden's own (``Fixes #12``, ``Reverts #15``), shown under
+    the verdict; GitHub closes an issue named after a closing keyword when this merges."""
     fix = result.fix
     revert = revert_command(merge_sha, merge_commit=merge_commit)
     if merge_sha is None:
@@ -139,6 +144,7 @@ def render_body(
         "head_sha": (result.head_sha or "none")[:12],
         "branch": result.branch,
         "job_id": result.job_id,
+        "links": list(links),
     }
     return _tidy(_env().get_template("pr_body.md.j2").render(**context))
 

@@ -85,6 +85,7 @@ class Task:
     documents: tuple[Document, ...] = ()  # untrusted context
     check: str | None = None  # alert from CI: the failing check's name
     good: str | None = None  # alert: the last commit known to pass, if the caller knows it
+    culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class SessionSpec:
     base: str | None = None  # a sha or ref of the repository; None = default branch tip
     installation_id: int | None = None  # whose daily model budget the job spends
     budget: Budget = field(default_factory=Budget)
+    branch: str | None = None  # default: patchwarden/<job>-<slug>; an update keeps its PR's
 
 
 def _quiet(message: str) -> None:
@@ -219,7 +221,7 @@ class SessionRunner:
         ``progress`` hears one line per phase as it starts (and the fixer's own lines).
         """
         started_wall, started = time.time(), time.monotonic()
-        branch = branch_name(spec.job_id, spec.task.title)
+        branch = spec.branch or branch_name(spec.job_id, spec.task.title)
         secrets = [spec.remote.token] if spec.remote.token else []
         state = _State(base_sha=spec.base or "", branch=branch)
         ws: Workspace | None = None

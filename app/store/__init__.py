@@ -1,4 +1,4 @@
-"""The store: deliveries, jobs, audit log and installations behind one interface."""
+"""The store: deliveries, jobs, audit, installations, outcomes and pauses behind one interface."""
 
 from __future__ import annotations
 
@@ -6,7 +6,17 @@ from urllib.parse import urlsplit
 
 from app.errors import StoreError
 from app.store.base import Store
-from app.store.models import AuditEntry, AuditQuery, Delivery, Job, JobState, ModelSpend, NewJob
+from app.store.models import (
+    AuditEntry,
+    AuditQuery,
+    Delivery,
+    Job,
+    JobState,
+    ModelSpend,
+    NewJob,
+    Outcome,
+    Pause,
+)
 
 __all__ = [
     "AuditEntry",
@@ -16,6 +26,8 @@ __all__ = [
     "JobState",
     "ModelSpend",
     "NewJob",
+    "Outcome",
+    "Pause",
     "Store",
     "open_store",
     "store_for_url",

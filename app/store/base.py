@@ -9,11 +9,20 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
-from app.store.models import AuditEntry, AuditQuery, Delivery, Job, ModelSpend, NewJob
+from app.store.models import (
+    AuditEntry,
+    AuditQuery,
+    Delivery,
+    Job,
+    ModelSpend,
+    NewJob,
+    Outcome,
+    Pause,
+)
 
 
 class Store(abc.ABC):
-    """Deliveries, jobs with leases, the audit log and installations."""
+    """Deliveries, jobs with leases, the audit log, installations, outcomes and pauses."""
 
     url: str
 
@@ -143,3 +152,43 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def release_once(self, key: str) -> None:
         """Forget ``key`` (the answer it guarded could not be given; a retry may)."""
+
+    # -- outcomes (what became of each job) ------------------------------------
+    @abc.abstractmethod
+    async def save_outcome(self, outcome: Outcome) -> None:
+        """Insert ``outcome``, or replace the one saved for the same ``job_id``."""
+
+    @abc.abstractmethod
+    async def get_outcome(self, job_id: int) -> Outcome | None: ...
+
+    @abc.abstractmethod
+    async def find_outcomes(
+        self,
+        *,
+        repo: str | None = None,
+        pr_number: int | None = None,
+        head_sha: str | None = None,
+        merge_sha: str | None = None,
+        since: float | None = None,
+    ) -> list[Outcome]:
+        """Outcomes matching every filter given (``since``: created then or later),
+        oldest first (by ``created_at``, then ``job_id``)."""
+
+    # -- per-repository pause --------------------------------------------------
+    @abc.abstractmethod
+    async def set_pause(
+        self, repo: str, *, paused: bool, actor: str, reason: str | None = None
+    ) -> bool:
+        """Pause or resume ``repo``; True when that changed its state.
+
+        A change is audited (``repo.paused`` / ``repo.resumed``) in the same
+        transaction; pausing a paused repository (or resuming a running one) changes
+        nothing, not even the recorded actor or reason, and returns False.
+        """
+
+    @abc.abstractmethod
+    async def get_pause(self, repo: str) -> Pause | None: ...
+
+    @abc.abstractmethod
+    async def pauses(self) -> list[Pause]:
+        """Every paused repository, by name."""

@@ -109,4 +109,48 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        4,
+        "outcomes of jobs and per-repository pauses",
+        """
+        CREATE TABLE outcomes (
+            job_id         INTEGER PRIMARY KEY,
+            repo           TEXT NOT NULL,
+            kind           TEXT NOT NULL,
+            trigger        TEXT NOT NULL,
+            created_at     REAL NOT NULL,
+            issue_number   INTEGER,
+            requested_by   TEXT,
+            status         TEXT NOT NULL,
+            decision       TEXT,
+            score          INTEGER,
+            risk           TEXT,
+            pr_number      INTEGER,
+            branch         TEXT,
+            base_sha       TEXT,
+            head_sha       TEXT,
+            pr_opened_at   REAL,
+            merged_at      REAL,
+            merged_how     TEXT,
+            merged_by      TEXT,
+            merge_sha      TEXT,
+            reverted_by_pr INTEGER,
+            revert_of_pr   INTEGER,
+            tokens         INTEGER NOT NULL DEFAULT 0,
+            cost_usd       REAL NOT NULL DEFAULT 0,
+            details        TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX outcomes_pr ON outcomes (repo, pr_number);
+        CREATE INDEX outcomes_head ON outcomes (repo, head_sha);
+        CREATE INDEX outcomes_merge ON outcomes (repo, merge_sha);
+        CREATE INDEX outcomes_created ON outcomes (created_at, job_id);
+
+        CREATE TABLE pauses (
+            repo   TEXT PRIMARY KEY,
+            actor  TEXT NOT NULL,
+            at     REAL NOT NULL,
+            reason TEXT
+        );
+        """,
+    ),
 )

@@ -94,3 +94,44 @@ class ModelSpend:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one job: its PR, decision, merge and revert. One row per job."""
+
+    job_id: int
+    repo: str
+    kind: str  # "fix" | "alert" | "revert"
+    trigger: str  # "comment" | "label" | "ci" | "alert" | "canary" | "request"
+    created_at: float
+    issue_number: int | None = None
+    requested_by: str | None = None
+    status: str = "running"  # running | published | rejected | no-change | failed | refused
+    decision: str | None = None  # reject | draft | review | automerge
+    score: int | None = None
+    risk: str | None = None  # low | medium | high
+    pr_number: int | None = None
+    branch: str | None = None
+    base_sha: str | None = None
+    head_sha: str | None = None
+    pr_opened_at: float | None = None
+    merged_at: float | None = None
+    merged_how: str | None = None  # "auto" | "approved" | "manual"
+    merged_by: str | None = None
+    merge_sha: str | None = None
+    reverted_by_pr: int | None = None  # the revert PR opened for this job's merge
+    revert_of_pr: int | None = None  # this job's PR reverts that PR
+    tokens: int = 0
+    cost_usd: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A repository on which Patchwarden is paused: who paused it, when and why."""
+
+    repo: str
+    actor: str
+    at: float
+    reason: str | None = None

@@ -10,6 +10,7 @@ workers can never lease the same job.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 import time
@@ -29,6 +30,8 @@ from app.store.models import (
     JobState,
     ModelSpend,
     NewJob,
+    Outcome,
+    Pause,
 )
 
 T = TypeVar("T")
@@ -61,6 +64,21 @@ def _job(row: sqlite3.Row) -> Job:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+# The outcomes table has one column per Outcome field, of the same name.
+_OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
+_OUTCOME_COLUMNS = ", ".join(_OUTCOME_FIELDS)
+
+
+def _outcome(row: sqlite3.Row) -> Outcome:
+    values = {name: row[name] for name in _OUTCOME_FIELDS}
+    values["details"] = json.loads(values["details"])
+    return Outcome(**values)
+
+
+def _pause(row: sqlite3.Row) -> Pause:
+    return Pause(repo=row["repo"], actor=row["actor"], at=row["at"], reason=row["reason"])
 
 
 class SQLiteStore(Store):
@@ -689,3 +707,107 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM once_keys WHERE key = ?", (key,))
 
         await self._run(self._write(tx))
+
+    # -- outcomes -----------------------------------------------------------
+    async def save_outcome(self, outcome: Outcome) -> None:
+        values = dataclasses.asdict(outcome)
+        values["details"] = json.dumps(outcome.details, sort_keys=True)
+        marks = ", ".join("?" for _ in _OUTCOME_FIELDS)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in _OUTCOME_FIELDS[1:])
+
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"INSERT INTO outcomes ({_OUTCOME_COLUMNS}) VALUES ({marks})"  # noqa: S608
+                f" ON CONFLICT (job_id) DO UPDATE SET {updates}",
+                tuple(values[name] for name in _OUTCOME_FIELDS),
+            )
+
+        await self._run(self._write(tx))
+
+    async def get_outcome(self, job_id: int) -> Outcome | None:
+        def q() -> Outcome | None:
+            row = self._db.execute(
+                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?",  # noqa: S608
+                (job_id,),
+            ).fetchone()
+            return _outcome(row) if row else None
+
+        return await self._run(q)
+
+    async def find_outcomes(
+        self,
+        *,
+        repo: str | None = None,
+        pr_number: int | None = None,
+        head_sha: str | None = None,
+        merge_sha: str | None = None,
+        since: float | None = None,
+    ) -> list[Outcome]:
+        def q() -> list[Outcome]:
+            rows = self._db.execute(
+                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes"  # noqa: S608
+                " WHERE (? IS NULL OR repo = ?) AND (? IS NULL OR pr_number = ?)"
+                " AND (? IS NULL OR head_sha = ?) AND (? IS NULL OR merge_sha = ?)"
+                " AND (? IS NULL OR created_at >= ?) ORDER BY created_at, job_id",
+                (
+                    repo,
+                    repo,
+                    pr_number,
+                    pr_number,
+                    head_sha,
+                    head_sha,
+                    merge_sha,
+                    merge_sha,
+                    since,
+                    since,
+                ),
+            ).fetchall()
+            return [_outcome(r) for r in rows]
+
+        return await self._run(q)
+
+    # -- per-repository pause -------------------------------------------------
+    async def set_pause(
+        self, repo: str, *, paused: bool, actor: str, reason: str | None = None
+    ) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            if paused:
+                cur = db.execute(
+                    "INSERT INTO pauses (repo, actor, at, reason) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (repo) DO NOTHING",
+                    (repo, actor, now, reason),
+                )
+            else:
+                cur = db.execute("DELETE FROM pauses WHERE repo = ?", (repo,))
+            if cur.rowcount == 0:
+                return False
+            self._audit_row(
+                db,
+                "repo.paused" if paused else "repo.resumed",
+                actor=actor,
+                repo=repo,
+                reason=reason,
+                at=now,
+            )
+            return True
+
+        return await self._run(self._write(tx))
+
+    async def get_pause(self, repo: str) -> Pause | None:
+        def q() -> Pause | None:
+            row = self._db.execute(
+                "SELECT repo, actor, at, reason FROM pauses WHERE repo = ?", (repo,)
+            ).fetchone()
+            return _pause(row) if row else None
+
+        return await self._run(q)
+
+    async def pauses(self) -> list[Pause]:
+        def q() -> list[Pause]:
+            rows = self._db.execute(
+                "SELECT repo, actor, at, reason FROM pauses ORDER BY repo"
+            ).fetchall()
+            return [_pause(r) for r in rows]
+
+        return await self._run(q)

@@ -13,12 +13,12 @@ from gidgethub.routing import Router
 
 from app.github import GitHubApp
 from app.store import Delivery
-from app.webhooks import ci, commands, installations, labels
+from app.webhooks import ci, commands, installations, labels, lifecycle
 from app.webhooks.context import HandlerContext
 
 log = logging.getLogger(__name__)
 
-router = Router(commands.router, labels.router, ci.router, installations.router)
+router = Router(commands.router, labels.router, ci.router, installations.router, lifecycle.router)
 
 # Events the App subscribes to (the manifest lists them; installation events are
 # always sent to Apps and cannot be subscribed to).

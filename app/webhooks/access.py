@@ -20,8 +20,8 @@ def repo_vars(full_name: str) -> dict[str, str]:
     return {"owner": owner, "repo": name}
 
 
-async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> triggers.Decision:
-    """Ask GitHub for the user's role on the repository; fail closed on any error."""
+async def role_for(gh: GitHubClient, *, repo: str, login: str) -> tuple[str | None, str | None]:
+    """The user's role on the repository, or why GitHub could not say: (role, error)."""
     try:
         answer = await gh.getitem(
             "/repos/{owner}/{repo}/collaborators/{username}/permission",
@@ -29,13 +29,19 @@ async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> trig
         )
     except gidgethub.BadRequest as exc:
         if int(exc.status_code) == 404:  # not a collaborator at all
-            return triggers.decide_permission("none")
-        return triggers.decide_permission(None, error=f"GitHub answered {exc.status_code}")
+            return "none", None
+        return None, f"GitHub answered {exc.status_code}"
     except gidgethub.HTTPException as exc:
-        return triggers.decide_permission(None, error=f"GitHub answered {exc.status_code}")
+        return None, f"GitHub answered {exc.status_code}"
     except (aiohttp.ClientError, TimeoutError) as exc:
-        return triggers.decide_permission(None, error=f"{type(exc).__name__}: {exc}")
-    return triggers.decide_permission(triggers.role_of(answer))
+        return None, f"{type(exc).__name__}: {exc}"
+    return triggers.role_of(answer), None
+
+
+async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> triggers.Decision:
+    """Ask GitHub for the user's role on the repository; fail closed on any error."""
+    role, error = await role_for(gh, repo=repo, login=login)
+    return triggers.decide_permission(role, error=error)
 
 
 def refusal_marker(key: str) -> str:
@@ -51,6 +57,7 @@ async def answer_refusal(
     login: str,
     decision: triggers.Decision,
     key: str,
+    paused: bool = False,
 ) -> None:
     """Say once, politely, why nothing happens and who can make it happen.
 
@@ -73,7 +80,9 @@ async def answer_refusal(
             ):
                 return
         body = (
-            f"@{login}, thanks for asking. I can only start a fix when the request comes "
+            f"@{login}, not started: {decision.reason}. Ask again once it is resumed.\n\n{marker}"
+            if paused
+            else f"@{login}, thanks for asking. I can only start a fix when the request comes "
             f"from someone with write access to this repository ({decision.reason}). A "
             f"maintainer can comment `@{ctx.bot_name} fix this` on this issue or add the "
             f"`{triggers.FIX_LABEL}` label.\n\n{marker}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.store import Job, NewJob, Store
+from app.store.outcomes import pause_reason
 
 
 @dataclass
@@ -15,6 +16,12 @@ class HandlerContext:
     bot_name: str
     delivery_id: str
     on_enqueued: Callable[[str], None] = field(default=lambda queue: None)
+    paused_globally: bool = False  # PATCHWARDEN_PAUSED
+
+    async def paused(self, repo: str) -> str | None:
+        """Why no new job may start on ``repo`` now, or None."""
+        pause = await self.store.get_pause(repo)
+        return pause_reason(pause, globally=self.paused_globally, repo=repo, bot=self.bot_name)
 
     @property
     def bot_login(self) -> str:

@@ -64,6 +64,20 @@ async def request_fix(
         )
     if decision.verdict != "trigger":
         return
+    paused = await ctx.paused(repo)
+    if paused:
+        await ctx.audit("trigger.refused", actor=login, repo=repo, reason=paused)
+        await answer_refusal(
+            gh,
+            ctx,
+            repo=repo,
+            issue_number=issue["number"],
+            login=login,
+            decision=triggers.Decision("refuse", paused),
+            key=request.ref,
+            paused=True,
+        )
+        return
     await ctx.enqueue(
         NewJob(
             kind="fix",

@@ -56,8 +56,13 @@ class Decision:
 def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
     bot = re.escape(bot_name)
     mention = rf"@{bot}(?:\[bot\])?"
+    end = r"(?![\w-])(?P<rest>.*)$"
     return [
-        ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix)(?![\w-])(?P<rest>.*)$", re.I)),
+        ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix){end}", re.I)),
+        ("ship", re.compile(rf"^{mention}\s+ship\s+it{end}", re.I)),
+        ("revert", re.compile(rf"^{mention}\s+revert{end}", re.I)),
+        ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),
+        ("resume", re.compile(rf"^{mention}\s+resume{end}", re.I)),
     ]
 
 
@@ -125,9 +130,38 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
     if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
         return Screen("ignore", "comment by a bot")
     command = parse_command(comment.get("body"), bot_name=bot_name)
-    if command is None:
-        return Screen("ignore", "no command for the bot in the comment")
+    if command is None or command.name != "fix":
+        return Screen("ignore", "no fix command for the bot in the comment")
     return Screen("check_permission", f"{command.name} requested", command)
+
+
+PR_COMMANDS = frozenset({"ship", "revert"})
+MAINTAINER_ROLES = frozenset({"admin", "maintain"})
+
+
+def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+    """``ship it`` / ``revert`` on a pull request, ``pause`` / ``resume`` anywhere."""
+    if payload.get("action") != "created":
+        return Screen("ignore", f"comment {payload.get('action')}, only new comments count")
+    comment = payload.get("comment") or {}
+    if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
+        return Screen("ignore", "comment by a bot")
+    command = parse_command(comment.get("body"), bot_name=bot_name)
+    if command is None or command.name == "fix":
+        return Screen("ignore", "no lifecycle command in the comment")
+    on_pull = bool((payload.get("issue") or {}).get("pull_request"))
+    if command.name in PR_COMMANDS and not on_pull:
+        return Screen("ignore", f"`{command.name}` only works on a pull request")
+    return Screen("check_permission", f"{command.name} requested", command)
+
+
+def decide_maintainer(role: str | None, *, error: str | None = None) -> Decision:
+    """Pausing and resuming Patchwarden on a repository: admin or maintain only."""
+    if error is not None:
+        return Decision("error", f"could not check permission: {error}")
+    if role in MAINTAINER_ROLES:
+        return Decision("trigger", f"{role} access")
+    return Decision("refuse", f"{role or 'no'} access; admin or maintain is needed")
 
 
 def screen_issue_label(payload: Mapping[str, Any]) -> Screen:

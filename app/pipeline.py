@@ -1,0 +1,884 @@
+"""The jobs that turn a request into a pull request, and a pull request into a merge.
+
+``fix`` / ``alert`` / ``revert`` / ``update`` jobs (the sessions queue) run a coding
+session, score it with the policy from the base branch and publish the outcome:
+branch, pull request (or, when the policy rejects the change, an explanation on the
+issue), labels, review request and the ``patchwarden`` Check Run. ``merge`` jobs (the
+events queue, one per event that might let a pull request merge) read GitHub, ask the
+pure :func:`app.publish.merge.decide`, and merge with the head-sha guard.
+
+An ``alert`` for a failing check on the default branch is first the *canary*: when
+Patchwarden merged something there within the policy's window, the revert of that
+merge is opened (at most once per merge, never of a revert). Otherwise the culprit
+finder bisects.
+
+Every job records its :class:`~app.store.Outcome`; every decision is audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from app.config import Settings
+from app.errors import PermanentJobError
+from app.fixers.base import Fixer
+from app.fixers.choose import budget_from, make_fixer
+from app.github import GitHubApp
+from app.policy.config import Policy
+from app.policy.score import Score, Trigger, TriggerKind, score_session
+from app.publish.body import labels_for, render_body, verdict
+from app.publish.github import MergeAnswer, Publisher
+from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
+from app.sessions.result import FixOutcome, SessionResult
+from app.sessions.session import Budget, Document, FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.workspace import Remote, git_env, run_git
+from app.store import Job, NewJob, Outcome, Store
+from app.store.outcomes import pause_reason
+
+log = logging.getLogger(__name__)
+
+SESSIONS_QUEUE = "sessions"
+EVENTS_QUEUE = "events"
+MERGEABLE: frozenset[str] = frozenset({"automerge", "review"})
+CONCLUSION = {"automerge": "success", "review": "success", "draft": "neutral"}
+
+
+@dataclass
+class Pipeline:
+    settings: Settings
+    store: Store
+    github: GitHubApp
+    runner: SessionRunner
+    wake: Any = None  # callable(queue) that wakes idle workers
+    _locks: dict[tuple[str, int], asyncio.Lock] = field(default_factory=dict)
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.settings.bot_name}[bot]"
+
+    def handlers(self) -> dict[str, tuple[str, Any]]:
+        return {
+            "fix": (SESSIONS_QUEUE, self.fix_job),
+            "alert": (SESSIONS_QUEUE, self.alert_job),
+            "revert": (SESSIONS_QUEUE, self.revert_job),
+            "update": (SESSIONS_QUEUE, self.update_job),
+            "merge": (EVENTS_QUEUE, self.merge_job),
+        }
+
+    # -- helpers ------------------------------------------------------------------
+    def _publisher(self, job: Job, repo: str) -> Publisher:
+        if job.installation_id is None:
+            raise PermanentJobError(f"job {job.id} names no installation; cannot act on {repo}")
+        return Publisher(
+            self.github.installation(job.installation_id), repo, bot_login=self.bot_login
+        )
+
+    async def _paused(self, repo: str) -> str | None:
+        pause = await self.store.get_pause(repo)
+        return pause_reason(
+            pause, globally=self.settings.paused, repo=repo, bot=self.settings.bot_name
+        )
+
+    async def _enqueue(self, job: NewJob, *, actor: str | None) -> None:
+        _, created = await self.store.enqueue(job, actor=actor)
+        if created and self.wake is not None:
+            self.wake(job.queue)
+
+    async def _audit(self, action: str, job: Job, *, reason: str, **details: Any) -> None:
+        await self.store.audit(
+            action,
+            actor=job.payload.get("requested_by"),
+            repo=job.repo,
+            job_id=job.id,
+            reason=reason,
+            details=details or None,
+        )
+
+    def _result_path(self, job_id: int) -> Path:
+        return self.settings.cache_dir / "results" / f"{job_id}.json"
+
+    def _save_result(self, result: SessionResult) -> None:
+        assert result.job_id is not None
+        path = self._result_path(result.job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result.to_json()))
+        tmp.replace(path)
+
+    def _load_result(self, job_id: int) -> SessionResult | None:
+        path = self._result_path(job_id)
+        if not path.is_file():
+            return None
+        return SessionResult.load(json.loads(path.read_text()))
+
+    async def _outcome(self, job: Job, *, kind: str, trigger: str) -> Outcome:
+        found = await self.store.get_outcome(job.id)
+        if found is not None:
+            return found
+        outcome = Outcome(
+            job_id=job.id,
+            repo=str(job.repo),
+            kind=kind,
+            trigger=trigger,
+            created_at=job.created_at,
+            issue_number=job.payload.get("issue_number"),
+            requested_by=job.payload.get("requested_by"),
+        )
+        await self.store.save_outcome(outcome)
+        return outcome
+
+    # -- fix: an issue's "fix this" ------------------------------------------------
+    async def fix_job(self, job: Job) -> dict[str, Any]:
+        p = job.payload
+        repo = str(p["repo"])
+        number = int(p["issue_number"])
+        pub = self._publisher(job, repo)
+        outcome = await self._outcome(job, kind="fix", trigger=str(p.get("trigger", "comment")))
+        report = _IssueReport(pub, number, job.id, self.settings.bot_name)
+        paused = await self._paused(repo)
+        if paused:
+            await report.say(f"Not started: {paused}.")
+            await self.store.save_outcome(replace(outcome, status="refused"))
+            await self._audit("job.refused", job, reason=paused)
+            return {"status": "refused", "reason": paused}
+        await report.say("Working on it: a coding session is setting up.")
+        issue = await pub.gh.getitem(
+            "/repos/{owner}/{repo}/issues/{number}", {**pub.vars, "number": number}
+        )
+        documents = []
+        if issue.get("body"):
+            documents.append(Document(f"issue #{number} body", str(issue["body"])))
+        task = Task(
+            title=str(issue.get("title") or p.get("issue_title") or f"issue #{number}")[:200],
+            kind="fix",
+            instructions=str(p.get("instructions") or ""),
+            documents=tuple(documents),
+        )
+        trigger: TriggerKind = "label" if p.get("trigger") == "label" else "comment"
+        return await self._session_to_pull(
+            job,
+            pub,
+            outcome,
+            task=task,
+            fixer=make_fixer("auto", self.settings, ledger=self.store),
+            trigger=Trigger(trigger),
+            report=report,
+            closes=number,
+        )
+
+    async def _session_to_pull(
+        self,
+        job: Job,
+        pub: Publisher,
+        outcome: Outcome,
+        *,
+        task: Task,
+        fixer: Fixer,
+        trigger: Trigger,
+        report: _Report,
+        closes: int | None = None,
+        base: str | None = None,
+        revert_of: Outcome | None = None,
+        branch: str | None = None,
+    ) -> dict[str, Any]:
+        repository = await pub.repository()
+        default_branch = str(repository.get("default_branch") or "main")
+        token = await self.github.auth.installation_token(int(job.installation_id or 0))
+        remote = Remote(pub.repo, str(repository["clone_url"]), token)
+        budget: Budget = budget_from(self.settings)
+        spec = SessionSpec(
+            remote=remote,
+            task=task,
+            job_id=job.id,
+            base=base,
+            installation_id=job.installation_id,
+            budget=budget,
+            branch=branch,
+        )
+        try:
+            result = await self.runner.run(spec, fixer)
+        finally:
+            await fixer.aclose()
+        self._save_result(result)
+        usage = result.fix.usage if result.fix is not None else None
+        outcome = replace(
+            outcome,
+            tokens=usage.total_tokens if usage else 0,
+            cost_usd=usage.cost_usd if usage else 0.0,
+            branch=result.branch,
+            base_sha=result.base_sha,
+        )
+        if result.status != "patched" or result.head_sha is None or result.policy is None:
+            why = result.error or (result.fix.reason if result.fix else None) or "no change"
+            status = "failed" if result.status == "failed" else "no-change"
+            await report.say(f"No pull request: {why}")
+            await self.store.save_outcome(replace(outcome, status=status))
+            await self._audit("job.no_patch", job, reason=why)
+            return {"status": status, "reason": why}
+        culprit = result.fix.culprit if result.fix is not None else None
+        if culprit is not None and trigger.reverts is None:
+            # The culprit finder named a commit: whose is it?
+            theirs = (
+                await self.store.find_outcomes(repo=pub.repo, merge_sha=culprit.sha)
+                if culprit.sha
+                else []
+            )
+            if any(o.kind == "revert" for o in theirs):
+                why = f"the culprit {culprit.sha[:12]} is Patchwarden's own revert: never reverted"
+                await self.store.save_outcome(replace(outcome, status="ignored"))
+                await self._audit("job.no_patch", job, reason=why)
+                return {"status": "ignored", "reason": why}
+            trigger = replace(trigger, reverts="bot" if theirs else "human")
+        policy = Policy.model_validate(result.policy)
+        score = score_session(
+            result,
+            policy,
+            trigger=trigger,
+            max_tokens=budget.max_tokens,
+            max_cost_usd=budget.max_cost_usd,
+        )
+        outcome = replace(
+            outcome,
+            decision=score.decision,
+            score=score.score,
+            risk=score.risk,
+            head_sha=result.head_sha,
+            details={
+                **outcome.details,
+                "score": score.to_json(),
+                "merge": policy.merge.model_dump(mode="json"),
+                "title": task.title,
+            },
+        )
+        await self._audit(
+            "policy.decided",
+            job,
+            reason=verdict(score),
+            score=score.score,
+            decision=score.decision,
+            rules=[r.reason for r in score.rules],
+        )
+        if score.decision == "reject":
+            reasons = "\n".join(f"- {r.reason}" for r in score.rules) or "- the score is too high"
+            await report.say(
+                f"The patch was **rejected** by the policy (risk {score.score}/100), so no pull "
+                f"request was opened:\n\n{reasons}\n\nWhat a maintainer can do: fix it by hand, "
+                f"give clearer instructions with `@{self.settings.bot_name} fix this …`, or "
+                "change the policy in `.github/patchwarden.yml` on the default branch "
+                "(docs/policy.md)."
+            )
+            await self.store.save_outcome(replace(outcome, status="rejected"))
+            return {"status": "rejected", "score": score.score}
+
+        home = self.runner.cache.root / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        await pub.push_branch(
+            mirror=self.runner.cache.mirror_path(pub.repo),
+            branch=result.branch,
+            remote=remote,
+            home=home,
+        )
+        head = result.head_sha
+        await pub.check_run(
+            head, status="queued", title="Publishing", summary="", external_id=str(job.id)
+        )
+        await pub.check_run(
+            head, status="in_progress", title="Opening the pull request", summary=""
+        )
+        title = _title(result, task, revert_of)
+        links = _links(closes=closes, revert_of=revert_of, mergeable=score.decision in MERGEABLE)
+        body = render_body(result, score, title=title, bot=self.settings.bot_name, links=links)
+        pull, created = await pub.upsert_pull(
+            branch=result.branch,
+            base=default_branch,
+            title=title,
+            body=body,
+            draft=score.decision == "draft",
+        )
+        number = int(pull["number"])
+        await pub.set_labels(number, labels_for(score), prefix="risk:")
+        requested_by = outcome.requested_by
+        if requested_by and created:
+            refused = await pub.request_review(number, requested_by)
+            if refused:
+                log.info(
+                    "review request for %s on %s#%s: %s", requested_by, pub.repo, number, refused
+                )
+        await pub.check_run(
+            head,
+            status="completed",
+            conclusion=CONCLUSION[score.decision],
+            title=f"Risk {score.score}/100 ({score.risk}): {score.decision}",
+            summary=verdict(score),
+        )
+        now = time.time()
+        outcome = replace(
+            outcome,
+            status="published",
+            pr_number=number,
+            pr_opened_at=outcome.pr_opened_at or now,
+            details={**outcome.details, "pr_url": pull.get("html_url"), "links": links},
+        )
+        await self.store.save_outcome(outcome)
+        await self.store.audit(
+            "pr.opened" if created else "pr.updated",
+            actor=requested_by,
+            repo=pub.repo,
+            job_id=job.id,
+            reason=f"#{number}: {verdict(score)}",
+            details={"pr": number, "head": head, "decision": score.decision},
+        )
+        await report.say(
+            f"Opened #{number}: risk {score.score}/100 ({score.risk}). {_next_step(score)}"
+        )
+        await self._enqueue(
+            NewJob(
+                kind="merge",
+                key=f"merge:{pub.repo}#{number}:opened:{head}",
+                queue=EVENTS_QUEUE,
+                repo=pub.repo,
+                installation_id=job.installation_id,
+                payload={"repo": pub.repo, "pr": number, "reason": "opened"},
+            ),
+            actor=None,
+        )
+        return {
+            "status": "published",
+            "pr": number,
+            "score": score.score,
+            "decision": score.decision,
+        }
+
+    # -- alert: a failing check on the default branch, or a monitoring alert ----------
+    async def alert_job(self, job: Job) -> dict[str, Any]:
+        p = job.payload
+        repo = str(p["repo"])
+        pub = self._publisher(job, repo)
+        trigger_kind: TriggerKind = "ci" if p.get("sha") else "alert"
+        outcome = await self._outcome(job, kind="alert", trigger=trigger_kind)
+        paused = await self._paused(repo)
+        if paused:
+            await self.store.save_outcome(replace(outcome, status="refused"))
+            await self._audit("job.refused", job, reason=paused)
+            return {"status": "refused", "reason": paused}
+        sha = p.get("sha")
+        if sha:
+            canary = await self._canary(job, pub, str(sha))
+            if canary is not None:
+                await self.store.save_outcome(replace(outcome, status=canary["status"]))
+                return canary
+        documents = []
+        if p.get("body"):
+            documents.append(Document(f"{p.get('source', 'alert')} alert", str(p["body"])))
+        task = Task(
+            title=str(
+                p.get("title")
+                or f"{p.get('name', 'a check')} fails on {p.get('branch', 'the default branch')}"
+            )[:200],
+            kind="alert",
+            documents=tuple(documents),
+            check=p.get("name"),
+        )
+        return await self._alert_session(
+            job, pub, outcome, task, base=sha, trigger_kind=trigger_kind
+        )
+
+    async def _alert_session(
+        self,
+        job: Job,
+        pub: Publisher,
+        outcome: Outcome,
+        task: Task,
+        *,
+        base: str | None,
+        trigger_kind: TriggerKind,
+    ) -> dict[str, Any]:
+        return await self._session_to_pull(
+            job,
+            pub,
+            outcome,
+            task=task,
+            fixer=make_fixer("auto", self.settings, ledger=self.store),
+            trigger=Trigger(trigger_kind),
+            report=_Silent(),
+            base=base,
+        )
+
+    async def _canary(self, job: Job, pub: Publisher, sha: str) -> dict[str, Any] | None:
+        """The newest Patchwarden merge within its window that ``sha`` contains, if any."""
+        now = time.time()
+        merges = [
+            o
+            for o in await self.store.find_outcomes(repo=pub.repo)
+            if o.merge_sha and o.merged_at is not None
+        ]
+        watching = [
+            o
+            for o in merges
+            if now - float(o.merged_at or 0)
+            <= 60 * float(o.details.get("merge", {}).get("canary_minutes", 60))
+        ]
+        if not watching:
+            return None
+        repository = await pub.repository()
+        token = await self.github.auth.installation_token(int(job.installation_id or 0))
+        remote = Remote(pub.repo, str(repository["clone_url"]), token)
+        mirror = await self.runner.cache.mirror(remote, want=sha)
+        env = git_env(self.runner.cache.root / "home")
+        for merged in sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True):
+            done = await run_git(
+                [
+                    "--git-dir",
+                    str(mirror),
+                    "merge-base",
+                    "--is-ancestor",
+                    str(merged.merge_sha),
+                    sha,
+                ],
+                env=env,
+                check=False,
+            )
+            if done.returncode != 0:
+                continue
+            where = f"{job.payload.get('name', 'a check')} failed on {sha[:12]}"
+            if merged.kind == "revert":
+                await self._audit(
+                    "canary.ignored",
+                    job,
+                    reason=f"{where}; #{merged.pr_number} is a revert: a revert is never reverted",
+                )
+                return {"status": "ignored", "reason": "never revert a revert"}
+            if merged.reverted_by_pr is not None or not await self.store.claim_once(
+                f"revert:{pub.repo}:{merged.merge_sha}"
+            ):
+                await self._audit(
+                    "canary.ignored",
+                    job,
+                    reason=f"{where}; #{merged.pr_number} is already being reverted",
+                )
+                return {"status": "ignored", "reason": "already reverted"}
+            await self._audit(
+                "canary.tripped",
+                job,
+                reason=f"{where}, within the window after #{merged.pr_number} merged",
+                pr=merged.pr_number,
+            )
+            await self._enqueue(
+                NewJob(
+                    kind="revert",
+                    key=f"revert:{pub.repo}#{merged.pr_number}",
+                    repo=pub.repo,
+                    installation_id=job.installation_id,
+                    payload={
+                        "repo": pub.repo,
+                        "pr": merged.pr_number,
+                        "trigger": "canary",
+                        "why": where,
+                    },
+                ),
+                actor=None,
+            )
+            return {"status": "canary", "pr": merged.pr_number}
+        return None
+
+    # -- revert: of a Patchwarden merge, by the canary or on request ---------------
+    async def revert_job(self, job: Job) -> dict[str, Any]:
+        p = job.payload
+        repo = str(p["repo"])
+        pub = self._publisher(job, repo)
+        original = next(
+            iter(await self.store.find_outcomes(repo=repo, pr_number=int(p["pr"]))), None
+        )
+        trigger = "canary" if p.get("trigger") == "canary" else "request"
+        outcome = await self._outcome(job, kind="revert", trigger=trigger)
+        outcome = replace(outcome, revert_of_pr=int(p["pr"]))
+        if original is None or not original.merge_sha:
+            raise PermanentJobError(f"#{p['pr']} is not a merged Patchwarden pull request")
+        report = _PullReport(
+            pub, int(p["pr"]), f"revert={original.pr_number}", self.settings.bot_name
+        )
+        paused = await self._paused(repo)
+        if paused:
+            await report.say(f"Not reverting: {paused}.")
+            await self.store.save_outcome(replace(outcome, status="refused"))
+            return {"status": "refused", "reason": paused}
+        why = str(p.get("why") or f"@{p.get('requested_by')} asked for it")
+        await report.say(f"Reverting #{original.pr_number} ({why}).")
+        task = Task(
+            title=f"Revert #{original.pr_number}: {original.details.get('title', '')}"[:200],
+            kind="alert",
+            culprit=original.merge_sha,
+            instructions=why,
+        )
+        result = await self._session_to_pull(
+            job,
+            pub,
+            outcome,
+            task=task,
+            fixer=make_fixer("revert", self.settings),
+            trigger=Trigger("canary" if trigger == "canary" else "comment", reverts="bot"),
+            report=report,
+            revert_of=original,
+        )
+        if result.get("pr"):
+            latest = await self.store.get_outcome(original.job_id)
+            if latest is not None:
+                await self.store.save_outcome(replace(latest, reverted_by_pr=int(result["pr"])))
+        return result
+
+    # -- update: the base moved; carry the scored patch onto it and verify again ---
+    async def update_job(self, job: Job) -> dict[str, Any]:
+        p = job.payload
+        repo = str(p["repo"])
+        pub = self._publisher(job, repo)
+        first = await self.store.get_outcome(int(p["job"]))
+        if first is None or first.head_sha is None or first.base_sha is None:
+            raise PermanentJobError(f"job {p['job']} has no published patch to carry")
+        old = self._load_result(first.job_id)
+        fixer_name = old.fix.fixer if old is not None and old.fix is not None else "carry"
+        task = Task(title=str(first.details.get("title") or "update"), kind="fix")
+        outcome = await self._outcome(job, kind=first.kind, trigger=first.trigger)
+        outcome = replace(outcome, issue_number=first.issue_number, requested_by=first.requested_by)
+        report = _PullReport(pub, int(first.pr_number or 0), "merge", self.settings.bot_name)
+        carry = CarryFixer(
+            first.head_sha,
+            fixer_name=fixer_name,
+            summary=(old.fix.summary if old and old.fix else ""),
+        )
+        result = await self._session_to_pull(
+            job,
+            pub,
+            outcome,
+            task=task,
+            fixer=carry,
+            trigger=Trigger(_trigger_kind(first.trigger)),
+            report=report,
+            closes=first.issue_number,
+            branch=first.branch,
+        )
+        return result
+
+    # -- merge: one event that may let a pull request merge -----------------------
+    async def merge_job(self, job: Job) -> dict[str, Any]:
+        p = job.payload
+        repo = str(p["repo"])
+        number = int(p["pr"])
+        lock = self._locks.setdefault((repo, number), asyncio.Lock())
+        async with lock:
+            return await self._merge(job, repo, number)
+
+    async def _merge(self, job: Job, repo: str, number: int) -> dict[str, Any]:
+        outcomes = await self.store.find_outcomes(repo=repo, pr_number=number)
+        if not outcomes:
+            return {"status": "not-ours"}
+        outcome = outcomes[-1]
+        pub = self._publisher(job, repo)
+        pull = await pub.get_pull(number)
+        if pull.get("merged"):
+            if outcome.merged_at is None:
+                merged_by = (pull.get("merged_by") or {}).get("login")
+                await self._merged(
+                    job,
+                    pub,
+                    outcome,
+                    sha=str(pull.get("merge_commit_sha")),
+                    how="manual",
+                    by=merged_by,
+                )
+            return {"status": "merged"}
+        rules = outcome.details.get("merge") or {}
+        ship_it = {
+            login
+            for login, head in (outcome.details.get("ship_it") or {}).items()
+            if head == pull["head"]["sha"]
+        }
+        actor = job.payload.get("actor")
+        if job.payload.get("reason") == "ship-it" and actor:
+            ship_it.add(str(actor))
+            outcome = replace(
+                outcome,
+                details={
+                    **outcome.details,
+                    "ship_it": {
+                        **(outcome.details.get("ship_it") or {}),
+                        str(actor): pull["head"]["sha"],
+                    },
+                },
+            )
+            await self.store.save_outcome(outcome)
+        reviews = await pub.reviews(number)
+        logins = {str((r.get("user") or {}).get("login")) for r in reviews} | ship_it
+        roles = {login: await pub.role(login) for login in sorted(logins) if login}
+        approvers = approvers_of(reviews, head_sha=pull["head"]["sha"], roles=roles) | frozenset(
+            login for login in ship_it if roles.get(login) in {"admin", "maintain", "write"}
+        )
+        runs, statuses = await pub.checks(pull["head"]["sha"])
+        facts = Facts(
+            decision=outcome.decision or "reject",  # type: ignore[arg-type]
+            state=str(pull.get("state")),
+            merged=bool(pull.get("merged")),
+            draft=bool(pull.get("draft")),
+            head_sha=str(pull["head"]["sha"]),
+            scored_sha=str(outcome.head_sha),
+            base_moved=bool(outcome.base_sha) and pull["base"]["sha"] != outcome.base_sha,
+            checks=checks_of(runs, statuses, bot_slug=self.settings.bot_name),
+            approvers=approvers,
+            requested_by=outcome.requested_by,
+            two_person=bool(rules.get("two_person", True)),
+            paused=await self._paused(repo),
+        )
+        decided = decide(facts)
+        if decided.action == "merge":
+            return await self._do_merge(job, pub, outcome, pull, decided, rules, approvers)
+        if decided.action == "update":
+            await self._say_merge(
+                pub,
+                number,
+                outcome,
+                "The base branch moved since the session: carrying the patch onto it and "
+                "verifying it again before merging.",
+            )
+            await self._enqueue(
+                NewJob(
+                    kind="update",
+                    key=f"update:{repo}#{number}:{pull['base']['sha']}",
+                    repo=repo,
+                    installation_id=job.installation_id,
+                    payload={"repo": repo, "pr": number, "job": outcome.job_id},
+                ),
+                actor=None,
+            )
+            return {"status": "updating"}
+        if decided.action != "done":
+            await self._say_merge(pub, number, outcome, f"Not merged yet: {decided.reason}.")
+            if decided.action == "refuse":
+                await self.store.audit(
+                    "merge.refused",
+                    repo=repo,
+                    job_id=outcome.job_id,
+                    reason=decided.reason,
+                    details={"pr": number},
+                )
+        return {"status": decided.action, "reason": decided.reason}
+
+    async def _do_merge(
+        self,
+        job: Job,
+        pub: Publisher,
+        outcome: Outcome,
+        pull: dict[str, Any],
+        decided: Verdict,
+        rules: dict[str, Any],
+        approvers: frozenset[str],
+    ) -> dict[str, Any]:
+        number = int(pull["number"])
+        method = str(rules.get("method") or "merge")
+        title = (
+            f"Merge pull request #{number} from {pub.owner}/{pull['head']['ref']}"
+            if method == "merge"
+            else f"{pull['title']} (#{number})"
+        )
+        answer: MergeAnswer = await pub.merge(
+            number, sha=str(outcome.head_sha), method=method, title=title
+        )
+        if answer.merged and answer.sha:
+            by = ", ".join(sorted(approvers)) if decided.how == "approved" else None
+            await self._merged(job, pub, outcome, sha=answer.sha, how=decided.how or "auto", by=by)
+            return {"status": "merged", "sha": answer.sha}
+        if answer.status == 409:
+            scored = str(outcome.head_sha)[:12]
+            reason = (
+                f"GitHub refused the merge: the head moved since Patchwarden scored {scored} "
+                "(409). Not retried."
+            )
+        else:
+            again = await pub.get_pull(number)
+            if again.get("merged"):
+                if outcome.merged_at is None:
+                    await self._merged(
+                        job,
+                        pub,
+                        outcome,
+                        sha=str(again.get("merge_commit_sha")),
+                        how="manual",
+                        by=(again.get("merged_by") or {}).get("login"),
+                    )
+                return {"status": "merged"}
+            reason = (
+                f"GitHub refused the merge ({answer.status}: {answer.message}). Not retried; "
+                "the next check or approval tries again."
+            )
+        await self.store.audit(
+            "merge.refused",
+            repo=pub.repo,
+            job_id=outcome.job_id,
+            reason=reason,
+            details={"pr": number, "status": answer.status},
+        )
+        await self._say_merge(pub, number, outcome, reason)
+        return {"status": "refused", "reason": reason}
+
+    async def _merged(
+        self, job: Job, pub: Publisher, outcome: Outcome, *, sha: str, how: str, by: str | None
+    ) -> None:
+        now = time.time()
+        outcome = replace(outcome, merged_at=now, merged_how=how, merged_by=by, merge_sha=sha)
+        await self.store.save_outcome(outcome)
+        await self.store.audit(
+            "pr.merged",
+            actor=by,
+            repo=pub.repo,
+            job_id=outcome.job_id,
+            reason=f"#{outcome.pr_number} merged ({how}) as {sha[:12]}",
+            details={"pr": outcome.pr_number, "sha": sha, "how": how},
+        )
+        number = int(outcome.pr_number or 0)
+        result = self._load_result(outcome.job_id)
+        score_data = outcome.details.get("score")
+        if result is not None and score_data:
+            score = Score.model_validate(score_data)
+            method = str((outcome.details.get("merge") or {}).get("method") or "merge")
+            body = render_body(
+                result,
+                score,
+                title=str(outcome.details.get("title")),
+                bot=self.settings.bot_name,
+                merge_sha=sha,
+                merge_commit=method == "merge",
+                links=list(outcome.details.get("links") or []),
+            )
+            await pub.update_body(number, body)
+        window = float((outcome.details.get("merge") or {}).get("canary_minutes", 60))
+        watch = (
+            f" Patchwarden watches the default branch for {window:g} minutes and opens "
+            "the revert if a check fails."
+            if window and outcome.kind != "revert"
+            else ""
+        )
+        how_text = {
+            "auto": "automatically, every check green",
+            "approved": f"approved by {by}",
+            "manual": f"by @{by}",
+        }.get(how, how)
+        await self._say_merge(pub, number, outcome, f"Merged {how_text} as {sha[:12]}.{watch}")
+        if outcome.issue_number:
+            await _IssueReport(
+                pub, outcome.issue_number, outcome.job_id, self.settings.bot_name
+            ).say(
+                f"#{number} merged ({how_text}) as {sha[:12]}. Undo: comment "
+                f"`@{self.settings.bot_name} revert` on #{number}."
+            )
+
+    async def _say_merge(self, pub: Publisher, number: int, outcome: Outcome, text: str) -> None:
+        if outcome.details.get("merge_said") == text:
+            return
+        await pub.upsert_comment(number, "merge", text)
+        latest = await self.store.get_outcome(outcome.job_id) or outcome
+        await self.store.save_outcome(
+            replace(latest, details={**latest.details, "merge_said": text})
+        )
+
+
+# -- what the job says where ----------------------------------------------------------
+class _Report:
+    async def say(self, text: str) -> None:
+        raise NotImplementedError
+
+
+class _Silent(_Report):
+    """A CI alert has no issue to talk on: its pull request says it all."""
+
+    async def say(self, text: str) -> None:
+        return None
+
+
+class _IssueReport(_Report):
+    """The job's one comment on its issue, edited in place as the job goes."""
+
+    def __init__(self, pub: Publisher, number: int, job_id: int, bot: str) -> None:
+        self.pub, self.number, self.job_id, self.bot = pub, number, job_id, bot
+
+    async def say(self, text: str) -> None:
+        body = f"**Patchwarden** (job {self.job_id}): {text}"
+        await self.pub.upsert_comment(self.number, f"job={self.job_id}", body)
+
+
+class _PullReport(_Report):
+    """One comment with ``key`` on a pull request, edited in place."""
+
+    def __init__(self, pub: Publisher, number: int, key: str, bot: str) -> None:
+        self.pub, self.number, self.key, self.bot = pub, number, key, bot
+
+    async def say(self, text: str) -> None:
+        if self.number:
+            await self.pub.upsert_comment(self.number, self.key, f"**Patchwarden**: {text}")
+
+
+def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:
+    if revert_of is not None:
+        return f"Revert #{revert_of.pr_number}: {revert_of.details.get('title', '')}"[:200]
+    message = result.fix.commit_message if result.fix is not None else None
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    return (first or task.title)[:200]
+
+
+def _links(*, closes: int | None, revert_of: Outcome | None, mergeable: bool) -> list[str]:
+    """Patchwarden's own lines in the body: the issue it fixes, the merge it reverts."""
+    links = []
+    if closes is not None:
+        # A closing keyword only when the decision lets it merge: a draft must not close
+        # the issue by being merged half-done.
+        links.append(f"Fixes #{closes}" if mergeable else f"For #{closes}")
+    if revert_of is not None:
+        links.append(f"Reverts #{revert_of.pr_number} (merged as {str(revert_of.merge_sha)[:12]})")
+    return links
+
+
+def _trigger_kind(text: str) -> TriggerKind:
+    known = ("comment", "label", "ci", "alert", "canary")
+    return cast(TriggerKind, text) if text in known else "comment"
+
+
+def _next_step(score: Score) -> str:
+    return {
+        "automerge": "It merges itself once every check on it passes.",
+        "review": "It waits for a maintainer's approval (a review, or `ship it`).",
+        "draft": "It is a draft: it needs a person's work before it can merge.",
+    }.get(score.decision, "")
+
+
+class CarryFixer(Fixer):
+    """Carries an already scored patch commit onto a newer base (``update`` jobs): the
+    session verifies and the policy scores it again, as a new patch."""
+
+    name = "carry"
+
+    def __init__(self, commit: str, *, fixer_name: str, summary: str) -> None:
+        self.commit = commit
+        self.fixer_name = fixer_name  # scored as the fixer that wrote the patch
+        self.summary = summary
+
+    async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
+        ws = workspace.workspace
+        gd = ["--git-dir", str(ws.git_dir), "--work-tree", str(ws.tree)]
+        done = await run_git(
+            [*gd, "cherry-pick", "--no-commit", self.commit], env=ws.env, check=False
+        )
+        if done.returncode != 0:
+            await run_git([*gd, "cherry-pick", "--abort"], env=ws.env, check=False)
+            await workspace.restore(await workspace.changed_paths())
+            return self.gave_up(
+                f"the patch {self.commit[:12]} no longer applies on the new base; ask for a new fix"
+            )
+        await run_git([*gd, "cherry-pick", "--quit"], env=ws.env, check=False)
+        await run_git([*gd, "reset", "--quiet"], env=ws.env, check=False)
+        message = await ws.git("log", "-1", "--format=%B", self.commit)
+        return FixOutcome(
+            fixer=self.fixer_name, summary=self.summary, commit_message=message.strip()
+        )

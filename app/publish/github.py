@@ -1,0 +1,283 @@
+"""Writing to GitHub for a job: the branch, the pull request, its labels and reviewers,
+the ``patchwarden`` Check Run, marker comments, and the merge.
+
+Every write is idempotent, so a retried job (a worker restarted mid-job, a redelivered
+event) finds what an earlier attempt made instead of making a second one:
+- the branch name is deterministic and pushed with ``--force`` from the mirror;
+- a pull request is found by its head branch before one is opened;
+- a comment carries an HTML marker (``<!-- patchwarden:… -->``) and is edited in place;
+- the Check Run is found by name on the head commit before one is created.
+
+Git pushes go through host-side git with the installation token in git's
+*environment* (``http.<origin>.extraHeader``), never in the URL or argv.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import gidgethub
+
+from app.github import GitHubClient
+from app.sessions.workspace import Remote, git_env, run_git
+
+log = logging.getLogger(__name__)
+
+CHECK_NAME = "patchwarden"
+
+
+def repo_vars(full_name: str) -> dict[str, str]:
+    owner, _, name = full_name.partition("/")
+    return {"owner": owner, "repo": name}
+
+
+def marker(key: str) -> str:
+    """The HTML comment that lets Patchwarden find its own comment again."""
+    return f"<!-- patchwarden:{key} -->"
+
+
+@dataclass(frozen=True)
+class MergeAnswer:
+    merged: bool
+    sha: str | None = None
+    status: int | None = None  # GitHub's status when it refused (405, 409, 422)
+    message: str = ""
+
+
+class Publisher:
+    """GitHub writes for one repository, as one installation."""
+
+    def __init__(self, gh: GitHubClient, repo: str, *, bot_login: str) -> None:
+        self.gh = gh
+        self.repo = repo
+        self.owner = repo.partition("/")[0]
+        self.vars = repo_vars(repo)
+        self.bot_login = bot_login
+
+    # -- the repository ----------------------------------------------------------
+    async def repository(self) -> dict[str, Any]:
+        answer: dict[str, Any] = await self.gh.getitem("/repos/{owner}/{repo}", self.vars)
+        return answer
+
+    async def push_branch(self, *, mirror: Path, branch: str, remote: Remote, home: Path) -> None:
+        """Force-push the session's patch commit (kept in the mirror) as ``branch``."""
+        refspec = f"+refs/patchwarden/{branch}:refs/heads/{branch}"
+        await run_git(
+            ["--git-dir", str(mirror), "push", "--quiet", "--no-verify", remote.url, refspec],
+            env=git_env(home, remote=remote),
+            secrets=[remote.token] if remote.token else (),
+        )
+
+    # -- comments ------------------------------------------------------------------
+    async def upsert_comment(
+        self, number: int, key: str, body: str, *, comment_id: int | None = None
+    ) -> int:
+        """Create or edit the bot's one comment with ``key``'s marker on issue/PR ``number``."""
+        mark = marker(key)
+        text = f"{body.rstrip()}\n\n{mark}\n"
+        url_vars: dict[str, str | int] = {**self.vars, "number": number}
+        if comment_id is None:
+            comment_id = await self._find_comment(number, mark)
+        if comment_id is not None:
+            try:
+                await self.gh.patch(
+                    "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+                    {**self.vars, "comment_id": comment_id},
+                    data={"body": text},
+                )
+                return comment_id
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:  # deleted by someone: post a new one
+                    raise
+        made = await self.gh.post(
+            "/repos/{owner}/{repo}/issues/{number}/comments", url_vars, data={"body": text}
+        )
+        return int(made["id"])
+
+    async def _find_comment(self, number: int, mark: str) -> int | None:
+        url_vars: dict[str, str | int] = {**self.vars, "number": number}
+        async for comment in self.gh.getiter(
+            "/repos/{owner}/{repo}/issues/{number}/comments", url_vars
+        ):
+            if (comment.get("user") or {}).get("login") == self.bot_login and mark in str(
+                comment.get("body") or ""
+            ):
+                return int(comment["id"])
+        return None
+
+    # -- the check run -------------------------------------------------------------
+    async def check_run(
+        self,
+        head_sha: str,
+        *,
+        status: Literal["queued", "in_progress", "completed"],
+        title: str,
+        summary: str,
+        conclusion: str | None = None,
+        external_id: str | None = None,
+        details_url: str | None = None,
+    ) -> int:
+        """Create or update the ``patchwarden`` check run on ``head_sha``."""
+        data: dict[str, Any] = {
+            "name": CHECK_NAME,
+            "status": status,
+            "output": {"title": title[:255], "summary": summary[:60_000]},
+        }
+        if conclusion is not None:
+            data["conclusion"] = conclusion
+        if external_id is not None:
+            data["external_id"] = external_id
+        if details_url is not None:
+            data["details_url"] = details_url
+        existing = await self._find_check_run(head_sha)
+        if existing is None:
+            made = await self.gh.post(
+                "/repos/{owner}/{repo}/check-runs", self.vars, data={**data, "head_sha": head_sha}
+            )
+            return int(made["id"])
+        await self.gh.patch(
+            "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+            {**self.vars, "check_run_id": existing},
+            data=data,
+        )
+        return existing
+
+    async def _find_check_run(self, head_sha: str) -> int | None:
+        slug = self.bot_login.removesuffix("[bot]")
+        answer = await self.gh.getitem(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs?check_name=" + CHECK_NAME,
+            {**self.vars, "ref": head_sha},
+        )
+        for run in answer.get("check_runs") or []:
+            if run.get("name") == CHECK_NAME and (run.get("app") or {}).get("slug") == slug:
+                return int(run["id"])
+        return None
+
+    # -- the pull request ------------------------------------------------------------
+    async def find_pull(self, branch: str) -> dict[str, Any] | None:
+        """The pull request from ``branch``, open ones first (a retried job finds it)."""
+        found: list[dict[str, Any]] = []
+        async for pull in self.gh.getiter(
+            "/repos/{owner}/{repo}/pulls?state=all&head=" + f"{self.owner}:{branch}", self.vars
+        ):
+            if (pull.get("head") or {}).get("ref") == branch:
+                found.append(pull)
+        found.sort(key=lambda p: (p.get("state") != "open", -int(p["number"])))
+        return found[0] if found else None
+
+    async def upsert_pull(
+        self, *, branch: str, base: str, title: str, body: str, draft: bool
+    ) -> tuple[dict[str, Any], bool]:
+        """Open the pull request from ``branch``, or update the open one; (pull, created)."""
+        existing = await self.find_pull(branch)
+        if existing is not None and existing.get("state") == "open":
+            pull: dict[str, Any] = await self.gh.patch(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                {**self.vars, "number": existing["number"]},
+                data={"title": title, "body": body},
+            )
+            return pull, False
+        made: dict[str, Any] = await self.gh.post(
+            "/repos/{owner}/{repo}/pulls",
+            self.vars,
+            data={"title": title, "head": branch, "base": base, "body": body, "draft": draft},
+        )
+        return made, True
+
+    async def get_pull(self, number: int) -> dict[str, Any]:
+        pull: dict[str, Any] = await self.gh.getitem(
+            "/repos/{owner}/{repo}/pulls/{number}", {**self.vars, "number": number}
+        )
+        return pull
+
+    async def update_body(self, number: int, body: str) -> None:
+        await self.gh.patch(
+            "/repos/{owner}/{repo}/pulls/{number}",
+            {**self.vars, "number": number},
+            data={"body": body},
+        )
+
+    async def set_labels(self, number: int, labels: Sequence[str], *, prefix: str) -> None:
+        """Add ``labels``; drop the bot's stale ones that start with ``prefix`` (``risk:``)."""
+        url_vars: dict[str, str | int] = {**self.vars, "number": number}
+        issue = await self.gh.getitem("/repos/{owner}/{repo}/issues/{number}", url_vars)
+        for label in issue.get("labels") or []:
+            name = str(label.get("name") if isinstance(label, dict) else label)
+            if name.startswith(prefix) and name not in labels:
+                try:
+                    await self.gh.delete(
+                        "/repos/{owner}/{repo}/issues/{number}/labels/{name}",
+                        {**url_vars, "name": name},
+                    )
+                except gidgethub.BadRequest as exc:
+                    if int(exc.status_code) != 404:
+                        raise
+        await self.gh.post(
+            "/repos/{owner}/{repo}/issues/{number}/labels", url_vars, data={"labels": list(labels)}
+        )
+
+    async def request_review(self, number: int, login: str) -> str | None:
+        """Ask ``login`` to review; GitHub's refusal (not a collaborator, the author) is
+        returned, not raised: a review request is a courtesy, not a gate."""
+        try:
+            await self.gh.post(
+                "/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
+                {**self.vars, "number": number},
+                data={"reviewers": [login]},
+            )
+        except gidgethub.BadRequest as exc:
+            return f"GitHub answered {exc.status_code}: {exc}"
+        return None
+
+    # -- reading what decides a merge -------------------------------------------------
+    async def checks(self, sha: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Check runs (everyone's) and commit statuses (latest per context) on ``sha``."""
+        runs: list[dict[str, Any]] = []
+        async for run in self.gh.getiter(
+            "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+            {**self.vars, "ref": sha},
+            iterable_key="check_runs",
+        ):
+            runs.append(run)
+        combined = await self.gh.getitem(
+            "/repos/{owner}/{repo}/commits/{ref}/status", {**self.vars, "ref": sha}
+        )
+        return runs, list(combined.get("statuses") or [])
+
+    async def reviews(self, number: int) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        async for review in self.gh.getiter(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews", {**self.vars, "number": number}
+        ):
+            found.append(review)
+        return found
+
+    async def role(self, login: str) -> str | None:
+        """The user's role on the repository; None when GitHub could not say."""
+        try:
+            answer = await self.gh.getitem(
+                "/repos/{owner}/{repo}/collaborators/{username}/permission",
+                {**self.vars, "username": login},
+            )
+        except gidgethub.BadRequest as exc:
+            return "none" if int(exc.status_code) == 404 else None
+        role = answer.get("role_name") or answer.get("permission") or "none"
+        return str(role).lower()
+
+    # -- merging ----------------------------------------------------------------------
+    async def merge(self, number: int, *, sha: str, method: str, title: str) -> MergeAnswer:
+        """Merge with the head-sha guard. A refusal is returned, never retried here:
+        409 means the head moved, 405 that GitHub will not merge it as it stands."""
+        try:
+            answer = await self.gh.put(
+                "/repos/{owner}/{repo}/pulls/{number}/merge",
+                {**self.vars, "number": number},
+                data={"sha": sha, "merge_method": method, "commit_title": title},
+            )
+        except gidgethub.BadRequest as exc:
+            return MergeAnswer(False, status=int(exc.status_code), message=str(exc))
+        return MergeAnswer(bool(answer.get("merged")), sha=answer.get("sha"))

@@ -1,0 +1,122 @@
+"""What became of Patchwarden's jobs, per repository: pure functions over outcomes. No I/O."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from app.store.models import Outcome, Pause
+
+
+def _median(values: Iterable[float]) -> float | None:
+    seen = list(values)
+    return statistics.median(seen) if seen else None
+
+
+def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """One row per repository, sorted by repository name.
+
+    ``median_seconds_to_pr`` counts jobs with a PR and its opening time;
+    ``median_seconds_to_merge`` counts merged jobs; both are ``None`` with nothing
+    to count. Times are measured from the job's ``created_at``.
+    """
+    by_repo: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        by_repo[outcome.repo].append(outcome)
+    rows = []
+    for repo in sorted(by_repo):
+        jobs = by_repo[repo]
+        merged = [o for o in jobs if o.merged_at is not None]
+        rows.append(
+            {
+                "repo": repo,
+                "jobs": len(jobs),
+                "prs": sum(o.pr_number is not None for o in jobs),
+                "merged": len(merged),
+                "auto_merged": sum(o.merged_how == "auto" for o in merged),
+                "approved_merged": sum(o.merged_how == "approved" for o in merged),
+                "reverted": sum(o.reverted_by_pr is not None for o in jobs),
+                "rejected": sum(o.status == "rejected" for o in jobs),
+                "median_seconds_to_pr": _median(
+                    o.pr_opened_at - o.created_at
+                    for o in jobs
+                    if o.pr_number is not None and o.pr_opened_at is not None
+                ),
+                "median_seconds_to_merge": _median(
+                    o.merged_at - o.created_at for o in merged if o.merged_at is not None
+                ),
+                "tokens": sum(o.tokens for o in jobs),
+                "cost_usd": round(math.fsum(o.cost_usd for o in jobs), 6),
+            }
+        )
+    return rows
+
+
+def format_duration(seconds: float | None) -> str:
+    """``42s``, ``3m10s``, ``1h05m``; ``-`` for ``None``."""
+    if seconds is None:
+        return "-"
+    total = max(0, round(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m{total % 60:02d}s"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    # (header, key); the first column is left-aligned, the others right-aligned
+    ("repo", "repo"),
+    ("jobs", "jobs"),
+    ("PRs", "prs"),
+    ("merged", "merged"),
+    ("auto", "auto_merged"),
+    ("approved", "approved_merged"),
+    ("reverted", "reverted"),
+    ("rejected", "rejected"),
+    ("to PR", "median_seconds_to_pr"),
+    ("to merge", "median_seconds_to_merge"),
+    ("tokens", "tokens"),
+    ("cost", "cost_usd"),
+)
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key.startswith("median_seconds"):
+        return format_duration(value)
+    if key == "cost_usd":
+        return f"${value:.2f}"
+    if key == "tokens":
+        return f"{value:,}"
+    return str(value)
+
+
+def format_outcomes(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``summarise_outcomes`` rows as a fixed-width table with a header (medians as ``to PR``
+    and ``to merge``), one line per repository, no trailing newline."""
+    table = [[header for header, _ in _COLUMNS]]
+    table += [[_cell(key, row.get(key)) for _, key in _COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in table
+    )
+
+
+def pause_reason(pause: Pause | None, *, globally: bool, repo: str, bot: str) -> str | None:
+    """Why no new job may start (and nothing may merge) on ``repo`` now, or None."""
+    if globally:
+        return "Patchwarden is paused for every repository (PATCHWARDEN_PAUSED)"
+    if pause is not None:
+        return (
+            f"Patchwarden is paused on {repo} (by @{pause.actor}); `@{bot} resume` starts it again"
+        )
+    return None

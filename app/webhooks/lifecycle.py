@@ -1,0 +1,179 @@
+"""After a pull request is open: approvals, checks, merges, reverts, pause and resume.
+
+Handlers decide and enqueue: a ``merge`` job for every event that might let one of
+Patchwarden's pull requests merge (a review approval, ``@patchwarden ship it``, a check
+or status completing on its head, a merge by a person), and a ``revert`` job for
+``@patchwarden revert`` on a merged one. The merge job re-reads everything from GitHub,
+so an event arriving twice, late or out of order changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub import sansio
+from gidgethub.routing import Router
+
+from app.github import GitHubClient
+from app.store import NewJob
+from app.webhooks import triggers
+from app.webhooks.access import repo_vars, role_for
+from app.webhooks.context import HandlerContext
+
+router = Router()
+
+
+def _merge_job(
+    data: dict[str, Any], ctx: HandlerContext, *, repo: str, pr: int, reason: str, actor: str | None
+) -> NewJob:
+    return NewJob(
+        kind="merge",
+        key=f"merge:{repo}#{pr}:{reason}:{ctx.delivery_id}",
+        queue="events",
+        repo=repo,
+        installation_id=(data.get("installation") or {}).get("id"),
+        delivery_id=ctx.delivery_id,
+        payload={"repo": repo, "pr": pr, "reason": reason, "actor": actor},
+    )
+
+
+async def _ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
+    return bool(await ctx.store.find_outcomes(repo=repo, pr_number=pr))
+
+
+async def _reply(
+    gh: GitHubClient, ctx: HandlerContext, data: dict[str, Any], text: str, *, key: str
+) -> None:
+    """Answer a command once (a marker keyed by the comment)."""
+    repo = data["repository"]["full_name"]
+    number = data["issue"]["number"]
+    if not await ctx.store.claim_once(f"reply:{repo}#{number}:{key}"):
+        return
+    await gh.post(
+        "/repos/{owner}/{repo}/issues/{number}/comments",
+        {**repo_vars(repo), "number": number},
+        data={"body": f"{text}\n\n<!-- patchwarden:reply {key} -->"},
+    )
+
+
+@router.register("issue_comment", action="created")
+async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = event.data
+    repo = data["repository"]["full_name"]
+    login = (data.get("sender") or {}).get("login")
+    screen = triggers.screen_lifecycle_comment(data, bot_name=ctx.bot_name)
+    if screen.command is None or not login:
+        return  # the fix handler audits comments that are not commands
+    name = screen.command.name
+    number = int(data["issue"]["number"])
+    key = f"comment:{(data.get('comment') or {}).get('id')}"
+    role, error = await role_for(gh, repo=repo, login=login)
+    decide = (
+        triggers.decide_maintainer if name in ("pause", "resume") else triggers.decide_permission
+    )
+    decision = decide(role, error=error)
+    await ctx.audit(
+        decision.audit_action,
+        actor=login,
+        repo=repo,
+        reason=f"{name}: {decision.reason}",
+        details={"issue": number, "command": name},
+    )
+    if decision.verdict != "trigger":
+        if decision.verdict == "refuse":
+            await _reply(
+                gh, ctx, data, f"@{login}, `{name}` needs more access ({decision.reason}).", key=key
+            )
+        return
+    if name in ("pause", "resume"):
+        changed = await ctx.store.set_pause(
+            repo, paused=name == "pause", actor=login, reason=f"comment on #{number}"
+        )
+        text = (
+            f"Paused on this repository by @{login}: no new jobs start, and jobs already "
+            f"running finish without merging. `@{ctx.bot_name} resume` starts it again."
+            if name == "pause"
+            else f"Resumed by @{login}: new jobs start again."
+        )
+        if not changed:
+            text = f"Already {'paused' if name == 'pause' else 'running'}; nothing changed."
+        await _reply(gh, ctx, data, text, key=key)
+        return
+    if not await _ours(ctx, repo, number):
+        await ctx.audit(
+            "trigger.ignored", actor=login, repo=repo, reason=f"#{number} is not Patchwarden's"
+        )
+        return
+    if name == "ship":
+        await ctx.enqueue(
+            _merge_job(data, ctx, repo=repo, pr=number, reason="ship-it", actor=login), actor=login
+        )
+        return
+    paused = await ctx.paused(repo)
+    if paused:
+        await _reply(gh, ctx, data, f"Not reverting: {paused}.", key=key)
+        return
+    await ctx.enqueue(
+        NewJob(
+            kind="revert",
+            key=f"revert:{repo}#{number}",
+            repo=repo,
+            installation_id=(data.get("installation") or {}).get("id"),
+            delivery_id=ctx.delivery_id,
+            payload={"repo": repo, "pr": number, "trigger": "request", "requested_by": login},
+        ),
+        actor=login,
+    )
+
+
+@router.register("pull_request_review", action="submitted")
+async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = event.data
+    repo = data["repository"]["full_name"]
+    review = data.get("review") or {}
+    pr = int((data.get("pull_request") or {}).get("number") or 0)
+    if str(review.get("state", "")).lower() != "approved" or not await _ours(ctx, repo, pr):
+        return
+    login = (review.get("user") or {}).get("login")
+    await ctx.enqueue(
+        _merge_job(data, ctx, repo=repo, pr=pr, reason="approval", actor=login), actor=login
+    )
+
+
+@router.register("pull_request", action="closed")
+async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = event.data
+    repo = data["repository"]["full_name"]
+    pull = data.get("pull_request") or {}
+    pr = int(pull.get("number") or 0)
+    if pull.get("merged") and await _ours(ctx, repo, pr):
+        actor = (data.get("sender") or {}).get("login")
+        await ctx.enqueue(
+            _merge_job(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor), actor=actor
+        )
+
+
+@router.register("check_run", action="completed")
+@router.register("check_suite", action="completed")
+@router.register("status")
+async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = event.data
+    repo = (data.get("repository") or {}).get("full_name")
+    if event.event == "status":
+        if data.get("state") == "pending":
+            return
+        sha = data.get("sha")
+    else:
+        item = data.get(event.event) or {}
+        if (item.get("app") or {}).get("slug") == ctx.bot_name:
+            return  # Patchwarden's own check run
+        sha = item.get("head_sha")
+    if not repo or not sha:
+        return
+    for outcome in await ctx.store.find_outcomes(repo=repo, head_sha=str(sha)):
+        if outcome.pr_number is None or outcome.merged_at is not None:
+            continue
+        await ctx.enqueue(
+            _merge_job(data, ctx, repo=repo, pr=outcome.pr_number, reason="checks", actor=None),
+            actor=None,
+        )

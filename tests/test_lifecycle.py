@@ -1,0 +1,259 @@
+"""The PR lifecycle end to end: a maintainer's "fix this" → a risk-scored pull request →
+approvals, auto-merge, the head-sha guard, the canary's revert, pause and resume.
+
+Everything runs for real: the server and its workers, coding sessions in bubblewrap
+with the lint fixer, git pushes over HTTP to the local forge, the forge's CI running
+the repository's tests as a required check, and signed webhooks both ways.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.localforge import LocalForge
+from app.store import JobState
+from tests.conftest import INSTALLATION, REPO, Harness
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+
+UTIL = "import os\n\n\ndef greet(name):\n    return 'hello ' + name\n"
+UTIL_TESTS = "from util import greet\n\n\ndef test_greet():\n    assert greet('a') == 'hello a'\n"
+# A person's later commit that needs what the lint fix removed: the canary's story.
+USES_OS = "import util\n\n\ndef test_util_exposes_os():\n    assert util.os.sep == '/'\n"
+
+
+def sample(*, autonomy: str = "automerge", extra: str = "") -> dict[str, str | bytes | None]:
+    return {
+        "util.py": UTIL,
+        "test_util.py": UTIL_TESTS,
+        "pytest.ini": "[pytest]\n",
+        ".github/patchwarden.yml": f"autonomy: {autonomy}\n{extra}",
+    }
+
+
+async def settle(pw: Harness, within: float = 180.0) -> None:
+    """Until the forge is quiet and every job of every kind has ended."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    quiet = 0
+    while loop.time() < deadline:
+        await pw.forge.settle(within=max(deadline - loop.time(), 1))
+        jobs = await pw.store.list_jobs()
+        ended = all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs)
+        quiet = quiet + 1 if ended and pw.forge.idle else 0
+        if quiet >= 3:
+            return
+        await asyncio.sleep(0.1)
+    pending = [
+        (j.kind, j.state, j.last_error)
+        for j in await pw.store.list_jobs()
+        if j.state not in (JobState.SUCCEEDED, JobState.FAILED)
+    ]
+    raise TimeoutError(f"jobs still running: {pending}")
+
+
+@pytest.fixture
+async def story(
+    make_pw: Callable[..., Awaitable[Harness]],
+    tmp_path: Path,
+    forge: LocalForge,
+) -> Callable[..., Awaitable[Harness]]:
+    async def start(
+        *, autonomy: str = "automerge", checks: bool = True, extra: str = "", **settings: Any
+    ) -> Harness:
+        await forge.push(REPO, sample(autonomy=autonomy, extra=extra), author="alice")
+        forge.add_user(REPO, "alice", "maintain")
+        forge.add_user(REPO, "carol", "write")
+        forge.add_user(REPO, "bob", "read")
+        if checks:
+            forge.require_check(
+                REPO, "tests", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+            )
+        pw = await make_pw(cache_dir=tmp_path / "cache", **settings)
+        await forge.install(INSTALLATION, by="alice")
+        return pw
+
+    return start
+
+
+async def fix_this(pw: Harness, *, by: str = "alice") -> int:
+    issue = pw.forge.open_issue(REPO, "util.py imports os and never uses it", author="bob")
+    await pw.forge.post_comment(REPO, issue.number, "@patchwarden fix this", author=by)
+    return issue.number
+
+
+def bot_comments(forge: LocalForge, number: int) -> list[str]:
+    return [c.body for c in forge.comments(REPO, number) if c.user.login == "patchwarden[bot]"]
+
+
+async def test_fix_this_to_automerge_closes_the_issue(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()
+    number = await fix_this(pw)
+    await settle(pw)
+    forge = pw.forge
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 1
+    pull = pulls[0]
+    issue = forge.issue(REPO, pull.number)
+    assert "Patchwarden risk" in (issue.body or "")
+    assert f"Fixes #{number}" in (issue.body or "")
+    assert "risk:low" in forge.labels(REPO, pull.number)
+    assert pull.merged, bot_comments(forge, pull.number)
+    assert [m.number for m in forge.merges(REPO)] == [pull.number]
+    assert forge.issue(REPO, number).state == "closed"
+    ours = [r for r in forge.check_runs(REPO, pull.head_sha) if r.name == "patchwarden"]
+    assert ours and ours[-1].status == "completed" and ours[-1].conclusion == "success"
+    assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
+    said = bot_comments(forge, number)
+    assert len(said) == 1, said  # one comment, edited in place
+    assert "merged" in said[0] and f"#{pull.number}" in said[0]
+    assert "git revert -m 1" in (issue.body or "") and pull.merge_commit_sha[:12] in (
+        issue.body or ""
+    )
+
+
+def merge_said(forge: LocalForge, pr: int) -> str:
+    found = [b for b in bot_comments(forge, pr) if "patchwarden:merge" in b]
+    assert len(found) <= 1, found
+    return found[0] if found else ""
+
+
+async def test_review_autonomy_waits_for_a_second_writer(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(autonomy="review")
+    forge = pw.forge
+    number = await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    assert not pull.merged
+    assert f"Fixes #{number}" in (forge.issue(REPO, pull.number).body or "")
+    assert "approval" in merge_said(forge, pull.number)
+    assert [u.login for u in pull.requested_reviewers] == ["alice"]
+
+    await forge.approve(REPO, pull.number, user="bob")  # read access: does nothing
+    await settle(pw)
+    assert not pull.merged
+
+    await forge.post_comment(REPO, pull.number, "@patchwarden ship it", author="alice")
+    await settle(pw)
+    assert not pull.merged  # alice asked for the fix: she cannot be the only approver
+    assert "second writer" in merge_said(forge, pull.number)
+
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert pull.merged
+    assert forge.issue(REPO, number).state == "closed"
+    assert "approved by" in merge_said(forge, pull.number)
+
+
+async def test_a_push_by_someone_else_after_scoring_stops_the_merge(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(autonomy="review")
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    scored = pull.head_sha
+    await forge.push(REPO, {"notes.txt": "mine\n"}, author="carol", branch=pull.head)
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert pull.head_sha != scored
+    assert not pull.merged and not forge.merges(REPO)
+    said = merge_said(forge, pull.number)
+    assert "head moved by @carol" in said or "head moved" in said, said
+    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "merge.refused"]
+    assert refused and "did not score" in (refused[-1].reason or "")
+
+
+def _q() -> Any:
+    from app.store import AuditQuery
+
+    return AuditQuery(repo=REPO)
+
+
+async def test_a_repository_without_checks_is_never_auto_merged(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(checks=False)
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = pw.forge.pulls(REPO)
+    assert not pull.merged
+    assert "no checks ran" in merge_said(pw.forge, pull.number)
+
+
+async def test_pause_refuses_new_fixes_until_resume(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()
+    forge = pw.forge
+    issue = forge.open_issue(REPO, "util.py imports os and never uses it", author="bob")
+    await forge.post_comment(REPO, issue.number, "@patchwarden pause", author="carol")
+    await settle(pw)
+    assert not await pw.store.get_pause(REPO)  # write access is not enough to pause
+    await forge.post_comment(REPO, issue.number, "@patchwarden pause", author="alice")
+    await settle(pw)
+    assert (await pw.store.get_pause(REPO)).actor == "alice"
+    await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+    await settle(pw)
+    assert not forge.pulls(REPO)
+    assert not await pw.jobs("fix")
+    assert any("paused" in b and "not started" in b for b in bot_comments(forge, issue.number))
+    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "trigger.refused"]
+    assert any("paused" in (e.reason or "") for e in refused)
+
+    await forge.post_comment(REPO, issue.number, "@patchwarden resume", author="alice")
+    await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+    await settle(pw)
+    assert len(forge.pulls(REPO)) == 1 and forge.pulls(REPO)[0].merged
+
+
+async def test_global_pause_lets_nothing_start(story: Callable[..., Awaitable[Harness]]) -> None:
+    pw = await story(paused=True)
+    number = await fix_this(pw)
+    await settle(pw)
+    assert not pw.forge.pulls(REPO)
+    assert any("PATCHWARDEN_PAUSED" in b for b in bot_comments(pw.forge, number))
+
+
+async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    (fix,) = forge.pulls(REPO)
+    assert fix.merged
+    # A person's commit on top needs what the fix removed: the default branch breaks.
+    human = await forge.push(
+        REPO, {"test_uses_os.py": USES_OS}, author="carol", message="Test util.os"
+    )
+    await settle(pw)
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 2, [p.head for p in pulls]
+    revert = pulls[1]
+    body = forge.issue(REPO, revert.number).body or ""
+    assert f"Reverts #{fix.number}" in body
+    assert revert.merged, bot_comments(forge, revert.number)
+    tip = forge.repos[REPO].git.resolve("refs/heads/main")
+    assert forge.repos[REPO].git.is_ancestor(human, tip)  # the person's commit stays
+    assert "import os" in forge.repos[REPO].git.read_file(tip, "util.py")
+    assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
+
+    # A second failure: the revert is not reverted, and nothing else is.
+    await forge.push(REPO, {"test_broken.py": "def test_no():\n    assert False\n"}, author="carol")
+    await settle(pw)
+    assert len(forge.pulls(REPO)) == 2
+    ignored = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.ignored"]
+    assert ignored and "never reverted" in (ignored[-1].reason or "")
