@@ -288,8 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     score_arguments(score)
     score.set_defaults(func=cmd_score)
 
-    demo = sub.add_parser("demo", help="the story so far, offline, on the local GitHub double")
-    demo.add_argument("--keep", action="store_true", help="keep the demo's folder afterwards")
+    demo = sub.add_parser("demo", help="the whole story, offline, on the local GitHub double")
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the forge up (and its folder) after the story, until Ctrl-C",
+    )
     demo.set_defaults(func=cmd_demo)
 
     from app.localforge.__main__ import build_parser as forge_parser

@@ -1,18 +1,33 @@
-"""``patchwarden demo``: the story so far, offline, on the local GitHub double.
+"""``patchwarden demo``: the whole story, offline, on the local GitHub double.
 
-It starts the double and the real server on loopback, then plays what a maintainer
-sees: a reader's fix request refused politely, a maintainer's request heard (👀) and
-queued as a durable job, a redelivery deduplicated, and the audit trail of it all.
+It starts the double (LocalForge: REST, git over HTTP, signed webhooks, and a CI that
+runs the repository's tests as a required check) and the real server with its workers
+on loopback, with the embedded defaults: SQLite, the bubblewrap sandbox, the ``lint``
+fixer (or the ``llm`` fixer when ``PATCHWARDEN_LLM_*`` is set). Then it plays:
+
+1. a sample repository with a lint problem and a test suite, and the App installed;
+2. an issue, and a maintainer's ``@patchwarden fix this``;
+3. the pull request that appears, with its risk-scored body;
+4. its auto-merge once the required check passes (the issue closes);
+5. a person's commit on top that breaks the default branch with the merged change;
+6. the canary opening the revert of Patchwarden's merge, and merging it.
+
+It prints the forge's URL first: its HTML view shows the same story in a browser.
+Exit 0 only when every step happened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -20,29 +35,157 @@ from app.config import load_settings
 from app.keys import generate_app_key
 from app.localforge import LocalForge
 from app.server import RUNTIME, create_app
-from app.store import AuditQuery, JobState
+from app.store import Outcome
+from app.store.outcomes import format_outcomes, summarise_outcomes
 
 REPO = "octo-org/widgets"
+INSTALLATION = 7
+STEP_SECONDS = 300.0
+
+# The sample repository: an unused import (ruff F401 fixes it), tests, and a config that
+# lets low-risk changes merge themselves.
+SAMPLE: dict[str, str | bytes | None] = {
+    "util.py": "import os\n\n\ndef greet(name):\n    return 'hello ' + name\n",
+    "test_util.py": (
+        "from util import greet\n\n\ndef test_greet():\n    assert greet('a') == 'hello a'\n"
+    ),
+    "pytest.ini": "[pytest]\n",
+    ".github/patchwarden.yml": (
+        "# Low-risk changes with every check green merge themselves.\nautonomy: automerge\n"
+    ),
+}
+# A person's later commit that relies on what the lint fix removed.
+BREAKING = {
+    "test_uses_os.py": (
+        "import util\n\n\ndef test_util_exposes_os():\n    assert util.os.sep == '/'\n"
+    )
+}
+TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
-def _say(text: str) -> None:
-    print(text, flush=True)
+class StepFailed(Exception):
+    """A step of the story did not happen in time."""
 
 
-async def _demo(folder: Path) -> int:
+class Story:
+    def __init__(self, forge: LocalForge, started: float) -> None:
+        self.forge = forge
+        self.started = started
+        self.seen: set[str] = set()
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
+
+    def show(self, text: str, indent: str = "    │ ") -> None:
+        for line in text.rstrip().splitlines():
+            print(f"{indent}{line}", flush=True)
+
+    async def until(self, what: str, check: Callable[[], Any], within: float = STEP_SECONDS) -> Any:
+        """Wait for ``check()`` to be truthy, narrating what the forge sees meanwhile."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            self.narrate()
+            value = check()
+            if value:
+                return value
+            await asyncio.sleep(0.2)
+        raise StepFailed(f"{what}: did not happen within {within:.0f} s")
+
+    def narrate(self) -> None:
+        """One line per new thing on the forge: comments, PRs, checks, merges."""
+        repo = self.forge.repos[REPO]
+        for issue in sorted(repo.issues.values(), key=lambda i: i.number):
+            kind = "PR" if issue.is_pull else "issue"
+            for comment in issue.comments:
+                key = f"comment:{comment.id}:{hash(comment.body)}"
+                if key in self.seen or comment.user.type != "Bot":
+                    continue
+                self.seen.add(key)
+                first = next((ln for ln in comment.body.splitlines() if ln.strip()), "")
+                self.say(f"{comment.user.login} on {kind} #{issue.number}: {first[:140]}")
+        for run in repo.check_runs:
+            if run.status != "completed":
+                continue
+            key = f"run:{run.id}"
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            title = run.output.title if run.output else ""
+            self.say(f"check `{run.name}` on {run.head_sha[:7]}: {run.conclusion} {title}")
+        for merge in repo.merges:
+            key = f"merge:{merge.number}"
+            if key not in self.seen:
+                self.seen.add(key)
+                self.say(f"#{merge.number} merged by {merge.by} as {merge.sha[:7]}")
+
+
+def _pull_by(forge: LocalForge, predicate: Callable[[Any], bool]) -> Any:
+    return next((p for p in forge.pulls(REPO) if predicate(p)), None)
+
+
+async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) -> None:
+    say = story.say
+    await forge.push(REPO, SAMPLE, author="alice", message="A small library with a lint problem")
+    forge.add_user(REPO, "alice", "maintain")
+    forge.add_user(REPO, "carol", "write")
+    forge.require_check(REPO, "tests", TEST_COMMAND)
+    say(f"1. {REPO}: util.py imports os and never uses it; `pytest` is a required check")
+    await forge.install(INSTALLATION, by="alice")
+    say("   alice (maintain) installs the App")
+
+    issue = forge.open_issue(REPO, "util.py imports os and never uses it", author="carol")
+    say(f"2. carol opens issue #{issue.number}; alice comments '@patchwarden fix this'")
+    await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+
+    pull = await story.until("a pull request", lambda: _pull_by(forge, lambda p: True))
+    body = await story.until(
+        "its risk-scored body", lambda: forge.issue(REPO, pull.number).body or None
+    )
+    say(f"3. Patchwarden opened #{pull.number} from {pull.head}; the top of its body:")
+    top, _, _ = body.partition("<details>")
+    story.show(
+        top.rstrip() + f"\n\n(details folded; all of it at {forge.url}/{REPO}/pull/{pull.number})"
+    )
+    await story.until("the auto-merge", lambda: pull.merged)
+    say(f"4. #{pull.number} merged itself after `tests` passed on its head")
+    await story.until(
+        "the issue closing", lambda: forge.issue(REPO, issue.number).state == "closed"
+    )
+    say(f"   issue #{issue.number} is closed by the merge ('Fixes #{issue.number}')")
+
+    human = await forge.push(REPO, BREAKING, author="carol", message="Test that util exposes os")
+    say(f"5. carol pushes {human[:7]} on top: a test that needs `util.os`; `tests` fails")
+    revert = await story.until(
+        "the canary's revert", lambda: _pull_by(forge, lambda p: p.number != pull.number)
+    )
+    say(f"6. the canary opened #{revert.number}, the revert of #{pull.number}")
+    await story.until("the revert merging", lambda: revert.merged)
+    git = forge.repos[REPO].git
+    tip = git.resolve("refs/heads/main") or ""
+    if not git.is_ancestor(human, tip):
+        raise StepFailed("carol's commit is no longer on main")
+    say(f"   #{revert.number} merged; main is green again and carol's {human[:7]} is untouched")
+    await story.until("the last checks", lambda: forge.idle, within=60)
+    story.narrate()
+    rows = summarise_outcomes(await outcomes())
+    say("Outcomes (patchwarden audit --outcomes):")
+    story.show(format_outcomes(rows), indent="    ")
+
+
+async def _demo(folder: Path, *, keep: bool) -> int:
+    started = time.monotonic()
     private, public = generate_app_key()
     secret = secrets.token_hex(16)
     forge = LocalForge(app_id=4242, app_public_key=public, webhook_secret=secret)
     await forge.start()
-    forge.add_repo(REPO, installation_id=7)
-    forge.add_user(REPO, "alice", "maintain")
-    forge.add_user(REPO, "bob", "read")
+    forge.add_repo(REPO, installation_id=INSTALLATION)
     settings = load_settings(
         app_id=4242,
         private_key=private,
         webhook_secret=secret,
         github_api_url=forge.url,
         database_url=f"sqlite:///{folder / 'patchwarden.db'}",
+        cache_dir=folder / "cache",
         poll_seconds=0.2,
     )
     app = create_app(settings)
@@ -53,58 +196,31 @@ async def _demo(folder: Path) -> int:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     forge.webhook_url = f"http://127.0.0.1:{port}/webhooks/github"
     store = app[RUNTIME].store
+    story = Story(forge, started)
+    fixer = "llm" if settings.llm_configured else "lint"
     try:
-        _say(f"GitHub double on {forge.url}; Patchwarden on http://127.0.0.1:{port}")
-        _say(f"state in {folder}\n")
-        issue = forge.open_issue(REPO, "Parser crashes on empty input", author="bob")
-        _say(f"1. bob (read access) opens #{issue.number} and comments '@patchwarden fix this'")
-        await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="bob")
-        _say("2. alice (maintain) comments '@patchwarden fix this' with an instruction")
-        comment = await forge.post_comment(
-            REPO,
-            issue.number,
-            "@patchwarden fix this\n\nGuard the empty string before tokenising.",
-            author="alice",
-        )
-        _say("3. GitHub redelivers alice's comment (same X-GitHub-Delivery)")
-        first = forge.deliveries[-1].id
-        payload = forge.comment_event(REPO, issue.number, comment)
-        await forge.send("issue_comment", payload, delivery_id=first)
+        print(f"Open {forge.url}/{REPO} to watch it in a browser (the GitHub double).")
+        print(f"Patchwarden on http://127.0.0.1:{port}; fixer: {fixer}; state in {folder}\n")
 
-        await forge.settle()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            jobs = await store.list_jobs(kind="delivery")
-            if jobs and all(j.state == JobState.SUCCEEDED for j in jobs):
-                break
-            await asyncio.sleep(0.1)
-        else:
-            _say("the events did not finish routing in 20 s; see the audit log below")
+        async def outcomes() -> list[Outcome]:
+            return await store.find_outcomes(repo=REPO)
 
-        _say("\nOn GitHub:")
-        await forge.settle()
-        for c in forge.comments(REPO, issue.number):
-            first_line = c.body.splitlines()[0]
-            reactions = forge.comment_reactions(c.id)
-            mark = f"  [{' '.join(reactions)}]" if reactions else ""
-            _say(f"  {c.user.login}: {first_line[:110]}{mark}")
-        answers = [d.status for d in forge.deliveries]
-        _say(f"  deliveries sent: {len(forge.deliveries)}, answered {answers}")
-
-        _say("\nJobs in the store:")
-        for job in await store.list_jobs():
-            _say(f"  #{job.id} {job.kind:<8} {job.state:<9} {job.key}")
-        _say("\nAudit log:")
-        for e in await store.query_audit(AuditQuery()):
-            _say(f"  {e.action:<26} {e.actor or '-':<18} {e.reason or ''}")
-        fix_jobs = await store.list_jobs(kind="fix")
-        _say(
-            f"\n{len(fix_jobs)} fix job queued. It waits, durable, in the store until "
-            "PR publishing (the next milestone, docs/roadmap.md) lets the worker turn its "
-            "session into a pull request. Sessions, fixers and the risk score already run "
-            "locally: patchwarden run --repo PATH --task TEXT, patchwarden score."
-        )
-        return 0 if len(fix_jobs) == 1 else 1
+        try:
+            await _play(forge, story, outcomes)
+        except StepFailed as exc:
+            story.say(f"FAILED: {exc}")
+            print(
+                "The audit log says why: patchwarden audit (PATCHWARDEN_DATABASE_URL=sqlite:///"
+                f"{folder / 'patchwarden.db'})",
+                file=sys.stderr,
+            )
+            return 1
+        story.say("Every step happened.")
+        if keep:
+            print(f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.")
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+        return 0
     finally:
         await runner.cleanup()
         await forge.stop()
@@ -113,7 +229,9 @@ async def _demo(folder: Path) -> int:
 def run_demo(*, keep: bool = False) -> int:
     folder = Path(tempfile.mkdtemp(prefix="patchwarden-demo-"))
     try:
-        return asyncio.run(_demo(folder))
+        return asyncio.run(_demo(folder, keep=keep))
+    except KeyboardInterrupt:
+        return 0
     finally:
         if keep:
             print(f"kept {folder}")

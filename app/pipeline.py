@@ -37,7 +37,7 @@ from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import Budget, Document, FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, git_env, run_git
+from app.sessions.workspace import Remote, branch_name, git_env, run_git
 from app.store import Job, NewJob, Outcome, Store
 from app.store.outcomes import pause_reason
 
@@ -201,6 +201,14 @@ class Pipeline:
             budget=budget,
             branch=branch,
         )
+        # A retried job (a worker restarted mid-job) whose pull request is already
+        # merged or closed is done: running it again must not open a second one.
+        earlier = await pub.find_pull(spec.branch or branch_name(job.id, task.title))
+        if earlier is not None and earlier.get("state") != "open":
+            await fixer.aclose()
+            state = "merged" if earlier.get("merged_at") else "closed"
+            await self._audit("job.done_before", job, reason=f"#{earlier['number']} is {state}")
+            return {"status": state, "pr": int(earlier["number"])}
         try:
             result = await self.runner.run(spec, fixer)
         finally:
@@ -762,11 +770,11 @@ class Pipeline:
             else ""
         )
         how_text = {
-            "auto": "automatically, every check green",
+            "auto": "automatically: every check green",
             "approved": f"approved by {by}",
             "manual": f"by @{by}",
         }.get(how, how)
-        await self._say_merge(pub, number, outcome, f"Merged {how_text} as {sha[:12]}.{watch}")
+        await self._say_merge(pub, number, outcome, f"Merged as {sha[:12]} ({how_text}).{watch}")
         if outcome.issue_number:
             await _IssueReport(
                 pub, outcome.issue_number, outcome.job_id, self.settings.bot_name

@@ -570,8 +570,10 @@ async def test_review_requests_are_kept_shown_and_announced_until_the_review(
     forge.add_user(REPO, "alice", "write")
     forge.add_user(REPO, "bob", "read")
     n = {**R, "number": 1}
+    await gh.post(ISSUE + "/labels", n, data={"labels": ["patchwarden"]})  # no description
 
     answer = await gh.post(REVIEWERS, n, data={"reviewers": ["alice", "Bob"]})
+    assert [x["name"] for x in answer["labels"]] == ["patchwarden"]
     assert [u["login"] for u in answer["requested_reviewers"]] == ["alice", "bob"]
     await gh.post(REVIEWERS, n, data={"reviewers": ["alice"]})  # already requested
     fresh = await gh.getitem(PULL, n)

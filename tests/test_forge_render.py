@@ -200,6 +200,12 @@ def review_requested(w: World) -> World:
     return w
 
 
+def labelled(w: World) -> World:
+    """The PR with a label that has no description (pull-request-simple wants a string)."""
+    w.pr.labels.append(Label(2, "patchwarden", "ededed", None))
+    return w
+
+
 # -- REST: each shape against the operation that answers with it ------------------------
 
 Render = Callable[[World], Any]
@@ -239,9 +245,9 @@ REST: list[tuple[str, int, Render]] = [
     ("repos/get-branch", 200, lambda w: w.r.branch(w.repo, "a/b", w.head, protected=False)),
     ("git/get-ref", 200, lambda w: w.r.git_ref(w.repo, "heads/fix-widget", HEAD)),
     ("git/create-ref", 201, lambda w: w.r.git_ref(w.repo, "refs/heads/fix-widget", HEAD)),
-    ("pulls/list", 200, lambda w: [w.r.pull_simple(w.repo, w.pull, w.pr)]),
+    ("pulls/list", 200, lambda w: [w.r.pull_simple(w.repo, w.pull, labelled(w).pr)]),
     ("pulls/create", 201, lambda w: w.pull_json()),
-    ("pulls/get", 200, lambda w: w.pull_json()),
+    ("pulls/get", 200, lambda w: labelled(w).pull_json()),
     (
         "pulls/update",
         200,
@@ -257,7 +263,7 @@ REST: list[tuple[str, int, Render]] = [
     (
         "pulls/request-reviewers",
         201,
-        lambda w: w.r.pull_simple(w.repo, review_requested(w).pull, w.pr),
+        lambda w: w.r.pull_simple(w.repo, review_requested(w).pull, labelled(w).pr),
     ),
     ("issues/create", 201, lambda w: w.r.issue(w.repo, w.issue)),
     ("issues/get", 200, lambda w: w.r.issue(w.repo, w.pr, w.pull)),

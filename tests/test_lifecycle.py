@@ -16,25 +16,16 @@ from typing import Any
 
 import pytest
 
+from app.demo import BREAKING, SAMPLE
 from app.localforge import LocalForge
 from app.store import JobState
 from tests.conftest import INSTALLATION, REPO, Harness
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
 
-UTIL = "import os\n\n\ndef greet(name):\n    return 'hello ' + name\n"
-UTIL_TESTS = "from util import greet\n\n\ndef test_greet():\n    assert greet('a') == 'hello a'\n"
-# A person's later commit that needs what the lint fix removed: the canary's story.
-USES_OS = "import util\n\n\ndef test_util_exposes_os():\n    assert util.os.sep == '/'\n"
-
 
 def sample(*, autonomy: str = "automerge", extra: str = "") -> dict[str, str | bytes | None]:
-    return {
-        "util.py": UTIL,
-        "test_util.py": UTIL_TESTS,
-        "pytest.ini": "[pytest]\n",
-        ".github/patchwarden.yml": f"autonomy: {autonomy}\n{extra}",
-    }
+    return {**SAMPLE, ".github/patchwarden.yml": f"autonomy: {autonomy}\n{extra}"}
 
 
 async def settle(pw: Harness, within: float = 180.0) -> None:
@@ -110,14 +101,16 @@ async def test_fix_this_to_automerge_closes_the_issue(
     assert [m.number for m in forge.merges(REPO)] == [pull.number]
     assert forge.issue(REPO, number).state == "closed"
     ours = [r for r in forge.check_runs(REPO, pull.head_sha) if r.name == "patchwarden"]
-    assert ours and ours[-1].status == "completed" and ours[-1].conclusion == "success"
+    assert ours
+    assert ours[-1].status == "completed"
+    assert ours[-1].conclusion == "success"
     assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
     said = bot_comments(forge, number)
     assert len(said) == 1, said  # one comment, edited in place
-    assert "merged" in said[0] and f"#{pull.number}" in said[0]
-    assert "git revert -m 1" in (issue.body or "") and pull.merge_commit_sha[:12] in (
-        issue.body or ""
-    )
+    assert "merged" in said[0]
+    assert f"#{pull.number}" in said[0]
+    assert "git revert -m 1" in (issue.body or "")
+    assert pull.merge_commit_sha[:12] in (issue.body or "")
 
 
 def merge_said(forge: LocalForge, pr: int) -> str:
@@ -168,11 +161,13 @@ async def test_a_push_by_someone_else_after_scoring_stops_the_merge(
     await forge.approve(REPO, pull.number, user="carol")
     await settle(pw)
     assert pull.head_sha != scored
-    assert not pull.merged and not forge.merges(REPO)
+    assert not pull.merged
+    assert not forge.merges(REPO)
     said = merge_said(forge, pull.number)
     assert "head moved by @carol" in said or "head moved" in said, said
     refused = [e for e in await pw.store.query_audit(_q()) if e.action == "merge.refused"]
-    assert refused and "did not score" in (refused[-1].reason or "")
+    assert refused
+    assert "did not score" in (refused[-1].reason or "")
 
 
 def _q() -> Any:
@@ -215,7 +210,8 @@ async def test_pause_refuses_new_fixes_until_resume(
     await forge.post_comment(REPO, issue.number, "@patchwarden resume", author="alice")
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
-    assert len(forge.pulls(REPO)) == 1 and forge.pulls(REPO)[0].merged
+    assert len(forge.pulls(REPO)) == 1
+    assert forge.pulls(REPO)[0].merged
 
 
 async def test_global_pause_lets_nothing_start(story: Callable[..., Awaitable[Harness]]) -> None:
@@ -236,9 +232,7 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     (fix,) = forge.pulls(REPO)
     assert fix.merged
     # A person's commit on top needs what the fix removed: the default branch breaks.
-    human = await forge.push(
-        REPO, {"test_uses_os.py": USES_OS}, author="carol", message="Test util.os"
-    )
+    human = await forge.push(REPO, BREAKING, author="carol", message="Test util.os")
     await settle(pw)
     pulls = forge.pulls(REPO)
     assert len(pulls) == 2, [p.head for p in pulls]
@@ -248,7 +242,9 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     assert revert.merged, bot_comments(forge, revert.number)
     tip = forge.repos[REPO].git.resolve("refs/heads/main")
     assert forge.repos[REPO].git.is_ancestor(human, tip)  # the person's commit stays
-    assert "import os" in forge.repos[REPO].git.read_file(tip, "util.py")
+    util = forge.repos[REPO].git.entry(tip, "util.py")
+    assert util is not None
+    assert b"import os" in (util.content or b"")
     assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
 
     # A second failure: the revert is not reverted, and nothing else is.
@@ -256,4 +252,5 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     await settle(pw)
     assert len(forge.pulls(REPO)) == 2
     ignored = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.ignored"]
-    assert ignored and "never reverted" in (ignored[-1].reason or "")
+    assert ignored
+    assert "never reverted" in (ignored[-1].reason or "")

@@ -518,8 +518,15 @@ class Renderer:
         }
 
     def pull_simple(self, repo: Repo, pull: Pull, issue: Issue) -> Json:
-        """pull-request-simple (``GET /pulls``)."""
-        return self._pull_core(repo, pull, issue)
+        """pull-request-simple (``GET /pulls``, ``POST .../requested_reviewers``).
+
+        Its labels need a string ``description`` where pull-request allows null: a label
+        without one has ``""`` here."""
+        rendered = self._pull_core(repo, pull, issue)
+        for label in rendered["labels"]:
+            if label["description"] is None:
+                label["description"] = ""
+        return rendered
 
     def pull(
         self, repo: Repo, pull: Pull, issue: Issue, *, mergeable: bool | None, mergeable_state: str
