@@ -10,7 +10,7 @@ DEB_PACKAGES := git bubblewrap
 .PHONY: help venv system-deps test demo serve bench lint fmt clean
 
 help:
-	@echo "make demo   - the story so far, offline, on the local GitHub double"
+	@echo "make demo   - the whole story, offline, on the local GitHub double"
 	@echo "make test   - the whole test suite"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"

@@ -98,7 +98,7 @@ class Settings(BaseSettings):
 
     # Storage and jobs
     database_url: str = "sqlite:///./patchwarden.db"
-    workers: int = Field(default=2, ge=1, le=64)
+    workers: int = Field(default=2, ge=0, le=64)  # coding sessions at once; 0: none here
     event_workers: int = Field(default=4, ge=1, le=64)
     job_max_attempts: int = Field(default=3, ge=1, le=20)
     lease_seconds: float = Field(default=60.0, gt=0)

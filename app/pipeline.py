@@ -186,6 +186,7 @@ class Pipeline:
         base: str | None = None,
         revert_of: Outcome | None = None,
         branch: str | None = None,
+        links: list[str] | None = None,
     ) -> dict[str, Any]:
         repository = await pub.repository()
         default_branch = str(repository.get("default_branch") or "main")
@@ -243,6 +244,8 @@ class Pipeline:
                 await self._audit("job.no_patch", job, reason=why)
                 return {"status": "ignored", "reason": why}
             trigger = replace(trigger, reverts="bot" if theirs else "human")
+        if trigger.reverts is not None:
+            outcome = replace(outcome, details={**outcome.details, "reverts": trigger.reverts})
         policy = Policy.model_validate(result.policy)
         score = score_session(
             result,
@@ -300,8 +303,18 @@ class Pipeline:
             head, status="in_progress", title="Opening the pull request", summary=""
         )
         title = _title(result, task, revert_of)
-        links = _links(closes=closes, revert_of=revert_of, mergeable=score.decision in MERGEABLE)
-        body = render_body(result, score, title=title, bot=self.settings.bot_name, links=links)
+        if links is None:
+            links = _links(
+                closes=closes, revert_of=revert_of, mergeable=score.decision in MERGEABLE
+            )
+        body = render_body(
+            result,
+            score,
+            title=title,
+            bot=self.settings.bot_name,
+            links=links,
+            merge_commit=policy.merge.method == "merge",
+        )
         pull, created = await pub.upsert_pull(
             branch=result.branch,
             base=default_branch,
@@ -500,17 +513,21 @@ class Pipeline:
         p = job.payload
         repo = str(p["repo"])
         pub = self._publisher(job, repo)
-        original = next(
-            iter(await self.store.find_outcomes(repo=repo, pr_number=int(p["pr"]))), None
-        )
+        # The row that merged: a pull request updated onto a new base has several.
+        merged = [
+            o
+            for o in await self.store.find_outcomes(repo=repo, pr_number=int(p["pr"]))
+            if o.merge_sha
+        ]
         trigger = "canary" if p.get("trigger") == "canary" else "request"
         outcome = await self._outcome(job, kind="revert", trigger=trigger)
         outcome = replace(outcome, revert_of_pr=int(p["pr"]))
-        if original is None or not original.merge_sha:
-            raise PermanentJobError(f"#{p['pr']} is not a merged Patchwarden pull request")
-        report = _PullReport(
-            pub, int(p["pr"]), f"revert={original.pr_number}", self.settings.bot_name
-        )
+        report = _PullReport(pub, int(p["pr"]), f"revert={p['pr']}", self.settings.bot_name)
+        if not merged:
+            await report.say("Nothing to revert: Patchwarden has not merged this pull request.")
+            await self.store.save_outcome(replace(outcome, status="refused"))
+            return {"status": "refused", "reason": "not merged"}
+        original = merged[-1]
         paused = await self._paused(repo)
         if paused:
             await report.say(f"Not reverting: {paused}.")
@@ -548,11 +565,20 @@ class Pipeline:
         first = await self.store.get_outcome(int(p["job"]))
         if first is None or first.head_sha is None or first.base_sha is None:
             raise PermanentJobError(f"job {p['job']} has no published patch to carry")
+        paused = await self._paused(repo)
+        if paused:
+            await self._audit("job.refused", job, reason=paused)
+            return {"status": "refused", "reason": paused}
         old = self._load_result(first.job_id)
         fixer_name = old.fix.fixer if old is not None and old.fix is not None else "carry"
         task = Task(title=str(first.details.get("title") or "update"), kind="fix")
         outcome = await self._outcome(job, kind=first.kind, trigger=first.trigger)
-        outcome = replace(outcome, issue_number=first.issue_number, requested_by=first.requested_by)
+        outcome = replace(
+            outcome,
+            issue_number=first.issue_number,
+            requested_by=first.requested_by,
+            revert_of_pr=first.revert_of_pr,
+        )
         report = _PullReport(pub, int(first.pr_number or 0), "merge", self.settings.bot_name)
         carry = CarryFixer(
             first.head_sha,
@@ -565,10 +591,10 @@ class Pipeline:
             outcome,
             task=task,
             fixer=carry,
-            trigger=Trigger(_trigger_kind(first.trigger)),
+            trigger=Trigger(_trigger_kind(first.trigger), reverts=first.details.get("reverts")),
             report=report,
-            closes=first.issue_number,
             branch=first.branch,
+            links=list(first.details.get("links") or []),
         )
         return result
 
@@ -627,6 +653,8 @@ class Pipeline:
             login for login in ship_it if roles.get(login) in {"admin", "maintain", "write"}
         )
         runs, statuses = await pub.checks(pull["head"]["sha"])
+        # The branch's tip, not the PR's base.sha: GitHub does not refresh that reliably.
+        base_tip = await pub.branch_sha(str(pull["base"]["ref"]))
         facts = Facts(
             decision=outcome.decision or "reject",  # type: ignore[arg-type]
             state=str(pull.get("state")),
@@ -634,12 +662,13 @@ class Pipeline:
             draft=bool(pull.get("draft")),
             head_sha=str(pull["head"]["sha"]),
             scored_sha=str(outcome.head_sha),
-            base_moved=bool(outcome.base_sha) and pull["base"]["sha"] != outcome.base_sha,
+            base_moved=bool(outcome.base_sha) and base_tip != outcome.base_sha,
             checks=checks_of(runs, statuses, bot_slug=self.settings.bot_name),
             approvers=approvers,
             requested_by=outcome.requested_by,
             two_person=bool(rules.get("two_person", True)),
             paused=await self._paused(repo),
+            bot=self.settings.bot_name,
         )
         decided = decide(facts)
         if decided.action == "merge":
@@ -655,7 +684,7 @@ class Pipeline:
             await self._enqueue(
                 NewJob(
                     kind="update",
-                    key=f"update:{repo}#{number}:{pull['base']['sha']}",
+                    key=f"update:{repo}#{number}:{base_tip}",
                     repo=repo,
                     installation_id=job.installation_id,
                     payload={"repo": repo, "pr": number, "job": outcome.job_id},

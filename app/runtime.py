@@ -98,7 +98,14 @@ async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Run
     pool = WorkerPool(
         store,
         {},
-        [Lane(EVENTS_QUEUE, settings.event_workers), Lane(SESSIONS_QUEUE, settings.workers)],
+        [
+            lane
+            for lane in (
+                Lane(EVENTS_QUEUE, settings.event_workers),
+                Lane(SESSIONS_QUEUE, settings.workers),  # 0: sessions run in other processes
+            )
+            if lane.concurrency > 0
+        ],
         lease_seconds=settings.lease_seconds,
         poll_seconds=settings.poll_seconds,
         retry_base_seconds=settings.retry_base_seconds,

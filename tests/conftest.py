@@ -100,6 +100,9 @@ def make_settings(
             "lease_seconds": 5,
             "retry_base_seconds": 0.05,
             "rate_limit_base_seconds": 0.05,
+            "cache_dir": tmp_path / "cache",
+            # Intake tests see fix jobs queued; tests of the pipeline ask for workers.
+            "workers": 0,
         }
         values.update(overrides)
         return load_settings(**values)

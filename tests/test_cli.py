@@ -412,7 +412,7 @@ def test_secrets_do_not_show_in_repr_or_str(key_pem: str) -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("PATCHWARDEN_WORKERS", "0"),
+        ("PATCHWARDEN_WORKERS", "-1"),
         ("PATCHWARDEN_WORKERS", "many"),
         ("PATCHWARDEN_ALERT_ROUTES", "not json"),
         ("PATCHWARDEN_ALERT_ROUTES", '{"HighErrorRate": "not-a-repo"}'),

@@ -63,6 +63,12 @@ class Publisher:
         answer: dict[str, Any] = await self.gh.getitem("/repos/{owner}/{repo}", self.vars)
         return answer
 
+    async def branch_sha(self, branch: str) -> str:
+        answer = await self.gh.getitem(
+            "/repos/{owner}/{repo}/branches/{branch}", {**self.vars, "branch": branch}
+        )
+        return str(answer["commit"]["sha"])
+
     async def push_branch(self, *, mirror: Path, branch: str, remote: Remote, home: Path) -> None:
         """Force-push the session's patch commit (kept in the mirror) as ``branch``."""
         refspec = f"+refs/patchwarden/{branch}:refs/heads/{branch}"

@@ -42,7 +42,7 @@ class Facts:
     requested_by: str | None  # who asked for the fix
     two_person: bool
     paused: str | None = None  # why no merge may happen now, when paused
-    pusher: str | None = None  # who moved the head, when it moved
+    bot: str = "patchwarden"  # the App's name in commands
 
 
 @dataclass(frozen=True)
@@ -109,10 +109,9 @@ def decide(f: Facts) -> Verdict:
     if f.paused:
         return Verdict("refuse", f.paused)
     if f.head_sha != f.scored_sha:
-        who = f" by @{f.pusher}" if f.pusher else ""
         return Verdict(
             "refuse",
-            f"the head moved{who} to {f.head_sha[:12]}, which Patchwarden did not score "
+            f"the head moved to {f.head_sha[:12]}, which Patchwarden did not score "
             f"(it scored {f.scored_sha[:12]}); merge it yourself after reviewing the new "
             "commits, or ask for a new fix",
         )
@@ -133,8 +132,7 @@ def decide(f: Facts) -> Verdict:
     else:
         return Verdict(
             "wait",
-            "waiting for a writer's approval: a review approval, or a comment "
-            "`@patchwarden ship it`",
+            f"waiting for a writer's approval: a review approval, or a comment `@{f.bot} ship it`",
         )
     if f.draft:
         return Verdict("wait", "it is a draft: mark it ready for review first")
@@ -146,7 +144,7 @@ def decide(f: Facts) -> Verdict:
         return Verdict(
             "wait",
             "no checks ran on the head commit: a repository with no checks is never "
-            "merged automatically. A writer can approve it or comment `@patchwarden ship it`",
+            f"merged automatically. A writer can approve it or comment `@{f.bot} ship it`",
         )
     if f.base_moved:
         return Verdict("update", "the base branch moved since the session", how)

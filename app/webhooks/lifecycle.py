@@ -132,9 +132,15 @@ async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
     repo = data["repository"]["full_name"]
     review = data.get("review") or {}
     pr = int((data.get("pull_request") or {}).get("number") or 0)
-    if str(review.get("state", "")).lower() != "approved" or not await _ours(ctx, repo, pr):
-        return
     login = (review.get("user") or {}).get("login")
+    if str(review.get("state", "")).lower() != "approved":
+        await ctx.audit(
+            "trigger.ignored", actor=login, repo=repo, reason="review is not an approval"
+        )
+        return
+    if not await _ours(ctx, repo, pr):
+        await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=_not_ours(pr))
+        return
     await ctx.enqueue(
         _merge_job(data, ctx, repo=repo, pr=pr, reason="approval", actor=login), actor=login
     )
@@ -146,11 +152,14 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
     repo = data["repository"]["full_name"]
     pull = data.get("pull_request") or {}
     pr = int(pull.get("number") or 0)
-    if pull.get("merged") and await _ours(ctx, repo, pr):
-        actor = (data.get("sender") or {}).get("login")
-        await ctx.enqueue(
-            _merge_job(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor), actor=actor
-        )
+    actor = (data.get("sender") or {}).get("login")
+    if not pull.get("merged") or not await _ours(ctx, repo, pr):
+        why = _not_ours(pr) if pull.get("merged") else f"#{pr} closed without a merge"
+        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
+        return
+    await ctx.enqueue(
+        _merge_job(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor), actor=actor
+    )
 
 
 @router.register("check_run", action="completed")
@@ -159,21 +168,37 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
 async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
     data = event.data
     repo = (data.get("repository") or {}).get("full_name")
+    actor = (data.get("sender") or {}).get("login")
     if event.event == "status":
-        if data.get("state") == "pending":
-            return
-        sha = data.get("sha")
+        sha = data.get("sha") if data.get("state") != "pending" else None
     else:
         item = data.get(event.event) or {}
-        if (item.get("app") or {}).get("slug") == ctx.bot_name:
-            return  # Patchwarden's own check run
-        sha = item.get("head_sha")
-    if not repo or not sha:
+        own = (item.get("app") or {}).get("slug") == ctx.bot_name
+        sha = None if own else item.get("head_sha")
+    waiting = [
+        o
+        for o in (
+            await ctx.store.find_outcomes(repo=repo, head_sha=str(sha)) if repo and sha else []
+        )
+        if o.pr_number is not None and o.merged_at is None
+    ]
+    if not waiting:
+        await ctx.audit(
+            "trigger.ignored",
+            actor=actor,
+            repo=repo,
+            reason=f"no open Patchwarden pull request waits on {event.event} at {str(sha)[:12]}",
+        )
         return
-    for outcome in await ctx.store.find_outcomes(repo=repo, head_sha=str(sha)):
-        if outcome.pr_number is None or outcome.merged_at is not None:
-            continue
+    for outcome in waiting:
+        assert outcome.pr_number is not None
         await ctx.enqueue(
-            _merge_job(data, ctx, repo=repo, pr=outcome.pr_number, reason="checks", actor=None),
+            _merge_job(
+                data, ctx, repo=outcome.repo, pr=outcome.pr_number, reason="checks", actor=None
+            ),
             actor=None,
         )
+
+
+def _not_ours(pr: int) -> str:
+    return f"#{pr} is not a Patchwarden pull request"

@@ -130,8 +130,10 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
     if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
         return Screen("ignore", "comment by a bot")
     command = parse_command(comment.get("body"), bot_name=bot_name)
-    if command is None or command.name != "fix":
-        return Screen("ignore", "no fix command for the bot in the comment")
+    if command is None:
+        return Screen("ignore", "no command for the bot in the comment")
+    if command.name != "fix":
+        return Screen("ignore", f"`{command.name}` is not a fix request")
     return Screen("check_permission", f"{command.name} requested", command)
 
 
