@@ -118,6 +118,7 @@ class Harness:
     url: str
     runtime: Runtime
     session: aiohttp.ClientSession
+    server: Any = None  # the aiohttp TestServer: ``await server.close()`` stops the process
 
     @property
     def store(self) -> Any:
@@ -183,7 +184,9 @@ async def make_pw(
             server = await aiohttp_server(app)
             url = str(server.make_url("")).rstrip("/")
             forge.webhook_url = f"{url}/webhooks/github"
-            return Harness(forge=forge, url=url, runtime=app[RUNTIME], session=session)
+            return Harness(
+                forge=forge, url=url, runtime=app[RUNTIME], session=session, server=server
+            )
 
         yield start
 

@@ -254,3 +254,65 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     ignored = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.ignored"]
     assert ignored
     assert "never reverted" in (ignored[-1].reason or "")
+
+
+async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
+    story: Callable[..., Awaitable[Harness]], make_pw: Callable[..., Awaitable[Harness]]
+) -> None:
+    """The whole story with every webhook delivered twice (a second id each time), and
+    the server killed while the fix session runs: one PR, one merge, one revert."""
+    pw = await story(drain_seconds=0)
+    forge = pw.forge
+    forge.echo_deliveries = True
+    number = await fix_this(pw)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while not any("Working on it" in b for b in bot_comments(forge, number)):
+        assert loop.time() < deadline, "the fix job did not start"
+        await asyncio.sleep(0.05)
+    await pw.server.close()  # mid-session: the job goes back to the queue
+    assert not forge.pulls(REPO)
+    pw = await make_pw(workers=2, drain_seconds=0)
+    await forge.redeliver_failed()  # what arrived while it was down
+    await settle(pw)
+    (fix,) = forge.pulls(REPO)
+    assert fix.merged
+    assert forge.issue(REPO, number).state == "closed"
+
+    await forge.push(REPO, BREAKING, author="carol", message="Test util.os")
+    await settle(pw)
+    await forge.redeliver_failed()
+    await settle(pw)
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 2
+    assert [m.number for m in forge.merges(REPO)] == [fix.number, pulls[1].number]
+    assert len(bot_comments(forge, number)) == 1
+    assert len([b for b in bot_comments(forge, fix.number) if "patchwarden:merge" in b]) == 1
+    outcomes = await pw.store.find_outcomes(repo=REPO)
+    assert sorted(o.kind for o in outcomes if o.pr_number) == ["fix", "revert"]
+    (job,) = await pw.jobs("fix")  # the one job, run again after the restart
+    assert job.state == JobState.SUCCEEDED
+
+
+async def test_a_moved_base_is_carried_and_verified_again_before_merging(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(autonomy="review")
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    first_head = pull.head_sha
+    moved = await forge.push(REPO, {"CHANGES.md": "a person's change\n"}, author="carol")
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    # The patch was carried onto the new base as a new head, scored and checked again;
+    # the approval was for the old head, so it waits for a new one.
+    assert not pull.merged
+    assert pull.head_sha != first_head
+    assert forge.repos[REPO].git.commit(pull.head_sha).parents == (moved,)
+    assert "approval" in merge_said(forge, pull.number)
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert pull.merged
+    assert len(forge.pulls(REPO)) == 1

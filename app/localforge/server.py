@@ -154,6 +154,9 @@ class LocalForge:
         self.delays: list[list[Any]] = []  # [pattern, seconds, times left or None]
         self.arrivals: list[str] = []  # "METHOD path", recorded before any delay
         self.rate_remaining = 5000
+        # Tests of idempotency: each delivery is posted again under a new
+        # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
+        self.echo_deliveries = False
         self._ids = itertools.count(1000)
         self._own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="localforge-"))
@@ -920,13 +923,36 @@ class LocalForge:
         while True:
             delivery = await self._outbox.get()
             try:
-                if self.webhook_url and self.webhook_secret:
-                    await self._post(delivery)
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                delivery.error = f"{type(exc).__name__}: {exc}"
+                copies = [delivery]
+                if self.echo_deliveries:
+                    echo = Delivery(
+                        str(uuid.uuid4()), delivery.event, delivery.action, delivery.payload
+                    )
+                    self.deliveries.append(echo)
+                    copies.append(echo)
+                for copy in copies:
+                    await self._attempt(copy)
             finally:
                 self._in_flight -= 1
                 self._outbox.task_done()
+
+    async def _attempt(self, delivery: Delivery) -> None:
+        if not (self.webhook_url and self.webhook_secret):
+            return
+        try:
+            await self._post(delivery)
+            delivery.error = None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            delivery.error = f"{type(exc).__name__}: {exc}"
+
+    async def redeliver_failed(self) -> int:
+        """Post again, under the same X-GitHub-Delivery id, every delivery that got no
+        2xx answer (the receiver was down, say), as GitHub's "Redeliver" does; return
+        how many. https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks"""
+        failed = [d for d in self.deliveries if d.status is None or d.status >= 300]
+        for delivery in failed:
+            await self._attempt(delivery)
+        return len(failed)
 
     async def send(
         self, event: str, payload: dict[str, Any], *, delivery_id: str | None = None
