@@ -316,3 +316,49 @@ async def test_a_moved_base_is_carried_and_verified_again_before_merging(
     await settle(pw)
     assert pull.merged
     assert len(forge.pulls(REPO)) == 1
+
+
+async def test_a_rejected_patch_opens_nothing_and_the_issue_says_why(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(extra="caps:\n  changed_lines: 1\n  files: 1\n  over: reject\n")
+    # The lint fix removes one line; a second unused import makes it two: over the cap.
+    await pw.forge.push(
+        REPO,
+        {"util.py": "import os\nimport sys\n\n\ndef greet(name):\n    return 'hello ' + name\n"},
+        author="alice",
+    )
+    number = await fix_this(pw)
+    await settle(pw)
+    assert not pw.forge.pulls(REPO)
+    assert not [b for b in pw.forge.repos[REPO].git.refs() if "patchwarden/" in b]  # no push
+    (said,) = bot_comments(pw.forge, number)
+    assert "rejected" in said
+    assert "caps" in said
+    assert "What a maintainer can do" in said
+    (outcome,) = await pw.store.find_outcomes(repo=REPO)
+    assert outcome.status == "rejected"
+    assert outcome.decision == "reject"
+
+
+async def test_revert_on_request_by_a_writer_only(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    (fix,) = forge.pulls(REPO)
+    assert fix.merged
+    await forge.post_comment(REPO, fix.number, "@patchwarden revert", author="bob")
+    await settle(pw)
+    assert len(forge.pulls(REPO)) == 1  # bob reads only
+    assert any("needs more access" in b for b in bot_comments(forge, fix.number))
+    await forge.post_comment(REPO, fix.number, "@patchwarden revert", author="carol")
+    await forge.post_comment(REPO, fix.number, "@patchwarden revert", author="alice")
+    await settle(pw)
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 2  # one revert per merge, however many ask
+    revert = pulls[1]
+    assert f"Reverts #{fix.number}" in (forge.issue(REPO, revert.number).body or "")
+    assert revert.merged  # a clean revert of Patchwarden's own merge merges itself

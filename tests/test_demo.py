@@ -1,0 +1,53 @@
+"""`patchwarden demo` — what `make demo` runs — tells the whole story and exits 0.
+
+It runs as a user would run it: the installed console script in a fresh process, with
+nothing but PATH from the environment (no PATCHWARDEN_* settings, so the lint fixer).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+
+STEPS = [
+    "1. octo-org/widgets",
+    "2. carol opens issue #1",
+    "3. Patchwarden opened #2",
+    "Patchwarden risk",  # the body's verdict line, shown in the terminal
+    "Fixes #1",
+    "4. #2 merged itself",
+    "issue #1 is closed by the merge",
+    "5. carol pushes",
+    "6. the canary opened #3, the revert of #2",
+    "#3 merged; main is green again",
+    "Every step happened.",
+]
+
+
+def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "patchwarden"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        [str(script), "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert "Open http://127.0.0.1:" in out  # the forge's HTML view, printed first
+    positions = [out.find(step) for step in STEPS]
+    assert all(p >= 0 for p in positions), [
+        s for s, p in zip(STEPS, positions, strict=True) if p < 0
+    ]
+    assert positions == sorted(positions), "the story's steps came out of order"
+    assert "octo-org/widgets     3    2       2     2" in out  # outcomes: 2 PRs, 2 auto-merged
