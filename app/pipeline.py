@@ -31,7 +31,7 @@ from app.fixers.base import Fixer
 from app.fixers.choose import budget_from, make_fixer
 from app.github import GitHubApp
 from app.policy.config import Policy
-from app.policy.score import Score, Trigger, TriggerKind, score_session
+from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind, score_session
 from app.publish.body import labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
@@ -132,6 +132,16 @@ class Pipeline:
         )
         await self.store.save_outcome(outcome)
         return outcome
+
+    async def _history(self, repo: str) -> History:
+        """Outcomes feed back into the risk: Patchwarden's merges reverted lately."""
+        since = time.time() - HISTORY_DAYS * 86400
+        reverted = [
+            o
+            for o in await self.store.find_outcomes(repo=repo, since=since)
+            if o.reverted_by_pr is not None and o.kind != "revert"
+        ]
+        return History(reverted_recently=len(reverted))
 
     # -- fix: an issue's "fix this" ------------------------------------------------
     async def fix_job(self, job: Job) -> dict[str, Any]:
@@ -253,6 +263,8 @@ class Pipeline:
             trigger=trigger,
             max_tokens=budget.max_tokens,
             max_cost_usd=budget.max_cost_usd,
+            # A revert is not held back by the reverts before it.
+            history=await self._history(pub.repo) if trigger.reverts is None else None,
         )
         outcome = replace(
             outcome,

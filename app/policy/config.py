@@ -116,6 +116,8 @@ class Weights(_Strict):
     findings_max: float = Field(ge=0)
     tool_failed: float = Field(ge=0)
     budget_heavy: float = Field(ge=0)
+    reverted_recently: float = Field(ge=0)
+    reverted_recently_max: float = Field(ge=0)
 
 
 class MergeRules(_Strict):

@@ -75,6 +75,16 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class History:
+    """What became of Patchwarden's earlier changes to the repository (its outcomes)."""
+
+    reverted_recently: int = 0  # its jobs of the last HISTORY_DAYS days whose merge was reverted
+
+
+HISTORY_DAYS = 30
+
+
+@dataclass(frozen=True)
 class Verification:
     """What a session learnt about the change besides its diff."""
 
@@ -111,6 +121,7 @@ def score_session(
     trigger: Trigger | None = None,
     max_tokens: int | None = None,
     max_cost_usd: float | None = None,
+    history: History | None = None,
 ) -> Score:
     """Score what a session produced: its diff, as git's stats saw it, and its checks."""
     parsed = parse_diff(result.diff.unified)
@@ -122,7 +133,7 @@ def score_session(
     )
     features = extract(diff, policy, extra_secrets=result.diff.secrets)
     verification = Verification.of(result, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
-    return score(features, policy, verification=verification, trigger=trigger)
+    return score(features, policy, verification=verification, trigger=trigger, history=history)
 
 
 def score_diff(text: str, policy: Policy, *, trigger: Trigger | None = None) -> Score:
@@ -145,6 +156,7 @@ def score(
     *,
     verification: Verification | None = None,
     trigger: Trigger | None = None,
+    history: History | None = None,
 ) -> Score:
     w = policy.weights
     tally = _Tally()
@@ -265,6 +277,16 @@ def score(
         _verification(verification, policy, tally)
     else:
         add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")
+
+    if history is not None and history.reverted_recently:
+        n = history.reverted_recently
+        add(
+            "reverted_recently",
+            str(n),
+            min(n * w.reverted_recently, w.reverted_recently_max),
+            f"{_n(n, 'change')} Patchwarden merged here in the last {HISTORY_DAYS} days "
+            f"{'was' if n == 1 else 'were'} reverted",
+        )
 
     total = sum(c.points for c in contributions)
     value = max(0, min(100, math.floor(total + 0.5)))
