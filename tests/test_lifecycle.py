@@ -255,6 +255,16 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     assert ignored
     assert "never reverted" in (ignored[-1].reason or "")
 
+    # The outcome feeds back: the next change here carries the revert in its score.
+    await forge.push(
+        REPO, {"test_broken.py": None, "test_uses_os.py": None}, author="carol", message="Undo"
+    )
+    await fix_this(pw)
+    await settle(pw)
+    newest = forge.pulls(REPO)[-1]
+    body = forge.issue(REPO, newest.number).body or ""
+    assert "1 change Patchwarden merged here in the last 30 days was reverted" in body
+
 
 async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     story: Callable[..., Awaitable[Harness]], make_pw: Callable[..., Awaitable[Harness]]

@@ -127,6 +127,176 @@ def test_fix_command_fixture_asks_for_a_permission_check() -> None:
     assert screen.command == triggers.Command("fix", "The parser crashes on empty input.")
 
 
+# -- lifecycle commands: ship it, revert, pause, resume ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "name", "instructions"),
+    [
+        ("@patchwarden ship it", "ship", ""),
+        ("@Patchwarden SHIP IT", "ship", ""),
+        ("@patchwarden[bot] ship it", "ship", ""),
+        ("@patchwarden  ship   it!", "ship", ""),
+        ("LGTM, thanks.\n\n@patchwarden ship it", "ship", ""),
+        ("> @patchwarden revert\n@patchwarden ship it", "ship", ""),  # the quote never counts
+        ("@patchwarden revert", "revert", ""),
+        ("@PATCHWARDEN[BOT] Revert", "revert", ""),
+        ("@patchwarden revert: it broke the nightly build", "revert", "it broke the nightly build"),
+        ("@patchwarden pause", "pause", ""),
+        ("@patchwarden[bot] pause - release freeze", "pause", "release freeze"),
+        ("@patchwarden resume", "resume", ""),
+        ("@Patchwarden Resume.", "resume", ""),
+        ("@patchwarden fix this", "fix", ""),  # the old command is still the old command
+    ],
+)
+def test_lifecycle_commands(body: str, name: str, instructions: str) -> None:
+    assert triggers.parse_command(body, bot_name=BOT) == triggers.Command(name, instructions)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "@patchwarden shipit",
+        "@patchwarden ship",
+        "@patchwarden ship items",
+        "@patchwarden ship-it",
+        "@patchwarden revert-all",
+        "@patchwarden reverted",
+        "@patchwarden revert_all",
+        "@patchwarden pauses",
+        "@patchwarden resumed",
+        "please @patchwarden ship it",
+        "> @patchwarden ship it",
+        "```\n@patchwarden revert\n```",
+        "    @patchwarden pause",
+        "<!-- @patchwarden resume -->",
+        "`@patchwarden ship it`",
+        "@otherbot revert",
+        "@patchwardenx pause",
+        "/revert",
+        "/ship it",
+    ],
+)
+def test_text_that_is_no_lifecycle_command(body: str) -> None:
+    assert triggers.parse_command(body, bot_name=BOT) is None
+
+
+def _lifecycle_payload(body: str, *, on_pull: bool, **changes: Any) -> dict[str, Any]:
+    """A new comment by a person, on a pull request or on an issue, saying ``body``."""
+    payload = load_fixture(
+        "issue_comment/created-on-pr.json" if on_pull else "issue_comment/created-1.json"
+    )
+    payload["comment"]["body"] = body
+    payload.update(changes)
+    return payload
+
+
+APP_USER = {"login": "patchwarden[bot]", "type": "Bot"}
+
+LIFECYCLE_SCREENS: list[tuple[str, dict[str, Any], str, str, str | None]] = [
+    # (id, payload, verdict, words the reason has, command)
+    ("ship-it-on-a-pr", _lifecycle_payload("@patchwarden ship it", on_pull=True),
+     "check_permission", "ship requested", "ship"),
+    ("revert-on-a-pr", _lifecycle_payload("@patchwarden revert", on_pull=True),
+     "check_permission", "revert requested", "revert"),
+    ("ship-it-on-an-issue", _lifecycle_payload("@patchwarden ship it", on_pull=False),
+     "ignore", "only works on a pull request", None),
+    ("revert-on-an-issue", _lifecycle_payload("@patchwarden revert", on_pull=False),
+     "ignore", "only works on a pull request", None),
+    ("pause-on-an-issue", _lifecycle_payload("@patchwarden pause", on_pull=False),
+     "check_permission", "pause requested", "pause"),
+    ("pause-on-a-pr", _lifecycle_payload("@patchwarden pause", on_pull=True),
+     "check_permission", "pause requested", "pause"),
+    ("resume-on-an-issue", _lifecycle_payload("@patchwarden resume", on_pull=False),
+     "check_permission", "resume requested", "resume"),
+    ("resume-on-a-pr", _lifecycle_payload("@patchwarden resume", on_pull=True),
+     "check_permission", "resume requested", "resume"),
+    ("edited", _lifecycle_payload("@patchwarden ship it", on_pull=True, action="edited"),
+     "ignore", "only new comments", None),
+    ("deleted", _lifecycle_payload("@patchwarden pause", on_pull=False, action="deleted"),
+     "ignore", "only new comments", None),
+    ("sent-by-the-app", _lifecycle_payload("@patchwarden ship it", on_pull=True, sender=APP_USER),
+     "ignore", "bot", None),
+    (
+        "sent-by-another-bot",
+        _lifecycle_payload(
+            "@patchwarden revert", on_pull=True, sender={"login": "renovate", "type": "Bot"}
+        ),
+        "ignore", "bot", None,
+    ),
+    (
+        "written-by-a-bot",
+        {
+            **load_fixture("issue_comment/created-by-bot.json"),
+            "comment": {
+                **load_fixture("issue_comment/created-by-bot.json")["comment"],
+                "body": "@patchwarden pause",
+            },
+        },
+        "ignore", "bot", None,
+    ),
+    ("fix-on-an-issue", _lifecycle_payload("@patchwarden fix this", on_pull=False),
+     "ignore", "no lifecycle command", None),
+    ("fix-on-a-pr", _lifecycle_payload("@patchwarden fix this", on_pull=True),
+     "ignore", "no lifecycle command", None),
+    ("quoted-ship-it", _lifecycle_payload("> @patchwarden ship it", on_pull=True),
+     "ignore", "no lifecycle command", None),
+    ("no-command", _lifecycle_payload("Looks good to me", on_pull=True),
+     "ignore", "no lifecycle command", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("payload", "verdict", "reason", "command"),
+    [s[1:] for s in LIFECYCLE_SCREENS],
+    ids=[s[0] for s in LIFECYCLE_SCREENS],
+)
+def test_lifecycle_comments_screened(
+    payload: dict[str, Any], verdict: str, reason: str, command: str | None
+) -> None:
+    screen = triggers.screen_lifecycle_comment(payload, bot_name=BOT)
+    assert screen.verdict == verdict
+    assert reason in screen.reason
+    assert (screen.command.name if screen.command else None) == command
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["@patchwarden ship it", "@patchwarden revert", "@patchwarden pause", "@patchwarden resume"],
+)
+def test_a_fix_request_screen_ignores_the_other_commands(body: str) -> None:
+    screen = triggers.screen_issue_comment(_lifecycle_payload(body, on_pull=False), bot_name=BOT)
+    assert screen.verdict == "ignore"
+    assert "is not a fix request" in screen.reason
+
+
+@pytest.mark.parametrize(
+    ("role", "verdict"),
+    [
+        ("admin", "trigger"),
+        ("maintain", "trigger"),
+        ("write", "refuse"),
+        ("triage", "refuse"),
+        ("read", "refuse"),
+        ("none", "refuse"),
+        (None, "refuse"),
+        ("custom-role", "refuse"),
+    ],
+)
+def test_pausing_takes_a_maintainer(role: str | None, verdict: str) -> None:
+    decision = triggers.decide_maintainer(role)
+    assert decision.verdict == verdict
+    if verdict == "refuse":
+        assert "admin or maintain" in decision.reason
+
+
+@pytest.mark.parametrize("role", ["admin", "maintain", None])
+def test_a_failed_maintainer_lookup_fails_closed(role: str | None) -> None:
+    decision = triggers.decide_maintainer(role, error="GitHub answered 502")
+    assert (decision.verdict, decision.audit_action) == ("error", "trigger.failed_closed")
+    assert "502" in decision.reason
+
+
 def test_ci_failure_on_default_branch_is_an_alert() -> None:
     for name in ("check_run", "workflow_run"):
         payload = load_fixture(f"{name}/completed-failure-default-branch.json")
