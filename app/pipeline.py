@@ -32,7 +32,7 @@ from app.fixers.choose import budget_from, make_fixer
 from app.github import GitHubApp
 from app.policy.config import Policy
 from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind, score_session
-from app.publish.body import labels_for, render_body, verdict
+from app.publish.body import inline, labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
 from app.sessions.result import FixOutcome, SessionResult
@@ -236,7 +236,7 @@ class Pipeline:
         if result.status != "patched" or result.head_sha is None or result.policy is None:
             why = result.error or (result.fix.reason if result.fix else None) or "no change"
             status = "failed" if result.status == "failed" else "no-change"
-            await report.say(f"No pull request: {why}")
+            await report.say(f"No pull request: {inline(why)}")
             await self.store.save_outcome(replace(outcome, status=status))
             await self._audit("job.no_patch", job, reason=why)
             return {"status": status, "reason": why}
@@ -288,7 +288,8 @@ class Pipeline:
             rules=[r.reason for r in score.rules],
         )
         if score.decision == "reject":
-            reasons = "\n".join(f"- {r.reason}" for r in score.rules) or "- the score is too high"
+            # Rule reasons quote paths from the patch: kept inert like the PR body's.
+            reasons = "\n".join(f"- {inline(r.reason)}" for r in score.rules)
             await report.say(
                 f"The patch was **rejected** by the policy (risk {score.score}/100), so no pull "
                 f"request was opened:\n\n{reasons}\n\nWhat a maintainer can do: fix it by hand, "

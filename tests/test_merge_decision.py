@@ -677,3 +677,24 @@ def test_pause_reason(
 
 def test_nothing_paused_is_no_reason() -> None:
     assert pause_reason(None, globally=False, repo=REPO, bot=BOT) is None
+
+
+def test_a_failing_check_is_not_hidden_by_another_apps_check_of_the_same_name() -> None:
+    runs = [
+        {
+            "id": 1,
+            "name": "build",
+            "status": "completed",
+            "conclusion": "failure",
+            "app": {"slug": "circleci"},
+        },
+        {
+            "id": 2,
+            "name": "build",
+            "status": "completed",
+            "conclusion": "success",
+            "app": {"slug": "github-actions"},
+        },
+    ]
+    found = checks_of(runs, [], bot_slug="patchwarden")
+    assert sorted(c.state for c in found) == ["failed", "passed"]

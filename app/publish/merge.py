@@ -55,16 +55,18 @@ class Verdict:
 def checks_of(
     runs: Sequence[dict[str, Any]], statuses: Sequence[dict[str, Any]], *, bot_slug: str
 ) -> tuple[Check, ...]:
-    """Check runs (the latest per name) and statuses, Patchwarden's own left out."""
-    latest: dict[str, dict[str, Any]] = {}
+    """Check runs (the latest per app and name: a re-run replaces its run, another CI's
+    check of the same name does not) and statuses, Patchwarden's own left out."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        if (run.get("app") or {}).get("slug") == bot_slug:
+        slug = str((run.get("app") or {}).get("slug"))
+        if slug == bot_slug:
             continue
-        name = str(run.get("name"))
-        if name not in latest or int(run.get("id") or 0) > int(latest[name].get("id") or 0):
-            latest[name] = run
+        key = (slug, str(run.get("name")))
+        if key not in latest or int(run.get("id") or 0) > int(latest[key].get("id") or 0):
+            latest[key] = run
     found = []
-    for name, run in sorted(latest.items()):
+    for (_, name), run in sorted(latest.items()):
         if run.get("status") != "completed":
             found.append(Check(name, "pending"))
         else:
