@@ -34,7 +34,7 @@ from app.policy.config import Policy
 from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
-from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
+from app.publish.merge import WRITE_ROLES, Facts, Verdict, approvers_of, checks_of, decide
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import Budget, Document, FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name, git_env, run_git
@@ -198,18 +198,16 @@ class Pipeline:
         branch: str | None = None,
         links: list[str] | None = None,
     ) -> dict[str, Any]:
+        """Session → score → reject (the issue says why) or publish, recording the outcome."""
         repository = await pub.repository()
-        default_branch = str(repository.get("default_branch") or "main")
         token = await self.github.auth.installation_token(int(job.installation_id or 0))
-        remote = Remote(pub.repo, str(repository["clone_url"]), token)
-        budget: Budget = budget_from(self.settings)
         spec = SessionSpec(
-            remote=remote,
+            remote=Remote(pub.repo, str(repository["clone_url"]), token),
             task=task,
             job_id=job.id,
             base=base,
             installation_id=job.installation_id,
-            budget=budget,
+            budget=budget_from(self.settings),
             branch=branch,
         )
         # A retried job (a worker restarted mid-job) whose pull request is already
@@ -235,34 +233,19 @@ class Pipeline:
         )
         if result.status != "patched" or result.head_sha is None or result.policy is None:
             why = result.error or (result.fix.reason if result.fix else None) or "no change"
-            status = "failed" if result.status == "failed" else "no-change"
-            await report.say(f"No pull request: {inline(why)}")
-            await self.store.save_outcome(replace(outcome, status=status))
-            await self._audit("job.no_patch", job, reason=why)
-            return {"status": status, "reason": why}
-        culprit = result.fix.culprit if result.fix is not None else None
-        if culprit is not None and trigger.reverts is None:
-            # The culprit finder named a commit: whose is it?
-            theirs = (
-                await self.store.find_outcomes(repo=pub.repo, merge_sha=culprit.sha)
-                if culprit.sha
-                else []
-            )
-            if any(o.kind == "revert" for o in theirs):
-                why = f"the culprit {culprit.sha[:12]} is Patchwarden's own revert: never reverted"
-                await self.store.save_outcome(replace(outcome, status="ignored"))
-                await self._audit("job.no_patch", job, reason=why)
-                return {"status": "ignored", "reason": why}
-            trigger = replace(trigger, reverts="bot" if theirs else "human")
-        if trigger.reverts is not None:
-            outcome = replace(outcome, details={**outcome.details, "reverts": trigger.reverts})
+            return await self._ended(job, outcome, report, status=result.status, why=why)
+        whose = await self._whose(pub.repo, result, trigger)
+        if whose is None:
+            why = "the culprit is Patchwarden's own revert, and a revert is never reverted"
+            return await self._ended(job, outcome, _Silent(), status="ignored", why=why)
+        trigger = whose
         policy = Policy.model_validate(result.policy)
         score = score_session(
             result,
             policy,
             trigger=trigger,
-            max_tokens=budget.max_tokens,
-            max_cost_usd=budget.max_cost_usd,
+            max_tokens=spec.budget.max_tokens,
+            max_cost_usd=spec.budget.max_cost_usd,
             # A revert is not held back by the reverts before it.
             history=await self._history(pub.repo) if trigger.reverts is None else None,
         )
@@ -277,6 +260,7 @@ class Pipeline:
                 "score": score.to_json(),
                 "merge": policy.merge.model_dump(mode="json"),
                 "title": task.title,
+                **({"reverts": trigger.reverts} if trigger.reverts else {}),
             },
         )
         await self._audit(
@@ -288,51 +272,89 @@ class Pipeline:
             rules=[r.reason for r in score.rules],
         )
         if score.decision == "reject":
-            # Rule reasons quote paths from the patch: kept inert like the PR body's.
-            reasons = "\n".join(f"- {inline(r.reason)}" for r in score.rules)
-            await report.say(
-                f"The patch was **rejected** by the policy (risk {score.score}/100), so no pull "
-                f"request was opened:\n\n{reasons}\n\nWhat a maintainer can do: fix it by hand, "
-                f"give clearer instructions with `@{self.settings.bot_name} fix this …`, or "
-                "change the policy in `.github/patchwarden.yml` on the default branch "
-                "(docs/policy.md)."
-            )
-            await self.store.save_outcome(replace(outcome, status="rejected"))
-            return {"status": "rejected", "score": score.score}
+            return await self._rejected(outcome, report, score)
+        if links is None:
+            mergeable = score.decision in MERGEABLE
+            links = _links(closes=closes, revert_of=revert_of, mergeable=mergeable)
+        title = _title(result, task, revert_of)
+        draft = _Draft(
+            title=title,
+            body=render_body(
+                result,
+                score,
+                title=title,
+                bot=self.settings.bot_name,
+                links=links,
+                merge_commit=policy.merge.method == "merge",
+            ),
+            links=links,
+            base=str(repository.get("default_branch") or "main"),
+        )
+        return await self._publish(job, pub, outcome, report, spec.remote, result, score, draft)
 
+    async def _ended(
+        self, job: Job, outcome: Outcome, report: _Report, *, status: str, why: str
+    ) -> dict[str, Any]:
+        """No patch to publish: say why where the request came from, and record it."""
+        status = {"patched": "no-change", "no-change": "no-change"}.get(status, status)
+        await report.say(f"No pull request: {inline(why)}")
+        await self.store.save_outcome(replace(outcome, status=status))
+        await self._audit("job.no_patch", job, reason=why)
+        return {"status": status, "reason": why}
+
+    async def _whose(self, repo: str, result: SessionResult, trigger: Trigger) -> Trigger | None:
+        """For a revert the culprit finder chose: of Patchwarden's merge or a person's
+        commit (``Trigger.reverts``); None when it is Patchwarden's own revert."""
+        culprit = result.fix.culprit if result.fix is not None else None
+        if culprit is None or trigger.reverts is not None:
+            return trigger
+        theirs = await self.store.find_outcomes(repo=repo, merge_sha=culprit.sha)
+        if any(o.kind == "revert" for o in theirs):
+            return None
+        return replace(trigger, reverts="bot" if theirs else "human")
+
+    async def _rejected(self, outcome: Outcome, report: _Report, score: Score) -> dict[str, Any]:
+        # Rule reasons quote paths from the patch: kept inert like the PR body's.
+        reasons = "\n".join(f"- {inline(r.reason)}" for r in score.rules)
+        await report.say(
+            f"The patch was **rejected** by the policy (risk {score.score}/100), so no pull "
+            f"request was opened:\n\n{reasons}\n\nWhat a maintainer can do: fix it by hand, "
+            f"give clearer instructions with `@{self.settings.bot_name} fix this …`, or "
+            "change the policy in `.github/patchwarden.yml` on the default branch "
+            "(docs/policy.md)."
+        )
+        await self.store.save_outcome(replace(outcome, status="rejected"))
+        return {"status": "rejected", "score": score.score}
+
+    async def _publish(
+        self,
+        job: Job,
+        pub: Publisher,
+        outcome: Outcome,
+        report: _Report,
+        remote: Remote,
+        result: SessionResult,
+        score: Score,
+        draft: _Draft,
+    ) -> dict[str, Any]:
+        """Branch, check run, pull request, labels, review request; then a merge check."""
+        assert result.head_sha is not None
+        head = result.head_sha
         home = self.runner.cache.root / "home"
         home.mkdir(parents=True, exist_ok=True)
-        await pub.push_branch(
-            mirror=self.runner.cache.mirror_path(pub.repo),
-            branch=result.branch,
-            remote=remote,
-            home=home,
-        )
-        head = result.head_sha
+        mirror = self.runner.cache.mirror_path(pub.repo)
+        await pub.push_branch(mirror=mirror, branch=result.branch, remote=remote, home=home)
         await pub.check_run(
             head, status="queued", title="Publishing", summary="", external_id=str(job.id)
         )
         await pub.check_run(
             head, status="in_progress", title="Opening the pull request", summary=""
         )
-        title = _title(result, task, revert_of)
-        if links is None:
-            links = _links(
-                closes=closes, revert_of=revert_of, mergeable=score.decision in MERGEABLE
-            )
-        body = render_body(
-            result,
-            score,
-            title=title,
-            bot=self.settings.bot_name,
-            links=links,
-            merge_commit=policy.merge.method == "merge",
-        )
         pull, created = await pub.upsert_pull(
             branch=result.branch,
-            base=default_branch,
-            title=title,
-            body=body,
+            base=draft.base,
+            title=draft.title,
+            body=draft.body,
             draft=score.decision == "draft",
         )
         number = int(pull["number"])
@@ -341,9 +363,7 @@ class Pipeline:
         if requested_by and created:
             refused = await pub.request_review(number, requested_by)
             if refused:
-                log.info(
-                    "review request for %s on %s#%s: %s", requested_by, pub.repo, number, refused
-                )
+                log.info("review request for %s on #%s: %s", requested_by, number, refused)
         await pub.check_run(
             head,
             status="completed",
@@ -351,13 +371,12 @@ class Pipeline:
             title=f"Risk {score.score}/100 ({score.risk}): {score.decision}",
             summary=verdict(score),
         )
-        now = time.time()
         outcome = replace(
             outcome,
             status="published",
             pr_number=number,
-            pr_opened_at=outcome.pr_opened_at or now,
-            details={**outcome.details, "pr_url": pull.get("html_url"), "links": links},
+            pr_opened_at=outcome.pr_opened_at or time.time(),
+            details={**outcome.details, "pr_url": pull.get("html_url"), "links": draft.links},
         )
         await self.store.save_outcome(outcome)
         await self.store.audit(
@@ -640,31 +659,7 @@ class Pipeline:
                 )
             return {"status": "merged"}
         rules = outcome.details.get("merge") or {}
-        ship_it = {
-            login
-            for login, head in (outcome.details.get("ship_it") or {}).items()
-            if head == pull["head"]["sha"]
-        }
-        actor = job.payload.get("actor")
-        if job.payload.get("reason") == "ship-it" and actor:
-            ship_it.add(str(actor))
-            outcome = replace(
-                outcome,
-                details={
-                    **outcome.details,
-                    "ship_it": {
-                        **(outcome.details.get("ship_it") or {}),
-                        str(actor): pull["head"]["sha"],
-                    },
-                },
-            )
-            await self.store.save_outcome(outcome)
-        reviews = await pub.reviews(number)
-        logins = {str((r.get("user") or {}).get("login")) for r in reviews} | ship_it
-        roles = {login: await pub.role(login) for login in sorted(logins) if login}
-        approvers = approvers_of(reviews, head_sha=pull["head"]["sha"], roles=roles) | frozenset(
-            login for login in ship_it if roles.get(login) in {"admin", "maintain", "write"}
-        )
+        outcome, approvers = await self._approvers(job, pub, outcome, pull)
         runs, statuses = await pub.checks(pull["head"]["sha"])
         # The branch's tip, not the PR's base.sha: GitHub does not refresh that reliably.
         base_tip = await pub.branch_sha(str(pull["base"]["ref"]))
@@ -716,6 +711,25 @@ class Pipeline:
                     details={"pr": number},
                 )
         return {"status": decided.action, "reason": decided.reason}
+
+    async def _approvers(
+        self, job: Job, pub: Publisher, outcome: Outcome, pull: dict[str, Any]
+    ) -> tuple[Outcome, frozenset[str]]:
+        """Writers who approved the current head: by review, or by `ship it` (kept in the
+        outcome with the head it was said for; a new head needs a new one)."""
+        head = str(pull["head"]["sha"])
+        said: dict[str, str] = dict(outcome.details.get("ship_it") or {})
+        actor = job.payload.get("actor")
+        if job.payload.get("reason") == "ship-it" and actor:
+            said[str(actor)] = head
+            outcome = replace(outcome, details={**outcome.details, "ship_it": said})
+            await self.store.save_outcome(outcome)
+        ship_it = {login for login, at in said.items() if at == head}
+        reviews = await pub.reviews(pull["number"])
+        logins = {str((r.get("user") or {}).get("login")) for r in reviews} | ship_it
+        roles = {login: await pub.role(login) for login in sorted(logins) if login}
+        by_review = approvers_of(reviews, head_sha=head, roles=roles)
+        return outcome, by_review | {login for login in ship_it if roles.get(login) in WRITE_ROLES}
 
     async def _do_merge(
         self,
@@ -836,6 +850,16 @@ class Pipeline:
 
 
 # -- what the job says where ----------------------------------------------------------
+@dataclass(frozen=True)
+class _Draft:
+    """The pull request to open or update."""
+
+    title: str
+    body: str
+    links: list[str]
+    base: str
+
+
 class _Report:
     async def say(self, text: str) -> None:
         raise NotImplementedError
