@@ -438,20 +438,6 @@ class Pipeline:
             documents=tuple(documents),
             check=p.get("name"),
         )
-        return await self._alert_session(
-            job, pub, outcome, task, base=sha, trigger_kind=trigger_kind
-        )
-
-    async def _alert_session(
-        self,
-        job: Job,
-        pub: Publisher,
-        outcome: Outcome,
-        task: Task,
-        *,
-        base: str | None,
-        trigger_kind: TriggerKind,
-    ) -> dict[str, Any]:
         return await self._session_to_pull(
             job,
             pub,
@@ -460,7 +446,7 @@ class Pipeline:
             fixer=make_fixer("auto", self.settings, ledger=self.store),
             trigger=Trigger(trigger_kind),
             report=_Silent(),
-            base=base,
+            base=sha,
         )
 
     async def _canary(self, job: Job, pub: Publisher, sha: str) -> dict[str, Any] | None:

@@ -372,3 +372,22 @@ async def test_revert_on_request_by_a_writer_only(
     revert = pulls[1]
     assert f"Reverts #{fix.number}" in (forge.issue(REPO, revert.number).body or "")
     assert revert.merged  # a clean revert of Patchwarden's own merge merges itself
+
+
+async def test_a_persons_breaking_commit_gets_a_revert_pr_that_waits_for_a_person(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    """No Patchwarden merge to blame: the culprit finder bisects to the person's commit
+    and proposes its revert, which never merges itself, even under autonomy automerge."""
+    pw = await story()
+    forge = pw.forge
+    broken = {"util.py": "import os\n\n\ndef greet(name):\n    return 'hi ' + name\n"}
+    culprit = await forge.push(REPO, broken, author="carol", message="Say hi")
+    await settle(pw)
+    (revert,) = forge.pulls(REPO)
+    body = forge.issue(REPO, revert.number).body or ""
+    assert culprit[:12] in body
+    assert "reverts a person's commit" in body
+    assert "risk:low" in forge.labels(REPO, revert.number)
+    assert not revert.merged
+    assert "approval" in merge_said(forge, revert.number)
