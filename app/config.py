@@ -105,6 +105,7 @@ class Settings(BaseSettings):
     poll_seconds: float = Field(default=1.0, gt=0)
     retry_base_seconds: float = Field(default=10.0, ge=0)
     drain_seconds: float = Field(default=30.0, ge=0)
+    progress_seconds: float = Field(default=5.0, gt=0)  # how often a job's comment may change
     paused: bool = False  # every repository paused at once; per-repository pauses are in the store
 
     # HTTP server

@@ -218,9 +218,13 @@ class Pipeline:
             state = "merged" if earlier.get("merged_at") else "closed"
             await self._audit("job.done_before", job, reason=f"#{earlier['number']} is {state}")
             return {"status": state, "pr": int(earlier["number"])}
+        ticker = _Ticker(report, every=self.settings.progress_seconds)
+        ticking = asyncio.create_task(ticker.run(), name=f"progress:{job.id}")
         try:
-            result = await self.runner.run(spec, fixer)
+            result = await self.runner.run(spec, fixer, progress=ticker.hear)
         finally:
+            ticking.cancel()
+            await asyncio.gather(ticking, return_exceptions=True)
             await fixer.aclose()
         self._save_result(result)
         usage = result.fix.usage if result.fix is not None else None
@@ -849,6 +853,32 @@ class _Draft:
 class _Report:
     async def say(self, text: str) -> None:
         raise NotImplementedError
+
+
+class _Ticker:
+    """The session's phase, shown in the job's comment as it goes (at most every
+    ``every`` seconds: one edit per phase, not a stream of comments)."""
+
+    def __init__(self, report: _Report, *, every: float) -> None:
+        self.report = report
+        self.every = every
+        self.latest: str | None = None
+        self.shown: str | None = None
+
+    def hear(self, line: str) -> None:
+        self.latest = line
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            line = self.latest
+            if line is None or line == self.shown:
+                continue
+            self.shown = line
+            try:
+                await self.report.say(f"Working on it: {inline(line)}")
+            except Exception as exc:  # progress is a courtesy; the job goes on
+                log.warning("could not show progress: %s", exc)
 
 
 class _Silent(_Report):

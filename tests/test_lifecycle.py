@@ -86,7 +86,7 @@ def bot_comments(forge: LocalForge, number: int) -> list[str]:
 async def test_fix_this_to_automerge_closes_the_issue(
     story: Callable[..., Awaitable[Harness]],
 ) -> None:
-    pw = await story()
+    pw = await story(progress_seconds=0.1)
     number = await fix_this(pw)
     await settle(pw)
     forge = pw.forge
@@ -107,6 +107,8 @@ async def test_fix_this_to_automerge_closes_the_issue(
     assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
     said = bot_comments(forge, number)
     assert len(said) == 1, said  # one comment, edited in place
+    edits = [str(c.body) for c in forge.calls("PATCH", r"/issues/comments/\d+$")]
+    assert any("Working on it: verify:" in e for e in edits), edits  # progress as it ran
     assert "merged" in said[0]
     assert f"#{pull.number}" in said[0]
     assert "git revert -m 1" in (issue.body or "")
