@@ -667,6 +667,8 @@ class Pipeline:
             two_person=bool(rules.get("two_person", True)),
             paused=await self._paused(repo),
             bot=self.settings.bot_name,
+            refused_before=_refused_at(outcome, str(pull["head"]["sha"])),
+            person_asked=job.payload.get("reason") in ("approval", "ship-it"),
         )
         decided = decide(facts)
         if decided.action == "merge":
@@ -765,8 +767,8 @@ class Pipeline:
                     )
                 return {"status": "merged"}
             reason = (
-                f"GitHub refused the merge ({answer.status}: {answer.message}). Not retried; "
-                "the next check or approval tries again."
+                f"GitHub refused the merge ({answer.status}: {answer.message}). Not retried "
+                f"until a writer approves it or comments `@{self.settings.bot_name} ship it`."
             )
         await self.store.audit(
             "merge.refused",
@@ -775,6 +777,10 @@ class Pipeline:
             reason=reason,
             details={"pr": number, "status": answer.status},
         )
+        refused = {"head": str(outcome.head_sha), "why": f"{answer.status}: {answer.message}"}
+        latest = await self.store.get_outcome(outcome.job_id) or outcome
+        outcome = replace(latest, details={**latest.details, "merge_refused": refused})
+        await self.store.save_outcome(outcome)
         await self._say_merge(pub, number, outcome, reason)
         return {"status": "refused", "reason": reason}
 
@@ -928,6 +934,12 @@ def _links(*, closes: int | None, revert_of: Outcome | None, mergeable: bool) ->
     if revert_of is not None:
         links.append(f"Reverts #{revert_of.pr_number} (merged as {str(revert_of.merge_sha)[:12]})")
     return links
+
+
+def _refused_at(outcome: Outcome, head: str) -> str | None:
+    """Why GitHub refused to merge ``head`` last time, if it did."""
+    refused = outcome.details.get("merge_refused") or {}
+    return str(refused["why"]) if refused.get("head") == head else None
 
 
 def _trigger_kind(text: str) -> TriggerKind:

@@ -393,3 +393,31 @@ async def test_a_persons_breaking_commit_gets_a_revert_pr_that_waits_for_a_perso
     assert "risk:low" in forge.labels(REPO, revert.number)
     assert not revert.merged
     assert "approval" in merge_said(forge, revert.number)
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "said"),
+    [
+        (409, "Head branch was modified. Review and try the merge again.", "409"),
+        (405, "Pull Request is not mergeable", "405"),
+    ],
+)
+async def test_a_refused_merge_is_audited_reported_and_not_retried(
+    story: Callable[..., Awaitable[Harness]], status: int, message: str, said: str
+) -> None:
+    pw = await story()
+    forge = pw.forge
+    forge.fail("PUT", r"/pulls/\d+/merge$", status, message=message, times=1)
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    assert not pull.merged
+    attempts = forge.calls("PUT", r"/pulls/\d+/merge$")
+    assert len(attempts) == 1  # no blind retry: the next event that changes something does
+    assert said in merge_said(forge, pull.number)
+    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "merge.refused"]
+    assert [str(status) in (e.reason or "") for e in refused] == [True]
+    # A person asking again is a new decision on fresh facts: it merges.
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert pull.merged

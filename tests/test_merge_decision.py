@@ -698,3 +698,25 @@ def test_a_failing_check_is_not_hidden_by_another_apps_check_of_the_same_name() 
     ]
     found = checks_of(runs, [], bot_slug="patchwarden")
     assert sorted(c.state for c in found) == ["failed", "passed"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "action"),
+    [
+        pytest.param({"refused_before": "405: not mergeable"}, "wait", id="refused-event"),
+        pytest.param(
+            {"refused_before": "405: not mergeable", "person_asked": True}, "merge", id="asked"
+        ),
+        pytest.param({"refused_before": None}, "merge", id="never-refused"),
+        pytest.param(
+            {"refused_before": "409: moved", "person_asked": True, "checks": ()},
+            "merge",
+            id="asked-no-checks",
+        ),
+    ],
+)
+def test_a_head_github_refused_waits_for_a_person(changes: dict[str, Any], action: str) -> None:
+    verdict = decide(facts(**changes))
+    assert verdict.action == action, verdict
+    if action == "wait":
+        assert "not retried until a writer approves" in verdict.reason

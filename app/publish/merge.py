@@ -43,6 +43,8 @@ class Facts:
     two_person: bool
     paused: str | None = None  # why no merge may happen now, when paused
     bot: str = "patchwarden"  # the App's name in commands
+    refused_before: str | None = None  # GitHub refused to merge this very head: why
+    person_asked: bool = False  # this evaluation comes from an approval or `ship it`
 
 
 @dataclass(frozen=True)
@@ -150,4 +152,10 @@ def decide(f: Facts) -> Verdict:
         )
     if f.base_moved:
         return Verdict("update", "the base branch moved since the session", how)
+    if f.refused_before and not f.person_asked:
+        return Verdict(
+            "wait",
+            f"GitHub refused to merge this head before ({f.refused_before}); not retried "
+            f"until a writer approves it or comments `@{f.bot} ship it`",
+        )
     return Verdict("merge", "every check passed" if f.checks else "approved", how)
