@@ -341,6 +341,40 @@ def test_ci_events_that_are_not_alerts(event: str, edit: Any, reason: str) -> No
     assert reason in found
 
 
+def _status(**changes: Any) -> dict[str, Any]:
+    payload = load_fixture("status/event-1.json")  # success on master, changes, gh-pages
+    payload.update(changes)
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("payload", "found"),
+    [
+        pytest.param(_status(state="failure"), "alert", id="failure-on-default"),
+        pytest.param(_status(state="error"), "alert", id="error-on-default"),
+        pytest.param(_status(), "not a failure", id="success"),
+        pytest.param(_status(state="pending"), "not a failure", id="pending"),
+        pytest.param(
+            _status(state="failure", branches=[{"name": "feature", "commit": {}}]),
+            "not the default",
+            id="other-branch",
+        ),
+        pytest.param(_status(state="failure", branches=[]), "no branch", id="no-branch"),
+    ],
+)
+def test_a_failed_commit_status_on_the_default_branch_is_an_alert(
+    payload: dict[str, Any], found: str
+) -> None:
+    screened = triggers.screen_ci_failure("status", payload, bot_name=BOT)
+    if found == "alert":
+        assert isinstance(screened, triggers.CiFailure), screened
+        assert (screened.sha, screened.branch) == (payload["sha"], "master")
+        assert screened.name == payload["context"]
+    else:
+        assert isinstance(screened, str)
+        assert found in screened
+
+
 # -- the same table, end to end: real server, real store, GitHub double over HTTP ----------
 
 

@@ -1,4 +1,5 @@
-"""A check run or workflow run that failed on the default branch becomes an ``alert`` job.
+"""A check run, workflow run or commit status that failed on the default branch becomes
+an ``alert`` job.
 
 One job per failing commit: several failed checks on the same head share it.
 """
@@ -18,6 +19,7 @@ router = Router()
 
 @router.register("check_run", action="completed")
 @router.register("workflow_run", action="completed")
+@router.register("status")
 async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
     data = event.data
     repo = (data.get("repository") or {}).get("full_name")

@@ -210,10 +210,12 @@ class CiFailure:
 
 def screen_ci_failure(event: str, payload: Mapping[str, Any], *, bot_name: str) -> CiFailure | str:
     """A failed check or workflow run on the default branch, or why it is ignored."""
-    if payload.get("action") != "completed":
-        return f"{event}.{payload.get('action')} is not a completion"
     repo = payload.get("repository") or {}
     default = repo.get("default_branch")
+    if event == "status":
+        return _screen_status(payload, repo, default)
+    if payload.get("action") != "completed":
+        return f"{event}.{payload.get('action')} is not a completion"
     if event == "check_run":
         run = payload.get("check_run") or {}
         suite = run.get("check_suite") or {}
@@ -244,4 +246,28 @@ def screen_ci_failure(event: str, payload: Mapping[str, Any], *, bot_name: str) 
         name=str(name or event),
         conclusion=str(conclusion),
         url=run.get("html_url"),
+    )
+
+
+def _screen_status(
+    payload: Mapping[str, Any], repo: Mapping[str, Any], default: str | None
+) -> CiFailure | str:
+    """A commit status (the older API some CI systems use) that failed on the default
+    branch. ``branches`` names the branches whose tip is at or contains the commit."""
+    state = payload.get("state")
+    if state not in {"failure", "error"}:
+        return f"status {state!r} is not a failure"
+    branches = [str(b.get("name")) for b in payload.get("branches") or []]
+    if not default or default not in branches:
+        return f"status on {', '.join(branches) or 'no branch'}, not the default branch {default!r}"
+    sha = payload.get("sha")
+    if not sha or not repo.get("full_name"):
+        return "payload has no sha or repository"
+    return CiFailure(
+        repo=str(repo["full_name"]),
+        sha=str(sha),
+        branch=default,
+        name=str(payload.get("context") or "status"),
+        conclusion=str(state),
+        url=payload.get("target_url"),
     )
