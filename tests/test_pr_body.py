@@ -150,3 +150,25 @@ def test_after_the_merge_the_body_names_the_merge_commit() -> None:
     assert f"git revert -m 1 {'c' * 40}" in body
     assert "<merge sha>" not in body
     assert "Merged as `cccccccccccc`." in body
+
+
+def test_a_squash_or_rebase_merge_is_reverted_without_a_mainline() -> None:
+    result = docs_typo()
+    assert result.policy is not None
+    s = score_session(result, Policy.model_validate(result.policy))
+    before = render_body(result, s, title="t", merge_commit=False)
+    assert "git revert <merge sha>" in before
+    assert "-m 1" not in before
+    after = render_body(result, s, title="t", merge_commit=False, merge_sha="d" * 40)
+    assert f"git revert {'d' * 40}" in after
+    assert "-m 1" not in after
+
+
+def test_links_sit_under_the_verdict() -> None:
+    result = docs_typo()
+    assert result.policy is not None
+    s = score_session(result, Policy.model_validate(result.policy))
+    body = render_body(result, s, title="t", links=["Fixes #12", "Reverts #3 (merged as abc)"])
+    lines = body.splitlines()
+    assert lines.index("Fixes #12") < next(i for i, ln in enumerate(lines) if "**Verified:**" in ln)
+    assert "Reverts #3 (merged as abc)" in lines

@@ -102,7 +102,8 @@ def render_score(score: Score) -> str:
 
 def revert_command(merge_sha: str | None, *, merge_commit: bool = True) -> str:
     if merge_sha is None:
-        return "git revert -m 1 <merge sha>  # filled in here when the pull request merges"
+        mainline = "-m 1 " if merge_commit else ""
+        return f"git revert {mainline}<merge sha>  # filled in here when the pull request merges"
     return f"git revert -m 1 {merge_sha}" if merge_commit else f"git revert {merge_sha}"
 
 
@@ -124,7 +125,8 @@ def render_body(
     revert = revert_command(merge_sha, merge_commit=merge_commit)
     if merge_sha is None:
         before = f"before the merge, close this and `git push origin --delete {result.branch}`."
-        after = "After it, `git revert -m 1 <merge sha>` (filled in when it merges)."
+        mainline = "-m 1 " if merge_commit else ""
+        after = f"After it, `git revert {mainline}<merge sha>` (filled in when it merges)."
     else:
         before = "Merged as " + _code(merge_sha[:12]) + "."
         after = f"Undo with `{revert}` and push that as a pull request."
