@@ -391,8 +391,9 @@ class Pipeline:
             reason=f"#{number}: {verdict(score)}",
             details={"pr": number, "head": head, "decision": score.decision},
         )
+        what = "the revert, " if outcome.kind == "revert" else ""
         await report.say(
-            f"Opened #{number}: risk {score.score}/100 ({score.risk}). {_next_step(score)}"
+            f"Opened {what}#{number}: risk {score.score}/100 ({score.risk}). {_next_step(score)}"
         )
         await self._enqueue(
             NewJob(
