@@ -30,11 +30,12 @@ from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.choose import budget_from, make_fixer
 from app.github import GitHubApp
+from app.github.repos import WRITE_ROLES, role_for
 from app.policy.config import Policy
 from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
-from app.publish.merge import WRITE_ROLES, Facts, Verdict, approvers_of, checks_of, decide
+from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import Budget, Document, FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name, git_env, run_git
@@ -720,7 +721,12 @@ class Pipeline:
         ship_it = {login for login, at in said.items() if at == head}
         reviews = await pub.reviews(pull["number"])
         logins = {str((r.get("user") or {}).get("login")) for r in reviews} | ship_it
-        roles = {login: await pub.role(login) for login in sorted(logins) if login}
+        # A failed lookup is no role: its approval does not count (fail closed).
+        roles = {
+            login: (await role_for(pub.gh, repo=pub.repo, login=login))[0]
+            for login in sorted(logins)
+            if login
+        }
         by_review = approvers_of(reviews, head_sha=head, roles=roles)
         return outcome, by_review | {login for login in ship_it if roles.get(login) in WRITE_ROLES}
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from app.github.repos import role_of
 from app.webhooks import triggers
 from tests.conftest import REPO, Harness, load_fixture, with_installation
 
@@ -87,9 +88,9 @@ def test_failed_lookup_fails_closed() -> None:
 
 def test_role_name_beats_the_folded_permission() -> None:
     # GitHub folds triage into "read" and maintain into "write" in `permission`.
-    assert triggers.role_of({"permission": "read", "role_name": "triage"}) == "triage"
-    assert triggers.role_of({"permission": "write", "role_name": "maintain"}) == "maintain"
-    assert triggers.role_of({"permission": "admin"}) == "admin"
+    assert role_of({"permission": "read", "role_name": "triage"}) == "triage"
+    assert role_of({"permission": "write", "role_name": "maintain"}) == "maintain"
+    assert role_of({"permission": "admin"}) == "admin"
 
 
 def _comment_payload(**changes: Any) -> dict[str, Any]:

@@ -23,16 +23,12 @@ from typing import Any, Literal
 import gidgethub
 
 from app.github import GitHubClient
+from app.github.repos import repo_vars
 from app.sessions.workspace import Remote, git_env, run_git
 
 log = logging.getLogger(__name__)
 
 CHECK_NAME = "patchwarden"
-
-
-def repo_vars(full_name: str) -> dict[str, str]:
-    owner, _, name = full_name.partition("/")
-    return {"owner": owner, "repo": name}
 
 
 def marker(key: str) -> str:
@@ -261,18 +257,6 @@ class Publisher:
         ):
             found.append(review)
         return found
-
-    async def role(self, login: str) -> str | None:
-        """The user's role on the repository; None when GitHub could not say."""
-        try:
-            answer = await self.gh.getitem(
-                "/repos/{owner}/{repo}/collaborators/{username}/permission",
-                {**self.vars, "username": login},
-            )
-        except gidgethub.BadRequest as exc:
-            return "none" if int(exc.status_code) == 404 else None
-        role = answer.get("role_name") or answer.get("permission") or "none"
-        return str(role).lower()
 
     # -- merging ----------------------------------------------------------------------
     async def merge(self, number: int, *, sha: str, method: str, title: str) -> MergeAnswer:

@@ -12,9 +12,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.github.repos import WRITE_ROLES
 from app.policy.config import Decision
 
-WRITE_ROLES = frozenset({"admin", "maintain", "write"})
 GREEN = frozenset({"success", "neutral", "skipped"})
 
 Action = Literal["merge", "wait", "refuse", "done", "update"]

@@ -8,34 +8,11 @@ import aiohttp
 import gidgethub
 
 from app.github import GitHubClient
+from app.github.repos import repo_vars, role_for
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 
 log = logging.getLogger(__name__)
-
-
-def repo_vars(full_name: str) -> dict[str, str]:
-    """URL template variables for ``/repos/{owner}/{repo}/…``."""
-    owner, _, name = full_name.partition("/")
-    return {"owner": owner, "repo": name}
-
-
-async def role_for(gh: GitHubClient, *, repo: str, login: str) -> tuple[str | None, str | None]:
-    """The user's role on the repository, or why GitHub could not say: (role, error)."""
-    try:
-        answer = await gh.getitem(
-            "/repos/{owner}/{repo}/collaborators/{username}/permission",
-            {**repo_vars(repo), "username": login},
-        )
-    except gidgethub.BadRequest as exc:
-        if int(exc.status_code) == 404:  # not a collaborator at all
-            return "none", None
-        return None, f"GitHub answered {exc.status_code}"
-    except gidgethub.HTTPException as exc:
-        return None, f"GitHub answered {exc.status_code}"
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return triggers.role_of(answer), None
 
 
 async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> triggers.Decision:

@@ -14,9 +14,10 @@ from typing import Any, Literal
 from gidgethub import sansio
 
 from app.github import GitHubClient
+from app.github.repos import repo_vars
 from app.store import NewJob
 from app.webhooks import triggers
-from app.webhooks.access import answer_refusal, check_write_access, react, repo_vars
+from app.webhooks.access import answer_refusal, check_write_access, react
 from app.webhooks.context import HandlerContext
 
 

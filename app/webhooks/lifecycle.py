@@ -15,9 +15,9 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
+from app.github.repos import repo_vars, role_for
 from app.store import NewJob
 from app.webhooks import triggers
-from app.webhooks.access import repo_vars, role_for
 from app.webhooks.context import HandlerContext
 
 router = Router()

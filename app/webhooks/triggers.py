@@ -1,7 +1,9 @@
 """Who may trigger what, decided from data alone. No I/O, no clock.
 
 The handlers in this package call these functions and then act (look up a
-permission, react, enqueue). Everything here is tested table-driven.
+permission, react, enqueue). Everything here is tested table-driven. A user's role
+(``role_of``) and the role names live in :mod:`app.github.repos`, shared with the
+pipeline.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-WRITE_ROLES = frozenset({"admin", "maintain", "write"})
+from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
+
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
 
@@ -138,7 +141,6 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
 
 
 PR_COMMANDS = frozenset({"ship", "revert"})
-MAINTAINER_ROLES = frozenset({"admin", "maintain"})
 
 
 def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
@@ -176,17 +178,6 @@ def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
     if is_bot(payload.get("sender")):
         return Screen("ignore", "label added by a bot")
     return Screen("check_permission", "fix requested by label", Command("fix"))
-
-
-def role_of(permission_answer: Mapping[str, Any]) -> str:
-    """The fine-grained role from GET /repos/{o}/{r}/collaborators/{u}/permission.
-
-    ``permission`` folds ``maintain`` into ``write`` and ``triage`` into ``read``;
-    ``role_name`` keeps them apart (and holds custom role names).
-    https://docs.github.com/en/rest/collaborators/collaborators#get-repository-permissions-for-a-user
-    """
-    role = permission_answer.get("role_name") or permission_answer.get("permission") or "none"
-    return str(role).lower()
 
 
 def decide_permission(role: str | None, *, error: str | None = None) -> Decision:
