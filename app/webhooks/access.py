@@ -1,4 +1,4 @@
-"""Checking a sender's access, and answering refusals once."""
+"""Checking a sender's access, and answering a request once."""
 
 from __future__ import annotations
 
@@ -21,8 +21,44 @@ async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> trig
     return triggers.decide_permission(role, error=error)
 
 
-def refusal_marker(key: str) -> str:
-    return f"<!-- patchwarden:refused {key} -->"
+def answer_marker(kind: str, key: str) -> str:
+    return f"<!-- patchwarden:{kind} {key} -->"
+
+
+async def answer_once(
+    gh: GitHubClient,
+    ctx: HandlerContext,
+    *,
+    repo: str,
+    number: int,
+    kind: str,
+    key: str,
+    body: str,
+) -> None:
+    """Post ``body`` on issue or PR ``number`` once for ``key`` (say, ``comment:123``).
+
+    Redeliveries of one request arrive as separate jobs that event workers run at the
+    same time, in this process or another: a claim in the store lets one of them
+    answer. The marker makes a retried job find its own earlier answer instead of
+    posting twice; a failed post gives the claim back so the retry can answer.
+    """
+    marker = answer_marker(kind, key)
+    claim = f"{repo}#{number}:{marker}"
+    if not await ctx.store.claim_once(claim):
+        return
+    url = "/repos/{owner}/{repo}/issues/{number}/comments"
+    url_vars: dict[str, str | int] = {**repo_vars(repo), "number": number}
+    try:
+        async for comment in gh.getiter(url, url_vars):
+            if (
+                marker in str(comment.get("body") or "")
+                and (comment.get("user") or {}).get("login") == ctx.bot_login
+            ):
+                return
+        await gh.post(url, url_vars, data={"body": f"{body}\n\n{marker}"})
+    except BaseException:
+        await ctx.store.release_once(claim)
+        raise
 
 
 async def answer_refusal(
@@ -34,40 +70,15 @@ async def answer_refusal(
     login: str,
     decision: triggers.Decision,
     key: str,
-    paused: bool = False,
 ) -> None:
-    """Say once, politely, why nothing happens and who can make it happen.
-
-    Redeliveries of one request arrive as separate jobs that event workers run at the
-    same time, in this process or another: a claim in the store lets one of them
-    answer. The marker makes a retried job find its own earlier answer instead of
-    posting twice; a failed post gives the claim back so the retry can answer.
-    """
-    claim = f"refusal:{repo}#{issue_number}:{key}"
-    if not await ctx.store.claim_once(claim):
-        return
-    marker = refusal_marker(key)
-    url = "/repos/{owner}/{repo}/issues/{number}/comments"
-    url_vars: dict[str, str | int] = {**repo_vars(repo), "number": issue_number}
-    try:
-        async for comment in gh.getiter(url, url_vars):
-            if (
-                marker in str(comment.get("body") or "")
-                and (comment.get("user") or {}).get("login") == ctx.bot_login
-            ):
-                return
-        body = (
-            f"@{login}, not started: {decision.reason}. Ask again once it is resumed.\n\n{marker}"
-            if paused
-            else f"@{login}, thanks for asking. I can only start a fix when the request comes "
-            f"from someone with write access to this repository ({decision.reason}). A "
-            f"maintainer can comment `@{ctx.bot_name} fix this` on this issue or add the "
-            f"`{triggers.FIX_LABEL}` label.\n\n{marker}"
-        )
-        await gh.post(url, url_vars, data={"body": body})
-    except BaseException:
-        await ctx.store.release_once(claim)
-        raise
+    """Say once, politely, why nothing happens and who can make it happen."""
+    body = (
+        f"@{login}, thanks for asking. I can only start a fix when the request comes "
+        f"from someone with write access to this repository ({decision.reason}). A "
+        f"maintainer can comment `@{ctx.bot_name} fix this` on this issue or add the "
+        f"`{triggers.FIX_LABEL}` label."
+    )
+    await answer_once(gh, ctx, repo=repo, number=issue_number, kind="refused", key=key, body=body)
 
 
 async def react(

@@ -17,7 +17,7 @@ from app.github import GitHubClient
 from app.github.repos import repo_vars
 from app.store import NewJob
 from app.webhooks import triggers
-from app.webhooks.access import answer_refusal, check_write_access, react
+from app.webhooks.access import answer_once, answer_refusal, check_write_access, react
 from app.webhooks.context import HandlerContext
 
 
@@ -68,15 +68,14 @@ async def request_fix(
     paused = await ctx.paused(repo)
     if paused:
         await ctx.audit("trigger.refused", actor=login, repo=repo, reason=paused)
-        await answer_refusal(
+        await answer_once(
             gh,
             ctx,
             repo=repo,
-            issue_number=issue["number"],
-            login=login,
-            decision=triggers.Decision("refuse", paused),
+            number=issue["number"],
+            kind="refused",
             key=request.ref,
-            paused=True,
+            body=f"@{login}, not started: {paused}. Ask again once it is resumed.",
         )
         return
     await ctx.enqueue(

@@ -15,9 +15,10 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
-from app.github.repos import repo_vars, role_for
+from app.github.repos import role_for
 from app.store import NewJob
 from app.webhooks import triggers
+from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
 
 router = Router()
@@ -44,16 +45,9 @@ async def _ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
 async def _reply(
     gh: GitHubClient, ctx: HandlerContext, data: dict[str, Any], text: str, *, key: str
 ) -> None:
-    """Answer a command once (a marker keyed by the comment)."""
     repo = data["repository"]["full_name"]
-    number = data["issue"]["number"]
-    if not await ctx.store.claim_once(f"reply:{repo}#{number}:{key}"):
-        return
-    await gh.post(
-        "/repos/{owner}/{repo}/issues/{number}/comments",
-        {**repo_vars(repo), "number": number},
-        data={"body": f"{text}\n\n<!-- patchwarden:reply {key} -->"},
-    )
+    number = int(data["issue"]["number"])
+    await answer_once(gh, ctx, repo=repo, number=number, kind="reply", key=key, body=text)
 
 
 @router.register("issue_comment", action="created")
