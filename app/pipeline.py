@@ -28,6 +28,7 @@ from typing import Any, cast
 from app.config import Settings
 from app.errors import PermanentJobError
 from app.fixers.base import Fixer
+from app.fixers.carry import CarryFixer
 from app.fixers.choose import budget_from, make_fixer
 from app.github import GitHubApp
 from app.github.repos import WRITE_ROLES, role_for
@@ -36,16 +37,15 @@ from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind,
 from app.publish.body import inline, labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
-from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.session import Budget, Document, FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, branch_name, git_env, run_git
+from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from app.sessions.result import SessionResult
+from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+from app.sessions.workspace import Remote, branch_name
 from app.store import Job, NewJob, Outcome, Store
 from app.store.outcomes import pause_reason
 
 log = logging.getLogger(__name__)
 
-SESSIONS_QUEUE = "sessions"
-EVENTS_QUEUE = "events"
 MERGEABLE: frozenset[str] = frozenset({"automerge", "review"})
 CONCLUSION = {"automerge": "success", "review": "success", "draft": "neutral"}
 
@@ -117,6 +117,13 @@ class Pipeline:
         if not path.is_file():
             return None
         return SessionResult.load(json.loads(path.read_text()))
+
+    async def _remote(self, job: Job, pub: Publisher) -> tuple[Remote, dict[str, Any]]:
+        """Where git fetches and pushes the repository, with the installation's token
+        (it goes into git's environment only), and the repository as GitHub shows it."""
+        repository = await pub.repository()
+        token = await self.github.auth.installation_token(int(job.installation_id or 0))
+        return Remote(pub.repo, str(repository["clone_url"]), token), repository
 
     async def _outcome(self, job: Job, *, kind: str, trigger: str) -> Outcome:
         found = await self.store.get_outcome(job.id)
@@ -200,10 +207,9 @@ class Pipeline:
         links: list[str] | None = None,
     ) -> dict[str, Any]:
         """Session → score → reject (the issue says why) or publish, recording the outcome."""
-        repository = await pub.repository()
-        token = await self.github.auth.installation_token(int(job.installation_id or 0))
+        remote, repository = await self._remote(job, pub)
         spec = SessionSpec(
-            remote=Remote(pub.repo, str(repository["clone_url"]), token),
+            remote=remote,
             task=task,
             job_id=job.id,
             base=base,
@@ -345,10 +351,10 @@ class Pipeline:
         """Branch, check run, pull request, labels, review request; then a merge check."""
         assert result.head_sha is not None
         head = result.head_sha
-        home = self.runner.cache.root / "home"
-        home.mkdir(parents=True, exist_ok=True)
-        mirror = self.runner.cache.mirror_path(pub.repo)
-        await pub.push_branch(mirror=mirror, branch=result.branch, remote=remote, home=home)
+        cache = self.runner.cache
+        await pub.push_branch(
+            mirror=cache.mirror_path(pub.repo), branch=result.branch, remote=remote, home=cache.home
+        )
         await pub.check_run(
             head, status="queued", title="Publishing", summary="", external_id=str(job.id)
         )
@@ -471,25 +477,9 @@ class Pipeline:
         ]
         if not watching:
             return None
-        repository = await pub.repository()
-        token = await self.github.auth.installation_token(int(job.installation_id or 0))
-        remote = Remote(pub.repo, str(repository["clone_url"]), token)
-        mirror = await self.runner.cache.mirror(remote, want=sha)
-        env = git_env(self.runner.cache.root / "home")
+        remote, _ = await self._remote(job, pub)
         for merged in sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True):
-            done = await run_git(
-                [
-                    "--git-dir",
-                    str(mirror),
-                    "merge-base",
-                    "--is-ancestor",
-                    str(merged.merge_sha),
-                    sha,
-                ],
-                env=env,
-                check=False,
-            )
-            if done.returncode != 0:
+            if not await self.runner.cache.contains(remote, sha, str(merged.merge_sha)):
                 continue
             where = f"{job.payload.get('name', 'a check')} failed on {sha[:12]}"
             if merged.kind == "revert":
@@ -960,34 +950,3 @@ def _next_step(score: Score) -> str:
         "review": "It waits for a maintainer's approval (a review, or `ship it`).",
         "draft": "It is a draft: it needs a person's work before it can merge.",
     }.get(score.decision, "")
-
-
-class CarryFixer(Fixer):
-    """Carries an already scored patch commit onto a newer base (``update`` jobs): the
-    session verifies and the policy scores it again, as a new patch."""
-
-    name = "carry"
-
-    def __init__(self, commit: str, *, fixer_name: str, summary: str) -> None:
-        self.commit = commit
-        self.fixer_name = fixer_name  # scored as the fixer that wrote the patch
-        self.summary = summary
-
-    async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        ws = workspace.workspace
-        gd = ["--git-dir", str(ws.git_dir), "--work-tree", str(ws.tree)]
-        done = await run_git(
-            [*gd, "cherry-pick", "--no-commit", self.commit], env=ws.env, check=False
-        )
-        if done.returncode != 0:
-            await run_git([*gd, "cherry-pick", "--abort"], env=ws.env, check=False)
-            await workspace.restore(await workspace.changed_paths())
-            return self.gave_up(
-                f"the patch {self.commit[:12]} no longer applies on the new base; ask for a new fix"
-            )
-        await run_git([*gd, "cherry-pick", "--quit"], env=ws.env, check=False)
-        await run_git([*gd, "reset", "--quiet"], env=ws.env, check=False)
-        message = await ws.git("log", "-1", "--format=%B", self.commit)
-        return FixOutcome(
-            fixer=self.fixer_name, summary=self.summary, commit_message=message.strip()
-        )

@@ -15,16 +15,13 @@ from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
 from app.pipeline import Pipeline
-from app.queue import Lane, WorkerPool
+from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
 from app.queue.worker import JobHandler
 from app.sessions.factory import runner_from
 from app.store import Job, Store, store_for_url
 from app.webhooks import HandlerContext, route_delivery
 
 log = logging.getLogger(__name__)
-
-EVENTS_QUEUE = "events"  # fast: routing deliveries (permission lookups, reactions)
-SESSIONS_QUEUE = "sessions"  # slow: coding sessions (fix, alert)
 
 
 @dataclass

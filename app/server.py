@@ -21,7 +21,8 @@ from app import signing
 from app.alerts import parse_alerts
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
-from app.runtime import EVENTS_QUEUE, SESSIONS_QUEUE, Runtime, close_runtime, open_runtime
+from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from app.runtime import Runtime, close_runtime, open_runtime
 from app.store import Delivery, NewJob
 
 log = logging.getLogger(__name__)

@@ -282,7 +282,10 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     while not any("Working on it" in b for b in bot_comments(forge, number)):
         assert loop.time() < deadline, "the fix job did not start"
         await asyncio.sleep(0.05)
-    await pw.server.close()  # mid-session: the job goes back to the queue
+    # Mid-session: the workers stop first (drain 0: the job goes back to the queue),
+    # then the web server (whose graceful shutdown would otherwise let the job finish).
+    await pw.runtime.pool.stop()
+    await pw.server.close()
     assert not forge.pulls(REPO)
     pw = await make_pw(workers=2, drain_seconds=0)
     await forge.redeliver_failed()  # what arrived while it was down

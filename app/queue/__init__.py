@@ -2,4 +2,7 @@
 
 from app.queue.worker import Lane, WorkerPool, worker_id
 
-__all__ = ["Lane", "WorkerPool", "worker_id"]
+EVENTS_QUEUE = "events"  # fast: routing deliveries, merge checks (GitHub calls only)
+SESSIONS_QUEUE = "sessions"  # slow: coding sessions (fix, alert, revert, update)
+
+__all__ = ["EVENTS_QUEUE", "SESSIONS_QUEUE", "Lane", "WorkerPool", "worker_id"]

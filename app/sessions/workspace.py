@@ -230,6 +230,17 @@ class WorkspaceCache:
                     raise WorkspaceError(f"commit {want} is not in {remote.repo}")
             return path
 
+    async def contains(self, remote: Remote, commit: str, ancestor: str) -> bool:
+        """Whether ``ancestor`` is in ``commit``'s history (``commit`` is fetched if the
+        mirror lacks it): is a merge under a failing commit?"""
+        mirror = await self.mirror(remote, want=commit)
+        done = await run_git(
+            ["--git-dir", str(mirror), "merge-base", "--is-ancestor", ancestor, commit],
+            env=git_env(self.home),
+            check=False,
+        )
+        return done.returncode == 0
+
     def _fetched(self, repo: str, began: float) -> None:
         """Count a successful clone or fetch; waiters who asked before ``began`` reuse it."""
         self.fetches[repo] = self.fetches.get(repo, 0) + 1

@@ -16,6 +16,7 @@ from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.github.repos import role_for
+from app.queue import EVENTS_QUEUE
 from app.store import NewJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
@@ -30,7 +31,7 @@ def _merge_job(
     return NewJob(
         kind="merge",
         key=f"merge:{repo}#{pr}:{reason}:{ctx.delivery_id}",
-        queue="events",
+        queue=EVENTS_QUEUE,
         repo=repo,
         installation_id=(data.get("installation") or {}).get("id"),
         delivery_id=ctx.delivery_id,
