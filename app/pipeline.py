@@ -21,9 +21,10 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from app.config import Settings
 from app.errors import PermanentJobError
@@ -32,12 +33,13 @@ from app.fixers.carry import CarryFixer
 from app.fixers.choose import budget_from, make_fixer
 from app.github import GitHubApp
 from app.github.repos import WRITE_ROLES, role_for
-from app.policy.config import Policy
+from app.policy.config import LADDER, Decision, Policy
 from app.policy.score import HISTORY_DAYS, History, Score, Trigger, TriggerKind, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
 from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from app.queue.worker import JobHandler
 from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name
@@ -56,14 +58,14 @@ class Pipeline:
     store: Store
     github: GitHubApp
     runner: SessionRunner
-    wake: Any = None  # callable(queue) that wakes idle workers
-    _locks: dict[tuple[str, int], asyncio.Lock] = field(default_factory=dict)
+    wake: Callable[[str], None] | None = None  # wakes idle workers of a queue
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)  # merges, per repository
 
     @property
     def bot_login(self) -> str:
         return f"{self.settings.bot_name}[bot]"
 
-    def handlers(self) -> dict[str, tuple[str, Any]]:
+    def handlers(self) -> dict[str, tuple[str, JobHandler]]:
         return {
             "fix": (SESSIONS_QUEUE, self.fix_job),
             "alert": (SESSIONS_QUEUE, self.alert_job),
@@ -158,7 +160,7 @@ class Pipeline:
         number = int(p["issue_number"])
         pub = self._publisher(job, repo)
         outcome = await self._outcome(job, kind="fix", trigger=str(p.get("trigger", "comment")))
-        report = _IssueReport(pub, number, job.id, self.settings.bot_name)
+        report = _job_comment(pub, number, job.id)
         paused = await self._paused(repo)
         if paused:
             await report.say(f"Not started: {paused}.")
@@ -307,7 +309,7 @@ class Pipeline:
         self, job: Job, outcome: Outcome, report: _Report, *, status: str, why: str
     ) -> dict[str, Any]:
         """No patch to publish: say why where the request came from, and record it."""
-        status = {"patched": "no-change", "no-change": "no-change"}.get(status, status)
+        status = "no-change" if status == "patched" else status  # patched, yet nothing to push
         await report.say(f"No pull request: {inline(why)}")
         await self.store.save_outcome(replace(outcome, status=status))
         await self._audit("job.no_patch", job, reason=why)
@@ -536,7 +538,7 @@ class Pipeline:
         trigger = "canary" if p.get("trigger") == "canary" else "request"
         outcome = await self._outcome(job, kind="revert", trigger=trigger)
         outcome = replace(outcome, revert_of_pr=int(p["pr"]))
-        report = _PullReport(pub, int(p["pr"]), f"revert={p['pr']}", self.settings.bot_name)
+        report = _Comment(pub, int(p["pr"]), f"revert={p['pr']}", "**Patchwarden**: ")
         if not merged:
             await report.say("Nothing to revert: Patchwarden has not merged this pull request.")
             await self.store.save_outcome(replace(outcome, status="refused"))
@@ -593,7 +595,7 @@ class Pipeline:
             requested_by=first.requested_by,
             revert_of_pr=first.revert_of_pr,
         )
-        report = _PullReport(pub, int(first.pr_number or 0), "merge", self.settings.bot_name)
+        report = _Comment(pub, int(first.pr_number or 0), "merge", "**Patchwarden**: ")
         carry = CarryFixer(
             first.head_sha,
             fixer_name=fixer_name,
@@ -617,7 +619,7 @@ class Pipeline:
         p = job.payload
         repo = str(p["repo"])
         number = int(p["pr"])
-        lock = self._locks.setdefault((repo, number), asyncio.Lock())
+        lock = self._locks.setdefault(repo, asyncio.Lock())
         async with lock:
             return await self._merge(job, repo, number)
 
@@ -646,7 +648,7 @@ class Pipeline:
         # The branch's tip, not the PR's base.sha: GitHub does not refresh that reliably.
         base_tip = await pub.branch_sha(str(pull["base"]["ref"]))
         facts = Facts(
-            decision=outcome.decision or "reject",  # type: ignore[arg-type]
+            decision=_decision(outcome.decision),
             state=str(pull.get("state")),
             merged=bool(pull.get("merged")),
             draft=bool(pull.get("draft")),
@@ -825,9 +827,7 @@ class Pipeline:
         }.get(how, how)
         await self._say_merge(pub, number, outcome, f"Merged as {sha[:12]} ({how_text}).{watch}")
         if outcome.issue_number:
-            await _IssueReport(
-                pub, outcome.issue_number, outcome.job_id, self.settings.bot_name
-            ).say(
+            await _job_comment(pub, outcome.issue_number, outcome.job_id).say(
                 f"#{number} merged ({how_text}) as {sha[:12]}. Undo: comment "
                 f"`@{self.settings.bot_name} revert` on #{number}."
             )
@@ -853,9 +853,8 @@ class _Draft:
     base: str
 
 
-class _Report:
-    async def say(self, text: str) -> None:
-        raise NotImplementedError
+class _Report(Protocol):
+    async def say(self, text: str) -> None: ...
 
 
 class _Ticker:
@@ -884,33 +883,31 @@ class _Ticker:
                 log.warning("could not show progress: %s", exc)
 
 
-class _Silent(_Report):
+class _Silent:
     """A CI alert has no issue to talk on: its pull request says it all."""
 
     async def say(self, text: str) -> None:
         return None
 
 
-class _IssueReport(_Report):
-    """The job's one comment on its issue, edited in place as the job goes."""
+class _Comment:
+    """One comment of Patchwarden's on an issue or pull request, found by its marker
+    ``key`` and edited in place as the job goes (its id kept after the first say)."""
 
-    def __init__(self, pub: Publisher, number: int, job_id: int, bot: str) -> None:
-        self.pub, self.number, self.job_id, self.bot = pub, number, job_id, bot
-
-    async def say(self, text: str) -> None:
-        body = f"**Patchwarden** (job {self.job_id}): {text}"
-        await self.pub.upsert_comment(self.number, f"job={self.job_id}", body)
-
-
-class _PullReport(_Report):
-    """One comment with ``key`` on a pull request, edited in place."""
-
-    def __init__(self, pub: Publisher, number: int, key: str, bot: str) -> None:
-        self.pub, self.number, self.key, self.bot = pub, number, key, bot
+    def __init__(self, pub: Publisher, number: int, key: str, prefix: str) -> None:
+        self.pub, self.number, self.key, self.prefix = pub, number, key, prefix
+        self.comment_id: int | None = None
 
     async def say(self, text: str) -> None:
         if self.number:
-            await self.pub.upsert_comment(self.number, self.key, f"**Patchwarden**: {text}")
+            self.comment_id = await self.pub.upsert_comment(
+                self.number, self.key, self.prefix + text, comment_id=self.comment_id
+            )
+
+
+def _job_comment(pub: Publisher, number: int, job_id: int) -> _Comment:
+    """The job's one comment on its issue."""
+    return _Comment(pub, number, f"job={job_id}", f"**Patchwarden** (job {job_id}): ")
 
 
 def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:
@@ -937,6 +934,11 @@ def _refused_at(outcome: Outcome, head: str) -> str | None:
     """Why GitHub refused to merge ``head`` last time, if it did."""
     refused = outcome.details.get("merge_refused") or {}
     return str(refused["why"]) if refused.get("head") == head else None
+
+
+def _decision(text: str | None) -> Decision:
+    """The recorded decision; anything unreadable is a rejection (fail closed)."""
+    return text if text in LADDER else "reject"
 
 
 def _trigger_kind(text: str) -> TriggerKind:

@@ -18,12 +18,14 @@ from app.policy.config import Decision
 GREEN = frozenset({"success", "neutral", "skipped"})
 
 Action = Literal["merge", "wait", "refuse", "done", "update"]
+CheckState = Literal["pending", "passed", "failed"]
+_STATUS: dict[str, CheckState] = {"success": "passed", "pending": "pending"}
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    state: Literal["pending", "passed", "failed"]
+    state: CheckState
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,7 @@ def checks_of(
     for status in statuses:
         state = status.get("state")
         context = str(status.get("context"))
-        mapped = {"success": "passed", "pending": "pending"}.get(str(state), "failed")
-        found.append(Check(context, mapped))  # type: ignore[arg-type]
+        found.append(Check(context, _STATUS.get(str(state), "failed")))
     return tuple(found)
 
 
