@@ -149,22 +149,24 @@ class Harness:
         async with self.session.post(f"{self.url}/webhooks/github", data=data, headers=h) as r:
             return r.status, await r.json(content_type=None)
 
-    async def settle(self, within: float = 10.0) -> None:
-        """Wait until the forge has delivered everything and no delivery job is pending.
+    async def settle(self, within: float = 10.0, *, every_job: bool = False) -> None:
+        """Wait until the forge has delivered everything and no delivery job is pending
+        (``every_job``: no job of any kind — the pipeline's sessions and merges too).
 
         Handlers write to the forge, which sends new deliveries (the App's own
         comments come back as ``issue_comment``), so this loops until both are quiet.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
+        pending: list[Any] = []
         while loop.time() < deadline:
-            await self.forge.settle(within=deadline - loop.time())
-            jobs = await self.store.list_jobs(kind="delivery")
-            done = all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs)
-            if done and self.forge.idle:
+            await self.forge.settle(within=max(deadline - loop.time(), 0.1))
+            jobs = await self.store.list_jobs(kind=None if every_job else "delivery")
+            pending = [j for j in jobs if j.state not in (JobState.SUCCEEDED, JobState.FAILED)]
+            if not pending and self.forge.idle:
                 return
             await asyncio.sleep(0.02)
-        raise TimeoutError("delivery jobs still pending")
+        raise TimeoutError(f"jobs still pending: {[(j.kind, j.state) for j in pending]}")
 
     async def jobs(self, kind: str) -> list[Any]:
         return list(await self.store.list_jobs(kind=kind))

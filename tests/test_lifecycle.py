@@ -9,7 +9,10 @@ the repository's tests as a required check, and signed webhooks both ways.
 from __future__ import annotations
 
 import asyncio
+import base64
+import logging
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ import pytest
 from app.demo import BREAKING, SAMPLE
 from app.localforge import LocalForge
 from app.store import JobState
-from tests.conftest import INSTALLATION, REPO, Harness
+from tests.conftest import INSTALLATION, REPO, Harness, running_with
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
 
@@ -28,25 +31,9 @@ def sample(*, autonomy: str = "automerge", extra: str = "") -> dict[str, str | b
     return {**SAMPLE, ".github/patchwarden.yml": f"autonomy: {autonomy}\n{extra}"}
 
 
-async def settle(pw: Harness, within: float = 180.0) -> None:
+async def settle(pw: Harness) -> None:
     """Until the forge is quiet and every job of every kind has ended."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    quiet = 0
-    while loop.time() < deadline:
-        await pw.forge.settle(within=max(deadline - loop.time(), 1))
-        jobs = await pw.store.list_jobs()
-        ended = all(j.state in (JobState.SUCCEEDED, JobState.FAILED) for j in jobs)
-        quiet = quiet + 1 if ended and pw.forge.idle else 0
-        if quiet >= 3:
-            return
-        await asyncio.sleep(0.1)
-    pending = [
-        (j.kind, j.state, j.last_error)
-        for j in await pw.store.list_jobs()
-        if j.state not in (JobState.SUCCEEDED, JobState.FAILED)
-    ]
-    raise TimeoutError(f"jobs still running: {pending}")
+    await pw.settle(within=180, every_job=True)
 
 
 @pytest.fixture
@@ -133,6 +120,11 @@ async def test_review_autonomy_waits_for_a_second_writer(
     assert f"Fixes #{number}" in (forge.issue(REPO, pull.number).body or "")
     assert "approval" in merge_said(forge, pull.number)
     assert [u.login for u in pull.requested_reviewers] == ["alice"]
+
+    await forge.post_comment(REPO, pull.number, "@patchwarden revert", author="carol")
+    await settle(pw)
+    assert any("Nothing to revert" in b for b in bot_comments(forge, pull.number))
+    assert len(forge.pulls(REPO)) == 1  # nothing merged, so nothing reverted
 
     await forge.approve(REPO, pull.number, user="bob")  # read access: does nothing
     await settle(pw)
@@ -424,3 +416,47 @@ async def test_a_refused_merge_is_audited_reported_and_not_retried(
     await forge.approve(REPO, pull.number, user="carol")
     await settle(pw)
     assert pull.merged
+
+
+# The forge's installation tokens start ghs_; as git's Basic credential they are the
+# base64 of "x-access-token:ghs_…", which starts with the second marker.
+MARKERS = ("ghs_", base64.b64encode(b"x-access-token:ghs").decode())
+
+
+async def test_the_token_never_reaches_argv_logs_or_github_text(
+    story: Callable[..., Awaitable[Harness]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fetching, pushing and publishing with the installation token: it is in no host
+    process's argv (git gets it in its environment), no log line, and no text on GitHub."""
+    pw = await story(autonomy="review")
+    forge = pw.forge
+    leaks: list[str] = []
+    stop = threading.Event()
+
+    def watch_argv() -> None:  # every process on the host, the whole story long
+        while not stop.is_set():
+            for marker in MARKERS:
+                leaks.extend(running_with(marker))
+
+    caplog.set_level(logging.DEBUG)
+    watcher = threading.Thread(target=watch_argv, daemon=True)
+    watcher.start()
+    try:
+        number = await fix_this(pw)
+        await settle(pw)
+    finally:
+        stop.set()
+        watcher.join()
+    (pull,) = forge.pulls(REPO)
+    pushes = [r for r in forge.requests if r.path.endswith("/git-receive-pack")]
+    assert pushes  # the branch was pushed, authenticated
+    assert all(r.auth_kind == "installation" and r.status == 200 for r in pushes)
+    assert leaks == []
+    tokens = list(forge.tokens)
+    assert tokens
+    text = [forge.issue(REPO, n).body or "" for n in (number, pull.number)]
+    text += [c.body for n in (number, pull.number) for c in forge.comments(REPO, n)]
+    text += [r.output.summary for r in forge.check_runs(REPO, pull.head_sha) if r.output]
+    for token in tokens:
+        assert token not in caplog.text
+        assert not [t for t in text if token in t]

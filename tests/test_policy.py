@@ -71,6 +71,11 @@ MERGES = [
         "test: python -m pytest\nlint:\n  unsafe_fixes: true\nautonomy: propose\n",
         lambda p: p.autonomy == "propose",
     ),
+    (
+        "merge-partial",
+        "merge:\n  two_person: false\n",
+        lambda p: not p.merge.two_person and p.merge.canary_minutes == 60,
+    ),
     ("empty-file", "", lambda p: p == default_policy()),
 ]
 
@@ -92,6 +97,9 @@ INVALID = [
     ("bad-yaml", "autonomy: [review\n", 2, "not valid YAML"),
     ("not-a-mapping", "- autonomy\n", 1, "must be a mapping"),
     ("negative-weight", "weights:\n  touch: -3\n", 2, "`weights.touch`"),
+    ("merge-method", "merge:\n  method: fast\n", 2, "`merge.method`"),
+    ("merge-canary", "merge:\n  canary_minutes: -1\n", 2, "`merge.canary_minutes`"),
+    ("merge-typo", "merge:\n  two_persons: true\n", 2, "`merge.two_persons`: unknown key"),
 ]
 
 
