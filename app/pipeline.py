@@ -44,7 +44,7 @@ from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name
 from app.store import Job, NewJob, Outcome, Store
-from app.store.outcomes import pause_reason
+from app.store.outcomes import pause_reason, revert_job_key
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +88,24 @@ class Pipeline:
             pause, globally=self.settings.paused, repo=repo, bot=self.settings.bot_name
         )
 
-    async def _enqueue(self, job: NewJob, *, actor: str | None) -> None:
+    async def _refused_if_paused(
+        self, job: Job, outcome: Outcome, report: _Report, what: str
+    ) -> dict[str, Any] | None:
+        """A paused repository starts nothing: say so, record it, audit it."""
+        paused = await self._paused(str(job.repo))
+        if paused is None:
+            return None
+        await report.say(f"{what}: {paused}.")
+        await self.store.save_outcome(replace(outcome, status="refused"))
+        await self._audit("job.refused", job, reason=paused)
+        return {"status": "refused", "reason": paused}
+
+    async def _enqueue(self, job: NewJob, *, actor: str | None) -> bool:
+        """Enqueue ``job`` unless one with its key exists; True when it is new."""
         _, created = await self.store.enqueue(job, actor=actor)
         if created and self.wake is not None:
             self.wake(job.queue)
+        return created
 
     async def _audit(self, action: str, job: Job, *, reason: str, **details: Any) -> None:
         await self.store.audit(
@@ -161,12 +175,9 @@ class Pipeline:
         pub = self._publisher(job, repo)
         outcome = await self._outcome(job, kind="fix", trigger=str(p.get("trigger", "comment")))
         report = _job_comment(pub, number, job.id)
-        paused = await self._paused(repo)
-        if paused:
-            await report.say(f"Not started: {paused}.")
-            await self.store.save_outcome(replace(outcome, status="refused"))
-            await self._audit("job.refused", job, reason=paused)
-            return {"status": "refused", "reason": paused}
+        refused = await self._refused_if_paused(job, outcome, report, "Not started")
+        if refused:
+            return refused
         await report.say("Working on it: a coding session is setting up.")
         issue = await pub.gh.getitem(
             "/repos/{owner}/{repo}/issues/{number}", {**pub.vars, "number": number}
@@ -429,11 +440,9 @@ class Pipeline:
         pub = self._publisher(job, repo)
         trigger_kind: TriggerKind = "ci" if p.get("sha") else "alert"
         outcome = await self._outcome(job, kind="alert", trigger=trigger_kind)
-        paused = await self._paused(repo)
-        if paused:
-            await self.store.save_outcome(replace(outcome, status="refused"))
-            await self._audit("job.refused", job, reason=paused)
-            return {"status": "refused", "reason": paused}
+        refused = await self._refused_if_paused(job, outcome, _Silent(), "Not started")
+        if refused:
+            return refused
         sha = p.get("sha")
         if sha:
             canary = await self._canary(job, pub, str(sha))
@@ -491,9 +500,24 @@ class Pipeline:
                     reason=f"{where}; #{merged.pr_number} is a revert: a revert is never reverted",
                 )
                 return {"status": "ignored", "reason": "never revert a revert"}
-            if merged.reverted_by_pr is not None or not await self.store.claim_once(
-                f"revert:{pub.repo}:{merged.merge_sha}"
-            ):
+            # One revert per merge: the revert job's key is the pull request's, for the
+            # canary and `@patchwarden revert` alike, so a second one is never enqueued.
+            created = await self._enqueue(
+                NewJob(
+                    kind="revert",
+                    key=revert_job_key(pub.repo, int(merged.pr_number or 0)),
+                    repo=pub.repo,
+                    installation_id=job.installation_id,
+                    payload={
+                        "repo": pub.repo,
+                        "pr": merged.pr_number,
+                        "trigger": "canary",
+                        "why": where,
+                    },
+                ),
+                actor=None,
+            )
+            if not created:
                 await self._audit(
                     "canary.ignored",
                     job,
@@ -505,21 +529,6 @@ class Pipeline:
                 job,
                 reason=f"{where}, within the window after #{merged.pr_number} merged",
                 pr=merged.pr_number,
-            )
-            await self._enqueue(
-                NewJob(
-                    kind="revert",
-                    key=f"revert:{pub.repo}#{merged.pr_number}",
-                    repo=pub.repo,
-                    installation_id=job.installation_id,
-                    payload={
-                        "repo": pub.repo,
-                        "pr": merged.pr_number,
-                        "trigger": "canary",
-                        "why": where,
-                    },
-                ),
-                actor=None,
             )
             return {"status": "canary", "pr": merged.pr_number}
         return None
@@ -544,11 +553,9 @@ class Pipeline:
             await self.store.save_outcome(replace(outcome, status="refused"))
             return {"status": "refused", "reason": "not merged"}
         original = merged[-1]
-        paused = await self._paused(repo)
-        if paused:
-            await report.say(f"Not reverting: {paused}.")
-            await self.store.save_outcome(replace(outcome, status="refused"))
-            return {"status": "refused", "reason": paused}
+        refused = await self._refused_if_paused(job, outcome, report, "Not reverting")
+        if refused:
+            return refused
         why = str(p.get("why") or f"@{p.get('requested_by')} asked for it")
         await report.say(f"Reverting #{original.pr_number} ({why}).")
         task = Task(
@@ -581,13 +588,6 @@ class Pipeline:
         first = await self.store.get_outcome(int(p["job"]))
         if first is None or first.head_sha is None or first.base_sha is None:
             raise PermanentJobError(f"job {p['job']} has no published patch to carry")
-        paused = await self._paused(repo)
-        if paused:
-            await self._audit("job.refused", job, reason=paused)
-            return {"status": "refused", "reason": paused}
-        old = self._load_result(first.job_id)
-        fixer_name = old.fix.fixer if old is not None and old.fix is not None else "carry"
-        task = Task(title=str(first.details.get("title") or "update"), kind="fix")
         outcome = await self._outcome(job, kind=first.kind, trigger=first.trigger)
         outcome = replace(
             outcome,
@@ -596,6 +596,12 @@ class Pipeline:
             revert_of_pr=first.revert_of_pr,
         )
         report = _Comment(pub, int(first.pr_number or 0), "merge", "**Patchwarden**: ")
+        refused = await self._refused_if_paused(job, outcome, report, "Not updated")
+        if refused:
+            return refused
+        old = self._load_result(first.job_id)
+        fixer_name = old.fix.fixer if old is not None and old.fix is not None else "carry"
+        task = Task(title=str(first.details.get("title") or "update"), kind="fix")
         carry = CarryFixer(
             first.head_sha,
             fixer_name=fixer_name,

@@ -120,3 +120,9 @@ def pause_reason(pause: Pause | None, *, globally: bool, repo: str, bot: str) ->
             f"Patchwarden is paused on {repo} (by @{pause.actor}); `@{bot} resume` starts it again"
         )
     return None
+
+
+def revert_job_key(repo: str, pr: int) -> str:
+    """The key of the job that reverts pull request ``pr``: the canary and
+    ``@patchwarden revert`` share it, so a merge is reverted at most once."""
+    return f"revert:{repo}#{pr}"

@@ -18,6 +18,7 @@ from app.github import GitHubClient
 from app.github.repos import role_for
 from app.queue import EVENTS_QUEUE
 from app.store import NewJob
+from app.store.outcomes import revert_job_key
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
@@ -111,7 +112,7 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
     await ctx.enqueue(
         NewJob(
             kind="revert",
-            key=f"revert:{repo}#{number}",
+            key=revert_job_key(repo, number),
             repo=repo,
             installation_id=(data.get("installation") or {}).get("id"),
             delivery_id=ctx.delivery_id,
