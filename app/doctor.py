@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app import __version__
 from app.config import Settings
-from app.errors import PatchwardenError
+from app.errors import NoDatabase, PatchwardenError
 from app.store import Pause, store_for_url
 
 
@@ -65,10 +65,10 @@ def _store_check(settings: Settings) -> Check:
 
     try:
         return Check("database", "ok", asyncio.run(probe()))
+    except NoDatabase as exc:  # normal before the first `serve`
+        return Check("database", "warn", str(exc))
     except PatchwardenError as exc:
-        # No file yet is normal before the first `serve`; anything else is a failure.
-        status = "warn" if str(exc).startswith("no database at") else "fail"
-        return Check("database", status, str(exc))
+        return Check("database", "fail", str(exc))
     except Exception as exc:
         return Check("database", "fail", f"{settings.database_url}: {exc}")
 
@@ -91,11 +91,11 @@ def _pause_check(settings: Settings) -> Check:
     parts = ["paused globally (PATCHWARDEN_PAUSED)"] if settings.paused else []
     try:
         pauses = asyncio.run(paused_repos())
-    except Exception as exc:  # the database check says what is wrong with the store
-        if not str(exc).startswith("no database at"):
-            parts.append(f"repository pauses unknown: {exc}")
-            return Check("pauses", "warn", "; ".join(parts))
+    except NoDatabase:
         pauses = []  # no database yet: nothing can have been paused
+    except Exception as exc:  # the database check says what is wrong with the store
+        parts.append(f"repository pauses unknown: {exc}")
+        return Check("pauses", "warn", "; ".join(parts))
     for p in pauses:
         parts.append(
             f"{p.repo} paused by {p.actor} since {_when(p.at)}"

@@ -26,6 +26,10 @@ class StoreError(PatchwardenError):
     """The store cannot be opened or migrated."""
 
 
+class NoDatabase(StoreError):
+    """Asked to open an existing database (``create=False``) that is not there yet."""
+
+
 class SignatureError(PatchwardenError):
     """A webhook or alert signature is missing, malformed or wrong."""
 

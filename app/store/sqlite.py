@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.errors import StoreError
+from app.errors import NoDatabase, StoreError
 from app.store.base import Store
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.models import (
@@ -118,7 +118,7 @@ class SQLiteStore(Store):
                     "Create it or point PATCHWARDEN_DATABASE_URL elsewhere."
                 )
             if not self.create and not Path(self.path).expanduser().exists():
-                raise StoreError(
+                raise NoDatabase(
                     f"no database at {self.url}: check PATCHWARDEN_DATABASE_URL "
                     "(`patchwarden serve` creates it on first start)"
                 )
