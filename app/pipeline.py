@@ -299,7 +299,7 @@ class Pipeline:
             return await self._rejected(outcome, report, score)
         if links is None:
             mergeable = score.decision in MERGEABLE
-            links = _links(closes=closes, revert_of=revert_of, mergeable=mergeable)
+            links = body_links(closes=closes, revert_of=revert_of, mergeable=mergeable)
         title = _title(result, task, revert_of)
         draft = _Draft(
             title=title,
@@ -924,7 +924,7 @@ def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:
     return (first or task.title)[:200]
 
 
-def _links(*, closes: int | None, revert_of: Outcome | None, mergeable: bool) -> list[str]:
+def body_links(*, closes: int | None, revert_of: Outcome | None, mergeable: bool) -> list[str]:
     """Patchwarden's own lines in the body: the issue it fixes, the merge it reverts."""
     links = []
     if closes is not None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from app.pipeline import body_links
 from app.policy.score import Score, Trigger, score_session
 from app.publish.merge import Check, Facts, Verdict, approvers_of, checks_of, decide
-from app.store.models import Pause
+from app.store.models import Outcome, Pause
 from app.store.outcomes import pause_reason
 from tests.policy_helpers import gdiff, policy_with, result_for
 
@@ -720,3 +721,29 @@ def test_a_head_github_refused_waits_for_a_person(changes: dict[str, Any], actio
     assert verdict.action == action, verdict
     if action == "wait":
         assert "not retried until a writer approves" in verdict.reason
+
+
+# -- the lines Patchwarden adds to a body ------------------------------------------
+
+
+def _merged_pr(number: int, sha: str) -> Outcome:
+    return Outcome(job_id=1, repo="o/r", kind="fix", trigger="comment", created_at=0.0,
+                   pr_number=number, merge_sha=sha)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "lines"),
+    [
+        pytest.param({"closes": 12, "mergeable": True}, ["Fixes #12"], id="closes-when-mergeable"),
+        # A draft must not close the issue by being merged half-done.
+        pytest.param({"closes": 12, "mergeable": False}, ["For #12"], id="draft-only-refers"),
+        pytest.param({"closes": None, "mergeable": True}, [], id="alert-no-issue"),
+        pytest.param(
+            {"closes": None, "mergeable": True, "revert_of": _merged_pr(7, "a" * 40)},
+            ["Reverts #7 (merged as aaaaaaaaaaaa)"],
+            id="revert",
+        ),
+    ],
+)
+def test_body_links(kwargs: dict[str, Any], lines: list[str]) -> None:
+    assert body_links(**{"revert_of": None, **kwargs}) == lines
