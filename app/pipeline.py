@@ -368,11 +368,11 @@ class Pipeline:
         await pub.push_branch(
             mirror=cache.mirror_path(pub.repo), branch=result.branch, remote=remote, home=cache.home
         )
-        await pub.check_run(
+        run = await pub.check_run(
             head, status="queued", title="Publishing", summary="", external_id=str(job.id)
         )
         await pub.check_run(
-            head, status="in_progress", title="Opening the pull request", summary=""
+            head, status="in_progress", title="Opening the pull request", summary="", run_id=run
         )
         pull, created = await pub.upsert_pull(
             branch=result.branch,
@@ -394,6 +394,7 @@ class Pipeline:
             conclusion=CONCLUSION[score.decision],
             title=f"Risk {score.score}/100 ({score.risk}): {score.decision}",
             summary=verdict(score),
+            run_id=run,
         )
         outcome = replace(
             outcome,

@@ -121,9 +121,10 @@ class Publisher:
         summary: str,
         conclusion: str | None = None,
         external_id: str | None = None,
-        details_url: str | None = None,
+        run_id: int | None = None,
     ) -> int:
-        """Create or update the ``patchwarden`` check run on ``head_sha``."""
+        """Create or update the ``patchwarden`` check run on ``head_sha``; ``run_id`` (what
+        an earlier call returned) saves looking it up again."""
         data: dict[str, Any] = {
             "name": CHECK_NAME,
             "status": status,
@@ -133,9 +134,7 @@ class Publisher:
             data["conclusion"] = conclusion
         if external_id is not None:
             data["external_id"] = external_id
-        if details_url is not None:
-            data["details_url"] = details_url
-        existing = await self._find_check_run(head_sha)
+        existing = run_id if run_id is not None else await self._find_check_run(head_sha)
         if existing is None:
             made = await self.gh.post(
                 "/repos/{owner}/{repo}/check-runs", self.vars, data={**data, "head_sha": head_sha}
