@@ -44,7 +44,7 @@ from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name
 from app.store import Job, NewJob, Outcome, Store
-from app.store.outcomes import pause_reason, revert_job_key
+from app.store.outcomes import canary_minutes, pause_reason, revert_job_key, watched_merges
 
 log = logging.getLogger(__name__)
 
@@ -475,22 +475,11 @@ class Pipeline:
 
     async def _canary(self, job: Job, pub: Publisher, sha: str) -> dict[str, Any] | None:
         """The newest Patchwarden merge within its window that ``sha`` contains, if any."""
-        now = time.time()
-        merges = [
-            o
-            for o in await self.store.find_outcomes(repo=pub.repo)
-            if o.merge_sha and o.merged_at is not None
-        ]
-        watching = [
-            o
-            for o in merges
-            if now - float(o.merged_at or 0)
-            <= 60 * float(o.details.get("merge", {}).get("canary_minutes", 60))
-        ]
+        watching = watched_merges(await self.store.find_outcomes(repo=pub.repo), now=time.time())
         if not watching:
             return None
         remote, _ = await self._remote(job, pub)
-        for merged in sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True):
+        for merged in watching:
             if not await self.runner.cache.contains(remote, sha, str(merged.merge_sha)):
                 continue
             where = f"{job.payload.get('name', 'a check')} failed on {sha[:12]}"
@@ -820,7 +809,7 @@ class Pipeline:
                 links=list(outcome.details.get("links") or []),
             )
             await pub.update_body(number, body)
-        window = float((outcome.details.get("merge") or {}).get("canary_minutes", 60))
+        window = canary_minutes(outcome)
         watch = (
             f" Patchwarden watches the default branch for {window:g} minutes and opens "
             "the revert if a check fails."

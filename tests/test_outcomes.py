@@ -17,7 +17,12 @@ from app.config import load_settings
 from app.doctor import _pause_check
 from app.store import AuditQuery, NewJob, Outcome, Pause, Store, store_for_url
 from app.store.migrations import SQLITE_MIGRATIONS
-from app.store.outcomes import format_duration, format_outcomes, summarise_outcomes
+from app.store.outcomes import (
+    format_duration,
+    format_outcomes,
+    summarise_outcomes,
+    watched_merges,
+)
 from tests.test_cli import clean_env, run
 
 REPO_A = "octo-org/widgets"
@@ -538,3 +543,28 @@ async def _open_and_close(url: str) -> None:
     store = store_for_url(url)
     await store.open()
     await store.close()
+
+
+# -- the canary's window -------------------------------------------------------------
+
+
+def _merged(job_id: int, at: float | None, minutes: float | None = 60) -> Outcome:
+    rules = {} if minutes is None else {"merge": {"canary_minutes": minutes}}
+    return outcome(job_id, merge_sha=f"{job_id:040d}" if at else None, merged_at=at, details=rules)
+
+
+def test_watched_merges_are_those_in_their_window_newest_first() -> None:
+    now = T0 + 10_000
+    found = watched_merges(
+        [
+            _merged(1, now - 3600),  # exactly at the end of its hour: still watched
+            _merged(2, now - 3601),  # just out
+            _merged(3, now - 60),  # the newest
+            _merged(4, now - 60, minutes=0),  # canary off
+            _merged(5, now - 60, minutes=None),  # no recorded policy: not watched
+            _merged(6, None),  # never merged
+            _merged(7, now - 600, minutes=5),  # a shorter window, over
+        ],
+        now=now,
+    )
+    assert [o.job_id for o in found] == [3, 1]

@@ -126,3 +126,19 @@ def revert_job_key(repo: str, pr: int) -> str:
     """The key of the job that reverts pull request ``pr``: the canary and
     ``@patchwarden revert`` share it, so a merge is reverted at most once."""
     return f"revert:{repo}#{pr}"
+
+
+def canary_minutes(outcome: Outcome) -> float:
+    """The canary window of the policy the merged change was judged by (0: none)."""
+    return float((outcome.details.get("merge") or {}).get("canary_minutes") or 0)
+
+
+def watched_merges(outcomes: Sequence[Outcome], *, now: float) -> list[Outcome]:
+    """Patchwarden's merges whose canary window is still open at ``now``, newest first:
+    the ones a failure on the default branch may be blamed on."""
+    watching = [
+        o
+        for o in outcomes
+        if o.merge_sha and o.merged_at is not None and now - o.merged_at <= 60 * canary_minutes(o)
+    ]
+    return sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True)
