@@ -202,6 +202,10 @@ async def test_pause_refuses_new_fixes_until_resume(
     assert any("paused" in (e.reason or "") for e in refused)
 
     await forge.post_comment(REPO, issue.number, "@patchwarden resume", author="alice")
+    # Deliveries are routed concurrently, in no promised order: the request that follows
+    # the resume is sent once the resume has been handled.
+    await settle(pw)
+    assert await pw.store.get_pause(REPO) is None
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
     assert len(forge.pulls(REPO)) == 1
