@@ -131,6 +131,9 @@ class Settings(BaseSettings):
     sandbox_output_kb: int = Field(default=1024, ge=4)
     sandbox_tmp_mb: int = Field(default=512, ge=1)
     setup_timeout_seconds: float = Field(default=900.0, gt=0)
+    # Host variables the setup phase gets (patterns; "" passes none); None: the default
+    # list in app/sessions/pkgconfig.py (pip, uv, npm, CA bundles, proxies).
+    setup_passenv: str | None = None
     test_timeout_seconds: float = Field(default=900.0, gt=0)
     tool_timeout_seconds: float = Field(default=300.0, gt=0)
     fix_timeout_seconds: float = Field(default=1800.0, gt=0)

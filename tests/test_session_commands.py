@@ -57,9 +57,73 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
                 ".github/patchwarden.yml": "setup:\n  - make deps\n  - sh -c 'echo hi'\n"
                 "test: python -m pytest -x tests\n",
             },
-            [["make", "deps"], ["sh", "-c", "echo hi"]],
+            # A Python repository's own setup runs in the session's environment,
+            # created first, so `pip` means /env/bin/pip.
+            [[PY, "-m", "venv", ENV_MOUNT], ["make", "deps"], ["sh", "-c", "echo hi"]],
             ["python", "-m", "pytest", "-x", "tests"],
             id="config-wins",
+        ),
+        pytest.param(
+            {
+                "setup.py": "",
+                ".github/patchwarden.yml": "setup: python -m venv /env --clear\n"
+                "test: python -m pytest -q\n",
+            },
+            [["python", "-m", "venv", "/env", "--clear"]],
+            ["python", "-m", "pytest", "-q"],
+            id="config-that-makes-its-own-env",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": '[project]\nname = "x"\n[dependency-groups]\n'
+                'lint = ["ruff"]\n'
+                'dev = [{include-group = "test"}, "mypy"]\n'
+                'test = ["pytest>=8", "freezegun; python_version >= \'3.8\'"]\n',
+            },
+            [
+                [PY, "-m", "venv", ENV_MOUNT],
+                [
+                    *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
+                    *["-e", ".", "pytest>=8", "freezegun; python_version >= '3.8'"],
+                ],
+            ],
+            ["python", "-m", "pytest", "-q"],
+            id="pep735-dependency-group",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": '[project]\nname = "x"\n[dependency-groups]\n'
+                'dev = [{include-group = "typing"}, "pytest"]\n'
+                'typing = ["mypy", {include-group = "dev"}]\n',
+            },
+            [
+                [PY, "-m", "venv", ENV_MOUNT],
+                [
+                    *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
+                    *["-e", ".", "mypy", "pytest"],
+                ],
+            ],
+            ["python", "-m", "pytest", "-q"],
+            id="dependency-group-cycle-is-cut",
+        ),
+        pytest.param(
+            {
+                "setup.py": "from setuptools import setup\nsetup()\n",
+                "setup.cfg": "[metadata]\nname = x\n[options.extras_require]\ntesting = pytest\n",
+                "requirements/test-py3.txt": "freezegun\n",
+                "requirements-docs.txt": "sphinx\n",
+                "Requirements_Dev.txt": "hypothesis\n",
+            },
+            [
+                [PY, "-m", "venv", ENV_MOUNT],
+                [
+                    *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
+                    *["-e", ".[testing]", "-r", "Requirements_Dev.txt"],
+                    *["-r", "requirements/test-py3.txt", "pytest"],
+                ],
+            ],
+            ["python", "-m", "pytest", "-q"],
+            id="setup-cfg-extra-and-requirement-globs",
         ),
     ],
 )

@@ -9,6 +9,8 @@ otherwise they are detected from the files present. Commands are argument lists
 
 from __future__ import annotations
 
+import configparser
+import fnmatch
 import hashlib
 import json
 import re
@@ -26,20 +28,21 @@ from app.sessions.workspace import read_confined
 CONFIG_PATH = REPO_SOURCE
 ENV_MOUNT = "/env"  # where a repository's cached environment appears in the sandbox
 Source = Literal["config", "detected", "none"]
-REQUIREMENTS = (
+# Requirement files installed by the detected setup: the runtime ones and the ones for
+# tests or development, at the top or in requirements/ (globs, matched case-blind).
+REQUIREMENT_GLOBS = (
     "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
-    "requirements_dev.txt",
-    "requirements_test.txt",
-    "dev-requirements.txt",
-    "test-requirements.txt",
-    "requirements/test.txt",
-    "requirements/dev.txt",
+    "requirements*test*.txt",
+    "requirements*dev*.txt",
+    "*dev*requirements*.txt",
+    "*test*requirements*.txt",
+    "requirements/base.txt",
+    "requirements/test*.txt",
+    "requirements/dev*.txt",
 )
-# Files whose contents decide what the setup phase installs (its cache key).
+# Files whose contents decide what the setup phase installs (its cache key), besides
+# the requirement files found.
 SETUP_INPUTS = (
-    *REQUIREMENTS,
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
@@ -51,6 +54,7 @@ SETUP_INPUTS = (
     "npm-shrinkwrap.json",
 )
 _TEST_EXTRAS = ("test", "tests", "testing", "dev")
+VENV_COMMAND = "venv"  # `python -m venv /env`: how the environment is created
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,13 @@ def read_config_lines(tree: Path) -> tuple[dict[str, Any], Lines]:
 def detect(tree: Path, *, base_python: str) -> RepoCommands:
     """The setup and test commands for the base tree at ``tree``."""
     config = read_config(tree)
-    found = {name: read_confined(tree, name) for name in SETUP_INPUTS}
+    requirements = requirement_files(tree)
+    found = {name: read_confined(tree, name) for name in (*SETUP_INPUTS, *requirements)}
     inputs = {
         name: hashlib.sha256(data).hexdigest() for name, data in found.items() if data is not None
     }
     present = set(inputs)
-    kind = _kind(tree, present)
+    kind = _kind(tree, present, requirements)
 
     if "test" in config:
         test, test_source = _split(config["test"], "test"), "config"
@@ -132,8 +137,14 @@ def detect(tree: Path, *, base_python: str) -> RepoCommands:
         lines = raw if isinstance(raw, list) else [raw]
         setup = [_split(line, "setup") for line in lines if line is not None]
         setup_source: Source = "config" if setup else "none"
+        if setup and kind == "python" and not _creates_env(setup[0]):
+            # `pip install ...` in a repository's own setup means the session's
+            # environment: create it first, so /env/bin/pip is the one on PATH.
+            setup.insert(0, [base_python, "-m", VENV_COMMAND, ENV_MOUNT])
     else:
-        setup = _detect_setup(tree, kind, present, base_python, pytest=_is_pytest(test))
+        setup = _detect_setup(
+            tree, kind, present, requirements, base_python, pytest=_is_pytest(test)
+        )
         setup_source = "detected" if setup else "none"
     return RepoCommands(
         setup=setup,
@@ -145,10 +156,33 @@ def detect(tree: Path, *, base_python: str) -> RepoCommands:
     )
 
 
-def _kind(tree: Path, present: set[str]) -> Literal["python", "node", "go", "make", "none"]:
-    if present & {"pyproject.toml", "setup.py", "setup.cfg", *REQUIREMENTS} or _has_python_tests(
-        tree
-    ):
+def requirement_files(tree: Path) -> list[str]:
+    """The requirement files :data:`REQUIREMENT_GLOBS` find, runtime first, sorted."""
+    found: set[str] = set()
+    for pattern in REQUIREMENT_GLOBS:
+        folder, _, name = pattern.rpartition("/")
+        top = tree / folder if folder else tree
+        if top.is_symlink() or not top.is_dir():
+            continue
+        for entry in top.iterdir():
+            plain = entry.is_file() and not entry.is_symlink()
+            if plain and fnmatch.fnmatch(entry.name.lower(), name):
+                found.add(f"{folder}/{entry.name}" if folder else entry.name)
+    return sorted(found, key=lambda p: (p != "requirements.txt", p))
+
+
+def _creates_env(argv: Sequence[str]) -> bool:
+    """Whether a setup command makes /env itself (venv, virtualenv, uv venv)."""
+    return ENV_MOUNT in argv and any(
+        Path(a).name in ("venv", "virtualenv") or a == "venv" for a in argv
+    )
+
+
+def _kind(
+    tree: Path, present: set[str], requirements: Sequence[str]
+) -> Literal["python", "node", "go", "make", "none"]:
+    python = {"pyproject.toml", "setup.py", "setup.cfg"}
+    if present & python or requirements or _has_python_tests(tree):
         return "python"
     if "package.json" in present:
         return "node"
@@ -191,7 +225,13 @@ def _detect_test(tree: Path, kind: str) -> list[str]:
 
 
 def _detect_setup(
-    tree: Path, kind: str, present: set[str], base_python: str, *, pytest: bool
+    tree: Path,
+    kind: str,
+    present: set[str],
+    requirements: Sequence[str],
+    base_python: str,
+    *,
+    pytest: bool,
 ) -> list[list[str]]:
     if kind == "node":
         lock = present & {"package-lock.json", "npm-shrinkwrap.json"}
@@ -199,26 +239,83 @@ def _detect_setup(
     if kind != "python":
         return []
     packages: list[str] = []
+    project = _pyproject(tree)
     if "pyproject.toml" in present or "setup.py" in present:
-        extra = _test_extra(tree)
+        extra = _test_extra(tree, project)
         packages += ["-e", f".[{extra}]" if extra else "."]
-    for name in REQUIREMENTS:
-        if name in present:
-            packages += ["-r", name]
+    packages += test_group(project)
+    for name in requirements:
+        packages += ["-r", name]
     if not packages:
         return []  # plain test files: Patchwarden's own Python (with pytest) runs them
-    if pytest:
+    if pytest and "pytest" not in {_requirement_name(p) for p in packages}:
         packages.append("pytest")
     pip = [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
-    return [[base_python, "-m", "venv", ENV_MOUNT], pip + packages]
+    return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], pip + packages]
 
 
-def _test_extra(tree: Path) -> str | None:
+def _pyproject(tree: Path) -> dict[str, Any]:
     text = _text(tree, "pyproject.toml")
     if text is None:
-        return None
+        return {}
     try:
-        extras = tomllib.loads(text).get("project", {}).get("optional-dependencies", {})
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError:
-        return None
-    return next((e for e in _TEST_EXTRAS if isinstance(extras, dict) and e in extras), None)
+        return {}
+
+
+def _test_extra(tree: Path, project: dict[str, Any]) -> str | None:
+    """The first of test/tests/testing/dev that the project declares as an extra, in
+    pyproject.toml or setup.cfg (``[options.extras_require]``)."""
+    extras = project.get("project", {}).get("optional-dependencies", {})
+    names: set[str] = set(extras) if isinstance(extras, dict) else set()
+    cfg = _text(tree, "setup.cfg")
+    if cfg is not None:
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read_string(cfg)
+            if parser.has_section("options.extras_require"):
+                names |= set(parser.options("options.extras_require"))
+        except configparser.Error:
+            pass
+    return next((e for e in _TEST_EXTRAS if e in names), None)
+
+
+def test_group(project: dict[str, Any]) -> list[str]:
+    """The requirements of the first PEP 735 dependency group named test, tests,
+    testing or dev, with ``include-group`` entries expanded (cycles and unknown names
+    are skipped): pip has no ``--group`` before 25.1, so they are passed as plain
+    requirement strings, which every pip understands."""
+    groups = project.get("dependency-groups")
+    if not isinstance(groups, dict):
+        return []
+    normal = {_normal(str(k)): v for k, v in groups.items()}
+    name = next((_normal(e) for e in _TEST_EXTRAS if _normal(e) in normal), None)
+    if name is None:
+        return []
+    out: list[str] = []
+
+    def expand(group: str, seen: tuple[str, ...]) -> None:
+        items = normal.get(group)
+        if not isinstance(items, list) or group in seen:
+            return
+        for item in items:
+            if isinstance(item, str):
+                if item not in out:
+                    out.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+                expand(_normal(item["include-group"]), (*seen, group))
+
+    expand(name, ())
+    return out
+
+
+test_group.__test__ = False  # type: ignore[attr-defined]  # a function, not a pytest test
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_name(spec: str) -> str:
+    return _normal(re.split(r"[\s<>=!~;\[(@]", spec, maxsplit=1)[0])

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from app.config import Settings
+from app.sessions.pkgconfig import host_package_config, passenv_patterns
 from app.sessions.policyfile import DEFAULT_POLICY
 from app.sessions.sandbox import Limits, MiB, Sandbox, make_sandbox
 from app.sessions.session import SessionRunner
@@ -32,10 +36,18 @@ def sandbox_from(settings: Settings) -> Sandbox:
     )
 
 
-def runner_from(settings: Settings) -> SessionRunner:
+def runner_from(settings: Settings, *, environ: Mapping[str, str] | None = None) -> SessionRunner:
+    sandbox = sandbox_from(settings)
+    packages = host_package_config(
+        os.environ if environ is None else environ,
+        passenv=passenv_patterns(settings.setup_passenv),
+        state_dir=settings.cache_dir / "pkgconfig",
+        isolated=sandbox.isolated,
+    )
     return SessionRunner(
         cache=WorkspaceCache(settings.cache_dir),
-        sandbox=sandbox_from(settings),
+        sandbox=sandbox,
+        packages=packages,
         rules_dir=settings.semgrep_rules or DEFAULT_RULES,
         default_policy=settings.default_policy or DEFAULT_POLICY,
         timeouts=Timeouts(

@@ -347,11 +347,16 @@ def _pump(
     sel.close()
 
 
+def _check_name(name: str) -> bool:
+    if not _ENV_NAME.match(name):
+        raise SandboxError(f"refusing sandbox variable {name!r}: not a valid name")
+    return True
+
+
 def check_env(env: Mapping[str, str]) -> dict[str, str]:
     """Refuse variables that could carry a credential into the sandbox (fail closed)."""
     for name, value in env.items():
-        if not _ENV_NAME.match(name):
-            raise SandboxError(f"refusing sandbox variable {name!r}: not a valid name")
+        _check_name(name)
         if _SECRET_NAME.search(name) or name.startswith("PATCHWARDEN_"):
             raise SandboxError(
                 f"refusing to pass {name} into the sandbox: secrets never enter it "
@@ -427,9 +432,14 @@ class Sandbox(abc.ABC):
         timeout: float = 600.0,  # noqa: ASYNC109 - enforced by killing the tree, not by cancelling
         limits: Limits | None = None,
         network: bool = False,
+        package_env: Mapping[str, str] | None = None,
     ) -> Completed:
         """Run ``argv`` inside the sandbox and return what happened; never raises for
-        a command that fails, only for one that cannot be started as asked."""
+        a command that fails, only for one that cannot be started as asked.
+
+        ``package_env`` is the host's package-client configuration
+        (:mod:`app.sessions.pkgconfig`): only with ``network`` (the setup phase), and
+        its values may hold an index's credentials, which the caller masks."""
         if not argv:
             raise SandboxError("empty command")
         for m in mounts:
@@ -439,7 +449,14 @@ class Sandbox(abc.ABC):
         log.debug("sandbox %s: %s", self.backend, argv)
         with self._private_tmp() as tmp:
             wrapped = self.wrap(
-                argv, mounts=mounts, cwd=cwd, env=env, limits=limits, network=network, tmp=tmp
+                argv,
+                mounts=mounts,
+                cwd=cwd,
+                env=env,
+                limits=limits,
+                network=network,
+                tmp=tmp,
+                package_env=package_env,
             )
             stop = threading.Event()
             running = asyncio.ensure_future(
@@ -471,13 +488,19 @@ class Sandbox(abc.ABC):
         limits: Limits | None = None,
         network: bool = False,
         tmp: str | None = None,
+        package_env: Mapping[str, str] | None = None,
     ) -> Wrapped:
         """The host command :meth:`run` would start (no process is started)."""
+        if package_env and not network:
+            raise SandboxError(
+                "the package configuration goes to the setup phase only (the one with network)"
+            )
+        packages = {k: v for k, v in (package_env or {}).items() if _check_name(k)}
         call = Call(
             argv=list(argv),
             mounts=tuple(mounts),
             cwd=cwd,
-            env={**BASE_ENV, "PATH": self.path_var(mounts), **check_env(env or {})},
+            env={**BASE_ENV, **packages, "PATH": self.path_var(mounts), **check_env(env or {})},
             limits=limits or self.limits,
             network=network,
             tmp=tmp,

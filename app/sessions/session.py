@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +29,9 @@ from typing import Any, Literal
 from app.errors import PatchwardenError
 from app.redact import redact
 from app.sessions import reports
-from app.sessions.commands import ENV_MOUNT, RepoCommands, detect
+from app.sessions.commands import RepoCommands, detect
+from app.sessions.environment import Environment, EnvironmentBuilder, SetupFailed
+from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.result import (
     Diff,
@@ -51,13 +52,7 @@ from app.sessions.verify import (
     repo_test_command,
     tree_mounts,
 )
-from app.sessions.workspace import (
-    Remote,
-    Workspace,
-    WorkspaceCache,
-    branch_name,
-    file_lock,
-)
+from app.sessions.workspace import Remote, Workspace, WorkspaceCache, branch_name
 
 log = logging.getLogger(__name__)
 
@@ -205,13 +200,25 @@ class SessionRunner:
         rules_dir: Path = DEFAULT_RULES,
         default_policy: Path = DEFAULT_POLICY,
         timeouts: Timeouts | None = None,
+        packages: PackageConfig | None = None,
     ) -> None:
+        """``packages``: the host's package configuration for the setup phase; by
+        default read from this process's environment and pip's files
+        (:func:`~app.sessions.pkgconfig.host_package_config`)."""
         self.cache = cache
         self.sandbox = sandbox
         self.rules_dir = rules_dir
         self.default_policy = default_policy
         self.timeouts = timeouts or Timeouts()
         self.envs = cache.root / "envs"
+        if packages is None:
+            packages = host_package_config(
+                os.environ, state_dir=cache.root / "pkgconfig", isolated=sandbox.isolated
+            )
+        self.packages = packages
+        self.environments = EnvironmentBuilder(
+            sandbox, root=self.envs, timeouts=self.timeouts, packages=packages
+        )
 
     async def run(
         self, spec: SessionSpec, fixer: Fixer, *, progress: Progress = _quiet
@@ -223,6 +230,7 @@ class SessionRunner:
         started_wall, started = time.time(), time.monotonic()
         branch = spec.branch or branch_name(spec.job_id, spec.task.title)
         secrets = [spec.remote.token] if spec.remote.token else []
+        secrets += self.packages.secrets
         state = _State(base_sha=spec.base or "", branch=branch)
         ws: Workspace | None = None
         try:
@@ -288,9 +296,10 @@ class SessionRunner:
         commands = detect(ws.base_tree, base_python=self.sandbox.toolchain.base_python)
         for tree in (ws.tree, ws.base_tree):
             self.sandbox.prepare_writable(tree)
-        env_dir = await self._setup(spec, ws, commands, state, secrets, progress)
+        env = await self._setup(spec, ws, commands, state, secrets, progress)
         if state.error is not None:
             return
+        env_dir = env.path if env is not None else None
 
         base_tests = None
         if commands.test:
@@ -363,64 +372,29 @@ class SessionRunner:
         state: _State,
         secrets: list[str],
         progress: Progress,
-    ) -> Path | None:
-        """The trusted setup phase, cached; returns the environment directory or None."""
-        if not commands.setup:
+    ) -> Environment | None:
+        """The trusted setup phase (cached), then the files it generated placed in both
+        trees; None when the repository has no setup. Sets ``state.error`` on failure."""
+        version = await ws.scm_version() if commands.setup else None
+        try:
+            env = await self.environments.ensure(
+                spec.remote.repo,
+                commands,
+                ws.base_tree,
+                steps=state.steps,
+                secrets=secrets,
+                version=version,
+                progress=progress,
+            )
+        except SetupFailed as exc:
+            state.status, state.error = "failed", str(exc)
             return None
-        key = commands.env_key(
-            base_python=self.sandbox.toolchain.base_python, backend=self.sandbox.backend
-        )
-        owner, name = spec.remote.repo.split("/")
-        env_dir = self.envs / owner / name / key
-        shown = [" ".join(c) for c in commands.setup]
-        async with file_lock(env_dir.with_suffix(".lock")):
-            if (env_dir / ".complete").exists():
-                progress(f"setup: environment {key[:12]} from the cache")
-                state.steps.append(
-                    Step(
-                        name="setup",
-                        phase="setup",
-                        tree="base",
-                        argv=[" && ".join(shown)],
-                        exit_code=0,
-                        duration_seconds=0.0,
-                        cached=True,
-                        output=f"environment {key} from the cache",
-                    )
-                )
-                return env_dir
-            progress(f"setup: {' && '.join(shown)}")
-            build = env_dir.with_name(f".{key}.{uuid.uuid4().hex[:8]}")
-            build.mkdir(parents=True)
-            self.sandbox.prepare_writable(build)
-            try:
-                mounts = [
-                    Mount(ws.base_tree, WORKSPACE, writable=True),
-                    Mount(build, ENV_MOUNT, writable=True),
-                ]
-                for argv in commands.setup:
-                    done = await self.sandbox.run(
-                        argv, mounts=mounts, timeout=self.timeouts.setup, network=True
-                    )
-                    step = make_step(
-                        done, name="setup", phase="setup", tree="base", secrets=secrets
-                    )
-                    state.steps.append(step)
-                    if not done.ok:
-                        state.status = "failed"
-                        state.error = (
-                            f"setup failed: `{' '.join(argv)}` "
-                            + ("timed out" if done.timed_out else f"exited {done.exit_code}")
-                            + f" (from {commands.setup_source}; set `setup:` in "
-                            ".github/patchwarden.yml to change it)"
-                        )
-                        return None
-                (build / ".complete").write_text(key + "\n")
-                build.rename(env_dir)
-            finally:
-                if build.exists():
-                    await asyncio.to_thread(shutil.rmtree, build, True)
-        return env_dir
+        if env is not None:
+            for tree in (ws.base_tree, ws.tree):
+                env.apply(tree)
+                self.sandbox.prepare_writable(tree)
+            ws.exclude(env.generated)
+        return env
 
 
 @dataclass

@@ -66,6 +66,8 @@ HARDENING = (
     "-c",
     "protocol.ext.allow=never",
 )
+_TAG_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
+_DESCRIBE = re.compile(r"^(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "T": "type-changed"}
 
 
@@ -401,6 +403,28 @@ class Workspace:
             secrets=secrets,
         )
 
+    async def scm_version(self) -> str:
+        """The version setuptools-scm or hatch-vcs would compute for the base commit
+        from the repository's tags (the sandbox has no ``.git`` to ask)."""
+        described = await self.git(
+            "describe", "--tags", "--long", "--match=*[0-9]*", self.base_sha, check=False
+        )
+        commits = (await self.git("rev-list", "--count", self.base_sha, check=False)).strip()
+        return version_from_describe(
+            described, commits=int(commits) if commits.isdigit() else 0, sha=self.base_sha
+        )
+
+    def exclude(self, paths: Sequence[str]) -> None:
+        """Leave ``paths`` out of every commit and of :meth:`changed_paths` (files the
+        setup phase generated in the tree: they are not part of any patch)."""
+        if not paths:
+            return
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        lines = ["/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", p) for p in paths]
+        with (info / "exclude").open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+
     async def keep_branch(self, head: str) -> None:
         """Store the patch commit in the mirror (``refs/patchwarden/<branch>``) for
         publishing; a later fetch --prune of branches and tags leaves it alone."""
@@ -469,6 +493,23 @@ class Workspace:
                     os.unlink(path)
 
         shutil.rmtree(self.root, onerror=unlock)
+
+
+def version_from_describe(described: str, *, commits: int, sha: str) -> str:
+    """The version setuptools-scm's default scheme gives, from ``git describe --tags
+    --long``: ``1.2.3`` on the tag itself, ``1.2.4.dev5+gabc1234`` five commits after
+    it, ``0.1.devN+g…`` (N commits in all) with no usable tag."""
+    short = sha[:7]
+    m = _DESCRIBE.match(described.strip())
+    number = _TAG_VERSION.search(m.group("tag")) if m else None
+    if m is None or number is None:
+        return f"0.1.dev{commits}+g{short}"
+    parts = number.group(1).split(".")
+    distance = int(m.group("distance"))
+    if distance == 0:
+        return ".".join(parts)
+    parts[-1] = str(int(parts[-1]) + 1)
+    return f"{'.'.join(parts)}.dev{distance}+g{short}"
 
 
 def _file_stats(raw: str, numstat: str) -> list[FileStat]:

@@ -1,0 +1,254 @@
+"""The setup phase: a repository's environment, built once per set of inputs.
+
+The setup commands (the base commit's own, or detected: :mod:`app.sessions.commands`)
+run in the sandbox with network and the host's package configuration
+(:mod:`app.sessions.pkgconfig`), on a copy of the tree mounted at ``/workspace`` and
+an empty environment at ``/env``. What they leave is cached under
+``<cache>/envs/<owner>/<name>/<key>``, keyed by the commands, the interpreter and the
+hashes of the files that decide what gets installed, and mounted read-only at ``/env``
+for every later step.
+
+**Every tree is tested the way the base is.** An editable install points at
+``/workspace``, and builds write files into the tree they ran on: setuptools-scm's
+``_version.py``, ``*.egg-info``, generated parsers. Those exist only in the tree setup
+ran on — and not at all when the environment comes from the cache. So the files setup
+*added* to the tree are kept with the environment (``/env/.generated/``) and put into
+every tree that uses it (base, patch, every bisect probe) at ``/workspace``; the
+session's git excludes them, so they never become part of a patch. Same input, same
+trees, same decision — cached or not.
+
+A repository versioned from git tags (setuptools-scm, hatch-vcs) has no ``.git`` in the
+sandbox; setup gets ``SETUPTOOLS_SCM_PRETEND_VERSION`` with the version git would give
+(:meth:`Workspace.scm_version <app.sessions.workspace.Workspace.scm_version>`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.errors import PatchwardenError
+from app.sessions.commands import ENV_MOUNT, RepoCommands
+from app.sessions.pkgconfig import PackageConfig
+from app.sessions.result import Step
+from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
+from app.sessions.verify import Timeouts, make_step
+from app.sessions.workspace import file_lock, write_confined
+
+log = logging.getLogger(__name__)
+
+GENERATED = ".generated"  # inside an environment: the files setup added to the tree
+COMPLETE = ".complete"
+MAX_GENERATED_BYTES = 64 * 1024 * 1024
+MAX_GENERATED_FILES = 5000
+# What setup leaves in a tree that no test needs: caches, and build output folders at
+# the top (``build/``, ``dist/``) which can be large. ``*.egg-info`` is kept: a
+# ``setup.py develop`` install finds its metadata there.
+_SKIP_DIRS = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".eggs"}
+)
+_SKIP_TOP = frozenset({"build", "dist", "node_modules", ".git"})
+
+Progress = Callable[[str], None]
+
+
+class SetupFailed(PatchwardenError):
+    """A setup command failed; the message says which and how, and what to change."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A built environment: mounted at /env; ``generated`` goes into every tree."""
+
+    path: Path
+    key: str
+    cached: bool
+    generated: tuple[str, ...] = ()
+
+    def apply(self, tree: Path) -> list[str]:
+        """Put the files setup generated into ``tree`` where it has none (host side,
+        never through a symlink); returns their paths."""
+        return apply_generated(self.path / GENERATED, tree)
+
+
+class EnvironmentBuilder:
+    """Builds (or finds in the cache) the environment for a tree's setup inputs."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        root: Path,
+        timeouts: Timeouts,
+        packages: PackageConfig | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.root = root
+        self.timeouts = timeouts
+        self.packages = packages or PackageConfig()
+
+    def key(self, commands: RepoCommands) -> str:
+        return commands.env_key(
+            base_python=self.sandbox.toolchain.base_python, backend=self.sandbox.backend
+        )
+
+    async def ensure(
+        self,
+        repo: str,
+        commands: RepoCommands,
+        tree: Path,
+        *,
+        steps: list[Step],
+        secrets: list[str],
+        version: str | None = None,
+        progress: Progress | None = None,
+    ) -> Environment | None:
+        """The environment for ``commands`` (None when there is no setup), building it
+        on ``tree`` — the base tree, which then has the generated files in place. Raises
+        :class:`SetupFailed` with the failing command."""
+        if not commands.setup:
+            return None
+        say = progress or (lambda _: None)
+        key = self.key(commands)
+        owner, name = repo.split("/")
+        env_dir = self.root / owner / name / key
+        shown = " && ".join(" ".join(c) for c in commands.setup)
+        async with file_lock(env_dir.with_suffix(".lock")):
+            if (env_dir / COMPLETE).exists():
+                say(f"setup: environment {key[:12]} from the cache")
+                steps.append(
+                    Step(
+                        name="setup",
+                        phase="setup",
+                        tree="base",
+                        argv=[shown],
+                        exit_code=0,
+                        duration_seconds=0.0,
+                        cached=True,
+                        output=f"environment {key} from the cache",
+                    )
+                )
+                return Environment(env_dir, key, cached=True, generated=_listed(env_dir))
+            say(f"setup: {shown}")
+            build = env_dir.with_name(f".{key}.{uuid.uuid4().hex[:8]}")
+            build.mkdir(parents=True)
+            self.sandbox.prepare_writable(build)
+            try:
+                before = set(_tree_files(tree))
+                await self._run(commands, tree, build, steps, secrets, version)
+                added = sorted(set(_tree_files(tree)) - before)
+                _keep_generated(tree, added, build / GENERATED)
+                (build / COMPLETE).write_text(key + "\n")
+                build.rename(env_dir)
+            finally:
+                if build.exists():
+                    await asyncio.to_thread(shutil.rmtree, build, True)
+        return Environment(env_dir, key, cached=False, generated=_listed(env_dir))
+
+    async def _run(
+        self,
+        commands: RepoCommands,
+        tree: Path,
+        build: Path,
+        steps: list[Step],
+        secrets: list[str],
+        version: str | None,
+    ) -> None:
+        mounts = [
+            Mount(tree, WORKSPACE, writable=True),
+            Mount(build, ENV_MOUNT, writable=True),
+            *self.packages.mounts,
+        ]
+        env = {"SETUPTOOLS_SCM_PRETEND_VERSION": version} if version else {}
+        masked = [*secrets, *self.packages.secrets]
+        for argv in commands.setup:
+            done = await self.sandbox.run(
+                argv,
+                mounts=mounts,
+                env=env,
+                timeout=self.timeouts.setup,
+                network=True,
+                package_env=self.packages.env,
+            )
+            steps.append(make_step(done, name="setup", phase="setup", tree="base", secrets=masked))
+            if not done.ok:
+                how = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                raise SetupFailed(
+                    f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
+                    "set `setup:` in .github/patchwarden.yml to change it)"
+                )
+
+
+def _tree_files(tree: Path) -> list[str]:
+    """Files (and symlinks) under ``tree``, relative, skipping caches."""
+    out: list[str] = []
+    for root, dirs, files in os.walk(tree, followlinks=False):
+        here = Path(root)
+        top = here == tree
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not (top and d in _SKIP_TOP)]
+        for d in dirs:
+            if (here / d).is_symlink():
+                out.append((here / d).relative_to(tree).as_posix())
+        for f in files:
+            if not f.endswith((".pyc", ".pyo")):
+                out.append((here / f).relative_to(tree).as_posix())
+    return out
+
+
+def _keep_generated(tree: Path, added: list[str], into: Path) -> None:
+    """Copy the files setup added to ``tree`` into ``into`` (regular files only,
+    within the caps; symlinks are not kept)."""
+    into.mkdir(parents=True, exist_ok=True)
+    total = 0
+    kept = 0
+    for relative in added:
+        source = tree / relative
+        try:
+            st = os.lstat(source)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if kept >= MAX_GENERATED_FILES or total + st.st_size > MAX_GENERATED_BYTES:
+            log.warning(
+                "setup generated more than can be kept; %s and later are left out", relative
+            )
+            break
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target, follow_symlinks=False)
+        target.chmod(0o755 if st.st_mode & 0o111 else 0o644)
+        total += st.st_size
+        kept += 1
+
+
+def _listed(env_dir: Path) -> tuple[str, ...]:
+    folder = env_dir / GENERATED
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(_tree_files(folder)))
+
+
+def apply_generated(folder: Path, tree: Path) -> list[str]:
+    """Copy every file under ``folder`` into ``tree`` at the same relative path unless
+    the tree has something there; returns every path the folder holds."""
+    if not folder.is_dir():
+        return []
+    paths = sorted(_tree_files(folder))
+    for relative in paths:
+        if os.path.lexists(tree / relative):
+            continue
+        source = folder / relative
+        mode = 0o755 if os.stat(source).st_mode & 0o111 else 0o644
+        try:
+            write_confined(tree, relative, source.read_bytes(), mode=mode, exclusive=True)
+        except OSError as exc:  # a symlinked folder on the way: leave it out
+            log.warning("could not place generated file %s: %s", relative, exc)
+    return paths
