@@ -184,7 +184,10 @@ async def test_a_model_that_loops_hits_the_step_cap(
 async def test_paths_outside_the_workspace_are_refused(
     runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
-    project = make_project(tmp_path / "calc", {"calc.py": CALC, "test_calc.py": CALC_TESTS})
+    # pytest must not wander into the linked /etc (it could not collect there).
+    files = {"calc.py": CALC, "test_calc.py": CALC_TESTS, "pytest.ini": "[pytest]\n"}
+    files["pytest.ini"] += "testpaths = test_calc.py\n"
+    project = make_project(tmp_path / "calc", files)
     (project / "etc").symlink_to("/etc")
     (project / "passwd").symlink_to("/etc/passwd")
     git_commit(project, "links")

@@ -726,3 +726,80 @@ def test_test_delta_needs_two_reports(base: TestRun | None, head: TestRun | None
     delta = reports.test_delta(["pytest"], "config", base, head)
     assert (delta.base, delta.head) == (base, head)
     assert (delta.fixed, delta.broken, delta.added, delta.removed) == ([], [], [], [])
+
+
+def _test_run(outcomes: dict[str, str], exit_code: int = 1) -> TestRun:
+    counts = TestCounts(
+        passed=sum(o == "passed" for o in outcomes.values()),
+        failed=sum(o == "failed" for o in outcomes.values()),
+        errored=sum(o == "errored" for o in outcomes.values()),
+        skipped=sum(o == "skipped" for o in outcomes.values()),
+    )
+    return TestRun(exit_code=exit_code, counts=counts, outcomes=outcomes)  # type: ignore[arg-type]
+
+
+def test_a_module_that_no_longer_imports_breaks_its_tests_and_removes_none() -> None:
+    base = _test_run(
+        {
+            "tests.test_a::test_one": "passed",
+            "tests.test_a.TestK::test_two": "passed",
+            "tests.test_a::test_three": "failed",
+            "tests.test_ab::test_other": "passed",  # another module with a common prefix
+            "tests.test_b::test_gone": "passed",
+        }
+    )
+    head = _test_run(
+        {"tests.test_a": "errored", "tests.test_ab::test_other": "passed"}, exit_code=2
+    )
+    delta = reports.test_delta(["pytest"], "detected", base, head)
+    assert delta.broken == ["tests.test_a.TestK::test_two", "tests.test_a::test_one"]
+    assert delta.removed == ["tests.test_b::test_gone"]  # really gone: not in the report
+    assert delta.added == []  # a collection error is not a test
+    assert delta.fixed == []
+
+
+@pytest.mark.parametrize(
+    ("run", "output", "pytest_command", "expected"),
+    [
+        pytest.param(
+            _test_run({"tests.test_a": "errored", "tests.test_b": "errored"}, exit_code=2),
+            "tests/test_a.py:3: in <module>\n    import freezegun\n"
+            "E   ModuleNotFoundError: No module named 'freezegun'\n",
+            True,
+            "ModuleNotFoundError: No module named 'freezegun' (collecting tests.test_a and 1 more)",
+            id="collection-errors-and-no-test-ran",
+        ),
+        pytest.param(
+            TestRun(exit_code=4),
+            "ERROR: usage: __main__.py [options] [file_or_dir] [file_or_dir] [...]\n"
+            "__main__.py: error: unrecognized arguments: --cov=humanize\n",
+            True,
+            "usage: __main__.py [options] [file_or_dir] [file_or_dir] [...]",
+            id="usage-error-without-a-report",
+        ),
+        pytest.param(
+            TestRun(exit_code=4), "make: *** [test] Error 4\n", False, None, id="not-pytest"
+        ),
+        pytest.param(
+            _test_run({"t::a": "failed", "t::b": "passed"}),
+            "E   assert 1 == 2\n",
+            True,
+            None,
+            id="an-ordinary-failure",
+        ),
+        pytest.param(
+            _test_run({"t": "errored", "u::a": "passed"}),
+            "",
+            True,
+            None,
+            id="continue-on-collection-errors-still-ran-tests",
+        ),
+        pytest.param(
+            TestRun(exit_code=None, timed_out=True), "", True, None, id="a-timeout-is-not-broken"
+        ),
+    ],
+)
+def test_a_base_that_cannot_collect_is_a_broken_environment(
+    run: TestRun, output: str, pytest_command: bool, expected: str | None
+) -> None:
+    assert reports.environment_problem(run, output, pytest=pytest_command) == expected

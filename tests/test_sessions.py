@@ -315,3 +315,58 @@ async def test_the_token_never_reaches_argv_logs_the_sandbox_or_the_result(
     assert "Authorization" not in result.fix.summary
     assert token not in caplog.text
     assert leaks == []
+
+
+async def test_a_base_that_cannot_import_stops_the_session_before_anything_is_judged(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    project = make_project(
+        tmp_path / "broken",
+        {
+            "calc.py": CALC,
+            "test_calc.py": "import not_installed_anywhere\n" + CALC_TESTS,
+            "pytest.ini": "[pytest]\n",
+        },
+    )
+    started = asyncio.Event()
+
+    async def slow(ctx: FixContext) -> FixOutcome:
+        started.set()
+        await asyncio.sleep(120)  # a model thinking: stopped once the base is known broken
+        return FixOutcome(fixer="test", summary="never")
+
+    spec = SessionSpec(remote=Remote("octo/broken", str(project)), task=Task("Fix add()"))
+    result = await asyncio.wait_for(runner.run(spec, slow), timeout=60)
+
+    assert started.is_set()
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith(
+        "the test environment is broken: ModuleNotFoundError: No module named "
+        "'not_installed_anywhere' (collecting test_calc)"
+    )
+    assert result.head_sha is None  # nothing committed, nothing to score
+    assert result.tests is not None
+    assert result.tests.head is None
+
+
+async def test_any_pytest_the_command_runs_reports_per_test(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    project = make_project(
+        tmp_path / "shell",
+        {
+            "calc.py": CALC,
+            "test_calc.py": CALC_TESTS,
+            ".github/patchwarden.yml": "test: sh -c 'cd . && python -m pytest -q'\n",
+        },
+    )
+    spec = SessionSpec(remote=Remote("octo/shell", str(project)), task=Task("Fix add()"))
+    result = await runner.run(spec, writes(**{"calc.py": FIXED}))
+
+    assert result.status == "patched", result.error
+    assert result.tests is not None
+    assert result.tests.fixed == ["test_calc::test_add"]
+    assert result.tests.head is not None
+    assert result.tests.head.counts is not None
+    assert result.tests.head.counts.passed == 2

@@ -51,6 +51,8 @@ __all__ = [
     "Outcome",
     "ReportError",
     "Roots",
+    "collection_errors",
+    "environment_problem",
     "findings_delta",
     "parse_bandit",
     "parse_junit",
@@ -419,7 +421,9 @@ def test_delta(
     """Which tests the patch fixed, broke, added and removed (sorted ids).
 
     Fixed: failed/errored on base, passed on head. Broken: passed on base, failed/errored
-    on head. Added/removed: ids only on head/only on base. The lists stay empty unless
+    on head — or gone from head because their module no longer imports (a collection
+    error names the module, and pytest then runs nothing of it). Added/removed: ids only
+    on head/only on base (collection errors are not tests). The lists stay empty unless
     both runs have a per-test report (``counts`` set): without one, "not in the report"
     does not mean "removed".
     """
@@ -428,16 +432,62 @@ def test_delta(
     before, after = base.outcomes, head.outcomes
     bad = ("failed", "errored")
     both = before.keys() & after.keys()
+    uncollected = collection_errors(head)
+    gone = before.keys() - after.keys()
+    unimportable = {t for t in gone if _in_module(t, uncollected)}
     return TestDelta(
         command=command,
         source=source,
         base=base,
         head=head,
         fixed=sorted(t for t in both if before[t] in bad and after[t] == "passed"),
-        broken=sorted(t for t in both if before[t] == "passed" and after[t] in bad),
-        added=sorted(after.keys() - before.keys()),
-        removed=sorted(before.keys() - after.keys()),
+        broken=sorted(
+            [t for t in both if before[t] == "passed" and after[t] in bad]
+            + [t for t in unimportable if before[t] == "passed"]
+        ),
+        added=sorted(after.keys() - before.keys() - set(uncollected)),
+        removed=sorted(gone - unimportable - set(collection_errors(base))),
     )
+
+
+def collection_errors(run: TestRun) -> list[str]:
+    """The modules of ``run`` that could not be imported or collected (pytest reports
+    each as an errored "test" named by the module, without ``::``)."""
+    return sorted(t for t, o in run.outcomes.items() if o == "errored" and "::" not in t)
+
+
+def _in_module(test_id: str, modules: Sequence[str]) -> bool:
+    return any(test_id == m or test_id.startswith((f"{m}::", f"{m}.")) for m in modules)
+
+
+_ERROR_LINE = re.compile(r"^E\s+(\S.*)$", re.MULTILINE)
+_USAGE_LINE = re.compile(r"^(?:ERROR|INTERNALERROR)[: >]+(\S.*)$", re.MULTILINE)
+_PYTEST_BROKEN = (
+    3,
+    4,
+)  # internal error, usage error (https://docs.pytest.org/en/stable/reference/exit-codes.html)
+
+
+def environment_problem(run: TestRun, output: str, *, pytest: bool) -> str | None:
+    """Why ``run`` says nothing about the code, or None: the tests could not be
+    imported or collected (collection errors and no test ran), or pytest stopped on a
+    usage or internal error (an option from a missing plugin, a broken conftest).
+    The text is the first error pytest printed."""
+    if run.timed_out:
+        return None
+    if run.counts is None:
+        if not (pytest and run.exit_code in _PYTEST_BROKEN):
+            return None
+    elif not collection_errors(run) or run.counts.passed + run.counts.failed > 0:
+        return None
+    found = _ERROR_LINE.search(output) or _USAGE_LINE.search(output)
+    first = found.group(1).strip() if found else f"the test command exited {run.exit_code}"
+    where = collection_errors(run)
+    if where:
+        first += f" (collecting {where[0]}" + (
+            f" and {len(where) - 1} more)" if len(where) > 1 else ")"
+        )
+    return first[:500]
 
 
 test_delta.__test__ = False  # type: ignore[attr-defined]  # a function, not a pytest test

@@ -321,16 +321,39 @@ class SessionRunner:
             progress=progress,
         )
         progress(f"fix: {spec.task.title}")
+
+        async def fix_it() -> FixOutcome:
+            return await fixer(ctx)
+
+        fixing = asyncio.create_task(fix_it(), name=f"fixer:{spec.remote.repo}")
+        state.pending.append(fixing)
+        base_run: TestRun | None = None
+        # An alert's base is the failing commit: its tests failing is the point.
+        judge_base = base_tests is not None and spec.task.kind != "alert"
+        stopped: Step | None = None
         try:
-            fix = await fixer(ctx)
+            if base_tests is not None and judge_base:
+                await asyncio.wait({fixing, base_tests}, return_when=asyncio.FIRST_COMPLETED)
+                if not fixing.done() and _broken(commands, *base_tests.result(), state):
+                    # Nothing the fixer does could be judged: stop it now.
+                    stopped = base_tests.result()[0]
+                    fixing.cancel()
+                    await asyncio.gather(fixing, return_exceptions=True)
+            fix = None if stopped else await fixing
         finally:
             state.steps.extend(ctx.steps)
+        if stopped is not None or fix is None:
+            progress(f"stop: {state.error}")
+            state.steps.extend([stopped] if stopped else [])
+            return
         state.fix = fix = fix.redacted(secrets)
-        base_run: TestRun | None = None
         if base_tests is not None:
             progress("verify: the tests on the base commit")
             step, base_run = await base_tests
             state.steps.append(step)
+            if judge_base and _broken(commands, step, base_run, state):
+                progress(f"stop: {state.error}")
+                return
         if not fix.ok:
             state.status, state.error = "failed", state.fix.reason or "the fixer gave up"
             state.tests = _delta(commands, base_run, None)
@@ -413,6 +436,22 @@ class _State:
     findings: list[FindingsDelta] = field(default_factory=list)
     policy: dict[str, Any] | None = None
     pending: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+def _broken(commands: RepoCommands, step: Step, run: TestRun, state: _State) -> bool:
+    """If the base's tests could not even import or collect, the session stops here:
+    nothing a patch does can be judged against them (``state`` says why)."""
+    problem = reports.environment_problem(run, step.output, pytest=commands.is_pytest)
+    if problem is None:
+        return False
+    state.status = "failed"
+    state.error = (
+        f"the test environment is broken: {problem}. This is on the base commit, before "
+        "any change: fix the tests or the setup (`setup:`/`test:` in "
+        ".github/patchwarden.yml) and ask again."
+    )
+    state.tests = _delta(commands, run, None)
+    return True
 
 
 def _files(n: int) -> str:

@@ -3,7 +3,9 @@
 Every step runs in the sandbox with no network. Tests run once per tree; the three
 linters run once each over the changed files of *both* trees (the base tree mounted
 at ``/base``, the patched one at ``/workspace``), so semgrep's start-up is paid once,
-and their JSON is split back into base and head findings by :mod:`reports`.
+and their JSON is split back into base and head findings by :mod:`reports`. Any pytest
+the test command runs writes a JUnit report (through ``PYTEST_ADDOPTS``), so outcomes
+are per test whatever the command looks like.
 
 The linters use Patchwarden's rules, not the repository's configuration: ruff runs
 ``--isolated`` with a fixed selection and semgrep with the packs in
@@ -13,6 +15,7 @@ The linters use Patchwarden's rules, not the repository's configuration: ruff ru
 from __future__ import annotations
 
 import asyncio
+import shlex
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -71,17 +74,22 @@ def tree_mounts(tree: Path, env_dir: Path | None) -> list[Mount]:
 
 
 def repo_test_command(
-    commands: RepoCommands, env_dir: Path | None, extra: Sequence[str] = ()
+    commands: RepoCommands,
+    env_dir: Path | None,
+    extra: Sequence[str] = (),
+    *,
+    addopts: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
-    """The repository's test command (plus ``extra``) and its environment, as every
-    step runs it: pytest without its cache (it would land in the patch), and without
-    Patchwarden's own pytest plugins when the repository has no environment of its own
-    and so runs on Patchwarden's Python."""
-    argv = list(commands.test)
-    if commands.is_pytest:
-        argv += ["-p", "no:cacheprovider"]
-    argv += extra
-    env = {} if env_dir is not None else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """The repository's test command (plus ``extra`` arguments) and its environment,
+    as every step runs it. pytest's options go through ``PYTEST_ADDOPTS``, so they
+    reach pytest however the repository runs it (``pytest``, ``python -m pytest``,
+    inside ``sh -c`` or ``make test``): no cache (it would land in the patch), plus
+    ``addopts`` (the JUnit report). Without an environment of its own the repository
+    runs on Patchwarden's Python, without Patchwarden's own pytest plugins."""
+    argv = [*commands.test, *extra]
+    env = {"PYTEST_ADDOPTS": shlex.join(["-p", "no:cacheprovider", *addopts])}
+    if env_dir is None:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return argv, env
 
 
@@ -139,8 +147,8 @@ class Verifier:
         """Run the repository's test command on ``tree`` (mounted at /workspace)."""
         reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
         self.sandbox.prepare_writable(reports_dir)
-        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml"] if commands.is_pytest else []
-        argv, env = repo_test_command(commands, env_dir, report)
+        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml"]
+        argv, env = repo_test_command(commands, env_dir, addopts=report)
         mounts = [*tree_mounts(tree, env_dir), Mount(reports_dir, REPORTS_MOUNT, writable=True)]
         done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
         step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
