@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.revert import RevertFixer
-from app.sessions.result import SessionResult
+from app.fixers.revert import RevertFixer, classify
+from app.sessions.result import SessionResult, TestCounts, TestRun
 from app.sessions.session import SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, git_env
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
@@ -88,17 +88,21 @@ async def test_commit_17_of_30_is_found_and_reverted_and_the_tests_pass_again(
     assert result.fix.summary.startswith(f"Reverts {shas[17][:12]} (commit 17: speed up add())")
     assert "reproduced in 3 of 3 runs" in result.fix.summary
     # 3 reproductions, probes 1, 2, 4, 8 (failing) and 16 back (commit 14, passing), then
-    # git bisect over commits 15-22: the summary says what ran, and counts it right.
+    # bisect over commits 15-22: the summary says what ran, and counts it right.
     probes = [s for s in result.steps if s.name == "probe"]
     assert len(probes) == 5
-    steps = culprit.bisect_log.count("\ngit bisect good ") + culprit.bisect_log.count(
-        "\ngit bisect bad "
-    )
-    assert f"git bisect took {steps} steps" in result.fix.summary
+    steps = len([s for s in result.steps if s.name == "bisect"])
+    assert steps == 3  # 8 commits
+    assert f"bisect took {steps} steps" in result.fix.summary
     assert culprit.tested == 3 + 5 + steps
     assert f"({culprit.tested} test runs in all)" in result.fix.summary
     assert {s.tree for s in result.steps if s.name in ("reproduce", "probe")} == {None}
-    assert any("git bisect run" in line for line in shown)
+    assert any("bisecting 8 commits" in line for line in shown)
+    # The failure is which tests fail, and every probe's verdict is in the log.
+    assert "# failing on" in culprit.bisect_log
+    assert "test_calc::test_add" in culprit.bisect_log
+    assert culprit.bisect_log.count("\ngit bisect ") == 5 + steps
+    assert "the first commit on which `test_calc::test_add` of" in result.fix.summary
     message = _message(runner, result)
     assert message == f'Revert "commit 17: speed up add()"\n\nThis reverts commit {shas[17]}.\n'
 
@@ -226,3 +230,112 @@ async def test_a_check_named_in_the_config_is_the_command_bisect_runs(
     reproduce = [s for s in result.steps if s.name == "reproduce"]
     assert len(reproduce) == 2
     assert reproduce[0].argv == ["python", "-m", "pytest", "-q", "test_calc.py"]
+
+
+def _outcomes(**outcomes: str) -> TestRun:
+    ids = {k.replace("__", "::").replace("_DOT_", "."): v for k, v in outcomes.items()}
+    return TestRun(
+        exit_code=1,
+        counts=TestCounts(
+            passed=sum(o == "passed" for o in ids.values()),
+            failed=sum(o == "failed" for o in ids.values()),
+            errored=sum(o == "errored" for o in ids.values()),
+        ),
+        outcomes=ids,  # type: ignore[arg-type]
+    )
+
+
+TARGET = frozenset({"t::add"})
+
+
+@pytest.mark.parametrize(
+    ("run", "target", "ok", "verdict"),
+    [
+        pytest.param(_outcomes(t__add="failed"), TARGET, False, "bad", id="fails-again"),
+        pytest.param(_outcomes(t__add="errored"), TARGET, False, "bad", id="errors-again"),
+        pytest.param(
+            _outcomes(t__add="passed", t__mul="failed"),
+            TARGET,
+            False,
+            "good",
+            id="another-failure-is-not-this-one",
+        ),
+        pytest.param(
+            _outcomes(t__add="passed", extra="errored"),
+            TARGET,
+            False,
+            "good",
+            id="an-unimportable-other-module-does-not-hide-the-answer",
+        ),
+        pytest.param(_outcomes(t="errored"), TARGET, False, "skip", id="cannot-collect-it"),
+        pytest.param(TestRun(exit_code=4), TARGET, False, "skip", id="no-report-at-all"),
+        pytest.param(_outcomes(u__x="passed"), TARGET, True, "good", id="not-there-yet"),
+        pytest.param(TestRun(exit_code=1), None, False, "bad", id="no-reports-anywhere-fails"),
+        pytest.param(TestRun(exit_code=0), None, True, "good", id="no-reports-anywhere-passes"),
+    ],
+)
+def test_a_probe_reproduces_only_when_the_same_tests_fail(
+    run: TestRun, target: frozenset[str] | None, ok: bool, verdict: str
+) -> None:
+    assert classify(run, target, ok=ok).verdict == verdict
+
+
+def _commits(tmp_path: Path, changes: dict[int, dict[str, str]], total: int) -> dict[int, str]:
+    repo = make_project(tmp_path / "history", {"calc.py": FIXED_CALC, "test_calc.py": CALC_TESTS})
+    shas = {1: _head(repo)}
+    for n in range(2, total + 1):
+        files = changes.get(n, {f"notes/{n}.txt": f"note {n}\n"})
+        for name, text in files.items():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+        shas[n] = git_commit(repo, f"commit {n}")
+    return shas
+
+
+async def test_a_commit_that_only_adds_an_unimportable_test_is_not_blamed(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # Commit 5 adds a test module that cannot import until commit 8 adds its helper;
+    # commit 6 breaks add(). "Any failure" would blame commit 5.
+    shas = _commits(
+        tmp_path,
+        {
+            5: {"test_extra.py": "import helpers\n\n\ndef test_h():\n    assert helpers.X\n"},
+            6: {"calc.py": BROKEN_CALC},
+            8: {"helpers.py": "X = 1\n"},
+        },
+        total=12,
+    )
+    result = await runner.run(alert_spec(tmp_path / "history"), RevertFixer())
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.culprit is not None
+    assert result.fix.culprit.sha == shas[6]
+    assert f"git bisect good {shas[5]}" in result.fix.culprit.bisect_log
+
+
+async def test_commits_whose_tests_cannot_be_collected_are_skipped_never_blamed(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # In commits 5-7 test_calc.py itself cannot import; commit 6 breaks add() too.
+    # Nothing tells 5, 6, 7 and 8 apart: say so, and revert nothing.
+    unimportable = "import helpers  # noqa: F401\n" + CALC_TESTS
+    shas = _commits(
+        tmp_path,
+        {
+            5: {"test_calc.py": unimportable},
+            6: {"calc.py": BROKEN_CALC},
+            8: {"test_calc.py": CALC_TESTS},
+        },
+        total=12,
+    )
+    result = await runner.run(alert_spec(tmp_path / "history"), RevertFixer())
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "bisect cannot tell which of" in result.error
+    assert shas[8][:12] in result.error
+    assert shas[5][:12] in result.error
+    assert "cannot collect test_calc here" in result.error
+    assert result.head_sha is None

@@ -5,43 +5,49 @@ failing commit. Then:
 
 1. **Reproduce.** The check's test command (``revert.checks`` in the repository's
    config, else its test command) runs ``revert.reruns`` times on the failing commit.
-   Failing every time is a real failure; failing some of the time is a flaky test and
-   ends the job (``final``: no other fixer is tried); never failing means there is
-   nothing to revert.
+   The failure is *which tests fail*: the ids that fail or error in every run (from the
+   JUnit report any pytest writes). Failing some of the time is a flaky test and ends
+   the job (``final``: no other fixer is tried); never failing means there is nothing
+   to revert. A command with no per-test report falls back to its exit status.
 2. **Last good commit.** The caller's (``Task.good``, e.g. the last green check), or
    found by testing first-parent ancestors 1, 2, 4, 8 … commits back.
-3. **Bisect.** ``git bisect start --first-parent`` and ``git bisect run`` between it and
-   the nearest commit above it known to fail (the failing commit, or the last probe),
-   so a pull request's merge commit is blamed as a whole (and reverted with ``-m 1``).
+3. **Bisect** over the first-parent history between them (a merged pull request is
+   blamed as a whole, and reverted with ``-m 1``). Each probe is classified:
+   *bad* when one of the failing tests fails again, *good* when none does, and
+   *skipped* when the probe cannot build or collect what the failing commit could
+   (a collection error elsewhere, no report at all) — never "bad" for that.
 4. **Revert.** ``git revert --no-commit`` of the culprit on the session's tree; the
    session commits it with git's own revert message and verifies it like any patch.
 
-All of the repository's code, and every git command on the throwaway bisect clone,
-runs in the sandbox: after sandboxed code has run in a repository, host-side git
-never touches it again (a planted ``.git/config`` filter would run on the host). The
-host reads only what the sandbox printed, and checks the culprit against its own
-git directory before trusting it.
+Every probe is tested the way the base is: the throwaway clone is mounted at
+``/workspace`` (where an editable install points), with the environment at ``/env``
+and the files setup generated in place. When a probe's dependency files differ from
+the base's, it gets its own environment (built once per set of inputs, cached).
+
+All of the repository's code, and every git command on the throwaway clone, runs in
+the sandbox: after sandboxed code has run in a repository, host-side git never
+touches it again (a planted ``.git/config`` filter would run on the host). The host
+reads only the probes' reports, and checks the culprit against its own git directory.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
+from typing import Literal
 
 from app.fixers.base import Fixer
 from app.fixers.config import RevertConfig, fixer_settings
-from app.sessions.commands import ENV_MOUNT
-from app.sessions.result import Culprit, FixOutcome
-from app.sessions.sandbox import Completed, Mount
+from app.sessions import reports
+from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
+from app.sessions.environment import Environment, SetupFailed
+from app.sessions.result import Culprit, FixOutcome, TestRun
+from app.sessions.sandbox import WORKSPACE, Completed, Mount
 from app.sessions.session import Budget, FixContext, Task
-from app.sessions.verify import repo_test_command
-from app.sessions.workspace import run_git
+from app.sessions.verify import REPORTS_MOUNT, repo_test_command
+from app.sessions.workspace import read_confined, run_git
 
-BISECT_MOUNT = "/bisect"
-_FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
-# One line per commit `git bisect run` tested (the `# bad:`/`# good:` marks also
-# record the two commits `bisect start` was given, which it did not test).
-_BISECT_STEP = re.compile(r"^git bisect (?:good|bad) ", re.MULTILINE)
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 # git inside the sandbox: no hooks, no system config, quiet.
 _GIT = (
@@ -95,8 +101,43 @@ class RevertFixer(Fixer):
         )
 
 
+Verdict = Literal["good", "bad", "skip"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one run of the test command said: the ids that failed, or only a status."""
+
+    verdict: Verdict
+    why: str
+
+
+def classify(run: TestRun, target: frozenset[str] | None, *, ok: bool) -> Probe:
+    """Is the failure there in this run? (pure; table-tested)
+
+    ``target``: the test ids that fail on the failing commit; None when the command
+    gives no per-test report, and then its exit status decides. Probes run with
+    ``--continue-on-collection-errors``, so a module that does not import at this
+    commit does not hide the outcome of the failing tests themselves.
+    """
+    if target is None:
+        return Probe("good", "passes") if ok else Probe("bad", "fails")
+    if run.counts is None:
+        return Probe("skip", "no test report: the tests could not run here")
+    failing = sorted(t for t in target if run.outcomes.get(t) in ("failed", "errored"))
+    if failing:
+        more = f" and {len(failing) - 1} more" if len(failing) > 1 else ""
+        return Probe("bad", f"{failing[0]}{more} fail again")
+    if target & run.outcomes.keys():
+        return Probe("good", "the failing tests pass")
+    uncollected = reports.collection_errors(run)
+    if uncollected:
+        return Probe("skip", f"cannot collect {uncollected[0]} here")
+    return Probe("good", "the failing tests are not there yet")
+
+
 class _Search:
-    """One culprit search: the bisect clone, its sandbox runs, and what they found."""
+    """One culprit search: the throwaway clone, its sandbox runs, and what they found."""
 
     def __init__(
         self, fixer: RevertFixer, ws: FixContext, config: RevertConfig, test: list[str]
@@ -108,13 +149,14 @@ class _Search:
         self.shown = shlex.join(test)
         self.bad = ws.workspace.base_sha
         self.clone = ws.workspace.root / "bisect"
-        objects = ws.workspace.mirror / "objects"
-        self.mounts = [Mount(self.clone, BISECT_MOUNT, writable=True), Mount(objects, str(objects))]
-        if ws.env_dir is not None:
-            self.mounts.append(Mount(ws.env_dir, ENV_MOUNT))
-        _, self.env = repo_test_command(ws.commands, ws.env_dir)
+        self.reports = ws.workspace.root / "bisect-reports"
+        self.objects = ws.workspace.mirror / "objects"
+        self.base_env: Environment | None = ws.environment
+        self.envs: dict[str, Environment | None] = {}  # by probe sha
+        self.target: frozenset[str] | None = None
         self.probes = 0
         self.bisect_steps = 0
+        self.log: list[str] = []
         self.last_bad = self.bad  # the nearest commit known to fail above the good one
 
     async def run(self, task: Task) -> FixOutcome:
@@ -123,8 +165,8 @@ class _Search:
         await self._make_clone()
         await self._reproduce()
         good = await self._last_good(task.good)
-        culprit, log = await self._bisect(good)
-        return await self._revert(culprit, good, log)
+        culprit = await self._bisect(good)
+        return await self._revert(culprit, good, "\n".join(self.log) + "\n")
 
     async def _targeted(self, rev: str, why: str) -> FixOutcome:
         """Revert the commit the caller names (no search): it must be on the first-parent
@@ -146,22 +188,26 @@ class _Search:
         ws = self.ws.workspace
         git_dir = self.clone / ".git"
         await run_git(["init", "--quiet", str(self.clone)], env=ws.env)
-        (git_dir / "objects" / "info" / "alternates").write_text(str(ws.mirror / "objects") + "\n")
+        (git_dir / "objects" / "info" / "alternates").write_text(str(self.objects) + "\n")
         gd = ["--git-dir", str(git_dir), "--work-tree", str(self.clone)]
         await run_git([*gd, "update-ref", "refs/heads/failing", self.bad], env=ws.env)
         await run_git([*gd, "symbolic-ref", "HEAD", "refs/heads/failing"], env=ws.env)
         await run_git([*gd, "read-tree", "--reset", "-u", "HEAD"], env=ws.env)
-        self.ws.sandbox.prepare_writable(self.clone)
+        self.reports.mkdir()
+        for folder in (self.clone, self.reports):
+            self.ws.sandbox.prepare_writable(folder)
 
     async def _reproduce(self) -> None:
         runs = self.config.reruns
         self.ws.progress(f"fix: running `{self.shown}` {runs} times on {self.bad[:12]}")
-        failed = 0
-        for _ in range(runs):
-            done = await self._tests(name="reproduce")
-            failed += not done.ok
+        self.envs[self.bad] = self.base_env
+        if self.base_env is not None:
+            self._place_generated(self.base_env)
+        results = [await self._tests(self.bad, name="reproduce") for _ in range(runs)]
+        reported = all(r.counts is not None for r, _ in results)
+        failing_runs = [r for r, done in results if (_bad_ids(r) if reported else not done.ok)]
         where = f"on {self.bad[:12]}"
-        if failed == 0:
+        if not failing_runs:
             raise _Stop(
                 self.fixer.gave_up(
                     f"the failure does not reproduce: `{self.shown}` passed {runs} of {runs} "
@@ -169,15 +215,25 @@ class _Search:
                     final=True,
                 )
             )
-        if failed < runs:
+        flaky = len(failing_runs) < runs
+        if reported and not flaky:
+            common = frozenset.intersection(*(frozenset(_bad_ids(r)) for r, _ in results))
+            flaky = not common
+            self.target = common
+        if flaky:
             raise _Stop(
                 self.fixer.gave_up(
-                    f"flaky: `{self.shown}` failed {failed} of {runs} runs {where}. A flaky "
-                    "test is not a broken commit, so nothing is reverted; the test needs a "
-                    "human (or a quarantine)",
+                    f"flaky: `{self.shown}` failed {len(failing_runs)} of {runs} runs {where}"
+                    + ("" if len(failing_runs) < runs else ", each time with other tests")
+                    + ". A flaky test is not a broken commit, so nothing is reverted; the "
+                    "test needs a human (or a quarantine)",
                     final=True,
                 )
             )
+        if self.target is not None:
+            shown = ", ".join(sorted(self.target)[:3])
+            more = f" and {len(self.target) - 3} more" if len(self.target) > 3 else ""
+            self.log.append(f"# failing on {self.bad}: {shown}{more}")
 
     async def _last_good(self, given: str | None) -> str:
         history = await self._first_parents()
@@ -190,15 +246,17 @@ class _Search:
                         f"{self.bad[:12]} within {self.config.max_commits} commits"
                     )
                 )
+            self.log.append(f"git bisect good {sha} # given")
             return sha
         step = 1
         while step < len(history):
             candidate = history[step]
             self.ws.progress(f"fix: looking for a passing commit: {step} back ({candidate[:12]})")
-            if (await self._checkout(candidate)).ok:
-                self.probes += 1
-                if (await self._tests(name="probe")).ok:
-                    return candidate
+            probe = await self._probe(candidate, name="probe")
+            self.probes += 1
+            if probe.verdict == "good":
+                return candidate
+            if probe.verdict == "bad":
                 self.last_bad = candidate  # bisect need not look above it
             if step == len(history) - 1:
                 break
@@ -211,40 +269,98 @@ class _Search:
             )
         )
 
-    async def _bisect(self, good: str) -> tuple[str, str]:
-        bad = self.last_bad
-        self.ws.progress(f"fix: git bisect run between {good[:12]} and {bad[:12]}")
-        start = await self._git("bisect", "start", "--first-parent", bad, good)
-        if not start.ok:
-            raise _Stop(self.fixer.gave_up(f"git bisect start failed: {start.stderr.strip()}"))
-        seconds = int(self.ws.timeouts.tests)
-        run = await self._git(
-            "bisect",
-            "run",
-            "timeout",
-            "-k",
-            "5",
-            str(seconds),
-            *self.test,
-            timeout=self.ws.timeouts.fix,
+    async def _bisect(self, good: str) -> str:
+        """Binary search between ``good`` and the nearest known-bad commit, skipping
+        probes that cannot build; the first bad commit."""
+        span = (
+            await self._host_git("rev-list", "--first-parent", f"{good}..{self.last_bad}")
+        ).split()  # newest first: span[0] is bad
+        self.ws.progress(
+            f"fix: bisecting {len(span)} commits between {good[:12]} and {self.last_bad[:12]}"
         )
-        log = await self._git("bisect", "log")
-        found = _FIRST_BAD.search(run.stdout)
-        if not run.ok or found is None:
-            tail = (run.stdout + run.stderr).strip()[-800:]
-            raise _Stop(self.fixer.gave_up(f"git bisect run found no culprit: {tail}"))
-        self.bisect_steps = len(_BISECT_STEP.findall(log.stdout))
-        culprit = found.group(1)
-        # Trust, but check: the culprit must be a first-parent commit in (good, bad].
-        span = await self._host_git("rev-list", "--first-parent", f"{good}..{self.bad}")
-        if culprit not in span.split():
-            raise _Stop(
-                self.fixer.gave_up(
-                    f"bisect named {culprit[:12]}, which is not between {good[:12]} and "
-                    f"{self.bad[:12]} on the first-parent history; not reverting"
+        lo, hi = 0, len(span)  # span[lo] is bad; span[hi] (or good, at len) is good
+        skipped: set[int] = set()
+        while hi - lo > 1:
+            mid = _next_probe(lo, hi, skipped)
+            if mid is None:
+                names = ", ".join(c[:12] for c in span[lo:hi])
+                raise _Stop(
+                    self.fixer.gave_up(
+                        f"bisect cannot tell which of {names} broke `{self.shown}`: the "
+                        f"commits between could not be tested ({self._why_skipped()}); "
+                        "not reverting"
+                    )
                 )
-            )
-        return culprit, log.stdout
+            probe = await self._probe(span[mid], name="bisect")
+            self.bisect_steps += 1
+            if probe.verdict == "skip":
+                skipped.add(mid)
+            elif probe.verdict == "good":
+                hi = mid
+            else:
+                lo = mid
+        culprit = span[lo]
+        subject = (await self._host_git("log", "-1", "--format=%s", culprit)).strip()
+        self.log.append(f"# first bad commit: [{culprit}] {subject}")
+        return culprit
+
+    async def _probe(self, sha: str, *, name: str) -> Probe:
+        checkout = await self._git("checkout", "--quiet", "--force", sha)
+        if not checkout.ok:
+            probe = Probe("skip", f"git checkout failed: {checkout.stderr.strip()[:200]}")
+        else:
+            env = await self._environment(sha)
+            if env is not None:
+                self._place_generated(env)
+            run, done = await self._tests(sha, name=name)
+            probe = classify(run, self.target, ok=done.ok)
+        verb = {"good": "good", "bad": "bad", "skip": "skip"}[probe.verdict]
+        self.log.append(f"git bisect {verb} {sha} # {probe.why}")
+        return probe
+
+    async def _environment(self, sha: str) -> Environment | None:
+        """The environment a probe of ``sha`` runs with: the base's, unless the commit's
+        dependency files differ (then its own, built once per set of inputs)."""
+        if sha in self.envs:
+            return self.envs[sha]
+        ws = self.ws.workspace
+        changed = await ws.changed_between(self.bad, sha, SETUP_PATHSPECS)
+        env = self.base_env
+        if changed and self.ws.environments is not None:
+            tree = ws.root / f"setup-{sha[:12]}"
+            await ws.checkout_copy(sha, tree)
+            self.ws.sandbox.prepare_writable(tree)
+            commands = detect(tree, base_python=self.ws.sandbox.toolchain.base_python)
+            self.ws.progress(f"fix: {sha[:12]} changes {', '.join(changed[:3])}: its own setup")
+            try:
+                env = await self.ws.environments.ensure(
+                    ws.repo,
+                    commands,
+                    tree,
+                    steps=self.ws.steps,
+                    secrets=self.ws.secrets,
+                    version=await ws.scm_version(sha),
+                )
+            except SetupFailed:
+                env = None  # its probe will not collect, and is skipped
+        self.envs[sha] = env
+        return env
+
+    def _place_generated(self, env: Environment) -> None:
+        """The files setup generated, into the clone (host side, never through a link)."""
+        env.apply(self.clone)
+        self.ws.sandbox.prepare_writable(self.clone)
+
+    def _failure(self) -> str:
+        if not self.target:
+            return f"`{self.shown}` fails"
+        names = sorted(self.target)
+        more = f" and {len(names) - 1} more test(s)" if len(names) > 1 else ""
+        return f"`{names[0]}`{more} of `{self.shown}` fail"
+
+    def _why_skipped(self) -> str:
+        reasons = [line.split(" # ", 1)[1] for line in self.log if " skip " in f" {line}"]
+        return reasons[-1] if reasons else "no report"
 
     async def _revert(self, sha: str, good: str, log: str, *, why: str | None = None) -> FixOutcome:
         parents = (await self._host_git("rev-list", "--parents", "-n", "1", sha)).split()[1:]
@@ -295,8 +411,8 @@ class _Search:
             f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: {why}"
             if why is not None
             else f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
-            f"`{self.shown}` fails. The failure reproduced in {runs} of {runs} runs on "
-            f"{self.bad[:12]}; {good[:12]} passes; git bisect took {self.bisect_steps} "
+            f"{self._failure()}. The failure reproduced in {runs} of {runs} runs on "
+            f"{self.bad[:12]}; {good[:12]} passes; bisect took {self.bisect_steps} "
             f"steps between them ({culprit.tested} test runs in all)."
         )
         return FixOutcome(
@@ -307,27 +423,50 @@ class _Search:
         )
 
     # -- helpers ---------------------------------------------------------------
-    async def _tests(self, *, name: str) -> Completed:
-        return await self.ws.run(
+    async def _tests(self, sha: str, *, name: str) -> tuple[TestRun, Completed]:
+        """The test command on the clone at /workspace, with the JUnit report any pytest
+        writes read back (per-test outcomes), with ``sha``'s environment."""
+        for old in self.reports.iterdir():
+            old.unlink()
+        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
+        env = self.envs.get(sha, self.base_env)
+        _, variables = repo_test_command(
+            self.ws.commands, env.path if env else None, addopts=report
+        )
+        done = await self.ws.run(
             self.test,
             name=name,
-            env=self.env,
-            mounts=self.mounts,
-            cwd=BISECT_MOUNT,
+            env=variables,
+            mounts=[*self._mounts(env), Mount(self.reports, REPORTS_MOUNT, writable=True)],
+            cwd=WORKSPACE,
             timeout=self.ws.timeouts.tests,
         )
+        run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
+        junit = read_confined(self.reports, "junit.xml", limit=reports.MAX_JUNIT_BYTES + 1)
+        if junit:
+            try:
+                counts, outcomes = reports.parse_junit(junit)
+                run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
+            except reports.ReportError:
+                pass  # no usable report: the probe is skipped (or judged by its status)
+        return run, done
 
-    async def _checkout(self, sha: str) -> Completed:
-        return await self._git("checkout", "--quiet", "--force", sha)
+    def _mounts(self, env: Environment | None) -> list[Mount]:
+        mounts = [
+            Mount(self.clone, WORKSPACE, writable=True),
+            Mount(self.objects, str(self.objects)),
+        ]
+        if env is not None:
+            mounts.append(Mount(env.path, ENV_MOUNT))
+        return mounts
 
     async def _git(self, *args: str, timeout: float = 120.0) -> Completed:  # noqa: ASYNC109
-        """git on the bisect clone, in the sandbox (never on the host)."""
+        """git on the throwaway clone, in the sandbox (never on the host)."""
         return await self.ws.run(
             [*_GIT, *args],
             name="git " + (args[0] if args else ""),
-            env=self.env,
-            mounts=self.mounts,
-            cwd=BISECT_MOUNT,
+            mounts=self._mounts(None),
+            cwd=WORKSPACE,
             timeout=timeout,
         )
 
@@ -348,3 +487,17 @@ class _Search:
             "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False
         )
         return out.strip() or None
+
+
+def _bad_ids(run: TestRun) -> list[str]:
+    return [t for t, o in run.outcomes.items() if o in ("failed", "errored")]
+
+
+def _next_probe(lo: int, hi: int, skipped: set[int]) -> int | None:
+    """The untested index strictly between ``lo`` and ``hi`` nearest their middle."""
+    mid = (lo + hi) // 2
+    for distance in range(hi - lo):
+        for candidate in (mid - distance, mid + distance):
+            if lo < candidate < hi and candidate not in skipped:
+                return candidate
+    return None

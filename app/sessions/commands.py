@@ -53,6 +53,8 @@ SETUP_INPUTS = (
     "package-lock.json",
     "npm-shrinkwrap.json",
 )
+# The same as git pathspecs: which commits need a setup of their own (bisect probes).
+SETUP_PATHSPECS = (*SETUP_INPUTS, "*requirements*.txt", "requirements/")
 _TEST_EXTRAS = ("test", "tests", "testing", "dev")
 VENV_COMMAND = "venv"  # `python -m venv /env`: how the environment is created
 

@@ -122,6 +122,8 @@ class FixContext:
     workspace: Workspace  # host-side git on the session's repository (never sandboxed)
     progress: Progress = _quiet
     steps: list[Step] = field(default_factory=list)
+    environment: Environment | None = None  # the base's, whose path is env_dir
+    environments: EnvironmentBuilder | None = None  # for other commits (the culprit finder)
 
     @property
     def task(self) -> Task:
@@ -319,6 +321,8 @@ class SessionRunner:
             secrets=secrets,
             workspace=ws,
             progress=progress,
+            environment=env,
+            environments=self.environments,
         )
         progress(f"fix: {spec.task.title}")
 

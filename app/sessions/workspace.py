@@ -403,15 +403,34 @@ class Workspace:
             secrets=secrets,
         )
 
-    async def scm_version(self) -> str:
-        """The version setuptools-scm or hatch-vcs would compute for the base commit
-        from the repository's tags (the sandbox has no ``.git`` to ask)."""
+    async def scm_version(self, sha: str | None = None) -> str:
+        """The version setuptools-scm or hatch-vcs would compute for ``sha`` (the base
+        commit by default) from the repository's tags (the sandbox has no ``.git``)."""
+        sha = sha or self.base_sha
         described = await self.git(
-            "describe", "--tags", "--long", "--match=*[0-9]*", self.base_sha, check=False
+            "describe", "--tags", "--long", "--match=*[0-9]*", sha, check=False
         )
-        commits = (await self.git("rev-list", "--count", self.base_sha, check=False)).strip()
+        commits = (await self.git("rev-list", "--count", sha, check=False)).strip()
         return version_from_describe(
-            described, commits=int(commits) if commits.isdigit() else 0, sha=self.base_sha
+            described, commits=int(commits) if commits.isdigit() else 0, sha=sha
+        )
+
+    async def changed_between(self, a: str, b: str, pathspecs: Sequence[str]) -> list[str]:
+        """Paths matching ``pathspecs`` that differ between commits ``a`` and ``b``."""
+        out = await self.git("diff", "--name-only", "-z", "--no-renames", a, b, "--", *pathspecs)
+        return [p for p in out.split("\0") if p]
+
+    async def checkout_copy(self, sha: str, into: Path) -> None:
+        """A plain checkout of ``sha`` at ``into`` (no git directory in it), from the
+        session's own objects on the host."""
+        into.mkdir(parents=True)
+        index = self.root / f"{into.name}.index"
+        await run_git(
+            [
+                *("--git-dir", str(self.git_dir), "--work-tree", str(into)),
+                *("read-tree", "--reset", "-u", sha),
+            ],
+            env={**self.env, "GIT_INDEX_FILE": str(index)},
         )
 
     def exclude(self, paths: Sequence[str]) -> None:
