@@ -423,7 +423,7 @@ class Workspace:
     async def checkout_copy(self, sha: str, into: Path) -> None:
         """A plain checkout of ``sha`` at ``into`` (no git directory in it), from the
         session's own objects on the host."""
-        into.mkdir(parents=True)
+        await asyncio.to_thread(into.mkdir, parents=True)
         index = self.root / f"{into.name}.index"
         await run_git(
             [
