@@ -162,3 +162,72 @@ async def test_the_autofix_pack_turns_its_targets_into_the_fixed_file(
     for line in expected.splitlines():
         if line not in target.splitlines():
             assert f"+{line}" in result.diff.unified
+
+
+async def test_without_a_ruff_config_only_the_own_safe_selection_applies(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # No ruff.toml: ruff's defaults would also touch `== None`-style code and more.
+    project = make_project(
+        tmp_path / "plain",
+        {
+            "shapes.py": "import os\n\n\ndef f(a):\n    l = 1\n    return a == None or l\n",
+            "test_shapes.py": "from shapes import f\n\n\ndef test_f():\n    assert f(None)\n",
+        },
+    )
+    result = await runner.run(
+        SessionSpec(remote=Remote("octo/plain", str(project)), task=Task("Fix the lint")),
+        LintFixer(),
+    )
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.rules_fixed == {"F401": 1}
+    assert "Patchwarden's own safe selection (F401, F541, F632, E713, E714)" in result.fix.summary
+    assert "Scope: the whole repository (the task names no file)." in result.fix.summary
+    assert "Left for a human" not in result.fix.summary  # E711 and E741 are not ours
+
+
+async def test_a_task_that_names_a_file_fixes_only_that_file(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    project = make_project(
+        tmp_path / "two",
+        {
+            "pkg/a.py": "import os\nimport sys\n\nX = 1\n",
+            "pkg/b.py": "import json\n\nY = 2\n",
+            "test_ab.py": "def test_x():\n    assert True\n",
+        },
+    )
+    task = Task("unused imports", instructions="please clean up pkg/a.py")
+    result = await runner.run(
+        SessionSpec(remote=Remote("octo/two", str(project)), task=task), LintFixer()
+    )
+    assert result.status == "patched", result.error
+    assert [f.path for f in result.diff.files] == ["pkg/a.py"]
+    assert result.fix is not None
+    assert result.fix.rules_fixed == {"F401": 2}
+    assert "Scope: the file(s) the task names (pkg/a.py)." in result.fix.summary
+
+
+async def test_a_repository_with_fix_true_still_gets_an_honest_count(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # `fix = true` makes every plain `ruff check` fix: the census must not.
+    project = make_project(
+        tmp_path / "fixtrue",
+        {
+            # Only tool configuration: nothing to install, nothing built.
+            "pyproject.toml": '[tool.ruff]\nfix = true\n[tool.ruff.lint]\nselect = ["F"]\n',
+            "mod.py": "import os\nimport sys\nimport json\nimport re\n\nX = 1\n",
+            "test_mod.py": "def test_x():\n    assert True\n",
+        },
+    )
+    result = await runner.run(
+        SessionSpec(remote=Remote("octo/fixtrue", str(project)), task=Task("lint")),
+        LintFixer(),
+    )
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.rules_fixed == {"F401": 4}
+    assert result.fix.summary.startswith("ruff fixed 4 problem(s): F401 (4).")
+    assert "Rules: the repository's own ruff configuration." in result.fix.summary

@@ -44,6 +44,12 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
             id="pyproject-with-test-extra",
         ),
         pytest.param(
+            {"pyproject.toml": "[tool.ruff]\nline-length = 99\n", "test_a.py": ""},
+            [],  # tool configuration only: nothing to build or install
+            ["python", "-m", "pytest", "-q"],
+            id="pyproject-that-only-configures-tools",
+        ),
+        pytest.param(
             {"package.json": '{"scripts": {"test": "jest"}}', "package-lock.json": "{}"},
             [["npm", "ci", "--no-audit", "--no-fund"]],
             ["npm", "test", "--silent"],

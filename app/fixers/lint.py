@@ -1,12 +1,21 @@
 """The ``lint`` fixer: ruff and semgrep autofixes, no model.
 
-1. ``ruff check --fix`` with the repository's own ruff configuration (safe fixes only
-   unless ``lint.unsafe_fixes`` is on); what it fixed is the difference between
-   ``ruff check`` before and after, rule by rule;
+1. ``ruff check --fix`` — with the repository's own ruff configuration when it has one
+   (``ruff.toml``, ``.ruff.toml`` or ``[tool.ruff]`` in ``pyproject.toml``), else with
+   Patchwarden's own small selection (:data:`OWN_SELECT`: unused imports, f-strings
+   without placeholders, ``is`` with a literal, ``not in``/``is not``) and nothing of
+   ruff's defaults; safe fixes only unless ``lint.unsafe_fixes`` is on;
 2. ``semgrep scan --autofix`` with the rules in ``policies/semgrep/autofix/`` (code
-   that is wrong or gone in current Python), on the repository's Python files;
+   that is wrong or gone in current Python);
 3. ``ruff format``, only if the repository already uses it (``lint.format: auto``
    asks ``ruff format --check`` on the base tree) or says so.
+
+**Scope.** When the task names files of the tree (``src/pkg/mod.py``), only those are
+fixed; otherwise the whole tree, and the summary says which. **What was fixed** comes
+from ruff's census before and after, taken with fixes disabled (``--no-fix``: a
+repository's ``fix = true`` would otherwise apply them while counting), matched by
+rule, file and message (not line: a fix moves lines), and counted only in files the
+patch changes.
 
 Everything runs in the sandbox on the tree, with no cache written into it.
 """
@@ -14,6 +23,8 @@ Everything runs in the sandbox on the tree, with no cache written into it.
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -23,9 +34,15 @@ from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import DEFAULT_RULES, RULES_MOUNT, TOOL_OUTPUT_BYTES
+from app.sessions.workspace import read_confined
 
 AUTOFIX_RULES = DEFAULT_RULES / "autofix"
 SEMGREP_AUTOFIX_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")
+# Without a ruff configuration of the repository's own: fixes nobody argues about.
+OWN_SELECT = ("F401", "F541", "F632", "E713", "E714")
+RUFF_CONFIGS = ("ruff.toml", ".ruff.toml")
+_NAMED_FILE = re.compile(r"[\w./-]+\.pyi?\b")
+Finding = tuple[str, str, str]  # (rule, file, message)
 
 
 class LintError(Exception):
@@ -46,45 +63,71 @@ class LintFixer(Fixer):
                 "no Python files here: the lint fixer knows ruff and Patchwarden's Python "
                 "semgrep rules only"
             )
+        named = named_files(task, python_files)
         try:
-            return await self._fix(workspace, config, python_files)
+            return await self._fix(workspace, config, named or python_files, scoped=bool(named))
         except LintError as exc:
             return self.gave_up(str(exc))
 
-    async def _fix(self, ws: FixContext, config: LintConfig, python_files: list[str]) -> FixOutcome:
+    async def _fix(
+        self, ws: FixContext, config: LintConfig, files: list[str], *, scoped: bool
+    ) -> FixOutcome:
         ruff = f"{ws.sandbox.toolchain.bin_dir}/ruff"
+        own = not has_ruff_config(ws.workspace.base_tree)
+        select = ["--isolated", "--select", ",".join(OWN_SELECT)] if own else []
+        targets = files if scoped else ["."]
         ws.progress("fix: ruff check")
-        before = await self._ruff_findings(ws, ruff)
+        before = await self._ruff_findings(ws, ruff, select, targets)
         formats = config.format is True
         if config.format == "auto":
             check = await ws.run([ruff, "format", "--check", "--no-cache", "."], name="ruff")
             formats = check.exit_code == 0
-        argv = [ruff, "check", "--fix", "--exit-zero", "--no-cache", "--quiet"]
+        argv = [ruff, "check", *select, "--fix", "--exit-zero", "--no-cache", "--quiet"]
         if config.unsafe_fixes:
             argv.append("--unsafe-fixes")
-        done = await ws.run([*argv, "."], name="ruff-fix")
+        done = await ws.run([*argv, *targets], name="ruff-fix")
         if not done.ok:
             raise LintError(f"`ruff check --fix` failed: {done.stderr.strip()[-500:]}")
-        after = await self._ruff_findings(ws, ruff)
-        fixed: Counter[str] = before - after
+        after = await self._ruff_findings(ws, ruff, select, targets)
         semgrep_fixed: Counter[str] = Counter()
         if config.semgrep and self.autofix_rules.is_dir():
             ws.progress("fix: semgrep --autofix")
-            semgrep_fixed = await self._semgrep(ws, python_files)
+            semgrep_fixed = await self._semgrep(ws, files)
         if formats:
             ws.progress("fix: ruff format")
-            done = await ws.run([ruff, "format", "--no-cache", "--quiet", "."], name="ruff-format")
+            done = await ws.run(
+                [ruff, "format", "--no-cache", "--quiet", *targets], name="ruff-format"
+            )
             if not done.ok:
                 raise LintError(f"`ruff format` failed: {done.stderr.strip()[-500:]}")
+        changed = set(await ws.changed_paths())
+        fixed = Counter(rule for rule, path, _ in before - after if path in changed)
+        left = Counter(rule for rule, _, _ in after.elements())
         rules = dict(sorted((fixed + semgrep_fixed).items()))
+        scope = (
+            f"Scope: the file(s) the task names ({', '.join(files)})."
+            if scoped
+            else "Scope: the whole repository (the task names no file)."
+        )
+        rule_set = (
+            f"Rules: Patchwarden's own safe selection ({', '.join(OWN_SELECT)}); the "
+            "repository has no ruff configuration."
+            if own
+            else "Rules: the repository's own ruff configuration."
+        )
         return FixOutcome(
             fixer=self.name,
-            summary=_summary(fixed, semgrep_fixed, after, formatted=formats),
+            summary=" ".join(
+                [_summary(fixed, semgrep_fixed, left, formatted=formats), scope, rule_set]
+            ),
             rules_fixed=rules,
         )
 
-    async def _ruff_findings(self, ws: FixContext, ruff: str) -> Counter[str]:
-        argv = [ruff, "check", "--output-format", "json", "--exit-zero", "--no-cache", "."]
+    async def _ruff_findings(
+        self, ws: FixContext, ruff: str, select: list[str], targets: list[str]
+    ) -> Counter[Finding]:
+        argv = [ruff, "check", *select, "--no-fix", "--output-format", "json"]
+        argv += ["--exit-zero", "--no-cache", *targets]
         done = await ws.run(argv, name="ruff", output_bytes=TOOL_OUTPUT_BYTES, keep_stdout=False)
         if not done.ok or done.stdout_truncated:
             why = done.stderr.strip()[-500:] or f"exit code {done.exit_code}"
@@ -93,7 +136,15 @@ class LintFixer(Fixer):
             findings = json.loads(done.stdout or "[]")
         except json.JSONDecodeError as exc:
             raise LintError(f"ruff's JSON does not parse: {exc}") from None
-        return Counter(str(f.get("code") or "syntax-error") for f in findings)
+        prefix = WORKSPACE + "/"
+        return Counter(
+            (
+                str(f.get("code") or "syntax-error"),
+                str(f.get("filename") or "").removeprefix(prefix),
+                str(f.get("message") or ""),
+            )
+            for f in findings
+        )
 
     async def _semgrep(self, ws: FixContext, python_files: list[str]) -> Counter[str]:
         semgrep = f"{ws.sandbox.toolchain.bin_dir}/semgrep"
@@ -120,6 +171,36 @@ class LintFixer(Fixer):
             for r in report.get("results", [])
             if (r.get("extra") or {}).get("fix") is not None
         )
+
+
+def has_ruff_config(tree: Path) -> bool:
+    """Whether the repository configures ruff at its top (where ruff would look)."""
+    if any(read_confined(tree, name) is not None for name in RUFF_CONFIGS):
+        return True
+    data = read_confined(tree, "pyproject.toml")
+    if data is None:
+        return False
+    try:
+        return "ruff" in tomllib.loads(data.decode("utf-8", "replace")).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def named_files(task: Task, python_files: list[str]) -> list[str]:
+    """The Python files of the tree the task's words name, by path (``src/a/b.py``) or,
+    when unambiguous, by file name (``b.py``)."""
+    text = " ".join([task.title, task.instructions, *(d.text for d in task.documents)])
+    known = set(python_files)
+    by_name: dict[str, list[str]] = {}
+    for path in python_files:
+        by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+    found: list[str] = []
+    for word in _NAMED_FILE.findall(text):
+        word = word.removeprefix("./").lstrip("/")
+        candidates = [word] if word in known else by_name.get(word, [])
+        if len(candidates) == 1 and candidates[0] not in found:
+            found.append(candidates[0])
+    return found
 
 
 def _python_files(tree: Path) -> list[str]:

@@ -242,7 +242,9 @@ def _detect_setup(
         return []
     packages: list[str] = []
     project = _pyproject(tree)
-    if "pyproject.toml" in present or "setup.py" in present:
+    # A pyproject.toml that only configures tools (ruff, black) builds nothing.
+    buildable = "project" in project or "build-system" in project
+    if "setup.py" in present or buildable:
         extra = _test_extra(tree, project)
         packages += ["-e", f".[{extra}]" if extra else "."]
     packages += test_group(project)
