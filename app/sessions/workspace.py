@@ -407,12 +407,15 @@ class Workspace:
         """The version setuptools-scm or hatch-vcs would compute for ``sha`` (the base
         commit by default) from the repository's tags (the sandbox has no ``.git``)."""
         sha = sha or self.base_sha
-        described = await self.git(
-            "describe", "--tags", "--long", "--match=*[0-9]*", sha, check=False
-        )
-        commits = (await self.git("rev-list", "--count", sha, check=False)).strip()
+        mirror = ["--git-dir", str(self.mirror)]  # the tags are the mirror's
+        describe = ["describe", "--tags", "--long", "--match=*[0-9]*", sha]
+        described = (await run_git([*mirror, *describe], env=self.env, check=False)).stdout
+        counted = await run_git([*mirror, "rev-list", "--count", sha], env=self.env, check=False)
+        commits = counted.stdout.decode().strip()
         return version_from_describe(
-            described, commits=int(commits) if commits.isdigit() else 0, sha=sha
+            described.decode("utf-8", "replace"),
+            commits=int(commits) if commits.isdigit() else 0,
+            sha=sha,
         )
 
     async def changed_between(self, a: str, b: str, pathspecs: Sequence[str]) -> list[str]:
