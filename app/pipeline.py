@@ -30,7 +30,7 @@ from app.config import Settings
 from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.carry import CarryFixer
-from app.fixers.choose import budget_from, make_fixer
+from app.fixers.choose import budget_from, is_about_lint, make_fixer
 from app.github import GitHubApp
 from app.github.repos import WRITE_ROLES, role_for
 from app.policy.config import LADDER, Decision, Policy
@@ -187,11 +187,13 @@ class Pipeline:
             documents.append(Document(f"issue #{number} body", str(issue["body"])))
         task = Task(
             title=str(issue.get("title") or p.get("issue_title") or f"issue #{number}")[:200],
-            kind="fix",
+            kind="lint" if p.get("mode") == "lint" else "fix",
             instructions=str(p.get("instructions") or ""),
             documents=tuple(documents),
         )
         trigger: TriggerKind = "label" if p.get("trigger") == "label" else "comment"
+        # A new request on an issue whose pull request is still open updates that one.
+        branch = await self._open_pull_branch(job, pub, number)
         return await self._session_to_pull(
             job,
             pub,
@@ -201,7 +203,27 @@ class Pipeline:
             trigger=Trigger(trigger),
             report=report,
             closes=number,
+            branch=branch,
         )
+
+    async def _open_pull_branch(self, job: Job, pub: Publisher, number: int) -> str | None:
+        """The branch of an open Patchwarden pull request for issue ``number``, if any."""
+        earlier = [
+            o
+            for o in await self.store.find_outcomes(repo=pub.repo)
+            if o.issue_number == number
+            and o.kind == "fix"
+            and o.job_id != job.id
+            and o.pr_number is not None
+            and o.branch
+            and o.merged_at is None
+        ]
+        for outcome in reversed(earlier):
+            assert outcome.branch is not None
+            pull = await pub.find_pull(outcome.branch)
+            if pull is not None and pull.get("state") == "open":
+                return outcome.branch
+        return None
 
     async def _session_to_pull(
         self,
@@ -298,7 +320,9 @@ class Pipeline:
         if score.decision == "reject":
             return await self._rejected(outcome, report, score)
         if links is None:
-            mergeable = score.decision in MERGEABLE
+            # Merging closes the issue only when the patch is what the issue asked for:
+            # a lint fix on a bug report, or a revert, is not.
+            mergeable = score.decision in MERGEABLE and answers(task, result)
             links = body_links(closes=closes, revert_of=revert_of, mergeable=mergeable)
         title = _title(result, task, revert_of)
         draft = _Draft(
@@ -912,6 +936,14 @@ def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:
     message = result.fix.commit_message if result.fix is not None else None
     first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
     return (first or task.title)[:200]
+
+
+def answers(task: Task, result: SessionResult) -> bool:
+    """Whether the patch is what the issue asked for (so merging it may close it)."""
+    fixer = result.fix.fixer if result.fix is not None else ""
+    if fixer == "lint":
+        return is_about_lint(task)
+    return fixer != "revert"
 
 
 def body_links(*, closes: int | None, revert_of: Outcome | None, mergeable: bool) -> list[str]:

@@ -464,3 +464,51 @@ async def test_the_token_never_reaches_argv_logs_or_github_text(
     for token in tokens:
         assert token not in caplog.text
         assert not [t for t in text if token in t]
+
+
+async def test_no_model_a_bug_report_gets_an_answer_and_nothing_opened(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()  # autonomy automerge, no model configured
+    forge = pw.forge
+    issue = forge.open_issue(REPO, "greet() crashes on an empty name", author="bob")
+    await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+    await settle(pw)
+    assert forge.pulls(REPO) == []  # no lint PR pretending to fix the bug
+    assert forge.issue(REPO, issue.number).state == "open"
+    (said,) = bot_comments(forge, issue.number)
+    assert "No model is configured" in said
+    assert "`@patchwarden lint`" in said.replace("\u2060", "")  # quoted: it pings nobody
+    assert "No pull request" in said
+
+
+async def test_asked_for_lint_on_a_bug_the_pr_never_closes_the_bug(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()  # automerge: the lint PR merges itself, the bug stays open
+    forge = pw.forge
+    issue = forge.open_issue(REPO, "greet() crashes on an empty name", author="bob")
+    await forge.post_comment(REPO, issue.number, "@patchwarden lint", author="alice")
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    body = forge.issue(REPO, pull.number).body or ""
+    assert f"For #{issue.number}" in body
+    assert f"Fixes #{issue.number}" not in body
+    assert (forge.issue(REPO, pull.number).title or "").startswith("Fix lint: F401")
+    assert pull.merged
+    assert forge.issue(REPO, issue.number).state == "open"
+
+
+async def test_asking_again_updates_the_open_pull_request(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(autonomy="review")
+    forge = pw.forge
+    number = await fix_this(pw)
+    await settle(pw)
+    (first,) = forge.pulls(REPO)
+    await forge.post_comment(REPO, number, "@patchwarden fix this again", author="carol")
+    await settle(pw)
+    pulls = forge.pulls(REPO)
+    assert [p.number for p in pulls] == [first.number]  # updated, not a second one
+    assert not pulls[0].merged

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from app.fixers.choose import NO_MODEL, Choice, choose
+from app.fixers.choose import LINT_ONLY, NO_MODEL, Choice, choose, is_about_lint
 from app.fixers.llm.scripted import ScriptedModel, tool
 from app.sessions.result import SessionResult
+from app.sessions.session import Task
 from app.sessions.workspace import git_env
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
 
@@ -66,21 +67,42 @@ def git(repo: Path, *args: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("kind", "llm", "on_alerts", "expected"),
+    ("kind", "llm", "on_alerts", "about_lint", "expected"),
     [
-        ("fix", True, False, Choice(("llm",))),
-        ("fix", False, False, Choice(("lint",), NO_MODEL)),
-        ("fix", False, True, Choice(("lint",), NO_MODEL)),
-        ("lint", True, True, Choice(("lint",))),
-        ("alert", True, False, Choice(("revert",))),
-        ("alert", True, True, Choice(("revert", "llm"))),
-        ("alert", False, False, Choice(("revert",))),
+        ("fix", True, False, False, Choice(("llm",))),
+        ("fix", True, False, True, Choice(("llm",))),
+        # No model: a bug gets no fixer at all (an unrelated lint PR is not a fix) ...
+        ("fix", False, False, False, Choice((), NO_MODEL)),
+        ("fix", False, True, False, Choice((), NO_MODEL)),
+        # ... and an issue about lint gets the lint fixer.
+        ("fix", False, False, True, Choice(("lint",), LINT_ONLY)),
+        ("lint", True, True, False, Choice(("lint",))),
+        ("alert", True, False, False, Choice(("revert",))),
+        ("alert", True, True, False, Choice(("revert", "llm"))),
+        ("alert", False, False, False, Choice(("revert",))),
     ],
 )
 def test_auto_chooses_by_job_kind_model_and_repo_config(
-    kind: str, llm: bool, on_alerts: bool, expected: Choice
+    kind: str, llm: bool, on_alerts: bool, about_lint: bool, expected: Choice
 ) -> None:
-    assert choose(kind, llm_configured=llm, llm_on_alerts=on_alerts) == expected  # type: ignore[arg-type]
+    got = choose(kind, llm_configured=llm, llm_on_alerts=on_alerts, about_lint=about_lint)  # type: ignore[arg-type]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("title", "instructions", "lint"),
+    [
+        ("Fix the lint", "", True),
+        ("ruff complains about app/x.py", "", True),
+        ("Remove unused imports", "", True),
+        ("F401 in utils", "", True),
+        ("is_leap_year ignores the century rule", "", False),
+        ("crash when parsing dates", "please fix", False),
+        ("Wrong total", "the sum is off by one; splint the cast", False),
+    ],
+)
+def test_which_tasks_are_about_lint(title: str, instructions: str, lint: bool) -> None:
+    assert is_about_lint(Task(title, instructions=instructions)) is lint
 
 
 def test_alerts_allowed_the_llm_without_a_model_say_so() -> None:
@@ -97,8 +119,8 @@ async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> Non
     code, out, err = await run(tmp_path, "--repo", str(repo), "--task", "Fix the lint")
 
     assert code == 0, err
-    # Without a model, auto fell back to lint and says why.
-    assert out.startswith(NO_MODEL)
+    # Without a model, a lint task gets the lint fixer, and says why.
+    assert out.startswith(LINT_ONLY)
     assert "F401 (1), F541 (1)" in out
     lines = err.splitlines()
     assert re.match(r"\[ +\d+\.\ds\] workspace: local/greet at [0-9a-f]{40}$", lines[0])

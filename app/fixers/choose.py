@@ -1,7 +1,10 @@
 """Which fixer a job gets, and building fixers from the settings.
 
 :func:`choose` is pure (table-tested): ``fix`` jobs use ``llm`` when a model is
-configured, else ``lint`` with a note that only lint fixes are possible without one;
+configured; without one, ``lint`` only when the issue is about lint
+(:func:`is_about_lint`), and otherwise **nothing**: the job answers what Patchwarden can
+do without a model and opens nothing (an unrelated lint PR saying "Fixes #N" would close
+a bug it did not fix);
 ``alert`` jobs use ``revert``, then ``llm`` if the repository allows it
 (``fixers.llm_on_alerts``); ``lint`` jobs use ``lint``. :class:`AutoFixer` applies the
 choice inside the session, where the repository's configuration (from the base
@@ -11,6 +14,7 @@ answer is final (a flaky test is not handed to the llm to "fix").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -30,9 +34,26 @@ from app.sessions.session import Budget, FixContext, Task
 FIXERS = ("auto", "llm", "lint", "revert")
 FixerName = Literal["llm", "lint", "revert"]
 NO_MODEL = (
-    "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL), so only lint fixes "
-    "are possible: this is what ruff and Patchwarden's semgrep autofix rules could do."
+    "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL), so it cannot fix this "
+    "itself, and it changed nothing. Without a model it can fix lint (ask "
+    "`@{bot} lint` here, or ask for a fix on an issue about lint), and find and revert "
+    "the commit that broke the default branch when a check fails there."
 )
+LINT_ONLY = (
+    "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL); this issue is about "
+    "lint, so ruff and Patchwarden's semgrep autofix rules did what they could."
+)
+_LINT_WORDS = re.compile(
+    r"(?i)\b(?:lint(?:s|er|ers|ing)?|ruff|flake8|pyflakes|pylint|pycodestyle|isort|"
+    r"unused|never used|never uses|f-strings?|code style|style issues?|"
+    r"formatting|[EFWB]\d{3})\b"
+)
+
+
+def is_about_lint(task: Task) -> bool:
+    """Whether the task is about lint: its words name linters, lint rules or codes."""
+    text = " ".join([task.title, task.instructions, *(d.text for d in task.documents)])
+    return _LINT_WORDS.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -42,7 +63,11 @@ class Choice:
 
 
 def choose(
-    kind: Literal["fix", "alert", "lint"], *, llm_configured: bool, llm_on_alerts: bool
+    kind: Literal["fix", "alert", "lint"],
+    *,
+    llm_configured: bool,
+    llm_on_alerts: bool,
+    about_lint: bool = False,
 ) -> Choice:
     if kind == "lint":
         return Choice(("lint",))
@@ -58,7 +83,9 @@ def choose(
         return Choice(("revert", "llm"))
     if llm_configured:
         return Choice(("llm",))
-    return Choice(("lint",), NO_MODEL)
+    if about_lint:
+        return Choice(("lint",), LINT_ONLY)
+    return Choice((), NO_MODEL)
 
 
 class AutoFixer(Fixer):
@@ -66,9 +93,12 @@ class AutoFixer(Fixer):
 
     name = "auto"
 
-    def __init__(self, make: Callable[[FixerName], Fixer], *, llm_configured: bool) -> None:
+    def __init__(
+        self, make: Callable[[FixerName], Fixer], *, llm_configured: bool, bot: str = "patchwarden"
+    ) -> None:
         self.make = make
         self.llm_configured = llm_configured
+        self.bot = bot
         self.made: list[Fixer] = []
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
@@ -77,7 +107,11 @@ class AutoFixer(Fixer):
             task.kind,
             llm_configured=self.llm_configured,
             llm_on_alerts=repo.fixers.llm_on_alerts,
+            about_lint=is_about_lint(task),
         )
+        if not choice.fixers:
+            reason = (choice.note or "no fixer can do this").replace("{bot}", self.bot)
+            return FixOutcome(fixer=self.name, ok=False, final=True, reason=reason)
         tried: list[str] = []
         outcome = FixOutcome(fixer=self.name, ok=False, reason="no fixer ran")
         for name in choice.fixers:
@@ -148,5 +182,5 @@ def make_fixer(
         def make(chosen: FixerName) -> Fixer:
             return make_fixer(chosen, settings, ledger=ledger, audit=audit)
 
-        return AutoFixer(make, llm_configured=settings.llm_configured)
+        return AutoFixer(make, llm_configured=settings.llm_configured, bot=settings.bot_name)
     raise ConfigError(f"unknown fixer {name!r}: choose one of {', '.join(FIXERS)}")

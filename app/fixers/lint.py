@@ -115,11 +115,14 @@ class LintFixer(Fixer):
             if own
             else "Rules: the repository's own ruff configuration."
         )
+        named = ", ".join(rules) or "formatting"
         return FixOutcome(
             fixer=self.name,
             summary=" ".join(
                 [_summary(fixed, semgrep_fixed, left, formatted=formats), scope, rule_set]
             ),
+            # The commit (and the pull request) says what it is: lint, not the issue.
+            commit_message=f"Fix lint: {named}"[:72] + "\n\nPatchwarden session, fixer lint.",
             rules_fixed=rules,
         )
 

@@ -93,6 +93,7 @@ async def request_fix(
                 "comment_id": request.comment_id,
                 "requested_by": login,
                 "instructions": screen.command.instructions,
+                "mode": "lint" if screen.command.name == "lint" else "fix",
             },
         ),
         actor=login,

@@ -17,6 +17,7 @@ from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
+FIX_COMMANDS = frozenset({"fix", "lint"})  # on an issue: a coding session
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -62,6 +63,7 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
     end = r"(?![\w-])(?P<rest>.*)$"
     return [
         ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix){end}", re.I)),
+        ("lint", re.compile(rf"^{mention}\s+lint{end}", re.I)),
         ("ship", re.compile(rf"^{mention}\s+ship\s+it{end}", re.I)),
         ("revert", re.compile(rf"^{mention}\s+revert{end}", re.I)),
         ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),
@@ -135,7 +137,7 @@ def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen
     command = parse_command(comment.get("body"), bot_name=bot_name)
     if command is None:
         return Screen("ignore", "no command for the bot in the comment")
-    if command.name != "fix":
+    if command.name not in FIX_COMMANDS:
         return Screen("ignore", f"`{command.name}` is not a fix request")
     return Screen("check_permission", f"{command.name} requested", command)
 
@@ -151,7 +153,7 @@ def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Sc
     if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
         return Screen("ignore", "comment by a bot")
     command = parse_command(comment.get("body"), bot_name=bot_name)
-    if command is None or command.name == "fix":
+    if command is None or command.name in FIX_COMMANDS:
         return Screen("ignore", "no lifecycle command in the comment")
     on_pull = bool((payload.get("issue") or {}).get("pull_request"))
     if command.name in PR_COMMANDS and not on_pull:
