@@ -214,8 +214,20 @@ class WorkspaceCache:
                     return path
             elif want is not None and await self._has(path, want, env):
                 return path
+            # From the remote as given now, not the URL the mirror was cloned from: a
+            # repository that moved (a transfer, a new GHES host) is fetched where it is.
+            refspecs = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
             await run_git(
-                ["--git-dir", str(path), "fetch", "--prune", "--quiet", "origin"],
+                [
+                    "--git-dir",
+                    str(path),
+                    "fetch",
+                    "--prune",
+                    "--quiet",
+                    "--",
+                    remote.url,
+                    *refspecs,
+                ],
                 env=env,
                 secrets=secrets,
             )
@@ -223,7 +235,7 @@ class WorkspaceCache:
             if want is not None and not await self._has(path, want, env):
                 # A commit no branch points at (a PR from a fork): ask for it by sha.
                 await run_git(
-                    ["--git-dir", str(path), "fetch", "--quiet", "origin", want],
+                    ["--git-dir", str(path), "fetch", "--quiet", "--", remote.url, want],
                     env=env,
                     secrets=secrets,
                     check=False,
