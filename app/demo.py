@@ -9,8 +9,10 @@ fixer (or the ``llm`` fixer when ``PATCHWARDEN_LLM_*`` is set). Then it plays:
 2. an issue, and a maintainer's ``@patchwarden fix this``;
 3. the pull request that appears, with its risk-scored body;
 4. its auto-merge once the required check passes (the issue closes);
-5. a person's commit on top that breaks the default branch with the merged change;
-6. the canary opening the revert of Patchwarden's merge, and merging it.
+5. ``smoke``, a check that runs on the default branch after merges, failing on the
+   merge: it used what the lint fix removed;
+6. the canary bisecting, blaming Patchwarden's merge, and opening its revert, which
+   merges itself.
 
 It prints the forge's URL first: its HTML view shows the same story in a browser.
 Exit 0 only when every step happened.
@@ -42,18 +44,24 @@ REPO = "octo-org/widgets"
 INSTALLATION = 7
 STEP_SECONDS = 300.0
 
-# The sample repository: an unused import (ruff F401 fixes it), tests, and a config that
-# lets low-risk changes merge themselves.
+# How the culprit finder reproduces the post-merge `smoke` check (docs/policy.md).
+SMOKE_CONFIG = "revert:\n  checks:\n    smoke: python smoke.py\n"
+# The sample repository: an unused import (ruff F401 fixes it), tests, a smoke script
+# that runs on the default branch after merges (and, unknown to the tests, uses
+# util.os), and a config that lets low-risk changes merge themselves.
 SAMPLE: dict[str, str | bytes | None] = {
     "util.py": "import os\n\n\ndef greet(name):\n    return 'hello ' + name\n",
     "test_util.py": (
         "from util import greet\n\n\ndef test_greet():\n    assert greet('a') == 'hello a'\n"
     ),
+    "smoke.py": "import util\n\nassert util.greet('x') and util.os.sep == '/'\n",
     "pytest.ini": "[pytest]\n",
     ".github/patchwarden.yml": (
         "# Low-risk changes with every check green merge themselves.\nautonomy: automerge\n"
+        + SMOKE_CONFIG
     ),
 }
+SMOKE_COMMAND = [sys.executable, "smoke.py"]
 # A person's later commit that relies on what the lint fix removed.
 BREAKING = {
     "test_uses_os.py": (
@@ -129,7 +137,9 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     forge.add_user(REPO, "alice", "maintain")
     forge.add_user(REPO, "carol", "write")
     forge.require_check(REPO, "tests", TEST_COMMAND)
+    forge.post_merge_check(REPO, "smoke", SMOKE_COMMAND)
     say(f"1. {REPO}: util.py imports os and never uses it; `pytest` is a required check")
+    say("   and `python smoke.py` runs on main after every merge (a post-merge check)")
     await forge.install(INSTALLATION, by="alice")
     say("   alice (maintain) installs the App")
 
@@ -153,18 +163,21 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     )
     say(f"   issue #{issue.number} is closed by the merge ('Fixes #{issue.number}')")
 
-    human = await forge.push(REPO, BREAKING, author="carol", message="Test that util exposes os")
-    say(f"5. carol pushes {human[:7]} on top: a test that needs `util.os`; `tests` fails")
+    say("5. `smoke` runs on main after the merge and fails: smoke.py used util.os")
     revert = await story.until(
         "the canary's revert", lambda: _pull_by(forge, lambda p: p.number != pull.number)
     )
-    say(f"6. the canary opened #{revert.number}, the revert of #{pull.number}")
+    say(
+        f"6. the canary bisected main, blamed the merge of #{pull.number}, and opened "
+        f"#{revert.number}, its revert"
+    )
     await story.until("the revert merging", lambda: revert.merged)
     git = forge.repos[REPO].git
     tip = git.resolve("refs/heads/main") or ""
-    if not git.is_ancestor(human, tip):
-        raise StepFailed("carol's commit is no longer on main")
-    say(f"   #{revert.number} merged; main is green again and carol's {human[:7]} is untouched")
+    util = git.entry(tip, "util.py")
+    if util is None or b"import os" not in (util.content or b""):
+        raise StepFailed("the revert did not bring util.py's import back")
+    say(f"   #{revert.number} merged; util.py imports os again and `smoke` passes")
     await story.until("the last checks", lambda: forge.idle, within=60)
     story.narrate()
     rows = summarise_outcomes(await outcomes())

@@ -7,10 +7,12 @@ issue), labels, review request and the ``patchwarden`` Check Run. ``merge`` jobs
 events queue, one per event that might let a pull request merge) read GitHub, ask the
 pure :func:`app.publish.merge.decide`, and merge with the head-sha guard.
 
-An ``alert`` for a failing check on the default branch is first the *canary*: when
-Patchwarden merged something there within the policy's window, the revert of that
-merge is opened (at most once per merge, never of a revert). Otherwise the culprit
-finder bisects.
+An ``alert`` for a failing check on the default branch runs the culprit finder. When
+Patchwarden merged something there within the policy's window (the *canary*), that
+merge is a suspect, not the culprit: only when bisect blames it is its revert opened
+(a ``revert`` job, at most once per merge, never of a revert). When a person's commit
+is to blame, its revert is opened as a pull request that waits for a person, and
+Patchwarden's merge is left alone.
 
 Every job records its :class:`~app.store.Outcome`; every decision is audited.
 """
@@ -21,7 +23,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -44,7 +46,13 @@ from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name
 from app.store import Job, NewJob, Outcome, Store
-from app.store.outcomes import canary_minutes, pause_reason, revert_job_key, watched_merges
+from app.store.outcomes import (
+    canary_minutes,
+    pause_reason,
+    revert_job_key,
+    reverted,
+    watched_merges,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +168,9 @@ class Pipeline:
     async def _history(self, repo: str) -> History:
         """Outcomes feed back into the risk: Patchwarden's merges reverted lately."""
         since = time.time() - HISTORY_DAYS * 86400
-        reverted = [
-            o
-            for o in await self.store.find_outcomes(repo=repo, since=since)
-            if o.reverted_by_pr is not None and o.kind != "revert"
-        ]
-        return History(reverted_recently=len(reverted))
+        # Only reverts that merged count: one opened and never merged undid nothing.
+        undone = reverted(await self.store.find_outcomes(repo=repo, since=since))
+        return History(reverted_recently=len(undone))
 
     # -- fix: an issue's "fix this" ------------------------------------------------
     async def fix_job(self, job: Job) -> dict[str, Any]:
@@ -240,8 +245,12 @@ class Pipeline:
         revert_of: Outcome | None = None,
         branch: str | None = None,
         links: list[str] | None = None,
+        blame: Callable[[SessionResult], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> dict[str, Any]:
-        """Session → score → reject (the issue says why) or publish, recording the outcome."""
+        """Session → score → reject (the issue says why) or publish, recording the outcome.
+
+        ``blame`` hears a patched session's result first and may end the job there (the
+        canary hands the revert of Patchwarden's own merge to a ``revert`` job)."""
         remote, repository = await self._remote(job, pub)
         spec = SessionSpec(
             remote=remote,
@@ -280,6 +289,11 @@ class Pipeline:
         if result.status != "patched" or result.head_sha is None or result.policy is None:
             why = result.error or (result.fix.reason if result.fix else None) or "no change"
             return await self._ended(job, outcome, report, status=result.status, why=why)
+        if blame is not None:
+            ended = await blame(result)
+            if ended is not None:
+                await self.store.save_outcome(replace(outcome, status=str(ended["status"])))
+                return ended
         whose = await self._whose(pub.repo, result, trigger)
         if whose is None:
             why = "the culprit is Patchwarden's own revert, and a revert is never reverted"
@@ -469,11 +483,9 @@ class Pipeline:
         if refused:
             return refused
         sha = p.get("sha")
-        if sha:
-            canary = await self._canary(job, pub, str(sha))
-            if canary is not None:
-                await self.store.save_outcome(replace(outcome, status=canary["status"]))
-                return canary
+        # Patchwarden's own merges the failing commit contains, within their canary
+        # window: suspects, not culprits. The culprit finder decides (below).
+        watching = await self._watching(job, pub, str(sha)) if sha else []
         documents = []
         if p.get("body"):
             documents.append(Document(f"{p.get('source', 'alert')} alert", str(p["body"])))
@@ -486,6 +498,11 @@ class Pipeline:
             documents=tuple(documents),
             check=p.get("name"),
         )
+        where = f"{p.get('name', 'a check')} failed on {str(sha)[:12]}"
+
+        async def blame(result: SessionResult) -> dict[str, Any] | None:
+            return await self._canary(job, pub, result, watching, where)
+
         return await self._session_to_pull(
             job,
             pub,
@@ -495,57 +512,80 @@ class Pipeline:
             trigger=Trigger(trigger_kind),
             report=_Silent(),
             base=sha,
+            blame=blame if watching else None,
         )
 
-    async def _canary(self, job: Job, pub: Publisher, sha: str) -> dict[str, Any] | None:
-        """The newest Patchwarden merge within its window that ``sha`` contains, if any."""
-        watching = watched_merges(await self.store.find_outcomes(repo=pub.repo), now=time.time())
-        if not watching:
-            return None
+    async def _watching(self, job: Job, pub: Publisher, sha: str) -> list[Outcome]:
+        """Patchwarden's merges within their window that ``sha`` contains, newest first."""
+        watched = watched_merges(await self.store.find_outcomes(repo=pub.repo), now=time.time())
+        if not watched:
+            return []
         remote, _ = await self._remote(job, pub)
-        for merged in watching:
-            if not await self.runner.cache.contains(remote, sha, str(merged.merge_sha)):
-                continue
-            where = f"{job.payload.get('name', 'a check')} failed on {sha[:12]}"
-            if merged.kind == "revert":
+        return [
+            m for m in watched if await self.runner.cache.contains(remote, sha, str(m.merge_sha))
+        ]
+
+    async def _canary(
+        self,
+        job: Job,
+        pub: Publisher,
+        result: SessionResult,
+        watching: list[Outcome],
+        where: str,
+    ) -> dict[str, Any] | None:
+        """After the culprit finder: when it blamed one of Patchwarden's watched merges,
+        the revert of that merge (a ``revert`` job, at most one per merge, never of a
+        revert); None when a person's commit is to blame (its revert is published as
+        any alert's, waiting for a person) — Patchwarden's merge is left alone."""
+        culprit = result.fix.culprit if result.fix is not None else None
+        merged = next((m for m in watching if culprit and m.merge_sha == culprit.sha), None)
+        if merged is None:
+            if culprit is not None:
+                names = ", ".join(f"#{m.pr_number}" for m in watching)
                 await self._audit(
-                    "canary.ignored",
+                    "canary.cleared",
                     job,
-                    reason=f"{where}; #{merged.pr_number} is a revert: a revert is never reverted",
+                    reason=f"{where}; bisect blamed {culprit.sha[:12]}, not {names}",
                 )
-                return {"status": "ignored", "reason": "never revert a revert"}
-            # One revert per merge: the revert job's key is the pull request's, for the
-            # canary and `@patchwarden revert` alike, so a second one is never enqueued.
-            created = await self._enqueue(
-                NewJob(
-                    kind="revert",
-                    key=revert_job_key(pub.repo, int(merged.pr_number or 0)),
-                    repo=pub.repo,
-                    installation_id=job.installation_id,
-                    payload={
-                        "repo": pub.repo,
-                        "pr": merged.pr_number,
-                        "trigger": "canary",
-                        "why": where,
-                    },
-                ),
-                actor=None,
-            )
-            if not created:
-                await self._audit(
-                    "canary.ignored",
-                    job,
-                    reason=f"{where}; #{merged.pr_number} is already being reverted",
-                )
-                return {"status": "ignored", "reason": "already reverted"}
+            return None
+        if merged.kind == "revert":
             await self._audit(
-                "canary.tripped",
+                "canary.ignored",
                 job,
-                reason=f"{where}, within the window after #{merged.pr_number} merged",
-                pr=merged.pr_number,
+                reason=f"{where}; #{merged.pr_number} is a revert: a revert is never reverted",
             )
-            return {"status": "canary", "pr": merged.pr_number}
-        return None
+            return {"status": "ignored", "reason": "never revert a revert"}
+        # One revert per merge: the revert job's key is the pull request's, for the
+        # canary and `@patchwarden revert` alike, so a second one is never enqueued.
+        created = await self._enqueue(
+            NewJob(
+                kind="revert",
+                key=revert_job_key(pub.repo, int(merged.pr_number or 0)),
+                repo=pub.repo,
+                installation_id=job.installation_id,
+                payload={
+                    "repo": pub.repo,
+                    "pr": merged.pr_number,
+                    "trigger": "canary",
+                    "why": f"{where}; bisect blamed its merge",
+                },
+            ),
+            actor=None,
+        )
+        if not created:
+            await self._audit(
+                "canary.ignored",
+                job,
+                reason=f"{where}; #{merged.pr_number} is already being reverted",
+            )
+            return {"status": "ignored", "reason": "already reverted"}
+        await self._audit(
+            "canary.tripped",
+            job,
+            reason=f"{where}; bisect blamed the merge of #{merged.pr_number}",
+            pr=merged.pr_number,
+        )
+        return {"status": "canary", "pr": merged.pr_number}
 
     # -- revert: of a Patchwarden merge, by the canary or on request ---------------
     async def revert_job(self, job: Job) -> dict[str, Any]:

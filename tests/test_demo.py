@@ -23,9 +23,9 @@ STEPS = [
     "Fixes #1",
     "4. #2 merged itself",
     "issue #1 is closed by the merge",
-    "5. carol pushes",
-    "6. the canary opened #3, the revert of #2",
-    "#3 merged; main is green again",
+    "5. `smoke` runs on main after the merge and fails",
+    "6. the canary bisected main, blamed the merge of #2, and opened #3, its revert",
+    "#3 merged; util.py imports os again",
     "Every step happened.",
 ]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from app.demo import BREAKING, SAMPLE
+from app.demo import SAMPLE, SMOKE_COMMAND, SMOKE_CONFIG
 from app.localforge import LocalForge
 from app.store import JobState
 from tests.conftest import INSTALLATION, REPO, Harness, running_with
@@ -28,7 +28,16 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sess
 
 
 def sample(*, autonomy: str = "automerge", extra: str = "") -> dict[str, str | bytes | None]:
-    return {**SAMPLE, ".github/patchwarden.yml": f"autonomy: {autonomy}\n{extra}"}
+    config = f"autonomy: {autonomy}\n{SMOKE_CONFIG}{extra}"
+    return {**SAMPLE, ".github/patchwarden.yml": config}
+
+
+# A person's later commit that relies on what the lint fix removed.
+BREAKING = {
+    "test_uses_os.py": (
+        "import util\n\n\ndef test_util_exposes_os():\n    assert util.os.sep == '/'\n"
+    )
+}
 
 
 async def settle(pw: Harness) -> None:
@@ -43,7 +52,12 @@ async def story(
     forge: LocalForge,
 ) -> Callable[..., Awaitable[Harness]]:
     async def start(
-        *, autonomy: str = "automerge", checks: bool = True, extra: str = "", **settings: Any
+        *,
+        autonomy: str = "automerge",
+        checks: bool = True,
+        smoke: bool = False,
+        extra: str = "",
+        **settings: Any,
     ) -> Harness:
         await forge.push(REPO, sample(autonomy=autonomy, extra=extra), author="alice")
         forge.add_user(REPO, "alice", "maintain")
@@ -53,6 +67,8 @@ async def story(
             forge.require_check(
                 REPO, "tests", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
             )
+        if smoke:  # the post-merge check the fix breaks (smoke.py uses util.os)
+            forge.post_merge_check(REPO, "smoke", SMOKE_COMMAND)
         pw = await make_pw(workers=2, **settings)
         await forge.install(INSTALLATION, by="alice")
         return pw
@@ -223,45 +239,78 @@ async def test_global_pause_lets_nothing_start(story: Callable[..., Awaitable[Ha
 async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     story: Callable[..., Awaitable[Harness]],
 ) -> None:
-    pw = await story()
+    pw = await story(smoke=True)
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    # `smoke` runs on main after the merge and fails (smoke.py used util.os): the
+    # culprit finder blames the merge, and its revert merges itself.
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 2, [p.head for p in pulls]
+    fix, revert = pulls
+    assert fix.merged
+    body = forge.issue(REPO, revert.number).body or ""
+    assert f"Reverts #{fix.number}" in body
+    assert revert.merged, bot_comments(forge, revert.number)
+    tip = forge.repos[REPO].git.resolve("refs/heads/main")
+    util = forge.repos[REPO].git.entry(tip, "util.py")
+    assert util is not None
+    assert b"import os" in (util.content or b"")
+    assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
+    tripped = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
+    assert len(tripped) == 1
+    assert "bisect blamed the merge" in (tripped[0].reason or "")
+
+    # A person's failing commit next: its revert waits for a person, and neither
+    # Patchwarden's revert nor anything else is reverted.
+    broken = await forge.push(
+        REPO, {"test_broken.py": "def test_no():\n    assert False\n"}, author="carol"
+    )
+    await settle(pw)
+    pulls = forge.pulls(REPO)
+    assert len(pulls) == 3
+    theirs = pulls[2]
+    assert not theirs.merged
+    assert broken[:12] in (forge.issue(REPO, theirs.number).body or "")
+    cleared = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.cleared"]
+    assert cleared
+    assert f"bisect blamed {broken[:12]}" in (cleared[-1].reason or "")
+
+    # The outcome feeds back: the next change here carries the revert in its score.
+    await forge.push(REPO, {"test_broken.py": None}, author="carol", message="Undo")
+    await fix_this(pw)
+    await settle(pw)
+    newest = forge.pulls(REPO)[3]  # the new fix (smoke then reverts it too)
+    body = forge.issue(REPO, newest.number).body or ""
+    assert "1 change Patchwarden merged here in the last 30 days was reverted" in body
+
+
+async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()  # automerge: yet a revert of a person's commit waits for a person
     forge = pw.forge
     await fix_this(pw)
     await settle(pw)
     (fix,) = forge.pulls(REPO)
     assert fix.merged
-    # A person's commit on top needs what the fix removed: the default branch breaks.
+    # carol's commit needs what the fix removed: it is the first failing commit.
     human = await forge.push(REPO, BREAKING, author="carol", message="Test util.os")
     await settle(pw)
     pulls = forge.pulls(REPO)
-    assert len(pulls) == 2, [p.head for p in pulls]
+    assert len(pulls) == 2
     revert = pulls[1]
     body = forge.issue(REPO, revert.number).body or ""
-    assert f"Reverts #{fix.number}" in body
-    assert revert.merged, bot_comments(forge, revert.number)
+    assert human in body or human[:12] in body
+    assert f"Reverts #{fix.number}" not in body
+    assert not revert.merged  # a person's commit: a person decides
     tip = forge.repos[REPO].git.resolve("refs/heads/main")
-    assert forge.repos[REPO].git.is_ancestor(human, tip)  # the person's commit stays
     util = forge.repos[REPO].git.entry(tip, "util.py")
     assert util is not None
-    assert b"import os" in (util.content or b"")
-    assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
-
-    # A second failure: the revert is not reverted, and nothing else is.
-    await forge.push(REPO, {"test_broken.py": "def test_no():\n    assert False\n"}, author="carol")
-    await settle(pw)
-    assert len(forge.pulls(REPO)) == 2
-    ignored = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.ignored"]
-    assert ignored
-    assert "never reverted" in (ignored[-1].reason or "")
-
-    # The outcome feeds back: the next change here carries the revert in its score.
-    await forge.push(
-        REPO, {"test_broken.py": None, "test_uses_os.py": None}, author="carol", message="Undo"
-    )
-    await fix_this(pw)
-    await settle(pw)
-    newest = forge.pulls(REPO)[-1]
-    body = forge.issue(REPO, newest.number).body or ""
-    assert "1 change Patchwarden merged here in the last 30 days was reverted" in body
+    assert b"import os" not in (util.content or b"")  # Patchwarden's merge stands
+    outcomes = await pw.store.find_outcomes(repo=REPO, pr_number=fix.number)
+    assert all(o.reverted_by_pr is None for o in outcomes)
+    assert not [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
 
 
 async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
@@ -269,7 +318,7 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
 ) -> None:
     """The whole story with every webhook delivered twice (a second id each time), and
     the server killed while the fix session runs: one PR, one merge, one revert."""
-    pw = await story(drain_seconds=0)
+    pw = await story(smoke=True, drain_seconds=0)
     forge = pw.forge
     forge.echo_deliveries = True
     number = await fix_this(pw)
@@ -286,15 +335,13 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     pw = await make_pw(workers=2, drain_seconds=0)
     await forge.redeliver_failed()  # what arrived while it was down
     await settle(pw)
-    (fix,) = forge.pulls(REPO)
-    assert fix.merged
-    assert forge.issue(REPO, number).state == "closed"
-
-    await forge.push(REPO, BREAKING, author="carol", message="Test util.os")
-    await settle(pw)
     await forge.redeliver_failed()
     await settle(pw)
     pulls = forge.pulls(REPO)
+    fix = pulls[0]
+    assert fix.merged
+    assert forge.issue(REPO, number).state == "closed"
+    # smoke failed on the merge: one revert, once, whatever was delivered twice
     assert len(pulls) == 2
     assert [m.number for m in forge.merges(REPO)] == [fix.number, pulls[1].number]
     assert len(bot_comments(forge, number)) == 1

@@ -272,7 +272,7 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
                     "merged": 2,
                     "auto_merged": 1,
                     "approved_merged": 1,
-                    "reverted": 1,
+                    "reverted": 0,  # job 2's revert (#5) is not known to have merged
                     "rejected": 0,
                     "median_seconds_to_pr": 60.0,  # odd count: the middle one
                     "median_seconds_to_merge": 300.0,  # even count: the mean of the two
@@ -568,3 +568,16 @@ def test_watched_merges_are_those_in_their_window_newest_first() -> None:
         now=now,
     )
     assert [o.job_id for o in found] == [3, 1]
+
+
+def test_a_merge_counts_as_reverted_only_once_its_revert_merged() -> None:
+    from app.store import Outcome
+    from app.store.outcomes import reverted
+
+    fix = Outcome(1, "o/r", "fix", "comment", 0.0, pr_number=2, merged_at=5.0, reverted_by_pr=3)
+    waiting = Outcome(2, "o/r", "revert", "canary", 6.0, pr_number=3)
+    assert reverted([fix, waiting]) == []  # opened, never merged: nothing was undone
+    merged = Outcome(2, "o/r", "revert", "canary", 6.0, pr_number=3, merged_at=9.0)
+    assert reverted([fix, merged]) == [fix]
+    elsewhere = Outcome(3, "o/other", "revert", "canary", 6.0, pr_number=3, merged_at=9.0)
+    assert reverted([fix, elsewhere]) == []  # another repository's PR #3

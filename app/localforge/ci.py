@@ -69,6 +69,8 @@ async def run_required_checks(
     suite.status = "in_progress"
     runs = []
     for check in repo.required_checks:
+        if check.only_on and branch not in check.only_on:
+            continue
         run = CheckRun(forge.next_id(), check.name, sha, suite, CI_APP, status="in_progress")
         run.details_url = f"{forge.url}/{repo.full_name}/commit/{sha}"
         repo.check_runs.append(run)

@@ -831,7 +831,7 @@ class Renderer:
         """branch-with-protection; a protected branch requires the repo's checks."""
         api = self._api(repo)
         url = f"{api}/branches/{quote(name)}"
-        contexts = [check.name for check in repo.required_checks] if protected else []
+        contexts = [c.name for c in repo.required_checks if c.required] if protected else []
         return {
             "name": name,
             "commit": self.commit(repo, head),

@@ -297,6 +297,16 @@ class LocalForge:
         and refuse merges until it passes — a required status check on the default branch."""
         self.repos[repo].required_checks.append(RequiredCheck(name, tuple(command), timeout))
 
+    def post_merge_check(
+        self, repo: str, name: str, command: Sequence[str], *, timeout: float = 300
+    ) -> None:
+        """Run ``command`` as check ``name`` on pushes to the default branch only (a
+        workflow ``on: push: branches: [main]``): no pull request waits for it, so it
+        is what the post-merge canary hears."""
+        branch = self.repos[repo].default_branch
+        check = RequiredCheck(name, tuple(command), timeout, only_on=(branch,))
+        self.repos[repo].required_checks.append(check)
+
     async def install(self, installation_id: int, *, by: str) -> None:
         """``by`` installs the App on every repository with this ``installation_id``;
         GitHub sends ``installation`` (created)."""
@@ -589,7 +599,7 @@ class LocalForge:
     def required_state(self, repo: Repo, sha: str) -> dict[str, str]:
         """Each required check → "passing" | "failing" | "pending" | "expected"."""
         states: dict[str, str] = {}
-        for check in repo.required_checks:
+        for check in (c for c in repo.required_checks if c.required):
             runs = [run for run in repo.runs_for(sha) if run.name == check.name]
             statuses = [s for s in repo.statuses if s.sha == sha and s.context == check.name]
             if runs:

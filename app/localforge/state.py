@@ -164,11 +164,18 @@ class CommitStatus:
 
 @dataclass
 class RequiredCheck:
-    """A check the forge itself runs on every pushed head, like a CI workflow would."""
+    """A check the forge itself runs on every pushed head, like a CI workflow would;
+    with ``only_on``, only on pushes to those branches (a post-merge workflow, ``on:
+    push: branches: [main]``), and then no merge waits for it."""
 
     name: str
     command: tuple[str, ...]
     timeout: float = 300.0
+    only_on: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> bool:
+        return not self.only_on
 
 
 @dataclass

@@ -443,5 +443,5 @@ _RISK: dict[Decision, Risk] = {
 _FIXER_REASON = {
     "llm": "written by a model: read it as a stranger's patch",
     "lint": "mechanical ruff/semgrep autofixes",
-    "revert": "a git revert of the commit bisect blamed",
+    "revert": "a git revert of one commit: the one bisect blamed, or the one named",
 }

@@ -16,6 +16,23 @@ def _median(values: Iterable[float]) -> float | None:
     return statistics.median(seen) if seen else None
 
 
+def reverted(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """The jobs whose merge was reverted: a revert pull request that *merged* (one that
+    was opened and then closed, or still waits, reverted nothing)."""
+    merged_reverts = {
+        (o.repo, o.pr_number)
+        for o in outcomes
+        if o.kind == "revert" and o.merged_at is not None and o.pr_number is not None
+    }
+    return [
+        o
+        for o in outcomes
+        if o.kind != "revert"
+        and o.reverted_by_pr is not None
+        and (o.repo, o.reverted_by_pr) in merged_reverts
+    ]
+
+
 def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """One row per repository, sorted by repository name.
 
@@ -29,6 +46,7 @@ def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     rows = []
     for repo in sorted(by_repo):
         jobs = by_repo[repo]
+        undone = reverted(jobs)
         merged = [o for o in jobs if o.merged_at is not None]
         rows.append(
             {
@@ -38,7 +56,7 @@ def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
                 "merged": len(merged),
                 "auto_merged": sum(o.merged_how == "auto" for o in merged),
                 "approved_merged": sum(o.merged_how == "approved" for o in merged),
-                "reverted": sum(o.reverted_by_pr is not None for o in jobs),
+                "reverted": len(undone),
                 "rejected": sum(o.status == "rejected" for o in jobs),
                 "median_seconds_to_pr": _median(
                     o.pr_opened_at - o.created_at
