@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fixer",
         choices=FIXERS,
         default="auto",
-        help="auto (default): llm if a model is configured, else lint; revert first with --alert",
+        help="auto (default): llm if a model is configured, else lint for a lint task; "
+        "revert first with --alert",
     )
     parser.add_argument(
         "--alert",
@@ -53,6 +54,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--good", help="with --alert: a commit known to pass")
     parser.add_argument(
         "--body", type=Path, help="where to write the PR body (default: .git/patchwarden/)"
+    )
+    parser.add_argument(
+        "--setup",
+        action="append",
+        metavar="CMD",
+        help="a setup command for this run instead of the repository's `setup:` (repeat "
+        "for several); pip, python and pytest in it mean the session's environment",
+    )
+    parser.add_argument(
+        "--test", metavar="CMD", help="the test command for this run instead of `test:`"
     )
     parser.add_argument("--json", action="store_true", help="print the SessionResult as JSON")
 
@@ -94,10 +105,16 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
     elif args.fixer == "lint":
         kind = "lint"
     task = Task(title, kind=kind, instructions=task_text, check=args.check, good=args.good)
+    overrides: dict[str, object] = {}
+    if args.setup:
+        overrides["setup"] = list(args.setup)
+    if args.test:
+        overrides["test"] = args.test
     spec = SessionSpec(
         remote=Remote(_repo_name(top), str(top)),
         task=task,
         base=checkout.head,
+        commands=overrides,
         budget=budget_from(settings),
     )
     fixer = make_fixer(args.fixer, settings)
@@ -123,6 +140,9 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         clock.show(f"branch {result.branch} in {top}; PR body in {body}")
     verified, verdict = _verdict(result)
     clock.show(verdict)
+    if not verified and not args.json:
+        for line in _failed_tail(result):
+            print(f"    {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     elif result.fix is not None and result.fix.summary:
@@ -174,6 +194,16 @@ async def _leave_branch(top: Path, mirror: Path, result: SessionResult) -> None:
         ["-C", str(top), "fetch", "--quiet", "--no-tags", str(mirror), refspec],
         env=git_env(Path.home()),
     )
+
+
+def _failed_tail(result: SessionResult, lines: int = 15) -> list[str]:
+    """The last lines of the step that failed (setup, the tests), to read without --json."""
+    failed = [s for s in result.steps if s.exit_code not in (0, None) or s.timed_out]
+    if not failed:
+        return []
+    step = failed[-1]
+    text = [ln for ln in step.output.splitlines() if ln.strip()][-lines:]
+    return [f"`{' '.join(step.argv)}` ({step.phase}, exit {step.exit_code}) ended with:", *text]
 
 
 def _verdict(result: SessionResult) -> tuple[bool, str]:

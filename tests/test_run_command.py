@@ -255,3 +255,34 @@ async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
         f"patchwarden run: {repo} has uncommitted changes (1 file(s)): commit or stash them "
         "first; the session starts from HEAD and would not see them"
     )
+
+
+@sandboxed
+async def test_setup_and_test_can_be_given_for_one_run_and_a_failure_shows_its_last_lines(
+    tmp_path: Path,
+) -> None:
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
+    failing = "python -c \"import sys; print('resolving deps'); sys.exit('boom: no index')\""
+    code, out, err = await run(
+        tmp_path, "--repo", str(repo), "--task", "Fix the lint", "--setup", failing
+    )
+    assert code == 1
+    assert "no patch: setup failed" in err
+    assert "boom: no index" in err  # the step's own last lines, without --json
+    assert "(setup, exit 1) ended with:" in err
+
+    # `pip` in a given setup is the session's environment, which has no pytest:
+    code, out, err = await run(
+        tmp_path,
+        *("--repo", str(repo), "--task", "Fix the lint", "--json"),
+        *("--setup", "pip --version", "--test", "python -m pytest -q test_greet.py"),
+    )
+    assert code == 1
+    result = SessionResult.load(json.loads(out))
+    assert result.tests is not None
+    assert result.tests.command == ["python", "-m", "pytest", "-q", "test_greet.py"]
+    setup = [s for s in result.steps if s.phase == "setup"]
+    assert setup[-1].argv == ["pip", "--version"]
+    assert "/env/" in setup[-1].output
+    assert result.error is not None
+    assert result.error.startswith("the test environment is broken: No module named pytest")

@@ -781,6 +781,13 @@ def test_a_module_that_no_longer_imports_breaks_its_tests_and_removes_none() -> 
             TestRun(exit_code=4), "make: *** [test] Error 4\n", False, None, id="not-pytest"
         ),
         pytest.param(
+            TestRun(exit_code=1),
+            "/env/bin/python: No module named pytest\n",
+            True,
+            "No module named pytest",
+            id="pytest-is-not-installed",
+        ),
+        pytest.param(
             _test_run({"t::a": "failed", "t::b": "passed"}),
             "E   assert 1 == 2\n",
             True,

@@ -16,7 +16,7 @@ import json
 import re
 import shlex
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -116,9 +116,12 @@ def read_config_lines(tree: Path) -> tuple[dict[str, Any], Lines]:
     return ({}, {}) if text is None else parse_config(text, CONFIG_PATH)
 
 
-def detect(tree: Path, *, base_python: str) -> RepoCommands:
-    """The setup and test commands for the base tree at ``tree``."""
-    config = read_config(tree)
+def detect(
+    tree: Path, *, base_python: str, overrides: Mapping[str, Any] | None = None
+) -> RepoCommands:
+    """The setup and test commands for the base tree at ``tree``; ``overrides``
+    (``setup``, ``test``) win over its config for one session."""
+    config = {**read_config(tree), **(overrides or {})}
     requirements = requirement_files(tree)
     found = {name: read_confined(tree, name) for name in (*SETUP_INPUTS, *requirements)}
     inputs = {

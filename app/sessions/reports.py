@@ -462,10 +462,7 @@ def _in_module(test_id: str, modules: Sequence[str]) -> bool:
 
 _ERROR_LINE = re.compile(r"^E\s+(\S.*)$", re.MULTILINE)
 _USAGE_LINE = re.compile(r"^(?:ERROR|INTERNALERROR)[: >]+(\S.*)$", re.MULTILINE)
-_PYTEST_BROKEN = (
-    3,
-    4,
-)  # internal error, usage error (https://docs.pytest.org/en/stable/reference/exit-codes.html)
+_NO_MODULE = re.compile(r"(No module named \S+)")
 
 
 def environment_problem(run: TestRun, output: str, *, pytest: bool) -> str | None:
@@ -476,12 +473,15 @@ def environment_problem(run: TestRun, output: str, *, pytest: bool) -> str | Non
     if run.timed_out:
         return None
     if run.counts is None:
-        if not (pytest and run.exit_code in _PYTEST_BROKEN):
+        # Every pytest that starts writes its report (PYTEST_ADDOPTS asks for one):
+        # none and a failure means pytest never ran (not installed, a usage error).
+        if not pytest or run.exit_code in (0, None):
             return None
     elif not collection_errors(run) or run.counts.passed + run.counts.failed > 0:
         return None
-    found = _ERROR_LINE.search(output) or _USAGE_LINE.search(output)
-    first = found.group(1).strip() if found else f"the test command exited {run.exit_code}"
+    found = _ERROR_LINE.search(output) or _USAGE_LINE.search(output) or _NO_MODULE.search(output)
+    last = next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")
+    first = found.group(1).strip() if found else (last or f"exit code {run.exit_code}")
     where = collection_errors(run)
     if where:
         first += f" (collecting {where[0]}" + (

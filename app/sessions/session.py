@@ -102,6 +102,8 @@ class SessionSpec:
     installation_id: int | None = None  # whose daily model budget the job spends
     budget: Budget = field(default_factory=Budget)
     branch: str | None = None  # default: patchwarden/<job>-<slug>; an update keeps its PR's
+    # `setup:`/`test:` for this session over the base branch's config (patchwarden run)
+    commands: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _quiet(message: str) -> None:
@@ -295,7 +297,9 @@ class SessionRunner:
         )
         # The policy first: an invalid one stops the job before anything is spent.
         state.policy = policy_for_tree(ws.base_tree, default=self.default_policy).to_json()
-        commands = detect(ws.base_tree, base_python=self.sandbox.toolchain.base_python)
+        commands = detect(
+            ws.base_tree, base_python=self.sandbox.toolchain.base_python, overrides=spec.commands
+        )
         for tree in (ws.tree, ws.base_tree):
             self.sandbox.prepare_writable(tree)
         env = await self._setup(spec, ws, commands, state, secrets, progress)
