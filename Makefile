@@ -53,6 +53,7 @@ bench: venv system-deps
 	$(BIN)/python bench/score.py
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/forge_api.py
+	$(BIN)/python bench/realworld.py
 
 lint: venv
 	$(BIN)/ruff check app tests bench scripts
