@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from app.fixers.revert import RevertFixer, classify
+from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import SessionResult, TestCounts, TestRun
+from app.sessions.sandbox import BwrapSandbox, Mount
 from app.sessions.session import SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, git_env
+from app.sessions.workspace import Remote, WorkspaceCache, git_env
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [
@@ -339,3 +341,51 @@ async def test_commits_whose_tests_cannot_be_collected_are_skipped_never_blamed(
     assert shas[5][:12] in result.error
     assert "cannot collect test_calc here" in result.error
     assert result.head_sha is None
+
+
+async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Path) -> None:
+    # helper 1.0 until commit 6 pins helper 2.0 (and the code follows it); commit 8
+    # breaks add(). With the base's environment (helper 2.0) every probe before
+    # commit 6 would fail too, and no commit would look good.
+    from tests.test_pkgconfig import _wheel
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for version in ("1.0", "2.0"):
+        name, data = _wheel("pw_helper", version)
+        (wheels / name).write_bytes(data)
+    uses = "import pw_helper\n\nVERSION = {!r}\n\n\n" + FIXED_CALC
+    # No index here (so no pytest to install): a plain command is the check.
+    check = (
+        "test: python -c 'import calc, pw_helper; assert pw_helper.VERSION == calc.VERSION; "
+        "assert calc.add(2, 3) == 5'\n"
+    )
+    shas = _commits(
+        tmp_path,
+        {
+            2: {
+                "requirements.txt": "pw-helper==1.0\n",
+                "calc.py": uses.format("1.0"),
+                ".github/patchwarden.yml": check,
+            },
+            6: {"requirements.txt": "pw-helper==2.0\n", "calc.py": uses.format("2.0")},
+            8: {"calc.py": uses.format("2.0").replace("a + b", "a + b + 1")},
+        },
+        total=12,
+    )
+    packages = PackageConfig(
+        env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"},
+        mounts=(Mount(wheels, "/wheels"),),
+    )
+    runner = SessionRunner(
+        cache=WorkspaceCache(tmp_path / "cache"),
+        sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
+        packages=packages,
+    )
+    result = await runner.run(alert_spec(tmp_path / "history"), RevertFixer())
+
+    assert result.fix is not None, (result.error, [s.output[-600:] for s in result.steps])
+    assert result.fix.culprit is not None, result.error
+    assert result.fix.culprit.sha == shas[8], result.fix.culprit.bisect_log
+    assert f"git bisect good {shas[4]}" in result.fix.culprit.bisect_log
+    assert len(list((tmp_path / "cache" / "envs" / "octo" / "history").glob("*/.complete"))) == 2
