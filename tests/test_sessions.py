@@ -22,7 +22,14 @@ from app.localforge import LocalForge
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, WorkspaceError, git_env, run_git
-from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, make_project, running_with
+from tests.conftest import (
+    CALC,
+    CALC_TESTS,
+    INSTALLATION,
+    REPO,
+    make_project,
+    running_with,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -370,3 +377,36 @@ async def test_any_pytest_the_command_runs_reports_per_test(
     assert result.tests.head is not None
     assert result.tests.head.counts is not None
     assert result.tests.head.counts.passed == 2
+
+
+async def test_a_file_stored_unnormalised_is_not_part_of_the_patch(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # NEWS is stored with CRLF although .gitattributes asks git to normalise it (as a
+    # push from another tool leaves it): a plain `git add` would rewrite it whole.
+    project = make_project(
+        tmp_path / "crlf",
+        {
+            "calc.py": CALC,
+            "test_calc.py": CALC_TESTS,
+            ".gitattributes": "* text=auto\nNEWS text\n",
+            "NEWS": "one\r\ntwo\r\n",
+        },
+    )
+    env = git_env(project)
+    git = ["git", "-C", str(project), "-c", "user.name=T", "-c", "user.email=t@e.org"]
+    hashed = await run_git([*git[1:], "hash-object", "-w", "--no-filters", "NEWS"], env=env)
+    raw = hashed.stdout.decode().strip()
+    await run_git([*git[1:], "update-index", "--cacheinfo", f"100644,{raw},NEWS"], env=env)
+    await run_git([*git[1:], "commit", "-qm", "NEWS as another tool pushed it"], env=env)
+
+    async def fix_and_look(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "calc.py").write_text(FIXED)
+        assert await ctx.changed_paths() == ["calc.py"]  # as the lint fixer asks
+        return FixOutcome(fixer="test", summary="fixed add")
+
+    spec = SessionSpec(remote=Remote("octo/crlf", str(project)), task=Task("Fix add()"))
+    result = await runner.run(spec, fix_and_look)
+
+    assert result.status == "patched", result.error
+    assert [f.path for f in result.diff.files] == ["calc.py"]

@@ -342,6 +342,14 @@ class Workspace:
         (self.git_dir / "objects" / "info" / "alternates").write_text(
             str(self.mirror / "objects") + "\n"
         )
+        # Trees are written and read byte for byte: no end-of-line or ident conversion
+        # and no filters, whatever the repository's .gitattributes say (info/attributes
+        # wins over them). Otherwise a file stored with CRLF under `eol=crlf` or
+        # `text=auto` is "changed" by every commit: the patch would rewrite it whole.
+        (self.git_dir / "info").mkdir(exist_ok=True)
+        (self.git_dir / "info" / "attributes").write_text(
+            "* -text -eol -ident -filter -working-tree-encoding\n"
+        )
         await self.git("config", "core.bare", "false")
         await self.git("update-ref", f"refs/heads/{self.branch}", self.base_sha)
         await self.git("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
