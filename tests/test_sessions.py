@@ -410,3 +410,32 @@ async def test_a_file_stored_unnormalised_is_not_part_of_the_patch(
 
     assert result.status == "patched", result.error
     assert [f.path for f in result.diff.files] == ["calc.py"]
+
+
+async def test_links_planted_by_setup_in_the_environment_redirect_no_host_write(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    """Setup runs the repository's code with /env writable: links it leaves where the
+    host later writes (.generated, .complete) must not carry the host's writes away."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    owned = tmp_path / "owned.txt"
+    plant = (
+        f"sh -c 'ln -s {victim} /env/.generated && ln -s {owned} /env/.complete "
+        "&& echo made > /workspace/generated.txt'"
+    )
+    project = make_project(
+        tmp_path / "planted",
+        {
+            "calc.py": CALC,
+            "test_calc.py": CALC_TESTS,
+            ".github/patchwarden.yml": f"setup:\n  - {plant}\ntest: python -c 'import calc'\n",
+        },
+    )
+    spec = SessionSpec(remote=Remote("octo/planted", str(project)), task=Task("Fix add()"))
+    result = await runner.run(spec, writes(**{"calc.py": FIXED}))
+
+    assert result.status == "patched", result.error
+    assert list(victim.iterdir()) == []
+    assert not owned.exists()
+    assert [f.path for f in result.diff.files] == ["calc.py"]  # generated.txt is not ours

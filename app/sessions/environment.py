@@ -28,7 +28,6 @@ import asyncio
 import logging
 import os
 import shutil
-import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import Step
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
-from app.sessions.workspace import file_lock, write_confined
+from app.sessions.workspace import file_lock, read_confined, write_confined
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ class Environment:
     def apply(self, tree: Path) -> list[str]:
         """Put the files setup generated into ``tree`` where it has none (host side,
         never through a symlink); returns their paths."""
-        return apply_generated(self.path / GENERATED, tree)
+        return apply_generated(self.path, tree)
 
 
 class EnvironmentBuilder:
@@ -144,8 +143,8 @@ class EnvironmentBuilder:
                 before = set(_tree_files(tree))
                 await self._run(commands, tree, build, steps, secrets, version)
                 added = sorted(set(_tree_files(tree)) - before)
-                _keep_generated(tree, added, build / GENERATED)
-                (build / COMPLETE).write_text(key + "\n")
+                _keep_generated(tree, added, build)
+                _mark_complete(build, key)
                 build.rename(env_dir)
             finally:
                 if build.exists():
@@ -202,31 +201,47 @@ def _tree_files(tree: Path) -> list[str]:
     return out
 
 
-def _keep_generated(tree: Path, added: list[str], into: Path) -> None:
-    """Copy the files setup added to ``tree`` into ``into`` (regular files only,
-    within the caps; symlinks are not kept)."""
-    into.mkdir(parents=True, exist_ok=True)
+def _keep_generated(tree: Path, added: list[str], env: Path) -> None:
+    """Copy the files setup added to ``tree`` into ``env/.generated`` (regular files
+    only, within the caps; symlinks are not kept). ``env`` was writable by the setup
+    commands: whatever they left at ``.generated`` is removed first, and every write
+    goes through :func:`write_confined` (no symlink followed), so nothing planted there
+    can redirect a host write."""
+    _remove_planted(env / GENERATED)
+    os.mkdir(env / GENERATED, 0o755)
     total = 0
     kept = 0
     for relative in added:
-        source = tree / relative
-        try:
-            st = os.lstat(source)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        if kept >= MAX_GENERATED_FILES or total + st.st_size > MAX_GENERATED_BYTES:
+        data = read_confined(tree, relative, limit=MAX_GENERATED_BYTES + 1)
+        if data is None:
+            continue  # not a regular file inside the tree
+        if kept >= MAX_GENERATED_FILES or total + len(data) > MAX_GENERATED_BYTES:
             log.warning(
                 "setup generated more than can be kept; %s and later are left out", relative
             )
             break
-        target = into / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target, follow_symlinks=False)
-        target.chmod(0o755 if st.st_mode & 0o111 else 0o644)
-        total += st.st_size
+        mode = 0o755 if os.lstat(tree / relative).st_mode & 0o111 else 0o644
+        write_confined(env, f"{GENERATED}/{relative}", data, mode=mode, exclusive=True)
+        total += len(data)
         kept += 1
+
+
+def _remove_planted(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)  # does not follow symlinks inside
+
+
+def _mark_complete(env: Path, key: str) -> None:
+    """``env/.complete``, created anew (a link planted there is removed, not followed)."""
+    marker = env / COMPLETE
+    _remove_planted(marker)
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, (key + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _listed(env_dir: Path) -> tuple[str, ...]:
@@ -236,19 +251,22 @@ def _listed(env_dir: Path) -> tuple[str, ...]:
     return tuple(sorted(_tree_files(folder)))
 
 
-def apply_generated(folder: Path, tree: Path) -> list[str]:
-    """Copy every file under ``folder`` into ``tree`` at the same relative path unless
-    the tree has something there; returns every path the folder holds."""
-    if not folder.is_dir():
+def apply_generated(env: Path, tree: Path) -> list[str]:
+    """Copy every file of ``env/.generated`` into ``tree`` at the same relative path
+    unless the tree has something there; returns every path it holds. Both sides are
+    read and written without following a symlink."""
+    folder = env / GENERATED
+    if folder.is_symlink() or not folder.is_dir():
         return []
     paths = sorted(_tree_files(folder))
     for relative in paths:
         if os.path.lexists(tree / relative):
             continue
-        source = folder / relative
-        mode = 0o755 if os.stat(source).st_mode & 0o111 else 0o644
+        data = read_confined(env, f"{GENERATED}/{relative}", limit=MAX_GENERATED_BYTES + 1)
+        if data is None:
+            continue
         try:
-            write_confined(tree, relative, source.read_bytes(), mode=mode, exclusive=True)
+            write_confined(tree, relative, data, mode=0o644, exclusive=True)
         except OSError as exc:  # a symlinked folder on the way: leave it out
             log.warning("could not place generated file %s: %s", relative, exc)
     return paths
