@@ -8,6 +8,7 @@ password, and the session's setup must install from it — and never show the pa
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import hashlib
@@ -39,7 +40,7 @@ from app.sessions.result import FixOutcome
 from app.sessions.sandbox import BwrapSandbox, SandboxError
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, WorkspaceCache
-from tests.conftest import make_project
+from tests.conftest import make_project, running_with
 
 PASSWORD = "s3cret-index-pass"
 
@@ -282,8 +283,9 @@ async def test_setup_installs_from_the_hosts_private_index_behind_its_own_ca(
     tmp_path: Path, private_index: _Index
 ) -> None:
     conf = tmp_path / "host-pip.conf"
-    conf.write_text(f"[global]\nindex-url = {private_index.url}\ncert = {private_index.ca}\n")
+    conf.write_text(f"[global]\ncert = {private_index.ca}\n")
     environ = {
+        "PIP_INDEX_URL": private_index.url,  # the password in a variable: never in argv
         "HOME": str(tmp_path / "home"),
         "XDG_CONFIG_DIRS": str(tmp_path / "no-global-config"),
         "PIP_CONFIG_FILE": str(conf),
@@ -316,7 +318,13 @@ async def test_setup_installs_from_the_hosts_private_index_behind_its_own_ca(
 
     packages = host_package_config(environ, state_dir=tmp_path / "pkgconfig")
     runner = SessionRunner(cache=cache, sandbox=sandbox, packages=packages)
-    result = await runner.run(spec, edit)
+    seen: list[str] = []
+    running = asyncio.create_task(runner.run(spec, edit))
+    while not running.done():  # every host process's argv, while setup installs
+        seen += running_with(PASSWORD)
+        await asyncio.sleep(0.02)
+    result = await running
+    assert seen == []  # the password travels in files and environments, never argv
 
     assert result.status == "patched", [s.output[-800:] for s in result.steps]
     assert result.tests is not None
@@ -329,3 +337,27 @@ async def test_setup_installs_from_the_hosts_private_index_behind_its_own_ca(
     assert all(auth is not None for auth in wheels)
     # The password reached the index, and nowhere that is stored or shown.
     assert PASSWORD not in result.model_dump_json()
+
+
+def test_secret_named_variables_are_masked_and_the_apps_own_never_pass(tmp_path: Path) -> None:
+    environ = {
+        "HOME": str(tmp_path),
+        "UV_INDEX_CORP_PASSWORD": "hunter2-index",
+        "UV_PUBLISH_TOKEN": "pypi-upload-token",
+        "PIP_CACHE_DIR": "/",
+        "npm_config_//reg.example/:_authToken": "npm-token-123",
+    }
+    config = host_package_config(
+        environ, passenv=("*",), state_dir=tmp_path / "state", home=tmp_path
+    )
+    assert config.env["UV_INDEX_CORP_PASSWORD"] == "hunter2-index"  # the index needs it
+    assert "hunter2-index" in config.secrets  # and it is masked wherever shown
+    assert "hunter2-index" not in repr(config.shown())
+    assert "UV_PUBLISH_TOKEN" not in config.env  # upload credentials: never
+    assert "HOME" not in config.env  # the sandbox's own
+    assert not any(name.startswith("npm_config_//") for name in config.env)  # not a name
+    assert config.env["PIP_CACHE_DIR"] == "/"  # a cache folder is not mounted
+    assert all(str(m.source) != "/" for m in config.mounts)
+    environ["PATCHWARDEN_WEBHOOK_SECRET"] = "app-secret"
+    again = host_package_config(environ, passenv=("*",), state_dir=tmp_path / "s2", home=tmp_path)
+    assert "PATCHWARDEN_WEBHOOK_SECRET" not in again.env

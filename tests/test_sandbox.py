@@ -714,7 +714,7 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
     limits = Limits(cpu_seconds=7, memory_bytes=300 * MiB, processes=33, file_size_bytes=5 * MiB)
     mounts = [Mount(tmp_path, WORKSPACE, writable=True)]
 
-    argv, host_env, cwd, on_timeout = sb.wrap(
+    argv, host_env, cwd, on_timeout, stdin = sb.wrap(
         ["pytest"], mounts=mounts, cwd=WORKSPACE, env={"A": "b"}, limits=limits, network=False
     )
     assert argv[0].endswith("prlimit")
@@ -722,7 +722,12 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
     assert {"--die-with-parent", "--new-session", "--clearenv"} <= set(argv)
     assert argv[-1] == "pytest"
     assert values(argv, "--bind") == [str(tmp_path)]
-    assert values(argv, "--setenv") == [*BASE_ENV, "PATH", "A"]  # the allowlist, nothing else
+    # The environment goes through stdin (`--args 0`), never argv: the allowlist only.
+    assert values(argv, "--args") == ["0"]
+    assert "--setenv" not in argv
+    assert stdin is not None
+    passed = stdin.decode().split("\0")[:-1]
+    assert values(passed, "--setenv") == [*BASE_ENV, "PATH", "A"]
     etc = next(
         argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2] == "/etc"
     )
@@ -754,7 +759,7 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
         Mount(Path("/srv/env"), "/env"),
     ]
 
-    argv, host_env, cwd, on_timeout = sb.wrap(
+    argv, host_env, cwd, on_timeout, _ = sb.wrap(
         ["pytest", "-q"], mounts=mounts, cwd=WORKSPACE, env={"A": "b"}, limits=limits, network=False
     )
     assert argv[:2] == ["/opt/docker/bin/docker", "run"]
@@ -784,9 +789,18 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
     assert values(options, "--workdir") == [WORKSPACE]
     env = values(options, "--env")
     assert [e.split("=", 1)[0] for e in env] == [*BASE_ENV, "PATH", "A"]
-    assert env[-1] == "A=b"
+    # Values travel in docker's own environment (`--env NAME`), never in argv; only
+    # PATH, HOME and LANG, which the docker client itself needs, are written out.
+    assert env[-1] == "A"
+    assert not [e for e in env if "=" in e and e.split("=")[0] not in ("PATH", "HOME", "LANG")]
     assert "--privileged" not in argv
-    assert set(host_env) == {"PATH", "LANG"}
+    assert host_env["A"] == "b"
+    assert set(host_env) == {
+        "PATH",
+        "LANG",
+        *(k for k in BASE_ENV if k not in ("HOME", "LANG")),
+        "A",
+    }
     assert cwd is None
     # At the timeout the container is killed by name, not just the docker client.
     assert on_timeout == (("/opt/docker/bin/docker", "kill", values(options, "--name")[0]),)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +38,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.redact import redact
-from app.sessions.sandbox import SYSTEM_DIRS, Mount
+from app.sessions.sandbox import BASE_ENV, ENV_NAME, SECRET_NAME, SYSTEM_DIRS, Mount
+
+log = logging.getLogger(__name__)
 
 CONFIG_MOUNT = "/pkgconfig/etc"  # the generated files (pip.conf, npmrc)
 HOST_MOUNT = "/pkgconfig/host"  # the host paths they name, one folder each
@@ -113,10 +116,22 @@ def host_package_config(
     mapper = _PathMapper(isolated=isolated)
     env: dict[str, str] = {}
     sources: list[str] = []
+    named_secrets: list[str] = []
     for name, value in sorted(environ.items()):
         if name in _FILE_VARIABLES or not _matches(name, passenv):
             continue
-        env[name] = mapper.rewrite_value(value)
+        if name.startswith("PATCHWARDEN_") or "PUBLISH" in name.upper():
+            continue  # the App's own settings, and upload credentials: never
+        if name in BASE_ENV or name == "PATH":
+            continue  # the sandbox's own (HOME, PATH, the locale) are not the host's
+        if not ENV_NAME.match(name):
+            log.warning("setup: %s is not a valid variable name; not passed", name[:60])
+            continue
+        if SECRET_NAME.search(name):
+            named_secrets.append(value)  # an index password or token: masked
+        # A cache folder is the host's own: passing it would mount it into setup.
+        keep_paths = "CACHE" not in name.upper()
+        env[name] = mapper.rewrite_value(value) if keep_paths else value
         sources.append(f"${name}")
 
     generated: dict[str, str] = {}
@@ -147,7 +162,8 @@ def host_package_config(
             env["PIP_CONFIG_FILE"] = f"{target}/pip.conf"
         if "npmrc" in generated:
             env["NPM_CONFIG_USERCONFIG"] = f"{target}/npmrc"
-    secrets = _credentials([*env.values(), *generated.values()])
+    secrets = sorted({*_credentials([*env.values(), *generated.values()]), *named_secrets})
+    secrets = [x for x in secrets if len(x) >= 4]
     return PackageConfig(
         env=env, mounts=tuple(mounts), secrets=tuple(secrets), sources=tuple(sources)
     )
@@ -210,7 +226,10 @@ def _npm_user_config(environ: Mapping[str, str], *, home: Path) -> Path | None:
 
 
 def _write_generated(state_dir: Path, files: Mapping[str, str]) -> Path:
-    """Write the generated files into a folder named by their contents (reused)."""
+    """Write the generated files into a folder named by their contents (reused), under
+    a ``state_dir`` only Patchwarden's user may enter: they may hold index passwords."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o700)
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     folder = state_dir / f"pkgconfig-{digest}"
     if not folder.is_dir():
@@ -284,6 +303,8 @@ class _PathMapper:
         clean = os.path.normpath(path)
         if any(clean == d or clean.startswith(d + "/") for d in SYSTEM_DIRS):
             return None  # the system is mounted read-only at the same path already
+        if clean in ("/", "/home", "/root", os.path.expanduser("~")):
+            return None  # the whole machine, or a home folder: never
         source = Path(os.path.realpath(clean))
         if not source.exists() or any(ch in str(source) for ch in ",\n\0"):
             return None

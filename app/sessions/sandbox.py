@@ -75,8 +75,8 @@ BASE_ENV = {
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     "PIP_NO_INPUT": "1",
 }
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SECRET_NAME = re.compile(r"(?i)(token|secret|passw|private|credential|api_?key|auth)")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+SECRET_NAME = re.compile(r"(?i)(token|secret|passw|private|credential|api_?key|auth)")
 
 # /etc entries a toolchain needs; nothing else of the host's /etc is visible.
 ETC_FILES = (
@@ -160,6 +160,7 @@ class Wrapped(NamedTuple):
     env: dict[str, str]
     cwd: str | None = None
     on_timeout: tuple[tuple[str, ...], ...] = ()  # commands run at the timeout, before the kill
+    stdin: bytes | None = None  # fed to the process first (bwrap's `--args 0`), then EOF
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,7 @@ def run_captured(
     started = time.monotonic()
     proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
         wrapped.argv,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if wrapped.stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=wrapped.env,
@@ -254,6 +255,12 @@ def run_captured(
     )
     assert proc.stdout is not None
     assert proc.stderr is not None
+    if proc.stdin is not None:
+        # bwrap reads its `--args 0` before anything runs; then the command sees EOF.
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(wrapped.stdin or b"")
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
     out, err = _Capture(output_bytes), _Capture(output_bytes)
     done = threading.Event()
     timed_out = threading.Event()
@@ -348,7 +355,7 @@ def _pump(
 
 
 def _check_name(name: str) -> bool:
-    if not _ENV_NAME.match(name):
+    if not ENV_NAME.match(name):
         raise SandboxError(f"refusing sandbox variable {name!r}: not a valid name")
     return True
 
@@ -357,7 +364,7 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
     """Refuse variables that could carry a credential into the sandbox (fail closed)."""
     for name, value in env.items():
         _check_name(name)
-        if _SECRET_NAME.search(name) or name.startswith("PATCHWARDEN_"):
+        if SECRET_NAME.search(name) or name.startswith("PATCHWARDEN_"):
             raise SandboxError(
                 f"refusing to pass {name} into the sandbox: secrets never enter it "
                 "(docs/security.md)"
@@ -680,9 +687,13 @@ class BwrapSandbox(Sandbox):
                 made.add(d)
             args += ["--bind" if m.writable else "--ro-bind", str(m.source), m.target]
             made.add(m.target)
-        args += ["--chdir", call.cwd, "--clearenv"]
-        for name, value in call.env.items():
-            args += ["--setenv", name, value]
+        # The environment's values (an index's credentials among them) go through
+        # stdin (`--args 0`), never argv, where any user of the host could read them.
+        args += ["--chdir", call.cwd, "--clearenv", "--args", "0"]
+        variables = [part for name, value in call.env.items() for part in ("--setenv", name, value)]
+        if any("\0" in part for part in variables):
+            raise SandboxError("a sandbox variable holds a NUL byte")
+        blob = b"".join(part.encode() + b"\0" for part in variables)
         if self.privileged:
             args += [
                 "--",
@@ -698,7 +709,7 @@ class BwrapSandbox(Sandbox):
         else:
             args.append("--")
         host_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-        return Wrapped(prlimit_argv(call.limits) + args + call.argv, host_env)
+        return Wrapped(prlimit_argv(call.limits) + args + call.argv, host_env, stdin=blob)
 
 
 class DockerSandbox(Sandbox):
@@ -756,10 +767,16 @@ class DockerSandbox(Sandbox):
             mode = "rw" if m.writable else "ro"
             args += ["--mount", f"type=bind,source={m.source},target={m.target},{mode}"]
         args += ["--workdir", call.cwd]
-        for key, value in call.env.items():
-            args += ["--env", f"{key}={value}"]
-        args += [self.image, *call.argv]
+        # `--env NAME` takes the value from docker's own environment: never in argv
+        # (but PATH, HOME and LANG, which docker itself needs, are plain values).
         host_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        for key, value in call.env.items():
+            if key in ("PATH", "HOME", "LANG"):
+                args += ["--env", f"{key}={value}"]
+            else:
+                args += ["--env", key]
+                host_env[key] = value
+        args += [self.image, *call.argv]
         return Wrapped(args, host_env, on_timeout=((self.docker, "kill", name),))
 
 
