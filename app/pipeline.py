@@ -226,8 +226,13 @@ class Pipeline:
         for outcome in reversed(earlier):
             assert outcome.branch is not None
             pull = await pub.find_pull(outcome.branch)
-            if pull is not None and pull.get("state") == "open":
+            if pull is None or pull.get("state") != "open":
+                continue
+            # Only a branch still at the patch Patchwarden pushed: a person's commits
+            # on it would be lost to the force-push.
+            if (pull.get("head") or {}).get("sha") == outcome.head_sha:
                 return outcome.branch
+            return None
         return None
 
     async def _session_to_pull(

@@ -99,6 +99,9 @@ def test_auto_chooses_by_job_kind_model_and_repo_config(
         ("is_leap_year ignores the century rule", "", False),
         ("crash when parsing dates", "please fix", False),
         ("Wrong total", "the sum is off by one; splint the cast", False),
+        ("date formatting is wrong in French", "", False),
+        ("the unused config option is ignored", "", False),
+        ("util.py imports os and never uses it", "", True),
     ],
 )
 def test_which_tasks_are_about_lint(title: str, instructions: str, lint: bool) -> None:

@@ -45,8 +45,8 @@ LINT_ONLY = (
 )
 _LINT_WORDS = re.compile(
     r"(?i)\b(?:lint(?:s|er|ers|ing)?|ruff|flake8|pyflakes|pylint|pycodestyle|isort|"
-    r"unused|never used|never uses|f-strings?|code style|style issues?|"
-    r"formatting|[EFWB]\d{3})\b"
+    r"unused (?:imports?|variables?|names?)|imported but unused|imports? \S+ and never "
+    r"uses? it|f-strings? without|code style|style issues?|[EFW]\d{3})\b"
 )
 
 

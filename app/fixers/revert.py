@@ -53,6 +53,8 @@ _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 _GIT = (
     "git",
     "-c",
+    "core.useReplaceRefs=false",
+    "-c",
     "core.hooksPath=/dev/null",
     "-c",
     "safe.directory=*",
@@ -153,6 +155,7 @@ class _Search:
         self.objects = ws.workspace.mirror / "objects"
         self.base_env: Environment | None = ws.environment
         self.envs: dict[str, Environment | None] = {}  # by probe sha
+        self.setup_failed: set[str] = set()
         self.target: frozenset[str] | None = None
         self.probes = 0
         self.bisect_steps = 0
@@ -305,11 +308,16 @@ class _Search:
         return culprit
 
     async def _probe(self, sha: str, *, name: str) -> Probe:
+        # Nothing of the last probe stays: not its generated files (another environment
+        # may have made them), nor anything its tests left (a planted conftest.py).
+        await self._git("clean", "-ffdxq")
         checkout = await self._git("checkout", "--quiet", "--force", sha)
+        env = await self._environment(sha) if checkout.ok else None
         if not checkout.ok:
             probe = Probe("skip", f"git checkout failed: {checkout.stderr.strip()[:200]}")
+        elif sha in self.setup_failed:
+            probe = Probe("skip", "its own setup failed: it does not build here")
         else:
-            env = await self._environment(sha)
             if env is not None:
                 self._place_generated(env)
             run, done = await self._tests(sha, name=name)
@@ -342,7 +350,8 @@ class _Search:
                     version=await ws.scm_version(sha),
                 )
             except SetupFailed:
-                env = None  # its probe will not collect, and is skipped
+                env = None
+                self.setup_failed.add(sha)  # its probe is skipped, never judged
         self.envs[sha] = env
         return env
 

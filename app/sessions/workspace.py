@@ -463,7 +463,10 @@ class Workspace:
             return
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
-        lines = ["/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", p) for p in paths]
+        # A name with a newline would add a line of its own: such a file stays out of
+        # the exclusions (and, untracked, shows in the patch, where a person sees it).
+        plain = [p for p in paths if "\n" not in p and "\r" not in p]
+        lines = ["/" + re.sub(r"([\\*?\[\]!# ])", r"\\\1", p) for p in plain]
         with (info / "exclude").open("a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
 
