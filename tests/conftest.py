@@ -246,19 +246,21 @@ def git_commit(path: Path, message: str, *, author: str = "T <t@example.com>") -
     return done.stdout.decode().strip()
 
 
+def git_in(path: Path, *args: str) -> str:
+    """``git ARGS`` in the work tree at ``path`` (no global config); its stdout."""
+    done = subprocess.run(
+        ["git", *args], cwd=path, env=git_env(path), check=True, capture_output=True
+    )
+    return done.stdout.decode()
+
+
 def make_project(path: Path, files: dict[str, str]) -> Path:
     """A git repository at ``path`` (branch main) with ``files`` in one commit."""
     path.mkdir(parents=True)
     for name, text in files.items():
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text)
-    subprocess.run(
-        ["git", "init", "-q", "-b", "main"],
-        cwd=path,
-        env=git_env(path),
-        check=True,
-        capture_output=True,
-    )
+    git_in(path, "init", "-q", "-b", "main")
     git_commit(path, "init")
     return path
 

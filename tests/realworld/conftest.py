@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tarfile
 import urllib.error
 import urllib.request
@@ -21,8 +20,8 @@ import pytest
 
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import SessionRunner
-from app.sessions.workspace import WorkspaceCache, git_env
-from tests.conftest import git_commit
+from app.sessions.workspace import WorkspaceCache
+from tests.conftest import git_commit, git_in
 from tests.realworld.projects import Project
 
 INDEX = os.environ.get("PATCHWARDEN_TEST_PYPI", "https://pypi.org/simple")
@@ -96,23 +95,11 @@ def as_repository(project: Project, path: Path) -> str:
     if project.config:
         (path / ".github").mkdir(exist_ok=True)
         (path / ".github" / "patchwarden.yml").write_text(project.config)
-    subprocess.run(
-        ["git", "init", "-q", "-b", "main"],
-        cwd=path,
-        env=git_env(path),
-        check=True,
-        capture_output=True,
-    )
+    git_in(path, "init", "-q", "-b", "main")
     sha = git_commit(path, f"{project.id} from its sdist")
     # The release tag, as the real repository has it: setuptools-scm and hatch-vcs
     # versions come from it (pytest needs iniconfig >= 1, not 0.1.dev1).
-    subprocess.run(
-        ["git", "tag", f"v{project.version}"],
-        cwd=path,
-        env=git_env(path),
-        check=True,
-        capture_output=True,
-    )
+    git_in(path, "tag", f"v{project.version}")
     return sha
 
 
