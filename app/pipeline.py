@@ -32,7 +32,7 @@ from app.config import Settings
 from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.carry import CarryFixer
-from app.fixers.choose import budget_from, is_about_lint, make_fixer
+from app.fixers.choose import budget_from, choose, is_about_lint, make_fixer
 from app.github import GitHubApp
 from app.github.repos import WRITE_ROLES, role_for
 from app.policy.config import LADDER, Decision, Policy
@@ -197,6 +197,17 @@ class Pipeline:
             documents=tuple(documents),
         )
         trigger: TriggerKind = "label" if p.get("trigger") == "label" else "comment"
+        # No fixer can answer it (no model, not about lint): say so before any setup,
+        # network or test run is spent on it.
+        choice = choose(
+            task.kind,
+            llm_configured=self.settings.llm_configured,
+            llm_on_alerts=False,
+            about_lint=is_about_lint(task),
+        )
+        if not choice.fixers:
+            why = (choice.note or "no fixer can do this").replace("{bot}", self.settings.bot_name)
+            return await self._ended(job, outcome, report, status="failed", why=why)
         # A new request on an issue whose pull request is still open updates that one.
         branch = await self._open_pull_branch(job, pub, number)
         return await self._session_to_pull(

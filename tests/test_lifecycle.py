@@ -525,6 +525,8 @@ async def test_no_model_a_bug_report_gets_an_answer_and_nothing_opened(
     assert forge.issue(REPO, issue.number).state == "open"
     (said,) = bot_comments(forge, issue.number)
     assert "No model is configured" in said
+    # Answered before any session: no clone, no setup, no test run was spent on it.
+    assert not (pw.runtime.settings.cache_dir / "mirrors" / f"{REPO}.git").exists()
     assert "`@patchwarden lint`" in said.replace("\u2060", "")  # quoted: it pings nobody
     assert "No pull request" in said
 
