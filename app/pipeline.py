@@ -205,9 +205,9 @@ class Pipeline:
             llm_on_alerts=False,
             about_lint=is_about_lint(task),
         )
-        if not choice.fixers:
-            why = (choice.note or "no fixer can do this").replace("{bot}", self.settings.bot_name)
-            return await self._ended(job, outcome, report, status="failed", why=why)
+        answer = choice.answer(self.settings.bot_name)
+        if answer is not None:
+            return await self._ended(job, outcome, report, status="failed", why=answer)
         # A new request on an issue whose pull request is still open updates that one.
         branch = await self._open_pull_branch(job, pub, number)
         return await self._session_to_pull(

@@ -52,14 +52,19 @@ _LINT_WORDS = re.compile(
 
 def is_about_lint(task: Task) -> bool:
     """Whether the task is about lint: its words name linters, lint rules or codes."""
-    text = " ".join([task.title, task.instructions, *(d.text for d in task.documents)])
-    return _LINT_WORDS.search(text) is not None
+    return _LINT_WORDS.search(task.words) is not None
 
 
 @dataclass(frozen=True)
 class Choice:
     fixers: tuple[FixerName, ...]
     note: str | None = None  # said to the requester along with the result
+
+    def answer(self, bot: str) -> str | None:
+        """What the requester is told when no fixer can take the task, else None."""
+        if self.fixers:
+            return None
+        return (self.note or "no fixer can do this").replace("{bot}", bot)
 
 
 def choose(
@@ -109,9 +114,9 @@ class AutoFixer(Fixer):
             llm_on_alerts=repo.fixers.llm_on_alerts,
             about_lint=is_about_lint(task),
         )
-        if not choice.fixers:
-            reason = (choice.note or "no fixer can do this").replace("{bot}", self.bot)
-            return FixOutcome(fixer=self.name, ok=False, final=True, reason=reason)
+        answer = choice.answer(self.bot)
+        if answer is not None:
+            return FixOutcome(fixer=self.name, ok=False, final=True, reason=answer)
         tried: list[str] = []
         outcome = FixOutcome(fixer=self.name, ok=False, reason="no fixer ran")
         for name in choice.fixers:

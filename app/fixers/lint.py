@@ -192,13 +192,12 @@ def has_ruff_config(tree: Path) -> bool:
 def named_files(task: Task, python_files: list[str]) -> list[str]:
     """The Python files of the tree the task's words name, by path (``src/a/b.py``) or,
     when unambiguous, by file name (``b.py``)."""
-    text = " ".join([task.title, task.instructions, *(d.text for d in task.documents)])
     known = set(python_files)
     by_name: dict[str, list[str]] = {}
     for path in python_files:
         by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
     found: list[str] = []
-    for word in _NAMED_FILE.findall(text):
+    for word in _NAMED_FILE.findall(task.words):
         word = word.removeprefix("./").lstrip("/")
         candidates = [word] if word in known else by_name.get(word, [])
         if len(candidates) == 1 and candidates[0] not in found:

@@ -156,6 +156,7 @@ class _Search:
         self.base_env: Environment | None = ws.environment
         self.envs: dict[str, Environment | None] = {}  # by probe sha
         self.setup_failed: set[str] = set()
+        self.last_skip = "no report"  # why the last skipped probe was skipped
         self.target: frozenset[str] | None = None
         self.probes = 0
         self.bisect_steps = 0
@@ -290,7 +291,7 @@ class _Search:
                 raise _Stop(
                     self.fixer.gave_up(
                         f"bisect cannot tell which of {names} broke `{self.shown}`: the "
-                        f"commits between could not be tested ({self._why_skipped()}); "
+                        f"commits between could not be tested ({self.last_skip}); "
                         "not reverting"
                     )
                 )
@@ -322,8 +323,9 @@ class _Search:
                 self._place_generated(env)
             run, done = await self._tests(sha, name=name)
             probe = classify(run, self.target, ok=done.ok)
-        verb = {"good": "good", "bad": "bad", "skip": "skip"}[probe.verdict]
-        self.log.append(f"git bisect {verb} {sha} # {probe.why}")
+        self.log.append(f"git bisect {probe.verdict} {sha} # {probe.why}")
+        if probe.verdict == "skip":
+            self.last_skip = probe.why
         return probe
 
     async def _environment(self, sha: str) -> Environment | None:
@@ -338,7 +340,11 @@ class _Search:
             tree = ws.root / f"setup-{sha[:12]}"
             await ws.checkout_copy(sha, tree)
             self.ws.sandbox.prepare_writable(tree)
-            commands = detect(tree, base_python=self.ws.sandbox.toolchain.base_python)
+            commands = detect(
+                tree,
+                base_python=self.ws.sandbox.toolchain.base_python,
+                overrides=self.ws.spec.commands,
+            )
             self.ws.progress(f"fix: {sha[:12]} changes {', '.join(changed[:3])}: its own setup")
             try:
                 env = await self.ws.environments.ensure(
@@ -366,10 +372,6 @@ class _Search:
         names = sorted(self.target)
         more = f" and {len(names) - 1} more test(s)" if len(names) > 1 else ""
         return f"`{names[0]}`{more} of `{self.shown}` fail"
-
-    def _why_skipped(self) -> str:
-        reasons = [line.split(" # ", 1)[1] for line in self.log if " skip " in f" {line}"]
-        return reasons[-1] if reasons else "no report"
 
     async def _revert(self, sha: str, good: str, log: str, *, why: str | None = None) -> FixOutcome:
         parents = (await self._host_git("rev-list", "--parents", "-n", "1", sha)).split()[1:]

@@ -250,7 +250,7 @@ def _detect_setup(
     if "setup.py" in present or buildable:
         extra = _test_extra(tree, project)
         packages += ["-e", f".[{extra}]" if extra else "."]
-    packages += test_group(project)
+    packages += group_requirements(project)
     for name in requirements:
         packages += ["-r", name]
     if not packages:
@@ -288,7 +288,7 @@ def _test_extra(tree: Path, project: dict[str, Any]) -> str | None:
     return next((e for e in _TEST_EXTRAS if e in names), None)
 
 
-def test_group(project: dict[str, Any]) -> list[str]:
+def group_requirements(project: dict[str, Any]) -> list[str]:
     """The requirements of the first PEP 735 dependency group named test, tests,
     testing or dev, with ``include-group`` entries expanded (cycles and unknown names
     are skipped): pip has no ``--group`` before 25.1, so they are passed as plain
@@ -315,9 +315,6 @@ def test_group(project: dict[str, Any]) -> list[str]:
 
     expand(name, ())
     return out
-
-
-test_group.__test__ = False  # type: ignore[attr-defined]  # a function, not a pytest test
 
 
 def _normal(name: str) -> str:

@@ -83,12 +83,6 @@ class PackageConfig:
         """The variables with every credential masked (for doctor and the logs)."""
         return {k: redact(v, known=self.secrets) for k, v in sorted(self.env.items())}
 
-    def fingerprint(self) -> str:
-        """Changes when the configuration does (not part of the environment's cache key:
-        where packages come from does not change what gets installed)."""
-        material = repr((sorted(self.env.items()), [m.source for m in self.mounts]))
-        return hashlib.sha256(material.encode()).hexdigest()[:12]
-
 
 def passenv_patterns(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """``PATCHWARDEN_SETUP_PASSENV``: comma- or space-separated patterns; empty: none."""

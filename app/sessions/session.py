@@ -82,6 +82,12 @@ class Task:
     good: str | None = None  # alert: the last commit known to pass, if the caller knows it
     culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
 
+    @property
+    def words(self) -> str:
+        """Everything the task says, in one string: title, instructions, documents (for
+        matching only; documents stay untrusted data)."""
+        return " ".join([self.title, self.instructions, *(d.text for d in self.documents)])
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -118,14 +124,18 @@ class FixContext:
     tree: Path  # host path of the tree; edits here become the patch
     commands: RepoCommands
     sandbox: Sandbox
-    env_dir: Path | None
+    environment: Environment | None  # the repository's, from the setup phase
     timeouts: Timeouts
     secrets: list[str]
     workspace: Workspace  # host-side git on the session's repository (never sandboxed)
     progress: Progress = _quiet
     steps: list[Step] = field(default_factory=list)
-    environment: Environment | None = None  # the base's, whose path is env_dir
     environments: EnvironmentBuilder | None = None  # for other commits (the culprit finder)
+
+    @property
+    def env_dir(self) -> Path | None:
+        """Where the environment is on the host (mounted at /env); None without one."""
+        return self.environment.path if self.environment is not None else None
 
     @property
     def task(self) -> Task:
@@ -320,12 +330,11 @@ class SessionRunner:
             tree=ws.tree,
             commands=commands,
             sandbox=self.sandbox,
-            env_dir=env_dir,
+            environment=env,
             timeouts=self.timeouts,
             secrets=secrets,
             workspace=ws,
             progress=progress,
-            environment=env,
             environments=self.environments,
         )
         progress(f"fix: {spec.task.title}")
