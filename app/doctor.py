@@ -17,6 +17,7 @@ from pathlib import Path
 from app import __version__
 from app.config import Settings
 from app.errors import NoDatabase, PatchwardenError
+from app.sessions.pkgconfig import host_package_config, passenv_patterns
 from app.store import Pause, store_for_url
 
 
@@ -164,6 +165,33 @@ def _llm_check(settings: Settings) -> Check:
     return Check("llm fixer", "ok", detail)
 
 
+def _setup_packages_check(settings: Settings) -> Check:
+    """What the setup phase gets of this host's package configuration (masked)."""
+    try:
+        packages = host_package_config(
+            os.environ,
+            passenv=passenv_patterns(settings.setup_passenv),
+            state_dir=settings.cache_dir / "pkgconfig",
+            isolated=settings.sandbox != "unsafe-local",
+        )
+    except OSError as exc:
+        return Check("setup packages", "warn", f"cannot prepare it: {exc}")
+    if not packages.sources:
+        return Check(
+            "setup packages",
+            "ok",
+            "no package configuration on this host: setup reaches the default indexes",
+        )
+    shown = ", ".join(f"{k}={v}" for k, v in packages.shown().items())
+    return Check(
+        "setup packages",
+        "ok",
+        f"from {', '.join(packages.sources)}; the setup phase gets {shown}; "
+        f"{len(packages.mounts)} read-only mount(s); {len(packages.secrets)} credential(s) "
+        "masked (PATCHWARDEN_SETUP_PASSENV chooses)",
+    )
+
+
 def collect(settings: Settings) -> list[Check]:
     checks = [
         Check("patchwarden", "ok", __version__),
@@ -181,6 +209,7 @@ def collect(settings: Settings) -> list[Check]:
     if checks[2].status != "ok":
         checks[2] = Check("git", "fail", checks[2].detail)
     checks.append(_sandbox_check(settings))
+    checks.append(_setup_packages_check(settings))
     checks.append(_llm_check(settings))
     checks.append(_store_check(settings))
     checks.append(_pause_check(settings))

@@ -395,6 +395,25 @@ def test_doctor_with_configuration(tmp_path: Path, key_pem: str) -> None:
     assert WEBHOOK_SECRET not in json.dumps(checks)
 
 
+@pytest.mark.slow
+def test_doctor_shows_what_setup_gets_of_the_hosts_package_configuration(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://deploy:sekrit-pass@pypi.corp.example/simple\n")
+    env = clean_env(PIP_CONFIG_FILE=str(conf), HTTPS_PROXY="http://proxy.corp.example:3128")
+    env["PATCHWARDEN_CACHE_DIR"] = str(tmp_path / "cache")
+    _, checks = doctor(tmp_path, env)
+    detail = checks["setup packages"]["detail"]
+    assert str(conf) in detail
+    assert "HTTPS_PROXY=http://proxy.corp.example:3128" in detail
+    assert "PIP_CONFIG_FILE=/pkgconfig/etc/pip.conf" in detail
+    assert "sekrit-pass" not in json.dumps(checks)
+    env["PATCHWARDEN_SETUP_PASSENV"] = ""  # the maintainer passes nothing
+    _, checks = doctor(tmp_path, env)
+    assert "no package configuration" in checks["setup packages"]["detail"]
+
+
 # -- settings ----------------------------------------------------------------
 
 
