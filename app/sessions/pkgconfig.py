@@ -38,7 +38,14 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.redact import redact
-from app.sessions.sandbox import BASE_ENV, ENV_NAME, SECRET_NAME, SYSTEM_DIRS, Mount
+from app.sessions.sandbox import (
+    BASE_ENV,
+    ENV_NAME,
+    SECRET_NAME,
+    SYSTEM_DIRS,
+    Mount,
+    publish_folder,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,20 +232,13 @@ def _write_generated(state_dir: Path, files: Mapping[str, str]) -> Path:
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o700)
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
-    folder = state_dir / f"pkgconfig-{digest}"
-    if not folder.is_dir():
-        build = state_dir / f".pkgconfig-{digest}.{os.getpid()}"
-        build.mkdir(parents=True, exist_ok=True)
+
+    def fill(build: Path) -> None:
         for name, text in files.items():
             (build / name).write_text(text, "utf-8")
             (build / name).chmod(0o644)
-        build.chmod(0o755)
-        try:
-            build.rename(folder)
-        except OSError:
-            if not folder.is_dir():
-                raise
-    return folder
+
+    return publish_folder(state_dir / f"pkgconfig-{digest}", fill)
 
 
 def _credentials(values: Iterable[str]) -> list[str]:

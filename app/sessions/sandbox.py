@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
@@ -544,6 +544,28 @@ class Sandbox(abc.ABC):
         """The host process that runs ``call`` isolated as this backend does it."""
 
 
+def publish_folder(target: Path, fill: Callable[[Path], None]) -> Path:
+    """``target``, made once: ``fill`` writes a temporary sibling, which is renamed into
+    place, so nobody sees it half-made (when two make it at once, the first rename wins).
+    A folder named by what goes into it is then never stale."""
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        fill(build)
+        build.chmod(0o755)
+        try:
+            build.rename(target)
+        except OSError:
+            if not target.is_dir():
+                raise
+    finally:
+        if build.exists():
+            shutil.rmtree(build, ignore_errors=True)
+    return target
+
+
 def prlimit_argv(limits: Limits) -> list[str]:
     prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
     return [
@@ -592,11 +614,9 @@ class BwrapSandbox(Sandbox):
                 material.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
         digest = hashlib.sha256("\n".join(material).encode()).hexdigest()[:16]
         etc = state_dir / f"etc-{'net-' if network else ''}{digest}"
-        if etc.is_dir():
-            return etc
-        state_dir.mkdir(parents=True, exist_ok=True)
-        build = Path(tempfile.mkdtemp(prefix=".etc-", dir=state_dir))
-        try:
+        uid = self.uid
+
+        def fill(build: Path) -> None:
             for name in names:
                 source, target = Path("/etc") / name, build / name
                 with contextlib.suppress(OSError):
@@ -604,22 +624,13 @@ class BwrapSandbox(Sandbox):
                         shutil.copytree(source, target, symlinks=True)
                     elif source.exists():
                         shutil.copyfile(source, target)  # resolv.conf is often a link
-            uid = self.uid
             (build / "passwd").write_text(
                 f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
                 f"sandbox:x:{uid}:{uid}:Patchwarden sandbox:/tmp:/usr/sbin/nologin\n"
             )
             (build / "group").write_text(f"root:x:0:\nsandbox:x:{uid}:\n")
-            build.chmod(0o755)
-            try:
-                build.rename(etc)
-            except OSError:
-                if not etc.is_dir():
-                    raise
-        finally:
-            if build.exists():
-                shutil.rmtree(build, ignore_errors=True)
-        return etc
+
+        return publish_folder(etc, fill)
 
     def check(self) -> str:
         if not self.bwrap:
