@@ -356,20 +356,7 @@ class Workspace:
         self.tree.mkdir()
         await self.git("read-tree", "--reset", "-u", "HEAD")
         if with_base_copy:
-            self.base_tree.mkdir()
-            await run_git(
-                [
-                    "--git-dir",
-                    str(self.git_dir),
-                    "--work-tree",
-                    str(self.base_tree),
-                    "read-tree",
-                    "--reset",
-                    "-u",
-                    self.base_sha,
-                ],
-                env={**self.env, "GIT_INDEX_FILE": str(self.root / "base.index")},
-            )
+            await self.checkout_copy(self.base_sha, self.base_tree)
 
     async def commit_all(self, message: str) -> str | None:
         """Stage every change in ``tree/`` and commit it on the branch; None if no change."""
