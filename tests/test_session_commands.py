@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.sessions.commands import ENV_MOUNT, RepoConfigError, detect
+from app.sessions.workspace import version_from_describe
 
 PY = "/opt/python/bin/python3"
 
@@ -180,3 +181,20 @@ def test_the_setup_cache_key_follows_the_inputs(tmp_path: Path) -> None:
     assert before != after
     assert after == detect(root, base_python=PY).env_key(base_python=PY, backend="bwrap")
     assert after != detect(root, base_python=PY).env_key(base_python=PY, backend="docker")
+
+
+@pytest.mark.parametrize(
+    ("described", "commits", "version"),
+    [
+        ("v2.3.0-0-gabcdef1\n", 40, "2.3.0"),  # on the tag itself
+        ("v2.3.0-5-gabcdef1\n", 45, "2.3.1.dev5+g1234567"),  # five after it
+        ("release-1.9-2-gabcdef1", 12, "1.10.dev2+g1234567"),
+        ("nightly-0-gabcdef1", 3, "0.1.dev3+g1234567"),  # no number in the tag
+        ("", 7, "0.1.dev7+g1234567"),  # no tag at all
+    ],
+)
+def test_the_version_git_tags_give_follows_setuptools_scm(
+    described: str, commits: int, version: str
+) -> None:
+    sha = "1234567" + "0" * 33
+    assert version_from_describe(described, commits=commits, sha=sha) == version
