@@ -82,6 +82,14 @@ async def fix_this(pw: Harness, *, by: str = "alice") -> int:
     return issue.number
 
 
+def on_main(forge: LocalForge, path: str) -> bytes:
+    """``path`` as the default branch has it now."""
+    git = forge.repos[REPO].git
+    entry = git.entry(git.resolve("refs/heads/main") or "", path)
+    assert entry is not None, f"{path} is not on main"
+    return entry.content or b""
+
+
 def bot_comments(forge: LocalForge, number: int) -> list[str]:
     return [c.body for c in forge.comments(REPO, number) if c.user.login == "patchwarden[bot]"]
 
@@ -252,10 +260,7 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     body = forge.issue(REPO, revert.number).body or ""
     assert f"Reverts #{fix.number}" in body
     assert revert.merged, bot_comments(forge, revert.number)
-    tip = forge.repos[REPO].git.resolve("refs/heads/main")
-    util = forge.repos[REPO].git.entry(tip, "util.py")
-    assert util is not None
-    assert b"import os" in (util.content or b"")
+    assert b"import os" in on_main(forge, "util.py")
     assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
     tripped = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
     assert len(tripped) == 1
@@ -304,10 +309,7 @@ async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(
     assert human in body or human[:12] in body
     assert f"Reverts #{fix.number}" not in body
     assert not revert.merged  # a person's commit: a person decides
-    tip = forge.repos[REPO].git.resolve("refs/heads/main")
-    util = forge.repos[REPO].git.entry(tip, "util.py")
-    assert util is not None
-    assert b"import os" not in (util.content or b"")  # Patchwarden's merge stands
+    assert b"import os" not in on_main(forge, "util.py")  # Patchwarden's merge stands
     outcomes = await pw.store.find_outcomes(repo=REPO, pr_number=fix.number)
     assert all(o.reverted_by_pr is None for o in outcomes)
     assert not [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
