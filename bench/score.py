@@ -108,6 +108,9 @@ def _py_line(rng: random.Random) -> str:
             f"    return {a}.{b}({c}={n})",
             f"        {a} += len({b})",
             f"    with open({a}, encoding='utf-8') as {b}:",
+            # lines the behaviour reader parses (app/policy/behaviour.py)
+            f"    {a} = json.load({b})",
+            f'    {a} = os.environ.get("{b.upper()}", {c})',
             "",
         )
     )

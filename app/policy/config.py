@@ -120,6 +120,31 @@ class Weights(_Strict):
     reverted_recently_max: float = Field(ge=0)
 
 
+class BehaviourWeights(_Strict):
+    """Points for each behaviour a change adds (app/policy/behaviour.py), once per kind."""
+
+    network: float = Field(ge=0)
+    process: float = Field(ge=0)
+    environment: float = Field(ge=0)
+    outside_files: float = Field(ge=0)
+    dynamic_code: float = Field(ge=0)
+    deserialisation: float = Field(ge=0)
+    package_install: float = Field(ge=0)
+    test_harness: float = Field(ge=0)
+    package_index: float = Field(ge=0)
+    conda_dependencies: float = Field(ge=0)
+    action: float = Field(ge=0)
+    gitattributes: float = Field(ge=0)
+
+
+class BehaviourRules(_Strict):
+    """What a change makes the code do (docs/policy.md#behaviour)."""
+
+    weights: BehaviourWeights
+    # Fixers whose changes never merge themselves when they add any behaviour.
+    never_automerge: list[Literal["llm", "lint", "revert"]]
+
+
 class MergeRules(_Strict):
     """How Patchwarden merges, and what it does after a merge (docs/policy.md#merging)."""
 
@@ -137,6 +162,7 @@ class Policy(_Strict):
     caps: Caps
     thresholds: Thresholds
     weights: Weights
+    behaviour: BehaviourRules
     merge: MergeRules
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from app.policy.behaviour import Behaviour, behaviours
 from app.policy.config import Policy
 from app.policy.deps import DepChange, dependency_changes
 from app.policy.diff import ChangedFile, ParsedDiff
@@ -65,6 +66,7 @@ class Features:
     test_functions_removed: tuple[str, ...] = ()  # "path::name"
     skips_added: tuple[str, ...] = ()  # "path:line"
     secrets: tuple[SecretFound, ...] = ()
+    behaviours: tuple[Behaviour, ...] = ()  # what the added lines make the code do
     parse_error: str | None = None
     truncated: bool = False
 
@@ -122,6 +124,7 @@ def extract(
     deleted_t: list[str] = []
     removed_fns: list[str] = []
     skips: list[str] = []
+    behaving: list[Behaviour] = []
     secrets: list[SecretFound] = list(dict.fromkeys(extra_secrets))
     seen_secrets = set(secrets)
     for f in diff.files:
@@ -147,6 +150,7 @@ def extract(
         deps += dependency_changes(f)
         _tests(f, cls, added_t, modified_t, deleted_t, removed_fns)
         skips += _skips(f)
+        behaving += behaviours(f)
         for hit in scan_added(f.path, f.added_lines):
             if hit not in seen_secrets:
                 seen_secrets.add(hit)
@@ -176,6 +180,7 @@ def extract(
         test_functions_removed=tuple(removed_fns),
         skips_added=tuple(skips),
         secrets=tuple(secrets),
+        behaviours=tuple(behaving),
         parse_error=diff.error,
         truncated=diff.truncated,
     )

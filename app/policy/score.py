@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.policy.behaviour import KINDS, SAYS, Behaviour
 from app.policy.config import (
     AUTONOMY_CEILING,
     Autonomy,
@@ -273,6 +274,7 @@ def score(
     if over:
         rule("caps", caps.over, "over the policy's caps: " + "; ".join(over))
 
+    _behaviour(features, policy, verification, tally)
     if verification is not None:
         _verification(verification, policy, tally)
     else:
@@ -346,6 +348,39 @@ class _Tally:
 
     def rule(self, name: str, decision: Decision, reason: str) -> None:
         self.rules.append(RuleHit(rule=name, decision=decision, reason=reason))
+
+
+def _behaviour(
+    features: Features, policy: Policy, verification: Verification | None, tally: _Tally
+) -> None:
+    """A factor per kind of behaviour the change adds, and the rule that holds a
+    fixer's change with any of them for a person (``behaviour.never_automerge``)."""
+    by_kind: dict[str, list[Behaviour]] = {}
+    for b in features.behaviours:
+        by_kind.setdefault(b.kind, []).append(b)
+    rules = policy.behaviour
+    for kind in KINDS:
+        found = by_kind.get(kind)
+        if found:
+            places = [f"{b.what}` at `{b.where}" if b.line else b.where for b in found]
+            tally.add(
+                f"behaviour:{kind}",
+                _n(len(found), "place"),
+                getattr(rules.weights, kind),
+                f"adds {SAYS[kind]}: {_list(places)}",
+            )
+    fixer = verification.fixer if verification is not None else None
+    held = fixer in rules.never_automerge or (
+        fixer is not None and fixer not in _FIXER_REASON and "llm" in rules.never_automerge
+    )
+    if held and by_kind:
+        kinds = ", ".join(SAYS[k] for k in KINDS if k in by_kind)
+        tally.rule(
+            "behaviour",
+            "review",
+            f"written by the {fixer} fixer, it adds {kinds}: a maintainer reviews that "
+            "(behaviour.never_automerge)",
+        )
 
 
 def _verification(v: Verification, policy: Policy, tally: _Tally) -> None:
