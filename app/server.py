@@ -6,9 +6,11 @@ Nothing slow happens before the 202: the delivery is verified, stored and a
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -17,22 +19,29 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from app import signing
+from app import signing, webhooks
 from app.alerts import parse_alerts
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from app.runtime import Runtime, close_runtime, open_runtime
 from app.store import Delivery, NewJob
+from app.webhooks import payloads
 
 log = logging.getLogger(__name__)
 
 # GitHub caps webhook payloads at 25 MB; aiohttp's default limit is 1 MiB.
 # https://docs.github.com/en/webhooks/webhook-events-and-payloads#payload-cap
 MAX_BODY = 25 * 1024 * 1024
+LARGE_BODY = 1024 * 1024
+MAX_LARGE_READS = 2  # unsigned traffic can hold at most this many large bodies in memory
+LARGE_READ_WAIT = 30.0  # seconds a large body waits for a slot before a 503
+_EVENT = re.compile(r"^[a-z_]{1,64}$")
+_DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 RUNTIME = web.AppKey("runtime", Runtime)
 SETTINGS = web.AppKey("settings", Settings)
 VERIFY = web.AppKey("verify_signatures", bool)
+LARGE_READS = web.AppKey("large_reads", asyncio.Semaphore)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -48,15 +57,35 @@ def _decode(body: bytes, content_type: str) -> Any:
 
 
 async def _read(request: web.Request) -> bytes | web.Response:
+    """The body, read before anyone knows who sent it: so bounded in total. Small bodies
+    (nearly every delivery) are read at once; at most ``MAX_LARGE_READS`` bodies over
+    ``LARGE_BODY`` (or of unknown length) are read at a time, the others wait for a slot
+    (their bytes stay in the socket, not in memory) and give up with a 503."""
+    length = request.content_length
+    too_large = _error(413, f"body larger than {MAX_BODY} bytes (GitHub's webhook payload cap)")
+    if length is not None and length > MAX_BODY:
+        return too_large
+    slots = request.app[LARGE_READS]
+    large = length is None or length > LARGE_BODY
+    if large:
+        try:
+            await asyncio.wait_for(slots.acquire(), timeout=LARGE_READ_WAIT)
+        except TimeoutError:
+            return _error(503, "too many large bodies are being read at once; send it again")
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge:
-        return _error(413, f"body larger than {MAX_BODY} bytes (GitHub's webhook payload cap)")
+        return too_large
+    finally:
+        if large:
+            slots.release()
 
 
 async def github_webhook(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
     settings = request.app[SETTINGS]
+    if request.app[VERIFY] and not request.headers.get("X-Hub-Signature-256"):
+        return _error(401, "the X-Hub-Signature-256 header is missing")  # before any read
     body = await _read(request)
     if isinstance(body, web.Response):
         return body
@@ -74,23 +103,27 @@ async def github_webhook(request: web.Request) -> web.Response:
             return _error(401, str(exc))
     event = request.headers.get("X-GitHub-Event", "")
     delivery_id = request.headers.get("X-GitHub-Delivery", "")
-    if not event or not delivery_id or len(delivery_id) > 200:
-        return _error(400, "X-GitHub-Event and X-GitHub-Delivery headers are required")
+    if not _EVENT.match(event) or not _DELIVERY_ID.match(delivery_id):
+        return _error(
+            400, "X-GitHub-Event and X-GitHub-Delivery headers are required, as GitHub sends them"
+        )
     try:
         payload = _decode(body, request.content_type)
+    except RecursionError:
+        return await _invalid(runtime, event, delivery_id, body, "the payload nests too deep")
     except (ValueError, KeyError, UnicodeDecodeError) as exc:
         return _error(400, f"body is not a JSON webhook payload: {type(exc).__name__}")
-    if not isinstance(payload, dict):
-        return _error(400, "webhook payload must be a JSON object")
-    installation = payload.get("installation") or {}
+    checked = webhooks.check(event, payload)
+    if isinstance(checked, payloads.Invalid):
+        return await _invalid(runtime, event, delivery_id, body, checked.reason)
     delivery = Delivery(
         id=delivery_id,
         source="github",
         event=event,
-        action=payload.get("action") if isinstance(payload.get("action"), str) else None,
-        installation_id=installation.get("id") if isinstance(installation, dict) else None,
-        repo=(payload.get("repository") or {}).get("full_name"),
-        sender=(payload.get("sender") or {}).get("login"),
+        action=checked.action,
+        installation_id=checked.installation.id if checked.installation else None,
+        repo=checked.repository.full_name if checked.repository else None,
+        sender=checked.sender.login if checked.sender else None,
         payload=payload,
         received_at=time.time(),
     )
@@ -107,6 +140,21 @@ async def github_webhook(request: web.Request) -> web.Response:
     if new:
         runtime.pool.wake(EVENTS_QUEUE)
     return web.json_response({"delivery": delivery_id, "duplicate": not new}, status=202)
+
+
+async def _invalid(
+    runtime: Runtime, event: str, delivery_id: str, body: bytes, reason: str
+) -> web.Response:
+    """A signed delivery Patchwarden cannot act on: audited (not stored whole: it may be
+    huge or hostile), answered 400 with the reason, no job."""
+    log.warning("refused delivery %s (%s): %s", delivery_id, event, reason)
+    await runtime.store.audit(
+        "delivery.invalid",
+        delivery_id=delivery_id,
+        reason=reason,
+        details={"event": event, "bytes": len(body)},
+    )
+    return _error(400, f"the {event} payload cannot be used: {reason}")
 
 
 def _alert_authorised(request: web.Request, body: bytes, secret: str) -> str | None:
@@ -147,8 +195,8 @@ async def alerts_webhook(request: web.Request) -> web.Response:
         parsed = parse_alerts(
             data, repo_label=settings.alert_repo_label, routes=settings.alert_routes
         )
-    except (ValueError, UnicodeDecodeError):
-        return _error(400, "body is not JSON")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return _error(400, "body is not JSON (or nests too deep)")
     except AlertFormatError as exc:
         return _error(422, str(exc))
     delivery_id = f"alert-{uuid.uuid4()}"
@@ -224,6 +272,7 @@ def create_app(
     app = web.Application(client_max_size=MAX_BODY)
     app[SETTINGS] = settings
     app[VERIFY] = verify_signatures
+    app[LARGE_READS] = asyncio.Semaphore(MAX_LARGE_READS)
 
     async def runtime_ctx(app: web.Application) -> AsyncIterator[None]:
         runtime = await open_runtime(settings, start_workers=start_workers)

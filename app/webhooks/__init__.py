@@ -7,13 +7,14 @@ run git. They are invoked by the ``delivery`` job, after the server has answered
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubApp
 from app.store import Delivery
-from app.webhooks import ci, commands, installations, labels, lifecycle
+from app.webhooks import ci, commands, installations, labels, lifecycle, payloads
 from app.webhooks.context import HandlerContext
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,26 @@ SUBSCRIBED_EVENTS = (
 )
 
 
+def handled(event: str, action: str | None) -> bool:
+    """Whether a handler is registered for ``event`` (and ``action``)."""
+    data = {"action": action} if action is not None else {}
+    return bool(router.fetch(sansio.Event(data, event=event, delivery_id="-")))
+
+
+def check(event: str, payload: Any) -> payloads.Envelope | payloads.Invalid:
+    """A delivery's typed model, or why its handlers cannot read it (app/webhooks/payloads)."""
+    return payloads.check(event, payload, handled=handled)
+
+
 async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerContext) -> int:
-    """Run the handlers for a stored delivery; return how many ran."""
+    """Run the handlers for a stored delivery; return how many ran.
+
+    The payload is checked again (intake checked it, but a stored delivery may predate
+    a check): one that is not what its handlers read runs none of them."""
+    checked = check(delivery.event, delivery.payload)
+    if isinstance(checked, payloads.Invalid):
+        await ctx.audit("delivery.invalid", actor=None, repo=None, reason=checked.reason)
+        return 0
     event = sansio.Event(delivery.payload, event=delivery.event, delivery_id=delivery.id)
     callbacks = router.fetch(event)
     if not callbacks:
@@ -62,4 +81,4 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
     return len(callbacks)
 
 
-__all__ = ["SUBSCRIBED_EVENTS", "HandlerContext", "route_delivery", "router"]
+__all__ = ["SUBSCRIBED_EVENTS", "HandlerContext", "check", "handled", "route_delivery", "router"]

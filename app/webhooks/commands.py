@@ -9,13 +9,14 @@ from app.github import GitHubClient
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 from app.webhooks.fix_requests import FixRequest, request_fix
+from app.webhooks.payloads import IssueCommentEvent, typed
 
 router = Router()
 
 
 @router.register("issue_comment", action="created")
 async def on_comment_created(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    comment_id = int((event.data.get("comment") or {}).get("id") or 0)
+    comment_id = typed(IssueCommentEvent, event.data).comment.id
     request = FixRequest(
         via="comment",
         ref=f"comment:{comment_id}",

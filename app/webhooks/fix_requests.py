@@ -9,7 +9,7 @@ redelivered or retried event starts nothing twice and answers nothing twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from gidgethub import sansio
 
@@ -19,6 +19,7 @@ from app.store import NewJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once, answer_refusal, check_write_access, react
 from app.webhooks.context import HandlerContext
+from app.webhooks.payloads import IssueCommentEvent, IssuesEvent, typed
 
 
 @dataclass(frozen=True)
@@ -38,27 +39,31 @@ async def request_fix(
     screen: triggers.Screen,
     request: FixRequest,
 ) -> None:
-    data: dict[str, Any] = event.data
-    repo = data["repository"]["full_name"]
-    login = (data.get("sender") or {}).get("login")
+    data: IssueCommentEvent | IssuesEvent = (
+        typed(IssueCommentEvent, event.data)
+        if request.via == "comment"
+        else typed(IssuesEvent, event.data)
+    )
+    repo = data.repository.full_name
+    login = data.sender.login if data.sender else None
     if screen.verdict == "ignore" or screen.command is None or not login:
         await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=screen.reason)
         return
-    issue = data["issue"]
+    number = data.issue.number
     decision = await check_write_access(gh, repo=repo, login=login)
     await ctx.audit(
         decision.audit_action,
         actor=login,
         repo=repo,
         reason=decision.reason,
-        details={"issue": issue["number"], "via": request.via, "ref": request.ref},
+        details={"issue": number, "via": request.via, "ref": request.ref},
     )
     if decision.verdict == "refuse":
         await answer_refusal(
             gh,
             ctx,
             repo=repo,
-            issue_number=issue["number"],
+            issue_number=number,
             login=login,
             decision=decision,
             key=request.ref,
@@ -72,7 +77,7 @@ async def request_fix(
             gh,
             ctx,
             repo=repo,
-            number=issue["number"],
+            number=number,
             kind="refused",
             key=request.ref,
             body=f"@{login}, not started: {paused}. Ask again once it is resumed.",
@@ -81,14 +86,14 @@ async def request_fix(
     await ctx.enqueue(
         NewJob(
             kind="fix",
-            key=f"fix:{repo}#{issue['number']}:{request.ref}",
+            key=f"fix:{repo}#{number}:{request.ref}",
             repo=repo,
-            installation_id=(data.get("installation") or {}).get("id"),
+            installation_id=data.installation.id if data.installation else None,
             delivery_id=event.delivery_id,
             payload={
                 "repo": repo,
-                "issue_number": issue["number"],
-                "issue_title": issue.get("title", ""),
+                "issue_number": number,
+                "issue_title": data.issue.title,
                 "trigger": request.via,
                 "comment_id": request.comment_id,
                 "requested_by": login,

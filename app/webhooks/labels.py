@@ -9,6 +9,7 @@ from app.github import GitHubClient
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 from app.webhooks.fix_requests import FixRequest, request_fix
+from app.webhooks.payloads import IssuesEvent, typed
 
 router = Router()
 
@@ -19,7 +20,7 @@ async def on_issue_labeled(event: sansio.Event, gh: GitHubClient, *, ctx: Handle
         via="label",
         ref=f"label:{event.delivery_id}",
         reaction_url="/repos/{owner}/{repo}/issues/{number}/reactions",
-        reaction_vars={"number": (event.data.get("issue") or {}).get("number", 0)},
+        reaction_vars={"number": typed(IssuesEvent, event.data).issue.number},
     )
     screen = triggers.screen_issue_label(event.data)
     await request_fix(event, gh, ctx, screen=screen, request=request)

@@ -1,0 +1,291 @@
+"""The shape of a delivery, checked before anything acts on it.
+
+A correctly signed body can still be anything: GitHub's own payloads never nest 10,000
+deep, name an installation ``[7]`` or an issue ``"1; DROP"``, but a leaked webhook
+secret, a proxy that mangles bodies or a bug upstream can send exactly that. So intake
+(:mod:`app.server`) and the delivery job (:func:`app.webhooks.route_delivery`) both run
+:func:`check` first: a body nested deeper than :data:`MAX_DEPTH`, a string that is not
+valid Unicode, or an event Patchwarden handles that lacks a field its handler reads (or
+has it with the wrong type or out of bounds) is :class:`Invalid`, with a short reason.
+Intake answers it 400, audits it and creates no job; a handler never sees it.
+
+The models list the fields Patchwarden reads, nothing more (``extra="ignore"``): GitHub
+adds fields all the time. Numbers are strict (``"7"`` is not an installation id) and
+bounded (ids fit SQLite's 64-bit integers), names follow GitHub's own rules (an
+``owner/name`` of at most 140 characters), texts are capped at GitHub's own limits.
+Handlers read the typed model (:func:`typed`) rather than the raw dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+MAX_DEPTH = 32  # GitHub's payloads nest at most 7 deep today
+INT64_MAX = 2**63 - 1
+
+Id = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
+Number = Annotated[int, Field(strict=True, ge=1, le=2**31 - 1)]
+# GitHub logins: letters, digits and single hyphens, at most 39; Apps end in [bot];
+# Enterprise Managed Users add an _shortcode.
+Login = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}(?:\[bot\])?$")]
+RepoName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,38}/[A-Za-z0-9_.-]{1,100}$")
+]
+Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")]
+Word = Annotated[str, StringConstraints(max_length=100)]  # an action, a state, a slug
+Name = Annotated[str, StringConstraints(max_length=1024)]  # a branch, a check, a label
+Title = Annotated[str, StringConstraints(max_length=1024)]  # GitHub caps titles at 256
+Body = Annotated[str, StringConstraints(max_length=262_144)]  # GitHub caps bodies at 65,536
+Url = Annotated[str, StringConstraints(max_length=2048)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class User(_Model):
+    login: Login
+    type: Word | None = None
+
+
+class Repository(_Model):
+    full_name: RepoName
+    default_branch: Name | None = None
+
+
+class Account(_Model):
+    login: Login | None = None
+
+
+class Installation(_Model):
+    id: Id
+    account: Account | None = None
+
+
+class Envelope(_Model):
+    """What every delivery is read for: intake stores these, routing uses ``action``."""
+
+    action: Word | None = None
+    installation: Installation | None = None
+    repository: Repository | None = None
+    sender: User | None = None
+
+
+class Issue(_Model):
+    number: Number
+    title: Title = ""
+    body: Body | None = None
+    pull_request: dict[str, Any] | None = None
+    user: User | None = None
+
+
+class Comment(_Model):
+    id: Id
+    body: Body | None = None
+    user: User | None = None
+
+
+class IssueCommentEvent(Envelope):
+    repository: Repository
+    issue: Issue
+    comment: Comment
+
+
+class Label(_Model):
+    name: Name
+
+
+class IssuesEvent(Envelope):
+    repository: Repository
+    issue: Issue
+    label: Label | None = None
+
+
+class PullRequest(_Model):
+    number: Number
+    merged: bool | None = None
+    merge_commit_sha: Sha | None = None
+
+
+class Review(_Model):
+    state: Word
+    user: User | None = None
+
+
+class PullRequestEvent(Envelope):
+    repository: Repository
+    pull_request: PullRequest
+
+
+class PullRequestReviewEvent(Envelope):
+    repository: Repository
+    pull_request: PullRequest
+    review: Review
+
+
+class App(_Model):
+    slug: Word | None = None
+
+
+class CheckSuite(_Model):
+    head_branch: Name | None = None
+    head_sha: Sha | None = None
+    app: App | None = None
+    pull_requests: list[dict[str, Any]] = []
+
+
+class CheckRun(_Model):
+    name: Name
+    head_sha: Sha
+    conclusion: Word | None = None
+    html_url: Url | None = None
+    app: App | None = None
+    check_suite: CheckSuite | None = None
+    pull_requests: list[dict[str, Any]] = []
+
+
+class CheckRunEvent(Envelope):
+    repository: Repository
+    check_run: CheckRun
+
+
+class CheckSuiteEvent(Envelope):
+    repository: Repository
+    check_suite: CheckSuite
+
+
+class WorkflowRun(_Model):
+    name: Name | None = None
+    head_sha: Sha
+    head_branch: Name | None = None
+    conclusion: Word | None = None
+    html_url: Url | None = None
+    head_repository: Repository | None = None
+
+
+class WorkflowRunEvent(Envelope):
+    repository: Repository
+    workflow_run: WorkflowRun
+
+
+class Branch(_Model):
+    name: Name
+
+
+class StatusEvent(Envelope):
+    repository: Repository
+    sha: Sha
+    state: Word
+    context: Name | None = None
+    target_url: Url | None = None
+    branches: list[Branch] = []
+
+
+class RepoRef(_Model):
+    full_name: RepoName
+
+
+class InstallationEvent(Envelope):
+    installation: Installation
+    repositories: list[RepoRef] | None = None
+
+
+class InstallationRepositoriesEvent(Envelope):
+    installation: Installation
+    repositories_added: list[RepoRef] = []
+    repositories_removed: list[RepoRef] = []
+
+
+# The events Patchwarden's handlers read, and the model of what they read.
+MODELS: dict[str, type[Envelope]] = {
+    "issue_comment": IssueCommentEvent,
+    "issues": IssuesEvent,
+    "pull_request": PullRequestEvent,
+    "pull_request_review": PullRequestReviewEvent,
+    "check_run": CheckRunEvent,
+    "check_suite": CheckSuiteEvent,
+    "workflow_run": WorkflowRunEvent,
+    "status": StatusEvent,
+    "installation": InstallationEvent,
+    "installation_repositories": InstallationRepositoriesEvent,
+}
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Why a delivery cannot be acted on: said to the sender (400) and audited."""
+
+    reason: str
+
+
+def check(
+    event: str, payload: Any, *, handled: Callable[[str, str | None], bool] = lambda e, a: True
+) -> Envelope | Invalid:
+    """The delivery's typed model, or why it is not one Patchwarden can act on.
+
+    Every delivery must have a sound envelope; only one that a handler will read
+    (``handled(event, action)``) must also have what that handler reads."""
+    if not isinstance(payload, dict):
+        return Invalid("the payload must be a JSON object")
+    problem = _walk(payload)
+    if problem is not None:
+        return Invalid(problem)
+    try:
+        envelope = Envelope.model_validate(payload)
+        model = MODELS.get(event)
+        if model is None or not handled(event, envelope.action):
+            return envelope
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        return Invalid(_reason(exc))
+
+
+M = TypeVar("M", bound=Envelope)
+
+
+def typed(model: type[M], data: Mapping[str, Any]) -> M:
+    """A handler's view of an event it is registered for (checked at intake already)."""
+    return model.model_validate(data)
+
+
+def _reason(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "the payload"
+    message = str(err["msg"])
+    if err["type"] == "missing":
+        message = "missing"
+    elif err["type"] == "string_pattern_mismatch":
+        message = "not in the form GitHub uses"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"`{where}`: {message}{more}"[:300]
+
+
+def _walk(payload: dict[str, Any]) -> str | None:
+    """Depth and Unicode, checked without recursion (a deep body must not crash this)."""
+    stack: list[tuple[Any, int]] = [(payload, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"the payload nests deeper than {MAX_DEPTH} levels"
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not _valid_text(key):
+                    return "a key is not valid Unicode (a lone surrogate)"
+                stack.append((value, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
+        elif isinstance(node, str) and not _valid_text(node):
+            return "a string is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
