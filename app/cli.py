@@ -173,8 +173,57 @@ async def _audit_outcomes(
     return 0
 
 
+async def _audit_failed(
+    settings: Settings, *, repo: str | None, since: float | None, as_json: bool
+) -> int:
+    store = store_for_url(settings.database_url, create=False)
+    await store.open()
+    try:
+        jobs = await store.list_jobs(state="failed")
+    finally:
+        await store.close()
+    jobs = [
+        j
+        for j in jobs
+        if (repo is None or j.repo == repo) and (since is None or j.updated_at >= since)
+    ]
+    for j in jobs:
+        when = (
+            datetime.fromtimestamp(j.updated_at, UTC)
+            .isoformat(timespec="seconds")
+            .replace("+00:00", "Z")
+        )
+        row = {
+            "job": j.id,
+            "kind": j.kind,
+            "repo": j.repo,
+            "failed_at": when,
+            "runs": j.attempts,
+            "crashes": j.crashes,
+            "issue": j.payload.get("issue_number") or j.payload.get("pr"),
+            "error": j.last_error,
+        }
+        if as_json:
+            print(json.dumps(row, sort_keys=True))
+        else:
+            where = f"{j.repo or '-'}#{row['issue']}" if row["issue"] else j.repo or "-"
+            print(
+                f"{when}  job {j.id:<6} {j.kind:<8} {where:<30} runs {j.attempts} "
+                f"(crashes {j.crashes})  {j.last_error or ''}"
+            )
+    if not jobs and not as_json:
+        print("no failed jobs", file=sys.stderr)
+    return 0
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     settings = load_settings()
+    if args.failed:
+        if args.job is not None or args.outcomes:
+            raise BadInput("--failed lists failed jobs: use --repo or --since with it")
+        return asyncio.run(
+            _audit_failed(settings, repo=args.repo, since=args.since, as_json=args.json)
+        )
     if args.outcomes:
         if args.job is not None:
             raise BadInput(
@@ -258,6 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--outcomes",
         action="store_true",
         help="what became of the jobs instead: PRs, merges, reverts, time and cost per repo",
+    )
+    audit.add_argument(
+        "--failed",
+        action="store_true",
+        help="the jobs that failed for good, with why (their requesters were told)",
     )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(func=cmd_audit)

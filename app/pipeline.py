@@ -42,10 +42,12 @@ from app.publish.github import MergeAnswer, Publisher
 from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from app.queue.worker import JobHandler
+from app.redact import redact
 from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import Remote, branch_name
 from app.store import Job, NewJob, Outcome, Store
+from app.store.models import FAILURE_NOTICE
 from app.store.outcomes import (
     canary_minutes,
     pause_reason,
@@ -80,6 +82,7 @@ class Pipeline:
             "revert": (SESSIONS_QUEUE, self.revert_job),
             "update": (SESSIONS_QUEUE, self.update_job),
             "merge": (EVENTS_QUEUE, self.merge_job),
+            FAILURE_NOTICE: (EVENTS_QUEUE, self.failure_notice_job),
         }
 
     # -- helpers ------------------------------------------------------------------
@@ -171,6 +174,35 @@ class Pipeline:
         # Only reverts that merged count: one opened and never merged undid nothing.
         undone = reverted(await self.store.find_outcomes(repo=repo, since=since))
         return History(reverted_recently=len(undone))
+
+    # -- a job that failed for good: tell the person who asked ------------------------
+    async def failure_notice_job(self, job: Job) -> dict[str, Any]:
+        """Edit the failed job's comment ("Working on it…") to say what failed and what
+        to do; its outcome becomes ``failed``. Queued by the store with the failure."""
+        failed = await self.store.get_job(int(job.payload["job_id"]))
+        if failed is None or failed.repo is None:
+            return {"told": False, "why": "the failed job is gone"}
+        number = failed.payload.get("issue_number") or failed.payload.get("pr")
+        if not number:
+            return {"told": False, "why": "the job has no issue or pull request"}
+        why = redact(failed.last_error or "an unknown error").splitlines()[0][:300]
+        bot = self.settings.bot_name
+        again = {
+            "fix": f"Ask again with `@{bot} fix this` (a new request starts a new job)",
+            "merge": f"A new approval or `@{bot} ship it` checks it again",
+            "revert": f"Ask again with `@{bot} revert`",
+        }.get(failed.kind, "Ask again")
+        report = _job_comment(self._publisher(failed, failed.repo), int(number), failed.id)
+        await report.say(
+            f"Stopped: this {failed.kind} job failed after {failed.attempts} run(s) and "
+            f"will not go on by itself. What failed: {inline(why)}. {again}; if it keeps "
+            f"failing, a maintainer can run `patchwarden audit --job {failed.id}`."
+        )
+        outcome = await self.store.get_outcome(failed.id)
+        if outcome is not None and outcome.status == "running":
+            await self.store.save_outcome(replace(outcome, status="failed"))
+        await self.store.audit("job.failure_told", repo=failed.repo, job_id=failed.id, reason=why)
+        return {"told": True, "job": failed.id, "on": int(number)}
 
     # -- fix: an issue's "fix this" ------------------------------------------------
     async def fix_job(self, job: Job) -> dict[str, Any]:

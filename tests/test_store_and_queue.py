@@ -33,10 +33,10 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
     for _ in range(2):
         s = store_for_url(url)
         await s.open()
-        assert await s.schema_version() == 4
+        assert await s.schema_version() == 5
         await s.close()
     with sqlite3.connect(tmp_path / "m.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 4
+        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 5
         db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     with pytest.raises(StoreError, match="newer than this Patchwarden"):
         await store_for_url(url).open()
@@ -98,11 +98,14 @@ async def test_only_the_lease_holder_completes(store: Store) -> None:
     await store.enqueue(_job("k"))
     job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
     assert job is not None
-    await asyncio.sleep(0.1)  # A's lease expires; B takes over
+    await asyncio.sleep(0.1)  # A's lease expires: a crash; the job waits a backoff
+    backoff = {"crash_backoff_seconds": 0.1}
+    assert not await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=1, **backoff)
+    await asyncio.sleep(0.15)
     retaken = await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=30)
     assert retaken is not None
     assert retaken.id == job.id
-    assert retaken.attempts == 2
+    assert (retaken.attempts, retaken.crashes, retaken.errors) == (2, 1, 1)
     assert await store.complete(job.id, owner="A", result={}) is False
     assert await store.heartbeat(job.id, owner="A", lease_seconds=30) is False
     assert await store.complete(job.id, owner="B", result={"ok": True}) is True
@@ -112,17 +115,53 @@ async def test_only_the_lease_holder_completes(store: Store) -> None:
     assert done.result == {"ok": True}
 
 
-async def test_expired_leases_end_in_a_visible_failure(store: Store) -> None:
+FAST = {"crash_backoff_seconds": 0.005}
+
+
+async def test_crashes_are_not_the_job_s_errors_and_back_off(store: Store) -> None:
+    """A worker that dies mid-job is a crash: the job runs again after a backoff that
+    doubles, whatever its max_attempts; at MAX_CRASHES it fails, visibly."""
+    from app.store.models import MAX_CRASHES
+
     await store.enqueue(_job("k", max_attempts=2))
-    for owner in ("A", "B"):
-        assert await store.claim(queue="q", kinds=["work"], owner=owner, lease_seconds=0.01)
-        await asyncio.sleep(0.05)
-    assert await store.claim(queue="q", kinds=["work"], owner="C", lease_seconds=1) is None
+    delays = []
+    for n in range(MAX_CRASHES):
+        job = None
+        for _ in range(400):
+            job = await store.claim(
+                queue="q", kinds=["work"], owner=f"w{n}", lease_seconds=0.01, **FAST
+            )
+            if job is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert job is not None, f"crash {n}: the job never came back"
+        await asyncio.sleep(0.02)  # the worker dies: its lease expires
+        if n == MAX_CRASHES - 1:
+            break
+        assert not await store.claim(queue="q", kinds=["work"], owner="x", lease_seconds=1, **FAST)
+        [queued] = await store.list_jobs()
+        assert queued.state == JobState.QUEUED
+        assert queued.crashes == n + 1
+        delays.append(queued.run_after - queued.updated_at)
+    assert delays == sorted(delays) and delays[-1] > delays[0]
+    assert not await store.claim(queue="q", kinds=["work"], owner="C", lease_seconds=1, **FAST)
     [job] = await store.list_jobs()
     assert job.state == JobState.FAILED
-    assert "lease expired on attempt 2 of 2" in (job.last_error or "")
+    assert f"{MAX_CRASHES} times: a crash loop" in (job.last_error or "")
     actions = [e.action for e in await store.query_audit(AuditQuery(job_id=job.id))]
     assert actions[-1] == "job.failed"
+
+
+async def test_a_failed_job_with_a_person_queues_its_notice_once(store: Store) -> None:
+    await store.enqueue(_job("k", max_attempts=1))
+    await store.enqueue(NewJob(kind="work", key="i", queue="q", payload={"issue_number": 7}))
+    for _ in range(2):
+        job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+        assert job is not None
+        assert await store.fail(job.id, owner="A", error="boom")
+    notices = await store.list_jobs(kind="failure_notice")
+    assert [n.payload for n in notices] == [{"job_id": job.id}]  # only the one with an issue
+    assert notices[0].queue == "events"
 
 
 async def test_retry_later_waits_and_release_does_not_count(store: Store) -> None:

@@ -172,3 +172,24 @@ async def test_sigterm_without_drain_time_gives_the_job_back(scenario: Scenario)
     assert len(await scenario.store.list_jobs(kind="fix")) == 1
     assert scenario.forge.comment_reactions(scenario.comment.id) == ["eyes"]
     assert await _signal_and_wait(again, signal.SIGTERM) == 0
+
+
+async def test_workers_killed_again_and_again_do_not_fail_the_job(scenario: Scenario) -> None:
+    """A crash loop (a worker killed mid-job three times: the old limit that failed
+    every job) is not the job's fault: it backs off, and the next worker finishes it."""
+    for n in range(3):
+        worker = await scenario.mid_job(30, PATCHWARDEN_RETRY_BASE_SECONDS="0.2")
+        assert await _signal_and_wait(worker, signal.SIGKILL) == -signal.SIGKILL
+        scenario.forge.arrivals.clear()
+        if n < 2:
+            # the next worker finds the expired lease and requeues the job with a backoff
+            continue
+    last = scenario.start_worker(PATCHWARDEN_RETRY_BASE_SECONDS="0.2")
+    await _wait(scenario.finished, what="the job to finish after three crashes", within=30)
+    job = await scenario.job()
+    assert job.state == JobState.SUCCEEDED
+    assert job.crashes == 3
+    assert len(await scenario.store.list_jobs(kind="fix")) == 1
+    actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
+    assert actions.count("job.retried_after_lost_lease") == 3
+    assert await _signal_and_wait(last, signal.SIGTERM) == 0

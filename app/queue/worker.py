@@ -6,9 +6,12 @@ lane claims a job only when it has a free slot, so a burst of work waits in the
 database (bounded memory) while the server goes on acknowledging deliveries.
 
 Crash safety: a claimed job carries a lease that a heartbeat extends. If the process
-dies, the lease expires and another worker claims the job again, up to its
-``max_attempts``; after that it is ``failed`` with the reason. Completion is accepted
-only from the lease holder, so a job never completes twice.
+dies, the lease expires: that is a crash, told apart from the job's own errors. The job
+waits a backoff that doubles with each crash and runs again, up to ``MAX_CRASHES``
+crashes; its own errors are retried up to its ``max_attempts``. Either way a job that
+finally fails is ``failed`` with the reason, and the store queues a notice that tells
+the person who asked (app/pipeline.py). Completion is accepted only from the lease
+holder, so a job never completes twice.
 """
 
 from __future__ import annotations
@@ -135,7 +138,11 @@ class WorkerPool:
     async def _claim(self, lane: Lane) -> Job | None:
         kinds = self.kinds_for(lane.queue)
         return await self.store.claim(
-            queue=lane.queue, kinds=kinds, owner=self.owner, lease_seconds=self.lease_seconds
+            queue=lane.queue,
+            kinds=kinds,
+            owner=self.owner,
+            lease_seconds=self.lease_seconds,
+            crash_backoff_seconds=self.retry_base_seconds,
         )
 
     async def _lane_loop(self, lane: Lane) -> None:
@@ -222,12 +229,13 @@ class WorkerPool:
             error,
             traceback.format_exc(limit=5),
         )
-        if job.attempts >= job.max_attempts:
+        # Runs its worker did not survive (crashes) do not count: only the job's own errors.
+        if job.errors >= job.max_attempts:
             await self.store.fail(
                 job.id,
                 owner=self.owner,
-                error=f"gave up after {job.attempts} attempt(s); last error: {error}",
+                error=f"gave up after {job.errors} attempt(s); last error: {error}",
             )
             return
-        delay = self.retry_base_seconds * (2 ** (job.attempts - 1))
+        delay = self.retry_base_seconds * (2 ** (job.errors - 1))
         await self.store.retry_later(job.id, owner=self.owner, error=error, delay_seconds=delay)

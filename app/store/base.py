@@ -61,11 +61,18 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def claim(
-        self, *, queue: str, kinds: Sequence[str], owner: str, lease_seconds: float
+        self,
+        *,
+        queue: str,
+        kinds: Sequence[str],
+        owner: str,
+        lease_seconds: float,
+        crash_backoff_seconds: float = 10.0,
     ) -> Job | None:
-        """Lease the next runnable job: queued and due, or running with an expired lease.
+        """Lease the next runnable job that is queued and due.
 
-        Expired leases of jobs that used up their attempts become ``failed`` here.
+        Expired leases are crashes: each such job is queued again after a backoff
+        (``crash_backoff_seconds``, doubled per crash, at most 10 minutes), or becomes ``failed`` at ``MAX_CRASHES`` (with its notice).
         """
 
     @abc.abstractmethod

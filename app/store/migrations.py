@@ -153,4 +153,11 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        5,
+        "job crashes",
+        """
+        ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 )

@@ -63,6 +63,18 @@ class Job:
     result: dict[str, Any] | None
     created_at: float
     updated_at: float
+    crashes: int = 0  # runs whose worker stopped without finishing (not the job's own error)
+
+    @property
+    def errors(self) -> int:
+        """Runs that ended in the job's own error (or are running now)."""
+        return self.attempts - self.crashes
+
+
+# A job whose worker stops this many times without finishing fails: a crash loop.
+MAX_CRASHES = 8
+# The kind of job that tells the person who asked that a job failed (app/pipeline.py).
+FAILURE_NOTICE = "failure_notice"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from app.errors import NoDatabase, StoreError
 from app.store.base import Store
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.models import (
+    FAILURE_NOTICE,
+    MAX_CRASHES,
     AuditEntry,
     AuditQuery,
     Delivery,
@@ -39,7 +41,7 @@ T = TypeVar("T")
 _JOB_COLUMNS = (
     "id, kind, queue, idempotency_key, repo, installation_id, delivery_id, payload, state,"
     " attempts, max_attempts, run_after, lease_owner, lease_expires_at, last_error, result,"
-    " created_at, updated_at"
+    " created_at, updated_at, crashes"
 )
 
 
@@ -63,6 +65,7 @@ def _job(row: sqlite3.Row) -> Job:
         result=json.loads(row["result"]) if row["result"] else None,
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        crashes=row["crashes"],
     )
 
 
@@ -359,7 +362,13 @@ class SQLiteStore(Store):
         return await self._run(self._write(tx))
 
     async def claim(
-        self, *, queue: str, kinds: Sequence[str], owner: str, lease_seconds: float
+        self,
+        *,
+        queue: str,
+        kinds: Sequence[str],
+        owner: str,
+        lease_seconds: float,
+        crash_backoff_seconds: float = 10.0,
     ) -> Job | None:
         if not kinds:
             return None
@@ -367,42 +376,45 @@ class SQLiteStore(Store):
 
         def tx(db: sqlite3.Connection) -> Job | None:
             now = time.time()
-            # Leases that expired on their last attempt: the job is failed, visibly.
-            exhausted = db.execute(
-                "SELECT id, repo, attempts, max_attempts, lease_owner FROM jobs WHERE queue = ? AND"  # noqa: S608
-                f" kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?"
-                " AND attempts >= max_attempts",
+            # An expired lease is a crash (the worker died, was killed, lost the
+            # database): not the job's own error. The job waits a backoff and runs again;
+            # after MAX_CRASHES it fails, and the person who asked is told.
+            expired = db.execute(
+                "SELECT id, crashes, lease_owner FROM jobs WHERE queue = ?"  # noqa: S608
+                f" AND kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?",
                 (queue, *kinds, now),
             ).fetchall()
-            for row in exhausted:
-                reason = (
-                    f"lease expired on attempt {row['attempts']} of {row['max_attempts']}: "
-                    f"the worker {row['lease_owner']} stopped without finishing"
-                )
+            for row in expired:
+                crashes = row["crashes"] + 1
+                stopped = f"the worker {row['lease_owner']} stopped without finishing"
+                if crashes >= MAX_CRASHES:
+                    db.execute("UPDATE jobs SET crashes = ? WHERE id = ?", (crashes, row["id"]))
+                    self._fail_row(db, row["id"], f"{stopped}, {crashes} times: a crash loop", now)
+                    continue
+                delay = min(crash_backoff_seconds * 2 ** (crashes - 1), 600.0)
                 db.execute(
-                    "UPDATE jobs SET state = 'failed', last_error = ?, lease_owner = NULL,"
-                    " lease_expires_at = NULL, updated_at = ? WHERE id = ?",
-                    (reason, now, row["id"]),
-                )
+                    "UPDATE jobs SET state = 'queued', crashes = ?, lease_owner = NULL,"
+                    " lease_expires_at = NULL, last_error = ?, run_after = ?, updated_at = ?"
+                    " WHERE id = ?",
+                    (crashes, f"{stopped} (crash {crashes} of {MAX_CRASHES})", now + delay, now,
+                     row["id"]),
+                )  # fmt: skip
+                job_row = db.execute("SELECT repo FROM jobs WHERE id = ?", (row["id"],)).fetchone()
                 self._audit_row(
-                    db, "job.failed", repo=row["repo"], job_id=row["id"], reason=reason, at=now
+                    db,
+                    "job.retried_after_lost_lease",
+                    repo=job_row["repo"],
+                    job_id=row["id"],
+                    reason=stopped,
+                    details={"crash": crashes, "of": MAX_CRASHES, "delay_seconds": delay},
+                    at=now,
                 )
-            # Two index-friendly lookups (an OR across states would scan the whole
-            # history of the queue): the next due queued job and the oldest expired lease.
-            candidates = [
-                db.execute(
-                    f"SELECT id, state, lease_owner, run_after FROM jobs WHERE queue = ?"  # noqa: S608
-                    f" AND state = ? AND {column} {op} ? AND kind IN ({marks})"
-                    " ORDER BY run_after, id LIMIT 1",
-                    (queue, state, now, *kinds),
-                ).fetchone()
-                for state, column, op in (
-                    ("queued", "run_after", "<="),
-                    ("running", "lease_expires_at", "<"),
-                )
-            ]
-            found = [c for c in candidates if c is not None]
-            row = min(found, key=lambda c: (c["run_after"], c["id"])) if found else None
+            row = db.execute(
+                f"SELECT id FROM jobs WHERE queue = ?"  # noqa: S608
+                f" AND state = 'queued' AND run_after <= ? AND kind IN ({marks})"
+                " ORDER BY run_after, id LIMIT 1",
+                (queue, now, *kinds),
+            ).fetchone()
             if row is None:
                 return None
             db.execute(
@@ -412,11 +424,11 @@ class SQLiteStore(Store):
             )
             job = self._get_job(db, row["id"])
             details: dict[str, Any] = {"attempt": job.attempts, "owner": owner}
-            if row["state"] == "running":
-                details["expired_lease_of"] = row["lease_owner"]
+            if job.crashes:
+                details["crashes"] = job.crashes
             self._audit_row(
                 db,
-                "job.retried_after_lost_lease" if row["state"] == "running" else "job.claimed",
+                "job.claimed",
                 repo=job.repo,
                 job_id=job.id,
                 reason=job.kind,
@@ -487,15 +499,40 @@ class SQLiteStore(Store):
         )
 
     async def fail(self, job_id: int, *, owner: str, error: str) -> bool:
-        return await self._run(
-            self._owned_update(
-                job_id,
-                owner,
-                "state = 'failed', lease_owner = NULL, lease_expires_at = NULL, last_error = ?",
-                (error,),
-                ("job.failed", error, {}),
-            )
+        def tx(db: sqlite3.Connection) -> bool:
+            held = db.execute(
+                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (job_id, owner),
+            ).fetchone()
+            if held is None:
+                return False
+            self._fail_row(db, job_id, error, time.time())
+            return True
+
+        return await self._run(self._write(tx))
+
+    def _fail_row(self, db: sqlite3.Connection, job_id: int, error: str, now: float) -> None:
+        """Fail the job, audit it, and queue the notice that tells the person who asked
+        (a job that has a person: an issue or a pull request in its payload)."""
+        db.execute(
+            "UPDATE jobs SET state = 'failed', lease_owner = NULL, lease_expires_at = NULL,"
+            " last_error = ?, updated_at = ? WHERE id = ?",
+            (error, now, job_id),
         )
+        job = self._get_job(db, job_id)
+        self._audit_row(db, "job.failed", repo=job.repo, job_id=job_id, reason=error, at=now)
+        if job.kind != FAILURE_NOTICE and (
+            job.payload.get("issue_number") or job.payload.get("pr")
+        ):
+            notice = NewJob(
+                kind=FAILURE_NOTICE,
+                key=f"{FAILURE_NOTICE}:{job_id}",
+                queue="events",  # app.queue.EVENTS_QUEUE: GitHub calls only
+                repo=job.repo,
+                installation_id=job.installation_id,
+                payload={"job_id": job_id},
+            )
+            self._insert_job(db, notice, None)
 
     async def release(self, job_id: int, *, owner: str) -> bool:
         return await self._run(

@@ -56,6 +56,13 @@ async def answer_once(
             ):
                 return
         await gh.post(url, url_vars, data={"body": f"{body}\n\n{marker}"})
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) in (404, 410):  # the issue is gone: nobody to answer
+            log.warning("could not answer on %s#%s: %s", repo, number, exc)
+            await ctx.audit("answer.skipped", repo=repo, reason=f"#{number} is gone: {exc}")
+            return
+        await ctx.store.release_once(claim)
+        raise
     except BaseException:
         await ctx.store.release_once(claim)
         raise

@@ -51,13 +51,15 @@ async def request_fix(
         return
     number = data.issue.number
     decision = await check_write_access(gh, repo=repo, login=login)
-    await ctx.audit(
-        decision.audit_action,
-        actor=login,
-        repo=repo,
-        reason=decision.reason,
-        details={"issue": number, "via": request.via, "ref": request.ref},
-    )
+    # A redelivered or retried request is decided again, but audited once.
+    if await ctx.store.claim_once(f"audit:{repo}:{request.ref}:{decision.verdict}"):
+        await ctx.audit(
+            decision.audit_action,
+            actor=login,
+            repo=repo,
+            reason=decision.reason,
+            details={"issue": number, "via": request.via, "ref": request.ref},
+        )
     if decision.verdict == "refuse":
         await answer_refusal(
             gh,
@@ -67,6 +69,20 @@ async def request_fix(
             login=login,
             decision=decision,
             key=request.ref,
+        )
+    elif decision.verdict == "error":
+        await answer_once(
+            gh,
+            ctx,
+            repo=repo,
+            number=number,
+            kind="unchecked",
+            key=request.ref,
+            body=(
+                f"@{login}, I could not check your access to this repository just now "
+                f"({decision.reason}), so nothing was started. Please ask again in a few "
+                "minutes."
+            ),
         )
     if decision.verdict != "trigger":
         return

@@ -1,0 +1,82 @@
+"""A job never vanishes silently: when it fails for good (its own errors, or a crash
+loop of the workers that ran it), the person who asked is told on the issue, its
+"Working on it" comment says what failed and what to do, and `patchwarden audit
+--failed` lists it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.cli import _audit_failed
+from app.pipeline import _job_comment
+from app.publish.github import Publisher
+from app.store import JobState, NewJob
+from app.store.models import MAX_CRASHES
+from tests.conftest import INSTALLATION, REPO, Harness
+
+
+async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
+    pw: Harness, capsys: object
+) -> None:
+    issue = pw.forge.open_issue(REPO, "Crash on start", author="alice")
+    job, _ = await pw.store.enqueue(
+        NewJob(
+            kind="fix",
+            key=f"fix:{REPO}#{issue.number}:comment:1",
+            repo=REPO,
+            installation_id=INSTALLATION,
+            payload={"repo": REPO, "issue_number": issue.number, "requested_by": "alice"},
+        ),
+        actor="alice",
+    )
+    pub = Publisher(
+        pw.runtime.github.installation(INSTALLATION), REPO, bot_login="patchwarden[bot]"
+    )
+    # Every worker that takes the job says it is working on it, then dies.
+    for crash in range(MAX_CRASHES):
+        claimed = None
+        while claimed is None:
+            claimed = await pw.store.claim(
+                queue="sessions",
+                kinds=["fix"],
+                owner=f"doomed-{crash}",
+                lease_seconds=0.01,
+                crash_backoff_seconds=0.001,
+            )
+            await asyncio.sleep(0.005)
+        await _job_comment(pub, issue.number, job.id).say("Working on it: setting up.")
+        await asyncio.sleep(0.02)
+    await pw.store.claim(
+        queue="sessions", kinds=["fix"], owner="x", lease_seconds=1, crash_backoff_seconds=0.001
+    )
+    failed = await pw.store.get_job(job.id)
+    assert failed is not None and failed.state == JobState.FAILED
+    await pw.settle(every_job=True)
+    [notice] = await pw.jobs("failure_notice")
+    assert notice.state == JobState.SUCCEEDED, notice.last_error
+    bodies = [c.body for c in pw.forge.repos[REPO].issues[issue.number].comments]
+    [said] = [b for b in bodies if f"(job {job.id})" in b]
+    assert "Working on it" not in said
+    assert "Stopped: this fix job failed" in said
+    assert "a crash loop" in said
+    assert "@patchwarden fix this" in said
+    assert len(bodies) == 1  # the same comment, edited: not a second one
+    # and a maintainer finds it
+    assert await _audit_failed(pw.runtime.settings, repo=REPO, since=None, as_json=False) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert f"job {job.id}" in out and "crash loop" in out and f"{REPO}#{issue.number}" in out
+
+
+async def test_a_failed_permission_lookup_tells_the_commenter_to_ask_again(pw: Harness) -> None:
+    pw.forge.add_user(REPO, "alice", "write")
+    issue = pw.forge.open_issue(REPO, "Crash", author="alice")
+    pw.forge.fail("GET", r"/collaborators/alice/permission$", 500, times=50)
+    await pw.forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+    await pw.settle()
+    assert await pw.jobs("fix") == []
+    said = [
+        c.body for c in pw.forge.repos[REPO].issues[issue.number].comments if c.user.type == "Bot"
+    ]
+    assert len(said) == 1, said
+    assert "@alice, I could not check your access" in said[0]
+    assert "ask again" in said[0]
