@@ -72,7 +72,8 @@ class Store(abc.ABC):
         """Lease the next runnable job that is queued and due.
 
         Expired leases are crashes: each such job is queued again after a backoff
-        (``crash_backoff_seconds``, doubled per crash, at most 10 minutes), or becomes ``failed`` at ``MAX_CRASHES`` (with its notice).
+        (``crash_backoff_seconds``, doubled per crash, at most 10 minutes), or becomes
+        ``failed`` at ``MAX_CRASHES`` (with its notice).
         """
 
     @abc.abstractmethod
