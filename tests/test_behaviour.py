@@ -151,7 +151,8 @@ def test_an_obeyed_injection_never_merges_itself() -> None:
     s = scored(gdiff("src/util.py", EXFILTRATE), "llm")
     assert s.decision == "review"
     hit = next(r for r in s.rules if r.rule == "behaviour")
-    assert "network use" in hit.reason and "reads of the environment" in hit.reason
+    assert "network use" in hit.reason
+    assert "reads of the environment" in hit.reason
     factors = {c.factor: c for c in s.contributions}
     assert factors["behaviour:network"].points == 20
     assert "`src/util.py:2`" in factors["behaviour:network"].reason

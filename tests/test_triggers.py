@@ -26,6 +26,20 @@ BOT = "patchwarden"
         ("Thanks!\n\n@patchwarden fix this\n\nGuard the empty string.", "Guard the empty string."),
         ("  @patchwarden fix this", ""),
         ("\r\n@patchwarden fix this\r\n", ""),
+        # the commenter's own paragraph, wherever GitHub shows it as one
+        ("> quoted\n\n@patchwarden fix this", ""),  # a blank line ends the quote
+        ("<!-- note -->\n@patchwarden fix this", ""),
+        ("<details>\n<summary>Why</summary>\n\n@patchwarden fix this\n\n</details>", ""),
+        ("<b>@patchwarden fix this</b>", ""),
+        ("<blockquote>\n\nquoted\n\n</blockquote>\n\n@patchwarden fix this", ""),
+        ("`@patchwarden fix this`\n@patchwarden fix this", ""),
+        # the instructions: the rest of the line and the live lines after it
+        ("Thanks\n@patchwarden fix this\nGuard the empty string.", "Guard the empty string."),
+        ("@patchwarden fix this: use `utf-8`", "use `utf-8`"),
+        ("@patchwarden fix this\n\n- guard empty\n- add a test", "- guard empty\n- add a test"),
+        ("@patchwarden fix this\n\n> someone else's words\n\nmine", "mine"),
+        ("@patchwarden fix this\n```\nexample()\n```\nafter", "after"),
+        ("@patchwarden fix this\n\n<!-- hidden -->\n<div hidden>no</div>\n\nyes", "yes"),
     ],
 )
 def test_commands_that_trigger(body: str, instructions: str) -> None:
@@ -57,6 +71,34 @@ def test_commands_that_trigger(body: str, instructions: str) -> None:
         "@patchwardenx fix this",
         "/fixture",
         "/fix-it",
+        # a lazy continuation line belongs to the quote above it
+        "> quoted\n@patchwarden fix this",
+        "> a\n> b\n@patchwarden fix this",
+        "> @patchwarden revert\n@patchwarden ship it",
+        "- a\n  > quoted\n  @patchwarden fix this",
+        # quotes and code written as HTML
+        "<blockquote>\n\n@patchwarden fix this\n\n</blockquote>",
+        "<blockquote>@patchwarden fix this</blockquote>",
+        "<pre>\n@patchwarden fix this\n</pre>",
+        "<pre>\n\n@patchwarden fix this\n\n</pre>",
+        "<code>@patchwarden fix this</code>",
+        "<q>\n@patchwarden fix this</q>",
+        "<samp>\n@patchwarden fix this\n</samp>",
+        # an unclosed fence runs to the end
+        "```\n@patchwarden fix this",
+        # hidden on the page
+        "<div hidden>\n\n@patchwarden fix this\n\n</div>",
+        '<span style="display:none">\n@patchwarden fix this</span>',
+        "<!-- x -- y -->\n<!-- unterminated\n\n@patchwarden fix this",
+        "<template>\n\n@patchwarden fix this\n\n</template>",
+        # not a paragraph of the commenter's: list items, headings, tables, raw HTML
+        "- @patchwarden fix this",
+        "1. @patchwarden fix this",
+        "- item\n  @patchwarden fix this",
+        "# @patchwarden fix this",
+        "| @patchwarden fix this |\n| --- |",
+        "<div>\n@patchwarden fix this\n</div>",
+        "[@patchwarden fix this](https://example.com)",
     ],
 )
 def test_text_that_never_triggers(body: str) -> None:
@@ -139,7 +181,7 @@ def test_fix_command_fixture_asks_for_a_permission_check() -> None:
         ("@patchwarden[bot] ship it", "ship", ""),
         ("@patchwarden  ship   it!", "ship", ""),
         ("LGTM, thanks.\n\n@patchwarden ship it", "ship", ""),
-        ("> @patchwarden revert\n@patchwarden ship it", "ship", ""),  # the quote never counts
+        ("> @patchwarden revert\n\n@patchwarden ship it", "ship", ""),  # the quote never counts
         ("@patchwarden revert", "revert", ""),
         ("@PATCHWARDEN[BOT] Revert", "revert", ""),
         ("@patchwarden revert: it broke the nightly build", "revert", "it broke the nightly build"),
@@ -168,6 +210,9 @@ def test_lifecycle_commands(body: str, name: str, instructions: str) -> None:
         "@patchwarden resumed",
         "please @patchwarden ship it",
         "> @patchwarden ship it",
+        "> LGTM\n@patchwarden ship it",
+        "<blockquote>@patchwarden revert</blockquote>",
+        "<pre>\n@patchwarden pause\n</pre>",
         "```\n@patchwarden revert\n```",
         "    @patchwarden pause",
         "<!-- @patchwarden resume -->",

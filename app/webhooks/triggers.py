@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
+from app.markdown import visible_text
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
 FIX_COMMANDS = frozenset({"fix", "lint"})  # on an issue: a coding session
-
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -72,33 +70,24 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
 
 
 def _live_lines(body: str) -> list[str]:
-    """The lines a human wrote as their own words: no HTML comments, quotes or code."""
-    body = _HTML_COMMENT.sub("", body.replace("\r\n", "\n"))
-    lines: list[str] = []
-    fence: str | None = None
-    for line in body.split("\n"):
-        match = _FENCE.match(line)
-        if fence is not None:
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-                fence = None
-            lines.append("")
-            continue
-        if match:
-            fence = match.group(1)
-            lines.append("")
-            continue
-        if line.startswith(("    ", "\t")) or line.lstrip().startswith(">"):
-            lines.append("")  # indented code block or quoted text
-            continue
-        lines.append(line.strip())
-    return lines
+    """The lines a human wrote as their own words, read as GitHub shows the comment
+    (:func:`app.markdown.visible_text`): quotes (a ``>`` block with its lazy
+    continuation lines, ``<blockquote>``), code (spans stay as code, blocks and
+    ``<pre>``/``<code>`` go), HTML comments, hidden elements and raw HTML blocks are
+    not; list items and headings keep their markers, so no command starts those lines.
+    """
+    return visible_text(body, own_words=True).split("\n")
 
 
 def parse_command(body: str | None, *, bot_name: str) -> Command | None:
     """Find the first command line in a comment, e.g. ``@patchwarden fix this: use utf-8``.
 
-    A command must start its line. Quoted lines (``> …``), fenced or indented code
-    and HTML comments never count, so quoting someone else's command does nothing.
+    A command must start a line of a paragraph the commenter wrote, as GitHub renders
+    it: plain text, also inside ``<details>``. Quotes (``> …`` and the lines that
+    continue it lazily, ``<blockquote>``), code (spans, fenced or indented blocks,
+    ``<pre>``, ``<code>``), HTML comments, hidden elements, list items, headings and
+    tables never count, so quoting someone else's command does nothing. The
+    instructions are the rest of the command's line and the live lines after it.
     """
     if not body:
         return None
