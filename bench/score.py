@@ -111,6 +111,8 @@ def _py_line(rng: random.Random) -> str:
             # lines the behaviour reader parses (app/policy/behaviour.py)
             f"    {a} = json.load({b})",
             f'    {a} = os.environ.get("{b.upper()}", {c})',
+            # lines the secret detector reads closely and lets pass (app/credentials.py)
+            f'    headers = {{"Authorization": f"Bearer {{{a}}}"}}',
             "",
         )
     )
@@ -163,6 +165,7 @@ def _yaml_line(rng: random.Random) -> str:
             f"        with: {{ python-version: '3.{rng.randint(9, 13)}' }}",
             f"    runs-on: ubuntu-{rng.choice(('22.04', '24.04', 'latest'))}",
             f"  {_ident(rng)}:",
+            f"          token: ${{{{ secrets.{_ident(rng).upper()} }}}}",
         )
     )
 

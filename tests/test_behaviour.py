@@ -183,8 +183,7 @@ def test_the_hold_is_per_fixer_and_configurable() -> None:
     held = policy_with("autonomy: automerge\nbehaviour:\n  never_automerge: [llm, lint]\n")
     assert scored(diff, "lint", held).decision == "review"
     free = policy_with(
-        "autonomy: automerge\nbehaviour:\n  never_automerge: []\n"
-        "  weights: {environment: 0}\n"
+        "autonomy: automerge\nbehaviour:\n  never_automerge: []\n  weights: {environment: 0}\n"
     )
     assert scored(diff, "llm", free).decision == "automerge"
 

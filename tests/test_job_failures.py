@@ -50,7 +50,8 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
         queue="sessions", kinds=["fix"], owner="x", lease_seconds=1, crash_backoff_seconds=0.001
     )
     failed = await pw.store.get_job(job.id)
-    assert failed is not None and failed.state == JobState.FAILED
+    assert failed is not None
+    assert failed.state == JobState.FAILED
     await pw.settle(every_job=True)
     [notice] = await pw.jobs("failure_notice")
     assert notice.state == JobState.SUCCEEDED, notice.last_error
@@ -64,7 +65,9 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
     # and a maintainer finds it
     assert await _audit_failed(pw.runtime.settings, repo=REPO, since=None, as_json=False) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert f"job {job.id}" in out and "crash loop" in out and f"{REPO}#{issue.number}" in out
+    assert f"job {job.id}" in out
+    assert "crash loop" in out
+    assert f"{REPO}#{issue.number}" in out
 
 
 async def test_a_failed_permission_lookup_tells_the_commenter_to_ask_again(pw: Harness) -> None:

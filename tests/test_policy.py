@@ -266,7 +266,7 @@ VERIFY = [
     ),
     (
         "tool-failed",
-        verification(findings=(FindingsDelta(tool="bandit", ran=False),)),
+        verification(findings=(FindingsDelta(tool="bandit", ran=False, files=1),)),
         "tool:bandit",
         10.0,
         ("tool_failed", "review"),
@@ -469,3 +469,33 @@ def test_a_cut_session_diff_still_knows_its_paths_from_git_stats() -> None:
     assert s.decision == "reject"
     assert {r.rule for r in s.rules} >= {"truncated_diff", "protected_path"}
     assert s.files == 2
+
+
+# -- small mends (issue 16) ----------------------------------------------------------
+
+
+def test_python_only_tools_do_not_count_as_unchecked_on_a_change_without_python() -> None:
+    ruff = FindingsDelta(tool="ruff", ran=False, files=0)
+    bandit = FindingsDelta(tool="bandit", ran=False, files=0)
+    semgrep = FindingsDelta(tool="semgrep", files=1)
+    s = scored(
+        gdiff("docs/guide.md", ["the"], ["teh"]),
+        v=verification(findings=(ruff, semgrep, bandit)),
+        policy=policy_with("autonomy: automerge\n"),
+    )
+    assert not [c for c in s.contributions if c.factor.startswith("tool:")]
+    assert "tool_failed" not in [r.rule for r in s.rules]
+    assert s.decision == "automerge"
+    # a tool that had files to check and did not is still a reason to look
+    broken = FindingsDelta(tool="ruff", ran=False, files=2)
+    s = scored(SRC, v=verification(findings=(broken,)))
+    assert "tool_failed" in [r.rule for r in s.rules]
+
+
+def test_skip_markers_count_in_test_files_only_and_each_place_once() -> None:
+    marker = "@pytest.mark.skip  # pytest.skip( here too"
+    in_source = gdiff("src/notes.py", ['HELP = "use @pytest.mark.skip or pytest.skip()"'])
+    in_test = gdiff("tests/test_a.py", [marker, "def test_a(): ..."])
+    assert points(scored(in_source, v=verification()), "tests_skipped") == 0
+    s = scored(in_test, v=verification())
+    assert [c.value for c in s.contributions if c.factor == "tests_skipped"] == ["1"]

@@ -143,7 +143,8 @@ async def test_crashes_are_not_the_job_s_errors_and_back_off(store: Store) -> No
         assert queued.state == JobState.QUEUED
         assert queued.crashes == n + 1
         delays.append(queued.run_after - queued.updated_at)
-    assert delays == sorted(delays) and delays[-1] > delays[0]
+    assert delays == sorted(delays)
+    assert delays[-1] > delays[0]
     assert not await store.claim(queue="q", kinds=["work"], owner="C", lease_seconds=1, **FAST)
     [job] = await store.list_jobs()
     assert job.state == JobState.FAILED

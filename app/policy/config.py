@@ -13,10 +13,18 @@ so the model has no defaults of its own: one place says what the defaults are.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from app.errors import RepoConfigError
 
@@ -62,6 +70,23 @@ class Caps(_Strict):
     changed_lines: int = Field(ge=1)
     new_dependencies: int = Field(ge=0)
     over: Literal["draft", "reject"]
+
+
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return pattern
+
+
+class SecretRules(_Strict):
+    """What the credential scan leaves alone (docs/policy.md#secrets)."""
+
+    # Regular expressions of values that are known examples, not credentials (AWS's
+    # documented example key, a test fixture's fake token); each must match the whole
+    # value the scan found.
+    allow: list[Annotated[str, AfterValidator(_regex)]]
 
 
 class Thresholds(_Strict):
@@ -158,6 +183,7 @@ class Policy(_Strict):
     autonomy: Autonomy
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
     unprotect: list[str]
+    secrets: SecretRules
     categories: dict[str, Category]
     caps: Caps
     thresholds: Thresholds

@@ -149,9 +149,10 @@ def extract(
         s[2] += f.removed
         deps += dependency_changes(f)
         _tests(f, cls, added_t, modified_t, deleted_t, removed_fns)
-        skips += _skips(f)
+        if cls.is_test(f.path):  # a marker elsewhere is a word in a comment or a string
+            skips += _skips(f)
         behaving += behaviours(f)
-        for hit in scan_added(f.path, f.added_lines):
+        for hit in scan_added(f.path, f.added_lines, allow=policy.secrets.allow):
             if hit not in seen_secrets:
                 seen_secrets.add(hit)
                 secrets.append(hit)
@@ -235,4 +236,4 @@ def _skips(f: ChangedFile) -> list[str]:
                 before -= 1  # a marker moved, not added
             else:
                 out.append(f"{f.path}:{number}")
-    return out
+    return list(dict.fromkeys(out))  # each place once

@@ -418,6 +418,8 @@ def _verification(v: Verification, policy: Policy, tally: _Tally) -> None:
             )
     findings_points = 0.0
     for delta in v.findings:
+        if not delta.ran and not delta.error and not delta.files:
+            continue  # nothing it checks changed (ruff and bandit on a change with no .py)
         if not delta.ran or delta.error:
             add(
                 f"tool:{delta.tool}",

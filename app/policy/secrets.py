@@ -1,114 +1,135 @@
 """Credentials in the lines a change adds.
 
-Three kinds of evidence, all in added lines only:
+The detectors are :mod:`app.credentials`' (detect-secrets' plugins and Patchwarden's
+own patterns), the same ones that mask stored text. In added lines only:
 
-- a token with a known format (``app.redact``'s patterns: GitHub's ``ghp_``/``ghs_``/
-  ``github_pat_`` tokens, the long stateless ``ghs_`` ones included, AWS keys, private
-  key blocks, JWTs), and an ``Authorization``/bearer/URL password whose value is a literal,
-  not a variable or a template;
-- a mask ``[REDACTED:kind]`` that a session put where such a token was (the session's
-  own scan, made before masking, is in ``Diff.secrets`` too);
-- a generic assignment of a high-entropy literal to a name that says it is a secret
-  (``api_key = "9f8e…"``), the way detect-secrets and gitleaks look for them.
+- a token with a known format (GitHub, AWS, Slack, Stripe, Google, OpenAI, Anthropic,
+  npm, PyPI, GitLab, private key blocks, JWTs, …): a credential on sight;
+- an ``Authorization``/bearer value or a URL password that is a literal, not a
+  variable or a template; a database URL's password whatever it looks like, unless it
+  is a stand-in (the user name again, ``password``, ``changeme``, a template);
+- a literal given to a secret-sounding name (``API_KEY: str = "…"``, an unquoted
+  ``password: …`` in YAML, INI or ``.env``);
+- a mask ``[REDACTED:kind]`` of a format that a session put where such a token was
+  (the session's own scan, made before masking, is in ``Diff.secrets`` too).
+
+Not counted: a value one of the policy's ``secrets.allow`` patterns matches whole (a
+known example, like the key AWS's documentation uses), and a line that carries
+detect-secrets' ``pragma: allowlist secret`` comment (or follows an added
+``pragma: allowlist nextline secret`` line).
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from app.redact import find_secrets
+from app import credentials
+from app.credentials import entropy, random_looking
 from app.sessions.result import SecretFound
 
-# Formats that are credentials on sight.
-STRONG = {"private-key", "github-token", "aws-access-key", "aws-secret-key", "jwt", "secret"}
+__all__ = ["STRONG", "WEAK", "entropy", "scan_added", "scan_line"]
+
+# Formats that are credentials on sight (and the mask of a secret the session knew).
+STRONG = credentials.FORMAT_KINDS | {"secret"}
 # Formats whose value may be code (`"Bearer " + token`): only a literal counts.
-WEAK = {"authorization", "bearer", "url-password"}
+WEAK = credentials.LITERAL_KINDS
 
-_MASK = re.compile(r"\[REDACTED:([a-z-]+)\]")
-_ASSIGNMENT = re.compile(
-    r"""(?ix)
-    (?P<name>(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key
-        |private[_\-]?key|client[_\-]?secret|credentials?)[a-z0-9_.\-]*)
-    ["']?\s*(?:=|:|:=|=>)\s*[rbuf]?["'](?P<value>[^"'\s]{16,})["']
-    """
+_DATABASES = re.compile(
+    r"(?i)(?:postgres(?:ql)?|mysql|mariadb|mssql|sqlserver|oracle|mongodb(?:\+srv)?|redis|"
+    r"rediss|amqps?|cockroachdb|clickhouse|couchdb|neo4j|cassandra)(?:\+[a-z0-9]+)?://"
+    r"(?P<user>[^/\s:@\[\]]*):$"
 )
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:x+|\*+|\.+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%\(?[a-z_]*\)?s|"
-    r"(?:change|replace)[-_]?me.*|your[-_].*|dummy.*|example.*|fake.*|test.*|placeholder.*)$"
+# An Authorization header's value: a scheme and a token, or a token (RFC 9110 11.4).
+_HEADER_VALUE = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9_-]*[ \t]+)?(?P<credentials>[A-Za-z0-9\-._~+/]+=*)"
 )
-_TEMPLATE = re.compile(
-    r"\$\{|\$[A-Z_][A-Z0-9_]*\b|\{\{|%\(|%s\b|^<.*>$|\{[A-Za-z_][A-Za-z0-9_.]*\}"
-    r"|\b(?:os\.environ|getenv|process\.env)\b"
-)
-# URLs, paths and names made of words (`X-Auth-Token`, `prod/db/credentials`): not keys.
-_NOT_A_KEY = re.compile(r"^[a-z][a-z0-9+.-]*://|^[./~]|^[A-Za-z]+(?:[-_./: ][A-Za-z]+)*$")
-
-
-def entropy(text: str) -> float:
-    """Shannon entropy in bits per character."""
-    if not text:
-        return 0.0
-    counts = Counter(text)
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
-
-
-def _random_looking(value: str) -> bool:
-    if _PLACEHOLDER.match(value) or _TEMPLATE.search(value) or _NOT_A_KEY.search(value):
-        return False
-    classes = sum(
-        bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]")
-    )
-    return classes >= 2 and entropy(value) >= 3.5
-
-
-_PEM_HEADER = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----")
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_STAND_INS = frozenset(
+    ("password", "pass", "passwd", "pwd", "secret", "changeme", "example", "test", "xxx",
+     "root", "admin", "guest")
+)  # fmt: skip
 
 
 def _key_material(value: str) -> bool:
     """A key block header alone on its line, or followed by base64 key material."""
-    header = _PEM_HEADER.match(value)
+    header = re.match(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----", value)
     rest = value[header.end() :] if header else value
     rest = rest.strip()
     return rest == "" or bool(re.match(r"(?:\\n|\s)*[A-Za-z0-9+/=]{20,}", rest))
 
 
-# Every pattern above needs one of these (lower-cased): most lines have none, and a
-# substring test is far cheaper than a dozen regular expressions.
-_NEEDLES = (
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "akia", "asia", "agpa", "aida",
-    "aroa", "anpa", "anva", "aipa", "aws_secret", "eyj", "authorization", "bearer", "://",
-    "-----begin", "[redacted:", "passw", "pwd", "secret", "token", "key", "credential",
-)  # fmt: skip
+def _database_password(text: str, match: credentials.SecretMatch) -> bool:
+    """The password of a database URL (``postgresql://user:PASSWORD@host/db``) is a literal
+    (not a stand-in: the user name again, ``password``, a template, a NAME in capitals)."""
+    scheme = _DATABASES.search(text, max(0, match.start - 80), match.start)
+    if scheme is None:
+        return False
+    value = text[match.start : match.end]
+    if not any(c.isalnum() for c in value):
+        return False  # `***`, `…`
+    if value.lower() in _STAND_INS or value == scheme.group("user") or _NAME.fullmatch(value):
+        return False  # postgres://postgres:postgres@localhost, :password@
+    return not credentials.stand_in(value)
 
 
-def scan_line(text: str) -> list[str]:
-    """The kinds of credential on one added line (empty: none)."""
+def _counts(text: str, match: credentials.SecretMatch) -> bool:
+    value = text[match.start : match.end]
+    if match.family == "format":
+        # Code that only names the header: `startswith("-----BEGIN ...")`.
+        return match.kind != "private-key" or _key_material(value)
+    if match.kind == "url-password" and _database_password(text, match):
+        return True
+    if match.kind == "authorization":
+        header = _HEADER_VALUE.fullmatch(value.strip())  # `Basic dXNl…`, not `Optional[str]`
+        return header is not None and random_looking(header.group("credentials"))
+    return random_looking(value.strip())
+
+
+def scan_line(
+    text: str,
+    *,
+    path: str = "",
+    allow: Sequence[str] = (),
+    previous: str = "",
+) -> list[str]:
+    """The kinds of credential on one added line of ``path`` (empty: none).
+
+    ``allow``: the policy's ``secrets.allow`` patterns; ``previous``: the added line
+    right before this one, for ``pragma: allowlist nextline secret``."""
     lowered = text.lower()
-    if not any(needle in lowered for needle in _NEEDLES):
+    if not credentials.worth_a_look(text, lowered):
         return []
+    if credentials.pragma(text, path=path, previous=previous):
+        return []
+    allowed = credentials.allow_list(tuple(allow))
     kinds: list[str] = []
-    for match in find_secrets(text):
-        value = text[match.start : match.end]
-        if match.kind == "private-key" and not _key_material(value):
-            continue  # code that only names the header: `startswith("-----BEGIN ...")`
-        if match.kind in STRONG or (match.kind in WEAK and _random_looking(value.strip())):
+    tokens = credentials.find(text, allow=allowed, with_assignments=False, lowered=lowered)
+    for match in tokens:
+        if _counts(text, match):
             kinds.append(match.kind)
-    kinds += [m.group(1) for m in _MASK.finditer(text) if m.group(1) in STRONG]
-    for m in _ASSIGNMENT.finditer(text):
-        if _random_looking(m.group("value")):
-            kinds.append("high-entropy-assignment")
-            break
+    kinds += [m.group(1) for m in credentials.MASK.finditer(text) if m.group(1) in STRONG]
+    code = credentials.is_code(path)
+    for match in credentials.assignments(text, code=code, lowered=lowered):
+        if credentials.allowed(text[match.start : match.end], allowed):
+            continue
+        quoted = match.start > 0 and text[match.start - 1] in "\"'`"
+        if not quoted and any(t.start < match.end and match.start < t.end for t in tokens):
+            continue  # `token: ghp_…` is a GitHub token, said once
+        kinds.append(match.kind)
     return kinds
 
 
-def scan_added(path: str, lines: Iterable[tuple[int, str]]) -> list[SecretFound]:
-    """Every credential in ``lines`` (line number, text) added to ``path``."""
-    return [
-        SecretFound(path=path, line=number, kind=kind)
-        for number, text in lines
-        for kind in dict.fromkeys(scan_line(text))
-    ]
+def scan_added(
+    path: str, lines: Iterable[tuple[int, str]], *, allow: Sequence[str] = ()
+) -> list[SecretFound]:
+    """Every credential in ``lines`` (line number, text) added to ``path``; values the
+    policy's ``secrets.allow`` patterns match whole are examples, not credentials."""
+    found: list[SecretFound] = []
+    last, previous = -1, ""
+    for number, text in lines:
+        before = previous if number == last + 1 else ""
+        for kind in dict.fromkeys(scan_line(text, path=path, allow=allow, previous=before)):
+            found.append(SecretFound(path=path, line=number, kind=kind))
+        last, previous = number, text
+    return found

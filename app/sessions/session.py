@@ -306,7 +306,8 @@ class SessionRunner:
             scratch=ws.root,
         )
         # The policy first: an invalid one stops the job before anything is spent.
-        state.policy = policy_for_tree(ws.base_tree, default=self.default_policy).to_json()
+        policy = policy_for_tree(ws.base_tree, default=self.default_policy)
+        state.policy = policy.to_json()
         commands = detect(
             ws.base_tree, base_python=self.sandbox.toolchain.base_python, overrides=spec.commands
         )
@@ -385,7 +386,7 @@ class SessionRunner:
             state.tests = _delta(commands, base_run, None)
             return
         state.head_sha = head
-        state.diff = await ws.diff(head, known_secrets=secrets)
+        state.diff = await ws.diff(head, known_secrets=secrets, allow=policy.secrets.allow)
         await ws.keep_branch(head)
         progress(
             f"commit: {head[:12]} on {ws.branch} ({_files(len(state.diff.files))}, "

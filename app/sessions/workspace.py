@@ -391,20 +391,30 @@ class Workspace:
         )
         return (await self.git("rev-parse", "HEAD")).strip()
 
-    async def diff(self, head: str, *, known_secrets: Sequence[str] = ()) -> Diff:
-        """The patch from the base to ``head``: unified text (capped) and per-file stats."""
+    async def diff(
+        self, head: str, *, known_secrets: Sequence[str] = (), allow: Sequence[str] = ()
+    ) -> Diff:
+        """The patch from the base to ``head``: unified text (capped) and per-file stats.
+
+        ``allow``: the policy's ``secrets.allow`` patterns. Values they match are neither
+        credentials in ``Diff.secrets`` nor masked in the text, so the policy, reading
+        the stored diff again, sees them as the examples they are."""
         options = ["--no-color", "--no-ext-diff", "--no-textconv", "-M", "--no-abbrev"]
         text = await self.git("diff", "--binary", *options, self.base_sha, head)
         numstat = await self.git("diff", "--numstat", "-z", *options, self.base_sha, head)
         raw = await self.git("diff", "--raw", "-z", *options, self.base_sha, head)
         # Credentials are looked for before masking: the policy must see them, and a
         # masked `Authorization` value cannot tell a literal from a variable any more.
-        secrets = [hit for f in parse_diff(text).files for hit in scan_added(f.path, f.added_lines)]
+        secrets = [
+            hit
+            for f in parse_diff(text).files
+            for hit in scan_added(f.path, f.added_lines, allow=allow)
+        ]
         truncated = len(text) > DIFF_CAP
         if truncated:
             text = text[:DIFF_CAP] + f"\n{TRUNCATION_MARK}\n"
         return Diff(
-            unified=redact(text, known=known_secrets),
+            unified=redact(text, known=known_secrets, allow=allow),
             truncated=truncated,
             files=_file_stats(raw, numstat),
             secrets=secrets,
