@@ -118,6 +118,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
     store = store_for_url(settings.database_url, create=False)
     await store.open()
@@ -126,9 +130,7 @@ async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
     finally:
         await store.close()
     for e in entries:
-        when = (
-            datetime.fromtimestamp(e.at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        )
+        when = _utc(e.at)
         if as_json:
             row = {
                 "id": e.id,
@@ -188,11 +190,7 @@ async def _audit_failed(
         if (repo is None or j.repo == repo) and (since is None or j.updated_at >= since)
     ]
     for j in jobs:
-        when = (
-            datetime.fromtimestamp(j.updated_at, UTC)
-            .isoformat(timespec="seconds")
-            .replace("+00:00", "Z")
-        )
+        when = _utc(j.updated_at)
         row = {
             "job": j.id,
             "kind": j.kind,

@@ -38,7 +38,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from app.policy.diff import ChangedFile
 
@@ -56,20 +56,7 @@ Kind = Literal[
     "action",
     "gitattributes",
 ]
-KINDS: tuple[Kind, ...] = (
-    "network",
-    "process",
-    "environment",
-    "outside_files",
-    "dynamic_code",
-    "deserialisation",
-    "package_install",
-    "test_harness",
-    "package_index",
-    "conda_dependencies",
-    "action",
-    "gitattributes",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)  # in the order the PR body lists them
 # What the PR body says for each kind: "adds <this>: …".
 SAYS: dict[Kind, str] = {
     "network": "network use",
