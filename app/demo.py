@@ -179,6 +179,12 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
         raise StepFailed("the revert did not bring util.py's import back")
     say(f"   #{revert.number} merged; util.py imports os again and `smoke` passes")
     await story.until("the last checks", lambda: forge.idle, within=60)
+    # The forge knows of a merge before Patchwarden has written it down: wait for both.
+    deadline = asyncio.get_running_loop().time() + 30
+    while sum(1 for o in await outcomes() if o.merged_at) < 2:
+        if asyncio.get_running_loop().time() > deadline:
+            raise StepFailed("the two merges were never recorded as outcomes")
+        await asyncio.sleep(0.05)
     story.narrate()
     rows = summarise_outcomes(await outcomes())
     say("Outcomes (patchwarden audit --outcomes):")

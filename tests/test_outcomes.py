@@ -183,9 +183,10 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
     store = store_for_url(f"sqlite:///{path}", create=False)
     await store.open()
     try:
-        assert await store.schema_version() == 4
+        assert await store.schema_version() == 5
         [job] = await store.list_jobs()
         assert job.key == "old-job"
+        assert job.crashes == 0  # the column a later migration added
         await store.save_outcome(outcome(job.id, status="published", pr_number=3))
         assert [o.pr_number for o in await store.find_outcomes(repo=REPO_A)] == [3]
         assert await store.set_pause(REPO_A, paused=True, actor="alice")
@@ -195,7 +196,7 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
         indexes = {r[0] for r in db.execute("SELECT name FROM pragma_index_list('outcomes')")}
         names = [r[0] for r in db.execute("SELECT name FROM schema_migrations ORDER BY version")]
     assert {"outcomes_pr", "outcomes_head", "outcomes_merge"} <= indexes
-    assert names[-1] == "outcomes of jobs and per-repository pauses"
+    assert names[-2:] == ["outcomes of jobs and per-repository pauses", "job crashes"]
 
 
 # -- the summary ---------------------------------------------------------------
