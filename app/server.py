@@ -192,11 +192,17 @@ async def alerts_webhook(request: web.Request) -> web.Response:
         return _error(401, problem)
     try:
         data = json.loads(body)
+    except RecursionError:
+        return _error(400, "the alert nests too deep")
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, "body is not JSON")
+    problem = payloads.unsound(data)
+    if problem is not None:
+        return _error(400, f"the alert cannot be used: {problem}")
+    try:
         parsed = parse_alerts(
             data, repo_label=settings.alert_repo_label, routes=settings.alert_routes
         )
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return _error(400, "body is not JSON (or nests too deep)")
     except AlertFormatError as exc:
         return _error(422, str(exc))
     delivery_id = f"alert-{uuid.uuid4()}"

@@ -459,3 +459,23 @@ async def test_alertmanager_alert_with_wrong_types_is_422_not_500(alerts_pw: Har
     )
     assert status == 422
     assert await alerts_pw.jobs("alert") == []
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (json.dumps({"repo": REPO, "title": "x", "extra": "\ud800"}).encode(), "lone surrogate"),
+        (json.dumps({"repo": REPO, "title": "x\ud800"}).encode(), "lone surrogate"),
+        (b'{"repo":' + b"[" * 100 + b"]" * 100 + b"}", "deeper than 32"),
+        (b'{"repo":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests too deep"),
+    ],
+    ids=["surrogate-unread-field", "surrogate-title", "deep", "very-deep"],
+)
+async def test_an_unusable_alert_body_is_a_clear_400(
+    alerts_pw: Harness, body: bytes, says: str
+) -> None:
+    """The same soundness checks as webhook intake: nothing stored, no job, the reason."""
+    status, answer = await post_alert(alerts_pw, body)
+    assert status == 400
+    assert says in answer["error"]
+    assert await alerts_pw.jobs("alert") == []

@@ -231,7 +231,7 @@ def check(
     (``handled(event, action)``) must also have what that handler reads."""
     if not isinstance(payload, dict):
         return Invalid("the payload must be a JSON object")
-    problem = _walk(payload)
+    problem = unsound(payload)
     if problem is not None:
         return Invalid(problem)
     try:
@@ -264,8 +264,10 @@ def _reason(exc: ValidationError) -> str:
     return f"`{where}`: {message}{more}"[:300]
 
 
-def _walk(payload: dict[str, Any]) -> str | None:
-    """Depth and Unicode, checked without recursion (a deep body must not crash this)."""
+def unsound(payload: Any) -> str | None:
+    """What makes a parsed JSON body unusable whatever its shape (too deep, not valid
+    Unicode), or None. Checked without recursion: a deep body must not crash this.
+    Webhook and alert intake both use it."""
     stack: list[tuple[Any, int]] = [(payload, 1)]
     while stack:
         node, depth = stack.pop()
