@@ -11,15 +11,16 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from aiohttp import web
 
 from app import __version__, logs
 from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
-from app.store import AuditQuery, store_for_url
+from app.store import AuditQuery, Store, store_for_url
 from app.store.outcomes import format_outcomes, summarise_outcomes
 
 log = logging.getLogger("patchwarden")
@@ -118,17 +119,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+T = TypeVar("T")
+
+
 def _utc(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
+async def _read_store(settings: Settings, read: Callable[[Store], Awaitable[T]]) -> T:
+    """One read of an existing database (the audit commands never create one)."""
     store = store_for_url(settings.database_url, create=False)
     await store.open()
     try:
-        entries = await store.query_audit(query)
+        return await read(store)
     finally:
         await store.close()
+
+
+async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
+    entries = await _read_store(settings, lambda store: store.query_audit(query))
     for e in entries:
         when = _utc(e.at)
         if as_json:
@@ -158,12 +167,9 @@ async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
 async def _audit_outcomes(
     settings: Settings, *, repo: str | None, since: float | None, as_json: bool
 ) -> int:
-    store = store_for_url(settings.database_url, create=False)
-    await store.open()
-    try:
-        outcomes = await store.find_outcomes(repo=repo, since=since)
-    finally:
-        await store.close()
+    outcomes = await _read_store(
+        settings, lambda store: store.find_outcomes(repo=repo, since=since)
+    )
     rows = summarise_outcomes(outcomes)
     if as_json:
         for row in rows:
@@ -178,12 +184,7 @@ async def _audit_outcomes(
 async def _audit_failed(
     settings: Settings, *, repo: str | None, since: float | None, as_json: bool
 ) -> int:
-    store = store_for_url(settings.database_url, create=False)
-    await store.open()
-    try:
-        jobs = await store.list_jobs(state="failed")
-    finally:
-        await store.close()
+    jobs = await _read_store(settings, lambda store: store.list_jobs(state="failed"))
     jobs = [
         j
         for j in jobs

@@ -396,11 +396,7 @@ class _Reader:
         while at < len(text):
             top = self.stack[-1] if self.stack else None
             if top is not None and top.name == _COMMENT:
-                end = _COMMENT_END.search(text, at)
-                if end is None:
-                    break
-                self.stack.pop()
-                at = end.end()
+                at = self.comment_end(text, at)
                 continue
             start = text.find("<!--", at)
             if start == -1:
@@ -411,6 +407,15 @@ class _Reader:
             if at < len(text):
                 at = self.comment(text, at + 4)
         return "".join(out)
+
+    def comment_end(self, text: str, at: int) -> int:
+        """Inside a comment: after its end (the comment closed), or the end of the text
+        (it goes on into whatever comes next)."""
+        end = _COMMENT_END.search(text, at)
+        if end is None:
+            return len(text)
+        self.stack.pop()
+        return end.end()
 
     def comment(self, text: str, at: int) -> int:
         """After ``<!--`` at ``at``: where reading goes on."""
@@ -429,11 +434,7 @@ class _Reader:
             if top is not None and top.name == _EOF:
                 break
             if top is not None and top.name == _COMMENT:
-                end = _COMMENT_END.search(text, at)
-                if end is None:
-                    break
-                self.stack.pop()
-                at = end.end()
+                at = self.comment_end(text, at)
                 continue
             lt = text.find("<", at)
             if lt == -1:
