@@ -100,7 +100,7 @@ _MODULES: dict[str, Kind] = {
         "network",
     ),
     **dict.fromkeys(("subprocess", "pty", "pexpect", "sh", "plumbum"), "process"),
-    **dict.fromkeys(("importlib", "runpy", "code", "codeop"), "dynamic_code"),
+    **dict.fromkeys(("runpy", "code", "codeop"), "dynamic_code"),
     **dict.fromkeys(
         ("pickle", "cPickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle",
          "jsonpickle", "joblib"),
@@ -139,6 +139,16 @@ _ATTRS: dict[str, Kind] = {
     **dict.fromkeys(
         ("asyncio.open_connection", "asyncio.start_server", "urllib.urlopen"), "network"
     ),
+    # importlib loads code by name or path; importlib.resources/metadata only read data
+    **dict.fromkeys(
+        (
+            "importlib.import_module",
+            "importlib.__import__",
+            "importlib.util",
+            "importlib.machinery",
+        ),
+        "dynamic_code",
+    ),
     "builtins.eval": "dynamic_code",
     "builtins.exec": "dynamic_code",
     "builtins.compile": "dynamic_code",
@@ -157,7 +167,7 @@ _SAFE_YAML_LOADERS = {"SafeLoader", "CSafeLoader", "BaseLoader", "CBaseLoader"}
 # String literals that are behaviour wherever they appear in code.
 _OUTSIDE_PATH = re.compile(
     r"^(?:/(?:etc|root|home|proc|sys|var|opt|mnt|run|boot|srv|Users)(?:/|$)"
-    r"|~[\w.-]*(?:/|$)|[A-Za-z]:[\\/](?:Users|Windows)|\\\\)"
+    r"|~[\w.-]*(?:/|$)|[A-Za-z]:[\\/](?:Users|Windows)|\\\\[\w.-]+\\)"  # \\server\share
 )
 _ENV_PATH = re.compile(r"/proc/(?:self|\d+|\$\w+)/environ")
 _INSTALL_WORDS = re.compile(
@@ -279,6 +289,11 @@ class _Visitor(ast.NodeVisitor):
         for target in node.targets:
             if isinstance(target, ast.Name) and target.id == "pytest_plugins":
                 self._add(node, "test_harness", "pytest_plugins")
+        self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring (or a bare string): prose, even if it says `pip install`
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
