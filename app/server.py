@@ -207,14 +207,24 @@ async def alerts_webhook(request: web.Request) -> web.Response:
         return _error(422, str(exc))
     delivery_id = f"alert-{uuid.uuid4()}"
     jobs = []
+    items, skipped = [], list(parsed.skipped)
     for item in parsed.items:
+        installation = await runtime.store.installation_for_repo(item.repo)
+        if installation is None:
+            # A job would fail on its first step, and nobody would hear of it.
+            skipped.append(
+                f"{item.title[:80]!r}: the App is not installed on {item.repo} (install it "
+                "there; just installed, send again once GitHub has told Patchwarden)"
+            )
+            continue
+        items.append(item)
         jobs.append(
             NewJob(
                 kind="alert",
                 queue=SESSIONS_QUEUE,
                 key=f"alert:{item.repo}:{item.key}",
                 repo=item.repo,
-                installation_id=await runtime.store.installation_for_repo(item.repo),
+                installation_id=installation,
                 delivery_id=delivery_id,
                 payload={
                     "repo": item.repo,
@@ -231,24 +241,24 @@ async def alerts_webhook(request: web.Request) -> web.Response:
             id=delivery_id,
             source="alerts",
             event="alert",
-            action=parsed.items[0].source if parsed.items else None,
+            action=items[0].source if items else None,
             installation_id=None,
-            repo=parsed.items[0].repo if len(parsed.items) == 1 else None,
+            repo=items[0].repo if len(items) == 1 else None,
             sender=None,
             payload=data,
             received_at=time.time(),
         ),
         jobs=jobs,
     )
-    for reason in parsed.skipped:
+    for reason in skipped:
         await runtime.store.audit("alert.skipped", delivery_id=delivery_id, reason=reason)
     answer = {
         "delivery": delivery_id,
-        "accepted": [{"repo": item.repo, "title": item.title} for item in parsed.items],
-        "skipped": parsed.skipped,
+        "accepted": [{"repo": item.repo, "title": item.title} for item in items],
+        "skipped": skipped,
     }
-    if not parsed.items and parsed.skipped:
-        answer["error"] = "no alert could be mapped to a repository (the request was recorded)"
+    if not items and skipped:
+        answer["error"] = "no alert started a job: see skipped (the request was recorded)"
         return web.json_response(answer, status=422)
     runtime.pool.wake(SESSIONS_QUEUE)
     return web.json_response(answer, status=202)

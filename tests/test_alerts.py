@@ -12,7 +12,7 @@ from app import signing
 from app.alerts import ParsedAlerts, parse_alerts
 from app.errors import AlertFormatError
 from app.store import AuditQuery
-from tests.conftest import REPO, Harness
+from tests.conftest import INSTALLATION, REPO, Harness
 
 ALERTS_SECRET = "alerts-token-7f3c9e1d"
 BILLING = "octo-org/billing"
@@ -290,7 +290,14 @@ def test_unreadable_bodies_raise(body: Any, words: str) -> None:
 
 @pytest.fixture
 async def alerts_pw(make_pw: Callable[..., Awaitable[Harness]]) -> Harness:
-    return await make_pw(alerts_secret=ALERTS_SECRET, alert_routes=ROUTES)
+    """The server with alerts on, installed on both repositories the alerts name."""
+    pw = await make_pw(alerts_secret=ALERTS_SECRET, alert_routes=ROUTES)
+    pw.forge.add_repo(BILLING, installation_id=INSTALLATION)
+    pw.forge.add_user(BILLING, "alice", "admin")
+    await pw.forge.install(INSTALLATION, by="alice")
+    await pw.settle()
+    assert await pw.store.installation_for_repo(BILLING) == INSTALLATION
+    return pw
 
 
 async def post_alert(
@@ -353,6 +360,25 @@ async def test_alert_with_bearer_makes_one_alert_job(alerts_pw: Harness) -> None
     assert job.payload["title"] == "Nightly export failed"
     assert job.payload["body"] == "exit 3 at step 2"
     assert job.delivery_id == answer["delivery"]
+
+
+async def test_an_alert_for_a_repository_without_the_app_starts_nothing_and_says_so(
+    alerts_pw: Harness,
+) -> None:
+    elsewhere = {**GENERIC, "repo": "octo-org/not-installed"}
+    status, answer = await post_alert(alerts_pw, elsewhere)
+    assert status == 422
+    assert answer["accepted"] == []
+    (reason,) = answer["skipped"]
+    assert "the App is not installed on octo-org/not-installed" in reason
+    assert await alerts_pw.jobs("alert") == []
+    # One of two: the installed repository's alert starts its job, the other is named.
+    both = am_body(HIGH_ERRORS, am_alert("X", summary="s", repository="octo-org/not-installed"))
+    status, answer = await post_alert(alerts_pw, both)
+    assert status == 202
+    assert answer["accepted"] == [{"repo": REPO, "title": "5xx rate above 5% on api"}]
+    assert ["not installed on octo-org/not-installed" in r for r in answer["skipped"]] == [True]
+    assert [j.repo for j in await alerts_pw.jobs("alert")] == [REPO]
 
 
 async def test_alert_with_hmac_signature_is_accepted(alerts_pw: Harness) -> None:

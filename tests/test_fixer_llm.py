@@ -687,3 +687,39 @@ async def test_a_flaky_alert_is_never_handed_to_the_llm(
     assert result.error is not None
     assert result.error.startswith("flaky: ")
     assert model.requests == []
+
+
+async def test_a_monitoring_alert_whose_tests_pass_goes_to_the_llm(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """A monitoring alert names no failing check, and the tests pass as a rule: the
+    revert has nothing to undo, and the llm (allowed here) gets the alert."""
+    files = {"calc.py": ADDS, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": ALLOW_LLM}
+    project = make_project(tmp_path / "monitored", files)
+    model = await make_model(
+        tool("edit", path="calc.py", old="return a + b", new="return int(a) + int(b)"),
+        tool("finish", summary="add() takes numeric strings"),
+    )
+    task = Task("TypeError rate above 1% in add()", kind="alert")
+    result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.fixer == "llm"
+    assert "the failure does not reproduce" in result.fix.summary
+    assert len(model.requests) == 2
+
+
+async def test_a_failing_check_that_passes_here_is_never_handed_to_the_llm(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    files = {"calc.py": ADDS, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": ALLOW_LLM}
+    project = make_project(tmp_path / "passes", files)
+    model = await make_model()
+    task = Task("tests fail on main", kind="alert", check="tests")
+    result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "the failure does not reproduce" in result.error
+    assert model.requests == []

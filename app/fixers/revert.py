@@ -162,8 +162,10 @@ class _Search:
         self.bisect_steps = 0
         self.log: list[str] = []
         self.last_bad = self.bad  # the nearest commit known to fail above the good one
+        self.check: str | None = None  # the failing check's name; None for a monitoring alert
 
     async def run(self, task: Task) -> FixOutcome:
+        self.check = task.check
         if task.culprit:
             return await self._targeted(task.culprit, task.instructions)
         await self._make_clone()
@@ -212,11 +214,14 @@ class _Search:
         failing_runs = [r for r, done in results if (_bad_ids(r) if reported else not done.ok)]
         where = f"on {self.bad[:12]}"
         if not failing_runs:
+            # A failing check that passes here is a flake or the runner's trouble: no
+            # fixer should answer it. A monitoring alert's tests pass as a rule, so
+            # another fixer (the llm, where allowed) may still try.
             raise _Stop(
                 self.fixer.gave_up(
                     f"the failure does not reproduce: `{self.shown}` passed {runs} of {runs} "
                     f"runs {where}; there is nothing to revert",
-                    final=True,
+                    final=self.check is not None,
                 )
             )
         flaky = len(failing_runs) < runs
