@@ -21,7 +21,8 @@ from typing import Any
 
 from app.errors import AlertFormatError
 
-REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# GitHub: an owner of at most 39 characters, a repository name of at most 100.
+REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}$")
 MAX_TEXT = 20_000
 
 
@@ -44,6 +45,16 @@ class ParsedAlerts:
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
     return str(value if value is not None else "")[:limit]
+
+
+def _url(value: Any) -> str | None:
+    return value[:2000] if isinstance(value, str) and value else None
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """``value`` quoted for a reason the sender reads, cut short: never the body back."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def route_for(
@@ -79,9 +90,12 @@ def _alertmanager(
             continue
         labels = {str(k): _text(v, 500) for k, v in raw_labels.items()}
         annotations = {str(k): _text(v) for k, v in raw_annotations.items()}
-        name = labels.get("alertname", f"alert {index}")
+        alertname = labels.get("alertname") or f"alert {index}"
+        name = _shown(alertname)  # in reasons
         if alert.get("status", body.get("status")) != "firing":
-            skipped.append(f"{name}: status {alert.get('status')!r}, only firing alerts start jobs")
+            skipped.append(
+                f"{name}: status {_shown(alert.get('status'))}, only firing alerts start jobs"
+            )
             continue
         repo = route_for(labels, repo_label=repo_label, routes=routes)
         if repo is None:
@@ -91,7 +105,7 @@ def _alertmanager(
             )
             continue
         if not REPO_RE.match(repo):
-            skipped.append(f"{name}: {repo!r} is not owner/name")
+            skipped.append(f"{name}: {_shown(repo)} is not owner/name")
             continue
         identity = (
             alert.get("fingerprint")
@@ -102,12 +116,12 @@ def _alertmanager(
         items.append(
             AlertItem(
                 repo=repo,
-                title=annotations.get("summary") or name,
+                title=_text(annotations.get("summary"), 500) or alertname,
                 body="\n".join(line for line in lines if line),
-                key=f"alertmanager:{identity}:{_text(alert.get('startsAt'), 64)}",
+                key=f"alertmanager:{_text(identity, 200)}:{_text(alert.get('startsAt'), 64)}",
                 source="alertmanager",
                 labels=labels,
-                url=alert.get("generatorURL") or None,
+                url=_url(alert.get("generatorURL")),
             )
         )
     return ParsedAlerts(items, skipped)
@@ -125,7 +139,7 @@ def _generic(body: Mapping[str, Any]) -> ParsedAlerts:
         raise AlertFormatError("generic alert: " + "; ".join(problems))
     repo = body["repo"].strip()
     if not REPO_RE.match(repo):
-        raise AlertFormatError(f"generic alert: 'repo' must be owner/name, not {repo!r}")
+        raise AlertFormatError(f"generic alert: 'repo' must be owner/name, not {_shown(repo)}")
     title, text = _text(body["title"], 500), _text(body.get("body"))
     identity = str(body.get("id") or hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16])
     return ParsedAlerts(

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from app import signing
 from app.alerts import ParsedAlerts, parse_alerts
 from app.errors import AlertFormatError
 from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
+from tests.test_intake_fuzz import HOSTILE, _mutate, _paths
 
 ALERTS_SECRET = "alerts-token-7f3c9e1d"
 BILLING = "octo-org/billing"
@@ -223,6 +227,22 @@ def test_alertmanager_alert_with_wrong_types_is_reported_not_crashing(
         return
     assert parsed.items == []
     assert len(parsed.skipped) == 1
+
+
+def test_what_a_sender_wrote_is_quoted_short_in_the_reasons_and_bounded_in_the_job() -> None:
+    huge = "x" * 300_000
+    parsed = parse(
+        am_body(
+            am_alert("A", status=huge, repository=REPO),  # type: ignore[arg-type]
+            am_alert("B", repository="o" * 40 + "/r"),  # owners have at most 39 characters
+            am_alert("C", repository=REPO, fingerprint=huge, summary=huge),
+        )
+    )
+    assert [len(r) < 200 for r in parsed.skipped] == [True, True]
+    assert "is not owner/name" in parsed.skipped[1]
+    (item,) = parsed.items
+    assert len(item.title) == 500
+    assert len(item.key) < 300
 
 
 # -- parse_alerts: generic and unreadable ----------------------------------
@@ -505,3 +525,78 @@ async def test_an_unusable_alert_body_is_a_clear_400(
     assert status == 400
     assert says in answer["error"]
     assert await alerts_pw.jobs("alert") == []
+
+
+# -- fuzz: hostile alert bodies with the right token -------------------------------------
+
+FUZZ_BASES: list[dict[str, Any]] = [
+    am_body(HIGH_ERRORS, SLOW_QUERIES),
+    am_body(am_alert("DiskAlmostFull", summary="disk 97% full", fingerprint="f1")),
+    {**GENERIC, "id": "nightly-7"},
+]
+
+
+def _hostile_body(data: st.DataObject) -> bytes:
+    """One alert body gone wrong: a real one with a field replaced or removed, any JSON
+    value at all, a deep nest, or bytes that are not JSON."""
+    kind = data.draw(st.sampled_from(["mutate", "mutate", "mutate", "json", "deep", "bytes"]))
+    if kind == "deep":
+        depth = data.draw(st.sampled_from([40, 1_000, 100_000]))
+        return ('{"alerts":' + "[" * depth + "]" * depth + "}").encode()
+    if kind == "bytes":
+        return data.draw(st.binary(max_size=200))
+    if kind == "json":
+        return json.dumps(data.draw(JSON_VALUES)).encode()
+    body = json.loads(json.dumps(data.draw(st.sampled_from(FUZZ_BASES))))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(body)
+        if not paths:
+            break
+        path = data.draw(st.sampled_from(paths))
+        how = data.draw(st.sampled_from(["set", "set", "delete"]))
+        _mutate(body, path, how, copy.deepcopy(data.draw(st.sampled_from(HOSTILE))))
+    return json.dumps(body).encode()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.data())
+async def test_hostile_alerts_never_crash_and_start_only_sound_jobs(
+    alerts_pw: Harness, data: st.DataObject
+) -> None:
+    before = {j.id for j in await alerts_pw.jobs("alert")}
+    status, answer = await post_alert(alerts_pw, _hostile_body(data))
+    assert status in (202, 400, 422), (status, answer)
+    event(f"answered {status}")
+    assert isinstance(answer.get("error", ""), str)
+    assert len(json.dumps(answer)) < 20_000, "the answer echoes the body"
+    new = [j for j in await alerts_pw.jobs("alert") if j.id not in before]
+    if status != 202:
+        assert answer.get("error"), answer
+        assert new == [], "a refused alert started a job"
+        return
+    assert len(new) <= len(answer["accepted"])  # an alert already queued is not queued twice
+    for job in new:
+        assert job.delivery_id == answer["delivery"]
+        assert job.installation_id == INSTALLATION
+        assert job.repo in (REPO, BILLING)
+        assert len(job.key) <= 400, job.key[:80]
+        p = job.payload
+        assert isinstance(p["title"], str)
+        assert 0 < len(p["title"]) <= 500
+        assert isinstance(p["body"], str)
+        assert len(p["body"]) <= 25_000
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in p["labels"].items())
+        assert p["url"] is None or isinstance(p["url"], str)
