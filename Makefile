@@ -52,6 +52,7 @@ bench: venv system-deps
 	$(BIN)/python bench/fixers.py
 	$(BIN)/python bench/score.py
 	$(BIN)/python bench/webhook_ack.py
+	$(BIN)/python bench/upload_memory.py
 	$(BIN)/python bench/forge_api.py
 	$(BIN)/python bench/realworld.py
 

@@ -73,9 +73,16 @@ async def _read(request: web.Request) -> bytes | web.Response:
         except TimeoutError:
             return _error(503, "too many large bodies are being read at once; send it again")
     try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return too_large
+        # Not ``request.read()``: it keeps the body on the request, which lives on while
+        # the client holds the connection open, so refused bodies piled up (20 unsigned
+        # 24 MiB uploads: +370 MiB; bench/upload_memory.py).
+        parts, size = [], 0
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > MAX_BODY:
+                return too_large
+            parts.append(chunk)
+        return b"".join(parts)
     finally:
         if large:
             slots.release()

@@ -190,3 +190,23 @@ async def test_a_delivery_without_a_signature_is_refused_before_its_body_is_read
     status, answer = await pw.post_webhook("ping", b"{" + b" " * 3_000_000 + b"}", secret=None)
     assert status == 401
     assert "missing" in answer["error"]
+
+
+async def test_a_body_of_unknown_length_over_github_s_cap_is_refused_as_it_is_read(
+    pw: Harness,
+) -> None:
+    async def endless() -> Any:
+        for _ in range(30):  # 30 MiB, no Content-Length: chunked
+            yield b" " * (1024 * 1024)
+
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "chunked",
+        "X-Hub-Signature-256": "sha256=" + "0" * 64,
+    }
+    async with pw.session.post(
+        f"{pw.url}/webhooks/github", data=endless(), headers=headers
+    ) as answer:
+        assert answer.status == 413
+        assert "GitHub's webhook payload cap" in (await answer.json())["error"]
