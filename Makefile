@@ -7,11 +7,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEB_PACKAGES := git bubblewrap
 
-.PHONY: help venv system-deps test demo serve bench lint fmt clean
+.PHONY: help venv system-deps test check demo serve bench lint fmt clean
 
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
 	@echo "make test   - the whole test suite"
+	@echo "make check  - the fast loop: the tests not marked slow (no sessions or sandboxes)"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
@@ -38,6 +39,9 @@ system-deps:
 
 test: venv system-deps
 	$(BIN)/python -m pytest -q
+
+check: venv
+	$(BIN)/python -m pytest -q -m "not slow" --durations=5
 
 demo: venv system-deps
 	$(BIN)/patchwarden demo

@@ -236,7 +236,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:
-    from app.manifest import build_manifest
+    from app.github.manifest import build_manifest
 
     print(json.dumps(build_manifest(url=args.url, name=args.name, public=args.public), indent=2))
     return 0

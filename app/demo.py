@@ -34,8 +34,8 @@ from typing import Any
 from aiohttp import web
 
 from app.config import load_settings
-from app.keys import generate_app_key
 from app.localforge import LocalForge
+from app.localforge.keys import generate_app_key
 from app.server import RUNTIME, create_app
 from app.store import Outcome
 from app.store.outcomes import format_outcomes, summarise_outcomes

@@ -26,13 +26,13 @@ from typing import Literal
 from app.config import Settings, load_settings
 from app.errors import BadInput
 from app.fixers.choose import FIXERS, budget_from, make_fixer
+from app.git import Remote, git_env, run_git
 from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
-from app.sessions.workspace import Remote, git_env, run_git
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

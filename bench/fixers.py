@@ -45,10 +45,11 @@ from app.fixers.llm.agent import LlmFixer
 from app.fixers.llm.client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.fixers.revert import RevertFixer
+from app.git import Remote, git_env
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import Budget, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceCache, git_env
+from app.sessions.workspace import WorkspaceCache
 
 GIT = shutil.which("git") or "/usr/bin/git"
 GROWTH_LIMIT = 3.0  # bisect(largest N) / bisect(smallest N)

@@ -49,9 +49,9 @@ from procstat import (
 )
 
 from app.github.client import GitHubApp, GitHubClient
-from app.keys import generate_app_key
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git import BareRepo
+from app.localforge.keys import generate_app_key
 from app.localforge.server import LocalForge
 
 HOST = "127.0.0.1"

@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.fixers.lint import LintFixer  # noqa: E402
+from app.git import Remote  # noqa: E402
 from app.sessions.result import SessionResult  # noqa: E402
 from app.sessions.sandbox import BwrapSandbox  # noqa: E402
 from app.sessions.session import SessionRunner, SessionSpec, Task  # noqa: E402
-from app.sessions.workspace import Remote, WorkspaceCache  # noqa: E402
+from app.sessions.workspace import WorkspaceCache  # noqa: E402
 from tests.conftest import git_commit  # noqa: E402
 from tests.realworld.conftest import as_repository, inject_unused_import  # noqa: E402
 from tests.realworld.projects import PROJECTS, Project  # noqa: E402

@@ -47,11 +47,12 @@ from procstat import (
     noise_warning,
 )
 
+from app.git import Remote, git_env
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.verify import DEFAULT_RULES, Verifier
-from app.sessions.workspace import Remote, Workspace, WorkspaceCache, git_env
+from app.sessions.workspace import Workspace, WorkspaceCache
 
 TARGET_SECONDS = 10.0  # verification beyond the repository's own tests
 REPO = "bench/verify"

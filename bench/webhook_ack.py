@@ -749,7 +749,7 @@ def _server_problems(log: Path | None) -> list[str]:
 
 
 def _spawn_all(args: argparse.Namespace, work: Path, children: Children) -> Setup:
-    from app.keys import generate_app_key
+    from app.localforge.keys import generate_app_key
 
     private, public = generate_app_key()
     key_path, pub_path = work / "app.pem", work / "app.pub.pem"

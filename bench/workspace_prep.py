@@ -48,7 +48,8 @@ from procstat import (
     pct,
 )
 
-from app.sessions.workspace import Remote, WorkspaceCache, git_env
+from app.git import Remote, git_env
+from app.sessions.workspace import WorkspaceCache
 
 TARGET_RATIO = 0.05  # cached median <= 5 % of the cold median
 REPO = "bench/repo"

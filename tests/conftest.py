@@ -21,15 +21,16 @@ import aiohttp
 import pytest
 from pytest_aiohttp import AiohttpServer
 
-from app import signing
 from app.config import Settings, load_settings
-from app.keys import generate_app_key
+from app.git import git_env
+from app.github import signing
 from app.localforge import LocalForge
+from app.localforge.keys import generate_app_key
 from app.runtime import Runtime
 from app.server import RUNTIME, create_app
 from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import SessionRunner
-from app.sessions.workspace import WorkspaceCache, git_env
+from app.sessions.workspace import WorkspaceCache
 from app.store import JobState
 
 APP_ID = 4242

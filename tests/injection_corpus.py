@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from app.markdown import strip_invisible
+from app.untrusted.markdown import strip_invisible
 
 Where = Literal["title", "body", "comment", "alert"]
 WHERES: tuple[Where, ...] = ("title", "body", "comment", "alert")

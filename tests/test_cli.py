@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from app.cli import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
-from app.keys import generate_app_key
+from app.localforge.keys import generate_app_key
 from app.logs import RedactSecrets
 from app.store import Delivery, NewJob, store_for_url
 

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions"),
+]
 
 STEPS = [
     "1. octo-org/widgets",

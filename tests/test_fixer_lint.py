@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from app.fixers.lint import AUTOFIX_RULES, LintFixer
+from app.git import Remote
 from app.sessions.session import SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote
 from tests.conftest import git_commit, make_project
 
 pytestmark = [

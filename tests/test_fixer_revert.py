@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from app.fixers.revert import RevertFixer, classify
+from app.git import Remote, git_env
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import SessionResult, TestCounts, TestRun
 from app.sessions.sandbox import BwrapSandbox, Mount
 from app.sessions.session import SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceCache, git_env
+from app.sessions.workspace import WorkspaceCache
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [

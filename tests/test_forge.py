@@ -23,7 +23,7 @@ import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
-from app import signing
+from app.github import signing
 from app.github.client import GitHubApp, GitHubClient
 from app.localforge import LocalForge
 from app.localforge.contract import RestContract, WebhookContract

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.prompt import system_prompt, task_message
-from app.sanitize import fence
 from app.sessions.commands import RepoCommands
 from app.sessions.session import Document, Task
+from app.untrusted.sanitize import fence
 from app.webhooks.triggers import parse_command
 from tests.injection_corpus import CASES, WHERES, Case, leaks, revealed
 

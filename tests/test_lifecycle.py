@@ -24,7 +24,10 @@ from app.localforge import LocalForge
 from app.store import JobState
 from tests.conftest import INSTALLATION, REPO, Harness, running_with
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions"),
+]
 
 
 def sample(*, autonomy: str = "automerge", extra: str = "") -> dict[str, str | bytes | None]:

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from app.git import Remote
 from app.sessions.pkgconfig import (
     CONFIG_MOUNT,
     DEFAULT_PASSENV,
@@ -39,7 +40,7 @@ from app.sessions.pkgconfig import (
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import BwrapSandbox, SandboxError
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceCache
+from app.sessions.workspace import WorkspaceCache
 from tests.conftest import make_project, running_with
 
 PASSWORD = "s3cret-index-pass"

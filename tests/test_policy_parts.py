@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from app.git import git_env
 from app.policy.config import load_policy
 from app.policy.deps import dependency_changes
 from app.policy.diff import TRUNCATION_MARK, ChangedFile, parse_diff
@@ -24,7 +25,6 @@ from app.policy.globs import GlobSet, compile_glob
 from app.policy.secrets import scan_added, scan_line
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import SecretFound
-from app.sessions.workspace import git_env
 
 POLICY = load_policy(default_policy_text())
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.markdown import visible_text
-from app.sanitize import MAX_CHARS, fence, sanitize
+from app.untrusted.markdown import visible_text
+from app.untrusted.sanitize import MAX_CHARS, fence, sanitize
 
 ZWSP, ZWJ, BOM, RLO, PDF, LRI, PDI = (
     "\u200b",

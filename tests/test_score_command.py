@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.git import Remote
 from app.policy.config import Policy
 from app.policy.score import score_session
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
 
 ROOT = Path(__file__).resolve().parents[1]

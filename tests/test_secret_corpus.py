@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from app import credentials
 from app.demo import SAMPLE
 from app.fixers.llm.scripted import ScriptedModel, tool
+from app.git import Remote
 from app.localforge import LocalForge
 from app.policy.config import PolicyError
 from app.policy.score import score_diff, score_session
@@ -45,7 +46,6 @@ from app.policy.secrets import scan_added, scan_line
 from app.redact import find_secrets, redact
 from app.sessions.result import FixOutcome, SecretFound
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote
 from app.store import AuditQuery
 from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, Harness, make_project
 from tests.policy_helpers import default_policy, gdiff, policy_with, result_for

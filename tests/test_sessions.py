@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from app.git import GitError, Remote, git_env, run_git
 from app.localforge import LocalForge
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, WorkspaceError, git_env, run_git
+from app.sessions.workspace import WorkspaceError
 from tests.conftest import (
     CALC,
     CALC_TESTS,
@@ -270,7 +271,7 @@ async def test_a_failed_fetch_is_not_taken_for_a_fresh_mirror(
 
 
 def test_a_token_in_the_url_is_refused() -> None:
-    with pytest.raises(WorkspaceError, match="carries credentials"):
+    with pytest.raises(GitError, match="carries credentials"):
         Remote("octo/calc", "https://x-access-token:ghs_abc@github.com/octo/calc.git")
 
 

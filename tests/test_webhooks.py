@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from app import signing
 from app.errors import SignatureError
+from app.github import signing
 from app.store import AuditQuery, JobState
 from tests.conftest import FIXTURES, INSTALLATION, REPO, SECRET, Harness, with_installation
 

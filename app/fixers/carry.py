@@ -9,9 +9,9 @@ scores it again, as a new patch. A conflict ends the job with a clear reason.
 from __future__ import annotations
 
 from app.fixers.base import Fixer
+from app.git import run_git
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
-from app.sessions.workspace import run_git
 
 
 class CarryFixer(Fixer):

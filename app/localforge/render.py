@@ -22,10 +22,10 @@ from urllib.parse import quote, urlsplit
 
 import jsonschema
 
-from app import manifest
+from app.github import manifest
+from app.github.manifest import SUBSCRIBED_EVENTS
 from app.localforge.contract import WebhookContract
 from app.localforge.state import REACTIONS, User
-from app.webhooks import SUBSCRIBED_EVENTS
 
 if TYPE_CHECKING:
     from app.localforge.git import CommitInfo, Entry, FileChange

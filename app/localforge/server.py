@@ -41,7 +41,7 @@ import aiohttp
 import jwt
 from aiohttp import web
 
-from app import signing
+from app.github import signing
 from app.localforge import view
 from app.localforge.ci import run_required_checks
 from app.localforge.contract import RestContract, WebhookContract

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import gidgethub
 
+from app.git import Remote, git_env, run_git
 from app.github import GitHubClient
 from app.github.repos import repo_vars
-from app.sessions.workspace import Remote, git_env, run_git
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.errors import PatchwardenError
+from app.git import Remote
 from app.redact import redact
 from app.sessions import reports
 from app.sessions.commands import RepoCommands, detect
@@ -52,7 +53,7 @@ from app.sessions.verify import (
     repo_test_command,
     tree_mounts,
 )
-from app.sessions.workspace import Remote, Workspace, WorkspaceCache, branch_name
+from app.sessions.workspace import Workspace, WorkspaceCache, branch_name
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ Progress = Callable[[str], None]
 class Document:
     """Text from someone other than the requester (an issue body, a comment, an alert
     payload, a failing check's output). Fixers treat it as data: sanitised and fenced
-    (:mod:`app.sanitize`) before any model sees it."""
+    (:mod:`app.untrusted.sanitize`) before any model sees it."""
 
     source: str  # "issue #12 body", "comment by @octocat", "alert payload"
     text: str
@@ -81,6 +82,7 @@ class Task:
     check: str | None = None  # alert from CI: the failing check's name
     good: str | None = None  # alert: the last commit known to pass, if the caller knows it
     culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
+    monitoring: bool = False  # alert from monitoring (/alerts): its tests pass as a rule
 
     @property
     def words(self) -> str:

@@ -18,141 +18,34 @@ fsmonitor off. A token for fetching goes in git's environment as an
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import fcntl
 import os
 import re
-import shlex
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from app.errors import PatchwardenError
+from app.git import BOT_EMAIL, BOT_NAME, GitError, Remote, git_env, run_git
 from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.secrets import scan_added
 from app.redact import redact
 from app.sessions.result import Diff, FileStat
 
-GIT_TIMEOUT = 600.0
-BOT_NAME = "patchwarden[bot]"
-BOT_EMAIL = "patchwarden[bot]@users.noreply.github.com"
 DIFF_CAP = 2 * 1024 * 1024  # bytes of unified diff kept in the SessionResult
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
 _SHA = re.compile(r"[0-9a-f]{40}\Z")
-# Options that keep host-side git from executing anything the repository provides.
-HARDENING = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "safe.directory=*",
-    "-c",
-    "gc.auto=0",
-    "-c",
-    "maintenance.auto=false",
-    "-c",
-    "commit.gpgSign=false",
-    "-c",
-    "core.quotePath=false",
-    "-c",
-    "protocol.ext.allow=never",
-)
 _TAG_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
 _DESCRIBE = re.compile(r"^(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "T": "type-changed"}
 
 
-class WorkspaceError(PatchwardenError):
-    """A git step of the workspace failed; the message names it and quotes git."""
-
-
-@dataclass(frozen=True)
-class Remote:
-    """Where a repository comes from. ``token`` goes into git's environment only."""
-
-    repo: str  # owner/name, names the mirror
-    url: str  # https URL, or a local path / file URL (``patchwarden run``)
-    token: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if not _REPO.match(self.repo) or ".." in self.repo:
-            raise WorkspaceError(f"repository must be owner/name, not {self.repo!r}")
-        parts = urlsplit(self.url)
-        if parts.username or parts.password:
-            raise WorkspaceError(
-                "the remote URL carries credentials; pass the token separately "
-                "(it goes into git's environment, never into a URL)"
-            )
-
-
-def git_env(home: Path, *, remote: Remote | None = None) -> dict[str, str]:
-    """git's whole environment: nothing inherited but PATH; auth as an extra header."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(home),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "/bin/false",
-        "SSH_ASKPASS": "/bin/false",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_ATTR_NOSYSTEM": "1",
-        "LC_ALL": "C",
-    }
-    if remote is not None and remote.token:
-        parts = urlsplit(remote.url)
-        if parts.scheme not in ("http", "https"):
-            raise WorkspaceError(f"a token only goes to an http(s) remote, not {remote.url!r}")
-        basic = base64.b64encode(f"x-access-token:{remote.token}".encode()).decode()
-        # https://git-scm.com/docs/git-config#Documentation/git-config.txt-httpextraHeader,
-        # scoped to the remote's origin; GIT_CONFIG_COUNT keeps it out of argv.
-        env["GIT_CONFIG_COUNT"] = "1"
-        env["GIT_CONFIG_KEY_0"] = f"http.{parts.scheme}://{parts.netloc}/.extraHeader"
-        env["GIT_CONFIG_VALUE_0"] = f"Authorization: Basic {basic}"
-    return env
-
-
-async def run_git(
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    cwd: Path | None = None,
-    timeout: float = GIT_TIMEOUT,  # noqa: ASYNC109 - subprocess.run's own timeout
-    check: bool = True,
-    secrets: Sequence[str] = (),
-    stdin: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run host-side git (in a thread, so the event loop never waits on it)."""
-    argv = ["git", *HARDENING, *args]
-
-    def call() -> subprocess.CompletedProcess[bytes]:
-        try:
-            return subprocess.run(  # noqa: S603 - argv list, no shell
-                argv,
-                env=dict(env),
-                cwd=cwd,
-                capture_output=True,
-                input=stdin,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise WorkspaceError(f"`git {shlex.join(args)}` took over {timeout:.0f}s") from None
-
-    done = await asyncio.to_thread(call)
-    if check and done.returncode != 0:
-        err = redact(done.stderr.decode("utf-8", "replace").strip(), known=secrets)
-        raise WorkspaceError(f"`git {shlex.join(args)}` failed: {err[-2000:] or '(no output)'}")
-    return done
+class WorkspaceError(GitError):
+    """A step of the workspace failed; the message names it and quotes git."""
 
 
 class WorkspaceCache:

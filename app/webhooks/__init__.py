@@ -21,20 +21,6 @@ log = logging.getLogger(__name__)
 
 router = Router(commands.router, labels.router, ci.router, installations.router, lifecycle.router)
 
-# Events the App subscribes to (the manifest lists them; installation events are
-# always sent to Apps and cannot be subscribed to).
-SUBSCRIBED_EVENTS = (
-    "check_run",
-    "check_suite",
-    "issue_comment",
-    "issues",
-    "pull_request",
-    "pull_request_review",
-    "push",
-    "status",
-    "workflow_run",
-)
-
 
 def handled(event: str, action: str | None) -> bool:
     """Whether a handler is registered for ``event`` (and ``action``)."""
@@ -81,4 +67,4 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
     return len(callbacks)
 
 
-__all__ = ["SUBSCRIBED_EVENTS", "HandlerContext", "check", "handled", "route_delivery", "router"]
+__all__ = ["HandlerContext", "check", "handled", "route_delivery", "router"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
-from app.markdown import visible_text
+from app.untrusted.markdown import visible_text
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
@@ -71,7 +71,7 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
 
 def _live_lines(body: str) -> list[str]:
     """The lines a human wrote as their own words, read as GitHub shows the comment
-    (:func:`app.markdown.visible_text`): quotes (a ``>`` block with its lazy
+    (:func:`app.untrusted.markdown.visible_text`): quotes (a ``>`` block with its lazy
     continuation lines, ``<blockquote>``), code (spans stay as code, blocks and
     ``<pre>``/``<code>`` go), HTML comments, hidden elements and raw HTML blocks are
     not; list items and headings keep their markers, so no command starts those lines.

@@ -19,10 +19,10 @@ import pytest
 
 from app.fixers.lint import LintFixer
 from app.fixers.revert import RevertFixer
+from app.git import Remote
 from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
 from app.sessions.session import SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote
 from tests.conftest import git_commit
 from tests.realworld.conftest import as_repository, breaking_history, inject_unused_import
 from tests.realworld.projects import PROJECTS, Project

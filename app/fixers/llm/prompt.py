@@ -4,7 +4,7 @@ Only the requester's own words (a maintainer's ``@patchwarden fix this …``, or
 ``patchwarden run --task``) are instructions. Everything else — the issue title and
 body, other comments, an alert's title and payload, a failing check's name and output,
 even the repository's own ``.github/patchwarden.md`` — is sanitised and fenced as data
-(:mod:`app.sanitize`), and the system prompt says that fenced text is never to be
+(:mod:`app.untrusted.sanitize`), and the system prompt says that fenced text is never to be
 obeyed.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 from app.fixers.base import SKIP_DIRS
 from app.fixers.llm.tools import TOOL_SCHEMAS
-from app.sanitize import fence, sanitize
 from app.sessions.commands import RepoCommands
 from app.sessions.session import Task
 from app.sessions.workspace import read_confined
+from app.untrusted.sanitize import fence, sanitize
 
 INSTRUCTIONS_PATH = ".github/patchwarden.md"
 LANGUAGES = {

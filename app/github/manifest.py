@@ -10,7 +10,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app.errors import ConfigError
-from app.webhooks import SUBSCRIBED_EVENTS
+
+# Events the App subscribes to (the manifest lists them; installation events are
+# always sent to Apps and cannot be subscribed to).
+SUBSCRIBED_EVENTS = (
+    "check_run",
+    "check_suite",
+    "issue_comment",
+    "issues",
+    "pull_request",
+    "pull_request_review",
+    "push",
+    "status",
+    "workflow_run",
+)
 
 PERMISSIONS = {
     "contents": "write",

@@ -9,7 +9,7 @@ titles, image alt text, ``<script>``/``<style>``/``<template>``/``<noscript>`` a
 hidden elements with their content, zero-width, bidi and tag characters — while code
 spans and blocks are kept verbatim and text that merely looks like a tag
 (``expected <int> got <str>``, ``List<String>``, ``in <module>``) stays as written.
-The rules are in :mod:`app.markdown`, shared with the command parser so the two never
+The rules are in :mod:`app.untrusted.markdown`, shared with the command parser so the two never
 disagree about what a comment says.
 
 :func:`fence` then wraps the text in markers carrying a random nonce, so the text
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 
-from app.markdown import visible_text
+from app.untrusted.markdown import visible_text
 
 MAX_CHARS = 20_000  # per document; the rest is cut with a marker
 # Removing markup can join what is left into new markup (`<<b>b>` → `<b>`), and text

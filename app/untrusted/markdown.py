@@ -3,7 +3,7 @@
 One parse (markdown-it-py: CommonMark with raw HTML, plus GitHub's tables and
 strikethrough) serves both readers of untrusted text, so they cannot disagree:
 
-- :func:`app.sanitize.sanitize` keeps what a person reading the issue on github.com
+- :func:`app.untrusted.sanitize.sanitize` keeps what a person reading the issue on github.com
   sees, as markdown-ish text for a prompt: ``visible_text(text)``;
 - the command parser (:func:`app.webhooks.triggers.parse_command`) keeps only the
   commenter's own words: ``visible_text(text, own_words=True)`` also blanks quotes
@@ -45,7 +45,7 @@ Other differences from github.com are on the side of showing the model less: Git
 drops ``style`` attributes (so ``display:none`` hides nothing there) and ignores
 ``aria-hidden`` visually; footnote definitions (``[^1]: …``) are read as link
 definitions; content nested deeper than markdown-it's limit of 20 containers is not
-shown; and :func:`app.sanitize.sanitize` reads its output again until nothing changes,
+shown; and :func:`app.untrusted.sanitize.sanitize` reads its output again until nothing changes,
 so text a reader sees literally (``&lt;!-- x --&gt;``) can go on the second reading.
 """
 

@@ -1,0 +1,132 @@
+"""The rooms of ``app/`` and which way their imports may point (docs/architecture.md).
+
+Each room has a layer; a module may import its own room and rooms of lower layers only.
+``localforge`` (the GitHub double) is for tests, the demo and the CLI's demo verbs:
+nothing else imports it. Imports inside ``if TYPE_CHECKING:`` count too: a type is a
+dependency.
+
+Known exceptions are listed by file, with the issue that removes them; the test fails
+on a new one, and on a listed one that is gone (so the list stays true).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "app"
+
+LAYERS: dict[str, int] = {
+    # foundations: no room of Patchwarden's below them
+    "errors": 0,
+    "__init__": 0,  # app/__init__.py: the version
+    "logs": 0,
+    "config": 0,
+    "credentials": 0,
+    "redact": 0,
+    "untrusted": 0,
+    "git": 0,
+    "alerts": 0,
+    # the store, GitHub, and the policy engine (no I/O)
+    "store": 1,
+    "github": 1,
+    "policy": 1,
+    # a coding session, the worker pool, webhook routing
+    "sessions": 2,
+    "queue": 2,
+    "webhooks": 2,
+    # what edits a tree; what writes to GitHub
+    "fixers": 3,
+    "publish": 3,
+    # the jobs, the process, the intake, the CLI's verbs
+    "pipeline": 4,
+    "runtime": 4,
+    "server": 4,
+    "scoring": 4,
+    "runlocal": 4,
+    "doctor": 4,
+    "demo": 5,
+    "cli": 5,
+    "__main__": 5,
+    "localforge": 1,  # the double: errors, config, GitHub's signing and manifest
+}
+MAY_IMPORT_THE_DOUBLE = {"demo", "cli", "localforge"}
+
+# (importing file, imported module): debt, each removed by the issue named.
+KNOWN: set[tuple[str, str]] = {
+    # issue 17: policy/ owns its input types; sessions/ produces them
+    ("policy/features.py", "app.sessions.result"),
+    ("policy/score.py", "app.sessions.result"),
+    ("policy/secrets.py", "app.sessions.result"),
+}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _is_room(name: str) -> bool:
+    return (APP / name).is_dir() or (APP / f"{name}.py").is_file()
+
+
+def _imports(path: Path) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "app":  # from app import x: x is a room, or a name in app/
+                found += [f"app.{a.name}" if _is_room(a.name) else "app" for a in node.names]
+            else:
+                found.append(node.module)
+    return [m for m in found if m == "app" or m.startswith("app.")]
+
+
+def _violations() -> set[tuple[str, str]]:
+    wrong = set()
+    for path in sorted(APP.rglob("*.py")):
+        relative = path.relative_to(APP)
+        room = relative.parts[0].removesuffix(".py")
+        for module in _imports(path):
+            target = _room(module)
+            if target == room:
+                continue
+            at_the_double = target == "localforge" and room not in MAY_IMPORT_THE_DOUBLE
+            if at_the_double or LAYERS[target] > LAYERS[room]:
+                wrong.add((relative.as_posix(), module))
+    return wrong
+
+
+def test_every_room_has_a_layer() -> None:
+    rooms = {
+        p.name.removesuffix(".py")
+        for p in APP.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py"
+    }
+    assert rooms - LAYERS.keys() == set(), "a new room: give it a layer here and a row in docs"
+    assert LAYERS.keys() - rooms == set(), "a room is gone: drop it here"
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = _violations()
+    assert wrong - KNOWN == set(), (
+        "an import points up (or at the double); see docs/architecture.md"
+    )
+    assert KNOWN - wrong == set(), "a known exception is gone: take it off KNOWN"
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """The parser behind the test finds the imports a room could hide an arrow in."""
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import app.store\n"
+        "from app import pipeline\n"
+        "if TYPE_CHECKING:\n"
+        "    from app.publish.body import render\n"
+        "def f():\n"
+        "    from app.localforge import LocalForge\n"
+        "from . import sibling\n"
+    )
+    assert _imports(source) == ["app.store", "app.pipeline", "app.publish.body", "app.localforge"]
