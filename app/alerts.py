@@ -22,8 +22,10 @@ from typing import Any
 from app.errors import AlertFormatError
 
 # GitHub: an owner of at most 39 characters, a repository name of at most 100.
-REPO_RE = re.compile(r"^[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}$")
+REPO_RE = re.compile(r"[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}\Z")
 MAX_TEXT = 20_000
+MAX_ALERTS = 1000  # per request; Alertmanager groups far fewer (its max_alerts is 0 = all)
+MAX_LABELS = 100
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ def _url(value: Any) -> str | None:
     return value[:2000] if isinstance(value, str) and value else None
 
 
-def _shown(value: Any, limit: int = 80) -> str:
+def shown(value: Any, limit: int = 80) -> str:
     """``value`` quoted for a reason the sender reads, cut short: never the body back."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -78,6 +80,11 @@ def _alertmanager(
     alerts = body.get("alerts")
     if not isinstance(alerts, list):
         raise AlertFormatError("Alertmanager payload: 'alerts' must be a list")
+    if len(alerts) > MAX_ALERTS:
+        raise AlertFormatError(
+            f"Alertmanager payload: {len(alerts)} alerts; at most {MAX_ALERTS} a request "
+            "(set max_alerts in the webhook_config)"
+        )
     items: list[AlertItem] = []
     skipped: list[str] = []
     for index, alert in enumerate(alerts):
@@ -88,13 +95,13 @@ def _alertmanager(
         if not isinstance(raw_labels, Mapping) or not isinstance(raw_annotations, Mapping):
             skipped.append(f"alerts[{index}]: 'labels' and 'annotations' must be objects")
             continue
-        labels = {str(k): _text(v, 500) for k, v in raw_labels.items()}
+        labels = {str(k)[:100]: _text(v, 500) for k, v in list(raw_labels.items())[:MAX_LABELS]}
         annotations = {str(k): _text(v) for k, v in raw_annotations.items()}
         alertname = labels.get("alertname") or f"alert {index}"
-        name = _shown(alertname)  # in reasons
+        name = shown(alertname)  # in reasons
         if alert.get("status", body.get("status")) != "firing":
             skipped.append(
-                f"{name}: status {_shown(alert.get('status'))}, only firing alerts start jobs"
+                f"{name}: status {shown(alert.get('status'))}, only firing alerts start jobs"
             )
             continue
         repo = route_for(labels, repo_label=repo_label, routes=routes)
@@ -105,7 +112,7 @@ def _alertmanager(
             )
             continue
         if not REPO_RE.match(repo):
-            skipped.append(f"{name}: {_shown(repo)} is not owner/name")
+            skipped.append(f"{name}: {shown(repo)} is not owner/name")
             continue
         identity = (
             alert.get("fingerprint")
@@ -139,7 +146,7 @@ def _generic(body: Mapping[str, Any]) -> ParsedAlerts:
         raise AlertFormatError("generic alert: " + "; ".join(problems))
     repo = body["repo"].strip()
     if not REPO_RE.match(repo):
-        raise AlertFormatError(f"generic alert: 'repo' must be owner/name, not {_shown(repo)}")
+        raise AlertFormatError(f"generic alert: 'repo' must be owner/name, not {shown(repo)}")
     title, text = _text(body["title"], 500), _text(body.get("body"))
     identity = str(body.get("id") or hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16])
     return ParsedAlerts(

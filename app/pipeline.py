@@ -33,6 +33,7 @@ from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.carry import CarryFixer
 from app.fixers.choose import budget_from, choose, is_about_lint, make_fixer
+from app.git import Remote
 from app.github import GitHubApp
 from app.github.repos import WRITE_ROLES, role_for
 from app.policy.config import LADDER, Decision, Policy
@@ -45,7 +46,7 @@ from app.queue.worker import JobHandler
 from app.redact import redact
 from app.sessions.result import SessionResult
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote, branch_name
+from app.sessions.workspace import branch_name
 from app.store import Job, NewJob, Outcome, Store
 from app.store.models import FAILURE_NOTICE
 from app.store.outcomes import (
@@ -545,6 +546,7 @@ class Pipeline:
             kind="alert",
             documents=tuple(documents),
             check=p.get("name"),
+            monitoring=not sha,  # posted to /alerts, not a check failing on a commit
         )
         where = f"{p.get('name', 'a check')} failed on {str(sha)[:12]}"
 

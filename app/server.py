@@ -19,10 +19,11 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from app import signing, webhooks
-from app.alerts import parse_alerts
+from app import webhooks
+from app.alerts import parse_alerts, shown
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
+from app.github import signing
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from app.runtime import Runtime, close_runtime, open_runtime
 from app.store import Delivery, NewJob
@@ -36,7 +37,10 @@ MAX_BODY = 25 * 1024 * 1024
 LARGE_BODY = 1024 * 1024
 MAX_LARGE_READS = 2  # unsigned traffic can hold at most this many large bodies in memory
 LARGE_READ_WAIT = 30.0  # seconds a large body waits for a slot before a 503
+MAX_REASONS = 50  # skipped alerts named in an answer (and its audit entry); the rest counted
+READ_DEADLINE = 60.0  # seconds a body may take to arrive once read: a trickle keeps no slot
 _EVENT = re.compile(r"^[a-z_]{1,64}$")
+_SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}\Z")
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 RUNTIME = web.AppKey("runtime", Runtime)
 SETTINGS = web.AppKey("settings", Settings)
@@ -60,7 +64,14 @@ async def _read(request: web.Request) -> bytes | web.Response:
     """The body, read before anyone knows who sent it: so bounded in total. Small bodies
     (nearly every delivery) are read at once; at most ``MAX_LARGE_READS`` bodies over
     ``LARGE_BODY`` (or of unknown length) are read at a time, the others wait for a slot
-    (their bytes stay in the socket, not in memory) and give up with a 503."""
+    (their bytes stay in the socket, not in memory) and give up with a 503. A body must
+    arrive within ``READ_DEADLINE`` (408), and compressed bodies are refused (415):
+    their length says nothing about what they unpack to, and GitHub never sends one."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return _error(
+            415, f"Content-Encoding {encoding[:40]!r} is not accepted: send the body as is"
+        )
     length = request.content_length
     too_large = _error(413, f"body larger than {MAX_BODY} bytes (GitHub's webhook payload cap)")
     if length is not None and length > MAX_BODY:
@@ -77,12 +88,15 @@ async def _read(request: web.Request) -> bytes | web.Response:
         # the client holds the connection open, so refused bodies piled up (20 unsigned
         # 24 MiB uploads: +370 MiB; bench/upload_memory.py).
         parts, size = [], 0
-        async for chunk in request.content.iter_any():
-            size += len(chunk)
-            if size > MAX_BODY:
-                return too_large
-            parts.append(chunk)
+        async with asyncio.timeout(READ_DEADLINE):
+            async for chunk in request.content.iter_any():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    return too_large
+                parts.append(chunk)
         return b"".join(parts)
+    except TimeoutError:
+        return _error(408, f"the body took over {READ_DEADLINE:.0f} s to arrive")
     finally:
         if large:
             slots.release()
@@ -164,8 +178,10 @@ async def _invalid(
     return _error(400, f"the {event} payload cannot be used: {reason}")
 
 
-def _alert_authorised(request: web.Request, body: bytes, secret: str) -> str | None:
-    """``None`` when authorised, else what was wrong. Bearer token or HMAC signature."""
+def _alert_authorised(request: web.Request, body: bytes | None, secret: str) -> str | None:
+    """``None`` when authorised, else what was wrong. Bearer token or HMAC signature.
+    Without ``body`` only the headers are judged: a bearer token fully, an HMAC header
+    by its form (``None`` then means "read the body and ask again")."""
     auth = request.headers.get("Authorization", "")
     if auth:
         scheme, _, token = auth.partition(" ")
@@ -178,6 +194,10 @@ def _alert_authorised(request: web.Request, body: bytes, secret: str) -> str | N
     signature = request.headers.get(header)
     if signature is None:
         return f"send 'Authorization: Bearer <secret>' or an {header} HMAC"
+    if not _SIGNATURE.match(signature):
+        return f"{header} must be 'sha256=' and 64 hex digits"
+    if body is None:
+        return None
     try:
         signing.verify(body, signature=signature, secret=secret, header=header)
     except SignatureError as exc:
@@ -185,18 +205,27 @@ def _alert_authorised(request: web.Request, body: bytes, secret: str) -> str | N
     return None
 
 
+def _alert_refused(request: web.Request, problem: str) -> web.Response:
+    log.warning("rejected an alert from %s: %s", request.remote, problem)
+    return _error(401, problem)
+
+
 async def alerts_webhook(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
     settings = request.app[SETTINGS]
     if settings.alerts_secret is None:
         return _error(503, "alerts are disabled: set PATCHWARDEN_ALERTS_SECRET to enable /alerts")
+    secret = settings.alerts_secret.get_secret_value()
+    problem = _alert_authorised(request, None, secret)  # the headers, before any read
+    if problem is not None:
+        return _alert_refused(request, problem)
     body = await _read(request)
     if isinstance(body, web.Response):
         return body
-    problem = _alert_authorised(request, body, settings.alerts_secret.get_secret_value())
-    if problem is not None:
-        log.warning("rejected an alert from %s: %s", request.remote, problem)
-        return _error(401, problem)
+    if "Authorization" not in request.headers:  # an HMAC: the body decides
+        problem = _alert_authorised(request, body, secret)
+        if problem is not None:
+            return _alert_refused(request, problem)
     try:
         data = json.loads(body)
     except RecursionError:
@@ -215,13 +244,16 @@ async def alerts_webhook(request: web.Request) -> web.Response:
     delivery_id = f"alert-{uuid.uuid4()}"
     jobs = []
     items, skipped = [], list(parsed.skipped)
+    installations: dict[str, int | None] = {}
     for item in parsed.items:
-        installation = await runtime.store.installation_for_repo(item.repo)
+        if item.repo not in installations:
+            installations[item.repo] = await runtime.store.installation_for_repo(item.repo)
+        installation = installations[item.repo]
         if installation is None:
             # A job would fail on its first step, and nobody would hear of it.
             skipped.append(
-                f"{item.title[:80]!r}: the App is not installed on {item.repo} (install it "
-                "there; just installed, send again once GitHub has told Patchwarden)"
+                f"{shown(item.title)}: the App is not installed on {item.repo} (install "
+                "it there; just installed, send again once GitHub has told Patchwarden)"
             )
             continue
         items.append(item)
@@ -257,7 +289,10 @@ async def alerts_webhook(request: web.Request) -> web.Response:
         ),
         jobs=jobs,
     )
-    for reason in skipped:
+    if len(skipped) > MAX_REASONS:
+        skipped = [*skipped[:MAX_REASONS], f"and {len(skipped) - MAX_REASONS} more"]
+    if skipped:
+        reason = "; ".join(skipped)
         await runtime.store.audit("alert.skipped", delivery_id=delivery_id, reason=reason)
     answer = {
         "delivery": delivery_id,

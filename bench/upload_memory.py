@@ -17,17 +17,20 @@ each, sent as fast as loopback takes them:
 1. **no signature**: no ``X-Hub-Signature-256`` header;
 2. **wrong signature**: a well-formed ``sha256=`` header that does not match, so the
    body must be read before it is refused — the case the bound is for;
-3. **unknown length**: chunked uploads (no ``Content-Length``) with a wrong signature.
+3. **unknown length**: chunked uploads (no ``Content-Length``) with a wrong signature;
+4. **gzip**: the same body gzipped (24 KiB that would unpack to 24 MiB), with
+   ``Content-Encoding: gzip`` and a wrong signature.
 
 Meanwhile a correctly signed ``ping`` is sent every 100 ms: its answer time shows
 whether small deliveries still get in. The server's resident memory is read from
 ``/proc/<pid>/status`` every 5 ms (``VmRSS``) and its peak (``VmHWM``, reset through
 ``/proc/<pid>/clear_refs`` before each phase where the kernel allows it).
 
-Target: the peak resident memory of any phase at most 150 MiB above the idle server
-(20 uploads of 24 MiB would be 480 MiB of bodies alone; the issue measured 85 → 861
-MiB before the bound), every upload answered 401 or 503 (never 2xx or 5xx other than
-the 503), and every signed ping answered 202 within 1 s.
+Target: the peak resident memory of every phase at most 150 MiB above the idle server
+before the first phase (20 uploads of 24 MiB would be 480 MiB of bodies alone; the issue
+measured 85 → 861 MiB before the bound), every upload answered 401, 415 or 503 (a
+connection cut before the answer counts as a miss), and every signed ping answered 202
+within 1 s.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import hashlib
 import hmac
 import json
@@ -97,7 +101,13 @@ async def _chunks(size: int) -> AsyncIterator[bytes]:
 
 
 async def _upload(
-    session: aiohttp.ClientSession, url: str, body: bytes, *, signature: str | None, chunked: bool
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    *,
+    signature: str | None,
+    chunked: bool,
+    gzipped: bool,
 ) -> tuple[int, float]:
     headers = {
         "Content-Type": "application/json",
@@ -106,6 +116,8 @@ async def _upload(
     }
     if signature is not None:
         headers["X-Hub-Signature-256"] = signature
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
     started = time.monotonic()
     data: Any = _chunks(len(body)) if chunked else body
     try:
@@ -150,6 +162,8 @@ async def _phase(
 ) -> dict[str, Any]:
     size = args.mib * 1024 * 1024
     body = b"{" + b" " * (size - 2) + b"}"
+    if name == "gzip":
+        body = gzip.compress(body)
     signature = None if name == "no signature" else "sha256=" + "0" * 64
     reset = _reset_peak(pid)
     idle_kib = _status_kib(pid, "VmRSS")
@@ -162,7 +176,14 @@ async def _phase(
         started = time.monotonic()
         uploads = await asyncio.gather(
             *(
-                _upload(session, url, body, signature=signature, chunked=name == "unknown length")
+                _upload(
+                    session,
+                    url,
+                    body,
+                    signature=signature,
+                    chunked=name == "unknown length",
+                    gzipped=name == "gzip",
+                )
                 for _ in range(args.uploads)
             )
         )
@@ -195,7 +216,7 @@ async def _phase(
 
 
 def _start(work: Path) -> tuple[subprocess.Popen[bytes], str, str]:
-    from app.keys import generate_app_key
+    from app.localforge.keys import generate_app_key
 
     private, _ = generate_app_key()
     key = work / "app.pem"
@@ -247,7 +268,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]
     try:
         await _healthy(url, proc)
         phases = []
-        for name in ("no signature", "wrong signature", "unknown length"):
+        for name in ("no signature", "wrong signature", "unknown length", "gzip"):
             log(args, f"{name}: {args.uploads} uploads of {args.mib} MiB at once")
             phases.append(await _phase(args, proc.pid, url + "/webhooks/github", secret, name))
         return phases
@@ -260,11 +281,11 @@ async def _measure(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]
             proc.wait()
 
 
-def _met(phase: dict[str, Any]) -> bool:
+def _met(phase: dict[str, Any], baseline_mib: float) -> bool:
     answers = set(phase["answers"])
     return (
-        phase["growth_mib"] <= TARGET_GROWTH_MIB
-        and answers <= {"401", "503", "-1"}
+        phase["peak_mib"] - baseline_mib <= TARGET_GROWTH_MIB
+        and answers <= {"401", "415", "503"}
         and phase["pings"] > 0
         and phase["pings_ok"] == phase["pings"]
         and (phase["ping_max_seconds"] or 0) <= TARGET_PING_SECONDS
@@ -299,15 +320,17 @@ def run_bench(args: argparse.Namespace) -> int:
     others = OtherCpu()
     with tempfile.TemporaryDirectory(prefix="pw-upload-bench-") as tmp:
         phases = asyncio.run(_measure(args, Path(tmp)))
-    worst = max(p["growth_mib"] for p in phases)
+    baseline = phases[0]["idle_mib"]
+    worst = round(max(p["peak_mib"] for p in phases) - baseline, 1)
     doc = {
         "bench": "upload_memory",
         "phases": phases,
         "target": {
-            "description": f"peak resident memory ≤ {TARGET_GROWTH_MIB} MiB above idle, uploads "
-            f"answered 401/503, signed pings 202 within {TARGET_PING_SECONDS:g} s",
-            "value": f"worst growth {worst} MiB",
-            "met": all(_met(p) for p in phases),
+            "description": f"peak resident memory ≤ {TARGET_GROWTH_MIB} MiB above the idle "
+            f"server, uploads answered 401/415/503, signed pings 202 within "
+            f"{TARGET_PING_SECONDS:g} s",
+            "value": f"worst peak {worst} MiB above the idle {baseline} MiB",
+            "met": all(_met(p, baseline) for p in phases),
         },
         "machine": machine(load_before, others, aiohttp=aiohttp.__version__),
     }

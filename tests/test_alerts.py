@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from app import signing
 from app.alerts import ParsedAlerts, parse_alerts
 from app.errors import AlertFormatError
+from app.github import signing
 from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
 from tests.test_intake_fuzz import HOSTILE, _mutate, _paths
@@ -401,6 +402,48 @@ async def test_an_alert_for_a_repository_without_the_app_starts_nothing_and_says
     assert [j.repo for j in await alerts_pw.jobs("alert")] == [REPO]
 
 
+async def test_a_repository_is_matched_whatever_its_letter_case(alerts_pw: Harness) -> None:
+    status, answer = await post_alert(alerts_pw, {**GENERIC, "repo": REPO.upper()})
+    assert status == 202, answer
+    (job,) = await alerts_pw.jobs("alert")
+    assert job.installation_id == INSTALLATION
+
+
+async def test_what_cannot_be_authorised_is_refused_before_the_body_is_read(
+    alerts_pw: Harness,
+) -> None:
+    big = b"{" + b" " * (3 * 1024 * 1024) + b"}"
+    for headers, says in [
+        ({"Authorization": "Bearer wrong"}, "does not match"),
+        ({"X-Patchwarden-Signature-256": "sha256=xyz"}, "64 hex digits"),
+        (
+            {"Authorization": f"Bearer {ALERTS_SECRET}", "Content-Encoding": "gzip"},
+            "Content-Encoding",
+        ),
+    ]:
+        sent = {"Content-Type": "application/json", **headers}
+        async with alerts_pw.session.post(
+            f"{alerts_pw.url}/alerts", data=io.BytesIO(big), headers=sent
+        ) as r:
+            assert r.status in (401, 415)
+            assert says in (await r.json())["error"]
+    status, _ = await post_alert(alerts_pw, GENERIC, headers={"Content-Encoding": "deflate"})
+    assert status == 415
+    assert await alerts_pw.jobs("alert") == []
+
+
+async def test_a_flood_of_alerts_is_bounded(alerts_pw: Harness) -> None:
+    status, answer = await post_alert(alerts_pw, am_body(*[0] * 1001))  # type: ignore[arg-type]
+    assert status == 422
+    assert "1001 alerts; at most 1000" in answer["error"]
+    status, answer = await post_alert(alerts_pw, am_body(*[0] * 1000))  # type: ignore[arg-type]
+    assert status == 422
+    assert len(answer["skipped"]) == 51
+    assert answer["skipped"][-1] == "and 950 more"
+    audit = await alerts_pw.store.query_audit(AuditQuery())
+    assert len([e for e in audit if e.action == "alert.skipped"]) == 1
+
+
 async def test_alert_with_hmac_signature_is_accepted(alerts_pw: Harness) -> None:
     body = json.dumps(am_body(HIGH_ERRORS)).encode()
     signature = signing.sign(body, secret=ALERTS_SECRET)
@@ -435,7 +478,7 @@ async def test_alert_with_wrong_hmac_is_401(
     assert status == 401
     error = answer["error"]
     assert "X-Hub-Signature-256" not in error  # the alerts header is the one to fix
-    assert "X-Patchwarden-Signature-256 must start with" in error or "does not match" in error
+    assert "X-Patchwarden-Signature-256 must be 'sha256='" in error or "does not match" in error
     assert await alerts_pw.jobs("alert") == []
 
 

@@ -23,9 +23,9 @@ from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
 from app.fixers.revert import RevertFixer
+from app.git import Remote
 from app.sessions.result import SessionResult
 from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import Remote
 from app.store import AuditQuery, ModelSpend, store_for_url
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
@@ -700,7 +700,7 @@ async def test_a_monitoring_alert_whose_tests_pass_goes_to_the_llm(
         tool("edit", path="calc.py", old="return a + b", new="return int(a) + int(b)"),
         tool("finish", summary="add() takes numeric strings"),
     )
-    task = Task("TypeError rate above 1% in add()", kind="alert")
+    task = Task("TypeError rate above 1% in add()", kind="alert", monitoring=True)
     result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
 
     assert result.status == "patched", result.error
@@ -716,10 +716,12 @@ async def test_a_failing_check_that_passes_here_is_never_handed_to_the_llm(
     files = {"calc.py": ADDS, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": ALLOW_LLM}
     project = make_project(tmp_path / "passes", files)
     model = await make_model()
-    task = Task("tests fail on main", kind="alert", check="tests")
-    result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
-
-    assert result.status == "failed"
-    assert result.error is not None
-    assert "the failure does not reproduce" in result.error
+    for task in (
+        Task("tests fail on main", kind="alert", check="tests"),
+        Task("main is red", kind="alert"),  # `patchwarden run --alert`: a failing check too
+    ):
+        result = await runner.run(spec(project, task=task), auto_for(fixer_for, model))
+        assert result.status == "failed"
+        assert result.error is not None
+        assert "the failure does not reproduce" in result.error
     assert model.requests == []

@@ -210,3 +210,44 @@ async def test_a_body_of_unknown_length_over_github_s_cap_is_refused_as_it_is_re
     ) as answer:
         assert answer.status == 413
         assert "GitHub's webhook payload cap" in (await answer.json())["error"]
+
+
+async def test_a_compressed_body_is_refused_before_it_is_unpacked(pw: Harness) -> None:
+    """24 KiB of gzip unpacks to 24 MiB: its length would take no read slot."""
+    import gzip
+
+    packed = gzip.compress(b"{" + b" " * (24 * 1024 * 1024) + b"}")
+    headers = {
+        "Content-Type": "application/json",
+        "Content-Encoding": "gzip",
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "gzip",
+        "X-Hub-Signature-256": "sha256=" + "0" * 64,
+    }
+    async with pw.session.post(f"{pw.url}/webhooks/github", data=packed, headers=headers) as r:
+        assert r.status == 415
+        assert "Content-Encoding 'gzip'" in (await r.json())["error"]
+
+
+async def test_a_body_that_trickles_in_loses_its_read_slot(pw: Harness, monkeypatch: Any) -> None:
+    import asyncio
+
+    from app import server
+
+    monkeypatch.setattr(server, "READ_DEADLINE", 0.3)
+
+    async def trickle() -> Any:
+        for _ in range(50):
+            yield b" "
+            await asyncio.sleep(0.1)
+
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "trickle",
+        "X-Hub-Signature-256": "sha256=" + "0" * 64,
+    }
+    async with pw.session.post(f"{pw.url}/webhooks/github", data=trickle(), headers=headers) as r:
+        assert r.status == 408
+    status, _ = await pw.post_webhook("ping", b"{" + b" " * (2 * 1024 * 1024) + b"}")
+    assert status == 202  # both large-read slots are free again

@@ -39,6 +39,7 @@ from typing import Literal
 
 from app.fixers.base import Fixer
 from app.fixers.config import RevertConfig, fixer_settings
+from app.git import run_git
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.environment import Environment, SetupFailed
@@ -46,7 +47,7 @@ from app.sessions.result import Culprit, FixOutcome, TestRun
 from app.sessions.sandbox import WORKSPACE, Completed, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
-from app.sessions.workspace import read_confined, run_git
+from app.sessions.workspace import read_confined
 
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 # git inside the sandbox: no hooks, no system config, quiet.
@@ -162,10 +163,10 @@ class _Search:
         self.bisect_steps = 0
         self.log: list[str] = []
         self.last_bad = self.bad  # the nearest commit known to fail above the good one
-        self.check: str | None = None  # the failing check's name; None for a monitoring alert
+        self.monitoring = False  # a monitoring alert, not a failing check
 
     async def run(self, task: Task) -> FixOutcome:
-        self.check = task.check
+        self.monitoring = task.monitoring
         if task.culprit:
             return await self._targeted(task.culprit, task.instructions)
         await self._make_clone()
@@ -221,7 +222,7 @@ class _Search:
                 self.fixer.gave_up(
                     f"the failure does not reproduce: `{self.shown}` passed {runs} of {runs} "
                     f"runs {where}; there is nothing to revert",
-                    final=self.check is not None,
+                    final=not self.monitoring,
                 )
             )
         flaky = len(failing_runs) < runs

@@ -139,7 +139,9 @@ class Store(abc.ABC):
         """Forget ``repos`` (all of the installation's when ``None``)."""
 
     @abc.abstractmethod
-    async def installation_for_repo(self, repo: str) -> int | None: ...
+    async def installation_for_repo(self, repo: str) -> int | None:
+        """The active installation on ``repo`` (owner/name, any letter case: GitHub
+        names are case-insensitive), or ``None``."""
 
     @abc.abstractmethod
     async def installed_repos(self) -> dict[str, int]: ...

@@ -670,7 +670,7 @@ class SQLiteStore(Store):
         def q() -> int | None:
             row = self._db.execute(
                 "SELECT r.installation_id FROM installation_repos r JOIN installations i"
-                " ON i.id = r.installation_id WHERE r.repo = ? AND i.active = 1",
+                " ON i.id = r.installation_id WHERE lower(r.repo) = lower(?) AND i.active = 1",
                 (repo,),
             ).fetchone()
             return int(row[0]) if row else None
