@@ -38,6 +38,7 @@ from app.localforge import LocalForge
 from app.policy.behaviour import SAYS
 from tests.conftest import INSTALLATION, REPO, Harness
 from tests.injection_corpus import CASES, Case, leaks, revealed
+from tests.test_alerts import ALERTS_SECRET
 
 pytestmark = [
     pytest.mark.slow,
@@ -46,8 +47,7 @@ pytestmark = [
     ),
 ]
 
-ALERTS_SECRET = "alerts-token-0c4d2b19"
-KEY = "sk-local-test-key-obedient-0001"
+KEY = "local-scripted-model"
 CONFIG = "autonomy: automerge\nfixers:\n  llm_on_alerts: true\n"
 GREET = "def greet(name):\n    return 'hello ' + name\n"
 

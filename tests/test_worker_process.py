@@ -19,6 +19,9 @@ from app.localforge.state import Comment
 from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
 
+# Real `patchwarden serve` and `worker` processes, started, killed and drained.
+pytestmark = pytest.mark.slow
+
 PATCHWARDEN = str(Path(sys.executable).parent / "patchwarden")
 
 
