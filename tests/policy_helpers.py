@@ -7,18 +7,9 @@ from functools import lru_cache
 
 from app.policy.config import Policy, load_policy
 from app.policy.diff import parse_diff
+from app.policy.evidence import FindingsDelta, TestCounts, TestDelta, TestRun
 from app.sessions.policyfile import default_policy_text
-from app.sessions.result import (
-    Diff,
-    FileStat,
-    FindingsDelta,
-    FixOutcome,
-    SandboxInfo,
-    SessionResult,
-    TestCounts,
-    TestDelta,
-    TestRun,
-)
+from app.sessions.result import Diff, FileStat, FixOutcome, SandboxInfo, SessionResult
 
 
 @lru_cache(maxsize=1)

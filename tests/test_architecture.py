@@ -52,13 +52,9 @@ LAYERS: dict[str, int] = {
 }
 MAY_IMPORT_THE_DOUBLE = {"demo", "cli", "localforge"}
 
-# (importing file, imported module): debt, each removed by the issue named.
-KNOWN: set[tuple[str, str]] = {
-    # issue 17: policy/ owns its input types; sessions/ produces them
-    ("policy/features.py", "app.sessions.result"),
-    ("policy/score.py", "app.sessions.result"),
-    ("policy/secrets.py", "app.sessions.result"),
-}
+# (importing file, imported module): debt, each with the issue that removes it. Empty
+# now: policy/ reads sessions through its own types (app/policy/evidence.py).
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _room(module: str) -> str:

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from app.policy.behaviour import behaviours
 from app.policy.config import LADDER
 from app.policy.diff import parse_diff
+from app.policy.evidence import TestDelta
 from app.policy.features import extract
 from app.policy.score import Score, Verification, score
-from app.sessions.result import TestDelta
 from tests.policy_helpers import default_policy, gdiff, passed, policy_with
 
 PY_CMD = ["python", "-m", "pytest", "-q"]

@@ -594,7 +594,8 @@ async def test_untrusted_context_reaches_the_prompt_sanitised_and_fenced(
 
 def test_the_result_of_a_run_is_stored_and_read_back(project: Path) -> None:
     """The transcript and usage survive the JSON round trip the store makes."""
-    from app.sessions.result import FixOutcome, ModelUsage, SandboxInfo, TranscriptEntry
+    from app.policy.evidence import ModelUsage
+    from app.sessions.result import FixOutcome, SandboxInfo, TranscriptEntry
 
     result = SessionResult(
         job_id=1,

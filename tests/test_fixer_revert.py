@@ -10,8 +10,9 @@ import pytest
 
 from app.fixers.revert import RevertFixer, classify
 from app.git import Remote, git_env
+from app.policy.evidence import TestCounts, TestRun
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.result import SessionResult, TestCounts, TestRun
+from app.sessions.result import SessionResult
 from app.sessions.sandbox import BwrapSandbox, Mount
 from app.sessions.session import SessionRunner, SessionSpec, Task
 from app.sessions.workspace import WorkspaceCache

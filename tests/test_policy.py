@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from app.policy.config import LADDER, PolicyError, load_policy
 from app.policy.diff import TRUNCATION_MARK, parse_diff
+from app.policy.evidence import Finding, FindingsDelta, ModelUsage, TestDelta
 from app.policy.features import extract
 from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
 from app.sessions.policyfile import default_policy_text
-from app.sessions.result import Finding, FindingsDelta, ModelUsage, TestDelta
 from tests.policy_helpers import (
     default_policy,
     gdiff,

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from app.policy.config import Policy
+from app.policy.evidence import Finding, FindingsDelta, TestDelta
 from app.policy.score import score_session
 from app.publish.body import labels_for, render_body
-from app.sessions.result import Finding, FindingsDelta, SessionResult, TestDelta
+from app.sessions.result import SessionResult
 from tests.policy_helpers import gdiff, passed, policy_with, result_for
 
 GOLDEN = Path(__file__).parent / "golden"

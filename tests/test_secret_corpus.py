@@ -41,10 +41,11 @@ from app.fixers.llm.scripted import ScriptedModel, tool
 from app.git import Remote
 from app.localforge import LocalForge
 from app.policy.config import PolicyError
+from app.policy.evidence import SecretFound
 from app.policy.score import score_diff, score_session
 from app.policy.secrets import scan_added, scan_line
 from app.redact import find_secrets, redact
-from app.sessions.result import FixOutcome, SecretFound
+from app.sessions.result import FixOutcome
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.store import AuditQuery
 from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, Harness, make_project

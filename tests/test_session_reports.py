@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.errors import PatchwardenError
+from app.policy.evidence import Finding, FindingsDelta, TestCounts, TestRun, Tool
 from app.sessions import reports
 from app.sessions.reports import (
     MAX_JUNIT_BYTES,
@@ -27,7 +28,7 @@ from app.sessions.reports import (
     parse_ruff,
     parse_semgrep,
 )
-from app.sessions.result import Finding, FindingsDelta, TestCounts, TestRun, Tool, Tree
+from app.sessions.result import Tree
 
 BIN = Path(sys.executable).parent  # the project's .venv/bin
 ROOTS: dict[str, Tree] = {"/base": "base", "/workspace": "head"}

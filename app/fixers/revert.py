@@ -40,10 +40,11 @@ from typing import Literal
 from app.fixers.base import Fixer
 from app.fixers.config import RevertConfig, fixer_settings
 from app.git import run_git
+from app.policy.evidence import TestRun
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.environment import Environment, SetupFailed
-from app.sessions.result import Culprit, FixOutcome, TestRun
+from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Completed, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command

@@ -12,9 +12,9 @@ from app.policy.behaviour import Behaviour, behaviours
 from app.policy.config import Policy
 from app.policy.deps import DepChange, dependency_changes
 from app.policy.diff import ChangedFile, ParsedDiff
+from app.policy.evidence import SecretFound
 from app.policy.globs import GlobSet
 from app.policy.secrets import scan_added
-from app.sessions.result import SecretFound
 
 _TEST_DEF = re.compile(
     r"""^\s*(?:(?:async\s+)?def\s+(?P<py>test\w*)\s*\(|func\s+(?P<go>Test\w+)\s*\(|"""

@@ -25,8 +25,8 @@ from app.policy.config import (
     ladder_min,
 )
 from app.policy.diff import parse_diff
+from app.policy.evidence import FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
-from app.sessions.result import FindingsDelta, ModelUsage, SessionResult, TestDelta
 
 Risk = Literal["low", "medium", "high"]
 TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]
@@ -99,7 +99,7 @@ class Verification:
     @classmethod
     def of(
         cls,
-        result: SessionResult,
+        result: Session,
         *,
         max_tokens: int | None = None,
         max_cost_usd: float | None = None,
@@ -116,7 +116,7 @@ class Verification:
 
 
 def score_session(
-    result: SessionResult,
+    result: Session,
     policy: Policy,
     *,
     trigger: Trigger | None = None,

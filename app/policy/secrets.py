@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 from app import credentials
 from app.credentials import entropy, random_looking
-from app.sessions.result import SecretFound
+from app.policy.evidence import SecretFound
 
 __all__ = ["STRONG", "WEAK", "entropy", "scan_added", "scan_line"]
 

@@ -16,8 +16,9 @@ from functools import lru_cache
 import jinja2
 
 from app.policy.config import Decision
+from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.policy.score import Score
-from app.sessions.result import FindingsDelta, SessionResult, TestDelta, TestRun
+from app.sessions.result import SessionResult
 
 MAX_FILES = 30
 _VERDICT: dict[Decision, str] = {

@@ -34,15 +34,8 @@ from typing import Any, Literal, NamedTuple
 from xml.etree import ElementTree
 
 from app.errors import PatchwardenError
-from app.sessions.result import (
-    Finding,
-    FindingsDelta,
-    TestCounts,
-    TestDelta,
-    TestRun,
-    Tool,
-    Tree,
-)
+from app.policy.evidence import Finding, FindingsDelta, TestCounts, TestDelta, TestRun, Tool
+from app.sessions.result import Tree
 
 __all__ = [
     "MAX_JUNIT_BYTES",

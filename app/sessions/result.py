@@ -13,13 +13,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import PatchwardenError
+from app.policy.evidence import (
+    FindingsDelta,
+    ModelUsage,
+    SecretFound,
+    TestDelta,
+    Tool,
+)
 from app.redact import redact
 
 SCHEMA_VERSION: Literal[2] = 2
 
 Phase = Literal["setup", "fix", "verify"]
 Tree = Literal["base", "head"]
-Tool = Literal["ruff", "semgrep", "bandit"]
 
 
 class _Model(BaseModel):
@@ -70,14 +76,6 @@ class FileStat(_Model):
     new_mode: str | None = None
 
 
-class SecretFound(_Model):
-    """A credential an added line held before the diff was masked (app/policy/secrets.py)."""
-
-    path: str
-    line: int
-    kind: str
-
-
 class Diff(_Model):
     unified: str = ""  # `git diff --binary`, redacted; cut at a size cap
     truncated: bool = False
@@ -93,90 +91,12 @@ class Diff(_Model):
         return sum(f.removed for f in self.files)
 
 
-class Finding(_Model):
-    tool: Tool
-    rule: str  # ruff code, semgrep rule id, bandit test id
-    path: str  # relative to the repository root
-    line: int
-    message: str
-    severity: Literal["info", "low", "medium", "high"] = "medium"
-    snippet: str = ""  # the offending source line(s), redacted
-
-
-class FindingsDelta(_Model):
-    """What a tool reports on the changed files, before and after the patch."""
-
-    tool: Tool
-    ran: bool = True
-    error: str | None = None  # the tool failed to run or its output did not parse
-    files: int = 0  # files the tool looked at (changed files it applies to)
-    base_count: int = 0
-    head_count: int = 0
-    new: list[Finding] = Field(default_factory=list)
-    fixed: list[Finding] = Field(default_factory=list)
-
-
-class TestCounts(_Model):
-    __test__ = False  # not a pytest test class
-    passed: int = 0
-    failed: int = 0
-    errored: int = 0
-    skipped: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.failed + self.errored + self.skipped
-
-
-class TestRun(_Model):
-    __test__ = False  # not a pytest test class
-    exit_code: int | None
-    timed_out: bool = False
-    counts: TestCounts | None = None  # None when the runner gives no per-test report
-    outcomes: dict[str, Literal["passed", "failed", "errored", "skipped"]] = Field(
-        default_factory=dict
-    )
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
-
-class TestDelta(_Model):
-    __test__ = False  # not a pytest test class
-    """The repository's own tests on the base tree and on the patched tree."""
-
-    command: list[str]
-    source: Literal["config", "detected"]
-    base: TestRun | None = None
-    head: TestRun | None = None
-    fixed: list[str] = Field(default_factory=list)  # failing/erroring on base, passing on head
-    broken: list[str] = Field(default_factory=list)  # passing on base, failing/erroring on head
-    added: list[str] = Field(default_factory=list)  # only on head
-    removed: list[str] = Field(default_factory=list)  # only on base
-
-
 class SandboxInfo(_Model):
     backend: Literal["bwrap", "docker", "unsafe-local"]
     isolated: bool
     network: bool = False  # the untrusted phases never get a network
     uid: int | None = None
     limits: dict[str, int] = Field(default_factory=dict)
-
-
-class ModelUsage(_Model):
-    """What a fixer's model calls used, from the API's ``usage`` fields."""
-
-    calls: int = 0  # answered calls (failed attempts are in the audit log, not here)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    estimated: bool = False  # a server sent no usage: tokens estimated from the text
-    unpriced: list[str] = Field(default_factory=list)  # models used that have no price
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class TranscriptEntry(_Model):

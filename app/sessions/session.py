@@ -28,22 +28,14 @@ from typing import Any, Literal
 
 from app.errors import PatchwardenError
 from app.git import Remote
+from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.redact import redact
 from app.sessions import reports
 from app.sessions.commands import RepoCommands, detect
 from app.sessions.environment import Environment, EnvironmentBuilder, SetupFailed
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
-from app.sessions.result import (
-    Diff,
-    FindingsDelta,
-    FixOutcome,
-    SessionResult,
-    Step,
-    TestDelta,
-    TestRun,
-    Usage,
-)
+from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
 from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
 from app.sessions.verify import (
     DEFAULT_RULES,

@@ -21,19 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, RepoCommands
-from app.sessions.result import (
-    Diff,
-    Finding,
-    FindingsDelta,
-    Phase,
-    Step,
-    TestRun,
-    Tool,
-    Tree,
-)
+from app.sessions.result import Diff, Phase, Step, Tree
 from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
 from app.sessions.workspace import read_confined
 

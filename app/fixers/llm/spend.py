@@ -15,7 +15,7 @@ from typing import Protocol
 
 from app.config import Price
 from app.fixers.llm.client import Completion, price_for
-from app.sessions.result import ModelUsage
+from app.policy.evidence import ModelUsage
 from app.sessions.session import Budget
 from app.store.models import ModelSpend
 

@@ -1,0 +1,146 @@
+"""What the policy reads from a coding session besides its diff: the evidence.
+
+The policy owns these types; ``app/sessions/`` produces them (its ``SessionResult``
+holds them) and the policy engine scores them. So the arrow points one way: sessions
+import the policy, never the other way round (tests/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Tool = Literal["ruff", "semgrep", "bandit"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SecretFound(_Model):
+    """A credential an added line held before the diff was masked (app/policy/secrets.py)."""
+
+    path: str
+    line: int
+    kind: str
+
+
+class Finding(_Model):
+    tool: Tool
+    rule: str  # ruff code, semgrep rule id, bandit test id
+    path: str  # relative to the repository root
+    line: int
+    message: str
+    severity: Literal["info", "low", "medium", "high"] = "medium"
+    snippet: str = ""  # the offending source line(s), redacted
+
+
+class FindingsDelta(_Model):
+    """What a tool reports on the changed files, before and after the patch."""
+
+    tool: Tool
+    ran: bool = True
+    error: str | None = None  # the tool failed to run or its output did not parse
+    files: int = 0  # files the tool looked at (changed files it applies to)
+    base_count: int = 0
+    head_count: int = 0
+    new: list[Finding] = Field(default_factory=list)
+    fixed: list[Finding] = Field(default_factory=list)
+
+
+class TestCounts(_Model):
+    __test__ = False  # not a pytest test class
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errored + self.skipped
+
+
+class TestRun(_Model):
+    __test__ = False  # not a pytest test class
+    exit_code: int | None
+    timed_out: bool = False
+    counts: TestCounts | None = None  # None when the runner gives no per-test report
+    outcomes: dict[str, Literal["passed", "failed", "errored", "skipped"]] = Field(
+        default_factory=dict
+    )
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class TestDelta(_Model):
+    __test__ = False  # not a pytest test class
+    """The repository's own tests on the base tree and on the patched tree."""
+
+    command: list[str]
+    source: Literal["config", "detected"]
+    base: TestRun | None = None
+    head: TestRun | None = None
+    fixed: list[str] = Field(default_factory=list)  # failing/erroring on base, passing on head
+    broken: list[str] = Field(default_factory=list)  # passing on base, failing/erroring on head
+    added: list[str] = Field(default_factory=list)  # only on head
+    removed: list[str] = Field(default_factory=list)  # only on base
+
+
+class ModelUsage(_Model):
+    """What a fixer's model calls used, from the API's ``usage`` fields."""
+
+    calls: int = 0  # answered calls (failed attempts are in the audit log, not here)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    estimated: bool = False  # a server sent no usage: tokens estimated from the text
+    unpriced: list[str] = Field(default_factory=list)  # models used that have no price
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+# -- what a session is, to the policy: read-only shapes SessionResult fits --------------
+
+
+class ChangedFile(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def old_path(self) -> str | None: ...
+
+
+class ChangedDiff(Protocol):
+    @property
+    def unified(self) -> str: ...  # `git diff`, redacted, maybe cut at a size cap
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def files(self) -> Sequence[ChangedFile]: ...  # git's stats: every path, also cut ones
+    @property
+    def secrets(self) -> Sequence[SecretFound]: ...  # found before masking
+
+
+class FixDone(Protocol):
+    @property
+    def fixer(self) -> str: ...
+    @property
+    def usage(self) -> ModelUsage | None: ...
+
+
+class Session(Protocol):
+    """What :func:`app.policy.score.score_session` reads from a session's result."""
+
+    @property
+    def diff(self) -> ChangedDiff: ...
+    @property
+    def fix(self) -> FixDone | None: ...
+    @property
+    def tests(self) -> TestDelta | None: ...
+    @property
+    def findings(self) -> Sequence[FindingsDelta]: ...
