@@ -38,19 +38,16 @@ LAYERS: dict[str, int] = {
     # what edits a tree; what writes to GitHub
     "fixers": 3,
     "publish": 3,
-    # the jobs, the process, the intake, the CLI's verbs
+    # the jobs, the process, the intake
     "pipeline": 4,
     "runtime": 4,
     "server": 4,
-    "scoring": 4,
-    "runlocal": 4,
-    "doctor": 4,
-    "demo": 5,
+    # the patchwarden command and its verbs (run, score, doctor, demo)
     "cli": 5,
     "__main__": 5,
     "localforge": 1,  # the double: errors, config, GitHub's signing and manifest
 }
-MAY_IMPORT_THE_DOUBLE = {"demo", "cli", "localforge"}
+MAY_IMPORT_THE_DOUBLE = {"cli", "localforge"}
 
 # (importing file, imported module): debt, each with the issue that removes it. Empty
 # now: policy/ reads sessions through its own types (app/policy/evidence.py).

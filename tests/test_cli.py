@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from app.cli import parse_since
+from app.cli.main import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
 from app.localforge.keys import generate_app_key

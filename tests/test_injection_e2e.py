@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from app.demo import SAMPLE
+from app.cli.demo import SAMPLE
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool, tools
 from app.localforge import LocalForge
 from app.policy.behaviour import SAYS

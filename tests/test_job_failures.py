@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.cli import _audit_failed
+from app.cli.main import _audit_failed
 from app.pipeline import _job_comment
 from app.publish.github import Publisher
 from app.store import JobState, NewJob

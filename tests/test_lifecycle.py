@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from app.demo import SAMPLE, SMOKE_COMMAND, SMOKE_CONFIG
+from app.cli.demo import SAMPLE, SMOKE_COMMAND, SMOKE_CONFIG
 from app.localforge import LocalForge
 from app.store import JobState
 from tests.conftest import INSTALLATION, REPO, Harness, running_with

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from app.cli.doctor import _pause_check
 from app.config import load_settings
-from app.doctor import _pause_check
 from app.store import AuditQuery, NewJob, Outcome, Pause, Store, store_for_url
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.outcomes import (

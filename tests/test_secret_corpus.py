@@ -36,7 +36,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import credentials
-from app.demo import SAMPLE
+from app.cli.demo import SAMPLE
 from app.fixers.llm.scripted import ScriptedModel, tool
 from app.git import Remote
 from app.localforge import LocalForge

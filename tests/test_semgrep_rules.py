@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.doctor import find_tool
+from app.cli.doctor import find_tool
 from app.sessions.verify import SEMGREP_FLAGS, rule_packs
 
 ROOT = Path(__file__).resolve().parents[1]

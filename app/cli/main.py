@@ -243,13 +243,13 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from app.doctor import run_doctor
+    from app.cli.doctor import run_doctor
 
     return run_doctor(load_settings(), as_json=args.json)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from app.runlocal import run_local
+    from app.cli.run import run_local
 
     settings = load_settings()
     logs.configure("WARNING", secrets=settings.secret_values())
@@ -257,13 +257,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from app.scoring import run_score
+    from app.cli.score import run_score
 
     return run_score(args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from app.demo import run_demo
+    from app.cli.demo import run_demo
 
     return run_demo(keep=args.keep)
 
@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(func=cmd_doctor)
 
-    from app.runlocal import add_arguments as run_arguments
+    from app.cli.run import add_arguments as run_arguments
 
     run = sub.add_parser(
         "run", help="the whole pipeline on a local repository: a verified patch as a branch"
@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_arguments(run)
     run.set_defaults(func=cmd_run)
 
-    from app.scoring import add_arguments as score_arguments
+    from app.cli.score import add_arguments as score_arguments
 
     score = sub.add_parser(
         "score", help="the risk score of a change (a diff file or a git range) under the policy"
