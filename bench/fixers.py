@@ -46,8 +46,8 @@ from app.fixers.llm.client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.fixers.revert import RevertFixer
 from app.git import Remote, git_env
+from app.sessions.backends import BwrapSandbox
 from app.sessions.result import SessionResult
-from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import Budget, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import WorkspaceCache
 

@@ -51,7 +51,8 @@ from procstat import (
     pct,
 )
 
-from app.sessions.sandbox import BASE_ENV, WORKSPACE, BwrapSandbox, Mount, Sandbox
+from app.sessions.backends import BwrapSandbox
+from app.sessions.sandbox import BASE_ENV, WORKSPACE, Mount, Sandbox
 
 TARGET_EXTRA_MS = 10.0  # sandboxed python -c pass, median, over the bare start
 WAYS = ("bare", "bwrap", "patchwarden")

@@ -48,8 +48,8 @@ from procstat import (
 )
 
 from app.git import Remote, git_env
+from app.sessions.backends import BwrapSandbox
 from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.sandbox import BwrapSandbox
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.verify import DEFAULT_RULES, Verifier
 from app.sessions.workspace import Workspace, WorkspaceCache

@@ -28,7 +28,7 @@ from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.runtime import Runtime
 from app.server import RUNTIME, create_app
-from app.sessions.sandbox import BwrapSandbox
+from app.sessions.backends import BwrapSandbox
 from app.sessions.session import SessionRunner
 from app.sessions.workspace import WorkspaceCache
 from app.store import JobState

@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from app.git import Remote
+from app.sessions.backends import BwrapSandbox
 from app.sessions.pkgconfig import (
     CONFIG_MOUNT,
     DEFAULT_PASSENV,
@@ -38,7 +39,7 @@ from app.sessions.pkgconfig import (
     pip_config_files,
 )
 from app.sessions.result import FixOutcome
-from app.sessions.sandbox import BwrapSandbox, SandboxError
+from app.sessions.sandbox import SandboxError
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.workspace import WorkspaceCache
 from tests.conftest import make_project, running_with

@@ -26,21 +26,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.sessions.backends import BwrapSandbox, DockerSandbox, UnsafeLocalSandbox, make_sandbox
+from app.sessions.process import Completed, Limits, _Capture
 from app.sessions.sandbox import (
     BASE_ENV,
     ETC_FILES,
     SYSTEM_DIRS,
     WORKSPACE,
-    BwrapSandbox,
-    Completed,
-    DockerSandbox,
-    Limits,
     Mount,
     SandboxError,
-    UnsafeLocalSandbox,
-    _Capture,
     check_env,
-    make_sandbox,
 )
 
 KiB = 1024

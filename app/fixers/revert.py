@@ -44,8 +44,9 @@ from app.policy.evidence import TestRun
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.environment import Environment, SetupFailed
+from app.sessions.process import Completed
 from app.sessions.result import Culprit, FixOutcome
-from app.sessions.sandbox import WORKSPACE, Completed, Mount
+from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
 from app.sessions.workspace import read_confined

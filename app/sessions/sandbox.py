@@ -1,7 +1,10 @@
-"""Sandbox backends: where a session's untrusted commands run.
+"""The sandbox: where a session's untrusted commands run.
 
-One small interface, :meth:`Sandbox.run`, three backends (docs/security.md explains the
-model, docs/decisions/003-sandbox.md the choices):
+One small interface, :meth:`Sandbox.run` (here, with the rules every backend shares:
+mounts, the environment allowlist, the toolchain), three backends in
+:mod:`app.sessions.backends`, and the process runner under them in
+:mod:`app.sessions.process` (docs/security.md explains the model,
+docs/decisions/003-sandbox.md the choices):
 
 ``bwrap`` (default on Linux)
     bubblewrap with every namespace unshared (no network unless the trusted setup phase
@@ -30,27 +33,22 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import re
-import selectors
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, NamedTuple
+from typing import Literal
 
 from app.errors import PatchwardenError
 from app.redact import find_secrets
-from app.sessions.result import SandboxInfo, Usage
+from app.sessions.process import Completed, Limits, Wrapped, run_captured
+from app.sessions.result import SandboxInfo
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,6 @@ BACKENDS: tuple[Backend, ...] = ("bwrap", "docker", "unsafe-local")
 
 WORKSPACE = "/workspace"  # where the session's tree appears inside the sandbox
 SANDBOX_TMP = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs, not the host's
-MiB = 1024 * 1024
 
 # The environment inside is this allowlist plus what the caller passes explicitly.
 BASE_ENV = {
@@ -101,28 +98,6 @@ class SandboxError(PatchwardenError):
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Resource caps for one command's whole process tree."""
-
-    cpu_seconds: int = 900
-    memory_bytes: int = 4096 * MiB  # address space per process (RLIMIT_AS)
-    processes: int = 256  # RLIMIT_NPROC of the sandbox uid
-    file_size_bytes: int = 1024 * MiB  # largest file a process may write
-    output_bytes: int = 1 * MiB  # kept per stream (stdout, stderr); the rest is cut
-    tmp_bytes: int = 512 * MiB  # the private /tmp
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "cpu_seconds": self.cpu_seconds,
-            "memory_bytes": self.memory_bytes,
-            "processes": self.processes,
-            "file_size_bytes": self.file_size_bytes,
-            "output_bytes": self.output_bytes,
-            "tmp_bytes": self.tmp_bytes,
-        }
-
-
-@dataclass(frozen=True)
 class Mount:
     """A host path made visible inside the sandbox at ``target``."""
 
@@ -151,207 +126,6 @@ class Call:
     limits: Limits
     network: bool
     tmp: str | None = None  # a host directory standing in for /tmp (unsafe-local only)
-
-
-class Wrapped(NamedTuple):
-    """The host process that runs a :class:`Call`."""
-
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str | None = None
-    on_timeout: tuple[tuple[str, ...], ...] = ()  # commands run at the timeout, before the kill
-    stdin: bytes | None = None  # fed to the process first (bwrap's `--args 0`), then EOF
-
-
-@dataclass(frozen=True)
-class Completed:
-    argv: list[str]  # the command as asked, without the sandbox's own wrapper
-    exit_code: int | None  # None when the tree was killed (timeout)
-    stdout: str
-    stderr: str
-    duration_seconds: float
-    timed_out: bool = False
-    killed_by: str | None = None
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    usage: Usage = field(default_factory=Usage)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
-    @property
-    def truncated(self) -> bool:
-        return self.stdout_truncated or self.stderr_truncated
-
-
-class _Capture:
-    """Keeps the first and last ``cap/2`` bytes of a stream and counts the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.head_cap = cap // 2
-        self.tail_cap = cap - self.head_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > 2 * self.tail_cap:  # trim rarely, not per chunk
-                del self.tail[: len(self.tail) - self.tail_cap]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.head_cap + self.tail_cap
-
-    def text(self) -> str:
-        tail = bytes(self.tail[-self.tail_cap :]) if self.tail_cap else b""
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        cut = self.total - len(self.head) - len(tail)
-        marker = f"\n[... {cut} bytes of output cut by Patchwarden ...]\n"
-        return self.head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def run_captured(
-    wrapped: Wrapped,
-    *,
-    shown: list[str],
-    timeout: float,
-    output_bytes: int,
-    account: bool = True,
-    stop: threading.Event | None = None,
-) -> Completed:
-    """Run ``wrapped`` in its own session; capture output; kill the group at ``timeout``
-    or as soon as ``stop`` is set (the caller was cancelled). ``shown`` is the command as
-    the caller asked for it (what the result reports).
-
-    Blocking (call it through :func:`asyncio.to_thread`). The exit status and resource
-    usage come from ``wait4``, so they cover every descendant the process waited for.
-    """
-    started = time.monotonic()
-    proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-        wrapped.argv,
-        stdin=subprocess.DEVNULL if wrapped.stdin is None else subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=wrapped.env,
-        cwd=wrapped.cwd,
-        start_new_session=True,
-        close_fds=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    if proc.stdin is not None:
-        # bwrap reads its `--args 0` before anything runs; then the command sees EOF.
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.write(wrapped.stdin or b"")
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.close()
-    out, err = _Capture(output_bytes), _Capture(output_bytes)
-    done = threading.Event()
-    timed_out = threading.Event()
-    stop = stop or threading.Event()
-
-    reason: list[str] = []
-
-    def kill_at_deadline() -> None:
-        cancelled = stop.wait(timeout)
-        if done.is_set():
-            return
-        reason.append("cancelled" if cancelled else "timeout")
-        timed_out.set()
-        for extra in wrapped.on_timeout:
-            subprocess.run(extra, capture_output=True, timeout=30, check=False)  # noqa: S603
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_at_deadline, daemon=True)
-    killer.start()
-    pump = threading.Thread(target=_pump, args=(proc.stdout, proc.stderr, out, err, done))
-    pump.daemon = True
-    pump.start()
-    _, status, rusage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    # The tree is gone (bwrap) or detached; give the pipes a moment to reach EOF.
-    done.set()
-    stop.set()  # releases the killer thread
-    pump.join(timeout=5)
-    proc.stdout.close()
-    proc.stderr.close()
-    duration = time.monotonic() - started
-    usage = Usage(wall_seconds=round(duration, 4))
-    if account:
-        usage = Usage(
-            wall_seconds=round(duration, 4),
-            cpu_seconds=round(rusage.ru_utime + rusage.ru_stime, 4),
-            max_rss_kb=int(rusage.ru_maxrss),
-        )
-    killed_by: str | None = None
-    exit_code: int | None = proc.returncode
-    if timed_out.is_set():
-        exit_code = None
-        killed_by = reason[0]
-    elif exit_code is not None and exit_code < 0:
-        killed_by = _signal_name(-exit_code)
-    elif exit_code is not None and exit_code > 128 and exit_code - 128 in _LIMIT_SIGNALS:
-        # bwrap reports a child killed by signal N as exit status 128 + N.
-        killed_by = _signal_name(exit_code - 128)
-    return Completed(
-        argv=shown,
-        exit_code=exit_code,
-        stdout=out.text(),
-        stderr=err.text(),
-        duration_seconds=round(duration, 4),
-        timed_out=timed_out.is_set(),
-        killed_by=killed_by,
-        stdout_truncated=out.truncated,
-        stderr_truncated=err.truncated,
-        usage=usage,
-    )
-
-
-_LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV}
-
-
-def _pump(
-    stdout: IO[bytes], stderr: IO[bytes], out: _Capture, err: _Capture, done: threading.Event
-) -> None:
-    sel = selectors.DefaultSelector()
-    for stream, capture in ((stdout, out), (stderr, err)):
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream, selectors.EVENT_READ, capture)
-    quiet_since: float | None = None
-    while sel.get_map():
-        events = sel.select(timeout=0.2)
-        if not events and done.is_set():
-            # The process exited; a detached grandchild may hold the pipe open.
-            quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since > 2.0:
-                break
-        for key, _ in events:
-            try:
-                chunk = os.read(key.fd, 65536)
-            except BlockingIOError:
-                continue
-            if chunk:
-                key.data.feed(chunk)
-            else:
-                sel.unregister(key.fileobj)
-    sel.close()
 
 
 def _check_name(name: str) -> bool:
@@ -564,297 +338,6 @@ def publish_folder(target: Path, fill: Callable[[Path], None]) -> Path:
         if build.exists():
             shutil.rmtree(build, ignore_errors=True)
     return target
-
-
-def prlimit_argv(limits: Limits) -> list[str]:
-    prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
-    return [
-        prlimit,
-        f"--cpu={limits.cpu_seconds}",
-        f"--as={limits.memory_bytes}",
-        f"--nproc={limits.processes}",
-        f"--fsize={limits.file_size_bytes}",
-        "--core=0",
-        "--",
-    ]
-
-
-class BwrapSandbox(Sandbox):
-    backend: Backend = "bwrap"
-
-    def __init__(
-        self,
-        *,
-        limits: Limits | None = None,
-        toolchain: Toolchain | None = None,
-        uid: int = 65534,
-        state_dir: Path,
-        bwrap: str | None = None,
-    ) -> None:
-        super().__init__(limits=limits, toolchain=toolchain, uid=uid)
-        self.bwrap = bwrap or shutil.which("bwrap") or ""
-        self.privileged = os.geteuid() == 0
-        self.setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-        if not self.privileged:
-            self.uid = 65534  # the user namespace maps the service user to this uid
-        self.state_dir = state_dir
-        self._etc = {net: self._build_etc(state_dir, network=net) for net in (False, True)}
-
-    def _build_etc(self, state_dir: Path, *, network: bool) -> Path:
-        """The sandbox's whole /etc, built once: the allowlisted host files plus a
-        synthetic passwd/group. One bind instead of a dozen saves ~5 ms per start.
-
-        The directory is named by what went into it, so a changed host file (or uid)
-        makes a new one, and concurrent builders cannot see a half-built copy."""
-        names = ETC_FILES + (ETC_NETWORK_FILES if network else ())
-        material = [str(self.uid)]
-        for name in names:
-            with contextlib.suppress(OSError):
-                st = os.stat(f"/etc/{name}")
-                material.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
-        digest = hashlib.sha256("\n".join(material).encode()).hexdigest()[:16]
-        etc = state_dir / f"etc-{'net-' if network else ''}{digest}"
-        uid = self.uid
-
-        def fill(build: Path) -> None:
-            for name in names:
-                source, target = Path("/etc") / name, build / name
-                with contextlib.suppress(OSError):
-                    if source.is_dir():
-                        shutil.copytree(source, target, symlinks=True)
-                    elif source.exists():
-                        shutil.copyfile(source, target)  # resolv.conf is often a link
-            (build / "passwd").write_text(
-                f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                f"sandbox:x:{uid}:{uid}:Patchwarden sandbox:/tmp:/usr/sbin/nologin\n"
-            )
-            (build / "group").write_text(f"root:x:0:\nsandbox:x:{uid}:\n")
-
-        return publish_folder(etc, fill)
-
-    def check(self) -> str:
-        if not self.bwrap:
-            raise SandboxError(
-                "bubblewrap is not installed: apt-get install bubblewrap "
-                "(or set PATCHWARDEN_SANDBOX=docker)"
-            )
-        if self.privileged and not os.path.exists(self.setpriv):
-            raise SandboxError("running as root needs setpriv (util-linux) to drop privileges")
-        mode = (
-            f"privileged bwrap, setpriv to uid {self.uid}"
-            if self.privileged
-            else "user namespace, uid 65534 inside"
-        )
-        return f"bwrap: no network, read-only system, {mode}, prlimit caps"
-
-    def prepare_writable(self, path: Path) -> None:
-        if self.privileged:
-            chown_tree(path, self.uid)
-
-    def _wrap(self, call: Call) -> Wrapped:
-        if not self.bwrap:
-            self.check()
-        args: list[str] = [self.bwrap]
-        if self.privileged:
-            args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            args += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
-            args += ["--disable-userns"]
-        if self.privileged and not call.network:
-            args.append("--unshare-net")
-        elif not self.privileged and call.network:
-            args.append("--share-net")
-        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
-        made: set[str] = {"/"}
-        for d in SYSTEM_DIRS:
-            if os.path.islink(d):
-                args += ["--symlink", os.readlink(d), d]
-            elif os.path.isdir(d):
-                args += ["--ro-bind", d, d]
-            made.add(d)
-        args += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--ro-bind",
-            str(self._etc[call.network]),
-            "/etc",
-        ]
-        args += ["--size", str(call.limits.tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
-        made.add(SANDBOX_TMP)
-        made.add("/etc")
-        binds = [Mount(Path(p), p) for p in self.toolchain.paths] + list(call.mounts)
-        for m in binds:
-            # bwrap creates missing parents 0700; make them traversable for the uid.
-            parent = str(Path(m.target).parent)
-            chain: list[str] = []
-            while parent not in made:
-                chain.append(parent)
-                parent = str(Path(parent).parent)
-            for d in reversed(chain):
-                args += ["--perms", "0755", "--dir", d]
-                made.add(d)
-            args += ["--bind" if m.writable else "--ro-bind", str(m.source), m.target]
-            made.add(m.target)
-        # The environment's values (an index's credentials among them) go through
-        # stdin (`--args 0`), never argv, where any user of the host could read them.
-        args += ["--chdir", call.cwd, "--clearenv", "--args", "0"]
-        variables = [part for name, value in call.env.items() for part in ("--setenv", name, value)]
-        if any("\0" in part for part in variables):
-            raise SandboxError("a sandbox variable holds a NUL byte")
-        blob = b"".join(part.encode() + b"\0" for part in variables)
-        if self.privileged:
-            args += [
-                "--",
-                self.setpriv,
-                f"--reuid={self.uid}",
-                f"--regid={self.uid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ]
-        else:
-            args.append("--")
-        host_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-        return Wrapped(prlimit_argv(call.limits) + args + call.argv, host_env, stdin=blob)
-
-
-class DockerSandbox(Sandbox):
-    """``docker run`` with the strictest flags; the image comes from sandbox/Dockerfile.
-
-    The toolchain lives in the image (``/opt/patchwarden``), not on the host.
-    """
-
-    backend: Backend = "docker"
-
-    def __init__(
-        self,
-        *,
-        limits: Limits | None = None,
-        image: str = "patchwarden-sandbox:latest",
-        docker: str | None = None,
-        uid: int = 65534,
-        cpus: float = 2.0,
-    ) -> None:
-        toolchain = Toolchain(
-            python="/opt/patchwarden/bin/python",
-            bin_dir="/opt/patchwarden/bin",
-            base_python="/usr/local/bin/python3",
-            paths=(),
-        )
-        super().__init__(limits=limits, toolchain=toolchain, uid=uid)
-        self.image = image
-        self.docker = docker or shutil.which("docker") or "docker"
-        self.cpus = cpus
-
-    def check(self) -> str:
-        if not shutil.which(self.docker):
-            raise SandboxError("docker is not installed (PATCHWARDEN_SANDBOX=docker)")
-        return f"docker: image {self.image}, --network none, --read-only, --cap-drop ALL"
-
-    def prepare_writable(self, path: Path) -> None:
-        if os.geteuid() == 0:
-            chown_tree(path, self.uid)
-
-    def _wrap(self, call: Call) -> Wrapped:
-        name = f"patchwarden-{uuid.uuid4().hex[:12]}"
-        args = [self.docker, "run", "--rm", "--name", name, "--init"]
-        args += ["--network", "bridge" if call.network else "none"]
-        args += ["--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-        args += ["--pids-limit", str(call.limits.processes)]
-        memory = str(call.limits.memory_bytes)
-        args += ["--memory", memory, "--memory-swap", memory]
-        args += ["--cpus", f"{self.cpus:g}"]
-        args += ["--ulimit", f"cpu={call.limits.cpu_seconds}"]
-        args += ["--ulimit", f"fsize={call.limits.file_size_bytes}"]
-        args += ["--ulimit", "core=0"]
-        args += ["--user", f"{self.uid}:{self.uid}"]
-        args += ["--tmpfs", f"{SANDBOX_TMP}:rw,nosuid,nodev,size={call.limits.tmp_bytes}"]
-        for m in call.mounts:
-            mode = "rw" if m.writable else "ro"
-            args += ["--mount", f"type=bind,source={m.source},target={m.target},{mode}"]
-        args += ["--workdir", call.cwd]
-        # `--env NAME` takes the value from docker's own environment: never in argv
-        # (but PATH, HOME and LANG, which docker itself needs, are plain values).
-        host_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-        for key, value in call.env.items():
-            if key in ("PATH", "HOME", "LANG"):
-                args += ["--env", f"{key}={value}"]
-            else:
-                args += ["--env", key]
-                host_env[key] = value
-        args += [self.image, *call.argv]
-        return Wrapped(args, host_env, on_timeout=((self.docker, "kill", name),))
-
-
-class UnsafeLocalSandbox(Sandbox):
-    """No isolation: commands run on the host as Patchwarden's own user.
-
-    Mount targets are rewritten to their host paths in argv, cwd and env. Only for
-    machines without bubblewrap, and only with an explicit flag; it warns every time.
-    """
-
-    backend: Backend = "unsafe-local"
-    isolated = False
-    accounts_usage = True
-
-    def check(self) -> str:
-        return "unsafe-local: NO ISOLATION (network, files and processes of the host)"
-
-    def path_var(self, mounts: Sequence[Mount]) -> str:
-        return _rewrite(super().path_var(mounts), mounts)
-
-    def _private_tmp(self) -> contextlib.AbstractContextManager[str | None]:
-        return tempfile.TemporaryDirectory(prefix="patchwarden-tmp-", ignore_cleanup_errors=True)
-
-    def _wrap(self, call: Call) -> Wrapped:
-        log.warning(
-            "UNSAFE: running %s with no sandbox (PATCHWARDEN_SANDBOX=unsafe-local)", call.argv
-        )
-        host_argv = [_rewrite(a, call.mounts) for a in call.argv]
-        host_env = {k: _rewrite(v, call.mounts) for k, v in call.env.items()}
-        if call.tmp is not None:  # its "/tmp": a throwaway directory per command
-            host_env.update(HOME=call.tmp, TMPDIR=call.tmp)
-        return Wrapped(
-            prlimit_argv(call.limits) + host_argv, host_env, _rewrite(call.cwd, call.mounts)
-        )
-
-
-def _rewrite(text: str, mounts: Sequence[Mount]) -> str:
-    for m in sorted(mounts, key=lambda m: len(m.target), reverse=True):
-        if text == m.target or text.startswith(m.target + "/"):
-            return str(m.source) + text[len(m.target) :]
-        text = text.replace(f":{m.target}/", f":{m.source}/")
-    return text
-
-
-def make_sandbox(
-    backend: Backend,
-    *,
-    state_dir: Path,
-    limits: Limits | None = None,
-    uid: int = 65534,
-    image: str = "patchwarden-sandbox:latest",
-    allow_unsafe: bool = False,
-) -> Sandbox:
-    """The configured backend; ``unsafe-local`` only with ``allow_unsafe``."""
-    if backend == "bwrap":
-        return BwrapSandbox(limits=limits, uid=uid, state_dir=state_dir)
-    if backend == "docker":
-        return DockerSandbox(limits=limits, image=image, uid=uid)
-    if backend == "unsafe-local":
-        if not allow_unsafe:
-            raise SandboxError(
-                "PATCHWARDEN_SANDBOX=unsafe-local runs repository code with NO isolation; "
-                "it also needs PATCHWARDEN_SANDBOX_ALLOW_UNSAFE=true to say you mean it"
-            )
-        log.warning("sandbox: unsafe-local — repository code runs with NO isolation")
-        return UnsafeLocalSandbox(limits=limits, uid=os.geteuid())
-    raise SandboxError(f"unknown sandbox backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def chown_tree(path: Path, uid: int) -> None:

@@ -35,8 +35,9 @@ from app.sessions.commands import RepoCommands, detect
 from app.sessions.environment import Environment, EnvironmentBuilder, SetupFailed
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
+from app.sessions.process import Completed
 from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
-from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
+from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import (
     DEFAULT_RULES,
     Timeouts,

@@ -25,8 +25,9 @@ from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
 from app.sessions import reports
 from app.sessions.commands import ENV_MOUNT, RepoCommands
+from app.sessions.process import Completed
 from app.sessions.result import Diff, Phase, Step, Tree
-from app.sessions.sandbox import WORKSPACE, Completed, Mount, Sandbox
+from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.workspace import read_confined
 
 BASE_MOUNT = "/base"

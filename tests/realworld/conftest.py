@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app.sessions.sandbox import BwrapSandbox
+from app.sessions.backends import BwrapSandbox
 from app.sessions.session import SessionRunner
 from app.sessions.workspace import WorkspaceCache
 from tests.conftest import git_commit, git_in
