@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import cProfile
 import functools
@@ -48,6 +47,7 @@ from procstat import (
     pct,
 )
 
+from app.git import Remote, git_env
 from app.github.client import GitHubApp, GitHubClient
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git import BareRepo
@@ -444,29 +444,16 @@ async def _rest(
 # --------------------------------------------------------------------------------------
 # git over smart HTTP
 # --------------------------------------------------------------------------------------
-def _git_env(home: Path, *, token: str | None) -> dict[str, str]:
-    """An isolated git client; the token travels in an http.extraHeader set through
-    GIT_CONFIG_* variables, never in the URL or argv."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(home),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
+def _git_env(home: Path, *, token: str | None = None, url: str = "") -> dict[str, str]:
+    """Patchwarden's own git environment (app/git.py: the token in an http.extraHeader
+    for ``url``'s origin, never in the URL or argv), with a fixed author."""
+    env = git_env(home, remote=Remote(REPO, url, token) if token is not None else None)
+    return env | {
         "GIT_AUTHOR_NAME": "Patchwarden",
         "GIT_AUTHOR_EMAIL": "bot@example.invalid",
         "GIT_COMMITTER_NAME": "Patchwarden",
         "GIT_COMMITTER_EMAIL": "bot@example.invalid",
     }
-    if token is not None:
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        env |= {
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "http.extraHeader",
-            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-        }
-    return env
 
 
 @functools.cache
@@ -492,8 +479,8 @@ def _git(env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[floa
 def _git_phase(
     args: argparse.Namespace, work: Path, forge: Forge, url: str, token: str
 ) -> dict[str, Any]:
-    env = _git_env(work / "home", token=token)
     remote = f"{url}/{REPO}.git"
+    env = _git_env(work / "home", token=token, url=remote)
     clones = []
     for n in range(GIT_RUNS):
         _log(args, f"git clone {n + 1}/{GIT_RUNS}")
