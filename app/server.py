@@ -41,6 +41,7 @@ MAX_REASONS = 50  # skipped alerts named in an answer (and its audit entry); the
 READ_DEADLINE = 60.0  # seconds a body may take to arrive once read: a trickle keeps no slot
 _EVENT = re.compile(r"^[a-z_]{1,64}$")
 _SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}\Z")
+ALERT_SIGNATURE = "X-Patchwarden-Signature-256"
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 RUNTIME = web.AppKey("runtime", Runtime)
 SETTINGS = web.AppKey("settings", Settings)
@@ -178,10 +179,10 @@ async def _invalid(
     return _error(400, f"the {event} payload cannot be used: {reason}")
 
 
-def _alert_authorised(request: web.Request, body: bytes | None, secret: str) -> str | None:
-    """``None`` when authorised, else what was wrong. Bearer token or HMAC signature.
-    Without ``body`` only the headers are judged: a bearer token fully, an HMAC header
-    by its form (``None`` then means "read the body and ask again")."""
+def _alert_headers_refused(request: web.Request, secret: str) -> str | None:
+    """What is wrong with an alert's credentials as its headers show them, before the
+    body is read: a bearer token is judged whole, an HMAC header by its form (the body
+    decides the rest, :func:`_alert_hmac_refused`). ``None`` when nothing is wrong."""
     auth = request.headers.get("Authorization", "")
     if auth:
         scheme, _, token = auth.partition(" ")
@@ -190,16 +191,22 @@ def _alert_authorised(request: web.Request, body: bytes | None, secret: str) -> 
         if hmac.compare_digest(token.strip().encode(), secret.encode()):
             return None
         return "bearer token does not match PATCHWARDEN_ALERTS_SECRET"
-    header = "X-Patchwarden-Signature-256"
-    signature = request.headers.get(header)
+    signature = request.headers.get(ALERT_SIGNATURE)
     if signature is None:
-        return f"send 'Authorization: Bearer <secret>' or an {header} HMAC"
+        return f"send 'Authorization: Bearer <secret>' or an {ALERT_SIGNATURE} HMAC"
     if not _SIGNATURE.match(signature):
-        return f"{header} must be 'sha256=' and 64 hex digits"
-    if body is None:
-        return None
+        return f"{ALERT_SIGNATURE} must be 'sha256=' and 64 hex digits"
+    return None
+
+
+def _alert_hmac_refused(request: web.Request, body: bytes, secret: str) -> str | None:
     try:
-        signing.verify(body, signature=signature, secret=secret, header=header)
+        signing.verify(
+            body,
+            signature=request.headers.get(ALERT_SIGNATURE),
+            secret=secret,
+            header=ALERT_SIGNATURE,
+        )
     except SignatureError as exc:
         return str(exc)
     return None
@@ -216,14 +223,14 @@ async def alerts_webhook(request: web.Request) -> web.Response:
     if settings.alerts_secret is None:
         return _error(503, "alerts are disabled: set PATCHWARDEN_ALERTS_SECRET to enable /alerts")
     secret = settings.alerts_secret.get_secret_value()
-    problem = _alert_authorised(request, None, secret)  # the headers, before any read
+    problem = _alert_headers_refused(request, secret)
     if problem is not None:
         return _alert_refused(request, problem)
     body = await _read(request)
     if isinstance(body, web.Response):
         return body
     if "Authorization" not in request.headers:  # an HMAC: the body decides
-        problem = _alert_authorised(request, body, secret)
+        problem = _alert_hmac_refused(request, body, secret)
         if problem is not None:
             return _alert_refused(request, problem)
     try:
