@@ -58,7 +58,6 @@ azure-storage-key artifactory-token discord-token telegram-token mailchimp-key
 square-token jwt"""
 FORMAT_KINDS = frozenset(_FORMAT_KINDS.split())
 LITERAL_KINDS = frozenset({"authorization", "bearer", "url-password"})
-ASSIGNMENT_KINDS = frozenset({HIGH_ENTROPY, "password"})
 
 MASK = re.compile(r"\[REDACTED:([a-z-]+)\]")
 
@@ -255,14 +254,13 @@ def _detectors() -> tuple[_Detector, ...]:
         # Literals: masked always; app/policy/secrets.py counts only literal values.
         d(
             "authorization",
-            # The value, to the end of the line or a quote (`curl -H "Authorization: …"`).
-            re.compile(r"(?im)(?<=authorization:)[ \t]*(?P<secret>[^\r\n\"'`]+)"),
-            ("authorization",),
-            family="literal",
-        ),
-        d(
-            "authorization",
-            re.compile(r"(?i)(?<=authorization)[\"']\s*[:=]\s*[\"'](?P<secret>[^\"'\r\n]+)"),
+            # The value after `Authorization:` (a header, YAML) or `"authorization": "`
+            # (JSON, a dict), quoted or not, to the end of the line or a quote. It starts
+            # with a non-space: a quote after the colon must not leave the value unread.
+            re.compile(
+                r"(?i)(?<=authorization)(?:[\"']\s*[:=]|:)[ \t]*[\"'`]?"
+                r"(?P<secret>[^\s\"'`][^\r\n\"'`]*)"
+            ),
             ("authorization",),
             family="literal",
         ),
@@ -553,17 +551,16 @@ def find(
     text: str,
     *,
     allow: Sequence[re.Pattern[str]] = (),
-    code: bool = False,
     with_assignments: bool = True,
     lowered: str | None = None,
 ) -> list[SecretMatch]:
     """Every credential in ``text``, non-overlapping (the first family in order wins),
-    sorted; values ``allow`` matches whole are left out. ``code``: ``text`` is source
-    code, where only quoted values count as assignments."""
+    sorted; values ``allow`` matches whole are left out. Read as configuration: an
+    unquoted value counts as an assignment (``assignments(code=True)`` for source)."""
     lowered = text.lower() if lowered is None else lowered
     candidates = formats(text, lowered=lowered)
     if with_assignments:
-        candidates += assignments(text, code=code, lowered=lowered)
+        candidates += assignments(text, lowered=lowered)
     found: list[SecretMatch] = []
     for m in candidates:
         if _MASKS.fullmatch(text, m.start, m.end):

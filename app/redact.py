@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from app import credentials
 from app.credentials import SecretMatch
 
-__all__ = ["SecretMatch", "find_secrets", "mask", "redact"]
+__all__ = ["find_secrets", "mask", "redact"]
 
 _MAX_PASSES = 8
 

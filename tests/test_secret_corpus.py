@@ -648,6 +648,34 @@ def test_the_pragma_allows_its_own_line_only() -> None:
     assert [h.line for h in scan_added("keys.py", list(enumerate(lines, 1)))] == [2]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "headers: {authorization: 'Basic dXNlcjpwYXNzd29yZA=='}",  # a quote after the colon
+        '{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}',
+    ],
+)
+def test_a_quoted_authorization_value_is_masked_and_found(line: str) -> None:
+    assert "dXNlcjpwYXNzd29yZA" not in redact(line)
+    assert scan_line(line, path="client.yml") == ["authorization"]
+
+
+def test_a_fixer_s_own_pragma_waives_nothing() -> None:
+    """The comment is a person's word about their own line. In a change a fixer wrote
+    (an obeyed injection could add it), the credential still rejects the change; a
+    person's diff scored with ``patchwarden score`` keeps the pragma."""
+    token = "ghp_" + "Zq8" * 12
+    lines = [f'TOKEN = "{token}"  # pragma: allowlist secret']
+    diff = gdiff("app/client.py", lines)
+    assert [h.kind for h in scan_added("app/client.py", [(1, lines[0])], pragma=False)] == [
+        "github-token"
+    ]
+    fixed = score_session(result_for(diff, fixer="llm"), default_policy())
+    assert fixed.decision == "reject"
+    assert [r.rule for r in fixed.rules if r.rule == "secret"] == ["secret"]
+    assert _secret_rules(diff) == []  # a person's change: the pragma counts
+
+
 def test_redaction_masks_an_example_unless_told_it_is_one() -> None:
     text = f"key id {AWS_EXAMPLE} in the fixture"
     assert AWS_EXAMPLE not in redact(text)

@@ -113,8 +113,10 @@ def extract(
     policy: Policy,
     *,
     extra_secrets: Iterable[SecretFound] = (),
+    pragma: bool = True,
 ) -> Features:
-    """The features of ``diff`` under ``policy``."""
+    """The features of ``diff`` under ``policy``; ``pragma=False`` when a fixer wrote it
+    (its own ``pragma: allowlist secret`` comments do not waive a credential)."""
     cls = Classifier(policy)
     files: list[FileFeature] = []
     stats: dict[str, list[int]] = {}
@@ -152,7 +154,7 @@ def extract(
         if cls.is_test(f.path):  # a marker elsewhere is a word in a comment or a string
             skips += _skips(f)
         behaving += behaviours(f)
-        for hit in scan_added(f.path, f.added_lines, allow=policy.secrets.allow):
+        for hit in scan_added(f.path, f.added_lines, allow=policy.secrets.allow, pragma=pragma):
             if hit not in seen_secrets:
                 seen_secrets.add(hit)
                 secrets.append(hit)

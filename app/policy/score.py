@@ -132,7 +132,8 @@ def score_session(
         # git's stats name every path, also those a truncated diff lost
         extra_paths=tuple(p for f in result.diff.files for p in (f.path, f.old_path) if p),
     )
-    features = extract(diff, policy, extra_secrets=result.diff.secrets)
+    # A session's change is a fixer's: its own pragma comments waive nothing.
+    features = extract(diff, policy, extra_secrets=result.diff.secrets, pragma=False)
     verification = Verification.of(result, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
     return score(features, policy, verification=verification, trigger=trigger, history=history)
 

@@ -25,10 +25,10 @@ import re
 from collections.abc import Iterable, Sequence
 
 from app import credentials
-from app.credentials import entropy, random_looking
+from app.credentials import random_looking
 from app.policy.evidence import SecretFound
 
-__all__ = ["STRONG", "WEAK", "entropy", "scan_added", "scan_line"]
+__all__ = ["STRONG", "WEAK", "scan_added", "scan_line"]
 
 # Formats that are credentials on sight (and the mask of a secret the session knew).
 STRONG = credentials.FORMAT_KINDS | {"secret"}
@@ -92,15 +92,18 @@ def scan_line(
     path: str = "",
     allow: Sequence[str] = (),
     previous: str = "",
+    pragma: bool = True,
 ) -> list[str]:
     """The kinds of credential on one added line of ``path`` (empty: none).
 
     ``allow``: the policy's ``secrets.allow`` patterns; ``previous``: the added line
-    right before this one, for ``pragma: allowlist nextline secret``."""
+    right before this one, for ``pragma: allowlist nextline secret``; ``pragma``: whether
+    that comment counts (not in a change a fixer wrote: it would waive its own
+    credential — an obeyed injection could add the comment)."""
     lowered = text.lower()
     if not credentials.worth_a_look(text, lowered):
         return []
-    if credentials.pragma(text, path=path, previous=previous):
+    if pragma and credentials.pragma(text, path=path, previous=previous):
         return []
     allowed = credentials.allow_list(tuple(allow))
     kinds: list[str] = []
@@ -121,15 +124,21 @@ def scan_line(
 
 
 def scan_added(
-    path: str, lines: Iterable[tuple[int, str]], *, allow: Sequence[str] = ()
+    path: str,
+    lines: Iterable[tuple[int, str]],
+    *,
+    allow: Sequence[str] = (),
+    pragma: bool = True,
 ) -> list[SecretFound]:
     """Every credential in ``lines`` (line number, text) added to ``path``; values the
-    policy's ``secrets.allow`` patterns match whole are examples, not credentials."""
+    policy's ``secrets.allow`` patterns match whole are examples, not credentials.
+    ``pragma=False`` for a change a fixer wrote (see :func:`scan_line`)."""
     found: list[SecretFound] = []
     last, previous = -1, ""
     for number, text in lines:
         before = previous if number == last + 1 else ""
-        for kind in dict.fromkeys(scan_line(text, path=path, allow=allow, previous=before)):
+        kinds = scan_line(text, path=path, allow=allow, previous=before, pragma=pragma)
+        for kind in dict.fromkeys(kinds):
             found.append(SecretFound(path=path, line=number, kind=kind))
         last, previous = number, text
     return found
