@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.policy.behaviour import behaviours
-from app.policy.config import LADDER
+from app.policy.behaviour import KINDS, SAYS, behaviours
+from app.policy.config import LADDER, BehaviourWeights
 from app.policy.diff import parse_diff
 from app.policy.evidence import TestDelta
 from app.policy.features import extract
@@ -241,3 +241,10 @@ def test_reading_behaviour_never_raises_on_any_text(lines: list[str]) -> None:
 
 def test_the_default_policy_holds_the_llm_fixer() -> None:
     assert default_policy().behaviour.never_automerge == ["llm"]
+
+
+def test_every_behaviour_kind_has_a_weight_a_phrase_and_a_default() -> None:
+    """A new kind without a weight would fail only when a diff first shows it."""
+    assert set(BehaviourWeights.model_fields) == set(KINDS) == set(SAYS)
+    weights = default_policy().behaviour.weights
+    assert all(getattr(weights, kind) > 0 for kind in KINDS)
