@@ -45,10 +45,9 @@ _HEADER_VALUE = re.compile(
     r"(?:[A-Za-z][A-Za-z0-9_-]*[ \t]+)?(?P<credentials>[A-Za-z0-9\-._~+/]+=*)"
 )
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-_STAND_INS = frozenset(
-    ("password", "pass", "passwd", "pwd", "secret", "changeme", "example", "test", "xxx",
-     "root", "admin", "guest")
-)  # fmt: skip
+# Default accounts' passwords in examples; the other stand-ins (`password`, `changeme`,
+# `example` ...) are credentials.stand_in's placeholders.
+_STAND_INS = frozenset(("pwd", "root", "admin", "guest"))
 
 
 def _key_material(value: str) -> bool:
