@@ -193,7 +193,7 @@ class Pipeline:
             "merge": f"A new approval or `@{bot} ship it` checks it again",
             "revert": f"Ask again with `@{bot} revert`",
         }.get(failed.kind, "Ask again")
-        report = _job_comment(self._publisher(failed, failed.repo), int(number), failed.id)
+        report = _report_for(self._publisher(failed, failed.repo), failed, int(number))
         await report.say(
             f"Stopped: this {failed.kind} job failed after {failed.attempts} run(s) and "
             f"will not go on by itself. What failed: {inline(why)}. {again}; if it keeps "
@@ -651,7 +651,7 @@ class Pipeline:
         trigger = "canary" if p.get("trigger") == "canary" else "request"
         outcome = await self._outcome(job, kind="revert", trigger=trigger)
         outcome = replace(outcome, revert_of_pr=int(p["pr"]))
-        report = _Comment(pub, int(p["pr"]), f"revert={p['pr']}", "**Patchwarden**: ")
+        report = _report_for(pub, job, int(p["pr"]))
         if not merged:
             await report.say("Nothing to revert: Patchwarden has not merged this pull request.")
             await self.store.save_outcome(replace(outcome, status="refused"))
@@ -699,7 +699,7 @@ class Pipeline:
             requested_by=first.requested_by,
             revert_of_pr=first.revert_of_pr,
         )
-        report = _Comment(pub, int(first.pr_number or 0), "merge", "**Patchwarden**: ")
+        report = _report_for(pub, job, int(first.pr_number or 0))
         refused = await self._refused_if_paused(job, outcome, report, "Not updated")
         if refused:
             return refused
@@ -1018,6 +1018,17 @@ class _Comment:
 def _job_comment(pub: Publisher, number: int, job_id: int) -> _Comment:
     """The job's one comment on its issue."""
     return _Comment(pub, number, f"job={job_id}", f"**Patchwarden** (job {job_id}): ")
+
+
+def _report_for(pub: Publisher, job: Job, number: int) -> _Comment:
+    """The comment a job of this kind speaks through on ``number`` (and a notice of its
+    failure edits): a revert's on the reverted pull request, the merge comment for a
+    merge or an update, else the job's own."""
+    if job.kind == "revert":
+        return _Comment(pub, number, f"revert={number}", "**Patchwarden**: ")
+    if job.kind in ("merge", "update"):
+        return _Comment(pub, number, "merge", "**Patchwarden**: ")
+    return _job_comment(pub, number, job.id)
 
 
 def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:

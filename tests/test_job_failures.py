@@ -6,13 +6,61 @@ loop of the workers that ran it), the person who asked is told on the issue, its
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from app.cli.main import _audit_failed
-from app.pipeline import _job_comment
+from app.pipeline import _job_comment, _report_for
 from app.publish.github import Publisher
-from app.store import JobState, NewJob
+from app.store import Job, JobState, NewJob
 from app.store.models import MAX_CRASHES
 from tests.conftest import INSTALLATION, REPO, Harness
+
+
+async def _crash_loop(pw: Harness, job: Job, *, say: Callable[[str], Awaitable[None]]) -> None:
+    """Every worker that takes ``job`` says it is working on it, then dies."""
+    for crash in range(MAX_CRASHES):
+        claimed = None
+        while claimed is None:
+            claimed = await pw.store.claim(
+                queue="sessions",
+                kinds=[job.kind],
+                owner=f"doomed-{crash}",
+                lease_seconds=0.01,
+                crash_backoff_seconds=0.001,
+            )
+            await asyncio.sleep(0.005)
+        await say("Working on it: setting up.")
+        await asyncio.sleep(0.02)
+    await pw.store.claim(
+        queue="sessions", kinds=[job.kind], owner="x", lease_seconds=1, crash_backoff_seconds=0.001
+    )
+
+
+async def test_a_crash_looping_revert_job_edits_the_revert_s_own_comment(pw: Harness) -> None:
+    """A revert speaks on the pull request it reverts, through its own comment: the
+    notice of its failure edits that one, it does not start a second."""
+    pull = pw.forge.open_issue(REPO, "Add greet()", author="alice")  # stands for the PR
+    job, _ = await pw.store.enqueue(
+        NewJob(
+            kind="revert",
+            key=f"revert:{REPO}#{pull.number}",
+            repo=REPO,
+            installation_id=INSTALLATION,
+            payload={"repo": REPO, "pr": pull.number, "requested_by": "alice"},
+        ),
+        actor="alice",
+    )
+    pub = Publisher(
+        pw.runtime.github.installation(INSTALLATION), REPO, bot_login="patchwarden[bot]"
+    )
+    await _crash_loop(pw, job, say=_report_for(pub, job, pull.number).say)
+    await pw.settle(every_job=True)
+    [notice] = await pw.jobs("failure_notice")
+    assert notice.state == JobState.SUCCEEDED, notice.last_error
+    bodies = [c.body for c in pw.forge.repos[REPO].issues[pull.number].comments]
+    assert len(bodies) == 1, bodies  # the revert's comment, edited
+    assert "Stopped: this revert job failed" in bodies[0]
+    assert "@patchwarden revert" in bodies[0]
 
 
 async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
@@ -33,22 +81,7 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
         pw.runtime.github.installation(INSTALLATION), REPO, bot_login="patchwarden[bot]"
     )
     # Every worker that takes the job says it is working on it, then dies.
-    for crash in range(MAX_CRASHES):
-        claimed = None
-        while claimed is None:
-            claimed = await pw.store.claim(
-                queue="sessions",
-                kinds=["fix"],
-                owner=f"doomed-{crash}",
-                lease_seconds=0.01,
-                crash_backoff_seconds=0.001,
-            )
-            await asyncio.sleep(0.005)
-        await _job_comment(pub, issue.number, job.id).say("Working on it: setting up.")
-        await asyncio.sleep(0.02)
-    await pw.store.claim(
-        queue="sessions", kinds=["fix"], owner="x", lease_seconds=1, crash_backoff_seconds=0.001
-    )
+    await _crash_loop(pw, job, say=_job_comment(pub, issue.number, job.id).say)
     failed = await pw.store.get_job(job.id)
     assert failed is not None
     assert failed.state == JobState.FAILED
