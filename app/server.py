@@ -24,9 +24,9 @@ from app.alerts import parse_alerts, shown
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
 from app.github import signing
-from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from app.runtime import Runtime, close_runtime, open_runtime
-from app.store import Delivery, NewJob
+from app.jobs.kinds import AlertJob, DeliveryJob
+from app.jobs.runtime import Runtime, close_runtime, open_runtime
+from app.store import Delivery
 from app.webhooks import payloads
 
 log = logging.getLogger(__name__)
@@ -149,18 +149,12 @@ async def github_webhook(request: web.Request) -> web.Response:
         payload=payload,
         received_at=time.time(),
     )
-    job = NewJob(
-        kind="delivery",
-        queue=EVENTS_QUEUE,
-        key=f"delivery:{delivery_id}",
-        repo=delivery.repo,
-        installation_id=delivery.installation_id,
-        delivery_id=delivery_id,
-        payload={"delivery_id": delivery_id},
+    job = DeliveryJob(delivery_id=delivery_id, repo=delivery.repo).new_job(
+        installation_id=delivery.installation_id, delivery_id=delivery_id
     )
     new = await runtime.store.record_delivery(delivery, jobs=[job])
     if new:
-        runtime.pool.wake(EVENTS_QUEUE)
+        runtime.pool.wake(DeliveryJob.queue)
     return web.json_response({"delivery": delivery_id, "duplicate": not new}, status=202)
 
 
@@ -264,24 +258,16 @@ async def alerts_webhook(request: web.Request) -> web.Response:
             )
             continue
         items.append(item)
-        jobs.append(
-            NewJob(
-                kind="alert",
-                queue=SESSIONS_QUEUE,
-                key=f"alert:{item.repo}:{item.key}",
-                repo=item.repo,
-                installation_id=installation,
-                delivery_id=delivery_id,
-                payload={
-                    "repo": item.repo,
-                    "source": item.source,
-                    "title": item.title,
-                    "body": item.body,
-                    "labels": item.labels,
-                    "url": item.url,
-                },
-            )
+        alert = AlertJob(
+            repo=item.repo,
+            source=item.source,
+            fingerprint=item.key,
+            title=item.title,
+            body=item.body,
+            labels=item.labels,
+            url=item.url,
         )
+        jobs.append(alert.new_job(installation_id=installation, delivery_id=delivery_id))
     await runtime.store.record_delivery(
         Delivery(
             id=delivery_id,
@@ -309,7 +295,7 @@ async def alerts_webhook(request: web.Request) -> web.Response:
     if not items and skipped:
         answer["error"] = "no alert started a job: see skipped (the request was recorded)"
         return web.json_response(answer, status=422)
-    runtime.pool.wake(SESSIONS_QUEUE)
+    runtime.pool.wake(AlertJob.queue)
     return web.json_response(answer, status=202)
 
 

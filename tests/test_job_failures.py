@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from app.cli.main import _audit_failed
-from app.pipeline import _job_comment, _report_for
+from app.jobs.report import job_comment, report_for
 from app.publish.github import Publisher
 from app.store import Job, JobState, NewJob
 from app.store.models import MAX_CRASHES
@@ -53,7 +53,7 @@ async def test_a_crash_looping_revert_job_edits_the_revert_s_own_comment(pw: Har
     pub = Publisher(
         pw.runtime.github.installation(INSTALLATION), REPO, bot_login="patchwarden[bot]"
     )
-    await _crash_loop(pw, job, say=_report_for(pub, job, pull.number).say)
+    await _crash_loop(pw, job, say=report_for(pub, job.kind, job.id, pull.number).say)
     await pw.settle(every_job=True)
     [notice] = await pw.jobs("failure_notice")
     assert notice.state == JobState.SUCCEEDED, notice.last_error
@@ -81,7 +81,7 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
         pw.runtime.github.installation(INSTALLATION), REPO, bot_login="patchwarden[bot]"
     )
     # Every worker that takes the job says it is working on it, then dies.
-    await _crash_loop(pw, job, say=_job_comment(pub, issue.number, job.id).say)
+    await _crash_loop(pw, job, say=job_comment(pub, issue.number, job.id).say)
     failed = await pw.store.get_job(job.id)
     assert failed is not None
     assert failed.state == JobState.FAILED

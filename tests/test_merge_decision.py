@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from app.pipeline import body_links
+from app.jobs.rules import pause_reason
+from app.jobs.to_pull import body_links
 from app.policy.score import Score, Trigger, score_session
 from app.publish.merge import Check, Facts, Verdict, approvers_of, checks_of, decide
 from app.store.models import Outcome, Pause
-from app.store.outcomes import pause_reason
 from tests.policy_helpers import gdiff, policy_with, result_for
 
 BOT = "patchwarden"
@@ -746,4 +746,4 @@ def _merged_pr(number: int, sha: str) -> Outcome:
     ],
 )
 def test_body_links(kwargs: dict[str, Any], lines: list[str]) -> None:
-    assert body_links(**{"revert_of": None, **kwargs}) == lines
+    assert list(body_links(**{"revert_of": None, **kwargs})) == lines

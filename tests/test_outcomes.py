@@ -15,13 +15,13 @@ import pytest
 
 from app.cli.doctor import _pause_check
 from app.config import load_settings
+from app.jobs.rules import watched_merges
 from app.store import AuditQuery, NewJob, Outcome, Pause, Store, store_for_url
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.outcomes import (
     format_duration,
     format_outcomes,
     summarise_outcomes,
-    watched_merges,
 )
 from tests.test_cli import clean_env, run
 
@@ -72,6 +72,17 @@ FULL = Outcome(
     tokens=12_345,
     cost_usd=0.1234,
     details={"fixer": "llm", "reasons": ["small diff", "tests pass"], "nested": {"n": 1}},
+    title="Fix the greeting",
+    links=("Fixes #12",),
+    pr_url="https://github.com/octo-org/widgets/pull/34",
+    reverts=None,
+    merge_method="squash",
+    two_person=False,
+    canary_minutes=30.0,
+    ship_it={"alice": "b" * 40},
+    merge_said="Merged as cccccccccccc (automatically: every check green).",
+    refused_head="d" * 40,
+    refused_why="405: Base branch was modified",
 )
 
 
@@ -183,7 +194,7 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
     store = store_for_url(f"sqlite:///{path}", create=False)
     await store.open()
     try:
-        assert await store.schema_version() == 5
+        assert await store.schema_version() == SQLITE_MIGRATIONS[-1].version
         [job] = await store.list_jobs()
         assert job.key == "old-job"
         assert job.crashes == 0  # the column a later migration added
@@ -196,7 +207,7 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
         indexes = {r[0] for r in db.execute("SELECT name FROM pragma_index_list('outcomes')")}
         names = [r[0] for r in db.execute("SELECT name FROM schema_migrations ORDER BY version")]
     assert {"outcomes_pr", "outcomes_head", "outcomes_merge"} <= indexes
-    assert names[-2:] == ["outcomes of jobs and per-repository pauses", "job crashes"]
+    assert names[3:5] == ["outcomes of jobs and per-repository pauses", "job crashes"]
 
 
 # -- the summary ---------------------------------------------------------------
@@ -546,12 +557,85 @@ async def _open_and_close(url: str) -> None:
     await store.close()
 
 
+async def test_a_version_5_outcome_keeps_its_merge_state_in_typed_fields(
+    tmp_path: Path,
+) -> None:
+    """Before version 6 a merge's state lived in ``details``: the migration moves it into
+    the typed columns, so a pull request waiting to merge across the upgrade keeps its
+    rules, its `ship it`s and GitHub's last refusal."""
+    path = tmp_path / "v5.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        for migration in SQLITE_MIGRATIONS[:5]:
+            db.executescript(migration.sql)
+            db.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (migration.version, migration.name, T0),
+            )
+        details = {
+            "score": {"score": 18},
+            "merge": {"method": "squash", "two_person": False, "canary_minutes": 45},
+            "title": "Fix the greeting",
+            "reverts": "bot",
+            "pr_url": "https://github.com/octo-org/widgets/pull/34",
+            "links": ["Fixes #12"],
+            "ship_it": {"alice": "b" * 40},
+            "merge_said": "Not merged yet: waiting for checks.",
+            "merge_refused": {"head": "b" * 40, "why": "405: Base branch was modified"},
+        }
+        old = [(7, REPO_A, "fix", "comment", T0, "published", json.dumps(details))]
+        old.append((8, REPO_A, "fix", "comment", T0, "running", "{}"))
+        db.executemany(
+            "INSERT INTO outcomes (job_id, repo, kind, trigger, created_at, status, details)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            old,
+        )
+    store = store_for_url(f"sqlite:///{path}", create=False)
+    await store.open()
+    try:
+        waiting = await store.get_outcome(7)
+        bare = await store.get_outcome(8)
+    finally:
+        await store.close()
+    assert waiting is not None
+    assert bare is not None
+    assert waiting.details == {"score": {"score": 18}}
+    assert (waiting.merge_method, waiting.two_person, waiting.canary_minutes) == (
+        "squash",
+        False,
+        45.0,
+    )
+    assert (waiting.title, waiting.reverts, waiting.links) == (
+        "Fix the greeting",
+        "bot",
+        ("Fixes #12",),
+    )
+    assert waiting.pr_url == "https://github.com/octo-org/widgets/pull/34"
+    assert waiting.ship_it == {"alice": "b" * 40}
+    assert waiting.merge_said == "Not merged yet: waiting for checks."
+    assert (waiting.refused_head, waiting.refused_why) == (
+        "b" * 40,
+        "405: Base branch was modified",
+    )
+    # Nothing recorded: the stricter rules (two people, the merge method GitHub defaults to).
+    assert (bare.merge_method, bare.two_person, bare.canary_minutes, bare.links) == (
+        "merge",
+        True,
+        0.0,
+        (),
+    )
+
+
 # -- the canary's window -------------------------------------------------------------
 
 
 def _merged(job_id: int, at: float | None, minutes: float | None = 60) -> Outcome:
-    rules = {} if minutes is None else {"merge": {"canary_minutes": minutes}}
-    return outcome(job_id, merge_sha=f"{job_id:040d}" if at else None, merged_at=at, details=rules)
+    # minutes None: an outcome recorded without a policy (the column's default)
+    window = {} if minutes is None else {"canary_minutes": minutes}
+    return outcome(job_id, merge_sha=f"{job_id:040d}" if at else None, merged_at=at, **window)
 
 
 def test_watched_merges_are_those_in_their_window_newest_first() -> None:

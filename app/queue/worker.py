@@ -10,7 +10,7 @@ dies, the lease expires: that is a crash, told apart from the job's own errors. 
 waits a backoff that doubles with each crash and runs again, up to ``MAX_CRASHES``
 crashes; its own errors are retried up to its ``max_attempts``. Either way a job that
 finally fails is ``failed`` with the reason, and the store queues a notice that tells
-the person who asked (app/pipeline.py). Completion is accepted only from the lease
+the person who asked (app/jobs/notice.py). Completion is accepted only from the lease
 holder, so a job never completes twice.
 """
 

@@ -160,4 +160,37 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    Migration(
+        6,
+        "outcomes: a merge's state in typed columns, not in details",
+        """
+        ALTER TABLE outcomes ADD COLUMN title TEXT NOT NULL DEFAULT '';
+        ALTER TABLE outcomes ADD COLUMN links TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE outcomes ADD COLUMN pr_url TEXT;
+        ALTER TABLE outcomes ADD COLUMN reverts TEXT;
+        ALTER TABLE outcomes ADD COLUMN merge_method TEXT NOT NULL DEFAULT 'merge';
+        ALTER TABLE outcomes ADD COLUMN two_person INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE outcomes ADD COLUMN canary_minutes REAL NOT NULL DEFAULT 0;
+        ALTER TABLE outcomes ADD COLUMN ship_it TEXT NOT NULL DEFAULT '{}';
+        ALTER TABLE outcomes ADD COLUMN merge_said TEXT;
+        ALTER TABLE outcomes ADD COLUMN refused_head TEXT;
+        ALTER TABLE outcomes ADD COLUMN refused_why TEXT;
+        UPDATE outcomes SET
+            title = COALESCE(json_extract(details, '$.title'), ''),
+            links = COALESCE(json_extract(details, '$.links'), '[]'),
+            pr_url = json_extract(details, '$.pr_url'),
+            reverts = json_extract(details, '$.reverts'),
+            merge_method = COALESCE(json_extract(details, '$.merge.method'), 'merge'),
+            two_person = COALESCE(json_extract(details, '$.merge.two_person'), 1),
+            canary_minutes = COALESCE(json_extract(details, '$.merge.canary_minutes'), 0),
+            ship_it = COALESCE(json_extract(details, '$.ship_it'), '{}'),
+            merge_said = json_extract(details, '$.merge_said'),
+            refused_head = json_extract(details, '$.merge_refused.head'),
+            refused_why = json_extract(details, '$.merge_refused.why');
+        UPDATE outcomes SET details = json_remove(
+            details, '$.title', '$.links', '$.pr_url', '$.reverts', '$.merge', '$.ship_it',
+            '$.merge_said', '$.merge_refused'
+        );
+        """,
+    ),
 )

@@ -73,7 +73,7 @@ class Job:
 
 # A job whose worker stops this many times without finishing fails: a crash loop.
 MAX_CRASHES = 8
-# The kind of job that tells the person who asked that a job failed (app/pipeline.py).
+# The kind of job that tells the person who asked that a job failed (app/jobs/notice.py).
 FAILURE_NOTICE = "failure_notice"
 
 
@@ -136,7 +136,20 @@ class Outcome:
     revert_of_pr: int | None = None  # this job's PR reverts that PR
     tokens: int = 0
     cost_usd: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # the score, factor by factor
+    # Written when the change is scored and published; what its merge job reads:
+    title: str = ""  # the change's title (the pull request's, without the revert's prefix)
+    links: tuple[str, ...] = ()  # Patchwarden's own lines in the body: Fixes #n, Reverts #m
+    pr_url: str | None = None
+    reverts: str | None = None  # "bot" | "human": whose merge or commit the change reverts
+    merge_method: str = "merge"  # policy merge.method on the base branch it was judged by
+    two_person: bool = True  # policy merge.two_person (unknown: the stricter rule)
+    canary_minutes: float = 0.0  # policy merge.canary_minutes (0: no canary)
+    # The merge job's own state, kept across its runs:
+    ship_it: dict[str, str] = field(default_factory=dict)  # writer -> head they said it for
+    merge_said: str | None = None  # the merge comment's current text
+    refused_head: str | None = None  # GitHub refused to merge this head...
+    refused_why: str | None = None  # ...saying this (not tried again for it by itself)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from app.store.models import Outcome, Pause
+from app.store.models import Outcome
 
 
 def _median(values: Iterable[float]) -> float | None:
@@ -127,36 +127,3 @@ def format_outcomes(rows: Sequence[Mapping[str, Any]]) -> str:
         ).rstrip()
         for line in table
     )
-
-
-def pause_reason(pause: Pause | None, *, globally: bool, repo: str, bot: str) -> str | None:
-    """Why no new job may start (and nothing may merge) on ``repo`` now, or None."""
-    if globally:
-        return "Patchwarden is paused for every repository (PATCHWARDEN_PAUSED)"
-    if pause is not None:
-        return (
-            f"Patchwarden is paused on {repo} (by @{pause.actor}); `@{bot} resume` starts it again"
-        )
-    return None
-
-
-def revert_job_key(repo: str, pr: int) -> str:
-    """The key of the job that reverts pull request ``pr``: the canary and
-    ``@patchwarden revert`` share it, so a merge is reverted at most once."""
-    return f"revert:{repo}#{pr}"
-
-
-def canary_minutes(outcome: Outcome) -> float:
-    """The canary window of the policy the merged change was judged by (0: none)."""
-    return float((outcome.details.get("merge") or {}).get("canary_minutes") or 0)
-
-
-def watched_merges(outcomes: Sequence[Outcome], *, now: float) -> list[Outcome]:
-    """Patchwarden's merges whose canary window is still open at ``now``, newest first:
-    the ones a failure on the default branch may be blamed on."""
-    watching = [
-        o
-        for o in outcomes
-        if o.merge_sha and o.merged_at is not None and now - o.merged_at <= 60 * canary_minutes(o)
-    ]
-    return sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True)

@@ -69,14 +69,18 @@ def _job(row: sqlite3.Row) -> Job:
     )
 
 
-# The outcomes table has one column per Outcome field, of the same name.
+# The outcomes table has one column per Outcome field, of the same name; these hold JSON.
 _OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
 _OUTCOME_COLUMNS = ", ".join(_OUTCOME_FIELDS)
+_OUTCOME_JSON = ("details", "links", "ship_it")
 
 
 def _outcome(row: sqlite3.Row) -> Outcome:
     values = {name: row[name] for name in _OUTCOME_FIELDS}
-    values["details"] = json.loads(values["details"])
+    for name in _OUTCOME_JSON:
+        values[name] = json.loads(values[name])
+    values["links"] = tuple(values["links"])
+    values["two_person"] = bool(values["two_person"])
     return Outcome(**values)
 
 
@@ -748,7 +752,8 @@ class SQLiteStore(Store):
     # -- outcomes -----------------------------------------------------------
     async def save_outcome(self, outcome: Outcome) -> None:
         values = dataclasses.asdict(outcome)
-        values["details"] = json.dumps(outcome.details, sort_keys=True)
+        for name in _OUTCOME_JSON:
+            values[name] = json.dumps(values[name], sort_keys=True)
         marks = ", ".join("?" for _ in _OUTCOME_FIELDS)
         updates = ", ".join(f"{name} = excluded.{name}" for name in _OUTCOME_FIELDS[1:])
 

@@ -10,7 +10,7 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
-from app.store import NewJob
+from app.jobs.kinds import AlertJob
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 
@@ -35,22 +35,15 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         reason=f"{failure.name} {failure.conclusion} on {failure.branch} at {failure.sha[:12]}",
         details={"via": event.event, "sha": failure.sha},
     )
-    await ctx.enqueue(
-        NewJob(
-            kind="alert",
-            key=f"alert:{failure.repo}:ci:{failure.sha}",
-            repo=failure.repo,
-            installation_id=(data.get("installation") or {}).get("id"),
-            delivery_id=event.delivery_id,
-            payload={
-                "repo": failure.repo,
-                "source": event.event,
-                "sha": failure.sha,
-                "branch": failure.branch,
-                "name": failure.name,
-                "conclusion": failure.conclusion,
-                "url": failure.url,
-            },
-        ),
-        actor=actor,
+    alert = AlertJob(
+        repo=failure.repo,
+        source=event.event,
+        fingerprint=f"ci:{failure.sha}",
+        sha=failure.sha,
+        branch=failure.branch,
+        name=failure.name,
+        conclusion=failure.conclusion,
+        url=failure.url,
     )
+    installation = (data.get("installation") or {}).get("id")
+    await ctx.enqueue(alert, installation_id=installation, actor=actor)

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.store import Job, NewJob, Store
-from app.store.outcomes import pause_reason
+from app.jobs.kinds import JobKind
+from app.jobs.rules import pause_reason
+from app.store import Job, Store
 
 
 @dataclass
@@ -45,7 +46,11 @@ class HandlerContext:
             details=details,
         )
 
-    async def enqueue(self, job: NewJob, *, actor: str | None) -> tuple[Job, bool]:
+    async def enqueue(
+        self, kind: JobKind, *, installation_id: int | None, actor: str | None
+    ) -> tuple[Job, bool]:
+        """Queue ``kind`` for this delivery unless a job with its key exists."""
+        job = kind.new_job(installation_id=installation_id, delivery_id=self.delivery_id)
         created = await self.store.enqueue(job, actor=actor)
         if created[1]:
             self.on_enqueued(job.queue)

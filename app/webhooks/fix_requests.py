@@ -15,7 +15,7 @@ from gidgethub import sansio
 
 from app.github import GitHubClient
 from app.github.repos import repo_vars
-from app.store import NewJob
+from app.jobs.kinds import FixJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once, answer_refusal, check_write_access, react
 from app.webhooks.context import HandlerContext
@@ -99,26 +99,19 @@ async def request_fix(
             body=f"@{login}, not started: {paused}. Ask again once it is resumed.",
         )
         return
-    await ctx.enqueue(
-        NewJob(
-            kind="fix",
-            key=f"fix:{repo}#{number}:{request.ref}",
-            repo=repo,
-            installation_id=data.installation.id if data.installation else None,
-            delivery_id=event.delivery_id,
-            payload={
-                "repo": repo,
-                "issue_number": number,
-                "issue_title": data.issue.title,
-                "trigger": request.via,
-                "comment_id": request.comment_id,
-                "requested_by": login,
-                "instructions": screen.command.instructions,
-                "mode": "lint" if screen.command.name == "lint" else "fix",
-            },
-        ),
-        actor=login,
+    fix = FixJob(
+        repo=repo,
+        issue_number=number,
+        ref=request.ref,
+        issue_title=data.issue.title,
+        trigger=request.via,
+        comment_id=request.comment_id,
+        requested_by=login,
+        instructions=screen.command.instructions,
+        mode="lint" if screen.command.name == "lint" else "fix",
     )
+    installation = data.installation.id if data.installation else None
+    await ctx.enqueue(fix, installation_id=installation, actor=login)
     await react(
         gh, ctx, request.reaction_url, {**repo_vars(repo), **request.reaction_vars}, repo=repo
     )

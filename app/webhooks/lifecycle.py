@@ -16,9 +16,7 @@ from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.github.repos import role_for
-from app.queue import EVENTS_QUEUE
-from app.store import NewJob
-from app.store.outcomes import revert_job_key
+from app.jobs.kinds import MergeJob, MergeReason, RevertJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
@@ -26,18 +24,22 @@ from app.webhooks.context import HandlerContext
 router = Router()
 
 
-def _merge_job(
-    data: dict[str, Any], ctx: HandlerContext, *, repo: str, pr: int, reason: str, actor: str | None
-) -> NewJob:
-    return NewJob(
-        kind="merge",
-        key=f"merge:{repo}#{pr}:{reason}:{ctx.delivery_id}",
-        queue=EVENTS_QUEUE,
-        repo=repo,
-        installation_id=(data.get("installation") or {}).get("id"),
-        delivery_id=ctx.delivery_id,
-        payload={"repo": repo, "pr": pr, "reason": reason, "actor": actor},
-    )
+async def _enqueue_merge(
+    data: dict[str, Any],
+    ctx: HandlerContext,
+    *,
+    repo: str,
+    pr: int,
+    reason: MergeReason,
+    actor: str | None,
+) -> None:
+    merge = MergeJob(repo=repo, pr=pr, reason=reason, actor=actor, ref=ctx.delivery_id)
+    await ctx.enqueue(merge, installation_id=_installation(data), actor=actor)
+
+
+def _installation(data: dict[str, Any]) -> int | None:
+    found = (data.get("installation") or {}).get("id")
+    return int(found) if found is not None else None
 
 
 async def _ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
@@ -101,25 +103,14 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
         )
         return
     if name == "ship":
-        await ctx.enqueue(
-            _merge_job(data, ctx, repo=repo, pr=number, reason="ship-it", actor=login), actor=login
-        )
+        await _enqueue_merge(data, ctx, repo=repo, pr=number, reason="ship-it", actor=login)
         return
     paused = await ctx.paused(repo)
     if paused:
         await _reply(gh, ctx, data, f"Not reverting: {paused}.", key=key)
         return
-    await ctx.enqueue(
-        NewJob(
-            kind="revert",
-            key=revert_job_key(repo, number),
-            repo=repo,
-            installation_id=(data.get("installation") or {}).get("id"),
-            delivery_id=ctx.delivery_id,
-            payload={"repo": repo, "pr": number, "trigger": "request", "requested_by": login},
-        ),
-        actor=login,
-    )
+    revert = RevertJob(repo=repo, pr=number, trigger="request", requested_by=login)
+    await ctx.enqueue(revert, installation_id=_installation(data), actor=login)
 
 
 @router.register("pull_request_review", action="submitted")
@@ -137,9 +128,7 @@ async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
     if not await _ours(ctx, repo, pr):
         await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=_not_ours(pr))
         return
-    await ctx.enqueue(
-        _merge_job(data, ctx, repo=repo, pr=pr, reason="approval", actor=login), actor=login
-    )
+    await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="approval", actor=login)
 
 
 @router.register("pull_request", action="closed")
@@ -153,9 +142,7 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
         why = _not_ours(pr) if pull.get("merged") else f"#{pr} closed without a merge"
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
         return
-    await ctx.enqueue(
-        _merge_job(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor), actor=actor
-    )
+    await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor)
 
 
 @router.register("check_run", action="completed")
@@ -188,11 +175,8 @@ async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext
         return
     for outcome in waiting:
         assert outcome.pr_number is not None
-        await ctx.enqueue(
-            _merge_job(
-                data, ctx, repo=outcome.repo, pr=outcome.pr_number, reason="checks", actor=None
-            ),
-            actor=None,
+        await _enqueue_merge(
+            data, ctx, repo=outcome.repo, pr=outcome.pr_number, reason="checks", actor=None
         )
 
 

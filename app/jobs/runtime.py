@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -14,7 +16,18 @@ import aiohttp
 from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
-from app.pipeline import Pipeline
+from app.jobs import alert, fix, merge, notice, revert, update
+from app.jobs.context import JobContext
+from app.jobs.kinds import (
+    AlertJob,
+    DeliveryJob,
+    FailureNotice,
+    FixJob,
+    JobKind,
+    MergeJob,
+    RevertJob,
+    UpdateJob,
+)
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
 from app.queue.worker import JobHandler
 from app.sessions.factory import runner_from
@@ -22,6 +35,17 @@ from app.store import Job, Store, store_for_url
 from app.webhooks import HandlerContext, route_delivery
 
 log = logging.getLogger(__name__)
+
+JOBS: tuple[
+    tuple[type[JobKind], Callable[[JobContext, Job], Coroutine[Any, Any, dict[str, Any]]]], ...
+] = (
+    (FixJob, fix.fix_job),
+    (AlertJob, alert.alert_job),
+    (RevertJob, revert.revert_job),
+    (UpdateJob, update.update_job),
+    (MergeJob, merge.merge_job),
+    (FailureNotice, notice.failure_notice_job),
+)
 
 
 @dataclass
@@ -33,7 +57,7 @@ class Runtime:
     pool: WorkerPool
 
     async def handle_delivery(self, job: Job) -> dict[str, Any]:
-        delivery_id = str(job.payload.get("delivery_id"))
+        delivery_id = DeliveryJob.of(job).delivery_id
         delivery = await self.store.get_delivery(delivery_id)
         if delivery is None:
             raise PermanentJobError(f"delivery {delivery_id} is not in the store")
@@ -48,15 +72,18 @@ class Runtime:
         return {"handlers": handled}
 
     def handlers(self) -> dict[str, tuple[str, JobHandler]]:
-        """Job kinds this process runs: routing deliveries, and the pipeline's jobs."""
-        pipeline = Pipeline(
+        """Job kinds this process runs: routing deliveries, and the jobs of app/jobs/."""
+        ctx = JobContext(
             settings=self.settings,
             store=self.store,
             github=self.github,
             runner=runner_from(self.settings),
             wake=self.pool.wake,
         )
-        return {"delivery": (EVENTS_QUEUE, self.handle_delivery), **pipeline.handlers()}
+        jobs: dict[str, tuple[str, JobHandler]] = {
+            kind.kind: (kind.queue, partial(job, ctx)) for kind, job in JOBS
+        }
+        return {DeliveryJob.kind: (DeliveryJob.queue, self.handle_delivery), **jobs}
 
 
 def github_app(settings: Settings, session: aiohttp.ClientSession) -> GitHubApp:

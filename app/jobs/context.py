@@ -1,0 +1,154 @@
+"""What every job needs: the settings, the store, GitHub, the session runner, the audit
+log and the pause check (:class:`JobContext`, one per process), and one running job
+with its typed kind and its repository's publisher (:class:`Running`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from app.config import Settings
+from app.errors import PermanentJobError
+from app.git import Remote
+from app.github import GitHubApp
+from app.jobs.kinds import JobKind
+from app.jobs.report import Report
+from app.jobs.rules import pause_reason
+from app.policy.score import HISTORY_DAYS, History
+from app.publish.github import Publisher
+from app.sessions.result import SessionResult
+from app.sessions.session import SessionRunner
+from app.store import Job, Outcome, Store
+from app.store.outcomes import reverted
+
+K = TypeVar("K", bound=JobKind)
+
+
+@dataclass
+class JobContext:
+    settings: Settings
+    store: Store
+    github: GitHubApp
+    runner: SessionRunner
+    wake: Callable[[str], None] | None = None  # wakes idle workers of a queue
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)  # merges, per repository
+
+    @property
+    def bot(self) -> str:
+        return self.settings.bot_name
+
+    def publisher(self, job: Job) -> Publisher:
+        if job.installation_id is None or job.repo is None:
+            raise PermanentJobError(f"job {job.id} names no installation or repository")
+        return Publisher(
+            self.github.installation(job.installation_id), job.repo, bot_login=f"{self.bot}[bot]"
+        )
+
+    async def paused(self, repo: str) -> str | None:
+        pause = await self.store.get_pause(repo)
+        return pause_reason(pause, globally=self.settings.paused, repo=repo, bot=self.bot)
+
+    async def enqueue(self, kind: JobKind, *, installation_id: int | None) -> bool:
+        """Queue ``kind`` unless a job with its key exists; True when it is new."""
+        job = kind.new_job(installation_id=installation_id)
+        _, created = await self.store.enqueue(job, actor=None)
+        if created and self.wake is not None:
+            self.wake(job.queue)
+        return created
+
+    async def history(self, repo: str) -> History:
+        """Outcomes feed back into the risk: Patchwarden's merges reverted lately."""
+        since = time.time() - HISTORY_DAYS * 86400
+        # Only reverts that merged count: one opened and never merged undid nothing.
+        undone = reverted(await self.store.find_outcomes(repo=repo, since=since))
+        return History(reverted_recently=len(undone))
+
+    # -- a session's result, kept for the merge job's final PR body -----------------
+    def _result_path(self, job_id: int) -> Path:
+        return self.settings.cache_dir / "results" / f"{job_id}.json"
+
+    def save_result(self, result: SessionResult) -> None:
+        assert result.job_id is not None
+        path = self._result_path(result.job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result.to_json()))
+        tmp.replace(path)
+
+    def load_result(self, job_id: int) -> SessionResult | None:
+        path = self._result_path(job_id)
+        if not path.is_file():
+            return None
+        return SessionResult.load(json.loads(path.read_text()))
+
+
+@dataclass
+class Running(Generic[K]):
+    """One job as it runs: its record, its typed kind, and its repository's publisher."""
+
+    ctx: JobContext
+    job: Job
+    kind: K
+    pub: Publisher
+
+    @classmethod
+    def start(cls, ctx: JobContext, job: Job, kind: type[K]) -> Running[K]:
+        return cls(ctx, job, kind.of(job), ctx.publisher(job))
+
+    @property
+    def repo(self) -> str:
+        return self.pub.repo
+
+    async def audit(self, action: str, *, reason: str, **details: Any) -> None:
+        await self.ctx.store.audit(
+            action,
+            actor=self.kind.requester,
+            repo=self.repo,
+            job_id=self.job.id,
+            reason=reason,
+            details=details or None,
+        )
+
+    async def remote(self) -> tuple[Remote, dict[str, Any]]:
+        """Where git fetches and pushes the repository, with the installation's token
+        (it goes into git's environment only), and the repository as GitHub shows it."""
+        repository = await self.pub.repository()
+        token = await self.ctx.github.auth.installation_token(int(self.job.installation_id or 0))
+        return Remote(self.repo, str(repository["clone_url"]), token), repository
+
+    async def outcome(self, *, kind: str, trigger: str, issue_number: int | None = None) -> Outcome:
+        """The job's outcome row: the one an earlier run of it wrote, or a new one."""
+        found = await self.ctx.store.get_outcome(self.job.id)
+        if found is not None:
+            return found
+        outcome = Outcome(
+            job_id=self.job.id,
+            repo=self.repo,
+            kind=kind,
+            trigger=trigger,
+            created_at=self.job.created_at,
+            issue_number=issue_number,
+            requested_by=self.kind.requester,
+        )
+        await self.ctx.store.save_outcome(outcome)
+        return outcome
+
+    async def refused_if_paused(
+        self, outcome: Outcome, report: Report, what: str
+    ) -> dict[str, Any] | None:
+        """A paused repository starts nothing: say so, record it, audit it."""
+        paused = await self.ctx.paused(self.repo)
+        if paused is None:
+            return None
+        await report.say(f"{what}: {paused}.")
+        await self.ctx.store.save_outcome(replace(outcome, status="refused"))
+        await self.audit("job.refused", reason=paused)
+        return {"status": "refused", "reason": paused}
+
+    async def enqueue(self, kind: JobKind) -> bool:
+        return await self.ctx.enqueue(kind, installation_id=self.job.installation_id)

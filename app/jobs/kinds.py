@@ -1,0 +1,241 @@
+"""The kinds of job, typed: what the intake and the webhook handlers ask the workers to do.
+
+Each kind is a frozen model with its queue, its idempotency key and its payload. The
+intake (``server.py``) and the handlers (``app/webhooks/``) build these, never dicts; a
+job handler reads its job back with :meth:`JobKind.of`, which fails the job for good,
+saying why, when its payload is not one this version can read.
+
+The payload's keys are the same as before kinds were typed, and a field added since
+has a default, so jobs queued by an earlier version still run after an upgrade.
+
+This module is the contract between the intake and the workers: it imports the store's
+records and nothing else of ``app/jobs/`` (tests/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.errors import PermanentJobError
+from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from app.store.models import FAILURE_NOTICE, Job, NewJob
+
+MergeReason = Literal["opened", "approval", "ship-it", "merged", "checks"]
+
+
+class JobKind(BaseModel):
+    """One kind of job. Subclasses set ``kind`` and ``queue`` and define ``key``."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: ClassVar[str]
+    queue: ClassVar[str] = SESSIONS_QUEUE
+
+    @property
+    def key(self) -> str:
+        """Idempotency: a second job with the same key is not queued."""
+        raise NotImplementedError
+
+    @property
+    def target(self) -> str | None:
+        """The repository the job acts on."""
+        return getattr(self, "repo", None)
+
+    @property
+    def thread(self) -> int | None:
+        """The issue or pull request where a person waits to hear of the job, if any."""
+        return None
+
+    @property
+    def requester(self) -> str | None:
+        """Who asked for it (audited as the actor), if a person did."""
+        return None
+
+    def new_job(self, *, installation_id: int | None, delivery_id: str | None = None) -> NewJob:
+        return NewJob(
+            kind=self.kind,
+            key=self.key,
+            queue=self.queue,
+            repo=self.target,
+            installation_id=installation_id,
+            delivery_id=delivery_id,
+            payload=self.model_dump(mode="json"),
+        )
+
+    @classmethod
+    def of(cls, job: Job) -> Self:
+        """The job's payload as this kind; a payload it cannot read fails the job."""
+        if job.kind != cls.kind:
+            raise PermanentJobError(f"job {job.id} is a {job.kind!r} job, not {cls.kind!r}")
+        try:
+            return cls.model_validate(job.payload)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "payload"
+            raise PermanentJobError(
+                f"job {job.id} ({job.kind}) has a payload this version cannot read "
+                f"({where}: {first['msg']}); it was queued by another version, or by hand"
+            ) from None
+
+
+class DeliveryJob(JobKind):
+    """Route a stored webhook delivery to its handlers."""
+
+    kind: ClassVar[str] = "delivery"
+    queue: ClassVar[str] = EVENTS_QUEUE
+    delivery_id: str
+    repo: str | None = None  # the delivery's, if it names one
+
+    @property
+    def key(self) -> str:
+        return f"delivery:{self.delivery_id}"
+
+
+class FixJob(JobKind):
+    """`@patchwarden fix this` (or `lint this`), or the fix label, on an issue."""
+
+    kind: ClassVar[str] = "fix"
+    repo: str
+    issue_number: int
+    ref: str = ""  # the request: ``comment:<id>`` or ``label:<delivery id>``
+    issue_title: str = ""
+    trigger: Literal["comment", "label"] = "comment"
+    comment_id: int | None = None
+    requested_by: str | None = None
+    instructions: str = ""
+    mode: Literal["fix", "lint"] = "fix"
+
+    @property
+    def key(self) -> str:
+        return f"fix:{self.repo}#{self.issue_number}:{self.ref}"
+
+    @property
+    def thread(self) -> int:
+        return self.issue_number
+
+    @property
+    def requester(self) -> str | None:
+        return self.requested_by
+
+
+class AlertJob(JobKind):
+    """A check failing on the default branch (``sha`` set), or a monitoring alert."""
+
+    kind: ClassVar[str] = "alert"
+    repo: str
+    source: str  # the event (check_run, workflow_run, status), alertmanager, generic
+    fingerprint: str = ""  # ``ci:<sha>``, or the alert's own stable identity
+    title: str = ""
+    body: str = ""
+    labels: dict[str, str] = {}
+    url: str | None = None
+    # A failing check only:
+    sha: str | None = None
+    branch: str | None = None
+    name: str | None = None
+    conclusion: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"alert:{self.repo}:{self.fingerprint}"
+
+    @property
+    def monitoring(self) -> bool:
+        """Posted to ``/alerts``, not a check failing on a commit."""
+        return self.sha is None
+
+
+class RevertJob(JobKind):
+    """Revert one of Patchwarden's merges: by the canary, or `@patchwarden revert`."""
+
+    kind: ClassVar[str] = "revert"
+    repo: str
+    pr: int
+    trigger: Literal["canary", "request"] = "request"
+    why: str = ""
+    requested_by: str | None = None
+
+    @property
+    def key(self) -> str:
+        # The canary and `@patchwarden revert` share it: a merge is reverted at most once.
+        return f"revert:{self.repo}#{self.pr}"
+
+    @property
+    def thread(self) -> int:
+        return self.pr
+
+    @property
+    def requester(self) -> str | None:
+        return self.requested_by
+
+
+class UpdateJob(JobKind):
+    """The base moved: carry job ``job``'s scored patch onto ``base`` and verify again."""
+
+    kind: ClassVar[str] = "update"
+    repo: str
+    pr: int
+    job: int
+    base: str = ""  # the base branch's tip it was asked for
+
+    @property
+    def key(self) -> str:
+        return f"update:{self.repo}#{self.pr}:{self.base}"
+
+    @property
+    def thread(self) -> int:
+        return self.pr
+
+
+class MergeJob(JobKind):
+    """An event that may let a Patchwarden pull request merge."""
+
+    kind: ClassVar[str] = "merge"
+    queue: ClassVar[str] = EVENTS_QUEUE
+    repo: str
+    pr: int
+    reason: MergeReason
+    actor: str | None = None
+    ref: str = ""  # the delivery, or the head it was opened at
+
+    @property
+    def key(self) -> str:
+        return f"merge:{self.repo}#{self.pr}:{self.reason}:{self.ref}"
+
+    @property
+    def thread(self) -> int:
+        return self.pr
+
+    @property
+    def person_asked(self) -> bool:
+        """A writer's approval or `ship it`: a refusal of GitHub's is tried again."""
+        return self.reason in ("approval", "ship-it")
+
+
+class FailureNotice(JobKind):
+    """Tell the person who asked that job ``job_id`` failed for good (queued by the store,
+    in the transaction that fails the job)."""
+
+    kind: ClassVar[str] = FAILURE_NOTICE
+    queue: ClassVar[str] = EVENTS_QUEUE
+    job_id: int
+
+    @property
+    def key(self) -> str:
+        return f"{FAILURE_NOTICE}:{self.job_id}"
+
+
+KINDS: dict[str, type[JobKind]] = {
+    k.kind: k
+    for k in (DeliveryJob, FixJob, AlertJob, RevertJob, UpdateJob, MergeJob, FailureNotice)
+}
+
+
+def parse(job: Job) -> JobKind:
+    """Any job as its kind; an unknown kind or an unreadable payload fails it."""
+    kind = KINDS.get(job.kind)
+    if kind is None:
+        raise PermanentJobError(f"job {job.id} is of a kind this version does not know: {job.kind}")
+    return kind.of(job)

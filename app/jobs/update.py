@@ -1,0 +1,63 @@
+"""``update``: the base moved since the session; carry the scored patch onto the new
+base and verify it again (the merge job asks for it before merging)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal, cast
+
+from app.errors import PermanentJobError
+from app.fixers.carry import CarryFixer
+from app.jobs.context import JobContext, Running
+from app.jobs.kinds import UpdateJob
+from app.jobs.report import report_for
+from app.jobs.to_pull import PullOptions, session_to_pull
+from app.policy.score import Trigger, TriggerKind
+from app.sessions.session import Task
+from app.store import Job
+
+
+async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
+    run = Running.start(ctx, job, UpdateJob)
+    update = run.kind
+    first = await ctx.store.get_outcome(update.job)
+    if first is None or first.head_sha is None or first.base_sha is None:
+        raise PermanentJobError(f"job {update.job} has no published patch to carry")
+    outcome = await run.outcome(kind=first.kind, trigger=first.trigger)
+    outcome = replace(
+        outcome,
+        issue_number=first.issue_number,
+        requested_by=first.requested_by,
+        revert_of_pr=first.revert_of_pr,
+    )
+    report = report_for(run.pub, job.kind, job.id, int(first.pr_number or 0))
+    refused = await run.refused_if_paused(outcome, report, "Not updated")
+    if refused:
+        return refused
+    old = ctx.load_result(first.job_id)
+    fix = old.fix if old is not None else None
+    carry = CarryFixer(
+        first.head_sha,
+        fixer_name=fix.fixer if fix is not None else "carry",
+        summary=fix.summary if fix is not None else "",
+    )
+    reverts: Literal["bot", "human"] | None = (
+        "bot" if first.reverts == "bot" else "human" if first.reverts == "human" else None
+    )
+    return await session_to_pull(
+        run,
+        outcome,
+        task=Task(title=first.title or "update", kind="fix"),
+        fixer=carry,
+        report=report,
+        options=PullOptions(
+            trigger=Trigger(_trigger_kind(first.trigger), reverts=reverts),
+            branch=first.branch,
+            links=first.links,
+        ),
+    )
+
+
+def _trigger_kind(text: str) -> TriggerKind:
+    known = ("comment", "label", "ci", "alert", "canary")
+    return cast(TriggerKind, text) if text in known else "comment"
