@@ -145,3 +145,41 @@ def test_a_module_with_its_own_layer_is_its_own_room() -> None:
     assert LAYERS[_room("app.jobs.context")] > LAYERS["jobs.kinds"]
     assert LAYERS["webhooks"] > LAYERS["jobs.kinds"]
     assert LAYERS["webhooks"] < LAYERS["jobs"]
+
+
+WRITERS = {"publish", "github", "localforge"}  # the double is GitHub, not a client of it
+
+
+def _github_writes(path: Path) -> list[int]:
+    """Lines that write to GitHub through a gidgethub client (``gh.post(...)``,
+    ``x.gh.patch(...)``): post, patch, put, delete."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        target = node.func.value
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "gh" and node.func.attr in ("post", "patch", "put", "delete"):
+            found.append(node.lineno)
+    return found
+
+
+def test_only_publish_and_github_write_to_github() -> None:
+    """The handlers' answers and reactions, and the jobs' comments, go through
+    app/publish/github.py: one marker-comment mechanism, every write idempotent."""
+    writes = [
+        f"{path.relative_to(APP)}:{line}"
+        for path in sorted(APP.rglob("*.py"))
+        if path.relative_to(APP).parts[0].removesuffix(".py") not in WRITERS
+        for line in _github_writes(path)
+    ]
+    assert writes == []
+
+
+def test_the_write_check_sees_a_write(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "async def f(gh, pub):\n    await gh.post('/x')\n    await pub.gh.patch('/y')\n"
+        "    await gh.getitem('/z')\n"
+    )
+    assert _github_writes(source) == [2, 3]

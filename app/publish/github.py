@@ -5,7 +5,8 @@ Every write is idempotent, so a retried job (a worker restarted mid-job, a redel
 event) finds what an earlier attempt made instead of making a second one:
 - the branch name is deterministic and pushed with ``--force`` from the mirror;
 - a pull request is found by its head branch before one is opened;
-- a comment carries an HTML marker (``<!-- patchwarden:… -->``) and is edited in place;
+- a comment carries an HTML marker (``<!-- patchwarden:… -->``) and is edited in place,
+  or, for an answer to a request, posted once and left as it is;
 - the Check Run is found by name on the head commit before one is created.
 
 Git pushes go through host-side git with the installation token in git's
@@ -99,6 +100,23 @@ class Publisher:
             "/repos/{owner}/{repo}/issues/{number}/comments", url_vars, data={"body": text}
         )
         return int(made["id"])
+
+    async def post_once(self, number: int, key: str, body: str) -> bool:
+        """Post ``body`` on issue/PR ``number`` unless the bot's comment with ``key``'s
+        marker is there already (an answer is given once, never edited); True if posted."""
+        mark = marker(key)
+        if await self._find_comment(number, mark) is not None:
+            return False
+        await self.gh.post(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            {**self.vars, "number": number},
+            data={"body": f"{body.rstrip()}\n\n{mark}\n"},
+        )
+        return True
+
+    async def react(self, url: str, url_vars: dict[str, str | int], content: str) -> None:
+        """Add a reaction (``eyes``…) to the issue or comment at ``url``."""
+        await self.gh.post(url, {**self.vars, **url_vars}, data={"content": content})
 
     async def _find_comment(self, number: int, mark: str) -> int | None:
         url_vars: dict[str, str | int] = {**self.vars, "number": number}

@@ -1,4 +1,7 @@
-"""Checking a sender's access, and answering a request once."""
+"""Checking a sender's access, and answering a request once.
+
+The handlers write to GitHub only through :class:`~app.publish.github.Publisher`: its
+marker comments (here, posted once) and reactions."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import aiohttp
 import gidgethub
 
 from app.github import GitHubClient
-from app.github.repos import repo_vars, role_for
+from app.github.repos import role_for
+from app.publish.github import Publisher, marker
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 
@@ -19,10 +23,6 @@ async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> trig
     """Ask GitHub for the user's role on the repository; fail closed on any error."""
     role, error = await role_for(gh, repo=repo, login=login)
     return triggers.decide_permission(role, error=error)
-
-
-def answer_marker(kind: str, key: str) -> str:
-    return f"<!-- patchwarden:{kind} {key} -->"
 
 
 async def answer_once(
@@ -42,20 +42,12 @@ async def answer_once(
     answer. The marker makes a retried job find its own earlier answer instead of
     posting twice; a failed post gives the claim back so the retry can answer.
     """
-    marker = answer_marker(kind, key)
-    claim = f"{repo}#{number}:{marker}"
+    mark = f"{kind} {key}"
+    claim = f"{repo}#{number}:{marker(mark)}"
     if not await ctx.store.claim_once(claim):
         return
-    url = "/repos/{owner}/{repo}/issues/{number}/comments"
-    url_vars: dict[str, str | int] = {**repo_vars(repo), "number": number}
     try:
-        async for comment in gh.getiter(url, url_vars):
-            if (
-                marker in str(comment.get("body") or "")
-                and (comment.get("user") or {}).get("login") == ctx.bot_login
-            ):
-                return
-        await gh.post(url, url_vars, data={"body": f"{body}\n\n{marker}"})
+        await Publisher(gh, repo, bot_login=ctx.bot_login).post_once(number, mark, body)
     except gidgethub.BadRequest as exc:
         if int(exc.status_code) in (404, 410):  # the issue is gone: nobody to answer
             log.warning("could not answer on %s#%s: %s", repo, number, exc)
@@ -94,7 +86,7 @@ async def react(
     """Add 👀 so the requester sees they were heard. Best effort: the job is queued already,
     so a failed reaction (comment deleted, GitHub hiccup) is audited, not retried."""
     try:
-        await gh.post(url, url_vars, data={"content": "eyes"})
+        await Publisher(gh, repo, bot_login=ctx.bot_login).react(url, url_vars, "eyes")
     except (gidgethub.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
         log.warning("could not react on %s: %s", repo, exc)
         await ctx.audit("reaction.failed", repo=repo, reason=f"{type(exc).__name__}: {exc}")

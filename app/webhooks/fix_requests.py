@@ -14,7 +14,6 @@ from typing import Literal
 from gidgethub import sansio
 
 from app.github import GitHubClient
-from app.github.repos import repo_vars
 from app.jobs.kinds import FixJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once, answer_refusal, check_write_access, react
@@ -112,6 +111,4 @@ async def request_fix(
     )
     installation = data.installation.id if data.installation else None
     await ctx.enqueue(fix, installation_id=installation, actor=login)
-    await react(
-        gh, ctx, request.reaction_url, {**repo_vars(repo), **request.reaction_vars}, repo=repo
-    )
+    await react(gh, ctx, request.reaction_url, dict(request.reaction_vars), repo=repo)
