@@ -30,7 +30,8 @@ from app.localforge.state import (
 )
 
 if TYPE_CHECKING:
-    from app.localforge.server import LocalForge
+    from app.localforge.rules import GitHubRules
+    from app.localforge.world import World
 
 
 @dataclass
@@ -73,7 +74,7 @@ def op(op_id: str) -> Callable[[Handler], Handler]:
 
 @dataclass
 class Call:
-    forge: LocalForge
+    forge: World
     op: Operation
     params: dict[str, str]
     query: Mapping[str, str]
@@ -618,7 +619,7 @@ def _runs_pulls(repo: Repo, sha: str) -> list[tuple[Pull, Issue]]:
 
 
 def suite_for(
-    forge: LocalForge, repo: Repo, sha: str, app_slug: str, branch: str | None
+    forge: GitHubRules, repo: Repo, sha: str, app_slug: str, branch: str | None
 ) -> CheckSuite:
     for suite in repo.check_suites:
         if suite.head_sha == sha and suite.app_slug == app_slug:
@@ -650,7 +651,7 @@ def _apply_run_fields(run: CheckRun, call: Call) -> None:
 
 
 async def check_run_changed(
-    forge: LocalForge, repo: Repo, run: CheckRun, action: str, sender: User
+    forge: GitHubRules, repo: Repo, run: CheckRun, action: str, sender: User
 ) -> None:
     """Send check_run (and, when its suite is done, check_suite) deliveries."""
     pulls = _runs_pulls(repo, run.head_sha)

@@ -1,0 +1,428 @@
+"""GitHub's rules: the state changes the REST API and the people on github.com share —
+comments and reactions, pull requests and their mergeability, merges with their
+guards, closing keywords, pushes — and the webhook payloads they send."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.localforge.base import (
+    CLOSING,
+    ZERO_SHA,
+    _node_id,
+)
+from app.localforge.ci import run_required_checks
+from app.localforge.deliveries import Deliveries
+from app.localforge.git import Person
+from app.localforge.rest import ApiError, custom_error
+from app.localforge.state import (
+    REACTIONS,
+    Comment,
+    Issue,
+    Label,
+    Merge,
+    Pull,
+    Reaction,
+    Repo,
+    User,
+)
+
+
+class GitHubRules(Deliveries):
+    """How GitHub changes its state, and says so."""
+
+    # -- state changes shared by the API and the Python side ---------------------
+    def new_comment(
+        self, repo: Repo, issue: Issue, body: str, user: User, *, via_app: bool = False
+    ) -> Comment:
+        comment = Comment(self.next_id(), issue.number, body, user, via_app=via_app)
+        issue.comments.append(comment)
+        issue.updated_at = time.time()
+        return comment
+
+    def react(self, target: list[Reaction], content: str, user: User) -> tuple[Reaction, bool]:
+        if content not in REACTIONS:
+            raise ApiError(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "Reaction", "code": "invalid", "field": "content"}],
+            )
+        for reaction in target:
+            if reaction.content == content and reaction.user.login == user.login:
+                return reaction, False
+        reaction = Reaction(self.next_id(), content, user)
+        target.append(reaction)
+        return reaction, True
+
+    def label(self, repo: Repo, name: str) -> Label:
+        found = repo.labels.get(name.lower())
+        if found is None:
+            found = Label(self.next_id(), name)
+            repo.labels[name.lower()] = found
+        return found
+
+    def resolve(self, repo: Repo, ref: str) -> str | None:
+        """A sha, branch name or ref → commit sha."""
+        if re.fullmatch(r"[0-9a-f]{40}", ref) or ref.startswith("refs/"):
+            return repo.git.resolve(ref)
+        return repo.git.resolve(f"refs/heads/{ref}") or repo.git.resolve(f"refs/tags/{ref}")
+
+    def lock(self, repo: Repo) -> asyncio.Lock:
+        return self._repo_locks.setdefault(repo.full_name, asyncio.Lock())
+
+    def refresh_pull(self, repo: Repo, pull: Pull) -> None:
+        """Recompute what depends on git (base tip, size) for an open PR."""
+        if pull.merged or repo.issues[pull.number].state == "closed":
+            return
+        base_sha = repo.git.resolve(f"refs/heads/{pull.base}")
+        if base_sha is None:
+            return
+        pull.base_sha = base_sha
+        shape = self._shape(repo, base_sha, pull.head_sha)
+        pull.additions, pull.deletions, pull.changed_files, pull.commits = shape[:4]
+
+    def _shape(self, repo: Repo, base: str, head: str) -> tuple[int, int, int, int, bool]:
+        """Size and mergeability of head against base: fixed for a pair of commits, so
+        computed once (git is the cost of every PR read)."""
+        key = (repo.full_name, base, head)
+        found = self._shapes.get(key)
+        if found is None:
+            files = repo.git.diff_files(base, head)
+            merge_base = repo.git.merge_base(base, head)
+            commits = len(repo.git.commits_between(merge_base, head)) if merge_base else 0
+            found = (
+                sum(f.additions for f in files),
+                sum(f.deletions for f in files),
+                len(files),
+                commits,
+                repo.git.mergeable(base, head),
+            )
+            self._shapes[key] = found
+        return found
+
+    def required_state(self, repo: Repo, sha: str) -> dict[str, str]:
+        """Each required check → "passing" | "failing" | "pending" | "expected"."""
+        states: dict[str, str] = {}
+        for check in (c for c in repo.required_checks if c.required):
+            runs = [run for run in repo.runs_for(sha) if run.name == check.name]
+            statuses = [s for s in repo.statuses if s.sha == sha and s.context == check.name]
+            if runs:
+                run = runs[-1]
+                if run.status != "completed":
+                    states[check.name] = "pending"
+                elif run.conclusion in {"success", "neutral", "skipped"}:
+                    states[check.name] = "passing"
+                else:
+                    states[check.name] = "failing"
+            elif statuses:
+                state = statuses[-1].state
+                states[check.name] = {"success": "passing", "pending": "pending"}.get(
+                    state, "failing"
+                )
+            else:
+                states[check.name] = "expected"
+        return states
+
+    def mergeability(self, repo: Repo, pull: Pull) -> tuple[bool | None, str]:
+        issue = repo.issues[pull.number]
+        if pull.merged or issue.state == "closed":
+            return None, "unknown"
+        if not self._shape(repo, pull.base_sha, pull.head_sha)[4]:
+            return False, "dirty"
+        if pull.draft:
+            return True, "draft"
+        if any(state != "passing" for state in self.required_state(repo, pull.head_sha).values()):
+            return True, "blocked"
+        if any(
+            run.status == "completed" and run.conclusion in {"failure", "timed_out", "cancelled"}
+            for run in repo.runs_for(pull.head_sha)
+        ):
+            return True, "unstable"
+        return True, "clean"
+
+    async def create_pull(
+        self,
+        repo: Repo,
+        head: str,
+        base: str,
+        title: str,
+        body: str | None,
+        user: User,
+        *,
+        draft: bool,
+    ) -> Pull:
+        head_sha = repo.git.resolve(f"refs/heads/{head}")
+        base_sha = repo.git.resolve(f"refs/heads/{base}")
+        if head_sha is None:
+            raise ApiError(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "PullRequest", "field": "head", "code": "invalid"}],
+            )
+        if base_sha is None:
+            raise ApiError(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "PullRequest", "field": "base", "code": "invalid"}],
+            )
+        for other in repo.pulls.values():
+            if (
+                other.head == head
+                and other.base == base
+                and repo.issues[other.number].state == "open"
+            ):
+                raise custom_error(
+                    "PullRequest", f"A pull request already exists for {repo.owner.login}:{head}."
+                )
+        if repo.git.is_ancestor(head_sha, base_sha):
+            raise custom_error("PullRequest", f"No commits between {base} and {head}")
+        issue = Issue(repo.next_number(), title, body, user, is_pull=True)
+        repo.issues[issue.number] = issue
+        pull = Pull(issue.number, head, head_sha, base, base_sha, draft=draft)
+        repo.pulls[pull.number] = pull
+        self.refresh_pull(repo, pull)
+        self.emit(
+            "pull_request",
+            self.event(
+                repo, "opened", user, number=pull.number, pull_request=self.pull_json(repo, pull)
+            ),
+        )
+        return pull
+
+    async def close_pull(self, repo: Repo, pull: Pull, user: User) -> None:
+        issue = repo.issues[pull.number]
+        issue.state = "closed"
+        issue.closed_at = issue.updated_at = time.time()
+        self.emit(
+            "pull_request",
+            self.event(
+                repo, "closed", user, number=pull.number, pull_request=self.pull_json(repo, pull)
+            ),
+        )
+
+    async def merge_pull(
+        self,
+        repo: Repo,
+        pull: Pull,
+        *,
+        sha: str | None,
+        method: str,
+        title: str | None,
+        message: str | None,
+        user: User,
+    ) -> str:
+        """Merge as GitHub does: the ``sha`` guard, mergeability, required checks."""
+        issue = repo.issues[pull.number]
+        async with self.lock(repo):
+            self.refresh_pull(repo, pull)
+            if pull.merged or issue.state == "closed":
+                raise ApiError(405, "Pull Request is not mergeable")
+            if sha is not None and sha != pull.head_sha:
+                raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+            for name, state in self.required_state(repo, pull.head_sha).items():
+                if state != "passing":
+                    word = {"failing": "is failing", "pending": "is in progress"}.get(
+                        state, "is expected"
+                    )
+                    raise ApiError(405, f'Required status check "{name}" {word}.')
+            default_title = {
+                "merge": f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head}",
+                "squash": f"{issue.title} (#{pull.number})",
+                "rebase": issue.title,
+            }[method]
+            # GitHub's default body: the PR title for a merge commit, nothing otherwise.
+            body = message or (issue.title if method == "merge" else "")
+            commit_message = (title or default_title) + (f"\n\n{body}" if body else "")
+            person = Person(user.login, f"{user.login}@users.noreply.localforge")
+            merged_sha = await asyncio.to_thread(
+                repo.git.merge,
+                pull.base_sha,
+                pull.head_sha,
+                method=method,
+                message=commit_message,
+                author=person,
+                committer=Person("GitHub", "noreply@github.com"),
+            )
+            if merged_sha is None:
+                raise ApiError(405, "Pull Request is not mergeable")
+            ref = f"refs/heads/{pull.base}"
+            if not repo.git.update_ref(ref, merged_sha, pull.base_sha):
+                raise ApiError(405, "Base branch was modified. Review and try the merge again.")
+            before = pull.base_sha
+            pull.merged, pull.merged_at, pull.merged_by = True, time.time(), user
+            pull.merge_commit_sha = merged_sha
+            issue.state, issue.closed_at, issue.updated_at = (
+                "closed",
+                pull.merged_at,
+                pull.merged_at,
+            )
+            repo.merges.append(Merge(pull.number, merged_sha, method, pull.base, user.login))
+            self.emit(
+                "pull_request",
+                self.event(
+                    repo,
+                    "closed",
+                    user,
+                    number=pull.number,
+                    pull_request=self.pull_json(repo, pull),
+                ),
+            )
+            await self.after_push(repo, {ref: (before, merged_sha)}, user)
+            if pull.base == repo.default_branch:
+                for number in closing_references(repo, f"{issue.title}\n{issue.body or ''}"):
+                    target = repo.issues.get(number)
+                    if target is not None and not target.is_pull and target.state == "open":
+                        self.close_issue(repo, target, user, by_pull=pull.number)
+        return merged_sha
+
+    def close_issue(
+        self,
+        repo: Repo,
+        issue: Issue,
+        user: User,
+        *,
+        reason: str = "completed",
+        by_pull: int | None = None,
+    ) -> None:
+        """Close an issue (not a PR); GitHub sends ``issues`` (closed)."""
+        issue.state, issue.state_reason, issue.closed_by_pull = "closed", reason, by_pull
+        issue.closed_at = issue.updated_at = time.time()
+        self.emit("issues", self.event(repo, "closed", user, issue=self.issue_json(repo, issue)))
+
+    def request_reviewers(
+        self, repo: Repo, pull: Pull, logins: Sequence[str], *, user: User, teams: Sequence[str]
+    ) -> None:
+        """Request reviews as GitHub does: collaborators only, never the PR's author, all or
+        nothing; each new request sends ``pull_request`` (review_requested)."""
+        author = repo.issues[pull.number].user
+        if any(login.lower() == author.login.lower() for login in logins):
+            raise ApiError(422, "Review cannot be requested from pull request author.")
+        known = {login.lower(): login for login in repo.collaborators}
+        if repo.owner.type == "User":
+            known[repo.owner.login.lower()] = repo.owner.login
+        if teams or any(login.lower() not in known for login in logins):
+            raise ApiError(
+                422,
+                "Reviews may only be requested from collaborators. One or more of the users "
+                "or teams you specified is not a collaborator of the "
+                f"{repo.full_name} repository.",
+            )
+        for login in logins:
+            reviewer = self.user(known[login.lower()])
+            if any(u.id == reviewer.id for u in pull.requested_reviewers):
+                continue
+            pull.requested_reviewers.append(reviewer)
+            repo.issues[pull.number].updated_at = time.time()
+            self.emit(
+                "pull_request",
+                self.event(
+                    repo,
+                    "review_requested",
+                    user,
+                    number=pull.number,
+                    pull_request=self.pull_json(repo, pull),
+                    requested_reviewer=self.render.user(reviewer),
+                ),
+            )
+
+    async def after_push(
+        self, repo: Repo, changes: Mapping[str, tuple[str | None, str | None]], pusher: User
+    ) -> None:
+        """What GitHub does after refs move: ``push``, PR heads (synchronize/closed), CI."""
+        repo.pushed_at = time.time()
+        for ref, (before, after) in changes.items():
+            if not ref.startswith("refs/heads/") or before == after:
+                continue
+            branch = ref.removeprefix("refs/heads/")
+            commits = (
+                await asyncio.to_thread(repo.git.commits_between, before, after) if after else []
+            )
+            forced = bool(before and after and not repo.git.is_ancestor(before, after))
+            payload = self.event(
+                repo,
+                None,
+                pusher,
+                ref=ref,
+                before=before or ZERO_SHA,
+                after=after or ZERO_SHA,
+                created=before is None,
+                deleted=after is None,
+                forced=forced,
+                base_ref=None,
+                compare=f"{self.url}/{repo.full_name}/compare/"
+                f"{(before or ZERO_SHA)[:12]}...{(after or ZERO_SHA)[:12]}",
+                commits=[self.render.push_commit(repo, c) for c in commits[-20:]],
+                head_commit=self.render.push_commit(repo, commits[-1]) if commits else None,
+                pusher={
+                    "name": pusher.login,
+                    "email": None
+                    if pusher.type == "Bot"
+                    else f"{pusher.login}@users.noreply.localforge",
+                },
+            )
+            payload.pop("action")
+            self.emit("push", payload)
+            for pull in list(repo.pulls.values()):
+                if pull.head != branch or repo.issues[pull.number].state != "open":
+                    continue
+                if after is None:
+                    await self.close_pull(repo, pull, pusher)
+                    continue
+                old = pull.head_sha
+                pull.head_sha = after
+                self.refresh_pull(repo, pull)
+                self.emit(
+                    "pull_request",
+                    self.event(
+                        repo,
+                        "synchronize",
+                        pusher,
+                        number=pull.number,
+                        before=old,
+                        after=after,
+                        pull_request=self.pull_json(repo, pull),
+                    ),
+                )
+            if after is not None and repo.required_checks:
+                task = asyncio.create_task(run_required_checks(self, repo, branch, before, after))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    # -- webhook payloads -------------------------------------------------------
+    def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"action": action, **fields}
+        payload["repository"] = self.repository_json(repo)
+        payload["sender"] = self.render.user(sender)
+        payload["installation"] = {
+            "id": repo.installation_id,
+            "node_id": _node_id("Installation", repo.installation_id),
+        }
+        return payload
+
+    def repository_json(self, repo: Repo) -> dict[str, Any]:
+        open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
+        return self.render.repository(repo, open_issues=open_issues)
+
+    def issue_json(self, repo: Repo, issue: Issue) -> dict[str, Any]:
+        return self.render.issue(repo, issue, repo.pulls.get(issue.number))
+
+    def pull_json(self, repo: Repo, pull: Pull) -> dict[str, Any]:
+        mergeable, state = self.mergeability(repo, pull)
+        return self.render.pull(
+            repo, pull, repo.issues[pull.number], mergeable=mergeable, mergeable_state=state
+        )
+
+
+def closing_references(repo: Repo, text: str) -> list[int]:
+    """The issue numbers of ``repo`` that ``text`` says to close, in order, once each."""
+    numbers: list[int] = []
+    for found in CLOSING.finditer(text):
+        named = f"{found['owner']}/{found['name']}" if found["owner"] else repo.full_name
+        number = int(found["number"])
+        if named.lower() == repo.full_name.lower() and number not in numbers:
+            numbers.append(number)
+    return numbers
