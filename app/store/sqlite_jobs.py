@@ -1,0 +1,349 @@
+"""The job queue in SQLite: deliveries recorded with their jobs in one transaction, and
+jobs claimed with leases, heartbeats, retries with backoff, crash counting and failure
+(with the notice to the person who asked), as decision 002 gives them to the store.
+``BEGIN IMMEDIATE`` takes the write lock before a job is read for claiming, so two
+workers, in this process or another, never lease the same job."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.store.models import (
+    FAILURE_NOTICE,
+    MAX_CRASHES,
+    Delivery,
+    Job,
+    NewJob,
+)
+from app.store.sqlite_base import _JOB_COLUMNS, SQLiteBase, _job
+
+
+class SQLiteJobs(SQLiteBase):
+    """Deliveries and jobs; the rest of the store is :class:`~app.store.sqlite.SQLiteStore`."""
+
+    # -- deliveries ---------------------------------------------------------
+    def _insert_job(self, db: sqlite3.Connection, job: NewJob, actor: str | None) -> int | None:
+        now = time.time()
+        cur = db.execute(
+            "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id, delivery_id,"
+            " payload, state, attempts, max_attempts, run_after, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
+            " ON CONFLICT (idempotency_key) DO NOTHING",
+            (
+                job.kind,
+                job.queue,
+                job.key,
+                job.repo,
+                job.installation_id,
+                job.delivery_id,
+                json.dumps(job.payload, sort_keys=True),
+                job.max_attempts or self.default_max_attempts,
+                now,
+                now,
+                now,
+            ),
+        )
+        if cur.rowcount == 0:
+            return None
+        job_id = cur.lastrowid
+        self._audit_row(
+            db,
+            "job.enqueued",
+            actor=actor,
+            repo=job.repo,
+            job_id=job_id,
+            delivery_id=job.delivery_id,
+            reason=job.kind,
+            details={"key": job.key, "queue": job.queue},
+            at=now,
+        )
+        return job_id
+
+    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
+                "INSERT INTO deliveries (id, source, event, action, installation_id, repo,"
+                " sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO NOTHING",
+                (
+                    delivery.id,
+                    delivery.source,
+                    delivery.event,
+                    delivery.action,
+                    delivery.installation_id,
+                    delivery.repo,
+                    delivery.sender,
+                    json.dumps(delivery.payload),
+                    delivery.received_at,
+                ),
+            )
+            if cur.rowcount == 0:
+                return False
+            self._audit_row(
+                db,
+                "delivery.received",
+                actor=delivery.sender,
+                repo=delivery.repo,
+                delivery_id=delivery.id,
+                reason=f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event,
+                details={"source": delivery.source, "installation_id": delivery.installation_id},
+                at=delivery.received_at,
+            )
+            for job in jobs:
+                self._insert_job(db, job, delivery.sender)
+            return True
+
+        return await self._run(self._write(tx))
+
+    async def get_delivery(self, delivery_id: str) -> Delivery | None:
+        def q() -> Delivery | None:
+            row = self._db.execute("SELECT * FROM deliveries WHERE id = ?", (delivery_id,))
+            r = row.fetchone()
+            if r is None:
+                return None
+            return Delivery(
+                id=r["id"],
+                source=r["source"],
+                event=r["event"],
+                action=r["action"],
+                installation_id=r["installation_id"],
+                repo=r["repo"],
+                sender=r["sender"],
+                payload=json.loads(r["payload"]),
+                received_at=r["received_at"],
+            )
+
+        return await self._run(q)
+
+    async def count_deliveries(self) -> int:
+        return await self._run(
+            lambda: int(self._db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0])
+        )
+
+    # -- jobs ---------------------------------------------------------------
+    def _get_job(self, db: sqlite3.Connection, job_id: int) -> Job:
+        row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()  # noqa: S608
+        return _job(row)
+
+    async def enqueue(self, job: NewJob, *, actor: str | None = None) -> tuple[Job, bool]:
+        def tx(db: sqlite3.Connection) -> tuple[Job, bool]:
+            job_id = self._insert_job(db, job, actor)
+            if job_id is not None:
+                return self._get_job(db, job_id), True
+            row = db.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE idempotency_key = ?",  # noqa: S608
+                (job.key,),
+            ).fetchone()
+            return _job(row), False
+
+        return await self._run(self._write(tx))
+
+    async def claim(
+        self,
+        *,
+        queue: str,
+        kinds: Sequence[str],
+        owner: str,
+        lease_seconds: float,
+        crash_backoff_seconds: float = 10.0,
+    ) -> Job | None:
+        if not kinds:
+            return None
+        marks = ", ".join("?" for _ in kinds)
+
+        def tx(db: sqlite3.Connection) -> Job | None:
+            now = time.time()
+            # An expired lease is a crash (the worker died, was killed, lost the
+            # database): not the job's own error. The job waits a backoff and runs again;
+            # after MAX_CRASHES it fails, and the person who asked is told.
+            expired = db.execute(
+                "SELECT id, crashes, lease_owner FROM jobs WHERE queue = ?"  # noqa: S608
+                f" AND kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?",
+                (queue, *kinds, now),
+            ).fetchall()
+            for row in expired:
+                crashes = row["crashes"] + 1
+                stopped = f"the worker {row['lease_owner']} stopped without finishing"
+                if crashes >= MAX_CRASHES:
+                    db.execute("UPDATE jobs SET crashes = ? WHERE id = ?", (crashes, row["id"]))
+                    self._fail_row(db, row["id"], f"{stopped}, {crashes} times: a crash loop", now)
+                    continue
+                delay = min(crash_backoff_seconds * 2 ** (crashes - 1), 600.0)
+                db.execute(
+                    "UPDATE jobs SET state = 'queued', crashes = ?, lease_owner = NULL,"
+                    " lease_expires_at = NULL, last_error = ?, run_after = ?, updated_at = ?"
+                    " WHERE id = ?",
+                    (crashes, f"{stopped} (crash {crashes} of {MAX_CRASHES})", now + delay, now,
+                     row["id"]),
+                )  # fmt: skip
+                job_row = db.execute("SELECT repo FROM jobs WHERE id = ?", (row["id"],)).fetchone()
+                self._audit_row(
+                    db,
+                    "job.retried_after_lost_lease",
+                    repo=job_row["repo"],
+                    job_id=row["id"],
+                    reason=stopped,
+                    details={"crash": crashes, "of": MAX_CRASHES, "delay_seconds": delay},
+                    at=now,
+                )
+            row = db.execute(
+                f"SELECT id FROM jobs WHERE queue = ?"  # noqa: S608
+                f" AND state = 'queued' AND run_after <= ? AND kind IN ({marks})"
+                " ORDER BY run_after, id LIMIT 1",
+                (queue, now, *kinds),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"
+                " lease_expires_at = ?, updated_at = ? WHERE id = ?",
+                (owner, now + lease_seconds, now, row["id"]),
+            )
+            job = self._get_job(db, row["id"])
+            details: dict[str, Any] = {"attempt": job.attempts, "owner": owner}
+            if job.crashes:
+                details["crashes"] = job.crashes
+            self._audit_row(
+                db,
+                "job.claimed",
+                repo=job.repo,
+                job_id=job.id,
+                reason=job.kind,
+                details=details,
+                at=now,
+            )
+            return job
+
+        return await self._run(self._write(tx))
+
+    def _owned_update(
+        self,
+        job_id: int,
+        owner: str,
+        sets: str,
+        params: tuple[Any, ...],
+        audit: tuple[str, str | None, dict[str, Any]] | None,
+    ) -> Callable[[], bool]:
+        def tx(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            cur = db.execute(
+                f"UPDATE jobs SET {sets}, updated_at = ? WHERE id = ? AND lease_owner = ?"  # noqa: S608
+                " AND state = 'running'",
+                (*params, now, job_id, owner),
+            )
+            if cur.rowcount == 0:
+                return False
+            if audit is not None:
+                action, reason, details = audit
+                repo = db.execute("SELECT repo FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+                self._audit_row(
+                    db, action, repo=repo, job_id=job_id, reason=reason, details=details, at=now
+                )
+            return True
+
+        return lambda: self._tx(tx)
+
+    async def heartbeat(self, job_id: int, *, owner: str, lease_seconds: float) -> bool:
+        return await self._run(
+            self._owned_update(
+                job_id, owner, "lease_expires_at = ?", (time.time() + lease_seconds,), None
+            )
+        )
+
+    async def complete(self, job_id: int, *, owner: str, result: dict[str, Any]) -> bool:
+        return await self._run(
+            self._owned_update(
+                job_id,
+                owner,
+                "state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, result = ?",
+                (json.dumps(result, sort_keys=True),),
+                ("job.succeeded", None, result),
+            )
+        )
+
+    async def retry_later(
+        self, job_id: int, *, owner: str, error: str, delay_seconds: float
+    ) -> bool:
+        return await self._run(
+            self._owned_update(
+                job_id,
+                owner,
+                "state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+                " last_error = ?, run_after = ?",
+                (error, time.time() + delay_seconds),
+                ("job.retry_scheduled", error, {"delay_seconds": delay_seconds}),
+            )
+        )
+
+    async def fail(self, job_id: int, *, owner: str, error: str) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            held = db.execute(
+                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (job_id, owner),
+            ).fetchone()
+            if held is None:
+                return False
+            self._fail_row(db, job_id, error, time.time())
+            return True
+
+        return await self._run(self._write(tx))
+
+    def _fail_row(self, db: sqlite3.Connection, job_id: int, error: str, now: float) -> None:
+        """Fail the job, audit it, and queue the notice that tells the person who asked
+        (a job that has a person: an issue or a pull request in its payload)."""
+        db.execute(
+            "UPDATE jobs SET state = 'failed', lease_owner = NULL, lease_expires_at = NULL,"
+            " last_error = ?, updated_at = ? WHERE id = ?",
+            (error, now, job_id),
+        )
+        job = self._get_job(db, job_id)
+        self._audit_row(db, "job.failed", repo=job.repo, job_id=job_id, reason=error, at=now)
+        if job.kind != FAILURE_NOTICE and (
+            job.payload.get("issue_number") or job.payload.get("pr")
+        ):
+            notice = NewJob(
+                kind=FAILURE_NOTICE,
+                key=f"{FAILURE_NOTICE}:{job_id}",
+                queue="events",  # app.queue.EVENTS_QUEUE: GitHub calls only
+                repo=job.repo,
+                installation_id=job.installation_id,
+                payload={"job_id": job_id},
+            )
+            self._insert_job(db, notice, None)
+
+    async def release(self, job_id: int, *, owner: str) -> bool:
+        return await self._run(
+            self._owned_update(
+                job_id,
+                owner,
+                "state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
+                " attempts = MAX(attempts - 1, 0), run_after = ?",
+                (time.time(),),
+                ("job.released", "worker shutting down; the job will run again", {}),
+            )
+        )
+
+    async def get_job(self, job_id: int) -> Job | None:
+        def q() -> Job | None:
+            row = self._db.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?",  # noqa: S608
+                (job_id,),
+            ).fetchone()
+            return _job(row) if row else None
+
+        return await self._run(q)
+
+    async def list_jobs(self, *, kind: str | None = None, state: str | None = None) -> list[Job]:
+        def q() -> list[Job]:
+            rows = self._db.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR kind = ?)"  # noqa: S608
+                " AND (? IS NULL OR state = ?) ORDER BY id",
+                (kind, kind, state, state),
+            ).fetchall()
+            return [_job(r) for r in rows]
+
+        return await self._run(q)
