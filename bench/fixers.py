@@ -47,9 +47,9 @@ from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.fixers.revert import RevertFixer
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import SessionResult
 from app.sessions.session import Budget, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import WorkspaceCache
 
 GIT = shutil.which("git") or "/usr/bin/git"
 GROWTH_LIMIT = 3.0  # bisect(largest N) / bisect(smallest N)

@@ -49,10 +49,11 @@ from procstat import (
 
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from app.sessions.verify import DEFAULT_RULES, Verifier
-from app.sessions.workspace import Workspace, WorkspaceCache
+from app.sessions.workspace import Workspace
 
 TARGET_SECONDS = 10.0  # verification beyond the repository's own tests
 REPO = "bench/verify"

@@ -49,7 +49,7 @@ from procstat import (
 )
 
 from app.git import Remote, git_env
-from app.sessions.workspace import WorkspaceCache
+from app.sessions.mirrors import WorkspaceCache
 
 TARGET_RATIO = 0.05  # cached median <= 5 % of the cold median
 REPO = "bench/repo"

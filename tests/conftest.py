@@ -29,8 +29,8 @@ from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.server import RUNTIME, create_app
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
-from app.sessions.workspace import WorkspaceCache
 from app.store import JobState
 
 APP_ID = 4242

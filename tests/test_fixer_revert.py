@@ -12,11 +12,11 @@ from app.fixers.revert import RevertFixer, classify
 from app.git import Remote, git_env
 from app.policy.evidence import TestCounts, TestRun
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import Mount
 from app.sessions.session import SessionRunner, SessionSpec, Task
-from app.sessions.workspace import WorkspaceCache
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [

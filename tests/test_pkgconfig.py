@@ -30,6 +30,7 @@ from cryptography.x509.oid import NameOID
 
 from app.git import Remote
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import (
     CONFIG_MOUNT,
     DEFAULT_PASSENV,
@@ -41,7 +42,6 @@ from app.sessions.pkgconfig import (
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import SandboxError
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
-from app.sessions.workspace import WorkspaceCache
 from tests.conftest import make_project, running_with
 
 PASSWORD = "s3cret-index-pass"

@@ -18,13 +18,12 @@ import pytest
 
 from app.errors import PatchwardenError
 from app.policy.evidence import Finding, FindingsDelta, TestCounts, TestRun, Tool
-from app.sessions import reports
+from app.sessions import junit as junit_module
+from app.sessions.junit import MAX_JUNIT_BYTES, parse_junit
 from app.sessions.reports import (
-    MAX_JUNIT_BYTES,
     ReportError,
     findings_delta,
     parse_bandit,
-    parse_junit,
     parse_ruff,
     parse_semgrep,
 )
@@ -582,7 +581,7 @@ def test_real_junit_test_delta(junit: dict[str, tuple[int, bytes]]) -> None:
         report = parse_junit(data)
         runs[label] = TestRun(exit_code=code, counts=report.counts, outcomes=report.outcomes)
     command = ["python", "-m", "pytest"]
-    delta = reports.test_delta(command, "detected", runs["base"], runs["head"])
+    delta = junit_module.test_delta(command, "detected", runs["base"], runs["head"])
 
     assert delta.fixed == ["suite.test_calc::test_fail"]
     assert delta.broken == ["suite.test_calc::test_pass"]
@@ -709,7 +708,7 @@ def _run_of(outcomes: dict[str, Any], *, counts: bool = True) -> TestRun:
 def test_test_delta(
     base: dict[str, Any], head: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
-    delta = reports.test_delta(["pytest"], "config", _run_of(base), _run_of(head))
+    delta = junit_module.test_delta(["pytest"], "config", _run_of(base), _run_of(head))
     lists = {"fixed": delta.fixed, "broken": delta.broken}
     lists |= {"added": delta.added, "removed": delta.removed}
     assert {name: ids for name, ids in lists.items() if ids} == expected
@@ -724,7 +723,7 @@ def test_test_delta(
     ],
 )
 def test_test_delta_needs_two_reports(base: TestRun | None, head: TestRun | None) -> None:
-    delta = reports.test_delta(["pytest"], "config", base, head)
+    delta = junit_module.test_delta(["pytest"], "config", base, head)
     assert (delta.base, delta.head) == (base, head)
     assert (delta.fixed, delta.broken, delta.added, delta.removed) == ([], [], [], [])
 
@@ -752,7 +751,7 @@ def test_a_module_that_no_longer_imports_breaks_its_tests_and_removes_none() -> 
     head = _test_run(
         {"tests.test_a": "errored", "tests.test_ab::test_other": "passed"}, exit_code=2
     )
-    delta = reports.test_delta(["pytest"], "detected", base, head)
+    delta = junit_module.test_delta(["pytest"], "detected", base, head)
     assert delta.broken == ["tests.test_a.TestK::test_two", "tests.test_a::test_one"]
     assert delta.removed == ["tests.test_b::test_gone"]  # really gone: not in the report
     assert delta.added == []  # a collection error is not a test
@@ -810,4 +809,4 @@ def test_a_module_that_no_longer_imports_breaks_its_tests_and_removes_none() -> 
 def test_a_base_that_cannot_collect_is_a_broken_environment(
     run: TestRun, output: str, pytest_command: bool, expected: str | None
 ) -> None:
-    assert reports.environment_problem(run, output, pytest=pytest_command) == expected
+    assert junit_module.environment_problem(run, output, pytest=pytest_command) == expected

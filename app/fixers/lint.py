@@ -30,11 +30,11 @@ from pathlib import Path
 
 from app.fixers.base import Fixer, walk_files
 from app.fixers.config import LintConfig, fixer_settings
+from app.sessions.files import read_confined
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import DEFAULT_RULES, RULES_MOUNT, TOOL_OUTPUT_BYTES
-from app.sessions.workspace import read_confined
 
 AUTOFIX_RULES = DEFAULT_RULES / "autofix"
 SEMGREP_AUTOFIX_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")

@@ -41,15 +41,16 @@ from app.fixers.base import Fixer
 from app.fixers.config import RevertConfig, fixer_settings
 from app.git import run_git
 from app.policy.evidence import TestRun
-from app.sessions import reports
+from app.sessions import junit
 from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.environment import Environment, SetupFailed
+from app.sessions.files import read_confined
 from app.sessions.process import Completed
+from app.sessions.reports import ReportError
 from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
-from app.sessions.workspace import read_confined
 
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 # git inside the sandbox: no hooks, no system config, quiet.
@@ -135,7 +136,7 @@ def classify(run: TestRun, target: frozenset[str] | None, *, ok: bool) -> Probe:
         return Probe("bad", f"{failing[0]}{more} fail again")
     if target & run.outcomes.keys():
         return Probe("good", "the failing tests pass")
-    uncollected = reports.collection_errors(run)
+    uncollected = junit.collection_errors(run)
     if uncollected:
         return Probe("skip", f"cannot collect {uncollected[0]} here")
     return Probe("good", "the failing tests are not there yet")
@@ -461,12 +462,12 @@ class _Search:
             timeout=self.ws.timeouts.tests,
         )
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        junit = read_confined(self.reports, "junit.xml", limit=reports.MAX_JUNIT_BYTES + 1)
-        if junit:
+        xml = read_confined(self.reports, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
+        if xml:
             try:
-                counts, outcomes = reports.parse_junit(junit)
+                counts, outcomes = junit.parse_junit(xml)
                 run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
-            except reports.ReportError:
+            except ReportError:
                 pass  # no usable report: the probe is skipped (or judged by its status)
         return run, done
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from app.errors import RepoConfigError
 from app.policy.config import REPO_SOURCE, Lines, parse_config
-from app.sessions.workspace import read_confined
+from app.sessions.files import read_confined
 
 CONFIG_PATH = REPO_SOURCE
 ENV_MOUNT = "/env"  # where a repository's cached environment appears in the sandbox

@@ -35,11 +35,11 @@ from pathlib import Path
 
 from app.errors import PatchwardenError
 from app.sessions.commands import ENV_MOUNT, RepoCommands
+from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import Step
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
-from app.sessions.workspace import file_lock, read_confined, write_confined
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 
 from app.config import Settings
 from app.sessions.backends import make_sandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
 from app.sessions.policyfile import DEFAULT_POLICY
 from app.sessions.process import Limits, MiB
 from app.sessions.sandbox import Sandbox
 from app.sessions.session import SessionRunner
 from app.sessions.verify import DEFAULT_RULES, Timeouts
-from app.sessions.workspace import WorkspaceCache
 
 
 def limits_from(settings: Settings) -> Limits:

@@ -12,7 +12,7 @@ from pathlib import Path
 from app.errors import ConfigError
 from app.policy.config import DEFAULT_SOURCE, Policy, load_policy
 from app.sessions.commands import CONFIG_PATH
-from app.sessions.workspace import read_confined
+from app.sessions.files import read_confined
 
 DEFAULT_POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yml"
 

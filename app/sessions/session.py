@@ -30,9 +30,10 @@ from app.errors import PatchwardenError
 from app.git import Remote
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.redact import redact
-from app.sessions import reports
+from app.sessions import junit
 from app.sessions.commands import RepoCommands, detect
 from app.sessions.environment import Environment, EnvironmentBuilder, SetupFailed
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.process import Completed
@@ -46,7 +47,7 @@ from app.sessions.verify import (
     repo_test_command,
     tree_mounts,
 )
-from app.sessions.workspace import Workspace, WorkspaceCache, branch_name
+from app.sessions.workspace import Workspace, branch_name
 
 log = logging.getLogger(__name__)
 
@@ -454,7 +455,7 @@ class _State:
 def _broken(commands: RepoCommands, step: Step, run: TestRun, state: _State) -> bool:
     """If the base's tests could not even import or collect, the session stops here:
     nothing a patch does can be judged against them (``state`` says why)."""
-    problem = reports.environment_problem(run, step.output, pytest=commands.is_pytest)
+    problem = junit.environment_problem(run, step.output, pytest=commands.is_pytest)
     if problem is None:
         return False
     state.status = "failed"
@@ -477,4 +478,4 @@ def _delta(commands: RepoCommands, base: TestRun | None, head: TestRun | None) -
     source: Literal["config", "detected"] = (
         "config" if commands.test_source == "config" else "detected"
     )
-    return reports.test_delta(commands.test, source, base, head)
+    return junit.test_delta(commands.test, source, base, head)

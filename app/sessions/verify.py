@@ -23,12 +23,12 @@ from pathlib import Path
 
 from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
-from app.sessions import reports
+from app.sessions import junit, reports
 from app.sessions.commands import ENV_MOUNT, RepoCommands
+from app.sessions.files import read_confined
 from app.sessions.process import Completed
 from app.sessions.result import Diff, Phase, Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
-from app.sessions.workspace import read_confined
 
 BASE_MOUNT = "/base"
 REPORTS_MOUNT = "/reports"
@@ -147,10 +147,10 @@ class Verifier:
         done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
         step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        junit = read_confined(reports_dir, "junit.xml", limit=reports.MAX_JUNIT_BYTES + 1)
-        if junit:
+        xml = read_confined(reports_dir, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
+        if xml:
             try:
-                counts, outcomes = reports.parse_junit(junit)
+                counts, outcomes = junit.parse_junit(xml)
                 run = TestRun(
                     exit_code=done.exit_code,
                     timed_out=done.timed_out,

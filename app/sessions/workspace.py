@@ -1,8 +1,5 @@
-"""Workspaces: a mirror cache per repository and a fresh tree per session.
-
-``<cache>/mirrors/<owner>/<name>.git`` is cloned once (``git clone --mirror``) and
-fetched after, under a per-repository lock, and only when the wanted commit is not
-there yet — two sessions of one repository fetch once. Each session then gets its own
+"""Workspaces: a fresh tree per session, made from the repository's mirror
+(:mod:`app.sessions.mirrors`). Each session gets its own
 git directory that borrows the mirror's objects (``objects/info/alternates``) and
 two checkouts of the base commit: ``tree/`` (what the fixer edits; it becomes the
 patch) and ``base/`` (the untouched base, for the setup phase, the base test run and
@@ -19,26 +16,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import re
 import shutil
 import stat
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.git import BOT_EMAIL, BOT_NAME, GitError, Remote, git_env, run_git
+from app.git import BOT_EMAIL, BOT_NAME, GitError, run_git
 from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.secrets import scan_added
 from app.redact import redact
+from app.sessions.files import remove_confined
 from app.sessions.result import Diff, FileStat
 
 DIFF_CAP = 2 * 1024 * 1024  # bytes of unified diff kept in the SessionResult
-_SHA = re.compile(r"[0-9a-f]{40}\Z")
+FULL_SHA = re.compile(r"[0-9a-f]{40}\Z")
 _TAG_VERSION = re.compile(r"(\d+(?:\.\d+)*)")
 _DESCRIBE = re.compile(r"^(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "T": "type-changed"}
@@ -46,156 +41,6 @@ _STATUS = {"A": "added", "M": "modified", "D": "removed", "R": "renamed", "T": "
 
 class WorkspaceError(GitError):
     """A step of the workspace failed; the message names it and quotes git."""
-
-
-class WorkspaceCache:
-    """Mirrors under ``root/mirrors``; session directories under ``root/sessions``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.mirrors = root / "mirrors"
-        self.sessions = root / "sessions"
-        self.home = root / "git-home"  # an empty HOME for host-side git
-        for d in (self.mirrors, self.sessions, self.home):
-            d.mkdir(parents=True, exist_ok=True)
-        self._locks: dict[str, asyncio.Lock] = {}
-        self.fetches: dict[str, int] = {}  # per repo: clones + fetches this process made
-        self._fetched_at: dict[str, float] = {}
-
-    def mirror_path(self, repo: str) -> Path:
-        owner, name = repo.split("/")
-        return self.mirrors / owner / f"{name}.git"
-
-    async def mirror(self, remote: Remote, *, want: str | None = None) -> Path:
-        """The repository's mirror, cloned or fetched so that ``want`` is present.
-
-        With ``want=None`` (the default branch's tip) it always fetches.
-        """
-        path = self.mirror_path(remote.repo)
-        asked_at = time.monotonic()
-        lock = self._locks.setdefault(remote.repo, asyncio.Lock())
-        async with lock, file_lock(path.with_suffix(".lock")):
-            if want is None and self._fetched_at.get(remote.repo, -1.0) >= asked_at:
-                return path  # a fetch that started after we asked has succeeded
-            began = time.monotonic()
-            env = git_env(self.home, remote=remote)
-            secrets = [remote.token] if remote.token else []
-            if not (path / "HEAD").exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-                try:
-                    await run_git(
-                        ["clone", "--mirror", "--quiet", "--", remote.url, str(tmp)],
-                        env=env,
-                        secrets=secrets,
-                    )
-                    # Only branches and tags: a mirror of GitHub would also take every
-                    # refs/pull/*; sessions fetch a missing commit by its sha instead.
-                    gd = ["--git-dir", str(tmp)]
-                    await run_git([*gd, "config", "--unset-all", "remote.origin.fetch"], env=env)
-                    for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
-                        await run_git(
-                            [*gd, "config", "--add", "remote.origin.fetch", spec], env=env
-                        )
-                    await run_git([*gd, "config", "gc.auto", "0"], env=env)
-                    tmp.rename(path)
-                finally:
-                    if tmp.exists():
-                        shutil.rmtree(tmp, ignore_errors=True)
-                self._fetched(remote.repo, began)
-                if want is None or await self._has(path, want, env):
-                    return path
-            elif want is not None and await self._has(path, want, env):
-                return path
-            # From the remote as given now, not the URL the mirror was cloned from: a
-            # repository that moved (a transfer, a new GHES host) is fetched where it is.
-            refspecs = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
-            await run_git(
-                [
-                    "--git-dir",
-                    str(path),
-                    "fetch",
-                    "--prune",
-                    "--quiet",
-                    "--",
-                    remote.url,
-                    *refspecs,
-                ],
-                env=env,
-                secrets=secrets,
-            )
-            self._fetched(remote.repo, began)
-            if want is not None and not await self._has(path, want, env):
-                # A commit no branch points at (a PR from a fork): ask for it by sha.
-                await run_git(
-                    ["--git-dir", str(path), "fetch", "--quiet", "--", remote.url, want],
-                    env=env,
-                    secrets=secrets,
-                    check=False,
-                )
-                if not await self._has(path, want, env):
-                    raise WorkspaceError(f"commit {want} is not in {remote.repo}")
-            return path
-
-    async def contains(self, remote: Remote, commit: str, ancestor: str) -> bool:
-        """Whether ``ancestor`` is in ``commit``'s history (``commit`` is fetched if the
-        mirror lacks it): is a merge under a failing commit?"""
-        mirror = await self.mirror(remote, want=commit)
-        done = await run_git(
-            ["--git-dir", str(mirror), "merge-base", "--is-ancestor", ancestor, commit],
-            env=git_env(self.home),
-            check=False,
-        )
-        return done.returncode == 0
-
-    def _fetched(self, repo: str, began: float) -> None:
-        """Count a successful clone or fetch; waiters who asked before ``began`` reuse it."""
-        self.fetches[repo] = self.fetches.get(repo, 0) + 1
-        self._fetched_at[repo] = began
-
-    async def _has(self, mirror: Path, rev: str, env: Mapping[str, str]) -> bool:
-        done = await run_git(
-            ["--git-dir", str(mirror), "cat-file", "-e", f"{rev}^{{commit}}"], env=env, check=False
-        )
-        return done.returncode == 0
-
-    async def create(
-        self,
-        remote: Remote,
-        *,
-        base: str | None,
-        branch: str,
-        with_base_copy: bool = True,
-    ) -> Workspace:
-        """A fresh session directory with ``tree/`` (and ``base/``) at the base commit."""
-        rev = base or "HEAD"
-        if rev.startswith("-") or any(ch.isspace() or ch == "\0" for ch in rev):
-            raise WorkspaceError(f"{rev!r} is not a commit or ref name")
-        mirror = await self.mirror(remote, want=base if base and _SHA.match(base) else None)
-        env = git_env(self.home)
-        done = await run_git(
-            ["--git-dir", str(mirror), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            env=env,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise WorkspaceError(f"{rev!r} is not a commit of {remote.repo}")
-        base_sha = done.stdout.decode().strip()
-        session_dir = Path(tempfile.mkdtemp(prefix=f"{_slug(branch, 40)}-", dir=self.sessions))
-        ws = Workspace(
-            repo=remote.repo,
-            base_sha=base_sha,
-            branch=branch,
-            root=session_dir,
-            mirror=mirror,
-            env=env,
-        )
-        try:
-            await ws._init(with_base_copy=with_base_copy)
-        except BaseException:
-            ws.remove()
-            raise
-        return ws
 
 
 @dataclass
@@ -496,7 +341,7 @@ def _file_stats(raw: str, numstat: str) -> list[FileStat]:
     return stats
 
 
-def _slug(text: str, limit: int) -> str:
+def slug(text: str, limit: int) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
     return slug or "session"
 
@@ -504,106 +349,7 @@ def _slug(text: str, limit: int) -> str:
 def branch_name(job_id: int | str | None, task: str) -> str:
     """``patchwarden/<job-id>-<slug>``: deterministic, so a retried job reuses it."""
     prefix = f"{job_id}-" if job_id is not None else ""
-    return f"patchwarden/{prefix}{_slug(task, 40)}"
-
-
-@contextlib.asynccontextmanager
-async def file_lock(path: Path):  # type: ignore[no-untyped-def]
-    """An exclusive ``flock`` across processes (taken in a thread, never on the loop)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def confined_parts(relative: str) -> tuple[str, ...] | None:
-    """The components of a path relative to a tree, or None if it could leave it."""
-    parts = Path(relative).parts
-    if not parts or any(p in ("..", "") for p in parts) or Path(relative).is_absolute():
-        return None
-    return parts
-
-
-@contextlib.contextmanager
-def _confined_dir(tree: Path, parts: Sequence[str], *, create: bool = False) -> Iterator[int]:
-    """A descriptor of ``tree/parts...``, walked without following any symlink;
-    with ``create``, missing directories are made (0755)."""
-    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts:
-            try:
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> bytes | None:
-    """Bytes of ``tree/relative`` if it is a regular file inside ``tree`` (no symlink
-    anywhere on the way), else None. Host code reads untrusted trees only through this."""
-    parts = confined_parts(relative)
-    if parts is None:
-        return None
-    try:
-        with _confined_dir(tree, parts[:-1]) as fd:
-            leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(leaf).st_mode):
-            return None
-        return os.read(leaf, limit)
-    finally:
-        os.close(leaf)
-
-
-def write_confined(
-    tree: Path, relative: str, data: bytes, *, mode: int = 0o644, exclusive: bool = False
-) -> None:
-    """Write ``tree/relative`` (a regular file, created with its directories if need be)
-    without following a symlink anywhere; raises OSError otherwise. With ``exclusive``
-    the file must not exist yet (FileExistsError), a dangling symlink included."""
-    parts = confined_parts(relative)
-    if parts is None:
-        raise OSError(f"{relative!r} is not a path inside the tree")
-    with _confined_dir(tree, parts[:-1], create=True) as fd:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-        flags |= os.O_EXCL if exclusive else os.O_TRUNC
-        leaf = os.open(parts[-1], flags, mode, dir_fd=fd)
-        try:
-            if not stat.S_ISREG(os.fstat(leaf).st_mode):
-                raise OSError(f"{relative} is not a regular file")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(leaf, view) :]
-        finally:
-            os.close(leaf)
-
-
-def remove_confined(tree: Path, relative: str) -> None:
-    """Delete ``tree/relative`` if there: a file or symlink itself (never a symlink's
-    target), or a directory with everything in it (``rmtree`` on descriptors)."""
-    parts = confined_parts(relative)
-    if parts is None:
-        return
-    missing = contextlib.suppress(FileNotFoundError, NotADirectoryError)
-    with missing, _confined_dir(tree, parts[:-1]) as fd:
-        st = os.lstat(parts[-1], dir_fd=fd)
-        if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(parts[-1], dir_fd=fd)
-        else:
-            os.unlink(parts[-1], dir_fd=fd)
+    return f"patchwarden/{prefix}{slug(task, 40)}"
 
 
 def elapsed(started: float) -> float:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
-from app.sessions.workspace import WorkspaceCache
 from tests.conftest import git_commit, git_in
 from tests.realworld.projects import Project
 

@@ -19,8 +19,8 @@ from typing import Any
 from app.fixers.base import SKIP_DIRS
 from app.fixers.llm.tools import TOOL_SCHEMAS
 from app.sessions.commands import RepoCommands
+from app.sessions.files import read_confined
 from app.sessions.session import Task
-from app.sessions.workspace import read_confined
 from app.untrusted.sanitize import fence, sanitize
 
 INSTRUCTIONS_PATH = ".github/patchwarden.md"

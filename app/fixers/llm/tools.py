@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from app.fixers.base import SKIP_DIRS, walk_files
+from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.session import FixContext
-from app.sessions.workspace import read_confined, write_confined
 
 MAX_READ_LINES = 300
 MAX_LIST = 300
