@@ -183,3 +183,20 @@ def test_the_write_check_sees_a_write(tmp_path: Path) -> None:
         "    await gh.getitem('/z')\n"
     )
     assert _github_writes(source) == [2, 3]
+
+
+LONG = 400  # lines: a module longer than this says why at its top
+
+
+def test_a_long_module_says_why_it_is_one_file() -> None:
+    """A module over ~400 lines is split along its seams, or its docstring says why it
+    is one file ("Over ~400 lines on purpose: ...")."""
+    unexplained = []
+    for path in sorted(APP.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") <= LONG:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if "Over ~400 lines on purpose:" not in doc:
+            unexplained.append(f"{path.relative_to(APP)} ({text.count(chr(10))} lines)")
+    assert unexplained == []

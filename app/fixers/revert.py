@@ -28,6 +28,10 @@ All of the repository's code, and every git command on the throwaway clone, runs
 the sandbox: after sandboxed code has run in a repository, host-side git never
 touches it again (a planted ``.git/config`` filter would run on the host). The host
 reads only the probes' reports, and checks the culprit against its own git directory.
+
+Over ~400 lines on purpose: one search (reproduce, last good, bisect, revert) and the
+state it carries between its steps; its pure parts (``classify``, ``_next_probe``) are
+tested alone.
 """
 
 from __future__ import annotations

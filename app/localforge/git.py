@@ -5,6 +5,9 @@ Every git process gets an isolated environment (no system or user config, no pro
 built with a temporary index, merges with ``git merge-tree --write-tree``.
 ``http_backend`` serves a repository over git's smart HTTP protocol through
 ``git http-backend`` (CGI); see https://git-scm.com/docs/git-http-backend.
+
+Over ~400 lines on purpose: the double's whole use of git (bare repositories, commits
+without a work tree, merges, the smart-HTTP backend) behind one hardened runner.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ schema of its event. Ids, numbers, urls and times come from the state, never fro
 the schemas. API urls have api.github.com's paths under the forge's own address;
 html urls have github.com's paths, and the forge's read-only view answers the
 repository, issue and pull request pages among them.
+
+Over ~400 lines on purpose: one renderer per GitHub object, side by side because they
+nest (a pull request holds a repository, users, its head and base) and must agree.
 """
 
 from __future__ import annotations

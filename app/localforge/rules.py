@@ -1,6 +1,11 @@
 """GitHub's rules: the state changes the REST API and the people on github.com share —
 comments and reactions, pull requests and their mergeability, merges with their
-guards, closing keywords, pushes — and the webhook payloads they send."""
+guards, closing keywords, pushes — and the webhook payloads they send.
+
+Over ~400 lines on purpose: GitHub's rules call each other (a push refreshes the pull
+requests on it, whose mergeability a merge and every payload read); split, they would
+import each other in a circle.
+"""
 
 from __future__ import annotations
 

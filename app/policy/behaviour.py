@@ -28,6 +28,9 @@ skipped. Behaviour that the same file's removed lines already had is moved, not 
 Other files are read line by line with a few patterns per language.
 
 Pure: :class:`~app.policy.diff.ChangedFile` in, :class:`Behaviour` list out.
+
+Over ~400 lines on purpose: a table of behaviours (what each pattern means, its
+weight, the words a PR body says for it) that is read and reviewed as one list.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ sum within 0-100 and reads the decision off the thresholds; hard rules then cap 
 (``reject`` for a protected path, a credential, a broken test, a new high-severity
 finding, a diff that cannot be read whole), and ``autonomy`` caps it last. The ladder,
 most cautious first: reject, draft, review, automerge. Same inputs, same output.
+
+Over ~400 lines on purpose: every factor's weight and every hard rule in one function,
+so that a reviewer reads the whole score in one place (docs/policy.md follows it).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@
 
 A session never talks to GitHub; the patch commit is kept in the mirror under
 ``refs/patchwarden/<branch>`` for the publish step.
+
+Over ~400 lines on purpose: the phases read top to bottom in ``SessionRunner._session``,
+in the order they run; each phase's work lives in its own module (``workspace``,
+``environment``, ``verify``, ``junit``), and this one only sequences them.
 """
 
 from __future__ import annotations

@@ -47,6 +47,9 @@ drops ``style`` attributes (so ``display:none`` hides nothing there) and ignores
 definitions; content nested deeper than markdown-it's limit of 20 containers is not
 shown; and :func:`app.untrusted.sanitize.sanitize` reads its output again until nothing changes,
 so text a reader sees literally (``&lt;!-- x --&gt;``) can go on the second reading.
+
+Over ~400 lines on purpose: one parse and the walkers over its tokens; the two readers
+must see the same document, so they share this file rather than a half of it each.
 """
 
 from __future__ import annotations
