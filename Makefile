@@ -12,7 +12,7 @@ DEB_PACKAGES := git bubblewrap
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
 	@echo "make test   - the whole test suite"
-	@echo "make check  - the fast loop: the tests not marked slow (no sessions or sandboxes)"
+	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes or GitHub double)"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
@@ -41,7 +41,7 @@ test: venv system-deps
 	$(BIN)/python -m pytest -q
 
 check: venv
-	$(BIN)/python -m pytest -q -m "not slow" --durations=5
+	$(BIN)/python -m pytest -q -m "not slow and not forge" --durations=5
 
 demo: venv system-deps
 	$(BIN)/patchwarden demo

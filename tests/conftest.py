@@ -40,6 +40,18 @@ SECRET = "It's a Secret to Everybody"
 FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
 
 
+# Fixtures that start the GitHub double (and with it, often, the server and workers):
+# a test using one is an integration story, not a unit test. ``make check`` leaves
+# them out; ``make test`` runs them.
+STARTS_THE_FORGE = {"make_forge"}  # every fixture that starts it depends on this one
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if STARTS_THE_FORGE & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.forge)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No PATCHWARDEN_* from the developer's shell and no stray .env leak into tests."""

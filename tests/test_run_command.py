@@ -235,6 +235,7 @@ async def test_a_fixer_that_gives_up_exits_1(tmp_path: Path) -> None:
     assert "no patch: no Python files here" in err.splitlines()[-1]
 
 
+@pytest.mark.slow  # six `patchwarden run` processes
 async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     repo = make_project(tmp_path / "calc", {"calc.py": CALC})
     plain = tmp_path / "plain"

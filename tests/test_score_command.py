@@ -249,6 +249,7 @@ async def session(
     return await runner.run(spec, fixer), called
 
 
+@pytest.mark.slow  # a real session: sandbox processes
 async def test_a_session_judges_a_patch_by_the_base_policy_even_if_it_edits_it(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
@@ -270,6 +271,7 @@ async def test_a_session_judges_a_patch_by_the_base_policy_even_if_it_edits_it(
     ]
 
 
+@pytest.mark.slow  # a real session: sandbox processes
 async def test_an_invalid_base_policy_stops_the_session_before_the_fixer(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
@@ -280,6 +282,7 @@ async def test_an_invalid_base_policy_stops_the_session_before_the_fixer(
     assert called == []
 
 
+@pytest.mark.slow  # a real session: sandbox processes
 async def test_a_literal_credential_is_caught_before_the_diff_is_masked(
     runner: SessionRunner, tmp_path: Path
 ) -> None:

@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from aiohttp import web
-
 from app import __version__, logs
+from app.cli.arguments import run_arguments, score_arguments
 from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
 from app.store import AuditQuery, Store, store_for_url
@@ -69,6 +68,8 @@ def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
     from app.server import create_app
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
@@ -325,15 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(func=cmd_doctor)
 
-    from app.cli.run import add_arguments as run_arguments
-
     run = sub.add_parser(
         "run", help="the whole pipeline on a local repository: a verified patch as a branch"
     )
     run_arguments(run)
     run.set_defaults(func=cmd_run)
-
-    from app.cli.score import add_arguments as score_arguments
 
     score = sub.add_parser(
         "score", help="the risk score of a change (a diff file or a git range) under the policy"

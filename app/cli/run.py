@@ -25,7 +25,7 @@ from typing import Literal
 
 from app.config import Settings, load_settings
 from app.errors import BadInput
-from app.fixers.choose import FIXERS, budget_from, make_fixer
+from app.fixers.choose import budget_from, make_fixer
 from app.git import Remote, git_env, run_git
 from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
@@ -33,39 +33,6 @@ from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", required=True, type=Path, help="a local git repository")
-    parser.add_argument("--task", required=True, help="what to fix, in your own words")
-    parser.add_argument(
-        "--fixer",
-        choices=FIXERS,
-        default="auto",
-        help="auto (default): llm if a model is configured, else lint for a lint task; "
-        "revert first with --alert",
-    )
-    parser.add_argument(
-        "--alert",
-        action="store_true",
-        help="the task is a failing check on HEAD: find the culprit commit and revert it",
-    )
-    parser.add_argument("--check", help="with --alert: the failing check's name")
-    parser.add_argument("--good", help="with --alert: a commit known to pass")
-    parser.add_argument(
-        "--body", type=Path, help="where to write the PR body (default: .git/patchwarden/)"
-    )
-    parser.add_argument(
-        "--setup",
-        action="append",
-        metavar="CMD",
-        help="a setup command for this run instead of the repository's `setup:` (repeat "
-        "for several); pip, python and pytest in it mean the session's environment",
-    )
-    parser.add_argument(
-        "--test", metavar="CMD", help="the test command for this run instead of `test:`"
-    )
-    parser.add_argument("--json", action="store_true", help="print the SessionResult as JSON")
 
 
 def run_local(args: argparse.Namespace, *, settings: Settings | None = None) -> int:

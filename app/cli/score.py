@@ -31,33 +31,6 @@ from app.policy.score import Score, Trigger, score_diff
 from app.publish.body import render_score
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 
-FAIL_ON = ("reject", "draft", "review", "never")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--diff", help="a unified diff file (git diff output), or - for stdin")
-    source.add_argument("--repo", type=Path, help="a git repository: score --base...--head")
-    parser.add_argument("--base", help="with --repo: the base revision (the PR's base)")
-    parser.add_argument("--head", default="HEAD", help="with --repo: the head (default HEAD)")
-    parser.add_argument(
-        "--policy",
-        type=Path,
-        help="a policy file merged over the default, instead of the base's .github/patchwarden.yml",
-    )
-    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
-    parser.add_argument(
-        "--fail-on",
-        choices=FAIL_ON,
-        default="reject",
-        help="exit 1 when the decision is this or more cautious (default: reject)",
-    )
-    parser.add_argument(
-        "--summary",
-        type=Path,
-        help="also append the markdown verdict to this file (GitHub's $GITHUB_STEP_SUMMARY)",
-    )
-
 
 def run_score(args: argparse.Namespace, *, settings: Settings | None = None) -> int:
     try:

@@ -6,3 +6,6 @@
 by bisecting in the sandbox and prepares its revert. They share one interface
 (:class:`app.fixers.base.Fixer`); :mod:`app.fixers.choose` picks one for a job.
 """
+
+# The fixers a person can name (`patchwarden run --fixer`); ``auto`` lets choose.py pick.
+FIXERS = ("auto", "llm", "lint", "revert")

@@ -21,6 +21,7 @@ from typing import Literal
 
 from app.config import Settings
 from app.errors import ConfigError
+from app.fixers import FIXERS
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.config import fixer_settings
 from app.fixers.lint import LintFixer
@@ -31,7 +32,6 @@ from app.fixers.revert import RevertFixer
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
 
-FIXERS = ("auto", "llm", "lint", "revert")
 FixerName = Literal["llm", "lint", "revert"]
 NO_MODEL = (
     "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL), so it cannot fix this "

@@ -16,15 +16,18 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from cryptography.hazmat.primitives import serialization
+from typing import TYPE_CHECKING
 
 from app.config import load_settings
 from app.errors import ConfigError, PatchwardenError
-from app.localforge.server import LocalForge
+
+if TYPE_CHECKING:
+    from app.localforge.server import LocalForge
 
 
 def public_key_of(private_pem: str) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     key = serialization.load_pem_private_key(private_pem.encode(), password=None)
     return (
         key.public_key()
@@ -110,6 +113,8 @@ def _populate(forge: LocalForge, args: argparse.Namespace) -> str | None:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    from app.localforge.server import LocalForge
+
     try:
         settings = load_settings()
     except ConfigError as exc:
