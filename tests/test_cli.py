@@ -605,3 +605,44 @@ def test_the_command_starts_without_loading_what_only_some_verbs_need() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+async def test_audit_failed_keeps_to_limit_names_the_thread_and_ignores_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`audit --failed` reads each job as its kind (the issue or pull request where the
+    person waits), matches the repository as GitHub does (case-insensitive), and shows
+    the latest ``--limit``."""
+    from app.cli.main import _audit_failed
+    from app.config import load_settings
+
+    url = f"sqlite:///{tmp_path / 'pw.db'}"
+    store = store_for_url(url)
+    await store.open()
+    try:
+        payloads = [
+            ("fix", {"repo": "Octo/Widgets", "issue_number": 3}),
+            ("merge", {"repo": "Octo/Widgets", "pr": 9, "reason": "checks"}),
+            ("fix", {"repo": "Octo/Widgets", "issue_number": "garbled"}),
+        ]
+        for n, (kind, payload) in enumerate(payloads):
+            new = NewJob(kind=kind, key=f"k{n}", repo="Octo/Widgets", payload=payload)
+            job, _ = await store.enqueue(new)
+            claimed = await store.claim(queue=new.queue, owner="w", lease_seconds=60, kinds=[kind])
+            assert claimed is not None
+            assert claimed.id == job.id
+            assert await store.fail(job.id, owner="w", error=f"boom {n}")
+    finally:
+        await store.close()
+    settings = load_settings(database_url=url)
+    capsys.readouterr()
+    assert await _audit_failed(settings, repo="octo/widgets", since=None, as_json=True) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["kind"], r["issue"], r["error"]) for r in rows] == [
+        ("fix", 3, "boom 0"),
+        ("merge", 9, "boom 1"),
+        ("fix", None, "boom 2"),  # an unreadable payload is still listed
+    ]
+    assert await _audit_failed(settings, repo=None, since=None, as_json=True, limit=2) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["error"] for r in rows] == ["boom 1", "boom 2"]

@@ -116,3 +116,22 @@ async def test_a_failed_permission_lookup_tells_the_commenter_to_ask_again(pw: H
     assert len(said) == 1, said
     assert "@alice, I could not check your access" in said[0]
     assert "ask again" in said[0]
+
+
+async def test_a_failed_lookup_on_a_lifecycle_command_is_answered_and_does_nothing(
+    pw: Harness,
+) -> None:
+    """`pause` (like `ship it` and `revert`) fails closed when GitHub cannot say who the
+    commenter is, and says so: silence would read as done."""
+    pw.forge.add_user(REPO, "alice", "admin")
+    issue = pw.forge.open_issue(REPO, "Release week", author="alice")
+    pw.forge.fail("GET", r"/collaborators/alice/permission$", 500, times=50)
+    await pw.forge.post_comment(REPO, issue.number, "@patchwarden pause", author="alice")
+    await pw.settle()
+    assert await pw.store.get_pause(REPO) is None
+    said = [
+        c.body for c in pw.forge.repos[REPO].issues[issue.number].comments if c.user.type == "Bot"
+    ]
+    assert len(said) == 1, said
+    assert "@alice, I could not check your access" in said[0]
+    assert "`pause` did nothing" in said[0]

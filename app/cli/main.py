@@ -183,14 +183,24 @@ async def _audit_outcomes(
 
 
 async def _audit_failed(
-    settings: Settings, *, repo: str | None, since: float | None, as_json: bool
+    settings: Settings,
+    *,
+    repo: str | None,
+    since: float | None,
+    as_json: bool,
+    limit: int = 1000,
 ) -> int:
+    from app.jobs.kinds import thread_of
+
     jobs = await _read_store(settings, lambda store: store.list_jobs(state="failed"))
+    wanted = repo.lower() if repo else None  # GitHub's names are case-insensitive
     jobs = [
         j
         for j in jobs
-        if (repo is None or j.repo == repo) and (since is None or j.updated_at >= since)
+        if (wanted is None or (j.repo or "").lower() == wanted)
+        and (since is None or j.updated_at >= since)
     ]
+    jobs = jobs[max(len(jobs) - limit, 0) :]  # the latest ``limit``
     for j in jobs:
         when = _utc(j.updated_at)
         row = {
@@ -200,7 +210,7 @@ async def _audit_failed(
             "failed_at": when,
             "runs": j.attempts,
             "crashes": j.crashes,
-            "issue": j.payload.get("issue_number") or j.payload.get("pr"),
+            "issue": thread_of(j),
             "error": j.last_error,
         }
         if as_json:
@@ -222,7 +232,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if args.job is not None or args.outcomes:
             raise BadInput("--failed lists failed jobs: use --repo or --since with it")
         return asyncio.run(
-            _audit_failed(settings, repo=args.repo, since=args.since, as_json=args.json)
+            _audit_failed(
+                settings, repo=args.repo, since=args.since, as_json=args.json, limit=args.limit
+            )
         )
     if args.outcomes:
         if args.job is not None:

@@ -239,3 +239,12 @@ def parse(job: Job) -> JobKind:
     if kind is None:
         raise PermanentJobError(f"job {job.id} is of a kind this version does not know: {job.kind}")
     return kind.of(job)
+
+
+def thread_of(job: Job) -> int | None:
+    """Where a person waits to hear of ``job``; None when there is nobody, or its payload
+    cannot be read (a failed job is still listed)."""
+    try:
+        return parse(job).thread
+    except PermanentJobError:
+        return None

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.errors import PermanentJobError
 from app.jobs.context import JobContext
-from app.jobs.kinds import FailureNotice, parse
+from app.jobs.kinds import FailureNotice, thread_of
 from app.jobs.report import report_for
 from app.publish.body import inline
 from app.redact import redact
@@ -21,10 +20,7 @@ async def failure_notice_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     failed = await ctx.store.get_job(notice.job_id)
     if failed is None or failed.repo is None:
         return {"told": False, "why": "the failed job is gone"}
-    try:
-        number = parse(failed).thread
-    except PermanentJobError:
-        number = None  # its payload cannot be read: there is nobody to find
+    number = thread_of(failed)
     if not number:
         return {"told": False, "why": "the job has no issue or pull request"}
     why = redact(failed.last_error or "an unknown error").splitlines()[0][:300]

@@ -77,11 +77,17 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
         reason=f"{name}: {decision.reason}",
         details={"issue": number, "command": name},
     )
+    if decision.verdict == "refuse":
+        text = f"@{login}, `{name}` needs more access ({decision.reason})."
+        await _reply(gh, ctx, data, text, key=key)
+    elif decision.verdict == "error":
+        # Fail closed, and say so: silence would read as "done".
+        text = (
+            f"@{login}, I could not check your access to this repository just now "
+            f"({decision.reason}), so `{name}` did nothing. Please ask again in a few minutes."
+        )
+        await _reply(gh, ctx, data, text, key=key)
     if decision.verdict != "trigger":
-        if decision.verdict == "refuse":
-            await _reply(
-                gh, ctx, data, f"@{login}, `{name}` needs more access ({decision.reason}).", key=key
-            )
         return
     if name in ("pause", "resume"):
         changed = await ctx.store.set_pause(
