@@ -298,3 +298,23 @@ async def test_claim_once_lets_one_caller_through_across_store_handles(tmp_path:
     finally:
         await first.close()
         await second.close()
+
+
+@pytest.mark.parametrize(
+    ("base", "n", "wait"),
+    [
+        (1.0, 1, 1.0),
+        (1.0, 2, 2.0),
+        (1.0, 4, 8.0),
+        (10.0, 7, 600.0),
+        (10.0, 30, 600.0),
+        (5.0, 0, 5.0),
+    ],
+)
+def test_a_job_waits_longer_after_each_error_or_crash_and_never_over_ten_minutes(
+    base: float, n: int, wait: float
+) -> None:
+    """One backoff for a job's errors (the worker) and its crashes (the store)."""
+    from app.store.models import backoff
+
+    assert backoff(base, n) == wait

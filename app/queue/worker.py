@@ -29,6 +29,7 @@ from typing import Any
 
 from app.errors import PermanentJobError
 from app.store import Job, Store
+from app.store.models import backoff
 
 log = logging.getLogger(__name__)
 
@@ -237,5 +238,5 @@ class WorkerPool:
                 error=f"gave up after {job.errors} attempt(s); last error: {error}",
             )
             return
-        delay = self.retry_base_seconds * (2 ** (job.errors - 1))
+        delay = backoff(self.retry_base_seconds, job.errors)
         await self.store.retry_later(job.id, owner=self.owner, error=error, delay_seconds=delay)

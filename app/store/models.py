@@ -73,6 +73,15 @@ class Job:
 
 # A job whose worker stops this many times without finishing fails: a crash loop.
 MAX_CRASHES = 8
+MAX_BACKOFF_SECONDS = 600.0
+
+
+def backoff(base_seconds: float, n: int) -> float:
+    """How long a job waits before its next run after its ``n``-th error or crash:
+    doubling from ``base_seconds``, at most ten minutes."""
+    return min(base_seconds * 2.0 ** max(n - 1, 0), MAX_BACKOFF_SECONDS)
+
+
 # The kind of job that tells the person who asked that a job failed (app/jobs/notice.py).
 FAILURE_NOTICE = "failure_notice"
 

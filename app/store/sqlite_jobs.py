@@ -18,6 +18,7 @@ from app.store.models import (
     Delivery,
     Job,
     NewJob,
+    backoff,
 )
 from app.store.sqlite_base import _JOB_COLUMNS, SQLiteBase, _job
 
@@ -172,7 +173,7 @@ class SQLiteJobs(SQLiteBase):
                     db.execute("UPDATE jobs SET crashes = ? WHERE id = ?", (crashes, row["id"]))
                     self._fail_row(db, row["id"], f"{stopped}, {crashes} times: a crash loop", now)
                     continue
-                delay = min(crash_backoff_seconds * 2 ** (crashes - 1), 600.0)
+                delay = backoff(crash_backoff_seconds, crashes)
                 db.execute(
                     "UPDATE jobs SET state = 'queued', crashes = ?, lease_owner = NULL,"
                     " lease_expires_at = NULL, last_error = ?, run_after = ?, updated_at = ?"
