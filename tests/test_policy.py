@@ -100,7 +100,16 @@ INVALID = [
     ("merge-method", "merge:\n  method: fast\n", 2, "`merge.method`"),
     ("merge-canary", "merge:\n  canary_minutes: -1\n", 2, "`merge.canary_minutes`"),
     ("merge-typo", "merge:\n  two_persons: true\n", 2, "`merge.two_persons`: unknown key"),
+    ("allow-all", "secrets:\n  allow:\n    - '.*'\n", 3, "would let real ones through"),
+    ("allow-a-kind", "secrets:\n  allow:\n    - 'ghp_\\w+'\n", 3, "matches any credential"),
 ]
+
+
+def test_an_allow_pattern_naming_an_example_is_kept() -> None:
+    policy = load_policy(
+        default_policy_text(), "secrets:\n  allow:\n    - 'AKIAIOSFODNN7EXAMPLE'\n"
+    )
+    assert policy.secrets.allow[-1] == "AKIAIOSFODNN7EXAMPLE"
 
 
 @pytest.mark.parametrize(

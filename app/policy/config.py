@@ -80,13 +80,36 @@ def _regex(pattern: str) -> str:
     return pattern
 
 
+# Stand-ins for real credentials of several shapes, built here so no source file holds
+# one: an allow pattern that matches one of them whole would let every credential of
+# that shape through, not a known example.
+_ANY_CREDENTIAL = (
+    "ghp_" + "Zx9a" * 9,
+    "AKIA" + "Q7WZ" * 4,
+    "sk-proj-" + "Ab3d" * 12,
+    "f3" * 20,
+    "hunter2",
+)
+
+
+def _narrow(pattern: str) -> str:
+    too_broad = [c for c in _ANY_CREDENTIAL if re.fullmatch(pattern, c)]
+    if too_broad:
+        raise ValueError(
+            f"{pattern!r} matches any credential of a kind (it matches {too_broad[0][:4]}…), "
+            "so it would let real ones through: name the example values themselves "
+            "(docs/policy.md#secrets)"
+        )
+    return pattern
+
+
 class SecretRules(_Strict):
     """What the credential scan leaves alone (docs/policy.md#secrets)."""
 
     # Regular expressions of values that are known examples, not credentials (AWS's
     # documented example key, a test fixture's fake token); each must match the whole
     # value the scan found.
-    allow: list[Annotated[str, AfterValidator(_regex)]]
+    allow: list[Annotated[str, AfterValidator(_regex), AfterValidator(_narrow)]]
 
 
 class Thresholds(_Strict):
