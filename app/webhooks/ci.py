@@ -13,6 +13,7 @@ from app.github import GitHubClient
 from app.jobs.kinds import AlertJob
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
+from app.webhooks.payloads import Envelope, typed
 
 router = Router()
 
@@ -21,10 +22,10 @@ router = Router()
 @router.register("workflow_run", action="completed")
 @router.register("status")
 async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    repo = (data.get("repository") or {}).get("full_name")
-    actor = (data.get("sender") or {}).get("login")
-    failure = triggers.screen_ci_failure(event.event, data, bot_name=ctx.bot_name)
+    data = typed(Envelope, event.data)
+    repo = data.repository.full_name if data.repository else None
+    actor = data.sender.login if data.sender else None
+    failure = triggers.screen_ci_failure(event.event, event.data, bot_name=ctx.bot_name)
     if isinstance(failure, str):
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=failure)
         return
@@ -45,5 +46,5 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         conclusion=failure.conclusion,
         url=failure.url,
     )
-    installation = (data.get("installation") or {}).get("id")
+    installation = data.installation.id if data.installation else None
     await ctx.enqueue(alert, installation_id=installation, actor=actor)

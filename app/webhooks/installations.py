@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.webhooks.context import HandlerContext
+from app.webhooks.payloads import (
+    InstallationEvent,
+    InstallationRepositoriesEvent,
+    RepoRef,
+    typed,
+)
 
 router = Router()
 
 
-def _names(repos: list[dict[str, Any]] | None) -> list[str]:
-    return [str(r["full_name"]) for r in repos or [] if r.get("full_name")]
+def _names(repos: list[RepoRef] | None) -> list[str]:
+    return [r.full_name for r in repos or []]
 
 
 @router.register("installation")
 async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    action = data.get("action")
-    installation = data["installation"]
-    inst_id = int(installation["id"])
-    account = (installation.get("account") or {}).get("login")
-    actor = (data.get("sender") or {}).get("login")
+    data = typed(InstallationEvent, event.data)
+    action = data.action
+    inst_id = data.installation.id
+    account = data.installation.account.login if data.installation.account else None
+    actor = data.sender.login if data.sender else None
     if action in {"created", "unsuspend", "new_permissions_accepted"}:
         await ctx.store.set_installation(inst_id, account=account, active=True)
-        await ctx.store.add_installation_repos(inst_id, _names(data.get("repositories")))
+        await ctx.store.add_installation_repos(inst_id, _names(data.repositories))
     elif action in {"deleted", "suspend"}:
         await ctx.store.set_installation(inst_id, account=account, active=False)
         if action == "deleted":
@@ -39,7 +42,7 @@ async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         f"installation.{action}",
         actor=actor,
         reason=f"installation {inst_id} on {account}",
-        details={"repositories": _names(data.get("repositories"))},
+        details={"repositories": _names(data.repositories)},
     )
 
 
@@ -47,20 +50,16 @@ async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
 async def on_installation_repositories(
     event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext
 ) -> None:
-    data = event.data
-    installation = data["installation"]
-    inst_id = int(installation["id"])
-    account = (installation.get("account") or {}).get("login")
-    added, removed = (
-        _names(data.get("repositories_added")),
-        _names(data.get("repositories_removed")),
-    )
+    data = typed(InstallationRepositoriesEvent, event.data)
+    inst_id = data.installation.id
+    account = data.installation.account.login if data.installation.account else None
+    added, removed = _names(data.repositories_added), _names(data.repositories_removed)
     await ctx.store.set_installation(inst_id, account=account, active=True)
     await ctx.store.add_installation_repos(inst_id, added)
     await ctx.store.remove_installation_repos(inst_id, removed)
     await ctx.audit(
         "installation.repositories",
-        actor=(data.get("sender") or {}).get("login"),
+        actor=data.sender.login if data.sender else None,
         reason=f"{len(added)} added, {len(removed)} removed",
         details={"added": added, "removed": removed},
     )

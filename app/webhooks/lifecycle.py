@@ -9,8 +9,6 @@ so an event arriving twice, late or out of order changes nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gidgethub import sansio
 from gidgethub.routing import Router
 
@@ -20,12 +18,22 @@ from app.jobs.kinds import MergeJob, MergeReason, RevertJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
+from app.webhooks.payloads import (
+    CheckRunEvent,
+    CheckSuiteEvent,
+    Envelope,
+    IssueCommentEvent,
+    PullRequestEvent,
+    PullRequestReviewEvent,
+    StatusEvent,
+    typed,
+)
 
 router = Router()
 
 
 async def _enqueue_merge(
-    data: dict[str, Any],
+    data: Envelope,
     ctx: HandlerContext,
     *,
     repo: str,
@@ -37,9 +45,8 @@ async def _enqueue_merge(
     await ctx.enqueue(merge, installation_id=_installation(data), actor=actor)
 
 
-def _installation(data: dict[str, Any]) -> int | None:
-    found = (data.get("installation") or {}).get("id")
-    return int(found) if found is not None else None
+def _installation(data: Envelope) -> int | None:
+    return data.installation.id if data.installation else None
 
 
 async def _ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
@@ -47,24 +54,23 @@ async def _ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
 
 
 async def _reply(
-    gh: GitHubClient, ctx: HandlerContext, data: dict[str, Any], text: str, *, key: str
+    gh: GitHubClient, ctx: HandlerContext, data: IssueCommentEvent, text: str, *, key: str
 ) -> None:
-    repo = data["repository"]["full_name"]
-    number = int(data["issue"]["number"])
+    repo, number = data.repository.full_name, data.issue.number
     await answer_once(gh, ctx, repo=repo, number=number, kind="reply", key=key, body=text)
 
 
 @router.register("issue_comment", action="created")
 async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    repo = data["repository"]["full_name"]
-    login = (data.get("sender") or {}).get("login")
-    screen = triggers.screen_lifecycle_comment(data, bot_name=ctx.bot_name)
+    screen = triggers.screen_lifecycle_comment(event.data, bot_name=ctx.bot_name)
+    data = typed(IssueCommentEvent, event.data)
+    repo = data.repository.full_name
+    login = data.sender.login if data.sender else None
     if screen.command is None or not login:
         return  # the fix handler audits comments that are not commands
     name = screen.command.name
-    number = int(data["issue"]["number"])
-    key = f"comment:{(data.get('comment') or {}).get('id')}"
+    number = data.issue.number
+    key = f"comment:{data.comment.id}"
     role, error = await role_for(gh, repo=repo, login=login)
     decide = (
         triggers.decide_maintainer if name in ("pause", "resume") else triggers.decide_permission
@@ -121,12 +127,11 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
 
 @router.register("pull_request_review", action="submitted")
 async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    repo = data["repository"]["full_name"]
-    review = data.get("review") or {}
-    pr = int((data.get("pull_request") or {}).get("number") or 0)
-    login = (review.get("user") or {}).get("login")
-    if str(review.get("state", "")).lower() != "approved":
+    data = typed(PullRequestReviewEvent, event.data)
+    repo = data.repository.full_name
+    pr = data.pull_request.number
+    login = data.review.user.login if data.review.user else None
+    if data.review.state.lower() != "approved":
         await ctx.audit(
             "trigger.ignored", actor=login, repo=repo, reason="review is not an approval"
         )
@@ -139,13 +144,13 @@ async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
 
 @router.register("pull_request", action="closed")
 async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    repo = data["repository"]["full_name"]
-    pull = data.get("pull_request") or {}
-    pr = int(pull.get("number") or 0)
-    actor = (data.get("sender") or {}).get("login")
-    if not pull.get("merged") or not await _ours(ctx, repo, pr):
-        why = _not_ours(pr) if pull.get("merged") else f"#{pr} closed without a merge"
+    data = typed(PullRequestEvent, event.data)
+    repo = data.repository.full_name
+    pr = data.pull_request.number
+    actor = data.sender.login if data.sender else None
+    merged = bool(data.pull_request.merged)
+    if not merged or not await _ours(ctx, repo, pr):
+        why = _not_ours(pr) if merged else f"#{pr} closed without a merge"
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
         return
     await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor)
@@ -155,15 +160,10 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
 @router.register("check_suite", action="completed")
 @router.register("status")
 async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = event.data
-    repo = (data.get("repository") or {}).get("full_name")
-    actor = (data.get("sender") or {}).get("login")
-    if event.event == "status":
-        sha = data.get("sha") if data.get("state") != "pending" else None
-    else:
-        item = data.get(event.event) or {}
-        own = (item.get("app") or {}).get("slug") == ctx.bot_name
-        sha = None if own else item.get("head_sha")
+    data = typed(CHECK_EVENTS[event.event], event.data)
+    repo = data.repository.full_name
+    actor = data.sender.login if data.sender else None
+    sha = _head_sha(data, bot=ctx.bot_name)
     waiting = [
         o
         for o in (
@@ -184,6 +184,23 @@ async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext
         await _enqueue_merge(
             data, ctx, repo=outcome.repo, pr=outcome.pr_number, reason="checks", actor=None
         )
+
+
+CHECK_EVENTS: dict[str, type[CheckRunEvent | CheckSuiteEvent | StatusEvent]] = {
+    "check_run": CheckRunEvent,
+    "check_suite": CheckSuiteEvent,
+    "status": StatusEvent,
+}
+
+
+def _head_sha(data: CheckRunEvent | CheckSuiteEvent | StatusEvent, *, bot: str) -> str | None:
+    """The commit a finished check or status is on; None for a pending status and for
+    Patchwarden's own check (its conclusion is the score, not a check to wait for)."""
+    if isinstance(data, StatusEvent):
+        return data.sha if data.state != "pending" else None
+    item = data.check_run if isinstance(data, CheckRunEvent) else data.check_suite
+    own = item.app is not None and item.app.slug == bot
+    return None if own else item.head_sha
 
 
 def _not_ours(pr: int) -> str:
