@@ -62,7 +62,14 @@ square-token jwt"""
 FORMAT_KINDS = frozenset(_FORMAT_KINDS.split())
 LITERAL_KINDS = frozenset({"authorization", "bearer", "url-password"})
 
-MASK = re.compile(r"\[REDACTED:([a-z-]+)\]")
+# What a masked credential becomes: ``[REDACTED:<kind>]``. Spelled here only.
+MASK_PREFIX = "[REDACTED:"
+MASK = re.compile(re.escape(MASK_PREFIX) + r"([a-z-]+)\]")
+
+
+def mask(kind: str) -> str:
+    """The mask that stands where a credential of ``kind`` was."""
+    return f"{MASK_PREFIX}{kind}]"
 
 
 @dataclass(frozen=True)
@@ -448,14 +455,14 @@ def random_looking(value: str) -> bool:
 
 def stand_in(value: str) -> bool:
     """A mask, a placeholder (`changeme`, `<password>`) or a template (`${DB_PASSWORD}`)."""
-    return bool("[REDACTED:" in value or _PLACEHOLDER.match(value) or _TEMPLATE.search(value))
+    return bool(MASK_PREFIX in value or _PLACEHOLDER.match(value) or _TEMPLATE.search(value))
 
 
 def _literal(value: str, *, bare: bool) -> bool:
     """A value that could be a credential, not code, a template or a stand-in."""
     from detect_secrets.filters.heuristic import is_sequential_string
 
-    if "[REDACTED:" in value or not any(c.isalpha() for c in value):
+    if MASK_PREFIX in value or not any(c.isalpha() for c in value):
         return False  # masked already; or digits and symbols only (`3600`, `*****`)
     if any(c.isspace() for c in value):
         return False  # a phrase or a message, not a key
@@ -575,14 +582,17 @@ def find(
     return sorted(found, key=lambda s: s.start)
 
 
-_MASKS = re.compile(r"\s*(?:\[REDACTED:[a-z-]+\]\s*)+")
+_MASKS = re.compile(r"\s*(?:" + MASK.pattern + r"\s*)+")
 
 
 @functools.cache
 def _gates() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """Two cheap tests a text must pass for any detector to find something in it: one of
     the needles (in the lower-cased text), or the shape of a token without one."""
-    words = {n for det in _detectors() for n in det.needles} | {*_ASSIGNMENT_NEEDLES, "[redacted:"}
+    words = {n for det in _detectors() for n in det.needles} | {
+        *_ASSIGNMENT_NEEDLES,
+        MASK_PREFIX.lower(),
+    }
     needles = re.compile(_trie(words))
     shapes = re.compile("|".join(f"(?:{d.pattern.pattern})" for d in _detectors() if not d.needles))
     return needles, shapes

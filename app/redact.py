@@ -16,15 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app import credentials
-from app.credentials import SecretMatch
+from app.credentials import SecretMatch, mask
 
 __all__ = ["find_secrets", "mask", "redact"]
 
 _MAX_PASSES = 8
-
-
-def mask(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
 
 
 def find_secrets(text: str, *, allow: Sequence[str] = ()) -> list[SecretMatch]:
