@@ -260,11 +260,9 @@ class _Visitor(ast.NodeVisitor):
             self._name(node, qualified)
 
     def _name(self, node: ast.AST, name: str) -> None:
-        for prefix in _prefixes(name):
-            kind = _ATTRS.get(prefix) or _MODULES.get(prefix)
-            if kind is not None:
-                self._add(node, kind, prefix)
-                return
+        named = _named(name)
+        if named is not None:
+            self._add(node, *named)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -332,6 +330,16 @@ def _prefixes(name: str) -> Iterator[str]:
     parts = name.split(".")
     for n in range(len(parts), 0, -1):
         yield ".".join(parts[:n])
+
+
+def _named(name: str) -> tuple[Kind, str] | None:
+    """The behaviour a dotted name (``os.environ.get``) stands for, by its longest known
+    prefix (an attribute before a module), with that prefix; None for none."""
+    for prefix in _prefixes(name):
+        kind = _ATTRS.get(prefix) or _MODULES.get(prefix)
+        if kind is not None:
+            return kind, prefix
+    return None
 
 
 def _python(block: list[tuple[int, str]]) -> list[tuple[int, Kind, str]]:
@@ -419,11 +427,10 @@ def _chain(chain: list[str], number: int, found: list[tuple[int, Kind, str]]) ->
     if chain[0].startswith("pytest_"):
         found.append((number, "test_harness", f"pytest hook {chain[0]}"))
         return
-    for prefix in _prefixes(name):
-        kind = _ATTRS.get(prefix) or _MODULES.get(prefix)
-        if kind is not None:
-            found.append((number, kind, prefix))
-            return
+    named = _named(name)
+    if named is not None:
+        found.append((number, *named))
+        return
     if chain[-1] in {"environ", "getenv"}:
         found.append((number, "environment", name))
 
