@@ -27,7 +27,6 @@ from app.config import Settings, load_settings
 from app.errors import BadInput
 from app.fixers.choose import budget_from, make_fixer
 from app.git import Remote, git_env, run_git
-from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
 from app.sessions.factory import runner_from
@@ -94,7 +93,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         await _leave_branch(top, runner.cache.mirror_path(result.repo), result)
         score = score_session(
             result,
-            Policy.model_validate(result.policy),
+            result.policy,
             trigger=Trigger("manual"),
             max_tokens=spec.budget.max_tokens,
             max_cost_usd=spec.budget.max_cost_usd,

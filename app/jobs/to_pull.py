@@ -23,7 +23,6 @@ from app.git import Remote
 from app.jobs.context import Running
 from app.jobs.kinds import JobKind, MergeJob
 from app.jobs.report import Report, Silent, Ticker
-from app.policy.config import Policy
 from app.policy.score import Score, Trigger, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
 from app.sessions.result import SessionResult
@@ -120,7 +119,7 @@ async def session_to_pull(
     if trigger is None:
         why = "the culprit is Patchwarden's own revert, and a revert is never reverted"
         return await ended(run, outcome, Silent(), status="ignored", why=why)
-    policy = Policy.model_validate(result.policy)
+    policy = result.policy
     score = score_session(
         result,
         policy,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import PatchwardenError
+from app.policy.config import Policy
 from app.policy.evidence import (
     FindingsDelta,
     ModelUsage,
@@ -181,7 +182,7 @@ class SessionResult(_Model):
     findings: list[FindingsDelta] = Field(default_factory=list)
     # The effective policy (policies/default.yml + the base branch's .github/patchwarden.yml),
     # read before the fixer ran; the score is computed with exactly this.
-    policy: dict[str, Any] | None = None
+    policy: Policy | None = None
     usage: Usage = Field(default_factory=Usage)
     started_at: float
     finished_at: float

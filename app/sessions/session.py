@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from app.errors import PatchwardenError
 from app.git import Remote
+from app.policy.config import Policy
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.redact import redact
 from app.sessions import junit
@@ -307,7 +308,7 @@ class SessionRunner:
         )
         # The policy first: an invalid one stops the job before anything is spent.
         policy = policy_for_tree(ws.base_tree, default=self.default_policy)
-        state.policy = policy.to_json()
+        state.policy = policy
         commands = detect(
             ws.base_tree, base_python=self.sandbox.toolchain.base_python, overrides=spec.commands
         )
@@ -452,7 +453,7 @@ class _State:
     steps: list[Step] = field(default_factory=list)
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = field(default_factory=list)
-    policy: dict[str, Any] | None = None
+    policy: Policy | None = None
     pending: list[asyncio.Task[Any]] = field(default_factory=list)
 
 
