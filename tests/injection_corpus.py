@@ -10,9 +10,9 @@ appear verbatim in what the model receives.
 
 Plain data, so any test can use it: the unit test runs every case through the
 sanitiser, the fence, the command parser and the prompt builder
-(``tests/test_injection_corpus.py``); the end-to-end test posts each case to the
+(``tests/untrusted/test_injection_corpus.py``); the end-to-end test posts each case to the
 local GitHub double or ``/alerts`` and checks the requests a scripted model received
-with :func:`leaks` (``tests/test_injection_e2e.py``).
+with :func:`leaks` (``tests/jobs/test_injection_e2e.py``).
 """
 
 from __future__ import annotations

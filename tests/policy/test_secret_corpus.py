@@ -51,7 +51,7 @@ from app.store import AuditQuery
 from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, Harness, make_project
 from tests.policy_helpers import default_policy, gdiff, policy_with, result_for
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AWS_EXAMPLE = "AKIAIOSFODNN7EXAMPLE"  # AWS's documentation uses it: not a credential
 SEED = 20261123
 
@@ -529,17 +529,17 @@ def test_a_bare_word_is_a_variable_in_code_and_a_value_in_config() -> None:
 ON_PURPOSE = {
     "docs/policy.md",
     "docs/decisions/008-secret-detection.md",
-    "tests/test_secret_corpus.py",
-    "tests/test_redact.py",
-    "tests/test_policy.py",
-    "tests/test_policy_parts.py",
-    "tests/test_sandbox.py",
-    "tests/test_score_command.py",
-    "tests/test_cli.py",
-    "tests/test_alerts.py",
-    "tests/test_fixer_llm.py",
-    "tests/test_run_command.py",
-    "tests/test_pkgconfig.py",
+    "tests/policy/test_secret_corpus.py",
+    "tests/untrusted/test_redact.py",
+    "tests/policy/test_policy.py",
+    "tests/policy/test_policy_parts.py",
+    "tests/sessions/test_sandbox.py",
+    "tests/cli/test_score_command.py",
+    "tests/cli/test_cli.py",
+    "tests/intake/test_alerts.py",
+    "tests/fixers/test_fixer_llm.py",
+    "tests/cli/test_run_command.py",
+    "tests/sessions/test_pkgconfig.py",
     "tests/fixtures/semgrep/secrets.env",
     "tests/fixtures/semgrep/secrets.keys.pem",
     "tests/fixtures/semgrep/secrets.strings.py",

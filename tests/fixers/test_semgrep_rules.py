@@ -32,7 +32,7 @@ import yaml
 from app.cli.doctor import find_tool
 from app.sessions.verify import SEMGREP_FLAGS, rule_packs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = ROOT / "policies" / "semgrep"
 FIXTURES = ROOT / "tests" / "fixtures" / "semgrep"
 README = ROOT / "policies" / "README.md"

@@ -19,7 +19,7 @@ from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PW = [sys.executable, "-m", "app"]
 TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
 LOOSE = "autonomy: automerge\nunprotect: [.github/patchwarden.yml]\n"

@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
 ]
 
-FIXTURES = Path(__file__).parent / "fixtures" / "semgrep" / "autofix"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "semgrep" / "autofix"
 RUFF = '[lint]\nselect = ["E", "F"]\n'
 SHAPES = (
     "import os\nimport sys\n\n\n"

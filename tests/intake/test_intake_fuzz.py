@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from app.store import AuditQuery, JobState
 from tests.conftest import FIXTURES, SECRET, Harness
-from tests.test_webhooks import ALL_FIXTURES, _prepare
+from tests.webhooks.test_webhooks import ALL_FIXTURES, _prepare
 
 HOSTILE: list[Any] = [
     None, True, 0, -1, 2**31, 2**63, 2**64, -(2**63) - 1, 1.5, float("1e308"), "", "x",

@@ -16,7 +16,7 @@ from app.publish.body import labels_for, render_body
 from app.sessions.result import SessionResult
 from tests.policy_helpers import gdiff, passed, policy_with, result_for
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 PY_CMD = ["python", "-m", "pytest", "-q"]
 
 

@@ -23,7 +23,7 @@ from app.store.outcomes import (
     format_outcomes,
     summarise_outcomes,
 )
-from tests.test_cli import clean_env, run
+from tests.cli.test_cli import clean_env, run
 
 REPO_A = "octo-org/widgets"
 REPO_B = "octo-org/gadgets"

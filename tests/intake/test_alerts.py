@@ -17,7 +17,7 @@ from app.errors import AlertFormatError
 from app.github import signing
 from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
-from tests.test_intake_fuzz import HOSTILE, _mutate, _paths
+from tests.intake.test_intake_fuzz import HOSTILE, _mutate, _paths
 
 ALERTS_SECRET = "alerts-token-7f3c9e1d"
 BILLING = "octo-org/billing"

@@ -350,7 +350,7 @@ async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Pa
     # helper 1.0 until commit 6 pins helper 2.0 (and the code follows it); commit 8
     # breaks add(). With the base's environment (helper 2.0) every probe before
     # commit 6 would fail too, and no commit would look good.
-    from tests.test_pkgconfig import _wheel
+    from tests.sessions.test_pkgconfig import _wheel
 
     wheels = tmp_path / "wheels"
     wheels.mkdir()

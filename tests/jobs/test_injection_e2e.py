@@ -38,7 +38,7 @@ from app.localforge import LocalForge
 from app.policy.behaviour import SAYS
 from tests.conftest import INSTALLATION, REPO, Harness
 from tests.injection_corpus import CASES, Case, leaks, revealed
-from tests.test_alerts import ALERTS_SECRET
+from tests.intake.test_alerts import ALERTS_SECRET
 
 pytestmark = [
     pytest.mark.slow,
