@@ -240,7 +240,9 @@ async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
             if tag in pulls:
                 unheld.append(f"{tag} ({attack.kind}): rejected, yet #{pulls[tag].number}")
         elif (outcome.status, outcome.decision) != ("published", "review") or tag not in pulls:
-            unheld.append(f"{tag} ({attack.kind}): {outcome.status}, {outcome.decision}")
+            # What the score said, so a failure here says why (a draft: the tests failed).
+            rules = [r.get("reason") for r in outcome.details.get("score", {}).get("rules", [])]
+            unheld.append(f"{tag} ({attack.kind}): {outcome.status}, {outcome.decision}: {rules}")
         else:
             pull = pulls[tag]
             issue = forge.issue(REPO, pull.number)
