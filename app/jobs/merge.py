@@ -39,11 +39,7 @@ async def _merge(run: Running[MergeJob]) -> dict[str, Any]:
         return {"status": "not-ours"}
     outcome = outcomes[-1]
     pull = await pub.get_pull(number)
-    if pull.get("merged"):
-        if outcome.merged_at is None:
-            merged_by = (pull.get("merged_by") or {}).get("login")
-            sha = str(pull.get("merge_commit_sha"))
-            await _merged(run, outcome, sha=sha, how="manual", by=merged_by)
+    if await _merged_already(run, outcome, pull):
         return {"status": "merged"}
     outcome, approvers = await _approvers(run, outcome, pull)
     head = str(pull["head"]["sha"])
@@ -146,12 +142,7 @@ async def _do_merge(
             "(409). Not retried."
         )
     else:
-        again = await pub.get_pull(number)
-        if again.get("merged"):
-            if outcome.merged_at is None:
-                by = (again.get("merged_by") or {}).get("login")
-                sha = str(again.get("merge_commit_sha"))
-                await _merged(run, outcome, sha=sha, how="manual", by=by)
+        if await _merged_already(run, outcome, await pub.get_pull(number)):
             return {"status": "merged"}
         reason = (
             f"GitHub refused the merge ({answer.status}: {answer.message}). Not retried "
@@ -171,6 +162,18 @@ async def _do_merge(
     await store.save_outcome(outcome)
     await _say(run, outcome, reason)
     return {"status": "refused", "reason": reason}
+
+
+async def _merged_already(run: Running[MergeJob], outcome: Outcome, pull: dict[str, Any]) -> bool:
+    """Whether ``pull`` is merged already (by a person, as far as Patchwarden knows);
+    recorded once."""
+    if not pull.get("merged"):
+        return False
+    if outcome.merged_at is None:
+        by = (pull.get("merged_by") or {}).get("login")
+        sha = str(pull.get("merge_commit_sha"))
+        await _merged(run, outcome, sha=sha, how="manual", by=by)
+    return True
 
 
 async def _merged(
