@@ -5,7 +5,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEB_PACKAGES := git bubblewrap
+# postgresql: the store's tests start their own server (tests/postgres_server.py).
+DEB_PACKAGES := git bubblewrap postgresql
 
 .PHONY: help venv system-deps test check demo serve bench lint fmt clean
 
@@ -29,6 +30,8 @@ venv: $(STAMP)
 system-deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  cmd=$$p; [ $$p = bubblewrap ] && cmd=bwrap; \
+	  [ $$p = postgresql ] && { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; } && continue; \
+	  [ $$p = postgresql ] && cmd=initdb-not-found; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
 from app.store import JobState
+from tests.postgres_server import PostgresServer, Unavailable
 
 APP_ID = 4242
 INSTALLATION = 7
@@ -61,6 +62,28 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("PATCHWARDEN_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (skipped, saying why, where it cannot
+    be started); each test takes a fresh database from it."""
+    try:
+        server = PostgresServer()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty database on each store: a SQLite file, and a PostgreSQL database.
+    A test taking it is part of the store's contract: it must hold on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'pw.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database()
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from app import __version__
 from app.config import Settings
 from app.errors import NoDatabase, PatchwardenError
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
-from app.store import Pause, store_for_url
+from app.store import Pause, mask_url, store_for_url
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _store_check(settings: Settings) -> Check:
         try:
             await store.ping()
             version = await store.schema_version()
-            return f"{settings.database_url} reachable, schema version {version}"
+            return f"{store.url} reachable, schema version {version}"
         finally:
             await store.close()
 
@@ -71,7 +71,7 @@ def _store_check(settings: Settings) -> Check:
     except PatchwardenError as exc:
         return Check("database", "fail", str(exc))
     except Exception as exc:
-        return Check("database", "fail", f"{settings.database_url}: {exc}")
+        return Check("database", "fail", f"{mask_url(settings.database_url)}: {exc}")
 
 
 def _when(at: float) -> str:

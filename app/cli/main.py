@@ -19,7 +19,7 @@ from app import __version__, logs
 from app.cli.arguments import run_arguments, score_arguments
 from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
-from app.store import AuditQuery, Store, store_for_url
+from app.store import AuditQuery, Store, mask_url, store_for_url
 from app.store.outcomes import format_outcomes, summarise_outcomes
 
 log = logging.getLogger("patchwarden")
@@ -59,7 +59,7 @@ def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
             if settings.alerts_secret
             else "disabled (no PATCHWARDEN_ALERTS_SECRET)"
         ),
-        f"database: {settings.database_url}",
+        f"database: {mask_url(settings.database_url)}",
         f"GitHub API: {settings.github_api_url} as App {settings.app_id} (@{settings.bot_name})",
         f"workers: events x{settings.event_workers}, sessions x{settings.workers}, "
         f"{settings.job_max_attempts} attempts, lease {settings.lease_seconds:.0f}s",

@@ -17,6 +17,7 @@ from app.store.models import (
     Outcome,
     Pause,
 )
+from app.store.urls import mask_url
 
 __all__ = [
     "AuditEntry",
@@ -29,6 +30,7 @@ __all__ = [
     "Outcome",
     "Pause",
     "Store",
+    "mask_url",
     "open_store",
     "store_for_url",
 ]
@@ -51,12 +53,14 @@ def store_for_url(url: str, *, default_max_attempts: int = 3, create: bool = Tru
 
         path = url.removeprefix("sqlite:///") or ":memory:"
         return SQLiteStore(path, url=url, default_max_attempts=default_max_attempts, create=create)
-    if scheme in {"postgres", "postgresql"}:
-        raise StoreError(
-            "PostgreSQL is not supported by this version yet; use "
-            "PATCHWARDEN_DATABASE_URL=sqlite:///./patchwarden.db"
-        )
-    raise StoreError(f"unknown database URL scheme {scheme!r} in {url!r}; use sqlite:///PATH")
+    if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
+        from app.store.postgres import PostgresStore
+
+        return PostgresStore(url, default_max_attempts=default_max_attempts, create=create)
+    raise StoreError(
+        f"unknown database URL scheme {scheme!r} in {mask_url(url)!r}; use sqlite:///PATH "
+        "or postgresql://USER:PASSWORD@HOST/DATABASE"
+    )
 
 
 async def open_store(url: str, *, default_max_attempts: int = 3) -> Store:

@@ -31,8 +31,8 @@ T0 = 1_700_000_000.0
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = store_for_url(f"sqlite:///{tmp_path / 'pw.db'}")
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = store_for_url(store_url)
     await s.open()
     yield s
     await s.close()
@@ -543,59 +543,57 @@ def test_settings_read_the_global_pause(monkeypatch: pytest.MonkeyPatch) -> None
     assert load_settings().paused is True
 
 
-def test_outcome_fields_all_have_a_column(tmp_path: Path) -> None:
-    """The table and the record keep one column per field, of the same name."""
-    asyncio.run(_open_and_close(f"sqlite:///{tmp_path / 'c.db'}"))
-    with sqlite3.connect(tmp_path / "c.db") as db:
-        columns = [r[1] for r in db.execute("PRAGMA table_info(outcomes)")]
-    assert columns == [f.name for f in dataclasses.fields(Outcome)]
-
-
-async def _open_and_close(url: str) -> None:
-    store = store_for_url(url)
+async def test_outcome_fields_all_have_a_column(store_url: str) -> None:
+    """The table and the record keep one column per field, of the same name, in order."""
+    store = store_for_url(store_url)
     await store.open()
-    await store.close()
+    try:
+        columns = await store._run(  # type: ignore[attr-defined]
+            lambda: store._db.execute(  # type: ignore[attr-defined]
+                "SELECT * FROM outcomes WHERE 1 = 0"
+            )
+        )
+        names = [d[0] for d in columns.description]
+    finally:
+        await store.close()
+    assert names == [f.name for f in dataclasses.fields(Outcome)]
 
 
 async def test_a_version_5_outcome_keeps_its_merge_state_in_typed_fields(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
     """Before version 6 a merge's state lived in ``details``: the migration moves it into
     the typed columns, so a pull request waiting to merge across the upgrade keeps its
-    rules, its `ship it`s and GitHub's last refusal."""
-    path = tmp_path / "v5.db"
-    with sqlite3.connect(path) as db:
-        db.execute(
-            "CREATE TABLE schema_migrations ("
-            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-        )
-        for migration in SQLITE_MIGRATIONS[:5]:
-            db.executescript(migration.sql)
-            db.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                (migration.version, migration.name, T0),
-            )
-        details = {
-            "score": {"score": 18},
-            "merge": {"method": "squash", "two_person": False, "canary_minutes": 45},
-            "title": "Fix the greeting",
-            "reverts": "bot",
-            "pr_url": "https://github.com/octo-org/widgets/pull/34",
-            "links": ["Fixes #12"],
-            "ship_it": {"alice": "b" * 40},
-            "merge_said": "Not merged yet: waiting for checks.",
-            "merge_refused": {"head": "b" * 40, "why": "405: Base branch was modified"},
-        }
-        old = [(7, REPO_A, "fix", "comment", T0, "published", json.dumps(details))]
-        old.append((8, REPO_A, "fix", "comment", T0, "running", "{}"))
-        db.executemany(
+    rules, its `ship it`s and GitHub's last refusal (on SQLite and PostgreSQL alike)."""
+    old_store = store_for_url(store_url)
+    old_store.MIGRATIONS = old_store.MIGRATIONS[:5]  # type: ignore[attr-defined]
+    await old_store.open()
+    details = {
+        "score": {"score": 18},
+        "merge": {"method": "squash", "two_person": False, "canary_minutes": 45},
+        "title": "Fix the greeting",
+        "reverts": "bot",
+        "pr_url": "https://github.com/octo-org/widgets/pull/34",
+        "links": ["Fixes #12"],
+        "ship_it": {"alice": "b" * 40},
+        "merge_said": "Not merged yet: waiting for checks.",
+        "merge_refused": {"head": "b" * 40, "why": "405: Base branch was modified"},
+    }
+    old = [(7, REPO_A, "fix", "comment", T0, "published", json.dumps(details))]
+    old.append((8, REPO_A, "fix", "comment", T0, "running", "{}"))
+    await old_store._run(  # type: ignore[attr-defined]
+        lambda: old_store._db.executemany(  # type: ignore[attr-defined]
             "INSERT INTO outcomes (job_id, repo, kind, trigger, created_at, status, details)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             old,
         )
-    store = store_for_url(f"sqlite:///{path}", create=False)
+    )
+    assert await old_store.schema_version() == 5
+    await old_store.close()
+    store = store_for_url(store_url, create=False)
     await store.open()
     try:
+        assert await store.schema_version() == 6
         waiting = await store.get_outcome(7)
         bare = await store.get_outcome(8)
     finally:

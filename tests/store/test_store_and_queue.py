@@ -1,4 +1,6 @@
-"""The store (a real SQLite file) and the worker pool: leases, retries, limits."""
+"""The store's contract, on a real SQLite file and a real PostgreSQL server (the
+``store_url`` fixture runs each test on both), and the worker pool: leases, retries,
+limits."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from app.errors import PermanentJobError, StoreError
 from app.queue import Lane, WorkerPool
 from app.store import AuditQuery, Delivery, Job, JobState, ModelSpend, NewJob, Store, store_for_url
 
+HUNTER2 = "hunter" + "2"  # built, so this file holds no literal credential
+
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = store_for_url(f"sqlite:///{tmp_path / 'pw.db'}", default_max_attempts=3)
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = store_for_url(store_url, default_max_attempts=3)
     await s.open()
     yield s
     await s.close()
@@ -45,15 +49,17 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://db/pw", "PostgreSQL is not supported by this version yet"),
+        (f"postgresql://pw:{HUNTER2}@127.0.0.1:1/pw", r"cannot connect to postgresql://pw:\*\*\*@"),
+        (f"postgresql://pw@127.0.0.1:1/pw?password={HUNTER2}", r"password=\*\*\*"),
         ("mysql://db/pw", "unknown database URL scheme"),
         ("sqlite://relative.db", "sqlite:///"),
         ("sqlite:////nonexistent-dir/x/pw.db", "does not exist"),
     ],
 )
 async def test_bad_database_urls_say_what_to_do(url: str, message: str) -> None:
-    with pytest.raises(StoreError, match=message):
+    with pytest.raises(StoreError, match=message) as caught:
         await store_for_url(url).open()
+    assert HUNTER2 not in str(caught.value)  # a password is never shown
 
 
 async def test_delivery_is_stored_once_with_its_jobs(store: Store) -> None:
@@ -73,9 +79,8 @@ async def test_enqueue_is_idempotent_on_the_key(store: Store) -> None:
     assert first.id == again.id
 
 
-async def test_two_workers_never_claim_the_same_job(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'pw.db'}"
-    a, b = store_for_url(url), store_for_url(url)
+async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
+    a, b = store_for_url(store_url), store_for_url(store_url)
     await a.open()
     await b.open()
     for i in range(30):
@@ -262,8 +267,8 @@ async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
     assert job.attempts == 1
 
 
-async def test_model_spend_adds_up_per_installation_and_day(tmp_path: Path) -> None:
-    store = store_for_url(f"sqlite:///{tmp_path / 'spend.db'}")
+async def test_model_spend_adds_up_per_installation_and_day(store_url: str) -> None:
+    store = store_for_url(store_url)
     await store.open()
     try:
         one = ModelSpend(calls=1, prompt_tokens=100, completion_tokens=20, cost_usd=0.25)
@@ -282,9 +287,8 @@ async def test_model_spend_adds_up_per_installation_and_day(tmp_path: Path) -> N
         await store.close()
 
 
-async def test_claim_once_lets_one_caller_through_across_store_handles(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'once.db'}"
-    first, second = store_for_url(url), store_for_url(url)  # as two processes would
+async def test_claim_once_lets_one_caller_through_across_store_handles(store_url: str) -> None:
+    first, second = store_for_url(store_url), store_for_url(store_url)  # as two processes
     await first.open()
     await second.open()
     try:

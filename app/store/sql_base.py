@@ -1,22 +1,27 @@
-"""The SQLite store's plumbing: one connection on one thread, migrations, transactions
-and the audit row every other part writes with its change (the base of
-:class:`~app.store.sqlite.SQLiteStore`)."""
+"""The SQL store's plumbing, for SQLite and PostgreSQL alike: one connection on one
+thread, migrations, transactions and the audit row every other part writes with its
+change (the base of :class:`~app.store.sql.SQLStore`).
+
+Both databases run the same statements (``?`` placeholders; the PostgreSQL connection
+translates them), so the two stores keep the same semantics by construction and one
+contract suite (tests/store) runs against both. What differs is a few class attributes:
+how a write transaction begins, how rows are locked for claiming, and the migrations.
+"""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import json
-import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from app.errors import NoDatabase, StoreError
 from app.store.base import Store
-from app.store.migrations import SQLITE_MIGRATIONS
+from app.store.migrations import Migration
 from app.store.models import (
     Job,
     JobState,
@@ -26,6 +31,33 @@ from app.store.models import (
 
 T = TypeVar("T")
 
+
+class Row(Protocol):
+    """A result row, by column name or position (``sqlite3.Row`` and the PostgreSQL
+    store's rows both are)."""
+
+    def __getitem__(self, key: str | int, /) -> Any: ...
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class DB(Protocol):
+    """The part of a DB-API connection the store uses, with ``?`` placeholders."""
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+
 _JOB_COLUMNS = (
     "id, kind, queue, idempotency_key, repo, installation_id, delivery_id, payload, state,"
     " attempts, max_attempts, run_after, lease_owner, lease_expires_at, last_error, result,"
@@ -33,7 +65,7 @@ _JOB_COLUMNS = (
 )
 
 
-def _job(row: sqlite3.Row) -> Job:
+def _job(row: Row) -> Job:
     return Job(
         id=row["id"],
         kind=row["kind"],
@@ -63,7 +95,7 @@ _OUTCOME_COLUMNS = ", ".join(_OUTCOME_FIELDS)
 _OUTCOME_JSON = ("details", "links", "ship_it")
 
 
-def _outcome(row: sqlite3.Row) -> Outcome:
+def _outcome(row: Row) -> Outcome:
     values = {name: row[name] for name in _OUTCOME_FIELDS}
     for name in _OUTCOME_JSON:
         values[name] = json.loads(values[name])
@@ -72,82 +104,93 @@ def _outcome(row: sqlite3.Row) -> Outcome:
     return Outcome(**values)
 
 
-def _pause(row: sqlite3.Row) -> Pause:
+def _pause(row: Row) -> Pause:
     return Pause(repo=row["repo"], actor=row["actor"], at=row["at"], reason=row["reason"])
 
 
-class SQLiteBase(Store):
-    def __init__(
-        self,
-        path: str,
-        *,
-        url: str | None = None,
-        default_max_attempts: int = 3,
-        create: bool = True,
-    ):
+class SQLBase(Store):
+    """Subclasses give the connection (``_open_db``) and the dialect's attributes."""
+
+    MIGRATIONS: tuple[Migration, ...]
+    # How a write transaction starts: SQLite takes the write lock at once.
+    BEGIN = "BEGIN IMMEDIATE"
+    # Appended to a SELECT whose rows the transaction then changes. SQLite's write lock
+    # already serialises writers; PostgreSQL locks the rows (``FOR UPDATE``), and a
+    # claim skips the rows another worker holds (``FOR UPDATE SKIP LOCKED``).
+    FOR_UPDATE = ""
+    SKIP_LOCKED = ""
+
+    def __init__(self, *, url: str, default_max_attempts: int = 3, create: bool = True):
         self.create = create
-        self.path = path
-        self.url = url or f"sqlite:///{path}"
+        self.url = url
         self.default_max_attempts = default_max_attempts
         self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._conn: DB | None = None
+
+    @abc.abstractmethod
+    def _open_db(self) -> DB:
+        """Connect (on the store's thread); raise StoreError saying what is wrong."""
+
+    def _migration_lock(self, db: DB) -> None:
+        """Hold off other processes migrating the same database (inside the transaction)."""
+
+    def _has_schema(self, db: DB) -> bool:
+        """Whether the database holds Patchwarden's tables (``create=False`` needs them)."""
+        return True
+
+    def _reconnect_if_broken(self) -> None:
+        """Before each call: a server-side database may have dropped the connection."""
 
     # -- plumbing -----------------------------------------------------------
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
             raise StoreError("the store is not open; call open() first")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await loop.run_in_executor(self._executor, self._call, fn, *args)
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._conn is not None:
+            self._reconnect_if_broken()
+        return fn(*args)
 
     @property
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> DB:
         assert self._conn is not None, "store not open"
         return self._conn
 
     def _connect(self) -> None:
-        if self.path != ":memory:":
-            parent = Path(self.path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise StoreError(
-                    f"cannot open {self.url}: the folder {parent} does not exist. "
-                    "Create it or point PATCHWARDEN_DATABASE_URL elsewhere."
-                )
-            if not self.create and not Path(self.path).expanduser().exists():
-                raise NoDatabase(
-                    f"no database at {self.url}: check PATCHWARDEN_DATABASE_URL "
-                    "(`patchwarden serve` creates it on first start)"
-                )
+        self._conn = self._open_db()
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA busy_timeout = 30000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.url}: {exc}") from exc
-        self._conn = conn
-        self._migrate()
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
 
     def _migrate(self) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(self.BEGIN)
         try:
+            self._migration_lock(db)
+            if not self.create and not self._has_schema(db):
+                raise NoDatabase(
+                    f"{self.url} holds no Patchwarden tables: check PATCHWARDEN_DATABASE_URL "
+                    "(`patchwarden serve` creates them on first start)"
+                )
             db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                " applied_at DOUBLE PRECISION NOT NULL)"
             )
             current = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
             version = int(current.fetchone()[0])
-            latest = SQLITE_MIGRATIONS[-1].version
+            latest = self.MIGRATIONS[-1].version
             if version > latest:
                 raise StoreError(
                     f"{self.url} has schema version {version}, newer than this Patchwarden "
                     f"knows ({latest}). Upgrade Patchwarden or use another database."
                 )
-            for migration in SQLITE_MIGRATIONS:
+            for migration in self.MIGRATIONS:
                 if migration.version <= version:
                     continue
                 for statement in migration.sql.split(";"):
@@ -162,10 +205,10 @@ class SQLiteBase(Store):
             db.execute("ROLLBACK")
             raise
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``)."""
+    def _tx(self, fn: Callable[[DB], T]) -> T:
+        """Run ``fn`` in a write transaction."""
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(self.BEGIN)
         try:
             out = fn(db)
         except BaseException:
@@ -174,12 +217,12 @@ class SQLiteBase(Store):
         db.execute("COMMIT")
         return out
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[], T]:
+    def _write(self, fn: Callable[[DB], T]) -> Callable[[], T]:
         return lambda: self._tx(fn)
 
     @staticmethod
     def _audit_row(
-        db: sqlite3.Connection,
+        db: DB,
         action: str,
         *,
         actor: str | None = None,

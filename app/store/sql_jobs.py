@@ -1,13 +1,15 @@
-"""The job queue in SQLite: deliveries recorded with their jobs in one transaction, and
+"""The job queue in SQL: deliveries recorded with their jobs in one transaction, and
 jobs claimed with leases, heartbeats, retries with backoff, crash counting and failure
 (with the notice to the person who asked), as decision 002 gives them to the store.
-``BEGIN IMMEDIATE`` takes the write lock before a job is read for claiming, so two
-workers, in this process or another, never lease the same job."""
+
+Two workers, in this process or another, never lease the same job: on SQLite,
+``BEGIN IMMEDIATE`` takes the write lock before a job is read for claiming; on
+PostgreSQL the claim locks the row it takes (``FOR UPDATE SKIP LOCKED``), so workers
+on many hosts claim different jobs at once instead of queueing behind one lock."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,20 +22,20 @@ from app.store.models import (
     NewJob,
     backoff,
 )
-from app.store.sqlite_base import _JOB_COLUMNS, SQLiteBase, _job
+from app.store.sql_base import _JOB_COLUMNS, DB, SQLBase, _job
 
 
-class SQLiteJobs(SQLiteBase):
-    """Deliveries and jobs; the rest of the store is :class:`~app.store.sqlite.SQLiteStore`."""
+class SQLJobs(SQLBase):
+    """Deliveries and jobs; the rest of the store is :class:`~app.store.sql.SQLStore`."""
 
     # -- deliveries ---------------------------------------------------------
-    def _insert_job(self, db: sqlite3.Connection, job: NewJob, actor: str | None) -> int | None:
+    def _insert_job(self, db: DB, job: NewJob, actor: str | None) -> int | None:
         now = time.time()
-        cur = db.execute(
+        inserted = db.execute(
             "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id, delivery_id,"
             " payload, state, attempts, max_attempts, run_after, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
-            " ON CONFLICT (idempotency_key) DO NOTHING",
+            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             (
                 job.kind,
                 job.queue,
@@ -48,9 +50,10 @@ class SQLiteJobs(SQLiteBase):
                 now,
             ),
         )
-        if cur.rowcount == 0:
+        row = inserted.fetchone()
+        if row is None:
             return None
-        job_id = cur.lastrowid
+        job_id = int(row[0])
         self._audit_row(
             db,
             "job.enqueued",
@@ -65,7 +68,7 @@ class SQLiteJobs(SQLiteBase):
         return job_id
 
     async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
-        def tx(db: sqlite3.Connection) -> bool:
+        def tx(db: DB) -> bool:
             cur = db.execute(
                 "INSERT INTO deliveries (id, source, event, action, installation_id, repo,"
                 " sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -126,12 +129,12 @@ class SQLiteJobs(SQLiteBase):
         )
 
     # -- jobs ---------------------------------------------------------------
-    def _get_job(self, db: sqlite3.Connection, job_id: int) -> Job:
+    def _get_job(self, db: DB, job_id: int) -> Job:
         row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()  # noqa: S608
         return _job(row)
 
     async def enqueue(self, job: NewJob, *, actor: str | None = None) -> tuple[Job, bool]:
-        def tx(db: sqlite3.Connection) -> tuple[Job, bool]:
+        def tx(db: DB) -> tuple[Job, bool]:
             job_id = self._insert_job(db, job, actor)
             if job_id is not None:
                 return self._get_job(db, job_id), True
@@ -156,14 +159,15 @@ class SQLiteJobs(SQLiteBase):
             return None
         marks = ", ".join("?" for _ in kinds)
 
-        def tx(db: sqlite3.Connection) -> Job | None:
+        def tx(db: DB) -> Job | None:
             now = time.time()
             # An expired lease is a crash (the worker died, was killed, lost the
             # database): not the job's own error. The job waits a backoff and runs again;
             # after MAX_CRASHES it fails, and the person who asked is told.
             expired = db.execute(
                 "SELECT id, crashes, lease_owner FROM jobs WHERE queue = ?"  # noqa: S608
-                f" AND kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?",
+                f" AND kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?"
+                f" ORDER BY id{self.SKIP_LOCKED}",
                 (queue, *kinds, now),
             ).fetchall()
             for row in expired:
@@ -194,7 +198,7 @@ class SQLiteJobs(SQLiteBase):
             row = db.execute(
                 f"SELECT id FROM jobs WHERE queue = ?"  # noqa: S608
                 f" AND state = 'queued' AND run_after <= ? AND kind IN ({marks})"
-                " ORDER BY run_after, id LIMIT 1",
+                f" ORDER BY run_after, id LIMIT 1{self.SKIP_LOCKED}",
                 (queue, now, *kinds),
             ).fetchone()
             if row is None:
@@ -229,7 +233,7 @@ class SQLiteJobs(SQLiteBase):
         params: tuple[Any, ...],
         audit: tuple[str, str | None, dict[str, Any]] | None,
     ) -> Callable[[], bool]:
-        def tx(db: sqlite3.Connection) -> bool:
+        def tx(db: DB) -> bool:
             now = time.time()
             cur = db.execute(
                 f"UPDATE jobs SET {sets}, updated_at = ? WHERE id = ? AND lease_owner = ?"  # noqa: S608
@@ -281,9 +285,10 @@ class SQLiteJobs(SQLiteBase):
         )
 
     async def fail(self, job_id: int, *, owner: str, error: str) -> bool:
-        def tx(db: sqlite3.Connection) -> bool:
+        def tx(db: DB) -> bool:
             held = db.execute(
-                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?"  # noqa: S608
+                f" AND state = 'running'{self.FOR_UPDATE}",
                 (job_id, owner),
             ).fetchone()
             if held is None:
@@ -293,7 +298,7 @@ class SQLiteJobs(SQLiteBase):
 
         return await self._run(self._write(tx))
 
-    def _fail_row(self, db: sqlite3.Connection, job_id: int, error: str, now: float) -> None:
+    def _fail_row(self, db: DB, job_id: int, error: str, now: float) -> None:
         """Fail the job, audit it, and queue the notice that tells the person who asked
         (a job that has a person: an issue or a pull request in its payload)."""
         db.execute(
@@ -322,7 +327,7 @@ class SQLiteJobs(SQLiteBase):
                 job_id,
                 owner,
                 "state = 'queued', lease_owner = NULL, lease_expires_at = NULL,"
-                " attempts = MAX(attempts - 1, 0), run_after = ?",
+                " attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_after = ?",
                 (time.time(),),
                 ("job.released", "worker shutting down; the job will run again", {}),
             )
