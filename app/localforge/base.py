@@ -110,6 +110,8 @@ class ForgeBase:
         self.violations: list[Violation] = []
         self.faults: list[Fault] = []
         self.delays: list[list[Any]] = []  # [pattern, seconds, times left or None]
+        # Set by stop(): a delayed answer ends then, so shutting down never waits it out.
+        self.stopping = asyncio.Event()
         self.arrivals: list[str] = []  # "METHOD path", recorded before any delay
         self.rate_remaining = 5000
         # Tests of idempotency: each delivery is posted again under a new

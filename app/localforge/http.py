@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -108,7 +109,8 @@ class HTTPFront(World):
             if pattern.search(request.path) and (times is None or times > 0):
                 if times is not None:
                     entry[2] = times - 1
-                await asyncio.sleep(seconds)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), seconds)
         auth = self._auth(request)
         auth_kind = auth.kind if isinstance(auth, Auth) else None
         found = self.contract.match(request.method, request.path)

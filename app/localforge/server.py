@@ -56,9 +56,11 @@ class LocalForge(HTTPFront):
         )
         self._outbox = asyncio.Queue()
         self._sender = asyncio.create_task(self._send_loop())
+        self.stopping.clear()
         return self.url
 
     async def stop(self) -> None:
+        self.stopping.set()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,4 +1,5 @@
-"""Durable jobs across real processes: kill -9 mid-job, graceful drain on SIGTERM."""
+"""Durable jobs across real processes: kill -9 mid-job, graceful drain on SIGTERM, on
+SQLite and PostgreSQL; and several workers on PostgreSQL killed while they work."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from app.localforge import LocalForge
 from app.localforge.state import Comment
 from app.store import AuditQuery, Delivery, Job, JobState, NewJob, Store, store_for_url
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
+from tests.postgres_server import PostgresServer
 
 # Real `patchwarden serve` and `worker` processes, started, killed and drained.
 pytestmark = pytest.mark.slow
@@ -69,25 +72,49 @@ async def _signal_and_wait(proc: subprocess.Popen[bytes], sig: int, within: floa
     return await asyncio.to_thread(proc.wait, within)
 
 
-@pytest.fixture
-async def scenario(
-    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]
-) -> AsyncIterator[Scenario]:
+def _worker_env(
+    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str], url: str
+) -> dict[str, str]:
     key = tmp_path / "app.pem"
     key.write_text(app_keys[0])
-    db = tmp_path / "pw.db"
-    env = {
+    return {
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),
         "PATCHWARDEN_APP_ID": str(APP_ID),
         "PATCHWARDEN_PRIVATE_KEY_PATH": str(key),
         "PATCHWARDEN_WEBHOOK_SECRET": SECRET,
         "PATCHWARDEN_GITHUB_API_URL": forge.url,
-        "PATCHWARDEN_DATABASE_URL": f"sqlite:///{db}",
+        "PATCHWARDEN_DATABASE_URL": url,
         "PATCHWARDEN_LEASE_SECONDS": "1",
         "PATCHWARDEN_POLL_SECONDS": "0.1",
         "PATCHWARDEN_LOG_LEVEL": "INFO",
     }
+
+
+def _delivery(n: int, payload: dict[str, Any]) -> tuple[Delivery, list[NewJob]]:
+    """Exactly what the server stores before answering 202."""
+    delivery = Delivery(
+        f"d-{n}",
+        "github",
+        "issue_comment",
+        "created",
+        INSTALLATION,
+        REPO,
+        "alice",
+        payload,
+        time.time(),
+    )
+    job = NewJob(
+        kind="delivery", queue="events", key=f"delivery:d-{n}", payload={"delivery_id": f"d-{n}"}
+    )
+    return delivery, [job]
+
+
+@pytest.fixture
+async def scenario(
+    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str], store_url: str
+) -> AsyncIterator[Scenario]:
+    env = _worker_env(tmp_path, forge, app_keys, store_url)
     store = store_for_url(env["PATCHWARDEN_DATABASE_URL"])
     await store.open()
     forge.add_user(REPO, "alice", "write")
@@ -95,26 +122,8 @@ async def scenario(
     comment = await forge.post_comment(
         REPO, issue.number, "@patchwarden fix this", author="alice", send=False
     )
-    payload = forge.comment_event(REPO, issue.number, comment)
-    # Exactly what the server stores before answering 202.
-    await store.record_delivery(
-        Delivery(
-            "d-1",
-            "github",
-            "issue_comment",
-            "created",
-            INSTALLATION,
-            REPO,
-            "alice",
-            payload,
-            time.time(),
-        ),
-        jobs=[
-            NewJob(
-                kind="delivery", queue="events", key="delivery:d-1", payload={"delivery_id": "d-1"}
-            )
-        ],
-    )
+    delivery, jobs = _delivery(1, forge.comment_event(REPO, issue.number, comment))
+    await store.record_delivery(delivery, jobs=jobs)
     procs: list[subprocess.Popen[bytes]] = []
     log = (tmp_path / "workers.log").open("ab")
 
@@ -196,3 +205,75 @@ async def test_workers_killed_again_and_again_do_not_fail_the_job(scenario: Scen
     actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
     assert actions.count("job.retried_after_lost_lease") == 3
     assert await _signal_and_wait(last, signal.SIGTERM) == 0
+
+
+async def test_several_workers_on_postgres_killed_while_they_work(
+    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str], postgres: PostgresServer
+) -> None:
+    """Three worker processes share one PostgreSQL database and 24 deliveries; workers
+    are killed (SIGKILL) mid-job and replaced. Nothing is lost (every delivery routed,
+    every fix job queued) and nothing is done twice (one fix job per request, one 👀 per
+    comment, one success per job)."""
+    url = postgres.create_database()
+    env = _worker_env(tmp_path, forge, app_keys, url) | {
+        "PATCHWARDEN_WORKERS": "0",  # routing only: the fix jobs wait in the store
+        "PATCHWARDEN_EVENT_WORKERS": "3",
+        "PATCHWARDEN_RETRY_BASE_SECONDS": "0.2",
+    }
+    store = store_for_url(url)
+    await store.open()
+    forge.add_user(REPO, "alice", "write")
+    comments = []
+    for n in range(24):
+        issue = forge.open_issue(REPO, f"Crash {n}", author="alice")
+        comment = await forge.post_comment(
+            REPO, issue.number, "@patchwarden fix this", author="alice", send=False
+        )
+        comments.append(comment)
+        delivery, jobs = _delivery(n, forge.comment_event(REPO, issue.number, comment))
+        await store.record_delivery(delivery, jobs=jobs)
+    forge.delay("/permission", 0.5)  # every routing job is mid-flight for a while
+    log = (tmp_path / "workers.log").open("ab")
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [PATCHWARDEN, "worker"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+    workers = [start() for _ in range(3)]
+    try:
+        for victim in range(4):  # kill one mid-job, start another, four times
+            seen = 3 * (victim + 1)
+            await _wait(
+                lambda seen=seen: sum("/permission" in a for a in forge.arrivals) > seen,
+                what="workers busy",
+                within=30,
+            )
+            assert await _signal_and_wait(workers[victim % 3], signal.SIGKILL) == -signal.SIGKILL
+            workers[victim % 3] = start()
+
+        async def all_routed() -> bool:
+            jobs = await store.list_jobs(kind="delivery")
+            return all(j.state == JobState.SUCCEEDED for j in jobs)
+
+        await _wait(all_routed, what="every delivery routed", within=90)
+        routed = await store.list_jobs(kind="delivery")
+        assert len(routed) == 24
+        assert await store.list_jobs(state="failed") == []
+        fixes = await store.list_jobs(kind="fix")
+        assert len(fixes) == 24
+        assert len({j.payload["issue_number"] for j in fixes}) == 24
+        for comment in comments:
+            assert forge.comment_reactions(comment.id) == ["eyes"]
+        audit = await store.query_audit(AuditQuery(limit=100_000))
+        succeeded = [e.job_id for e in audit if e.action == "job.succeeded"]
+        assert sorted(succeeded) == sorted({j.id for j in routed})  # each exactly once
+        assert any(e.action == "job.retried_after_lost_lease" for e in audit)  # kills hit jobs
+    finally:
+        for proc in workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in workers:
+            await asyncio.to_thread(proc.wait, 20)
+        log.close()
+        await store.close()
