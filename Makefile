@@ -59,6 +59,8 @@ bench: venv system-deps
 	$(BIN)/python bench/fixers.py
 	$(BIN)/python bench/score.py
 	$(BIN)/python bench/webhook_ack.py
+	$(BIN)/python bench/webhook_ack.py --database postgres
+	$(BIN)/python bench/queue_throughput.py
 	$(BIN)/python bench/upload_memory.py
 	$(BIN)/python bench/forge_api.py
 	$(BIN)/python bench/realworld.py

@@ -440,11 +440,17 @@ async def _open_loop(
 # --------------------------------------------------------------------------------------
 # The server's database, read-only
 # --------------------------------------------------------------------------------------
-def _ro(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(db.as_uri() + "?mode=ro", uri=True, timeout=5)
+def _ro(url: str) -> Any:
+    """A read-only DB-API connection to the server's database (SQLite or PostgreSQL)."""
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        return sqlite3.connect(path.as_uri() + "?mode=ro", uri=True, timeout=5)
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
 
 
-def _delivery_backlog(db: Path) -> int:
+def _delivery_backlog(db: str) -> int:
     with contextlib.closing(_ro(db)) as conn:
         row = conn.execute(
             "SELECT COUNT(*) FROM jobs WHERE kind = 'delivery' AND state IN ('queued', 'running')"
@@ -452,14 +458,14 @@ def _delivery_backlog(db: Path) -> int:
         return int(row[0])
 
 
-def _server_work(db: Path) -> dict[str, Any]:
+def _server_work(db: str) -> dict[str, Any]:
     with contextlib.closing(_ro(db)) as conn:
         deliveries = conn.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0]
         jobs: dict[str, dict[str, int]] = {}
         for kind, state, count in conn.execute(
             "SELECT kind, state, COUNT(*) FROM jobs WHERE delivery_id NOT LIKE 'history-%'"
             " GROUP BY kind, state ORDER BY kind, state"
-        ):
+        ).fetchall():
             jobs.setdefault(kind, {})[state] = count
         accepted = conn.execute(
             "SELECT COUNT(*) FROM audit WHERE action = 'trigger.accepted'"
@@ -478,39 +484,47 @@ def _server_work(db: Path) -> dict[str, Any]:
     }
 
 
-def _seed_history(db: Path, n: int) -> None:
+def _seed_history(db: str, n: int) -> None:
     """``n`` finished delivery jobs, as a server that has run for a while has."""
-    from app.store.sqlite import SQLiteStore
+    from app.store import store_for_url
 
-    async def migrate() -> None:
-        store = SQLiteStore(str(db))
-        await store.open()
-        await store.close()
-
-    asyncio.run(migrate())
     now = time.time() - 86400
-    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
-        conn.executemany(
-            "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id, delivery_id,"
-            " payload, state, attempts, max_attempts, run_after, result, created_at, updated_at)"
-            " VALUES ('delivery', 'events', ?, ?, ?, ?, ?, 'succeeded', 1, 3, ?, '{}', ?, ?)",
-            (
-                (
-                    f"delivery:history-{i}",
-                    REPO,
-                    INSTALLATION_ID,
-                    f"history-{i}",
-                    json.dumps({"delivery_id": f"history-{i}"}),
-                    now + i,
-                    now + i,
-                    now + i,
-                )
-                for i in range(n)
-            ),
+    rows = [
+        (
+            f"delivery:history-{i}",
+            REPO,
+            INSTALLATION_ID,
+            f"history-{i}",
+            json.dumps({"delivery_id": f"history-{i}"}),
+            now + i,
+            now + i,
+            now + i,
         )
+        for i in range(n)
+    ]
+
+    async def seed() -> None:
+        store = store_for_url(db)  # migrated, and the rows in the store's own dialect
+        await store.open()
+        try:
+            await store._run(  # type: ignore[attr-defined]
+                lambda: store._tx(  # type: ignore[attr-defined]
+                    lambda conn: conn.executemany(
+                        "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id,"
+                        " delivery_id, payload, state, attempts, max_attempts, run_after,"
+                        " result, created_at, updated_at) VALUES ('delivery', 'events', ?, ?,"
+                        " ?, ?, ?, 'succeeded', 1, 3, ?, '{}', ?, ?)",
+                        rows,
+                    )
+                )
+            )
+        finally:
+            await store.close()
+
+    asyncio.run(seed())
 
 
-async def _wait_drained(db: Path, limit: float) -> int:
+async def _wait_drained(db: str, limit: float) -> int:
     deadline = time.monotonic() + limit
     backlog = await asyncio.to_thread(_delivery_backlog, db)
     while backlog and time.monotonic() < deadline:
@@ -541,7 +555,7 @@ async def _wait_healthy(
 class Setup:
     bare_url: str
     pw_url: str
-    db: Path
+    db: str  # the server's PATCHWARDEN_DATABASE_URL
     deliveries: Deliveries
     bare_deliveries: Deliveries
     serve: Child
@@ -695,7 +709,8 @@ def _report(doc: dict[str, Any], results: list[PhaseResult]) -> str:
     m = doc["machine"]
     out.append(
         f"machine: nproc {m['nproc']} (usable {m['usable_cpus']}), {m['implementation']}"
-        f" {m['python']}, aiohttp {m['aiohttp']}, SQLite {m['sqlite']}, {m['platform']};"
+        f" {m['python']}, aiohttp {m['aiohttp']}, store {doc['config']['database']}"
+        f" (SQLite {m['sqlite']}), {m['platform']};"
         f" load average before {m['loadavg_before']}, after {m['loadavg_after']};"
         f" event workers {doc['config']['event_workers']}"
     )
@@ -730,6 +745,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="finished delivery jobs to put in the database first (a server that ran a while)",
     )
+    p.add_argument(
+        "--database",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="the server's store: a SQLite file, or a PostgreSQL server this bench starts",
+    )
+    p.add_argument("--database-url", help=argparse.SUPPRESS)  # set by --database postgres
     p.add_argument("--drain-seconds", type=float, default=3.0, help="max wait between rates")
     p.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -777,7 +799,7 @@ def _spawn_all(args: argparse.Namespace, work: Path, children: Children) -> Setu
     if not (forge_url.startswith(loopback) and bare_url.startswith(loopback)):
         raise RuntimeError(f"children must listen on {HOST}: {forge_url} {bare_url}")
 
-    db = work / "patchwarden.db"
+    db = args.database_url or f"sqlite:///{work / 'patchwarden.db'}"
     if args.history:
         _log(args, f"seeding {args.history} finished delivery jobs")
         _seed_history(db, args.history)
@@ -788,7 +810,7 @@ def _spawn_all(args: argparse.Namespace, work: Path, children: Children) -> Setu
         PATCHWARDEN_PRIVATE_KEY_PATH=str(key_path),
         PATCHWARDEN_WEBHOOK_SECRET=secret,
         PATCHWARDEN_GITHUB_API_URL=forge_url,
-        PATCHWARDEN_DATABASE_URL=f"sqlite:///{db}",
+        PATCHWARDEN_DATABASE_URL=db,
         PATCHWARDEN_HOST=HOST,
         PATCHWARDEN_PORT=str(port),
         PATCHWARDEN_LOG_LEVEL="WARNING",
@@ -836,6 +858,7 @@ def _run(args: argparse.Namespace, work: Path, children: Children, load_before: 
             "warmup_seconds": WARMUP_SECONDS,
             "permission_delay_ms": args.delay_ms,
             "history_jobs": args.history,
+            "database": args.database,
             "event_workers": 0 if args.no_workers else (args.event_workers or "default (4)"),
             "pool_limit": POOL_LIMIT,
             "payload_bytes": len(json.dumps(_base_payload()).encode()),
@@ -865,7 +888,16 @@ def run_bench(args: argparse.Namespace) -> int:
     load_before = _loadavg()
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        with tempfile.TemporaryDirectory(prefix="patchwarden-bench-") as tmp:
+        with (
+            tempfile.TemporaryDirectory(prefix="patchwarden-bench-") as tmp,
+            contextlib.ExitStack() as stack,
+        ):
+            if args.database == "postgres" and not args.database_url:
+                sys.path.insert(0, str(ROOT))
+                from tests.postgres_server import postgres_server
+
+                server = stack.enter_context(postgres_server())
+                args.database_url = server.create_database("bench")
             try:
                 return _run(args, Path(tmp), children, load_before)
             finally:

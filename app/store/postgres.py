@@ -51,10 +51,13 @@ class _Row(tuple[Any, ...]):
         return tuple.__getitem__(self, key)
 
 
+@lru_cache(maxsize=512)
+def _row_type(names: tuple[str, ...]) -> type[_Row]:
+    return type("Row", (_Row,), {"names": {name: i for i, name in enumerate(names)}})
+
+
 def _row_factory(cursor: Any) -> Any:
-    names = {d.name: i for i, d in enumerate(cursor.description or ())}
-    row_type = type("Row", (_Row,), {"names": names})
-    return lambda values: row_type(values)
+    return _row_type(tuple(d.name for d in cursor.description or ()))
 
 
 class _Connection:
@@ -82,6 +85,7 @@ class PostgresStore(SQLStore):
     BEGIN = "BEGIN"
     FOR_UPDATE = " FOR UPDATE"
     SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
+    CONNECTIONS = 4
 
     def __init__(self, url: str, *, default_max_attempts: int = 3, create: bool = True):
         # self.url is what errors and logs show: never the password.
@@ -119,7 +123,6 @@ class PostgresStore(SQLStore):
         return bool(row[0])
 
     def _reconnect_if_broken(self) -> None:
-        conn = self._conn
+        conn = getattr(self._local, "conn", None)
         if isinstance(conn, _Connection) and conn.conn.broken:
-            conn.close()
-            self._conn = self._open_db()
+            self._replace_connection()

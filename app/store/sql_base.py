@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -119,13 +121,19 @@ class SQLBase(Store):
     # claim skips the rows another worker holds (``FOR UPDATE SKIP LOCKED``).
     FOR_UPDATE = ""
     SKIP_LOCKED = ""
+    # Threads, each with its own connection, that run this store's calls. SQLite has one
+    # writer at a time, so one; a server database serves calls side by side (the webhook
+    # intake is then not queued behind the workers' claims).
+    CONNECTIONS = 1
 
     def __init__(self, *, url: str, default_max_attempts: int = 3, create: bool = True):
         self.create = create
         self.url = url
         self.default_max_attempts = default_max_attempts
         self._executor: ThreadPoolExecutor | None = None
-        self._conn: DB | None = None
+        self._local = threading.local()  # .conn: the calling store thread's connection
+        self._conns: list[DB] = []
+        self._conns_lock = threading.Lock()
 
     @abc.abstractmethod
     def _open_db(self) -> DB:
@@ -149,22 +157,35 @@ class SQLBase(Store):
         return await loop.run_in_executor(self._executor, self._call, fn, *args)
 
     def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._conn is not None:
+        if getattr(self._local, "conn", None) is not None:
             self._reconnect_if_broken()
         return fn(*args)
 
     @property
     def _db(self) -> DB:
-        assert self._conn is not None, "store not open"
-        return self._conn
+        """This store thread's connection, opened on its first call."""
+        conn: DB | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._open_db()
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def _replace_connection(self) -> None:
+        """Close this thread's connection (broken); the next call opens another."""
+        conn: DB | None = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with self._conns_lock:
+                self._conns.remove(conn)
+            with contextlib.suppress(Exception):
+                conn.close()
 
     def _connect(self) -> None:
-        self._conn = self._open_db()
         try:
             self._migrate()
         except BaseException:
-            self._conn.close()
-            self._conn = None
+            self._replace_connection()
             raise
 
     def _migrate(self) -> None:
@@ -252,7 +273,9 @@ class SQLBase(Store):
     async def open(self) -> None:
         if self._executor is not None:
             return
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.CONNECTIONS, thread_name_prefix="store"
+        )
         try:
             await self._run(self._connect)
         except BaseException:
@@ -263,11 +286,13 @@ class SQLBase(Store):
     async def close(self) -> None:
         if self._executor is None:
             return
-        if self._conn is not None:
-            await self._run(self._conn.close)
-            self._conn = None
-        self._executor.shutdown(wait=True)
-        self._executor = None
+        executor, self._executor = self._executor, None
+        await asyncio.get_running_loop().run_in_executor(None, executor.shutdown, True)
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:  # the store's threads are gone: close them from here
+            with contextlib.suppress(Exception):
+                conn.close()
 
     async def ping(self) -> None:
         await self._run(lambda: self._db.execute("SELECT 1").fetchone())

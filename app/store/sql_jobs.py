@@ -195,20 +195,19 @@ class SQLJobs(SQLBase):
                     details={"crash": crashes, "of": MAX_CRASHES, "delay_seconds": delay},
                     at=now,
                 )
+            # One statement picks the next due job and leases it (the row locked, and
+            # rows other workers hold skipped, on PostgreSQL).
             row = db.execute(
-                f"SELECT id FROM jobs WHERE queue = ?"  # noqa: S608
-                f" AND state = 'queued' AND run_after <= ? AND kind IN ({marks})"
-                f" ORDER BY run_after, id LIMIT 1{self.SKIP_LOCKED}",
-                (queue, now, *kinds),
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"
+                " lease_expires_at = ?, updated_at = ? WHERE id = ("  # noqa: S608
+                " SELECT id FROM jobs WHERE queue = ? AND state = 'queued' AND run_after <= ?"
+                f" AND kind IN ({marks}) ORDER BY run_after, id LIMIT 1{self.SKIP_LOCKED})"
+                f" RETURNING {_JOB_COLUMNS}",
+                (owner, now + lease_seconds, now, queue, now, *kinds),
             ).fetchone()
             if row is None:
                 return None
-            db.execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"
-                " lease_expires_at = ?, updated_at = ? WHERE id = ?",
-                (owner, now + lease_seconds, now, row["id"]),
-            )
-            job = self._get_job(db, row["id"])
+            job = _job(row)
             details: dict[str, Any] = {"attempt": job.attempts, "owner": owner}
             if job.crashes:
                 details["crashes"] = job.crashes
@@ -235,16 +234,16 @@ class SQLJobs(SQLBase):
     ) -> Callable[[], bool]:
         def tx(db: DB) -> bool:
             now = time.time()
-            cur = db.execute(
+            held = db.execute(
                 f"UPDATE jobs SET {sets}, updated_at = ? WHERE id = ? AND lease_owner = ?"  # noqa: S608
-                " AND state = 'running'",
+                " AND state = 'running' RETURNING repo",
                 (*params, now, job_id, owner),
-            )
-            if cur.rowcount == 0:
+            ).fetchone()
+            if held is None:
                 return False
             if audit is not None:
                 action, reason, details = audit
-                repo = db.execute("SELECT repo FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+                repo = held[0]
                 self._audit_row(
                     db, action, repo=repo, job_id=job_id, reason=reason, details=details, at=now
                 )
