@@ -15,7 +15,7 @@ WORKDIR /srv/patchwarden
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY policies ./policies
-RUN pip install --no-cache-dir '.[sessions]'
+RUN pip install --no-cache-dir '.[sessions,postgres]'
 
 USER patchwarden
 ENV PATCHWARDEN_HOST=0.0.0.0 \
