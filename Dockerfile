@@ -22,8 +22,6 @@ ENV PATCHWARDEN_HOST=0.0.0.0 \
     PATCHWARDEN_PORT=8080 \
     PATCHWARDEN_DATABASE_URL=sqlite:////data/patchwarden.db \
     PATCHWARDEN_CACHE_DIR=/data/cache \
-    PATCHWARDEN_SEMGREP_RULES=/srv/patchwarden/policies/semgrep \
-    PATCHWARDEN_DEFAULT_POLICY=/srv/patchwarden/policies/default.yml \
     PYTHONUNBUFFERED=1
 VOLUME /data
 EXPOSE 8080

@@ -61,6 +61,7 @@ bench: venv system-deps
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/webhook_ack.py --database postgres
 	$(BIN)/python bench/queue_throughput.py
+	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/upload_memory.py
 	$(BIN)/python bench/forge_api.py
 	$(BIN)/python bench/realworld.py

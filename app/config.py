@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -25,6 +26,18 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.errors import ConfigError
+
+
+def _shipped_policies() -> Path:
+    """The policies Patchwarden ships (``policies/`` in the source tree): the default
+    policy and the semgrep rule packs, package data read through importlib.resources, so
+    an installed wheel (``pip install patchwarden``, the GitHub Action) has them too."""
+    root = resources.files("app").joinpath("policies_data")
+    # A regular install is a folder on disk; semgrep and the sandbox need real paths.
+    return root if isinstance(root, Path) else Path(str(root))
+
+
+SHIPPED_POLICIES = _shipped_policies()
 
 
 class LlmProvider(BaseModel):

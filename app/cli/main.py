@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -13,14 +12,18 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__, logs
 from app.cli.arguments import run_arguments, score_arguments
-from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
-from app.store import AuditQuery, Store, mask_url, store_for_url
-from app.store.outcomes import format_outcomes, summarise_outcomes
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.store import AuditQuery, Store
+
+# `patchwarden --version` and `--help` import nothing heavy: the settings (pydantic),
+# the store, asyncio and the rest are imported by the verb that needs them.
 
 log = logging.getLogger("patchwarden")
 
@@ -46,6 +49,8 @@ def parse_since(value: str, *, now: float | None = None) -> float:
 
 
 def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
+    from app.store import mask_url
+
     lines = [
         "webhook signatures: "
         + (
@@ -70,6 +75,7 @@ def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
 def cmd_serve(args: argparse.Namespace) -> int:
     from aiohttp import web
 
+    from app.config import load_settings
     from app.server import create_app
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
@@ -96,6 +102,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _run_worker(settings: Settings) -> None:
+    import asyncio
+
     from app.jobs.runtime import close_runtime, open_runtime
 
     runtime = await open_runtime(settings)
@@ -114,6 +122,10 @@ async def _run_worker(settings: Settings) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.config import load_settings
+
     settings = load_settings()
     logs.configure(settings.log_level, secrets=settings.secret_values())
     asyncio.run(_run_worker(settings))
@@ -129,6 +141,8 @@ def _utc(at: float) -> str:
 
 async def _read_store(settings: Settings, read: Callable[[Store], Awaitable[T]]) -> T:
     """One read of an existing database (the audit commands never create one)."""
+    from app.store import store_for_url
+
     store = store_for_url(settings.database_url, create=False)
     await store.open()
     try:
@@ -168,6 +182,8 @@ async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
 async def _audit_outcomes(
     settings: Settings, *, repo: str | None, since: float | None, as_json: bool
 ) -> int:
+    from app.store.outcomes import format_outcomes, summarise_outcomes
+
     outcomes = await _read_store(
         settings, lambda store: store.find_outcomes(repo=repo, since=since)
     )
@@ -227,6 +243,11 @@ async def _audit_failed(
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.config import load_settings
+    from app.store import AuditQuery
+
     settings = load_settings()
     if args.failed:
         if args.job is not None or args.outcomes:
@@ -257,12 +278,14 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from app.cli.doctor import run_doctor
+    from app.config import load_settings
 
     return run_doctor(load_settings(), as_json=args.json)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from app.cli.run import run_local
+    from app.config import load_settings
 
     settings = load_settings()
     logs.configure("WARNING", secrets=settings.secret_values())
@@ -282,6 +305,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_forge(args: argparse.Namespace) -> int:
+    import asyncio
+
     from app.localforge.__main__ import serve
 
     return asyncio.run(serve(args))

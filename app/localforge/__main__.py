@@ -9,7 +9,6 @@ it unchanged. Secrets are never taken on the command line.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import shlex
 import signal
@@ -18,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.config import load_settings
 from app.errors import ConfigError, PatchwardenError
 
 if TYPE_CHECKING:
@@ -113,6 +111,7 @@ def _populate(forge: LocalForge, args: argparse.Namespace) -> str | None:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    from app.config import load_settings
     from app.localforge.server import LocalForge
 
     try:
@@ -144,6 +143,8 @@ async def serve(args: argparse.Namespace) -> int:
     url = await forge.start(args.host, args.port)
     print(f"LocalForge on {url} (view: {url}/), API base for Patchwarden: {url}")
     print(f"webhooks: {args.webhook_url or 'not delivered (no --webhook-url)'}")
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -157,6 +158,8 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import asyncio
+
     return asyncio.run(serve(build_parser().parse_args(argv)))
 
 

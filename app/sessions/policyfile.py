@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.config import SHIPPED_POLICIES
 from app.errors import ConfigError
 from app.policy.config import DEFAULT_SOURCE, Policy, load_policy
 from app.sessions.commands import CONFIG_PATH
 from app.sessions.files import read_confined
 
-DEFAULT_POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yml"
+DEFAULT_POLICY = SHIPPED_POLICIES / "default.yml"
 
 
 def default_policy_text(path: Path = DEFAULT_POLICY) -> str:

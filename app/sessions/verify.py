@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.config import SHIPPED_POLICIES
 from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
 from app.sessions import junit, reports
@@ -43,7 +44,7 @@ SEMGREP_FLAGS = (
     "--no-git-ignore",
     "--disable-nosem",
 )
-DEFAULT_RULES = Path(__file__).resolve().parents[2] / "policies" / "semgrep"
+DEFAULT_RULES = SHIPPED_POLICIES / "semgrep"
 Parser = Callable[..., list[tuple[Tree, Finding]]]
 TOOL_OUTPUT_BYTES = 64 * 1024 * 1024
 

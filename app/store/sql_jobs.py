@@ -197,12 +197,15 @@ class SQLJobs(SQLBase):
                 )
             # One statement picks the next due job and leases it (the row locked, and
             # rows other workers hold skipped, on PostgreSQL).
-            row = db.execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"
-                " lease_expires_at = ?, updated_at = ? WHERE id = ("  # noqa: S608
+            lease = (  # marks and the dialect's suffix only: no input in the text
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"  # noqa: S608
+                " lease_expires_at = ?, updated_at = ? WHERE id = ("
                 " SELECT id FROM jobs WHERE queue = ? AND state = 'queued' AND run_after <= ?"
                 f" AND kind IN ({marks}) ORDER BY run_after, id LIMIT 1{self.SKIP_LOCKED})"
-                f" RETURNING {_JOB_COLUMNS}",
+                f" RETURNING {_JOB_COLUMNS}"
+            )
+            row = db.execute(
+                lease,
                 (owner, now + lease_seconds, now, queue, now, *kinds),
             ).fetchone()
             if row is None:
