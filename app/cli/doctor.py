@@ -107,6 +107,30 @@ def _pause_check(settings: Settings) -> Check:
     return Check("pauses", "warn", "; ".join(parts))
 
 
+def userns_restriction(sysctl: Path = Path("/proc/sys")) -> str | None:
+    """Why this kernel refuses bubblewrap an unprivileged user namespace, if it says so:
+    Ubuntu 24.04's AppArmor restriction (GitHub's ubuntu-latest runners have it), Debian's
+    older switch, or no namespaces allowed at all."""
+
+    def read(name: str) -> str | None:
+        try:
+            return (sysctl / name).read_text().strip()
+        except OSError:
+            return None
+
+    if read("kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return (
+            "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and newer): "
+            "add an AppArmor profile for bwrap, or on a throwaway VM `sudo sysctl -w "
+            "kernel.apparmor_restrict_unprivileged_userns=0` (docs/install.md)"
+        )
+    if read("kernel/unprivileged_userns_clone") == "0":
+        return "unprivileged user namespaces are off: sudo sysctl -w kernel.unprivileged_userns_clone=1"
+    if read("user/max_user_namespaces") == "0":
+        return "user namespaces are disabled (user.max_user_namespaces = 0)"
+    return None
+
+
 def _sandbox_check(settings: Settings) -> Check:
     """Which sandbox sessions use, what it enforces, and whether it starts here."""
     from app.sessions.factory import sandbox_from
@@ -126,8 +150,12 @@ def _sandbox_check(settings: Settings) -> Check:
         return Check("sandbox", "fail", str(exc))
     if not done.ok:
         why = (done.stderr or done.stdout).strip().splitlines()
+        hint = userns_restriction() if sandbox.backend == "bwrap" else None
         return Check(
-            "sandbox", "fail", f"{detail}, but it does not start: {why[-1] if why else ''}"
+            "sandbox",
+            "fail",
+            f"{detail}, but it does not start: {why[-1] if why else ''}"
+            + (f"; {hint}" if hint else ""),
         )
     return Check("sandbox", "ok", f"{detail}; starts in {done.duration_seconds * 1000:.0f} ms")
 
