@@ -125,7 +125,10 @@ def userns_restriction(sysctl: Path = Path("/proc/sys")) -> str | None:
             "kernel.apparmor_restrict_unprivileged_userns=0` (docs/install.md)"
         )
     if read("kernel/unprivileged_userns_clone") == "0":
-        return "unprivileged user namespaces are off: sudo sysctl -w kernel.unprivileged_userns_clone=1"
+        return (
+            "unprivileged user namespaces are off: "
+            "sudo sysctl -w kernel.unprivileged_userns_clone=1"
+        )
     if read("user/max_user_namespaces") == "0":
         return "user namespaces are disabled (user.max_user_namespaces = 0)"
     return None

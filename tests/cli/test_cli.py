@@ -646,3 +646,30 @@ async def test_audit_failed_keeps_to_limit_names_the_thread_and_ignores_case(
     assert await _audit_failed(settings, repo=None, since=None, as_json=True, limit=2) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["error"] for r in rows] == ["boom 1", "boom 2"]
+
+
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        ({"kernel/apparmor_restrict_unprivileged_userns": "1"}, "AppArmor restricts"),
+        ({"kernel/apparmor_restrict_unprivileged_userns": "0"}, None),
+        ({"kernel/unprivileged_userns_clone": "0"}, "unprivileged_userns_clone=1"),
+        ({"user/max_user_namespaces": "0"}, "max_user_namespaces = 0"),
+        ({"user/max_user_namespaces": "63000"}, None),
+        ({}, None),
+    ],
+)
+def test_doctor_names_why_the_kernel_refuses_bwrap(
+    tmp_path: Path, files: dict[str, str], says: str | None
+) -> None:
+    from app.cli.doctor import userns_restriction
+
+    for name, value in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(value + "\n")
+    found = userns_restriction(tmp_path)
+    if says is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert says in found
