@@ -8,7 +8,9 @@ time; call :func:`load_settings`.
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
@@ -282,8 +284,36 @@ def _default_cache_dir() -> Path:
     return Path(base) / "patchwarden"
 
 
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per ``PATCHWARDEN_*`` variable that is no setting (a misspelling is
+    otherwise ignored in silence), with the closest setting's name when there is one.
+    ``PATCHWARDEN_TEST_*`` belong to the test suite."""
+    import difflib
+
+    known = {f"PATCHWARDEN_{name.upper()}" for name in Settings.model_fields}
+    found = []
+    for name in sorted(os.environ if environ is None else environ):
+        upper = name.upper()  # the settings are read case-insensitively
+        if not upper.startswith("PATCHWARDEN_") or upper in known:
+            continue
+        if upper.startswith("PATCHWARDEN_TEST_"):
+            continue
+        prefix = len("PATCHWARDEN_")  # compared without it, which every name shares
+        close = difflib.get_close_matches(
+            upper[prefix:], [k[prefix:] for k in known], n=1, cutoff=0.75
+        )
+        hint = (
+            f"did you mean PATCHWARDEN_{close[0]}?" if close else "docs/configuration.md lists them"
+        )
+        found.append(f"{name} is not a Patchwarden setting and is ignored: {hint}")
+    return found
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read the settings; raise :class:`ConfigError` that names each bad variable."""
+    """Read the settings; raise :class:`ConfigError` that names each bad variable, and
+    warn about each ``PATCHWARDEN_*`` variable that is no setting."""
+    for warning in unknown_variables():
+        logging.getLogger("patchwarden").warning("%s", warning)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

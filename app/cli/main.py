@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from app import __version__, logs
 from app.cli.arguments import run_arguments, score_arguments
-from app.errors import BadInput, PatchwardenError
+from app.errors import BadInput, ConfigError, PatchwardenError
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -89,16 +89,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     for line in _enforcement(settings, verify=verify):
         log.info("%s", line)
-    log.info("patchwarden %s listening on http://%s:%s", __version__, settings.host, settings.port)
-    web.run_app(
-        app,
-        host=settings.host,
-        port=settings.port,
-        print=None,
-        access_log=None,
-        shutdown_timeout=settings.drain_seconds + 5,
-    )
+
+    def listening(_: str) -> None:  # aiohttp calls it once the port is bound
+        log.info(
+            "patchwarden %s listening on http://%s:%s", __version__, settings.host, settings.port
+        )
+
+    try:
+        web.run_app(
+            app,
+            host=settings.host,
+            port=settings.port,
+            print=listening,
+            access_log=None,
+            shutdown_timeout=settings.drain_seconds + 5,
+        )
+    except OSError as exc:
+        raise ConfigError(_listen_error(exc, settings.host, settings.port)) from None
     return 0
+
+
+def _listen_error(exc: OSError, host: str, port: int) -> str:
+    """One line for what stops ``serve`` binding its address, and what to do."""
+    import errno
+    import socket
+
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return (
+            f"{where}: {host!r} is not an address of this machine ({exc.strerror}); set "
+            "PATCHWARDEN_HOST (or --host) to 127.0.0.1, 0.0.0.0 or one of its addresses"
+        )
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"{where}: the port is in use (another patchwarden serve?); stop it or set "
+            "PATCHWARDEN_PORT (or --port)"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: {host} is not an address of this machine; set PATCHWARDEN_HOST"
+    if exc.errno == errno.EACCES:
+        return f"{where}: permission denied (ports below 1024 need privileges); use 8080"
+    return f"{where}: {exc.strerror or exc}"
 
 
 async def _run_worker(settings: Settings) -> None:

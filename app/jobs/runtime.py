@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -110,11 +111,28 @@ def github_app(settings: Settings, session: aiohttp.ClientSession) -> GitHubApp:
     )
 
 
+def prepare_cache(cache_dir: Path) -> None:
+    """Create the cache folder (mirrors, environments, sandbox state) or say why not."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        probe = cache_dir / ".patchwarden-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"the cache folder {cache_dir} cannot be written ({exc.strerror}): set "
+            "PATCHWARDEN_CACHE_DIR to a folder this user can write"
+        ) from None
+
+
 async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Runtime:
+    """Everything a server or worker process needs, checked in order (the key, the cache
+    folder, the database); a failure closes what was opened and says what is wrong."""
     store = store_for_url(settings.database_url, default_max_attempts=settings.job_max_attempts)
     session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
     try:
         gh = github_app(settings, session)  # parses the key: a bad one fails here, at start
+        prepare_cache(settings.cache_dir)
         await store.open()
     except BaseException:
         await session.close()

@@ -218,6 +218,51 @@ def test_serve_insecure_says_not_checked(tmp_path: Path, key_pem: str) -> None:
         assert line not in log
 
 
+def _one_line_failure(done: subprocess.CompletedProcess[str], starts: str) -> str:
+    """A start-up failure: exit 2, its last line says why, no traceback, never 'listening'."""
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"patchwarden: {starts}"), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "listening" not in done.stderr
+    return last
+
+
+@pytest.mark.slow  # real `serve` processes
+def test_serve_start_up_failures_are_one_line_each(tmp_path: Path, key_pem: str) -> None:
+    env = configured_env(tmp_path, key_pem)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = run("serve", "--port", port, cwd=tmp_path, env=env, timeout=30)
+    assert "the port is in use" in _one_line_failure(done, f"cannot listen on 127.0.0.1:{port}")
+
+    done = run("serve", "--host", "no-such-host.invalid", cwd=tmp_path, env=env, timeout=30)
+    assert "PATCHWARDEN_HOST" in _one_line_failure(done, "cannot listen on no-such-host.invalid")
+
+    unwritable = env | {"PATCHWARDEN_CACHE_DIR": "/proc/patchwarden-cache"}
+    done = run("serve", "--port", str(free_port()), cwd=tmp_path, env=unwritable, timeout=30)
+    assert "PATCHWARDEN_CACHE_DIR" in _one_line_failure(done, "the cache folder")
+
+    password = "pw" + "-never-shown"
+    no_db = env | {"PATCHWARDEN_DATABASE_URL": f"postgresql://u:{password}@127.0.0.1:1/pw"}
+    done = run("serve", "--port", str(free_port()), cwd=tmp_path, env=no_db, timeout=30)
+    _one_line_failure(done, "cannot connect to postgresql://u:***@127.0.0.1:1/pw")
+    assert password not in done.stderr
+
+
+@pytest.mark.slow
+def test_serve_says_listening_only_once_it_listens(tmp_path: Path, key_pem: str) -> None:
+    log = serve_and_stop(tmp_path, configured_env(tmp_path, key_pem))
+    lines = log.splitlines()
+    listening = [i for i, line in enumerate(lines) if "listening on http://127.0.0.1:" in line]
+    started = [i for i, line in enumerate(lines) if "workers started" in line]
+    assert len(listening) == 1
+    assert started
+    assert started[0] < listening[0]  # the key, the cache and the database were checked first
+
+
 # -- audit -------------------------------------------------------------------
 
 
@@ -673,3 +718,34 @@ def test_doctor_names_why_the_kernel_refuses_bwrap(
     else:
         assert found is not None
         assert says in found
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("PATCHWARDEN_DATABSE_URL", "did you mean PATCHWARDEN_DATABASE_URL?"),
+        ("patchwarden_workrs", "did you mean PATCHWARDEN_WORKERS?"),
+        ("PATCHWARDEN_WEBHOOK_SECRT", "did you mean PATCHWARDEN_WEBHOOK_SECRET?"),
+        ("PATCHWARDEN_FOO", "docs/configuration.md lists them"),
+        ("PATCHWARDEN_DATABASE_URL", None),  # a setting
+        ("patchwarden_database_url", None),  # read case-insensitively, as pydantic does
+        ("PATCHWARDEN_TEST_CACHE", None),  # the test suite's own
+        ("OTHER_DATABSE_URL", None),
+    ],
+)
+def test_a_misspelt_setting_is_named_with_the_closest_one(name: str, says: str | None) -> None:
+    from app.config import unknown_variables
+
+    found = unknown_variables({name: "x"})
+    if says is None:
+        assert found == []
+    else:
+        [warning] = found
+        assert warning.startswith(f"{name} is not a Patchwarden setting and is ignored")
+        assert warning.endswith(says)
+
+
+def test_the_cli_warns_about_a_misspelt_setting(tmp_path: Path) -> None:
+    env = clean_env(PATCHWARDEN_DATABSE_URL="sqlite:///x.db")
+    done = run("audit", cwd=tmp_path, env=env)
+    assert "did you mean PATCHWARDEN_DATABASE_URL?" in done.stderr
