@@ -329,6 +329,18 @@ def cmd_score(args: argparse.Namespace) -> int:
     return run_score(args)
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from app.cli.validate import run_validate
+
+    return run_validate(args)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from app.cli.validate import run_schema
+
+    return run_schema(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.cli.demo import run_demo
 
@@ -405,6 +417,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score_arguments(score)
     score.set_defaults(func=cmd_score)
+
+    validate = sub.add_parser(
+        "validate", help="check a .github/patchwarden.yml: every problem with its line"
+    )
+    validate.add_argument(
+        "file", nargs="?", default=".github/patchwarden.yml", help="default: %(default)s"
+    )
+    validate.add_argument("--json", action="store_true", help="the problems as a JSON list")
+    validate.set_defaults(func=cmd_validate)
+
+    schema = sub.add_parser(
+        "schema", help="print the JSON Schema of .github/patchwarden.yml (for editors)"
+    )
+    schema.set_defaults(func=cmd_schema)
 
     demo = sub.add_parser("demo", help="the whole story, offline, on the local GitHub double")
     demo.add_argument(

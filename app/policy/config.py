@@ -254,12 +254,33 @@ def load_policy(
 
 def invalid(exc: ValidationError, *files: tuple[str, Lines]) -> PolicyError:
     """A schema error as the file and line a person has to change (the first error)."""
-    err = exc.errors()[0]
-    loc = tuple(err["loc"])
-    source, line = locate(loc, *files)
-    where = ".".join(str(p) for p in loc) or "the top level"
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return PolicyError(source, line, f"`{where}`: {_message(err)}{more}")
+    first, *rest = every_error(exc, *files)
+    more = f" (and {len(rest)} more)" if rest else ""
+    return PolicyError(first.source, first.line, f"{first.problem}{more}")
+
+
+def every_error(exc: ValidationError, *files: tuple[str, Lines]) -> list[PolicyError]:
+    """Each schema error as the file and line a person has to change (``validate``)."""
+    found = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        source, line = locate(loc, *files)
+        where = ".".join(str(p) for p in loc) or "the top level"
+        found.append(PolicyError(source, line, f"`{where}`: {_message(err)}"))
+    return found
+
+
+def unknown_key(key: str) -> str:
+    """What to say about a top-level key that is no setting (the closest one, or all)."""
+    return _unknown(key)
+
+
+def merge_repo(
+    default_text: str, repo: dict[str, Any], repo_lines: Lines, repo_source: str = REPO_SOURCE
+) -> dict[str, Any]:
+    """The default policy with the repository's policy keys merged over it (unvalidated)."""
+    default, _ = parse_config(default_text, DEFAULT_SOURCE)
+    return _merge(default, repo, repo_source, repo_lines)
 
 
 def _unknown(key: str) -> str:

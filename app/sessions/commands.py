@@ -94,7 +94,8 @@ def _text(tree: Path, name: str) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _split(value: Any, key: str) -> list[str]:
+def split_command(value: Any, key: str) -> list[str]:
+    """``setup``/``test`` as argv, or a RepoConfigError saying what is wrong."""
     if not isinstance(value, str) or not value.strip():
         raise RepoConfigError(
             f"{CONFIG_PATH}: `{key}` must be a command line such as "
@@ -131,7 +132,7 @@ def detect(
     kind = _kind(tree, present, requirements)
 
     if "test" in config:
-        test, test_source = _split(config["test"], "test"), "config"
+        test, test_source = split_command(config["test"], "test"), "config"
     else:
         test, test_source = _detect_test(tree, kind), "detected"
     if not test:
@@ -140,7 +141,7 @@ def detect(
     if "setup" in config:
         raw = config["setup"]
         lines = raw if isinstance(raw, list) else [raw]
-        setup = [_split(line, "setup") for line in lines if line is not None]
+        setup = [split_command(line, "setup") for line in lines if line is not None]
         setup_source: Source = "config" if setup else "none"
         if setup and kind == "python" and not _creates_env(setup[0]):
             # `pip install ...` in a repository's own setup means the session's

@@ -1,0 +1,130 @@
+"""`patchwarden validate` lists every problem of a .github/patchwarden.yml with its line,
+as the App would refuse it; `patchwarden schema` is the file's JSON Schema, the one
+published in docs/ for editors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from app.cli.validate import config_errors, config_schema
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from tests.cli.test_cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BAD = """\
+autonomy: yolo
+caps:
+  files: -3
+  lines: many
+thresholds:
+  automerge: 10
+lint:
+  unsafe_fixes: maybe
+revert:
+  reruns: 0
+tset: pytest
+test: "pytest 'unclosed"
+setup:
+  - pip install -e .
+  - 42
+weights:
+  unknown_weight: 3
+"""
+
+EXPECTED = [
+    (1, "`autonomy`: Input should be 'propose', 'review' or 'automerge'"),
+    (3, "`caps.files`: Input should be greater than or equal to 1"),
+    (4, "`caps.lines`: unknown key"),
+    (8, "`lint.unsafe_fixes`: Input should be a valid boolean"),
+    (10, "`revert.reruns`: Input should be greater than or equal to 1"),
+    (11, "unknown key `tset`; did you mean `test`?"),
+    (12, "`test` does not parse: No closing quotation"),
+    (15, "`setup` must be a command line"),
+    (17, "`weights.unknown_weight`: unknown key"),
+]
+
+
+def test_every_problem_is_listed_with_its_line() -> None:
+    errors = config_errors(BAD, default_text=default_policy_text())
+    assert [e.line for e in errors] == [line for line, _ in EXPECTED]
+    for error, (_, problem) in zip(errors, EXPECTED, strict=True):
+        assert error.problem.startswith(problem), error.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("caps: [1, 2\n", 2, "the file is not valid YAML"),
+        ("caps:\n  files: 3\ncaps:\n  files: 4\n", 3, "`caps` is set twice"),
+        ("- autonomy\n", 1, "must be a mapping"),
+        ("unprotect: ['nope/**']\n", 1, "is not one of the default protected patterns"),
+    ],
+)
+def test_a_file_that_cannot_be_read_says_where(text: str, line: int, problem: str) -> None:
+    [error] = config_errors(text, default_text=default_policy_text())
+    assert error.line == line
+    assert problem in error.problem
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "autonomy: automerge\n",
+        "caps:\n  files: 5\nprotected_paths: [migrations/**]\ntest: python -m pytest -q\n",
+        "setup: [pip install -e ., pip install pytest]\nlint:\n  unsafe_fixes: true\n",
+        "revert:\n  reruns: 5\n  checks: {ci: pytest}\nfixers:\n  llm_on_alerts: true\n",
+    ],
+)
+def test_valid_files_have_no_problem_and_pass_the_schema(text: str) -> None:
+    assert config_errors(text, default_text=default_policy_text()) == []
+    jsonschema.validate(yaml.safe_load(text) or {}, config_schema())
+
+
+def test_the_schema_is_valid_and_accepts_the_default_policy() -> None:
+    schema = config_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(yaml.safe_load(DEFAULT_POLICY.read_text()), schema)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["autonomy: yolo\n", "tset: pytest\n", "caps:\n  lines: many\n", "lint:\n  semgrep: 3\n"],
+)
+def test_the_schema_refuses_what_validate_refuses(text: str) -> None:
+    assert config_errors(text, default_text=default_policy_text()) != []
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(yaml.safe_load(text), config_schema())
+
+
+def test_the_published_schema_is_the_generated_one() -> None:
+    published = json.loads((ROOT / "docs/patchwarden.schema.json").read_text())
+    assert published == config_schema(), (
+        "regenerate: patchwarden schema > docs/patchwarden.schema.json"
+    )
+
+
+def test_the_commands_exit_codes_and_output(tmp_path: Path) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github/patchwarden.yml").write_text(BAD)
+    done = run("validate", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        ".github/patchwarden.yml:1: `autonomy`: Input should be 'propose', 'review' or 'automerge'"
+    )
+    assert "9 problem(s)" in done.stderr
+    as_json = json.loads(run("validate", "--json", cwd=tmp_path).stdout)
+    assert [p["line"] for p in as_json] == [line for line, _ in EXPECTED]
+    (tmp_path / "ok.yml").write_text("autonomy: review\n")
+    done = run("validate", "ok.yml", cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok.yml: valid")
+    missing = run("validate", "nope.yml", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "nope.yml does not exist" in missing.stderr
+    assert json.loads(run("schema", cwd=tmp_path).stdout) == config_schema()
