@@ -310,6 +310,15 @@ async def healthz(request: web.Request) -> web.Response:
     )
 
 
+async def setup_done(request: web.Request) -> web.Response:
+    """``/setup`` on a running server: the App is configured (serve needs it), so the
+    manifest flow (``patchwarden setup``) has nothing to do here."""
+    return web.Response(
+        status=409,
+        text="Patchwarden is set up already: this server runs as its GitHub App.\n",
+    )
+
+
 def create_app(
     settings: Settings, *, verify_signatures: bool = True, start_workers: bool = True
 ) -> web.Application:
@@ -335,4 +344,6 @@ def create_app(
     app.router.add_post("/webhooks/github", github_webhook)
     app.router.add_post("/alerts", alerts_webhook)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/setup", setup_done)
+    app.router.add_get("/setup/callback", setup_done)
     return app

@@ -38,6 +38,9 @@ OUT = ROOT / "app" / "localforge" / "contract"
 # Every REST call Patchwarden makes, and no other: (operationId, method, path).
 OPERATIONS = [
     ("apps/get-authenticated", "get", "/app"),
+    ("apps/list-installations", "get", "/app/installations"),
+    ("apps/create-from-manifest", "post", "/app-manifests/{code}/conversions"),
+    ("users/get-by-username", "get", "/users/{username}"),
     (
         "apps/create-installation-access-token",
         "post",

@@ -301,8 +301,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:
-    from app.github.manifest import build_manifest
+    from app.github.manifest import build_manifest, public_base
 
+    for warning in public_base(args.url)[1]:
+        print(f"warning: {warning}", file=sys.stderr)
     print(json.dumps(build_manifest(url=args.url, name=args.name, public=args.public), indent=2))
     return 0
 
@@ -327,6 +329,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     from app.cli.score import run_score
 
     return run_score(args)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from app.cli.setup import run_setup
+    from app.config import load_settings
+
+    settings = load_settings()
+    logs.configure(settings.log_level, secrets=settings.secret_values())
+    return run_setup(args, settings)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -395,6 +406,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
     audit.set_defaults(func=cmd_audit)
+
+    setup = sub.add_parser(
+        "setup", help="create the GitHub App from its manifest in your browser (first install)"
+    )
+    setup.add_argument(
+        "--url", help="the server's public https:// base URL (default http://localhost:PORT)"
+    )
+    setup.add_argument("--host", help="listen address (PATCHWARDEN_HOST, default 127.0.0.1)")
+    setup.add_argument("--port", type=int, help="listen port (PATCHWARDEN_PORT, default 8080)")
+    setup.add_argument("--name", default="Patchwarden", help="the App's name on GitHub")
+    setup.add_argument("--org", help="create the App in this organisation (default: your account)")
+    setup.add_argument("--public", action="store_true", help="let other accounts install it")
+    setup.add_argument("--env-file", default=".env", help="settings go here (default .env)")
+    setup.add_argument("--key-file", default="app.pem", help="the private key (default app.pem)")
+    setup.set_defaults(func=cmd_setup)
 
     manifest = sub.add_parser("manifest", help="print the GitHub App manifest")
     manifest.add_argument("--url", required=True, help="the server's public base URL")

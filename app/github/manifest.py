@@ -7,7 +7,7 @@ No ``workflows`` permission (the bot must never edit CI) and no ``administration
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from app.errors import ConfigError
 
@@ -37,20 +37,82 @@ PERMISSIONS = {
 }
 
 
-def build_manifest(*, url: str, name: str = "Patchwarden", public: bool = False) -> dict[str, Any]:
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+SETUP_PATH = "/setup"
+CALLBACK_PATH = "/setup/callback"
+
+
+def public_base(url: str, *, option: str = "--url") -> tuple[str, list[str]]:
+    """The server's public base URL, and warnings. GitHub sends webhooks (with the
+    secret's signature, and repository contents) to it: ``https://`` only, except on
+    this machine (``http://localhost``, for trying it out), which is a warning."""
     parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.netloc:
-        raise ConfigError(
-            f"--url must be the server's public base URL, e.g. https://pw.example.org, not {url!r}"
+    example = "e.g. https://pw.example.org"
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigError(f"{option} must be the server's public base URL, {example}, not {url!r}")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{option} takes a base URL without ?query or #fragment, {example}")
+    warnings = []
+    if parts.scheme == "http":
+        if parts.hostname not in LOCAL_HOSTS:
+            raise ConfigError(
+                f"{option} {url!r} is plain http: GitHub would send webhooks unencrypted. "
+                f"Put TLS in front of the server and use https://, {example}"
+            )
+        warnings.append(
+            f"{url} is plain http on this machine: fine for trying Patchwarden out; "
+            "GitHub cannot deliver webhooks to it from outside"
         )
-    base = url.rstrip("/")
+    return url.rstrip("/"), warnings
+
+
+def build_manifest(*, url: str, name: str = "Patchwarden", public: bool = False) -> dict[str, Any]:
+    """The manifest for ``url``, the server's public base URL. GitHub sends the person
+    who creates the App back to ``redirect_url`` (``/setup/callback``) with a code that
+    ``patchwarden setup`` exchanges for the App's id, key and webhook secret."""
+    base, _ = public_base(url)
     return {
         "name": name,
         "url": base,
         "hook_attributes": {"url": f"{base}/webhooks/github", "active": True},
-        "redirect_url": f"{base}/",
+        "redirect_url": f"{base}{CALLBACK_PATH}",
         "description": "Guarded auto-PRs: risk-scored, verified, reversible fixes.",
         "public": public,
         "default_permissions": dict(PERMISSIONS),
         "default_events": list(SUBSCRIBED_EVENTS),
     }
+
+
+def web_url(api_url: str) -> str:
+    """GitHub's web root for an API root: github.com for api.github.com, the host of a
+    GitHub Enterprise Server (``https://HOST/api/v3``), LocalForge's own root."""
+    api = api_url.rstrip("/")
+    if api == "https://api.github.com":
+        return "https://github.com"
+    return api.removesuffix("/api/v3")
+
+
+def new_app_url(api_url: str, *, org: str | None, state: str) -> str:
+    """Where the manifest form is posted: a personal App, or one owned by ``org``."""
+    owner = f"/organizations/{quote(org, safe='')}" if org else ""
+    return f"{web_url(api_url)}{owner}/settings/apps/new?state={quote(state, safe='')}"
+
+
+async def convert_manifest(session: Any, api_url: str, code: str) -> dict[str, Any]:
+    """``POST /app-manifests/{code}/conversions``: the App GitHub created from the
+    manifest, with its ``id``, ``slug``, ``pem``, ``webhook_secret`` and ``html_url``.
+    Unauthenticated (the code is the credential, good once, for an hour)."""
+    url = f"{api_url.rstrip('/')}/app-manifests/{quote(code, safe='')}/conversions"
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+    async with session.post(url, headers=headers) as response:
+        body = await response.json(content_type=None)
+        if response.status != 201:
+            message = body.get("message") if isinstance(body, dict) else None
+            raise ConfigError(
+                f"GitHub refused the App's code ({response.status}: {message or 'no message'}):"
+                " it is good once, for an hour. Start again from the setup page."
+            )
+    missing = [k for k in ("id", "slug", "pem", "webhook_secret") if not body.get(k)]
+    if missing:
+        raise ConfigError(f"GitHub's answer lacks {', '.join(missing)}: start again")
+    return dict(body)

@@ -113,6 +113,9 @@ class ForgeBase:
         # Set by stop(): a delayed answer ends then, so shutting down never waits it out.
         self.stopping = asyncio.Event()
         self.arrivals: list[str] = []  # "METHOD path", recorded before any delay
+        # Apps created from a manifest (world.submit_manifest): code -> (manifest, when)
+        self.manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
+        self.created_from_manifest: list[dict[str, Any]] = []
         self.rate_remaining = 5000
         # Tests of idempotency: each delivery is posted again under a new
         # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).

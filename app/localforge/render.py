@@ -173,6 +173,25 @@ class Renderer:
             "description": None,
         }
 
+    def public_user(self, u: User, *, created_at: float) -> Json:
+        """public-user (``GET /users/{username}``): a bot's too, as GitHub answers for
+        ``slug[bot]`` (its id is what a commit author's noreply address uses)."""
+        return self.user(u) | {
+            "name": None,
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "public_repos": 0,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": iso(created_at),
+            "updated_at": iso(created_at),
+        }
+
     def app(self) -> Json:
         """integration (``GET /app``): this App."""
         return self._integration(self.app_slug, self.app_id, APP_PERMISSIONS, APP_EVENTS)
@@ -236,6 +255,20 @@ class Renderer:
             "suspended_by": None,
             "suspended_at": None,
         }
+
+    def listed_installation(self, installation_id: int, account: User, repos: list[Repo]) -> Json:
+        """installation as ``GET /app/installations`` lists it. GitHub's description of
+        this answer (only) types ``account`` as simple-user AND enterprise
+        (github/rest-api-description#1397): the enterprise keys it requires are added,
+        with the account's own values, so the answer keeps the published contract."""
+        found = self.installation(installation_id, account, repos)
+        found["account"] |= {
+            "name": account.login,
+            "slug": account.login,
+            "created_at": found["created_at"],
+            "updated_at": None,
+        }
+        return found
 
     def access_token(self, token: str, expires_at: float, repos: list[Repo]) -> Json:
         """installation-token."""

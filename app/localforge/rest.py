@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Auth:
-    kind: str  # "installation" | "app"
+    kind: str  # "installation" | "app" | "anonymous" (ANONYMOUS operations only)
     installation_id: int | None = None
 
 
@@ -157,6 +157,40 @@ def _require_app(call: Call) -> None:
 async def get_app(call: Call) -> Answer:
     _require_app(call)
     return Answer(200, call.forge.render.app())
+
+
+@op("apps/list-installations")
+async def list_installations(call: Call) -> Answer:
+    _require_app(call)
+    by_installation: dict[int, list[Repo]] = {}
+    for repo in call.forge.repos.values():
+        by_installation.setdefault(repo.installation_id, []).append(repo)
+    found = [
+        call.forge.render.listed_installation(iid, repos[0].owner, repos)
+        for iid, repos in sorted(by_installation.items())
+    ]
+    return Answer(200, found)
+
+
+@op("apps/create-from-manifest")
+async def create_from_manifest(call: Call) -> Answer:
+    """The code GitHub's redirect carried, exchanged (once, within an hour) for the new
+    App's id, key and webhook secret. No authentication: the code is the credential."""
+    created = call.forge.convert_manifest(call.params["code"])
+    if created is None:
+        raise ApiError(404, "Not Found")
+    return Answer(201, call.forge.render.app() | created)
+
+
+@op("users/get-by-username")
+async def get_user(call: Call) -> Answer:
+    login = call.params["username"]
+    user = call.forge.users.get(login)
+    if user is None and login == f"{call.forge.app_slug}[bot]":
+        user = call.forge.bot  # an App's bot user exists from the App's creation
+    if user is None:
+        raise ApiError(404, "Not Found")
+    return Answer(200, call.forge.render.public_user(user, created_at=call.forge.born))
 
 
 @op("apps/create-installation-access-token")

@@ -48,7 +48,8 @@ def page(
     ``/{owner}/{repo}/pull/{n}``. Any other shape is not a view path either, so the
     server can answer it as the API would.
     """
-    if path == "/app" or path.startswith(("/repos/", "/app/", "/apps/")) or ".git/" in path:
+    api = ("/repos/", "/app/", "/apps/", "/users/", "/app-manifests/")
+    if path == "/app" or path.startswith(api) or ".git/" in path:
         return None
     if path == "/":
         return 200, _index(repos, title)

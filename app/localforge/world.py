@@ -293,6 +293,42 @@ class World(GitHubRules):
         )
         return token
 
+    # -- creating the App from a manifest ------------------------------------------
+    @property
+    def born(self) -> float:
+        """When the App (and its bot user) was created."""
+        return self._born
+
+    def submit_manifest(self, manifest: Mapping[str, Any]) -> str:
+        """What a person does on github.com with Patchwarden's setup form: posts the
+        manifest and confirms. GitHub then redirects to the manifest's ``redirect_url``
+        with ``?code=...&state=...``; this returns the code."""
+        code = uuid.uuid4().hex[:20]
+        self.manifest_codes[code] = (dict(manifest), time.time())
+        return code
+
+    def convert_manifest(self, code: str) -> dict[str, Any] | None:
+        """The code exchanged (once, within an hour): the forge's App becomes the one
+        the manifest describes, with a new key and webhook secret, as on GitHub."""
+        from app.localforge.keys import generate_app_key
+
+        found = self.manifest_codes.pop(code, None)
+        if found is None or time.time() - found[1] > 3600:
+            return None
+        manifest, _ = found
+        private, public = generate_app_key()
+        self._public_key = public
+        self.webhook_secret = uuid.uuid4().hex
+        hook = manifest.get("hook_attributes") or {}
+        self.created_from_manifest.append(manifest)
+        return {
+            "client_id": "Iv1." + uuid.uuid4().hex[:16],
+            "client_secret": uuid.uuid4().hex + uuid.uuid4().hex[:8],
+            "webhook_secret": self.webhook_secret,
+            "pem": private,
+            "hook_url": hook.get("url"),
+        }
+
     # -- misbehaviour on purpose ------------------------------------------------
     def fail(
         self,

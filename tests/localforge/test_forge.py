@@ -838,6 +838,14 @@ async def test_every_operation_is_answered_on_contract(
     assert (await github_app.as_app().getitem("/app"))["id"] == APP_ID
     found = await github_app.as_app().getitem("/repos/{owner}/{repo}/installation", R)
     assert found["id"] == INSTALLATION
+    installations = await github_app.as_app().getitem("/app/installations")
+    assert [i["id"] for i in installations] == [INSTALLATION]
+    bot = await gh.getitem("/users/{u}", {"u": f"{forge.app_slug}[bot]"})
+    assert (bot["login"], bot["type"]) == (f"{forge.app_slug}[bot]", "Bot")
+    code = forge.submit_manifest({"name": "Patchwarden", "url": "https://pw.example.org"})
+    created = await gh.post("/app-manifests/{code}/conversions", {"code": code}, data={})
+    assert created["id"] == APP_ID
+    assert created["pem"].startswith("-----BEGIN")
     await forge.settle()
 
     seen = {r.operation for r in forge.requests if r.status < 300}

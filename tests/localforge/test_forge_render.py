@@ -217,6 +217,17 @@ REST: list[tuple[str, int, Render]] = [
         lambda w: w.r.access_token("ghs_forge", AT + 3600, [w.repo]),
     ),
     ("apps/get-repo-installation", 200, lambda w: w.r.installation(7, w.org, [w.repo])),
+    ("apps/list-installations", 200, lambda w: [w.r.listed_installation(7, w.org, [w.repo])]),
+    (
+        "apps/create-from-manifest",
+        201,
+        lambda w: (
+            w.r.app()
+            | {"client_id": "Iv1.x", "client_secret": "s", "webhook_secret": "w", "pem": "k"}
+        ),
+    ),
+    ("users/get-by-username", 200, lambda w: w.r.public_user(w.bot, created_at=AT)),
+    ("users/get-by-username", 200, lambda w: w.r.public_user(w.alice, created_at=AT)),
     ("repos/get", 200, lambda w: w.r.repository(w.repo)),
     ("repos/get-content", 200, lambda w: w.r.content(w.repo, w.file, "main")),
     ("repos/get-content", 200, lambda w: w.r.content(w.repo, w.tree, "main")),
