@@ -5,6 +5,9 @@ kept apart from the verbs themselves so that building the parser imports nothing
 from __future__ import annotations
 
 import argparse
+import re
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from app.fixers import FIXERS
@@ -68,3 +71,24 @@ def score_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="also append the markdown verdict to this file (GitHub's $GITHUB_STEP_SUMMARY)",
     )
+
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(value: str, *, now: float | None = None) -> float:
+    """``30m``, ``2h``, ``7d`` ago, or an ISO 8601 time (UTC unless it says otherwise)."""
+    now = time.time() if now is None else now
+    match = _RELATIVE.match(value.strip())
+    if match:
+        return now - int(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since takes 30m, 2h, 7d or an ISO time like 2026-11-22T10:00, not {value!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()

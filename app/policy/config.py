@@ -244,7 +244,7 @@ def load_policy(
             if key in OTHER_KEYS:
                 del repo[key]
             elif key not in Policy.model_fields:
-                raise PolicyError(repo_source, repo_lines.get((key,)), _unknown(key))
+                raise PolicyError(repo_source, repo_lines.get((key,)), unknown_key(key))
     merged = _merge(default, repo, repo_source, repo_lines)
     try:
         return Policy.model_validate(merged)
@@ -270,11 +270,6 @@ def every_error(exc: ValidationError, *files: tuple[str, Lines]) -> list[PolicyE
     return found
 
 
-def unknown_key(key: str) -> str:
-    """What to say about a top-level key that is no setting (the closest one, or all)."""
-    return _unknown(key)
-
-
 def merge_repo(
     default_text: str, repo: dict[str, Any], repo_lines: Lines, repo_source: str = REPO_SOURCE
 ) -> dict[str, Any]:
@@ -283,7 +278,8 @@ def merge_repo(
     return _merge(default, repo, repo_source, repo_lines)
 
 
-def _unknown(key: str) -> str:
+def unknown_key(key: str) -> str:
+    """What to say about a top-level key that is no setting (the closest one, or all)."""
     known = [*Policy.model_fields, *OTHER_KEYS]
     close = difflib.get_close_matches(str(key), known, n=1)
     hint = f"; did you mean `{close[0]}`?" if close else f"; the keys are {', '.join(known)}"

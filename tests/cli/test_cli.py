@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from app.cli.main import parse_since
+from app.cli.arguments import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
 from app.localforge.keys import generate_app_key
@@ -658,7 +658,7 @@ async def test_audit_failed_keeps_to_limit_names_the_thread_and_ignores_case(
     """`audit --failed` reads each job as its kind (the issue or pull request where the
     person waits), matches the repository as GitHub does (case-insensitive), and shows
     the latest ``--limit``."""
-    from app.cli.main import _audit_failed
+    from app.cli.audit import _audit_failed
     from app.config import load_settings
 
     url = f"sqlite:///{tmp_path / 'pw.db'}"

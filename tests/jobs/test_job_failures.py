@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from app.cli.main import _audit_failed
+from app.cli.audit import _audit_failed
 from app.jobs.report import job_comment, report_for
 from app.publish.github import Publisher
 from app.store import Job, JobState, NewJob
