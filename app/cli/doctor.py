@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from app import __version__
 from app.config import Settings
@@ -257,17 +258,7 @@ def collect(settings: Settings) -> list[Check]:
     if missing:
         checks.append(Check("GitHub App identity", "fail", "missing " + ", ".join(missing)))
     else:
-        try:
-            settings.app_private_key()
-            checks.append(
-                Check(
-                    "GitHub App identity",
-                    "ok",
-                    f"App {settings.app_id} at {settings.github_api_url}",
-                )
-            )
-        except PatchwardenError as exc:
-            checks.append(Check("GitHub App identity", "fail", str(exc)))
+        checks.extend(_identity_checks(settings))
     checks.append(
         Check(
             "alerts endpoint",
@@ -276,6 +267,79 @@ def collect(settings: Settings) -> list[Check]:
         )
     )
     return checks
+
+
+def _identity_checks(settings: Settings) -> list[Check]:
+    """The key parses, GitHub knows the App by it (``GET /app``), and where it is
+    installed (``GET /app/installations``): each wrong step says what to change."""
+    from app.github.auth import load_private_key
+
+    try:
+        pem = settings.app_private_key()
+        assert pem is not None
+        load_private_key(pem)
+    except PatchwardenError as exc:
+        return [Check("GitHub App identity", "fail", str(exc))]
+    try:
+        app, installations = asyncio.run(_ask_github(settings, pem))
+    except Exception as exc:  # each failure is a line of the report, not a traceback
+        return [Check("GitHub App identity", "fail", _github_failure(settings, exc))]
+    identity = Check(
+        "GitHub App identity",
+        "ok",
+        f"App {app.get('slug')} (id {app.get('id')}) at {settings.github_api_url}, key accepted",
+    )
+    if not installations:
+        html = app.get("html_url") or "the App's page on GitHub"
+        return [
+            identity,
+            Check(
+                "installations",
+                "warn",
+                f"installed nowhere yet: install it on repositories at {html}/installations/new",
+            ),
+        ]
+    where = ", ".join(
+        f"{(i.get('account') or {}).get('login', '?')} (id {i.get('id')})" for i in installations
+    )
+    return [identity, Check("installations", "ok", f"{len(installations)}: {where}")]
+
+
+async def _ask_github(settings: Settings, pem: str) -> tuple[dict[str, Any], list[Any]]:
+    import aiohttp
+
+    from app.github import GitHubApp, RetryPolicy
+
+    timeout = aiohttp.ClientTimeout(total=20)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        assert settings.app_id is not None
+        github = GitHubApp(
+            app_id=settings.app_id,
+            private_key=pem,
+            api_url=settings.github_api_url,
+            session=session,
+            policy=RetryPolicy(max_retries=0),
+        )
+        client = github.as_app()
+        app = await client.getitem("/app")
+        installations = [i async for i in client.getiter("/app/installations")]
+    return dict(app), installations
+
+
+def _github_failure(settings: Settings, exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    where = settings.github_api_url
+    if status == 401:
+        return (
+            f"{where} refused the App's key (401): PATCHWARDEN_APP_ID {settings.app_id} and "
+            "the key must be the same App's; generate a new key on the App's settings page"
+        )
+    if status == 404:
+        return f"{where} knows no App {settings.app_id} (404): check PATCHWARDEN_APP_ID"
+    if status is not None:
+        return f"{where} answered {status} for GET /app: {exc}"
+    reason = str(exc) or type(exc).__name__
+    return f"cannot reach {where} ({reason}): check PATCHWARDEN_GITHUB_API_URL and the network"
 
 
 def run_doctor(settings: Settings, *, as_json: bool = False) -> int:

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from app.cli.arguments import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
+from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.logs import RedactSecrets
 from app.store import Delivery, NewJob, store_for_url
@@ -432,14 +433,49 @@ def test_doctor_fails_without_webhook_secret(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_doctor_with_configuration(tmp_path: Path, key_pem: str) -> None:
-    env = configured_env(tmp_path, key_pem)
-    asyncio.run(_create_store(env["PATCHWARDEN_DATABASE_URL"]))  # as `serve` would have
-    _, checks = doctor(tmp_path, env)
+async def test_doctor_with_configuration(
+    tmp_path: Path, forge: LocalForge, app_keys: tuple[str, str]
+) -> None:
+    """doctor asks GitHub (the forge): the App by its key, and where it is installed."""
+    env = configured_env(tmp_path, app_keys[0]) | {"PATCHWARDEN_GITHUB_API_URL": forge.url}
+    await _create_store(env["PATCHWARDEN_DATABASE_URL"])  # as `serve` would have
+    _, checks = await asyncio.to_thread(doctor, tmp_path, env)
     assert checks["webhook signatures"]["status"] == "ok"
     assert checks["database"]["status"] == "ok"
-    assert checks["GitHub App identity"]["status"] == "ok"
+    identity = checks["GitHub App identity"]
+    assert identity["status"] == "ok"
+    assert f"App patchwarden (id {forge.app_id})" in identity["detail"]
+    assert checks["installations"] == {
+        "name": "installations",
+        "status": "ok",
+        "detail": "1: octo-org (id 7)",
+    }
     assert WEBHOOK_SECRET not in json.dumps(checks)
+
+    forge.repos.clear()  # uninstalled everywhere
+    _, checks = await asyncio.to_thread(doctor, tmp_path, env)
+    assert checks["installations"]["status"] == "warn"
+    assert "/installations/new" in checks["installations"]["detail"]
+
+
+@pytest.mark.slow
+async def test_doctor_says_what_is_wrong_with_the_app_identity(
+    tmp_path: Path, forge: LocalForge, key_pem: str
+) -> None:
+    other_app = configured_env(tmp_path, key_pem) | {"PATCHWARDEN_GITHUB_API_URL": forge.url}
+    _, checks = await asyncio.to_thread(doctor, tmp_path, other_app)
+    assert checks["GitHub App identity"]["status"] == "fail"
+    assert "refused the App's key (401)" in checks["GitHub App identity"]["detail"]
+
+    (tmp_path / "app.pem").write_text("not a key\n")
+    _, checks = await asyncio.to_thread(doctor, tmp_path, other_app)
+    assert "not a readable PEM private key" in checks["GitHub App identity"]["detail"]
+
+    nowhere = configured_env(tmp_path, key_pem) | {
+        "PATCHWARDEN_GITHUB_API_URL": "http://127.0.0.1:9"
+    }
+    _, checks = await asyncio.to_thread(doctor, tmp_path, nowhere)
+    assert "cannot reach http://127.0.0.1:9" in checks["GitHub App identity"]["detail"]
 
 
 @pytest.mark.slow
