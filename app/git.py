@@ -26,8 +26,26 @@ from app.errors import PatchwardenError
 from app.redact import redact
 
 GIT_TIMEOUT = 600.0
-BOT_NAME = "patchwarden[bot]"
-BOT_EMAIL = "patchwarden[bot]@users.noreply.github.com"
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who Patchwarden's commits are by."""
+
+    name: str
+    email: str
+
+
+def bot_author(slug: str, user_id: int | None) -> Author:
+    """The App's bot user as a commit author: ``<id>+<slug>[bot]@users.noreply.github.com``
+    is the address GitHub links to the App (its avatar and name on the commit). Without
+    the id (no GitHub to ask: ``patchwarden run``), the address without it."""
+    login = f"{slug}[bot]"
+    prefix = f"{user_id}+" if user_id else ""
+    return Author(login, f"{prefix}{login}@users.noreply.github.com")
+
+
+LOCAL_AUTHOR = bot_author("patchwarden", None)
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
 # Options that keep host-side git from executing anything the repository provides.
 HARDENING = (

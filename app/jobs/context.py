@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -14,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from app.config import Settings
 from app.errors import PermanentJobError
-from app.git import Remote
+from app.git import Author, Remote, bot_author
 from app.github import GitHubApp
 from app.jobs.kinds import JobKind
 from app.jobs.report import Report
@@ -26,6 +27,7 @@ from app.sessions.session import SessionRunner
 from app.store import Job, Outcome, Store
 from app.store.outcomes import reverted
 
+log = logging.getLogger(__name__)
 K = TypeVar("K", bound=JobKind)
 
 
@@ -37,6 +39,7 @@ class JobContext:
     runner: SessionRunner
     wake: Callable[[str], None] | None = None  # wakes idle workers of a queue
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)  # merges, per repository
+    author: Author | None = None  # the bot user as a commit author, once asked
 
     @property
     def bot(self) -> str:
@@ -120,6 +123,20 @@ class Running(Generic[K]):
         repository = await self.pub.repository()
         token = await self.ctx.github.auth.installation_token(int(self.job.installation_id or 0))
         return Remote(self.repo, str(repository["clone_url"]), token), repository
+
+    async def author(self) -> Author:
+        """Who the session's commits are by: the App's bot user, by its id, so GitHub
+        links the commits to the App (asked once per process)."""
+        if self.ctx.author is None:
+            user_id = await self.pub.bot_user_id()
+            if user_id is None:
+                log.warning(
+                    "GitHub has no user %s[bot]: commits use an address it does not link to "
+                    "the App; set PATCHWARDEN_BOT_NAME to the App's slug",
+                    self.ctx.bot,
+                )
+            self.ctx.author = bot_author(self.ctx.bot, user_id)
+        return self.ctx.author
 
     async def outcome(self, *, kind: str, trigger: str, issue_number: int | None = None) -> Outcome:
         """The job's outcome row: the one an earlier run of it wrote, or a new one."""

@@ -81,6 +81,7 @@ async def session_to_pull(
         installation_id=run.job.installation_id,
         budget=budget_from(ctx.settings),
         branch=options.branch,
+        author=await run.author(),
     )
     # A retried job (a worker restarted mid-job) whose pull request is already
     # merged or closed is done: running it again must not open a second one.

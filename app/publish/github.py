@@ -56,6 +56,17 @@ class Publisher:
         self.bot_login = bot_login
 
     # -- the repository ----------------------------------------------------------
+    async def bot_user_id(self) -> int | None:
+        """The App's bot user's id (``GET /users/{slug}[bot]``), or None if GitHub has no
+        such user (a wrong PATCHWARDEN_BOT_NAME)."""
+        try:
+            user = await self.gh.getitem("/users/{login}", {"login": self.bot_login})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        return int(user["id"])
+
     async def repository(self) -> dict[str, Any]:
         answer: dict[str, Any] = await self.gh.getitem("/repos/{owner}/{repo}", self.vars)
         return answer

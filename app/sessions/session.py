@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.errors import PatchwardenError
-from app.git import Remote
+from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.redact import redact
@@ -111,6 +111,7 @@ class SessionSpec:
     branch: str | None = None  # default: patchwarden/<job>-<slug>; an update keeps its PR's
     # `setup:`/`test:` for this session over the base branch's config (patchwarden run)
     commands: Mapping[str, Any] = field(default_factory=dict)
+    author: Author = LOCAL_AUTHOR  # the App's bot user, when a job knows it
 
 
 def _quiet(message: str) -> None:
@@ -380,7 +381,7 @@ class SessionRunner:
 
         title = (spec.task.title.strip().splitlines() or ["patch"])[0][:72]
         message = fix.commit_message or f"{title}\n\nPatchwarden session, fixer {fix.fixer}."
-        head = await ws.commit_all(message)
+        head = await ws.commit_all(message, spec.author)
         if head is None:
             progress("commit: the fixer changed nothing")
             state.status = "no-change"

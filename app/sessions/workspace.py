@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.git import BOT_EMAIL, BOT_NAME, GitError, run_git
+from app.git import LOCAL_AUTHOR, Author, GitError, run_git
 from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.secrets import scan_added
 from app.redact import redact
@@ -96,8 +96,9 @@ class Workspace:
         if with_base_copy:
             await self.checkout_copy(self.base_sha, self.base_tree)
 
-    async def commit_all(self, message: str) -> str | None:
-        """Stage every change in ``tree/`` and commit it on the branch; None if no change."""
+    async def commit_all(self, message: str, author: Author = LOCAL_AUTHOR) -> str | None:
+        """Stage every change in ``tree/`` and commit it on the branch, by ``author``
+        (the committer too); None if no change."""
         await self.git("add", "--all", "--", ".")
         done = await run_git(
             [
@@ -117,9 +118,9 @@ class Workspace:
             return None
         await self.git(
             "-c",
-            f"user.name={BOT_NAME}",
+            f"user.name={author.name}",
             "-c",
-            f"user.email={BOT_EMAIL}",
+            f"user.email={author.email}",
             "commit",
             "--quiet",
             "--no-verify",

@@ -118,6 +118,14 @@ async def test_fix_this_to_automerge_closes_the_issue(
     assert len(ours) == 1  # one run, moved from queued to completed
     assert ours[-1].status == "completed"
     assert ours[-1].conclusion == "success"
+    # The commit is the App's: GitHub links <bot user id>+<slug>[bot]@users.noreply... to it.
+    commit = forge.repos[REPO].git.commit(pull.head_sha)
+    bot = forge.bot
+    assert (commit.author.name, commit.author.email) == (
+        "patchwarden[bot]",
+        f"{bot.id}+patchwarden[bot]@users.noreply.github.com",
+    )
+    assert commit.committer == commit.author
     assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
     said = bot_comments(forge, number)
     assert len(said) == 1, said  # one comment, edited in place
