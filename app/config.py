@@ -127,6 +127,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # json: one object per line, with the job, delivery, repository and installation ids
+    log_format: Literal["text", "json"] = "text"
 
     # GitHub API etiquette
     rate_limit_base_seconds: float = Field(default=60.0, ge=0)

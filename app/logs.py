@@ -1,9 +1,60 @@
-"""Logging setup, with a filter that masks secret values if they ever reach a log line."""
+"""Logging setup: a filter that masks secret values if they ever reach a log line, the
+ids of the job or delivery being handled on every line (:func:`bound`), and
+``PATCHWARDEN_LOG_FORMAT=json``: one JSON object per line for log pipelines."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+# What the current task is handling: job_id, kind, repo, installation_id, delivery_id.
+# Tasks a job starts inherit it (asyncio copies the context into each new task).
+_BOUND: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "pw_log", default=MappingProxyType({})
+)
+FIELDS = ("job_id", "kind", "repo", "installation_id", "delivery_id")
+
+
+@contextlib.contextmanager
+def bound(**fields: Any) -> Iterator[None]:
+    """Every log line inside carries these ids (``None`` values are left out)."""
+    token = _BOUND.set({**_BOUND.get(), **{k: v for k, v in fields.items() if v is not None}})
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+class AddContext(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.pw = _BOUND.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the bound ids, and the
+    traceback (already masked) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        out.update(getattr(record, "pw", {}))
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            out["exception"] = record.exc_text
+        return json.dumps(out, default=str)
 
 
 class RedactSecrets(logging.Filter):
@@ -35,10 +86,14 @@ class RedactSecrets(logging.Filter):
         return text
 
 
-def configure(level: str = "INFO", *, secrets: Iterable[str] = ()) -> None:
+def configure(level: str = "INFO", *, secrets: Iterable[str] = (), fmt: str = "text") -> None:
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(RedactSecrets(secrets))
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactSecrets(secrets))  # masks first: the JSON holds the masked text
+    handler.addFilter(AddContext())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -19,13 +19,14 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from app import webhooks
+from app import logs, webhooks
 from app.alerts import parse_alerts, shown
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
 from app.github import signing
 from app.jobs.kinds import AlertJob, DeliveryJob
 from app.jobs.runtime import Runtime, close_runtime, open_runtime
+from app.metrics import CONTENT_TYPE
 from app.store import Delivery
 from app.webhooks import payloads
 
@@ -104,13 +105,22 @@ async def _read(request: web.Request) -> bytes | web.Response:
 
 
 async def github_webhook(request: web.Request) -> web.Response:
+    delivery_id = request.headers.get("X-GitHub-Delivery", "")
+    with logs.bound(delivery_id=delivery_id if _DELIVERY_ID.match(delivery_id) else None):
+        response, outcome = await _github_webhook(request, delivery_id)
+    request.app[RUNTIME].metrics.webhooks.labels(outcome=outcome).inc()
+    return response
+
+
+async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.Response, str]:
+    """The answer, and its outcome for the metrics."""
     runtime = request.app[RUNTIME]
     settings = request.app[SETTINGS]
     if request.app[VERIFY] and not request.headers.get("X-Hub-Signature-256"):
-        return _error(401, "the X-Hub-Signature-256 header is missing")  # before any read
+        return _error(401, "the X-Hub-Signature-256 header is missing"), "unsigned"
     body = await _read(request)
     if isinstance(body, web.Response):
-        return body
+        return body, "unreadable"
     if request.app[VERIFY]:
         secret = settings.webhook_secret
         assert secret is not None
@@ -122,22 +132,25 @@ async def github_webhook(request: web.Request) -> web.Response:
             )
         except SignatureError as exc:
             log.warning("rejected a webhook from %s: %s", request.remote, exc)
-            return _error(401, str(exc))
+            return _error(401, str(exc)), "bad_signature"
     event = request.headers.get("X-GitHub-Event", "")
-    delivery_id = request.headers.get("X-GitHub-Delivery", "")
     if not _EVENT.match(event) or not _DELIVERY_ID.match(delivery_id):
         return _error(
             400, "X-GitHub-Event and X-GitHub-Delivery headers are required, as GitHub sends them"
-        )
+        ), "bad_request"
     try:
         payload = _decode(body, request.content_type)
     except RecursionError:
-        return await _invalid(runtime, event, delivery_id, body, "the payload nests too deep")
+        return await _invalid(runtime, event, delivery_id, body, "the payload nests too deep"), (
+            "invalid"
+        )
     except (ValueError, KeyError, UnicodeDecodeError) as exc:
-        return _error(400, f"body is not a JSON webhook payload: {type(exc).__name__}")
+        return _error(400, f"body is not a JSON webhook payload: {type(exc).__name__}"), (
+            "bad_request"
+        )
     checked = webhooks.check(event, payload)
     if isinstance(checked, payloads.Invalid):
-        return await _invalid(runtime, event, delivery_id, body, checked.reason)
+        return await _invalid(runtime, event, delivery_id, body, checked.reason), "invalid"
     delivery = Delivery(
         id=delivery_id,
         source="github",
@@ -155,7 +168,8 @@ async def github_webhook(request: web.Request) -> web.Response:
     new = await runtime.store.record_delivery(delivery, jobs=[job])
     if new:
         runtime.pool.wake(DeliveryJob.queue)
-    return web.json_response({"delivery": delivery_id, "duplicate": not new}, status=202)
+    answer = web.json_response({"delivery": delivery_id, "duplicate": not new}, status=202)
+    return answer, "accepted" if new else "duplicate"
 
 
 async def _invalid(
@@ -310,6 +324,13 @@ async def healthz(request: web.Request) -> web.Response:
     )
 
 
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus's text format (app/metrics.py): counts only, no repository names."""
+    runtime = request.app[RUNTIME]
+    text = await runtime.metrics.render(runtime.store)
+    return web.Response(body=text, headers={"Content-Type": CONTENT_TYPE})
+
+
 async def setup_done(request: web.Request) -> web.Response:
     """``/setup`` on a running server: the App is configured (serve needs it), so the
     manifest flow (``patchwarden setup``) has nothing to do here."""
@@ -344,6 +365,7 @@ def create_app(
     app.router.add_post("/webhooks/github", github_webhook)
     app.router.add_post("/alerts", alerts_webhook)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
     app.router.add_get("/setup", setup_done)
     app.router.add_get("/setup/callback", setup_done)
     return app

@@ -31,9 +31,10 @@ LAYERS: dict[str, int] = {
     "store": 1,
     "github": 1,
     "policy": 1,
-    # a coding session; the worker pool
+    # a coding session; the worker pool; the metrics (counts the store reads)
     "sessions": 2,
     "queue": 2,
+    "metrics": 2,
     # what edits a tree; what writes to GitHub; the job kinds and lifecycle rules (the
     # contract between the intake and the jobs)
     "fixers": 3,

@@ -56,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = load_settings(**overrides)
-    logs.configure(settings.log_level, secrets=settings.secret_values())
+    logs.configure(settings.log_level, secrets=settings.secret_values(), fmt=settings.log_format)
     verify = not args.insecure_no_signature
     app = create_app(settings, verify_signatures=verify, start_workers=not args.no_workers)
     if not verify:
@@ -134,7 +134,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from app.config import load_settings
 
     settings = load_settings()
-    logs.configure(settings.log_level, secrets=settings.secret_values())
+    logs.configure(settings.log_level, secrets=settings.secret_values(), fmt=settings.log_format)
     asyncio.run(_run_worker(settings))
     return 0
 
@@ -181,7 +181,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from app.config import load_settings
 
     settings = load_settings()
-    logs.configure(settings.log_level, secrets=settings.secret_values())
+    logs.configure(settings.log_level, secrets=settings.secret_values(), fmt=settings.log_format)
     return run_setup(args, settings)
 
 

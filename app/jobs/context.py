@@ -20,6 +20,7 @@ from app.github import GitHubApp
 from app.jobs.kinds import JobKind
 from app.jobs.report import Report
 from app.jobs.rules import pause_reason
+from app.metrics import Metrics
 from app.policy.score import HISTORY_DAYS, History
 from app.publish.github import Publisher
 from app.sessions.result import SessionResult
@@ -40,6 +41,7 @@ class JobContext:
     wake: Callable[[str], None] | None = None  # wakes idle workers of a queue
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)  # merges, per repository
     author: Author | None = None  # the bot user as a commit author, once asked
+    metrics: Metrics = field(default_factory=Metrics)
 
     @property
     def bot(self) -> str:

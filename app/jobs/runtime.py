@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from app.jobs.kinds import (
     RevertJob,
     UpdateJob,
 )
+from app.metrics import Metrics
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
 from app.queue.worker import JobHandler
 from app.sessions.factory import runner_from
@@ -56,6 +57,7 @@ class Runtime:
     session: aiohttp.ClientSession
     github: GitHubApp
     pool: WorkerPool
+    metrics: Metrics = field(default_factory=Metrics)
 
     async def handle_delivery(self, job: Job) -> dict[str, Any]:
         delivery_id = DeliveryJob.of(job).delivery_id
@@ -80,6 +82,7 @@ class Runtime:
             github=self.github,
             runner=runner_from(self.settings),
             wake=self.pool.wake,
+            metrics=self.metrics,
         )
         jobs: dict[str, tuple[str, JobHandler]] = {
             kind.kind: (kind.queue, partial(job, ctx)) for kind, job in JOBS

@@ -100,6 +100,11 @@ async def session_to_pull(
         await asyncio.gather(ticking, return_exceptions=True)
         await fixer.aclose()
     ctx.save_result(result)
+    for step in result.steps:
+        ctx.metrics.phases.labels(phase=step.phase).observe(step.duration_seconds)
+    remaining = getattr(getattr(run.pub.gh, "rate_limit", None), "remaining", None)
+    if remaining is not None:
+        ctx.metrics.rate_limit.labels(installation=str(run.job.installation_id)).set(remaining)
     usage = result.fix.usage if result.fix is not None else None
     outcome = replace(
         outcome,

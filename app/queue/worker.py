@@ -27,6 +27,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app import logs
 from app.errors import PermanentJobError
 from app.store import Job, Store
 from app.store.models import backoff
@@ -49,6 +50,23 @@ def worker_id() -> str:
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text[:2000]
+
+
+# The keys of a job's result that say what it decided, in the order a person reads them.
+_DECISION_KEYS = ("status", "decision", "score", "risk", "pr", "merged", "reason", "kind")
+
+
+def decided(result: dict[str, Any]) -> str:
+    """One line of what a job decided, from its result (``status=published decision=review
+    score=34 pr=12``); the other keys, if nothing of those."""
+    keys = [k for k in _DECISION_KEYS if k in result] or sorted(result)[:6]
+    if not keys:
+        return "nothing to report"
+    parts = []
+    for key in keys:
+        value = str(result[key]).replace("\n", " ")
+        parts.append(f"{key}={value[:120]}")
+    return " ".join(parts)
 
 
 class WorkerPool:
@@ -186,6 +204,16 @@ class WorkerPool:
                 return
 
     async def _run_job(self, job: Job) -> None:
+        with logs.bound(
+            job_id=job.id,
+            kind=job.kind,
+            repo=job.repo,
+            installation_id=job.installation_id,
+            delivery_id=job.delivery_id,
+        ):
+            await self._run_bound(job)
+
+    async def _run_bound(self, job: Job) -> None:
         _, handler = self.handlers[job.kind]
         log.info(
             "job %s (%s, %s) attempt %d/%d",
@@ -220,6 +248,10 @@ class WorkerPool:
                 await beat
         if not await self.store.complete(job.id, owner=self.owner, result=result or {}):
             log.warning("job %s finished but its lease had moved on; result discarded", job.id)
+            return
+        log.info(
+            "job %s (%s, %s) done: %s", job.id, job.kind, job.repo or "-", decided(result or {})
+        )
 
     async def _after_error(self, job: Job, exc: Exception) -> None:
         error = _error_text(exc)

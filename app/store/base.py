@@ -14,6 +14,7 @@ from app.store.models import (
     AuditQuery,
     Delivery,
     Job,
+    MetricsSnapshot,
     ModelSpend,
     NewJob,
     Outcome,
@@ -202,3 +203,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def pauses(self) -> list[Pause]:
         """Every paused repository, by name."""
+
+    # -- metrics ---------------------------------------------------------------
+    @abc.abstractmethod
+    async def metrics(self, *, now: float | None = None) -> MetricsSnapshot:
+        """The counts ``GET /metrics`` shows, read in one go."""

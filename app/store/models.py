@@ -108,6 +108,21 @@ class AuditQuery:
 
 
 @dataclass(frozen=True)
+class MetricsSnapshot:
+    """Counts read from the database at one moment, for ``GET /metrics``: the same for
+    every process that shares it, and the same numbers the audit and outcomes show."""
+
+    deliveries: dict[tuple[str, str], int]  # (source, event) -> stored deliveries
+    jobs: dict[tuple[str, str], int]  # (kind, state) -> jobs
+    queued: dict[str, int]  # queue -> jobs waiting to run (queued)
+    oldest_waiting: dict[str, float]  # queue -> seconds the longest-waiting due job waits
+    decisions: dict[str, int]  # decision -> outcomes scored so
+    merges: dict[str, int]  # how (auto, approved, person) -> merged pull requests
+    reverts: int  # Patchwarden's merges reverted (their revert merged)
+    model: ModelSpend  # every installation, every day
+
+
+@dataclass(frozen=True)
 class ModelSpend:
     """What one installation's jobs spent on models on one UTC day."""
 

@@ -97,6 +97,51 @@ def bot_comments(forge: LocalForge, number: int) -> list[str]:
     return [c.body for c in forge.comments(REPO, number) if c.user.login == "patchwarden[bot]"]
 
 
+async def scrape(pw: Harness) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics, parsed by prometheus-client's own parser: sample -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async with pw.session.get(f"{pw.url}/metrics") as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = await response.text()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def assert_metrics_match_the_store(pw: Harness) -> dict[Any, float]:
+    """What /metrics says is what the store (the audit, the outcomes) says."""
+    from collections import Counter
+
+    got = await scrape(pw)
+    deliveries = sum(v for (name, _), v in got.items() if name == "patchwarden_deliveries_total")
+    assert deliveries == await pw.store.count_deliveries()
+    jobs = Counter((j.kind, str(j.state)) for j in await pw.store.list_jobs())
+    shown = {
+        (dict(labels)["kind"], dict(labels)["state"]): v
+        for (name, labels), v in got.items()
+        if name == "patchwarden_jobs"
+    }
+    assert shown == {k: float(v) for k, v in jobs.items()}
+    outcomes = await pw.store.find_outcomes()
+    decisions = Counter(o.decision for o in outcomes if o.decision)
+    assert {
+        dict(labels)["decision"]: v
+        for (name, labels), v in got.items()
+        if name == "patchwarden_decisions_total"
+    } == {k: float(v) for k, v in decisions.items()}
+    merged = Counter(o.merged_how for o in outcomes if o.merged_at is not None)
+    assert {
+        dict(labels)["how"]: v
+        for (name, labels), v in got.items()
+        if name == "patchwarden_merges_total"
+    } == {k: float(v) for k, v in merged.items()}
+    return got
+
+
 async def test_fix_this_to_automerge_closes_the_issue(
     story: Callable[..., Awaitable[Harness]],
 ) -> None:
@@ -126,6 +171,17 @@ async def test_fix_this_to_automerge_closes_the_issue(
         f"{bot.id}+patchwarden[bot]@users.noreply.github.com",
     )
     assert commit.committer == commit.author
+
+    # /metrics after the story: the counts the store holds, and this process's own.
+    status, _ = await pw.post_webhook("ping", {"zen": "x"}, signature="sha256=" + "0" * 64)
+    assert status == 401
+    got = await assert_metrics_match_the_store(pw)
+    assert got[("patchwarden_merges_total", (("how", "auto"),))] == 1
+    assert got[("patchwarden_webhook_requests_total", (("outcome", "bad_signature"),))] == 1
+    assert got[("patchwarden_webhook_requests_total", (("outcome", "accepted"),))] >= 2
+    phases = {dict(k[1])["phase"] for k in got if k[0] == "patchwarden_session_phase_seconds_count"}
+    assert {"setup", "verify"} & phases
+    assert ("patchwarden_github_rate_limit_remaining", (("installation", "7"),)) in got
     assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
     said = bot_comments(forge, number)
     assert len(said) == 1, said  # one comment, edited in place
@@ -299,6 +355,8 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     newest = forge.pulls(REPO)[3]  # the new fix (smoke then reverts it too)
     body = forge.issue(REPO, newest.number).body or ""
     assert "1 change Patchwarden merged here in the last 30 days was reverted" in body
+    got = await assert_metrics_match_the_store(pw)
+    assert got[("patchwarden_reverts_total", ())] == 2  # the first fix and the newest
 
 
 async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(
