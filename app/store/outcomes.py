@@ -33,12 +33,21 @@ def reverted(outcomes: Sequence[Outcome]) -> list[Outcome]:
     ]
 
 
-def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    """One row per repository, sorted by repository name.
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
 
-    ``median_seconds_to_pr`` counts jobs with a PR and its opening time;
-    ``median_seconds_to_merge`` counts merged jobs; both are ``None`` with nothing
-    to count. Times are measured from the job's ``created_at``.
+
+def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """One row per repository, sorted by repository name: counts, and the KPIs as rates
+    over the outcomes given (``audit --outcomes --since 30d``, the dashboard's 30 days).
+
+    A *change* is a job that is not a revert: ``prs``, ``merged`` and the rates count
+    changes, so a revert pull request that merged is not a merged change (it is in
+    ``reverts_merged``). ``acceptance_rate``: merged changes per change PR opened (an
+    open one is not accepted yet); ``revert_rate``: merged changes later reverted (the
+    revert merged); ``median_seconds_to_recover``: from such a merge to its revert's.
+    Medians of times are measured from the job's ``created_at``; each rate or median is
+    ``None`` with nothing to count.
     """
     by_repo: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
@@ -46,28 +55,41 @@ def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     rows = []
     for repo in sorted(by_repo):
         jobs = by_repo[repo]
+        changes = [o for o in jobs if o.kind != "revert"]
         undone = reverted(jobs)
-        merged = [o for o in jobs if o.merged_at is not None]
+        merged = [o for o in changes if o.merged_at is not None]
+        prs = sum(o.pr_number is not None for o in changes)
+        reverts = {o.pr_number: o for o in jobs if o.kind == "revert" and o.merged_at}
+        cost = math.fsum(o.cost_usd for o in jobs)
         rows.append(
             {
                 "repo": repo,
                 "jobs": len(jobs),
-                "prs": sum(o.pr_number is not None for o in jobs),
+                "prs": prs,
                 "merged": len(merged),
                 "auto_merged": sum(o.merged_how == "auto" for o in merged),
                 "approved_merged": sum(o.merged_how == "approved" for o in merged),
                 "reverted": len(undone),
+                "reverts_merged": len(reverts),
                 "rejected": sum(o.status == "rejected" for o in jobs),
+                "acceptance_rate": _rate(len(merged), prs),
+                "revert_rate": _rate(len(undone), len(merged)),
                 "median_seconds_to_pr": _median(
                     o.pr_opened_at - o.created_at
-                    for o in jobs
+                    for o in changes
                     if o.pr_number is not None and o.pr_opened_at is not None
                 ),
                 "median_seconds_to_merge": _median(
                     o.merged_at - o.created_at for o in merged if o.merged_at is not None
                 ),
+                "median_seconds_to_recover": _median(
+                    (reverts[o.reverted_by_pr].merged_at or 0.0) - (o.merged_at or 0.0)
+                    for o in undone
+                    if o.reverted_by_pr in reverts
+                ),
                 "tokens": sum(o.tokens for o in jobs),
-                "cost_usd": round(math.fsum(o.cost_usd for o in jobs), 6),
+                "cost_usd": round(cost, 6),
+                "cost_per_merge": round(cost / len(merged), 6) if merged else None,
             }
         )
     return rows
@@ -95,10 +117,14 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("approved", "approved_merged"),
     ("reverted", "reverted"),
     ("rejected", "rejected"),
+    ("accepted", "acceptance_rate"),
+    ("reverted %", "revert_rate"),
     ("to PR", "median_seconds_to_pr"),
     ("to merge", "median_seconds_to_merge"),
+    ("to recover", "median_seconds_to_recover"),
     ("tokens", "tokens"),
     ("cost", "cost_usd"),
+    ("per merge", "cost_per_merge"),
 )
 
 
@@ -107,8 +133,10 @@ def _cell(key: str, value: Any) -> str:
         return "-"
     if key.startswith("median_seconds"):
         return format_duration(value)
-    if key == "cost_usd":
+    if key in ("cost_usd", "cost_per_merge"):
         return f"${value:.2f}"
+    if key.endswith("_rate"):
+        return f"{100 * value:.0f}%"
     if key == "tokens":
         return f"{value:,}"
     return str(value)

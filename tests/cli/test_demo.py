@@ -53,4 +53,8 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
         s for s, p in zip(STEPS, positions, strict=True) if p < 0
     ]
     assert positions == sorted(positions), "the story's steps came out of order"
-    assert "octo-org/widgets     3    2       2     2" in out  # outcomes: 2 PRs, 2 auto-merged
+    # outcomes: 3 jobs; 1 change PR, merged by itself, then reverted (the revert PR that
+    # merged is not a merged change): accepted 100%, reverted 100%
+    [row] = [line for line in out.splitlines() if line.strip().startswith("octo-org/widgets ")]
+    assert row.split()[1:9] == ["3", "1", "1", "1", "0", "1", "0", "100%"]
+    assert row.split()[9] == "100%"

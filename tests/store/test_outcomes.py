@@ -228,11 +228,16 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
                     "auto_merged": 0,
                     "approved_merged": 0,
                     "reverted": 0,
+                    "reverts_merged": 0,
                     "rejected": 1,
+                    "acceptance_rate": None,
+                    "revert_rate": None,
                     "median_seconds_to_pr": None,
                     "median_seconds_to_merge": None,
+                    "median_seconds_to_recover": None,
                     "tokens": 0,
                     "cost_usd": 0.0,
+                    "cost_per_merge": None,
                 }
             ],
             id="no PR, no merge: medians are None",
@@ -271,11 +276,16 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
                     "auto_merged": 0,
                     "approved_merged": 0,
                     "reverted": 0,
+                    "reverts_merged": 0,
                     "rejected": 1,
+                    "acceptance_rate": None,
+                    "revert_rate": None,
                     "median_seconds_to_pr": None,
                     "median_seconds_to_merge": None,
+                    "median_seconds_to_recover": None,
                     "tokens": 7,
                     "cost_usd": 0.0,
+                    "cost_per_merge": None,
                 },
                 {
                     "repo": REPO_A,
@@ -285,11 +295,16 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
                     "auto_merged": 1,
                     "approved_merged": 1,
                     "reverted": 0,  # job 2's revert (#5) is not known to have merged
+                    "reverts_merged": 0,
                     "rejected": 0,
+                    "acceptance_rate": 0.5,  # 2 merged of 4 PRs
+                    "revert_rate": 0.0,
                     "median_seconds_to_pr": 60.0,  # odd count: the middle one
                     "median_seconds_to_merge": 300.0,  # even count: the mean of the two
+                    "median_seconds_to_recover": None,
                     "tokens": 100,
                     "cost_usd": 0.3,  # not 0.30000000000000004
+                    "cost_per_merge": 0.15,
                 },
             ],
             id="counts and medians, sorted by repo",
@@ -305,14 +320,56 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
                     "auto_merged": 0,
                     "approved_merged": 0,
                     "reverted": 0,
+                    "reverts_merged": 0,
                     "rejected": 0,
+                    "acceptance_rate": None,
+                    "revert_rate": 0.0,
                     "median_seconds_to_pr": None,
                     "median_seconds_to_merge": 42.0,
+                    "median_seconds_to_recover": None,
                     "tokens": 0,
                     "cost_usd": 0.0,
+                    "cost_per_merge": 0.0,
                 }
             ],
             id="merged by hand, no PR of ours",
+        ),
+        pytest.param(
+            [
+                outcome(
+                    1,
+                    pr_number=3,
+                    pr_opened_at=T0 + 10,
+                    merged_at=T0 + 100,
+                    merged_how="auto",
+                    reverted_by_pr=9,
+                    cost_usd=0.4,
+                ),
+                outcome(2, kind="revert", pr_number=9, merged_at=T0 + 700, merged_how="auto"),
+                outcome(3, pr_number=4, pr_opened_at=T0 + 20),  # still open
+            ],
+            [
+                {
+                    "repo": REPO_A,
+                    "jobs": 3,
+                    "prs": 2,  # changes' PRs: the revert's is not a change
+                    "merged": 1,  # the revert that merged is no merged change
+                    "auto_merged": 1,
+                    "approved_merged": 0,
+                    "reverted": 1,
+                    "reverts_merged": 1,
+                    "rejected": 0,
+                    "acceptance_rate": 0.5,
+                    "revert_rate": 1.0,
+                    "median_seconds_to_pr": 13.0,
+                    "median_seconds_to_merge": 99.0,
+                    "median_seconds_to_recover": 600.0,  # from the merge to its revert's
+                    "tokens": 0,
+                    "cost_usd": 0.4,
+                    "cost_per_merge": 0.4,
+                }
+            ],
+            id="a revert is not a merged change; time to recover",
         ),
     ],
 )
@@ -349,13 +406,16 @@ def test_format_outcomes_is_an_aligned_table() -> None:
     lines = format_outcomes(rows).splitlines()
     assert lines[0].split() == [
         "repo", "jobs", "PRs", "merged", "auto", "approved", "reverted", "rejected",
-        "to", "PR", "to", "merge", "tokens", "cost",
+        "accepted", "reverted", "%", "to", "PR", "to", "merge", "to", "recover", "tokens",
+        "cost", "per", "merge",
     ]  # fmt: skip
     assert lines[1].split() == [
-        REPO_B, "1", "0", "1", "1", "0", "0", "0", "-", "1h05m", "0", "$0.00",
+        REPO_B, "1", "0", "1", "1", "0", "0", "0", "-", "0%", "-", "1h05m", "-", "0",
+        "$0.00", "$0.00",
     ]  # fmt: skip
     assert lines[2].split() == [
-        REPO_A, "1", "1", "0", "0", "0", "0", "0", "3m10s", "-", "12,345", "$1.50",
+        REPO_A, "1", "1", "0", "0", "0", "0", "0", "0%", "-", "3m10s", "-", "-", "12,345",
+        "$1.50", "-",
     ]  # fmt: skip
     assert len({len(line) for line in lines}) == 1  # right-aligned to one width
 
@@ -456,7 +516,7 @@ def test_audit_outcomes_prints_a_table(tmp_path: Path, outcomes_db: str) -> None
     assert done.returncode == 0, done.stderr
     header, b, a = done.stdout.splitlines()
     assert header.split()[0] == "repo"
-    assert header.split()[-1] == "cost"
+    assert header.split()[-3:] == ["cost", "per", "merge"]
     assert b.split()[0] == REPO_B
     assert "1h05m" in b.split()
     assert a.split()[0] == REPO_A
