@@ -126,6 +126,8 @@ class Settings(BaseSettings):
     # HTTP server
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
+    # The dashboard issue is brought up to date once per window, after the jobs in it.
+    dashboard_seconds: float = Field(default=30.0, gt=0, le=3600)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # json: one object per line, with the job, delivery, repository and installation ids
     log_format: Literal["text", "json"] = "text"

@@ -137,6 +137,7 @@ def make_settings(
             "retry_base_seconds": 0.05,
             "rate_limit_base_seconds": 0.05,
             "cache_dir": tmp_path / "cache",
+            "dashboard_seconds": 0.2,
             # Intake tests see fix jobs queued; tests of the pipeline ask for workers.
             "workers": 0,
         }

@@ -206,6 +206,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
         database_url=f"sqlite:///{folder / 'patchwarden.db'}",
         cache_dir=folder / "cache",
         poll_seconds=0.2,
+        dashboard_seconds=2,  # the dashboard issue, in the forge view, follows closely
     )
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None)

@@ -58,9 +58,11 @@ class JobContext:
         pause = await self.store.get_pause(repo)
         return pause_reason(pause, globally=self.settings.paused, repo=repo, bot=self.bot)
 
-    async def enqueue(self, kind: JobKind, *, installation_id: int | None) -> bool:
+    async def enqueue(
+        self, kind: JobKind, *, installation_id: int | None, run_after: float | None = None
+    ) -> bool:
         """Queue ``kind`` unless a job with its key exists; True when it is new."""
-        job = kind.new_job(installation_id=installation_id)
+        job = kind.new_job(installation_id=installation_id, run_after=run_after)
         _, created = await self.store.enqueue(job, actor=None)
         if created and self.wake is not None:
             self.wake(job.queue)

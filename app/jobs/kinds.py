@@ -53,7 +53,13 @@ class JobKind(BaseModel):
         """Who asked for it (audited as the actor), if a person did."""
         return None
 
-    def new_job(self, *, installation_id: int | None, delivery_id: str | None = None) -> NewJob:
+    def new_job(
+        self,
+        *,
+        installation_id: int | None,
+        delivery_id: str | None = None,
+        run_after: float | None = None,
+    ) -> NewJob:
         return NewJob(
             kind=self.kind,
             key=self.key,
@@ -62,6 +68,7 @@ class JobKind(BaseModel):
             installation_id=installation_id,
             delivery_id=delivery_id,
             payload=self.model_dump(mode="json"),
+            run_after=run_after,
         )
 
     @classmethod
@@ -227,9 +234,33 @@ class FailureNotice(JobKind):
         return f"{FAILURE_NOTICE}:{self.job_id}"
 
 
+class DashboardJob(JobKind):
+    """Bring the repository's dashboard issue up to date. Queued after each job there, to
+    run when its window (``PATCHWARDEN_DASHBOARD_SECONDS`` long) ends: the jobs of a
+    window share one update, which sees them all."""
+
+    kind: ClassVar[str] = "dashboard"
+    queue: ClassVar[str] = EVENTS_QUEUE
+    repo: str
+    window: int  # time.time() // DASHBOARD_SECONDS when it was asked for
+
+    @property
+    def key(self) -> str:
+        return f"dashboard:{self.repo}:{self.window}"
+
+
 KINDS: dict[str, type[JobKind]] = {
     k.kind: k
-    for k in (DeliveryJob, FixJob, AlertJob, RevertJob, UpdateJob, MergeJob, FailureNotice)
+    for k in (
+        DeliveryJob,
+        FixJob,
+        AlertJob,
+        RevertJob,
+        UpdateJob,
+        MergeJob,
+        FailureNotice,
+        DashboardJob,
+    )
 }
 
 

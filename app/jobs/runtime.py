@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import partial
@@ -17,10 +18,11 @@ import aiohttp
 from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
-from app.jobs import alert, fix, merge, notice, revert, update
+from app.jobs import alert, dashboard, fix, merge, notice, revert, update
 from app.jobs.context import JobContext
 from app.jobs.kinds import (
     AlertJob,
+    DashboardJob,
     DeliveryJob,
     FailureNotice,
     FixJob,
@@ -47,7 +49,10 @@ JOBS: tuple[
     (UpdateJob, update.update_job),
     (MergeJob, merge.merge_job),
     (FailureNotice, notice.failure_notice_job),
+    (DashboardJob, dashboard.dashboard_job),
 )
+# Jobs after which the repository's dashboard issue is brought up to date.
+DASHBOARD_AFTER = {"delivery", "fix", "alert", "revert", "update", "merge", "failure_notice"}
 
 
 @dataclass
@@ -85,9 +90,32 @@ class Runtime:
             metrics=self.metrics,
         )
         jobs: dict[str, tuple[str, JobHandler]] = {
-            kind.kind: (kind.queue, partial(job, ctx)) for kind, job in JOBS
+            kind.kind: (kind.queue, self._then_dashboard(ctx, partial(job, ctx)))
+            for kind, job in JOBS
         }
-        return {DeliveryJob.kind: (DeliveryJob.queue, self.handle_delivery), **jobs}
+        routing = self._then_dashboard(ctx, self.handle_delivery)
+        return {DeliveryJob.kind: (DeliveryJob.queue, routing), **jobs}
+
+    def _then_dashboard(self, ctx: JobContext, handler: JobHandler) -> JobHandler:
+        """``handler``, then (whatever came of it) the repository's dashboard update for
+        the current window, queued once per window to run when the window ends."""
+
+        async def run(job: Job) -> dict[str, Any] | None:
+            try:
+                return await handler(job)
+            finally:
+                if job.kind in DASHBOARD_AFTER and job.repo and job.installation_id:
+                    window = int(time.time() // self.settings.dashboard_seconds)
+                    try:
+                        await ctx.enqueue(
+                            DashboardJob(repo=job.repo, window=window),
+                            installation_id=job.installation_id,
+                            run_after=(window + 1) * self.settings.dashboard_seconds,
+                        )
+                    except Exception:  # the dashboard must never fail the job it follows
+                        log.exception("job %s: could not queue the dashboard update", job.id)
+
+        return run
 
 
 def github_app(settings: Settings, session: aiohttp.ClientSession) -> GitHubApp:

@@ -204,6 +204,7 @@ class MergeRules(_Strict):
 
 class Policy(_Strict):
     autonomy: Autonomy
+    dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
     unprotect: list[str]
     secrets: SecretRules

@@ -67,6 +67,49 @@ class Publisher:
             raise
         return int(user["id"])
 
+    async def default_branch_file(self, path: str) -> str | None:
+        """A file of the default branch as text (None: no such file)."""
+        import base64
+
+        try:
+            entry = await self.gh.getitem(
+                "/repos/{owner}/{repo}/contents/{path}", {**self.vars, "path": path}
+            )
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        if not isinstance(entry, dict) or entry.get("encoding") != "base64":
+            return None
+        return base64.b64decode(entry.get("content") or "").decode("utf-8", "replace")
+
+    async def open_pulls(self) -> list[dict[str, Any]]:
+        """The repository's open pull requests whose head is one of Patchwarden's branches."""
+        return [
+            pull
+            async for pull in self.gh.getiter("/repos/{owner}/{repo}/pulls?state=open", self.vars)
+            if str((pull.get("head") or {}).get("ref", "")).startswith("patchwarden/")
+        ]
+
+    async def upsert_dashboard(self, number: int | None, title: str, body: str) -> int:
+        """Edit the dashboard issue ``number`` (its title and body only: a maintainer may
+        have closed it, and it stays closed), or open it; its number."""
+        if number is not None:
+            try:
+                await self.gh.patch(
+                    "/repos/{owner}/{repo}/issues/{number}",
+                    {**self.vars, "number": number},
+                    data={"title": title, "body": body},
+                )
+                return number
+            except gidgethub.BadRequest as exc:
+                if exc.status_code not in (404, 410):  # deleted or transferred: a new one
+                    raise
+        created = await self.gh.post(
+            "/repos/{owner}/{repo}/issues", self.vars, data={"title": title, "body": body}
+        )
+        return int(created["number"])
+
     async def repository(self) -> dict[str, Any]:
         answer: dict[str, Any] = await self.gh.getitem("/repos/{owner}/{repo}", self.vars)
         return answer

@@ -204,6 +204,14 @@ class Store(abc.ABC):
     async def pauses(self) -> list[Pause]:
         """Every paused repository, by name."""
 
+    # -- the dashboard issue ----------------------------------------------------
+    @abc.abstractmethod
+    async def dashboard_issue(self, repo: str) -> int | None:
+        """The number of ``repo``'s dashboard issue, if Patchwarden opened one."""
+
+    @abc.abstractmethod
+    async def set_dashboard_issue(self, repo: str, issue_number: int) -> None: ...
+
     # -- metrics ---------------------------------------------------------------
     @abc.abstractmethod
     async def metrics(self, *, now: float | None = None) -> MetricsSnapshot:

@@ -193,4 +193,15 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        7,
+        "the dashboard issue of each repository",
+        """
+        CREATE TABLE dashboards (
+            repo         TEXT PRIMARY KEY,
+            issue_number INTEGER NOT NULL,
+            updated_at   REAL NOT NULL
+        );
+        """,
+    ),
 )

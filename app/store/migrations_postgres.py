@@ -190,4 +190,15 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         )::text;
         """,
     ),
+    Migration(
+        7,
+        "the dashboard issue of each repository",
+        """
+        CREATE TABLE dashboards (
+            repo         TEXT PRIMARY KEY,
+            issue_number BIGINT NOT NULL,
+            updated_at   DOUBLE PRECISION NOT NULL
+        );
+        """,
+    ),
 )

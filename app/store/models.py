@@ -41,6 +41,7 @@ class NewJob:
     installation_id: int | None = None
     delivery_id: str | None = None
     max_attempts: int | None = None
+    run_after: float | None = None  # not before then (epoch seconds); None: at once
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from typing import Any
 from app.store.models import (
     AuditEntry,
     AuditQuery,
-    MetricsSnapshot,
     ModelSpend,
     Outcome,
     Pause,
@@ -31,11 +30,12 @@ from app.store.sql_base import (
     _outcome,
     _pause,
 )
-from app.store.sql_jobs import SQLJobs
+from app.store.sql_reports import SQLReports
 
 
-class SQLStore(SQLJobs):
-    """Deliveries and jobs (:class:`~app.store.sql_jobs.SQLJobs`), and the rest:
+class SQLStore(SQLReports):
+    """Deliveries and jobs (:class:`~app.store.sql_jobs.SQLJobs`), the dashboard issues
+    and the metrics (:class:`~app.store.sql_reports.SQLReports`), and the rest:
     audit, installations, model spend, answers given once, outcomes, pauses.
     :class:`~app.store.sqlite.SQLiteStore` and
     :class:`~app.store.postgres.PostgresStore` give it a connection."""
@@ -323,74 +323,5 @@ class SQLStore(SQLJobs):
                 "SELECT repo, actor, at, reason FROM pauses ORDER BY repo"
             ).fetchall()
             return [_pause(r) for r in rows]
-
-        return await self._run(q)
-
-    # -- metrics ---------------------------------------------------------------
-    async def metrics(self, *, now: float | None = None) -> MetricsSnapshot:
-        def q() -> MetricsSnapshot:
-            at = time.time() if now is None else now
-            db = self._db
-            deliveries = {
-                (r[0], r[1]): int(r[2])
-                for r in db.execute(
-                    "SELECT source, event, COUNT(*) FROM deliveries GROUP BY source, event"
-                ).fetchall()
-            }
-            jobs = {
-                (r[0], r[1]): int(r[2])
-                for r in db.execute(
-                    "SELECT kind, state, COUNT(*) FROM jobs GROUP BY kind, state"
-                ).fetchall()
-            }
-            queued, oldest = {}, {}
-            for r in db.execute(
-                "SELECT queue, COUNT(*), MIN(CASE WHEN run_after <= ? THEN run_after END)"
-                " FROM jobs WHERE state = 'queued' GROUP BY queue",
-                (at,),
-            ).fetchall():
-                queued[r[0]] = int(r[1])
-                oldest[r[0]] = max(at - float(r[2]), 0.0) if r[2] is not None else 0.0
-            decisions = {
-                r[0]: int(r[1])
-                for r in db.execute(
-                    "SELECT decision, COUNT(*) FROM outcomes WHERE decision IS NOT NULL"
-                    " GROUP BY decision"
-                ).fetchall()
-            }
-            merges = {
-                r[0]: int(r[1])
-                for r in db.execute(
-                    "SELECT merged_how, COUNT(*) FROM outcomes WHERE merged_at IS NOT NULL"
-                    " GROUP BY merged_how"
-                ).fetchall()
-            }
-            reverts = db.execute(
-                # as app.store.outcomes.reverted counts them: a revert that merged
-                "SELECT COUNT(*) FROM outcomes o WHERE o.kind != 'revert'"
-                " AND o.reverted_by_pr IS NOT NULL AND EXISTS (SELECT 1 FROM outcomes r"
-                " WHERE r.kind = 'revert' AND r.repo = o.repo AND r.pr_number = o.reverted_by_pr"
-                " AND r.merged_at IS NOT NULL)"
-            ).fetchone()
-            spend = db.execute(
-                "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(prompt_tokens), 0),"
-                " COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_usd), 0)"
-                " FROM model_usage"
-            ).fetchone()
-            return MetricsSnapshot(
-                deliveries=deliveries,
-                jobs=jobs,
-                queued=queued,
-                oldest_waiting=oldest,
-                decisions=decisions,
-                merges=merges,
-                reverts=int(reverts[0]),
-                model=ModelSpend(
-                    calls=int(spend[0]),
-                    prompt_tokens=int(spend[1]),
-                    completion_tokens=int(spend[2]),
-                    cost_usd=float(spend[3]),
-                ),
-            )
 
         return await self._run(q)

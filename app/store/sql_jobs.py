@@ -45,7 +45,7 @@ class SQLJobs(SQLBase):
                 job.delivery_id,
                 json.dumps(job.payload, sort_keys=True),
                 job.max_attempts or self.default_max_attempts,
-                now,
+                job.run_after if job.run_after is not None else now,
                 now,
                 now,
             ),

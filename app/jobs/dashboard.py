@@ -1,0 +1,201 @@
+"""The "Patchwarden dashboard" issue: a maintainer's view of Patchwarden, on GitHub.
+
+One issue per repository (like Renovate's Dependency Dashboard), on by default
+(``dashboard: false`` in ``.github/patchwarden.yml`` turns it off), edited in place
+after the jobs there: paused or not, the open Patchwarden pull requests with their risk
+and what they wait for, recent merges and reverts, failed jobs, today's model spend
+against the budget, and the last 30 days as rates (app/store/outcomes.py: a revert is
+not a merged change). :func:`render` is pure; the job gathers and publishes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from app.errors import RepoConfigError
+from app.jobs.context import JobContext
+from app.jobs.kinds import DashboardJob
+from app.policy.config import REPO_SOURCE, load_policy
+from app.publish.body import inline
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from app.store import Job, ModelSpend, Outcome
+from app.store.outcomes import format_duration, reverted, summarise_outcomes
+
+TITLE = "Patchwarden dashboard"
+WINDOW_DAYS = 30
+RECENT = 10  # merges, reverts and failures listed
+
+
+@dataclass(frozen=True)
+class View:
+    """Everything the dashboard shows, gathered at ``now``."""
+
+    repo: str
+    bot: str
+    now: float
+    paused: str | None  # why, when paused
+    open_pulls: Sequence[Mapping[str, Any]]  # GitHub's pull requests
+    outcomes: Sequence[Outcome]  # the last WINDOW_DAYS, oldest first
+    failed: Sequence[Job]  # failed jobs of the window, newest first
+    spend: ModelSpend  # today's, for the installation
+    daily_budget_usd: float | None
+
+
+def _day(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f} %"
+
+
+def render(view: View) -> str:
+    """The issue's body, in Markdown: every line a reviewer can act on."""
+    by_pr = {o.pr_number: o for o in view.outcomes if o.pr_number is not None}
+    out = [
+        f"This issue is kept up to date by @{view.bot} (last {_day(view.now)}); editing it "
+        "changes nothing. Turn it off with `dashboard: false` in "
+        f"`{REPO_SOURCE}`.",
+        "",
+    ]
+    if view.paused:
+        out += [f"**Paused**: {inline(view.paused)}. `@{view.bot} resume` resumes.", ""]
+    else:
+        out += [f"**Running.** `@{view.bot} pause` stops new work here.", ""]
+
+    out += ["## Open pull requests", ""]
+    if not view.open_pulls:
+        out += ["None.", ""]
+    for pull in view.open_pulls:
+        number = int(pull["number"])
+        outcome = by_pr.get(number)
+        risk = (
+            f"risk {outcome.risk or '?'} ({outcome.score}), {outcome.decision}"
+            if outcome is not None and outcome.score is not None
+            else "risk not recorded"
+        )
+        waits = (outcome.merge_said if outcome else None) or "waits for a maintainer's review"
+        draft = " (draft)" if pull.get("draft") else ""
+        out.append(
+            f"- #{number}{draft} {inline(str(pull.get('title', '')))}: {risk}; {inline(waits)}"
+        )
+    if view.open_pulls:
+        out.append("")
+
+    merges = [o for o in view.outcomes if o.merged_at is not None and o.kind != "revert"]
+    undone = {o.job_id for o in reverted(view.outcomes)}
+    out += [f"## Merged in the last {WINDOW_DAYS} days", ""]
+    if not merges:
+        out += ["None.", ""]
+    for o in sorted(merges, key=lambda o: o.merged_at or 0, reverse=True)[:RECENT]:
+        how = {"auto": "merged itself", "approved": "approved and merged"}.get(
+            o.merged_how or "", "merged by a person"
+        )
+        mark = f" — **reverted** by #{o.reverted_by_pr}" if o.job_id in undone else ""
+        out.append(
+            f"- #{o.pr_number} {inline(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
+        )
+    if merges:
+        out.append("")
+
+    reverts = [o for o in view.outcomes if o.kind == "revert" and o.pr_number is not None]
+    out += ["## Reverts", ""]
+    if not reverts:
+        out += ["None.", ""]
+    for o in sorted(reverts, key=lambda o: o.created_at, reverse=True)[:RECENT]:
+        state = f"merged {_day(o.merged_at)}" if o.merged_at else "waiting"
+        of = f" of #{o.revert_of_pr}" if o.revert_of_pr else ""
+        out.append(f"- #{o.pr_number}{of}: {state}")
+    if reverts:
+        out.append("")
+
+    out += ["## Failed jobs", ""]
+    if not view.failed:
+        out += ["None.", ""]
+    for job in view.failed[:RECENT]:
+        why = inline((job.last_error or "no reason recorded").splitlines()[0][:200])
+        out.append(
+            f"- job {job.id} ({job.kind}), {_day(job.updated_at)}: {why} "
+            f"(`patchwarden audit --job {job.id}`)"
+        )
+    if view.failed:
+        out.append("")
+
+    budget = (
+        f" of the ${view.daily_budget_usd:.2f} daily budget"
+        if view.daily_budget_usd is not None
+        else " (no daily budget)"
+    )
+    out += [
+        "## Spend today",
+        "",
+        f"${view.spend.cost_usd:.2f}{budget}: {view.spend.calls} model call(s), "
+        f"{view.spend.prompt_tokens + view.spend.completion_tokens:,} tokens "
+        "(the installation's, UTC day).",
+        "",
+    ]
+
+    rows = summarise_outcomes(view.outcomes)
+    out += [f"## The last {WINDOW_DAYS} days", ""]
+    if not rows:
+        out += ["Nothing yet.", ""]
+    else:
+        row = rows[0]
+        out += [
+            "| | |",
+            "|---|---|",
+            f"| pull requests opened | {row['prs']} |",
+            f"| accepted (merged) | {_pct(row['acceptance_rate'])} ({row['merged']}) |",
+            f"| reverted after merging | {_pct(row['revert_rate'])} ({row['reverted']}) |",
+            f"| median time to pull request | {format_duration(row['median_seconds_to_pr'])} |",
+            f"| median time to merge | {format_duration(row['median_seconds_to_merge'])} |",
+            f"| median time to recover | {format_duration(row['median_seconds_to_recover'])} |",
+            "| cost per merged change | "
+            + ("-" if row["cost_per_merge"] is None else f"${row['cost_per_merge']:.2f}")
+            + " |",
+            "",
+        ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
+    """Gather the view and edit (or open) the dashboard issue, unless turned off."""
+    kind = DashboardJob.of(job)
+    pub = ctx.publisher(job)
+    text = await pub.default_branch_file(REPO_SOURCE)
+    try:
+        policy = load_policy(
+            default_policy_text(ctx.settings.default_policy or DEFAULT_POLICY), text
+        )
+    except RepoConfigError as exc:
+        return {"status": "skipped", "reason": f"the policy does not load: {exc}"}
+    if not policy.dashboard:
+        return {"status": "off"}
+    now = time.time()
+    since = now - WINDOW_DAYS * 86400
+    failed = [
+        j
+        for j in await ctx.store.list_jobs(state="failed")
+        if j.repo == kind.repo and j.updated_at >= since and j.kind != "dashboard"
+    ]
+    day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+    view = View(
+        repo=kind.repo,
+        bot=ctx.bot,
+        now=now,
+        paused=await ctx.paused(kind.repo),
+        open_pulls=await pub.open_pulls(),
+        outcomes=await ctx.store.find_outcomes(repo=kind.repo, since=since),
+        failed=sorted(failed, key=lambda j: j.updated_at, reverse=True),
+        spend=await ctx.store.model_spend(int(job.installation_id or 0), day=day),
+        daily_budget_usd=ctx.settings.llm_daily_budget_usd,
+    )
+    number = await ctx.store.dashboard_issue(kind.repo)
+    made = await pub.upsert_dashboard(number, TITLE, render(view))
+    if made != number:
+        await ctx.store.set_dashboard_issue(kind.repo, made)
+    return {"status": "updated", "issue": made}
