@@ -108,6 +108,8 @@ class Settings(BaseSettings):
 
     # Monitoring alerts (POST /alerts)
     alerts_secret: SecretStr | None = None
+    # GET /metrics asks for `Authorization: Bearer <this>` when it is set
+    metrics_token: SecretStr | None = None
     alert_repo_label: str = "repository"
     alert_routes: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
 
@@ -268,7 +270,7 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every secret this process holds, for masking logs and outputs."""
-        values = [self.webhook_secret, self.alerts_secret, self.private_key]
+        values = [self.webhook_secret, self.alerts_secret, self.private_key, self.metrics_token]
         values += [p.api_key for p in self.llm_providers()]
         return [v.get_secret_value() for v in values if v is not None]
 

@@ -17,6 +17,7 @@ repository name, an issue's text or anything a stranger could put in a label.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -26,6 +27,7 @@ from prometheus_client.registry import Collector
 from app.store import MetricsSnapshot, Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CACHE_SECONDS = 5.0
 PHASE_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
 
@@ -52,7 +54,9 @@ class _FromDatabase(Collector):
             jobs.add_metric([kind, state], n)
         yield jobs
         depth = GaugeMetricFamily(
-            "patchwarden_queue_depth", "Jobs waiting to run, by queue", labels=["queue"]
+            "patchwarden_queue_depth",
+            "Jobs due to run and not running yet, by queue",
+            labels=["queue"],
         )
         oldest = GaugeMetricFamily(
             "patchwarden_queue_oldest_waiting_seconds",
@@ -72,7 +76,7 @@ class _FromDatabase(Collector):
         yield decisions
         merges = CounterMetricFamily(
             "patchwarden_merges",
-            "Patchwarden pull requests merged, by how (auto, approved, person)",
+            "Patchwarden changes merged (reverts apart), by how (auto, approved, manual)",
             labels=["how"],
         )
         for how, n in sorted(snap.merges.items()):
@@ -102,6 +106,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._read_at = 0.0
         self._database = _FromDatabase()
         self.registry.register(self._database)
         self.webhooks = Counter(
@@ -124,7 +129,11 @@ class Metrics:
             registry=self.registry,
         )
 
-    async def render(self, store: Store) -> bytes:
-        """The text a scrape gets: the database read now, and this process's figures."""
-        self._database.snapshot = await store.metrics()
+    async def render(self, store: Store, *, max_age: float = CACHE_SECONDS) -> bytes:
+        """The text a scrape gets: the database as read at most ``max_age`` seconds ago
+        (scrapes in a burst share one read), and this process's figures."""
+        now = time.monotonic()
+        if self._database.snapshot is None or now - self._read_at > max_age:
+            self._database.snapshot = await store.metrics()
+            self._read_at = now
         return generate_latest(self.registry)

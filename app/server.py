@@ -325,7 +325,13 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus's text format (app/metrics.py): counts only, no repository names."""
+    """Prometheus's text format (app/metrics.py): counts only, no repository names;
+    behind ``Authorization: Bearer PATCHWARDEN_METRICS_TOKEN`` when that is set."""
+    token = request.app[SETTINGS].metrics_token
+    if token is not None:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").encode()
+        if not hmac.compare_digest(given, token.get_secret_value().encode()):
+            return _error(401, "GET /metrics needs Authorization: Bearer <the metrics token>")
     runtime = request.app[RUNTIME]
     text = await runtime.metrics.render(runtime.store)
     return web.Response(body=text, headers={"Content-Type": CONTENT_TYPE})

@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from app.config import load_settings
+from app.jobs.runtime import Runtime
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.server import RUNTIME, create_app
@@ -206,7 +207,9 @@ async def _demo(folder: Path, *, keep: bool) -> int:
         database_url=f"sqlite:///{folder / 'patchwarden.db'}",
         cache_dir=folder / "cache",
         poll_seconds=0.2,
-        dashboard_seconds=2,  # the dashboard issue, in the forge view, follows closely
+        # The dashboard issue is brought up to date once, at the end of the story (so
+        # the story's issue and pull request numbers stay as the README tells them).
+        dashboard_seconds=3600,
     )
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None)
@@ -227,6 +230,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
 
         try:
             await _play(forge, story, outcomes)
+            await _dashboard(forge, story, app[RUNTIME])
         except StepFailed as exc:
             story.say(f"FAILED: {exc}")
             print(
@@ -244,6 +248,27 @@ async def _demo(folder: Path, *, keep: bool) -> int:
     finally:
         await runner.cleanup()
         await forge.stop()
+
+
+async def _dashboard(forge: LocalForge, story: Story, runtime: Runtime) -> None:
+    """The last step: the repository's dashboard issue, as a maintainer finds it."""
+    from app.jobs.kinds import DashboardJob
+
+    job = DashboardJob(repo=REPO, window=0).new_job(installation_id=INSTALLATION)
+    await runtime.store.enqueue(job)
+    runtime.pool.wake(DashboardJob.queue)
+
+    async def opened() -> int | None:
+        return (await runtime.store.dashboard_issue(REPO))[0]
+
+    deadline = asyncio.get_running_loop().time() + 30
+    while (number := await opened()) is None:
+        if asyncio.get_running_loop().time() > deadline:
+            raise StepFailed("the dashboard issue was never opened")
+        await asyncio.sleep(0.05)
+    body = forge.issue(REPO, number).body or ""
+    story.say(f"7. the dashboard issue #{number} sums it up for maintainers; its last lines:")
+    story.show("\n".join(body.rstrip().splitlines()[-9:]), indent="    ")
 
 
 def run_demo(*, keep: bool = False) -> int:

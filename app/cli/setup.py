@@ -41,6 +41,7 @@ from app.github.manifest import (
 )
 
 log = logging.getLogger("patchwarden")
+COOKIE = "patchwarden_setup"
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Patchwarden setup</title>
@@ -110,10 +111,18 @@ class Setup:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     done: asyncio.Event = field(default_factory=asyncio.Event)
     created: dict[str, Any] | None = None
+    # The browser that first opened the page: a cookie it alone holds, asked for from
+    # then on (a link seen in a proxy's log or over a shoulder is not enough).
+    browser: str | None = None
 
     def authorised(self, request: web.Request, name: str) -> bool:
         given = request.query.get(name, "")
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return False
+        if self.browser is None:
+            return name == "token"  # the first visit binds the browser
+        cookie = request.cookies.get(COOKIE, "")
+        return hmac.compare_digest(cookie.encode(), self.browser.encode())
 
     async def form(self, request: web.Request) -> web.Response:
         why = configured(self.settings, self.env_file)
@@ -140,7 +149,13 @@ class Setup:
             f'<input type="hidden" name="manifest" value="{value}">'
             "<button type=submit>Create the GitHub App</button></form>"
         )
-        return page("Create the Patchwarden GitHub App", body)
+        answer = page("Create the Patchwarden GitHub App", body)
+        if self.browser is None:
+            self.browser = secrets.token_urlsafe(24)
+        answer.set_cookie(
+            COOKIE, self.browser, httponly=True, samesite="Lax", path="/setup", max_age=3600
+        )
+        return answer
 
     async def callback(self, request: web.Request) -> web.Response:
         why = configured(self.settings, self.env_file)
@@ -159,7 +174,7 @@ class Setup:
             async with aiohttp.ClientSession() as session:
                 app = await convert_manifest(session, self.settings.github_api_url, code)
             write_credentials(app, env_file=self.env_file, key_file=self.key_file)
-        except (ConfigError, OSError) as exc:
+        except (ConfigError, OSError, aiohttp.ClientError, ValueError) as exc:
             return page("Setup failed", f"<p>{html.escape(str(exc))}</p>", 502)
         self.created = app
         self.done.set()
@@ -205,10 +220,18 @@ async def serve_setup(setup: Setup, host: str, port: int) -> dict[str, Any]:
 def run_setup(args: Any, settings: Settings) -> int:
     from app.cli.main import _listen_error
 
-    env_file = Path(args.env_file)
+    env_file, key_file = Path(args.env_file), Path(args.key_file)
     why = configured(settings, env_file)
     if why:
         raise ConfigError(f"the App is configured already ({why}): nothing to set up")
+    # Checked before GitHub creates the App: its code works once, so the key and the
+    # secret must have somewhere to go.
+    if key_file.exists():
+        raise ConfigError(f"{key_file} exists: move it away, or give --key-file another path")
+    for path in (key_file, env_file):
+        target = path if path.exists() else path.parent.resolve()
+        if not os.access(target, os.W_OK):
+            raise ConfigError(f"{path} cannot be written here: run setup in a folder you own")
     port = args.port or settings.port
     base, warnings = public_base(args.url or f"http://localhost:{port}", option="--url")
     for warning in warnings:
@@ -220,7 +243,7 @@ def run_setup(args: Any, settings: Settings) -> int:
         org=args.org,
         public=args.public,
         env_file=env_file,
-        key_file=Path(args.key_file),
+        key_file=key_file,
     )
     try:
         created = asyncio.run(serve_setup(setup, args.host or settings.host, port))

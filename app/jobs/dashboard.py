@@ -10,17 +10,21 @@ not a merged change). :func:`render` is pure; the job gathers and publishes.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import gidgethub
+
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import DashboardJob
 from app.policy.config import REPO_SOURCE, load_policy
 from app.publish.body import inline
+from app.redact import redact
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 from app.store import Job, ModelSpend, Outcome
 from app.store.outcomes import format_duration, reverted, summarise_outcomes
@@ -43,10 +47,20 @@ class View:
     failed: Sequence[Job]  # failed jobs of the window, newest first
     spend: ModelSpend  # today's, for the installation
     daily_budget_usd: float | None
+    secrets: Sequence[str] = ()  # values never shown (the App's own, from the settings)
 
 
 def _day(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _text(value: str) -> str:
+    """Untrusted text on one line: inline (HTML escaped, no @mention pings) and no
+    Markdown link or image a stranger could plant in a bot-written issue."""
+    out = inline(value)
+    for char in "[]()!":
+        out = out.replace(char, "\\" + char)
+    return out
 
 
 def _pct(value: float | None) -> str:
@@ -57,13 +71,13 @@ def render(view: View) -> str:
     """The issue's body, in Markdown: every line a reviewer can act on."""
     by_pr = {o.pr_number: o for o in view.outcomes if o.pr_number is not None}
     out = [
-        f"This issue is kept up to date by @{view.bot} (last {_day(view.now)}); editing it "
+        f"This issue is kept up to date by @{view.bot} after its jobs here; editing it "
         "changes nothing. Turn it off with `dashboard: false` in "
         f"`{REPO_SOURCE}`.",
         "",
     ]
     if view.paused:
-        out += [f"**Paused**: {inline(view.paused)}. `@{view.bot} resume` resumes.", ""]
+        out += [f"**Paused**: {_text(view.paused)}. `@{view.bot} resume` resumes.", ""]
     else:
         out += [f"**Running.** `@{view.bot} pause` stops new work here.", ""]
 
@@ -81,7 +95,7 @@ def render(view: View) -> str:
         waits = (outcome.merge_said if outcome else None) or "waits for a maintainer's review"
         draft = " (draft)" if pull.get("draft") else ""
         out.append(
-            f"- #{number}{draft} {inline(str(pull.get('title', '')))}: {risk}; {inline(waits)}"
+            f"- #{number}{draft} {_text(str(pull.get('title', '')))}: {risk}; {_text(waits)}"
         )
     if view.open_pulls:
         out.append("")
@@ -97,7 +111,7 @@ def render(view: View) -> str:
         )
         mark = f" — **reverted** by #{o.reverted_by_pr}" if o.job_id in undone else ""
         out.append(
-            f"- #{o.pr_number} {inline(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
+            f"- #{o.pr_number} {_text(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
         )
     if merges:
         out.append("")
@@ -117,7 +131,8 @@ def render(view: View) -> str:
     if not view.failed:
         out += ["None.", ""]
     for job in view.failed[:RECENT]:
-        why = inline((job.last_error or "no reason recorded").splitlines()[0][:200])
+        error = redact(job.last_error or "no reason recorded", known=view.secrets)
+        why = _text(error.splitlines()[0][:200])
         out.append(
             f"- job {job.id} ({job.kind}), {_day(job.updated_at)}: {why} "
             f"(`patchwarden audit --job {job.id}`)"
@@ -193,9 +208,23 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         failed=sorted(failed, key=lambda j: j.updated_at, reverse=True),
         spend=await ctx.store.model_spend(int(job.installation_id or 0), day=day),
         daily_budget_usd=ctx.settings.llm_daily_budget_usd,
+        secrets=ctx.settings.secret_values(),
     )
-    number = await ctx.store.dashboard_issue(kind.repo)
-    made = await pub.upsert_dashboard(number, TITLE, render(view))
-    if made != number:
-        await ctx.store.set_dashboard_issue(kind.repo, made)
+    body = render(view)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    number, last = await ctx.store.dashboard_issue(kind.repo)
+    if number is not None and last == digest:
+        return {"status": "unchanged", "issue": number}
+    if number is None and not await ctx.store.claim_once(f"dashboard:{kind.repo}"):
+        # another worker is opening it right now: its update carries the same news
+        return {"status": "another worker opens it"}
+    try:
+        made = await pub.upsert_dashboard(number, TITLE, body)
+    except gidgethub.BadRequest as exc:
+        if number is None:
+            await ctx.store.release_once(f"dashboard:{kind.repo}")
+        if exc.status_code in (403, 410):  # issues are turned off in this repository
+            return {"status": "skipped", "reason": f"GitHub refused the issue ({exc.status_code})"}
+        raise
+    await ctx.store.set_dashboard_issue(kind.repo, made, digest)
     return {"status": "updated", "issue": made}

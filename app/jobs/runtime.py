@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -51,8 +52,10 @@ JOBS: tuple[
     (FailureNotice, notice.failure_notice_job),
     (DashboardJob, dashboard.dashboard_job),
 )
-# Jobs after which the repository's dashboard issue is brought up to date.
-DASHBOARD_AFTER = {"delivery", "fix", "alert", "revert", "update", "merge", "failure_notice"}
+# Jobs after which the repository's dashboard issue is brought up to date. Not after a
+# delivery: GitHub sends the App the `issues.edited` of its own dashboard edit, and an
+# update after each delivery would edit the dashboard again, forever.
+DASHBOARD_AFTER = {"fix", "alert", "revert", "update", "merge", "failure_notice"}
 
 
 @dataclass
@@ -93,8 +96,7 @@ class Runtime:
             kind.kind: (kind.queue, self._then_dashboard(ctx, partial(job, ctx)))
             for kind, job in JOBS
         }
-        routing = self._then_dashboard(ctx, self.handle_delivery)
-        return {DeliveryJob.kind: (DeliveryJob.queue, routing), **jobs}
+        return {DeliveryJob.kind: (DeliveryJob.queue, self.handle_delivery), **jobs}
 
     def _then_dashboard(self, ctx: JobContext, handler: JobHandler) -> JobHandler:
         """``handler``, then (whatever came of it) the repository's dashboard update for
@@ -146,9 +148,9 @@ def prepare_cache(cache_dir: Path) -> None:
     """Create the cache folder (mirrors, environments, sandbox state) or say why not."""
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        probe = cache_dir / ".patchwarden-write-test"
-        probe.touch()
-        probe.unlink()
+        # a name of its own: serve and workers sharing the folder start at once
+        with tempfile.NamedTemporaryFile(dir=cache_dir, prefix=".write-test-"):
+            pass
     except OSError as exc:
         raise ConfigError(
             f"the cache folder {cache_dir} cannot be written ({exc.strerror}): set "

@@ -84,12 +84,19 @@ class Publisher:
         return base64.b64decode(entry.get("content") or "").decode("utf-8", "replace")
 
     async def open_pulls(self) -> list[dict[str, Any]]:
-        """The repository's open pull requests whose head is one of Patchwarden's branches."""
-        return [
-            pull
-            async for pull in self.gh.getiter("/repos/{owner}/{repo}/pulls?state=open", self.vars)
-            if str((pull.get("head") or {}).get("ref", "")).startswith("patchwarden/")
-        ]
+        """The repository's open pull requests Patchwarden opened: by its bot user, from
+        one of its branches in this repository (a fork's ``patchwarden/x`` is not one)."""
+        found = []
+        async for pull in self.gh.getiter("/repos/{owner}/{repo}/pulls?state=open", self.vars):
+            head = pull.get("head") or {}
+            same_repo = ((head.get("repo") or {}).get("full_name") or "").lower()
+            if (
+                (pull.get("user") or {}).get("login") == self.bot_login
+                and str(head.get("ref", "")).startswith("patchwarden/")
+                and same_repo == self.repo.lower()
+            ):
+                found.append(pull)
+        return found
 
     async def upsert_dashboard(self, number: int | None, title: str, body: str) -> int:
         """Edit the dashboard issue ``number`` (its title and body only: a maintainer may

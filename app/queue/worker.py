@@ -195,9 +195,13 @@ class WorkerPool:
         interval = max(self.lease_seconds / 3, 0.05)
         while True:
             await asyncio.sleep(interval)
-            ok = await self.store.heartbeat(
-                job.id, owner=self.owner, lease_seconds=self.lease_seconds
-            )
+            try:
+                ok = await self.store.heartbeat(
+                    job.id, owner=self.owner, lease_seconds=self.lease_seconds
+                )
+            except Exception as exc:  # the database blinked: the next beat tries again
+                log.warning("job %s: heartbeat failed (%s); trying again", job.id, exc)
+                continue
             if not ok:
                 log.warning("job %s: lease lost; stopping this attempt", job.id)
                 work.cancel()

@@ -206,11 +206,12 @@ class Store(abc.ABC):
 
     # -- the dashboard issue ----------------------------------------------------
     @abc.abstractmethod
-    async def dashboard_issue(self, repo: str) -> int | None:
-        """The number of ``repo``'s dashboard issue, if Patchwarden opened one."""
+    async def dashboard_issue(self, repo: str) -> tuple[int | None, str | None]:
+        """``repo``'s dashboard issue, if Patchwarden opened one, and the SHA-256 of the
+        body it last wrote there (an update that would change nothing is skipped)."""
 
     @abc.abstractmethod
-    async def set_dashboard_issue(self, repo: str, issue_number: int) -> None: ...
+    async def set_dashboard_issue(self, repo: str, issue_number: int, body_sha: str) -> None: ...
 
     # -- metrics ---------------------------------------------------------------
     @abc.abstractmethod

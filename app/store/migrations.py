@@ -199,6 +199,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         """
         CREATE TABLE dashboards (
             repo         TEXT PRIMARY KEY,
+            body_sha     TEXT,
             issue_number INTEGER NOT NULL,
             updated_at   REAL NOT NULL
         );

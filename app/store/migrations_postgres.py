@@ -196,6 +196,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         """
         CREATE TABLE dashboards (
             repo         TEXT PRIMARY KEY,
+            body_sha     TEXT,
             issue_number BIGINT NOT NULL,
             updated_at   DOUBLE PRECISION NOT NULL
         );

@@ -115,10 +115,10 @@ class MetricsSnapshot:
 
     deliveries: dict[tuple[str, str], int]  # (source, event) -> stored deliveries
     jobs: dict[tuple[str, str], int]  # (kind, state) -> jobs
-    queued: dict[str, int]  # queue -> jobs waiting to run (queued)
+    queued: dict[str, int]  # queue -> jobs due to run and not running yet
     oldest_waiting: dict[str, float]  # queue -> seconds the longest-waiting due job waits
     decisions: dict[str, int]  # decision -> outcomes scored so
-    merges: dict[str, int]  # how (auto, approved, person) -> merged pull requests
+    merges: dict[str, int]  # how (auto, approved, manual) -> merged changes (no reverts)
     reverts: int  # Patchwarden's merges reverted (their revert merged)
     model: ModelSpend  # every installation, every day
 

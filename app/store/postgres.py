@@ -19,7 +19,7 @@ from app.errors import StoreError
 from app.store.migrations_postgres import POSTGRES_MIGRATIONS
 from app.store.sql import SQLStore
 from app.store.sql_base import DB, Cursor
-from app.store.urls import mask_url
+from app.store.urls import mask_url, url_passwords
 
 if TYPE_CHECKING:
     import psycopg
@@ -112,6 +112,8 @@ class PostgresStore(SQLStore):
             )
         except psycopg.Error as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            for password in url_passwords(self._dsn):  # libpq may quote the URL back
+                reason = reason.replace(password, "***")
             raise StoreError(f"cannot connect to {self.url}: {reason}") from None
         return _Connection(conn)
 

@@ -233,7 +233,10 @@ class SQLBase(Store):
         try:
             out = fn(db)
         except BaseException:
-            db.execute("ROLLBACK")
+            # On a connection the server dropped, ROLLBACK fails too (the server rolled
+            # back already): the first error is the one to report.
+            with contextlib.suppress(Exception):
+                db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
         return out

@@ -13,22 +13,23 @@ from app.store.sql_jobs import SQLJobs
 
 class SQLReports(SQLJobs):
     # -- the dashboard issue ----------------------------------------------------
-    async def dashboard_issue(self, repo: str) -> int | None:
-        def q() -> int | None:
+    async def dashboard_issue(self, repo: str) -> tuple[int | None, str | None]:
+        def q() -> tuple[int | None, str | None]:
             row = self._db.execute(
-                "SELECT issue_number FROM dashboards WHERE repo = ?", (repo,)
+                "SELECT issue_number, body_sha FROM dashboards WHERE repo = ?", (repo,)
             ).fetchone()
-            return int(row[0]) if row else None
+            return (int(row[0]), row[1]) if row else (None, None)
 
         return await self._run(q)
 
-    async def set_dashboard_issue(self, repo: str, issue_number: int) -> None:
+    async def set_dashboard_issue(self, repo: str, issue_number: int, body_sha: str) -> None:
         def tx(db: DB) -> None:
             db.execute(
-                "INSERT INTO dashboards (repo, issue_number, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (repo) DO UPDATE SET issue_number = excluded.issue_number,"
+                "INSERT INTO dashboards (repo, issue_number, body_sha, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (repo) DO UPDATE SET"
+                " issue_number = excluded.issue_number, body_sha = excluded.body_sha,"
                 " updated_at = excluded.updated_at",
-                (repo, issue_number, time.time()),
+                (repo, issue_number, body_sha, time.time()),
             )
 
         await self._run(self._write(tx))
@@ -52,8 +53,10 @@ class SQLReports(SQLJobs):
             }
             queued, oldest = {}, {}
             for r in db.execute(
-                "SELECT queue, COUNT(*), MIN(CASE WHEN run_after <= ? THEN run_after END)"
-                " FROM jobs WHERE state = 'queued' GROUP BY queue",
+                # due jobs only: one that waits for its time (a retry's backoff, the
+                # dashboard's window) is not a backlog
+                "SELECT queue, COUNT(*), MIN(run_after) FROM jobs"
+                " WHERE state = 'queued' AND run_after <= ? GROUP BY queue",
                 (at,),
             ).fetchall():
                 queued[r[0]] = int(r[1])
@@ -68,8 +71,9 @@ class SQLReports(SQLJobs):
             merges = {
                 r[0]: int(r[1])
                 for r in db.execute(
+                    # changes, as the outcome report counts them: a revert is no change
                     "SELECT merged_how, COUNT(*) FROM outcomes WHERE merged_at IS NOT NULL"
-                    " GROUP BY merged_how"
+                    " AND kind != 'revert' GROUP BY merged_how"
                 ).fetchall()
             }
             reverts = db.execute(

@@ -30,6 +30,12 @@ class SQLiteStore(SQLStore):
         self.path = path
 
     def _open_db(self) -> DB:
+        if sqlite3.sqlite_version_info < (3, 35):
+            raise StoreError(
+                f"this Python's SQLite is {sqlite3.sqlite_version}; Patchwarden needs 3.35 or "
+                "newer (RETURNING). Use a newer Python build, or PostgreSQL "
+                "(PATCHWARDEN_DATABASE_URL=postgresql://...)"
+            )
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():

@@ -67,7 +67,11 @@ def test_manifest_command_refuses_http_and_warns_on_localhost(tmp_path: Path) ->
     assert "warning:" in local.stderr
 
 
-async def _get(url: str) -> tuple[int, str]:
+async def _get(url: str, browser: aiohttp.ClientSession | None = None) -> tuple[int, str]:
+    """GET as ``browser`` (its cookies kept), or as a new one."""
+    if browser is not None:
+        async with browser.get(url) as response:
+            return response.status, await response.text()
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         return response.status, await response.text()
 
@@ -96,17 +100,24 @@ async def test_the_app_is_created_from_its_manifest(tmp_path: Path, forge: Local
     status, _ = await _get(f"{base}/setup")
     assert status == 403  # no token: not the person who started it
 
-    status, text = await _get(f"{base}/setup?token={setup.token}")
+    browser = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+    status, text = await _get(f"{base}/setup?token={setup.token}", browser)
     assert status == 200
+    # The link alone, in another browser (seen in a proxy's log), is no longer enough.
+    assert (await _get(f"{base}/setup?token={setup.token}"))[0] == 403
+    assert (await _get(f"{base}/setup?token={setup.token}", browser))[0] == 200
     action = html.unescape(re.search(r'<form action="([^"]+)"', text)[1])  # type: ignore[index]
     assert action == f"{forge.url}/organizations/octo-org/settings/apps/new?state={setup.token}"
     manifest = json.loads(html.unescape(re.search(r'name="manifest" value="([^"]+)"', text)[1]))  # type: ignore[index]
     assert manifest["redirect_url"] == f"http://localhost:{port}/setup/callback"
 
     code = forge.submit_manifest(manifest)  # the person confirms on GitHub
-    status, _ = await _get(f"{base}/setup/callback?code={code}&state=forged")
+    status, _ = await _get(f"{base}/setup/callback?code={code}&state=forged", browser)
     assert status == 403
-    status, text = await _get(f"{base}/setup/callback?code={code}&state={setup.token}")
+    status, _ = await _get(f"{base}/setup/callback?code={code}&state={setup.token}")
+    assert status == 403  # the right state from another browser
+    status, text = await _get(f"{base}/setup/callback?code={code}&state={setup.token}", browser)
+    await browser.close()
     assert status == 200, text
     assert "is set up" in text
     created = await asyncio.wait_for(task, 10)
@@ -147,3 +158,11 @@ def test_setup_refuses_once_configured(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "configured already" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_setup_checks_where_the_key_goes_before_github_creates_the_app(tmp_path: Path) -> None:
+    (tmp_path / "app.pem").write_text("an old key\n")
+    done = run("setup", "--port", str(free_port()), cwd=tmp_path, env=clean_env(), timeout=30)
+    assert done.returncode == 2
+    assert "app.pem exists" in done.stderr
+    assert "Open http" not in done.stdout  # nothing was served

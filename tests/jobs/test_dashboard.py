@@ -117,6 +117,17 @@ def test_untrusted_titles_and_errors_stay_on_their_line() -> None:
     assert "\n## Merged\n- @everyone" not in text
     assert "<script>" not in text
     assert "<img" not in text
+    linked = render(_view(open_pulls=[{"number": 2, "title": "[Approve](https://evil) ![x](y)"}]))
+    assert "](https://evil)" not in linked  # no link or image a stranger plants
+    assert "\\[Approve\\]\\(https://evil\\)" in linked
+
+
+def test_a_failure_s_secret_never_reaches_the_issue() -> None:
+    token = "ghs_" + "A" * 36
+    text = render(_view(failed=[_job(3, f"push failed: {token}")], secrets=["hunter2-own"]))
+    assert token not in text
+    own = render(_view(failed=[_job(4, "bad key hunter2-own")], secrets=["hunter2-own"]))
+    assert "hunter2-own" not in own
 
 
 async def test_a_story_leaves_one_dashboard_saying_what_happened(
@@ -144,4 +155,4 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     assert f"- #{revert.number} of #{fix.number}: merged" in body
     assert "has a payload this version cannot read" in body  # the failed job, with why
     assert "| reverted after merging | 100 % (1) |" in body
-    assert await pw.store.dashboard_issue(REPO) == boards[0].number
+    assert (await pw.store.dashboard_issue(REPO))[0] == boards[0].number

@@ -133,7 +133,7 @@ async def assert_metrics_match_the_store(pw: Harness) -> dict[Any, float]:
         for (name, labels), v in got.items()
         if name == "patchwarden_decisions_total"
     } == {k: float(v) for k, v in decisions.items()}
-    merged = Counter(o.merged_how for o in outcomes if o.merged_at is not None)
+    merged = Counter(o.merged_how for o in outcomes if o.merged_at and o.kind != "revert")
     assert {
         dict(labels)["how"]: v
         for (name, labels), v in got.items()

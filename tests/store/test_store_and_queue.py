@@ -51,6 +51,8 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
     [
         (f"postgresql://pw:{HUNTER2}@127.0.0.1:1/pw", r"cannot connect to postgresql://pw:\*\*\*@"),
         (f"postgresql://pw@127.0.0.1:1/pw?password={HUNTER2}", r"password=\*\*\*"),
+        # libpq quotes a badly encoded password back in its error: masked there too
+        (f"postgresql://pw:{HUNTER2}%zz@127.0.0.1:1/pw", r"invalid percent-encoded token"),
         ("mysql://db/pw", "unknown database URL scheme"),
         ("sqlite://relative.db", "sqlite:///"),
         ("sqlite:////nonexistent-dir/x/pw.db", "does not exist"),
