@@ -137,6 +137,15 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     forge = pw.forge
     await fix_this(pw)
     await settle(pw)  # the fix merges itself, smoke fails on main, its revert merges
+    # A person's pull request from a branch named like Patchwarden's is not the App's.
+    git = forge.repos[REPO].git
+    git.update_ref("refs/heads/patchwarden/evil", git.resolve("refs/heads/main") or "")
+    await forge.push(REPO, {"notes.txt": "x\n"}, author="carol", branch="patchwarden/evil")
+    await forge.open_pull(
+        REPO, head="patchwarden/evil", base=None, title="[Approve](https://evil) now",
+        author="carol",
+    )  # fmt: skip
+    await settle(pw)
     # A job that fails for good: its payload is not a fix job's.
     await pw.store.enqueue(
         NewJob(kind="fix", key="broken", queue="sessions", repo=REPO,
@@ -155,4 +164,5 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     assert f"- #{revert.number} of #{fix.number}: merged" in body
     assert "has a payload this version cannot read" in body  # the failed job, with why
     assert "| reverted after merging | 100 % (1) |" in body
+    assert "evil" not in body  # carol's pull request is not listed as Patchwarden's
     assert (await pw.store.dashboard_issue(REPO))[0] == boards[0].number

@@ -324,3 +324,12 @@ def test_a_job_waits_longer_after_each_error_or_crash_and_never_over_ten_minutes
     from app.store.models import backoff
 
     assert backoff(base, n) == wait
+
+
+async def test_an_sqlite_too_old_for_returning_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(StoreError, match=r"SQLite is 3\.31\.1; Patchwarden needs 3\.35"):
+        await store_for_url(f"sqlite:///{tmp_path / 'old.db'}").open()
