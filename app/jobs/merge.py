@@ -22,7 +22,7 @@ from app.policy.config import LADDER, Decision
 from app.policy.score import Score
 from app.publish.body import render_body
 from app.publish.github import MergeAnswer
-from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide
+from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide, what_to_change
 from app.store import Job, Outcome
 
 
@@ -148,6 +148,8 @@ async def _do_merge(
             f"GitHub refused the merge ({answer.status}: {answer.message}). Not retried "
             f"until a writer approves it or comments `@{run.ctx.bot} ship it`."
         )
+        if hint := what_to_change(answer.message):
+            reason += f" {hint}."
     await store.audit(
         "merge.refused",
         repo=pub.repo,

@@ -25,6 +25,7 @@ from app.jobs.kinds import JobKind, MergeJob
 from app.jobs.report import Report, Silent, Ticker
 from app.policy.score import Score, Trigger, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
+from app.publish.commits import commit_through_api
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
 from app.sessions.workspace import branch_name
@@ -157,6 +158,11 @@ async def session_to_pull(
     )
     if score.decision == "reject":
         return await _rejected(run, outcome, report, score)
+    # The branch first: with commit_signing: api GitHub makes (and signs) a new commit,
+    # and that is the head the body, the check run and the merge guard name.
+    head = await _push(run, spec.remote, result, policy.commit_signing)
+    result = result.model_copy(update={"head_sha": head})
+    outcome = replace(outcome, head_sha=head)
     links = options.links
     if links is None:
         # Merging closes the issue only when the patch is what the issue asked for:
@@ -177,7 +183,33 @@ async def session_to_pull(
         links=links,
         base=str(repository.get("default_branch") or "main"),
     )
-    return await _publish(run, outcome, report, spec.remote, result, score, draft)
+    return await _publish(run, outcome, report, result, score, draft)
+
+
+async def _push(run: Running[Any], remote: Remote, result: SessionResult, signing: str) -> str:
+    """Put the patch on its branch on GitHub; the head GitHub has."""
+    assert result.head_sha is not None
+    pub, cache = run.pub, run.ctx.runner.cache
+    mirror = cache.mirror_path(pub.repo)
+    if signing == "api":
+        head = await commit_through_api(
+            pub.gh,
+            pub.vars,
+            mirror=mirror,
+            home=cache.home,
+            head=result.head_sha,
+            branch=result.branch,
+        )
+        await run.audit(
+            "branch.pushed",
+            reason="made and signed by GitHub (commit_signing: api)",
+            branch=result.branch,
+            head=head,
+            patch=result.head_sha,
+        )
+        return head
+    await pub.push_branch(mirror=mirror, branch=result.branch, remote=remote, home=cache.home)
+    return result.head_sha
 
 
 async def ended(
@@ -223,7 +255,6 @@ async def _publish(
     run: Running[JobKind],
     outcome: Outcome,
     report: Report,
-    remote: Remote,
     result: SessionResult,
     score: Score,
     draft: Draft,
@@ -232,10 +263,6 @@ async def _publish(
     assert result.head_sha is not None
     head = result.head_sha
     pub, store = run.pub, run.ctx.store
-    cache = run.ctx.runner.cache
-    await pub.push_branch(
-        mirror=cache.mirror_path(pub.repo), branch=result.branch, remote=remote, home=cache.home
-    )
     check = await pub.check_run(
         head, status="queued", title="Publishing", summary="", external_id=str(run.job.id)
     )

@@ -343,6 +343,51 @@ class BareRepo:
         shas = self._out("rev-list", "--reverse", "--topo-order", new_sha, *args).split()
         return [self.commit(s) for s in shas]
 
+    # -- the Git Data API ----------------------------------------------------------
+    def object_type(self, sha: str) -> str | None:
+        """ "blob", "tree", "commit" or "tag"; None if there is no such object."""
+        if not re.fullmatch(r"[0-9a-f]{40}", sha or ""):
+            return None
+        out = self._out("cat-file", "-t", sha, ok=(0, 1, 128))
+        return out or None
+
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob; its sha."""
+        return self._out("hash-object", "-w", "--no-filters", "--stdin", input=data)
+
+    def write_tree(
+        self, base_tree: str | None, entries: Sequence[tuple[str, str, str | None]]
+    ) -> str:
+        """The tree ``base_tree`` (or an empty one) with ``entries`` applied: (path, mode,
+        sha), a None sha removing the path. Objects must exist (the caller checks)."""
+        info = "".join(
+            f"{mode} {sha}\t{path}\0" if sha else f"0 {'0' * 40}\t{path}\0"
+            for path, mode, sha in entries
+        )
+        with tempfile.TemporaryDirectory(prefix="localforge-tree-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if base_tree:
+                self._git("read-tree", base_tree, env=env)
+            self._git("update-index", "-z", "--index-info", input=os.fsencode(info), env=env)
+            return self._out("write-tree", env=env)
+
+    def tree_entries(self, tree: str) -> list[tuple[str, Entry]]:
+        """(mode, entry) for each top-level entry of ``tree``."""
+        return list(self._ls_tree(tree))
+
+    def write_commit(
+        self,
+        tree: str,
+        parents: Sequence[str],
+        message: str,
+        *,
+        author: Person,
+        committer: Person,
+        author_date: str | None = None,
+    ) -> str:
+        """A commit object (no ref moves); the message is kept byte for byte."""
+        return self._commit_tree(tree, parents, message.encode(), author, committer, author_date)
+
     # -- merging -----------------------------------------------------------------------
     def _tree(self, commit: str) -> str:
         return self._out("rev-parse", f"{commit}^{{tree}}")

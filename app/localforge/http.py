@@ -15,6 +15,7 @@ from typing import Any
 import jwt
 from aiohttp import web
 
+from app.localforge import gitdata as _gitdata  # noqa: F401 - registers its handlers
 from app.localforge import view
 from app.localforge.base import (
     GIT_PATH,

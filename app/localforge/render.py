@@ -17,6 +17,7 @@ nest (a pull request holds a repository, users, its head and base) and must agre
 from __future__ import annotations
 
 import base64
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -56,6 +57,9 @@ OTHER_APP_PERMISSIONS = {"checks": "write", "metadata": "read"}
 # and the shared number, in disjoint ranges, so each is stable and unique per kind.
 _PER_REPO = 1_000_000
 _PULL_OFFSET = _PER_REPO // 2
+
+
+_PGP = ("-----BEGIN PGP SIGNATURE-----", "-----END PGP SIGNATURE-----")
 
 
 def iso(ts: float) -> str:
@@ -818,6 +822,66 @@ class Renderer:
             "object": {"type": "commit", "sha": sha, "url": f"{api}/git/commits/{sha}"},
         }
 
+    def verification(self, repo: Repo, sha: str) -> Json:
+        """A commit's signature check: "valid" for the commits the forge signed itself
+        (GitHub signs what it makes: API commits made as the App, merges), else unsigned."""
+        if sha in repo.verified:
+            return {
+                "verified": True,
+                "reason": "valid",
+                "signature": f"{_PGP[0]}\n\n{sha}\n{_PGP[1]}\n",
+                "payload": f"tree {sha}\n",
+                "verified_at": iso(time.time()),
+            }
+        return {
+            "verified": False,
+            "reason": "unsigned",
+            "signature": None,
+            "payload": None,
+            "verified_at": None,
+        }
+
+    def git_commit(self, repo: Repo, c: CommitInfo) -> Json:
+        """git-commit (as in ``POST /git/commits``)."""
+        api, html = self._api(repo), self._html(repo)
+        return {
+            "sha": c.sha,
+            "node_id": node_id("Commit", f"{repo.id}:{c.sha}"),
+            "url": f"{api}/git/commits/{c.sha}",
+            "html_url": f"{html}/commit/{c.sha}",
+            "author": {"name": c.author.name, "email": c.author.email, "date": _utc(c.authored_at)},
+            "committer": {
+                "name": c.committer.name,
+                "email": c.committer.email,
+                "date": _utc(c.committed_at),
+            },
+            "tree": {"sha": c.tree, "url": f"{api}/git/trees/{c.tree}"},
+            "message": c.message,
+            "parents": [
+                {"sha": p, "url": f"{api}/git/commits/{p}", "html_url": f"{html}/commit/{p}"}
+                for p in c.parents
+            ],
+            "verification": self.verification(repo, c.sha),
+        }
+
+    def short_blob(self, repo: Repo, sha: str) -> Json:
+        return {"sha": sha, "url": f"{self._api(repo)}/git/blobs/{sha}"}
+
+    def git_tree(self, repo: Repo, sha: str, entries: Sequence[tuple[str, Entry]]) -> Json:
+        """git-tree: the tree's top-level entries, as ``POST /git/trees`` answers."""
+        api = self._api(repo)
+        kinds = {"dir": "tree", "submodule": "commit"}
+        listed = []
+        for mode, e in entries:
+            kind = kinds.get(e.kind, "blob")
+            item: dict[str, Any] = {"path": e.path, "mode": mode, "type": kind, "sha": e.sha}
+            if kind == "blob":
+                item |= {"size": e.size, "url": f"{api}/git/blobs/{e.sha}"}
+            elif kind == "tree":
+                item["url"] = f"{api}/git/trees/{e.sha}"
+            listed.append(item)
+        return {"sha": sha, "url": f"{api}/git/trees/{sha}", "tree": listed, "truncated": False}
+
     def commit(self, repo: Repo, c: CommitInfo) -> Json:
         """commit (as in ``GET /commits/{sha}``), without files or stats.
 
@@ -846,13 +910,7 @@ class Renderer:
                 "message": c.message,
                 "comment_count": 0,
                 "tree": {"sha": c.tree, "url": f"{api}/git/trees/{c.tree}"},
-                "verification": {
-                    "verified": False,
-                    "reason": "unsigned",
-                    "payload": None,
-                    "signature": None,
-                    "verified_at": None,
-                },
+                "verification": self.verification(repo, c.sha),
             },
             "author": None,
             "committer": None,

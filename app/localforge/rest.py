@@ -241,7 +241,9 @@ async def get_branch(call: Call) -> Answer:
     sha = repo.git.resolve(f"refs/heads/{name}")
     if sha is None:
         raise ApiError(404, "Branch not found")
-    protected = name == repo.default_branch and any(c.required for c in repo.required_checks)
+    protected = name == repo.default_branch and (
+        any(c.required for c in repo.required_checks) or repo.signed_commits_required
+    )
     return Answer(
         200, call.forge.render.branch(repo, name, repo.git.commit(sha), protected=protected)
     )

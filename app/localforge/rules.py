@@ -209,6 +209,20 @@ class GitHubRules(Deliveries):
             ),
         )
 
+    @staticmethod
+    def _signatures(repo: Repo, pull: Pull, method: str) -> None:
+        """Branch protection's "Require signed commits": every commit of the pull request
+        verified, and no rebase merge (GitHub cannot sign the rebased commits)."""
+        if method == "rebase":
+            raise ApiError(
+                405,
+                "Base branch requires signed commits. "
+                "Rebase merges cannot be automatically signed by GitHub",
+            )
+        commits = repo.git.commits_between(pull.base_sha, pull.head_sha)
+        if any(c.sha not in repo.verified for c in commits):
+            raise ApiError(405, "Commits must have verified signatures.")
+
     async def merge_pull(
         self,
         repo: Repo,
@@ -234,6 +248,8 @@ class GitHubRules(Deliveries):
                         state, "is expected"
                     )
                     raise ApiError(405, f'Required status check "{name}" {word}.')
+            if repo.signed_commits_required and pull.base == repo.default_branch:
+                self._signatures(repo, pull, method)
             default_title = {
                 "merge": f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head}",
                 "squash": f"{issue.title} (#{pull.number})",
@@ -254,6 +270,8 @@ class GitHubRules(Deliveries):
             )
             if merged_sha is None:
                 raise ApiError(405, "Pull Request is not mergeable")
+            if method != "rebase":
+                repo.verified.add(merged_sha)  # GitHub signs the commit it makes
             ref = f"refs/heads/{pull.base}"
             if not repo.git.update_ref(ref, merged_sha, pull.base_sha):
                 raise ApiError(405, "Base branch was modified. Review and try the merge again.")

@@ -210,6 +210,10 @@ class Repo:
     statuses: list[CommitStatus] = field(default_factory=list)
     required_checks: list[RequiredCheck] = field(default_factory=list)
     merges: list[Merge] = field(default_factory=list)
+    # Branch protection's "Require signed commits" on the default branch, and the
+    # commits GitHub signed (made through the Git Data API as the App, or merges).
+    signed_commits_required: bool = False
+    verified: set[str] = field(default_factory=set)
 
     @property
     def full_name(self) -> str:

@@ -85,6 +85,12 @@ class World(GitHubRules):
         and refuse merges until it passes — a required status check on the default branch."""
         self.repos[repo].required_checks.append(RequiredCheck(name, tuple(command), timeout))
 
+    def require_signed_commits(self, repo: str) -> None:
+        """Branch protection's "Require signed commits" on the default branch: a pull
+        request merges only when GitHub verified every one of its commits (the App's
+        commits made through the Git Data API are; commits pushed with git are not)."""
+        self.repos[repo].signed_commits_required = True
+
     def post_merge_check(
         self, repo: str, name: str, command: Sequence[str], *, timeout: float = 300
     ) -> None:

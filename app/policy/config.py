@@ -205,6 +205,7 @@ class MergeRules(_Strict):
 class Policy(_Strict):
     autonomy: Autonomy
     dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
+    commit_signing: Literal["git", "api"]  # api: commits made (and signed) by GitHub
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
     unprotect: list[str]
     secrets: SecretRules

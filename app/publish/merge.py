@@ -56,6 +56,24 @@ class Verdict:
     how: Literal["auto", "approved"] | None = None
 
 
+def what_to_change(refusal: str) -> str:
+    """For a merge GitHub refused: the setting that would let it through, if one would
+    (a branch that requires signed commits refuses what git pushed); a sentence with no
+    final stop, or ""."""
+    said = refusal.lower()
+    if (
+        "must have verified signatures" in said
+        or "must have valid signatures" in said
+        or ("requires signed commits" in said)
+    ):
+        return (
+            "This branch requires signed commits: set `commit_signing: api` in "
+            "`.github/patchwarden.yml` so GitHub makes and signs Patchwarden's commits, "
+            "with `merge.method` merge or squash (docs/policy.md#signed-commits)"
+        )
+    return ""
+
+
 def checks_of(
     runs: Sequence[dict[str, Any]], statuses: Sequence[dict[str, Any]], *, bot_slug: str
 ) -> tuple[Check, ...]:
@@ -157,6 +175,7 @@ def decide(f: Facts) -> Verdict:
         return Verdict(
             "wait",
             f"GitHub refused to merge this head before ({f.refused_before}); not retried "
-            f"until a writer approves it or comments `@{f.bot} ship it`",
+            f"until a writer approves it or comments `@{f.bot} ship it`"
+            + (f". {hint}" if (hint := what_to_change(f.refused_before)) else ""),
         )
     return Verdict("merge", "every check passed" if f.checks else "approved", how)

@@ -632,3 +632,59 @@ async def test_asking_again_updates_the_open_pull_request(
     pulls = forge.pulls(REPO)
     assert [p.number for p in pulls] == [first.number]  # updated, not a second one
     assert not pulls[0].merged
+
+
+async def test_signed_commits_required_the_api_commit_is_carried_and_merges(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    """commit_signing: api on a branch that requires signed commits: GitHub makes (and
+    signs) the patch commit, also when a moved base carries it; it merges."""
+    pw = await story(autonomy="review", extra="commit_signing: api\n")
+    forge = pw.forge
+    forge.require_signed_commits(REPO)
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    repo = forge.repos[REPO]
+    first = pull.head_sha
+    assert first in repo.verified
+    commit = repo.git.commit(first)
+    assert commit.author.email == f"{forge.bot.id}+patchwarden[bot]@users.noreply.github.com"
+    assert commit.committer.name == "GitHub"
+    assert "import os" not in on_main_of(forge, first, "util.py")  # the scored patch
+    # Nothing went by git push; the check run and the PR body name GitHub's commit.
+    assert not [a for a in forge.arrivals if a.endswith("/git-receive-pack")]
+    assert [r.name for r in forge.check_runs(REPO, first)].count("patchwarden") == 1
+    assert first[:12] in (forge.issue(REPO, pull.number).body or "")
+
+    moved = await forge.push(REPO, {"CHANGES.md": "a person's change\n"}, author="carol")
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert not pull.merged  # carried onto the new base: a new head, a new approval
+    assert pull.head_sha != first
+    assert pull.head_sha in repo.verified
+    assert repo.git.commit(pull.head_sha).parents == (moved,)
+    await forge.approve(REPO, pull.number, user="carol")
+    await settle(pw)
+    assert pull.merged, merge_said(forge, pull.number)
+
+
+async def test_signed_commits_required_a_git_push_is_refused_with_the_setting_to_change(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()  # automerge, commit_signing: git (the default)
+    forge = pw.forge
+    forge.require_signed_commits(REPO)
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    assert not pull.merged
+    said = merge_said(forge, pull.number)
+    assert "Commits must have verified signatures." in said
+    assert "commit_signing: api" in said
+
+
+def on_main_of(forge: LocalForge, sha: str, path: str) -> str:
+    entry = forge.repos[REPO].git.entry(sha, path)
+    assert entry is not None, f"{path} is not in {sha}"
+    return (entry.content or b"").decode()

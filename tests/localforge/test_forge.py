@@ -13,7 +13,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +39,6 @@ MERGE = "/repos/{owner}/{repo}/pulls/{number}/merge"
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def github_app(forge: LocalForge, app_keys: tuple[str, str]) -> AsyncIterator[GitHubApp]:
-    """Patchwarden's own client, pointed at the forge (only the base URL differs)."""
-    async with aiohttp.ClientSession() as session:
-        yield GitHubApp(app_id=APP_ID, private_key=app_keys[0], api_url=forge.url, session=session)
-
-
-@pytest.fixture
-def gh(github_app: GitHubApp) -> GitHubClient:
-    return github_app.installation(INSTALLATION)
 
 
 @pytest.fixture
@@ -834,6 +822,14 @@ async def test_every_operation_is_answered_on_contract(
     await gh.getitem("/repos/{owner}/{repo}/contents/{path}", {**R, "path": "README.md"})
     await gh.getitem("/repos/{owner}/{repo}/branches/{b}", {**R, "b": "fix"})
     await gh.put(MERGE, n, data={"sha": head, "merge_method": "rebase"})
+    git_data = "/repos/{owner}/{repo}/git/"
+    blob = await gh.post(git_data + "blobs", R, data={"content": "b\n"})
+    entry = {"path": "b.txt", "mode": "100644", "type": "blob", "sha": blob["sha"]}
+    tree = await gh.post(git_data + "trees", R, data={"tree": [entry]})
+    made = await gh.post(
+        git_data + "commits", R, data={"message": "m", "tree": tree["sha"], "parents": [head]}
+    )
+    await gh.patch(git_data + "refs/{+ref}", {**R, "ref": "heads/fix"}, data={"sha": made["sha"]})
     await gh.delete("/repos/{owner}/{repo}/git/refs/{ref}", {**R, "ref": "heads/fix"})
     assert (await github_app.as_app().getitem("/app"))["id"] == APP_ID
     found = await github_app.as_app().getitem("/repos/{owner}/{repo}/installation", R)

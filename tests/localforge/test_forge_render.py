@@ -209,6 +209,14 @@ def labelled(w: World) -> World:
 # -- REST: each shape against the operation that answers with it ------------------------
 
 Render = Callable[[World], Any]
+
+
+def signed(w: World, render: Callable[[Repo, CommitInfo], Any]) -> Callable[..., Any]:
+    """``render`` with the head commit among those GitHub signed (verification filled)."""
+    w.repo.verified.add(w.head.sha)
+    return render
+
+
 REST: list[tuple[str, int, Render]] = [
     ("apps/get-authenticated", 200, lambda w: w.r.app()),
     (
@@ -256,6 +264,15 @@ REST: list[tuple[str, int, Render]] = [
     ("repos/get-branch", 200, lambda w: w.r.branch(w.repo, "a/b", w.head, protected=False)),
     ("git/get-ref", 200, lambda w: w.r.git_ref(w.repo, "heads/fix-widget", HEAD)),
     ("git/create-ref", 201, lambda w: w.r.git_ref(w.repo, "refs/heads/fix-widget", HEAD)),
+    ("git/update-ref", 200, lambda w: w.r.git_ref(w.repo, "heads/patchwarden/1-x", HEAD)),
+    ("git/create-blob", 201, lambda w: w.r.short_blob(w.repo, "b" * 40)),
+    (
+        "git/create-tree",
+        201,
+        lambda w: w.r.git_tree(w.repo, "t" * 40, [("100644", w.file), ("040000", w.tree)]),
+    ),
+    ("git/create-commit", 201, lambda w: w.r.git_commit(w.repo, w.head)),
+    ("git/create-commit", 201, lambda w: signed(w, w.r.git_commit)(w.repo, w.head)),
     ("pulls/list", 200, lambda w: [w.r.pull_simple(w.repo, w.pull, labelled(w).pr)]),
     ("pulls/create", 201, lambda w: w.pull_json()),
     ("pulls/get", 200, lambda w: labelled(w).pull_json()),

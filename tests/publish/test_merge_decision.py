@@ -723,6 +723,28 @@ def test_a_head_github_refused_waits_for_a_person(changes: dict[str, Any], actio
         assert "not retried until a writer approves" in verdict.reason
 
 
+@pytest.mark.parametrize(
+    ("refusal", "hinted"),
+    [
+        ("405: Commits must have verified signatures.", True),
+        ("405: Commits must have valid signatures.", True),  # GitHub's older words
+        (
+            "405: Base branch requires signed commits. "
+            "Rebase merges cannot be automatically signed by GitHub",
+            True,
+        ),
+        ("405: Pull Request is not mergeable", False),
+    ],
+)
+def test_a_refusal_for_want_of_signatures_names_the_setting_to_change(
+    refusal: str, hinted: bool
+) -> None:
+    verdict = decide(facts(refused_before=refusal))
+    assert verdict.action == "wait"
+    assert ("`commit_signing: api`" in verdict.reason) is hinted
+    assert not verdict.reason.endswith(".")  # the caller ends the sentence
+
+
 # -- the lines Patchwarden adds to a body ------------------------------------------
 
 
