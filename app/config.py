@@ -127,6 +127,9 @@ class Settings(BaseSettings):
 
     # HTTP server
     host: str = "127.0.0.1"
+    # Where people reach this server (https://pw.example.org): check runs then link to
+    # each pull request's audit page; unset, they link nowhere.
+    public_url: str | None = None
     port: int = Field(default=8080, ge=0, le=65535)
     # The dashboard issue is brought up to date once per window, after the jobs in it.
     dashboard_seconds: float = Field(default=30.0, gt=0, le=3600)
@@ -228,6 +231,21 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @field_validator("public_url", mode="before")
+    @classmethod
+    def _check_public_url(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        parts = urlsplit(str(value).strip())
+        local = parts.hostname in {"localhost", "127.0.0.1", "::1"}
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ValueError("must be the server's public base URL, e.g. https://pw.example.org")
+        if parts.scheme == "http" and not local:
+            raise ValueError("must be https:// (plain http only for localhost)")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError("takes a base URL: no user, password, ?query or #fragment")
+        return str(value).strip().rstrip("/")
 
     @field_validator("bot_name")
     @classmethod

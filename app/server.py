@@ -27,7 +27,8 @@ from app.github import signing
 from app.jobs.kinds import AlertJob, DeliveryJob
 from app.jobs.runtime import Runtime, close_runtime, open_runtime
 from app.metrics import CONTENT_TYPE
-from app.store import Delivery
+from app.publish import audit_page
+from app.store import AuditQuery, Delivery
 from app.webhooks import payloads
 
 log = logging.getLogger(__name__)
@@ -337,6 +338,35 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=text, headers={"Content-Type": CONTENT_TYPE})
 
 
+async def audit(request: web.Request) -> web.Response:
+    """One pull request's audit page (app/publish/audit_page.py), which its check run
+    links to; the link's signature opens that page only. A wrong or missing signature
+    is a 404 that does not say whether the pull request exists."""
+    settings = request.app[SETTINGS]
+    secret = settings.webhook_secret
+    if settings.public_url is None or secret is None:
+        return _error(404, "audit pages are off: set PATCHWARDEN_PUBLIC_URL (docs/install.md)")
+    repo = f"{request.match_info['owner']}/{request.match_info['name']}"
+    number = int(request.match_info["number"])
+    if not audit_page.signed(secret.get_secret_value(), repo, number, request.query.get("sig", "")):
+        return _error(404, "no such page: open the link from the pull request's check run, whole")
+    store = request.app[RUNTIME].store
+    outcomes = await store.find_outcomes(repo=repo, pr_number=number)
+    entries = []
+    for job_id in sorted({o.job_id for o in outcomes}):
+        entries += await store.query_audit(AuditQuery(repo=repo, job_id=job_id))
+    entries.sort(key=lambda e: (e.at, e.id))
+    if request.query.get("format") == "json":
+        return web.json_response(
+            audit_page.as_json(repo, number, outcomes, entries), headers=audit_page.HEADERS
+        )
+    return web.Response(
+        text=audit_page.render(repo, number, outcomes, entries),
+        content_type="text/html",
+        headers=audit_page.HEADERS,
+    )
+
+
 async def setup_done(request: web.Request) -> web.Response:
     """``/setup`` on a running server: the App is configured (serve needs it), so the
     manifest flow (``patchwarden setup``) has nothing to do here."""
@@ -372,6 +402,7 @@ def create_app(
     app.router.add_post("/alerts", alerts_webhook)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get(r"/audit/{owner}/{name}/pull/{number:\d{1,9}}", audit)
     app.router.add_get("/setup", setup_done)
     app.router.add_get("/setup/callback", setup_done)
     return app

@@ -22,6 +22,7 @@ from app.jobs.report import Report
 from app.jobs.rules import pause_reason
 from app.metrics import Metrics
 from app.policy.score import HISTORY_DAYS, History
+from app.publish import audit_page
 from app.publish.github import Publisher
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionRunner
@@ -53,6 +54,14 @@ class JobContext:
         return Publisher(
             self.github.installation(job.installation_id), job.repo, bot_login=f"{self.bot}[bot]"
         )
+
+    def audit_url(self, repo: str, number: int) -> str | None:
+        """The pull request's signed audit page on this server (its check run's details
+        link), or None when PATCHWARDEN_PUBLIC_URL or the webhook secret is not set."""
+        base, secret = self.settings.public_url, self.settings.webhook_secret
+        if base is None or secret is None:
+            return None
+        return audit_page.audit_url(base, secret.get_secret_value(), repo, number)
 
     async def paused(self, repo: str) -> str | None:
         pause = await self.store.get_pause(repo)

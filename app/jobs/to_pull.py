@@ -290,6 +290,7 @@ async def _publish(
         title=f"Risk {score.score}/100 ({score.risk}): {score.decision}",
         summary=verdict(score),
         run_id=check,
+        details_url=run.ctx.audit_url(pub.repo, number),
     )
     outcome = replace(
         outcome,

@@ -201,6 +201,7 @@ class Publisher:
         conclusion: str | None = None,
         external_id: str | None = None,
         run_id: int | None = None,
+        details_url: str | None = None,
     ) -> int:
         """Create or update the ``patchwarden`` check run on ``head_sha``; ``run_id`` (what
         an earlier call returned) saves looking it up again."""
@@ -213,6 +214,8 @@ class Publisher:
             data["conclusion"] = conclusion
         if external_id is not None:
             data["external_id"] = external_id
+        if details_url is not None:
+            data["details_url"] = details_url
         existing = run_id if run_id is not None else await self._find_check_run(head_sha)
         if existing is None:
             made = await self.gh.post(

@@ -688,3 +688,45 @@ def on_main_of(forge: LocalForge, sha: str, path: str) -> str:
     entry = forge.repos[REPO].git.entry(sha, path)
     assert entry is not None, f"{path} is not in {sha}"
     return (entry.content or b"").decode()
+
+
+async def test_the_check_run_links_to_the_pull_requests_signed_audit_page(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story(public_url="https://pw.example.org/")
+    forge = pw.forge
+    await fix_this(pw)
+    await settle(pw)
+    (pull,) = forge.pulls(REPO)
+    assert pull.merged
+    (ours,) = [r for r in forge.check_runs(REPO, pull.head_sha) if r.name == "patchwarden"]
+    link = ours.details_url or ""
+    prefix = f"https://pw.example.org/audit/{REPO}/pull/{pull.number}?sig="
+    assert link.startswith(prefix), link
+    path = link.removeprefix("https://pw.example.org")
+
+    async with pw.session.get(pw.url + path) as page:
+        assert page.status == 200
+        assert page.headers["Referrer-Policy"] == "no-referrer"
+        assert "default-src 'none'" in page.headers["Content-Security-Policy"]
+        text = await page.text()
+    assert f"{REPO}#{pull.number}" in text
+    for said in ("policy.decided", "pr.opened", "Score, factor by factor", "(auto)"):
+        assert said in text, said
+    assert (pull.merge_commit_sha or "") in text
+    async with pw.session.get(pw.url + path + "&format=json") as answer:
+        facts = await answer.json()
+    (job,) = facts["jobs"]
+    assert (job["decision"], job["merge_sha"]) == ("automerge", pull.merge_commit_sha)
+    assert {e["action"] for e in facts["audit"]} >= {"policy.decided", "pr.merged"}
+
+    # The signature opens this pull request's page and no other; none is a plain 404.
+    sig = link.rsplit("=", 1)[1]
+    for wrong in (
+        path.replace(sig, "0" * len(sig)),
+        path.replace(f"/pull/{pull.number}?", f"/pull/{pull.number + 1}?"),
+        path.split("?")[0],
+    ):
+        async with pw.session.get(pw.url + wrong) as refused:
+            assert refused.status == 404, wrong
+            assert "check run" in (await refused.json())["error"]
