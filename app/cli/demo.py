@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -159,6 +160,7 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     )
     await story.until("the auto-merge", lambda: pull.merged)
     say(f"4. #{pull.number} merged itself after `tests` passed on its head")
+    say(f"   its check run's Details link, the audit page: {await _audit_link(forge, pull)}")
     await story.until(
         "the issue closing", lambda: forge.issue(REPO, issue.number).state == "closed"
     )
@@ -192,6 +194,21 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     story.show(format_outcomes(rows), indent="    ")
 
 
+async def _audit_link(forge: LocalForge, pull: Any) -> str:
+    """The ``patchwarden`` check run's details link on the pull request's head, once the
+    page it opens answers."""
+    import aiohttp
+
+    runs = [r for r in forge.check_runs(REPO, pull.head_sha) if r.name == "patchwarden"]
+    link = runs[-1].details_url if runs else None
+    if not link:
+        raise StepFailed("the check run has no Details link to the audit page")
+    async with aiohttp.ClientSession() as session, session.get(link) as page:
+        if page.status != 200 or "policy.decided" not in await page.text():
+            raise StepFailed(f"the audit page {link} answered {page.status}")
+    return link
+
+
 async def _demo(folder: Path, *, keep: bool) -> int:
     started = time.monotonic()
     private, public = generate_app_key()
@@ -199,6 +216,10 @@ async def _demo(folder: Path, *, keep: bool) -> int:
     forge = LocalForge(app_id=4242, app_public_key=public, webhook_secret=secret)
     await forge.start()
     forge.add_repo(REPO, installation_id=INSTALLATION)
+    # The port first, so the settings can say where the server is (its audit pages).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
     settings = load_settings(
         app_id=4242,
         private_key=private,
@@ -210,13 +231,12 @@ async def _demo(folder: Path, *, keep: bool) -> int:
         # The dashboard issue is brought up to date once, at the end of the story (so
         # the story's issue and pull request numbers stay as the README tells them).
         dashboard_seconds=3600,
+        public_url=f"http://127.0.0.1:{port}",
     )
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    await web.SockSite(runner, sock).start()
     forge.webhook_url = f"http://127.0.0.1:{port}/webhooks/github"
     store = app[RUNTIME].store
     story = Story(forge, started)

@@ -266,7 +266,22 @@ def collect(settings: Settings) -> list[Check]:
             "enabled" if settings.alerts_secret else "disabled (set PATCHWARDEN_ALERTS_SECRET)",
         )
     )
+    checks.append(_audit_links_check(settings))
     return checks
+
+
+def _audit_links_check(settings: Settings) -> Check:
+    if settings.public_url is None:
+        return Check(
+            "audit links", "warn", "off: set PATCHWARDEN_PUBLIC_URL so check runs link to them"
+        )
+    if settings.webhook_secret is None:
+        return Check("audit links", "warn", "off: they are signed with the webhook secret")
+    return Check(
+        "audit links",
+        "ok",
+        f"check runs link to {settings.public_url}/audit/<owner>/<repo>/pull/<n>",
+    )
 
 
 def _identity_checks(settings: Settings) -> list[Check]:

@@ -74,7 +74,9 @@ def configured(settings: Settings, env_file: Path) -> str | None:
     return None
 
 
-def write_credentials(app: dict[str, Any], *, env_file: Path, key_file: Path) -> None:
+def write_credentials(
+    app: dict[str, Any], *, env_file: Path, key_file: Path, public_url: str | None = None
+) -> None:
     """The key to ``key_file`` and the settings appended to ``env_file`` (whatever else
     it holds is kept), both mode 0600. Refuses to overwrite a key."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
@@ -91,6 +93,8 @@ def write_credentials(app: dict[str, Any], *, env_file: Path, key_file: Path) ->
         f"PATCHWARDEN_WEBHOOK_SECRET={app['webhook_secret']}",
         f"PATCHWARDEN_BOT_NAME={app['slug']}",
     ]
+    if public_url:  # check runs link to the audit pages there
+        lines.append(f"PATCHWARDEN_PUBLIC_URL={public_url}")
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as out:
@@ -173,7 +177,9 @@ class Setup:
         try:
             async with aiohttp.ClientSession() as session:
                 app = await convert_manifest(session, self.settings.github_api_url, code)
-            write_credentials(app, env_file=self.env_file, key_file=self.key_file)
+            write_credentials(
+                app, env_file=self.env_file, key_file=self.key_file, public_url=self.base
+            )
         except (ConfigError, OSError, aiohttp.ClientError, ValueError) as exc:
             return page("Setup failed", f"<p>{html.escape(str(exc))}</p>", 502)
         self.created = app

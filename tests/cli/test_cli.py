@@ -451,10 +451,18 @@ async def test_doctor_with_configuration(
         "detail": "1: octo-org (id 7)",
     }
     assert WEBHOOK_SECRET not in json.dumps(checks)
+    assert checks["audit links"]["status"] == "warn"
+    assert "PATCHWARDEN_PUBLIC_URL" in checks["audit links"]["detail"]
 
     forge.repos.clear()  # uninstalled everywhere
+    env["PATCHWARDEN_PUBLIC_URL"] = "https://pw.example.org/"
     _, checks = await asyncio.to_thread(doctor, tmp_path, env)
     assert checks["installations"]["status"] == "warn"
+    assert checks["audit links"] == {
+        "name": "audit links",
+        "status": "ok",
+        "detail": "check runs link to https://pw.example.org/audit/<owner>/<repo>/pull/<n>",
+    }
     assert "/installations/new" in checks["installations"]["detail"]
 
 

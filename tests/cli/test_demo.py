@@ -25,6 +25,7 @@ STEPS = [
     "Patchwarden risk",  # the body's verdict line, shown in the terminal
     "Fixes #1",
     "4. #2 merged itself",
+    "its check run's Details link, the audit page: http://127.0.0.1:",
     "issue #1 is closed by the merge",
     "5. `smoke` runs on main after the merge and fails",
     "6. the canary bisected main, blamed the merge of #2, and opened #3, its revert",

@@ -135,6 +135,7 @@ async def test_the_app_is_created_from_its_manifest(tmp_path: Path, forge: Local
     # that GitHub (the forge, holding the new public key) accepts.
     written = load_settings(_env_file=str(tmp_path / ".env"))
     assert written.app_id == forge.app_id
+    assert written.public_url == f"http://localhost:{port}"  # the check runs' audit links
     key = written.app_private_key()
     assert key is not None
     token = jwt.encode(
