@@ -125,12 +125,16 @@ class SQLBase(Store):
     # writer at a time, so one; a server database serves calls side by side (the webhook
     # intake is then not queued behind the workers' claims).
     CONNECTIONS = 1
+    # One more thread and connection for the webhook intake alone (a server database):
+    # a delivery is stored while the workers' calls keep the others busy.
+    INTAKE_CONNECTION = False
 
     def __init__(self, *, url: str, default_max_attempts: int = 3, create: bool = True):
         self.create = create
         self.url = url
         self.default_max_attempts = default_max_attempts
         self._executor: ThreadPoolExecutor | None = None
+        self._intake: ThreadPoolExecutor | None = None
         self._local = threading.local()  # .conn: the calling store thread's connection
         self._conns: list[DB] = []
         self._conns_lock = threading.Lock()
@@ -155,6 +159,13 @@ class SQLBase(Store):
             raise StoreError("the store is not open; call open() first")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, fn, *args)
+
+    async def _run_intake(self, fn: Callable[..., T], *args: Any) -> T:
+        """``_run`` on the intake's own thread and connection, where there is one."""
+        if self._intake is None:
+            return await self._run(fn, *args)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._intake, self._call, fn, *args)
 
     def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if getattr(self._local, "conn", None) is not None:
@@ -285,12 +296,18 @@ class SQLBase(Store):
             self._executor.shutdown(wait=False)
             self._executor = None
             raise
+        if self.INTAKE_CONNECTION:
+            self._intake = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-intake")
 
     async def close(self) -> None:
         if self._executor is None:
             return
         executor, self._executor = self._executor, None
-        await asyncio.get_running_loop().run_in_executor(None, executor.shutdown, True)
+        intake, self._intake = self._intake, None
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, executor.shutdown, True)
+        if intake is not None:
+            await loop.run_in_executor(None, intake.shutdown, True)
         with self._conns_lock:
             conns, self._conns = self._conns, []
         for conn in conns:  # the store's threads are gone: close them from here

@@ -74,6 +74,50 @@ async def test_delivery_is_stored_once_with_its_jobs(store: Store) -> None:
     assert await store.get_delivery("d1") == delivery
 
 
+async def test_a_delivery_with_several_jobs_is_audited_in_order_and_keys_stay_unique(
+    store: Store,
+) -> None:
+    """What the intake writes, the same on both databases (PostgreSQL does it in one
+    statement): the delivery, its audit entry, then each new job and its entry; a job
+    whose key exists is not made again; odd text is kept."""
+    await store.enqueue(_job("old"))
+    odd = 'it\'s 100% "quoted"; -- ?, $1, %s, \\ and a NUL:\x00 é'
+    delivery = Delivery(
+        "d-odd", "github", "issue_comment", None, None, None, odd, {"body": odd}, 1000.0
+    )
+    d = {"delivery_id": "d-odd"}
+    jobs = [
+        _job("new-1", repo="o/r", run_after=5000.0, **d),
+        _job("old", **d),
+        _job("new-2", **d),
+        _job("new-1", **d),
+    ]
+    assert await store.record_delivery(delivery, jobs=jobs) is True
+    assert [j.key for j in await store.list_jobs()] == ["old", "new-1", "new-2"]
+    first = (await store.list_jobs())[1]
+    assert (first.repo, first.run_after, first.max_attempts) == ("o/r", 5000.0, 3)
+    stored = await store.get_delivery("d-odd")
+    assert stored is not None
+    assert stored.payload == {"body": odd}  # JSON keeps a NUL as \u0000
+    entries = await store.query_audit(AuditQuery())
+    ours = [e for e in entries if e.delivery_id == "d-odd"]
+    assert [(e.action, e.reason) for e in ours] == [
+        ("delivery.received", "issue_comment"),
+        ("job.enqueued", "work"),
+        ("job.enqueued", "work"),
+    ]
+    assert ours[0].details == {"source": "github", "installation_id": None}
+    assert ours[0].actor in (odd, odd.replace("\x00", "\ufffd"))  # PostgreSQL: no NUL
+    assert [e.details for e in ours[1:]] == [
+        {"key": "new-1", "queue": "q"},
+        {"key": "new-2", "queue": "q"},
+    ]
+    assert [e.job_id for e in ours[1:]] == [j.id for j in (await store.list_jobs())[1:]]
+    assert ours[0].at == 1000.0
+    assert await store.record_delivery(delivery, jobs=[_job("new-3")]) is False
+    assert len(await store.query_audit(AuditQuery())) == len(entries)
+
+
 async def test_enqueue_is_idempotent_on_the_key(store: Store) -> None:
     first, new = await store.enqueue(_job("same"))
     again, new_again = await store.enqueue(_job("same"))
