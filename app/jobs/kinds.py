@@ -243,10 +243,13 @@ class DashboardJob(JobKind):
     queue: ClassVar[str] = EVENTS_QUEUE
     repo: str
     window: int  # time.time() // DASHBOARD_SECONDS when it was asked for
+    # Asked for at once (a pause or a resume): ``window`` is then the second it was asked
+    # in, and the job runs now rather than at the window's end.
+    now: bool = False
 
     @property
     def key(self) -> str:
-        return f"dashboard:{self.repo}:{self.window}"
+        return f"dashboard:{self.repo}:{'now:' if self.now else ''}{self.window}"
 
 
 KINDS: dict[str, type[JobKind]] = {

@@ -9,12 +9,14 @@ so an event arriving twice, late or out of order changes nothing.
 
 from __future__ import annotations
 
+import time
+
 from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.github.repos import role_for
-from app.jobs.kinds import MergeJob, MergeReason, RevertJob
+from app.jobs.kinds import DashboardJob, MergeJob, MergeReason, RevertJob
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
@@ -108,6 +110,9 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
         if not changed:
             text = f"Already {'paused' if name == 'pause' else 'running'}; nothing changed."
         await _reply(gh, ctx, data, text, key=key)
+        if changed:  # the dashboard says paused or not: now, not after the next job
+            now = DashboardJob(repo=repo, window=int(time.time()), now=True)
+            await ctx.enqueue(now, installation_id=_installation(data), actor=login)
         return
     if not await _ours(ctx, repo, number):
         await ctx.audit(

@@ -93,6 +93,12 @@ def on_main(forge: LocalForge, path: str) -> bytes:
     return entry.content or b""
 
 
+def dashboard_body(forge: LocalForge) -> str:
+    """The one dashboard issue's body."""
+    (issue,) = [i for i in forge.repos[REPO].issues.values() if i.title == "Patchwarden dashboard"]
+    return issue.body or ""
+
+
 def bot_comments(forge: LocalForge, number: int) -> list[str]:
     return [c.body for c in forge.comments(REPO, number) if c.user.login == "patchwarden[bot]"]
 
@@ -284,6 +290,7 @@ async def test_pause_refuses_new_fixes_until_resume(
     await forge.post_comment(REPO, issue.number, "@patchwarden pause", author="alice")
     await settle(pw)
     assert (await pw.store.get_pause(REPO)).actor == "alice"
+    assert "**Paused**: Patchwarden is paused on" in dashboard_body(forge)  # at once
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
     assert not forge.pulls(REPO)
@@ -297,6 +304,7 @@ async def test_pause_refuses_new_fixes_until_resume(
     # the resume is sent once the resume has been handled.
     await settle(pw)
     assert await pw.store.get_pause(REPO) is None
+    assert "**Running.**" in dashboard_body(forge)
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
     assert len(forge.pulls(REPO)) == 1
