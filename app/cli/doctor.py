@@ -224,7 +224,28 @@ def _setup_packages_check(settings: Settings) -> Check:
     )
 
 
+TOOLS = [
+    ("git", ["--version"]),
+    ("bwrap", ["--version"]),
+    ("ruff", ["--version"]),
+    ("bandit", ["--version"]),
+    ("semgrep", ["--version", "--metrics=off", "--disable-version-check"]),
+]
+
+
 def collect(settings: Settings) -> list[Check]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The tools answer side by side (semgrep alone takes ~2 s to start) while the rest
+    # is checked.
+    with ThreadPoolExecutor(max_workers=len(TOOLS)) as pool:
+        versions = [pool.submit(tool_version, name, argv) for name, argv in TOOLS]
+        later = [
+            _sandbox_check(settings),
+            _setup_packages_check(settings),
+            _llm_check(settings),
+        ]
+        tools = [v.result() for v in versions]
     checks = [
         Check("patchwarden", "ok", __version__),
         Check(
@@ -232,17 +253,11 @@ def collect(settings: Settings) -> list[Check]:
             "ok" if sys.version_info >= (3, 11) else "fail",
             f"{platform.python_version()} at {sys.executable}",
         ),
-        tool_version("git", ["--version"]),
-        tool_version("bwrap", ["--version"]),
-        tool_version("ruff", ["--version"]),
-        tool_version("bandit", ["--version"]),
-        tool_version("semgrep", ["--version", "--metrics=off", "--disable-version-check"]),
+        *tools,
     ]
     if checks[2].status != "ok":
         checks[2] = Check("git", "fail", checks[2].detail)
-    checks.append(_sandbox_check(settings))
-    checks.append(_setup_packages_check(settings))
-    checks.append(_llm_check(settings))
+    checks += later
     checks.append(_store_check(settings))
     checks.append(_pause_check(settings))
     checks.append(
