@@ -28,7 +28,7 @@ from app.jobs.kinds import AlertJob, DeliveryJob
 from app.jobs.runtime import Runtime, close_runtime, open_runtime
 from app.metrics import CONTENT_TYPE
 from app.publish import audit_page
-from app.store import AuditQuery, Delivery
+from app.store import Delivery
 from app.webhooks import payloads
 
 log = logging.getLogger(__name__)
@@ -339,31 +339,15 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def audit(request: web.Request) -> web.Response:
-    """One pull request's audit page (app/publish/audit_page.py), which its check run
-    links to; the link's signature opens that page only. A wrong or missing signature
-    is a 404 that does not say whether the pull request exists."""
-    settings = request.app[SETTINGS]
-    secret = settings.webhook_secret
-    if settings.public_url is None or secret is None:
-        return _error(404, "audit pages are off: set PATCHWARDEN_PUBLIC_URL (docs/install.md)")
-    repo = f"{request.match_info['owner']}/{request.match_info['name']}"
-    number = int(request.match_info["number"])
-    if not audit_page.signed(secret.get_secret_value(), repo, number, request.query.get("sig", "")):
-        return _error(404, "no such page: open the link from the pull request's check run, whole")
-    store = request.app[RUNTIME].store
-    outcomes = await store.find_outcomes(repo=repo, pr_number=number)
-    entries = []
-    for job_id in sorted({o.job_id for o in outcomes}):
-        entries += await store.query_audit(AuditQuery(repo=repo, job_id=job_id))
-    entries.sort(key=lambda e: (e.at, e.id))
-    if request.query.get("format") == "json":
-        return web.json_response(
-            audit_page.as_json(repo, number, outcomes, entries), headers=audit_page.HEADERS
-        )
-    return web.Response(
-        text=audit_page.render(repo, number, outcomes, entries),
-        content_type="text/html",
-        headers=audit_page.HEADERS,
+    """One pull request's audit page, which its check run links to (audit_page.answer)."""
+    settings, m = request.app[SETTINGS], request.match_info
+    return await audit_page.answer(
+        request.app[RUNTIME].store,
+        public_url=settings.public_url,
+        secret=settings.webhook_secret,
+        repo=f"{m['owner']}/{m['name']}",
+        number=int(m["number"]),
+        query=request.query,
     )
 
 

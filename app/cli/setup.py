@@ -25,6 +25,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -33,6 +34,7 @@ from app.config import Settings
 from app.errors import ConfigError
 from app.github.manifest import (
     CALLBACK_PATH,
+    LOCAL_HOSTS,
     SETUP_PATH,
     build_manifest,
     convert_manifest,
@@ -177,8 +179,11 @@ class Setup:
         try:
             async with aiohttp.ClientSession() as session:
                 app = await convert_manifest(session, self.settings.github_api_url, code)
+            # Check runs link to audit pages at the public URL: not on this machine's
+            # localhost, which people reading github.com cannot open.
+            public = None if urlsplit(self.base).hostname in LOCAL_HOSTS else self.base
             write_credentials(
-                app, env_file=self.env_file, key_file=self.key_file, public_url=self.base
+                app, env_file=self.env_file, key_file=self.key_file, public_url=public
             )
         except (ConfigError, OSError, aiohttp.ClientError, ValueError) as exc:
             return page("Setup failed", f"<p>{html.escape(str(exc))}</p>", 502)

@@ -243,13 +243,15 @@ class DashboardJob(JobKind):
     queue: ClassVar[str] = EVENTS_QUEUE
     repo: str
     window: int  # time.time() // DASHBOARD_SECONDS when it was asked for
-    # Asked for at once (a pause or a resume): ``window`` is then the second it was asked
-    # in, and the job runs now rather than at the window's end.
-    now: bool = False
+    # Asked for at once by a delivery (a pause or a resume): one update per delivery,
+    # run now rather than at the window's end.
+    delivery: str | None = None
 
     @property
     def key(self) -> str:
-        return f"dashboard:{self.repo}:{'now:' if self.now else ''}{self.window}"
+        if self.delivery is not None:
+            return f"dashboard:{self.repo}:delivery:{self.delivery}"
+        return f"dashboard:{self.repo}:{self.window}"
 
 
 KINDS: dict[str, type[JobKind]] = {

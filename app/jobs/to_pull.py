@@ -161,7 +161,9 @@ async def session_to_pull(
     # The branch first: with commit_signing: api GitHub makes (and signs) a new commit,
     # and that is the head the body, the check run and the merge guard name.
     head = await _push(run, spec.remote, result, policy.commit_signing)
-    result = result.model_copy(update={"head_sha": head})
+    if head != result.head_sha:
+        result = result.model_copy(update={"head_sha": head})
+        ctx.save_result(result)  # the merge job renders the final body from it
     outcome = replace(outcome, head_sha=head)
     links = options.links
     if links is None:

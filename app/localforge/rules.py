@@ -210,15 +210,22 @@ class GitHubRules(Deliveries):
         )
 
     @staticmethod
-    def _signatures(repo: Repo, pull: Pull, method: str) -> None:
-        """Branch protection's "Require signed commits": every commit of the pull request
-        verified, and no rebase merge (GitHub cannot sign the rebased commits)."""
+    def _signatures(repo: Repo, pull: Pull, method: str, user: User) -> None:
+        """Branch protection's "Require signed commits", by merge method: a merge commit
+        brings the pull request's commits onto the branch, so each must be verified; a
+        squash lands one new commit GitHub signs, for the pull request's author only
+        (https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#require-signed-commits);
+        GitHub cannot sign the commits a rebase makes."""
         if method == "rebase":
             raise ApiError(
                 405,
                 "Base branch requires signed commits. "
                 "Rebase merges cannot be automatically signed by GitHub",
             )
+        if method == "squash":
+            if user.login != repo.issues[pull.number].user.login:
+                raise ApiError(405, "Commits must have verified signatures.")
+            return
         commits = repo.git.commits_between(pull.base_sha, pull.head_sha)
         if any(c.sha not in repo.verified for c in commits):
             raise ApiError(405, "Commits must have verified signatures.")
@@ -249,7 +256,7 @@ class GitHubRules(Deliveries):
                     )
                     raise ApiError(405, f'Required status check "{name}" {word}.')
             if repo.signed_commits_required and pull.base == repo.default_branch:
-                self._signatures(repo, pull, method)
+                self._signatures(repo, pull, method, user)
             default_title = {
                 "merge": f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head}",
                 "squash": f"{issue.title} (#{pull.number})",

@@ -1,6 +1,6 @@
 """The audit page of one Patchwarden pull request, which its check run links to
 ("Details" on GitHub): every job that worked on it, its score factor by factor, and
-every decision in the audit log, in order.
+those jobs' entries in the audit log, in order.
 
 Served by ``serve`` at ``/audit/{owner}/{repo}/pull/{number}`` when
 ``PATCHWARDEN_PUBLIC_URL`` says where GitHub's users reach the server. The link carries
@@ -18,12 +18,15 @@ import hashlib
 import hmac
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from aiohttp import web
+from pydantic import SecretStr
+
 from app.redact import redact
-from app.store import AuditEntry, Outcome
+from app.store import AuditEntry, AuditQuery, Outcome, Store
 
 _LABEL = b"patchwarden audit link v1"
 SIGNATURE_CHARS = 32  # 128 bits of HMAC-SHA256
@@ -46,12 +49,45 @@ def signature(secret: str, repo: str, number: int) -> str:
 
 
 def signed(secret: str, repo: str, number: int, given: str) -> bool:
-    return hmac.compare_digest(signature(secret, repo, number), given.strip().lower())
+    expected = signature(secret, repo, number).encode()
+    return hmac.compare_digest(expected, given.strip().lower().encode("utf-8", "replace"))
 
 
 def audit_url(base: str, secret: str, repo: str, number: int) -> str:
     """Where the pull request's audit page is, signed (``base``: the public URL)."""
     return f"{base.rstrip('/')}/audit/{repo}/pull/{number}?sig={signature(secret, repo, number)}"
+
+
+async def answer(
+    store: Store,
+    *,
+    public_url: str | None,
+    secret: SecretStr | None,
+    repo: str,
+    number: int,
+    query: Mapping[str, str],
+) -> web.Response:
+    """``GET /audit/{owner}/{repo}/pull/{number}``: the page (``format=json``: its facts)
+    when ``sig`` is right. A wrong or missing signature is a 404 that does not say
+    whether the pull request exists, and is answered before the store is read."""
+    if public_url is None or secret is None:
+        return _not_found("audit pages are off: set PATCHWARDEN_PUBLIC_URL (docs/install.md)")
+    if not signed(secret.get_secret_value(), repo, number, query.get("sig", "")):
+        return _not_found("no such page: open the link from the pull request's check run, whole")
+    outcomes = await store.find_outcomes(repo=repo, pr_number=number)
+    entries: list[AuditEntry] = []
+    for job_id in sorted({o.job_id for o in outcomes}):
+        entries += await store.query_audit(AuditQuery(repo=repo, job_id=job_id))
+    entries.sort(key=lambda e: (e.at, e.id))
+    if query.get("format") == "json":
+        return web.json_response(as_json(repo, number, outcomes, entries), headers=HEADERS)
+    return web.Response(
+        text=render(repo, number, outcomes, entries), content_type="text/html", headers=HEADERS
+    )
+
+
+def _not_found(message: str) -> web.Response:
+    return web.json_response({"error": message}, status=404, headers=HEADERS)
 
 
 def _utc(at: float | None) -> str:

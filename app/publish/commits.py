@@ -7,16 +7,16 @@ with no author, committer or signature of its own, is signed by GitHub and shown
 verified, with the App's bot user as its author
 (https://docs.github.com/en/authentication/managing-commit-signature-verification/about-commit-signature-verification#signature-verification-for-bots).
 
-The steps: one blob per changed file (``POST /git/blobs``), one tree over the parent's
-tree (``POST /git/trees``), the commit (``POST /git/commits``), then the branch created
-or force-moved (``PATCH``/``POST /git/refs``). Git objects are content-addressed, so
+The steps: one tree over the parent's tree with the changed text files inline (``POST
+/git/trees``; a binary file is uploaded first as a blob, ``POST /git/blobs``), the
+commit (``POST /git/commits``), then the branch force-moved or created (``PATCH``/``POST
+/git/refs``). Git objects are content-addressed, so
 each blob and the tree GitHub stores must have the very sha the session scored:
 anything else stops the job before a branch moves (fail closed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from app.errors import PermanentJobError
 from app.git import git_env, run_git
 from app.github import GitHubClient
 
-BLOB_CONCURRENCY = 4  # blobs uploaded at once
+_NO_MESSAGE = "Patchwarden patch\n"  # GitHub wants a message; a session always writes one
 _TYPES = {"160000": "commit"}  # a submodule's gitlink; every other file mode is a blob
 
 
@@ -53,7 +53,13 @@ async def changes(mirror: Path, home: Path, parent: str, head: str) -> list[Chan
         if not meta.startswith(b":"):
             continue
         old_mode, new_mode, old, new, status = meta[1:].decode().split(" ", 4)
-        name = path.decode("utf-8", "surrogateescape")
+        try:
+            name = path.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PermanentJobError(
+                f"the patch changes a file whose name is not UTF-8 ({path!r}): GitHub's API "
+                "cannot name it; use commit_signing: git for this repository"
+            ) from None
         if status == "D":
             found.append(Change(name, old_mode, None))
         else:
@@ -86,19 +92,32 @@ async def commit_through_api(
     )
     raw = await _git(mirror, home, "cat-file", "commit", head)
     message = raw.split(b"\n\n", 1)[1].decode("utf-8", "replace") if b"\n\n" in raw else ""
-    entries = await _entries(gh, url_vars, mirror, home, await changes(mirror, home, parent, head))
-    made = await gh.post(
-        "/repos/{owner}/{repo}/git/trees", url_vars, data={"base_tree": base_tree, "tree": entries}
-    )
-    if made.get("sha") != tree:
+    found = await changes(mirror, home, parent, head)
+    made = None
+    # Text goes inline in the tree (one call for every text file); should GitHub build a
+    # different tree from it, every file goes again as a blob of exact bytes.
+    for inline in (True, False):
+        entries = await _entries(gh, url_vars, mirror, home, found, inline=inline)
+        made = await gh.post(
+            "/repos/{owner}/{repo}/git/trees",
+            url_vars,
+            data={"base_tree": base_tree, "tree": entries},
+        )
+        if made.get("sha") == tree or not any("content" in e for e in entries):
+            break
+    if made is None or made.get("sha") != tree:
         raise PermanentJobError(
-            f"GitHub built tree {made.get('sha')} from the patch, not the scored {tree}; "
-            "nothing was pushed"
+            f"GitHub built tree {made.get('sha') if made else None} from the patch, not the "
+            f"scored {tree}; nothing was pushed"
         )
     commit = await gh.post(
         "/repos/{owner}/{repo}/git/commits",
         url_vars,
-        data={"message": message, "tree": tree, "parents": [parent]},
+        data={
+            "message": message if message.strip() else _NO_MESSAGE,
+            "tree": tree,
+            "parents": [parent],
+        },
     )
     sha = str(commit["sha"])
     await _point(gh, url_vars, branch, sha)
@@ -106,28 +125,42 @@ async def commit_through_api(
 
 
 async def _entries(
-    gh: GitHubClient, url_vars: dict[str, str], mirror: Path, home: Path, found: list[Change]
+    gh: GitHubClient,
+    url_vars: dict[str, str],
+    mirror: Path,
+    home: Path,
+    found: list[Change],
+    *,
+    inline: bool,
 ) -> list[dict[str, str | None]]:
-    limit = asyncio.Semaphore(BLOB_CONCURRENCY)
-
-    async def entry(change: Change) -> dict[str, str | None]:
+    """The tree entries for ``found``: UTF-8 text inline (``inline``), other new content
+    uploaded as blobs first, each checked against the scored sha."""
+    entries: list[dict[str, str | None]] = []
+    for change in found:  # one at a time: GitHub asks integrations not to write at once
         kind = _TYPES.get(change.mode, "blob")
-        if change.sha is not None and kind == "blob" and change.upload:
-            async with limit:
-                data = await _git(mirror, home, "cat-file", "blob", change.sha)
-                blob = await gh.post(
-                    "/repos/{owner}/{repo}/git/blobs",
-                    url_vars,
-                    data={"content": base64.b64encode(data).decode(), "encoding": "base64"},
-                )
-            if blob.get("sha") != change.sha:
-                raise PermanentJobError(
-                    f"GitHub stored {change.path!r} as blob {blob.get('sha')}, "
-                    f"not the scored {change.sha}; nothing was pushed"
-                )
-        return {"path": change.path, "mode": change.mode, "type": kind, "sha": change.sha}
-
-    return list(await asyncio.gather(*(entry(c) for c in found)))
+        entry: dict[str, str | None] = {"path": change.path, "mode": change.mode, "type": kind}
+        if change.sha is None or kind != "blob" or not change.upload:
+            entries.append({**entry, "sha": change.sha})
+            continue
+        data = await _git(mirror, home, "cat-file", "blob", change.sha)
+        if inline:
+            try:
+                entries.append({**entry, "content": data.decode("utf-8")})
+                continue
+            except UnicodeDecodeError:
+                pass
+        blob = await gh.post(
+            "/repos/{owner}/{repo}/git/blobs",
+            url_vars,
+            data={"content": base64.b64encode(data).decode(), "encoding": "base64"},
+        )
+        if blob.get("sha") != change.sha:
+            raise PermanentJobError(
+                f"GitHub stored {change.path!r} as blob {blob.get('sha')}, "
+                f"not the scored {change.sha}; nothing was pushed"
+            )
+        entries.append({**entry, "sha": change.sha})
+    return entries
 
 
 async def _point(gh: GitHubClient, url_vars: dict[str, str], branch: str, sha: str) -> None:
@@ -140,7 +173,9 @@ async def _point(gh: GitHubClient, url_vars: dict[str, str], branch: str, sha: s
         )
         return
     except gidgethub.BadRequest as exc:
-        if exc.status_code != 422:  # 422: "Reference does not exist"
+        # Only a missing branch is created; any other refusal (a ruleset, a permission)
+        # is GitHub's to say as it is.
+        if exc.status_code != 422 or "does not exist" not in str(exc):
             raise
     await gh.post(
         "/repos/{owner}/{repo}/git/refs", url_vars, data={"ref": f"refs/heads/{branch}", "sha": sha}

@@ -67,9 +67,11 @@ def what_to_change(refusal: str) -> str:
         or ("requires signed commits" in said)
     ):
         return (
-            "This branch requires signed commits: set `commit_signing: api` in "
-            "`.github/patchwarden.yml` so GitHub makes and signs Patchwarden's commits, "
-            "with `merge.method` merge or squash (docs/policy.md#signed-commits)"
+            "This branch requires signed commits. In `.github/patchwarden.yml`, "
+            "`merge.method: squash` lands one commit that GitHub signs, and "
+            "`commit_signing: api` has GitHub make and sign each of Patchwarden's commits, "
+            "so a merge commit passes too; a rebase merge cannot be signed "
+            "(docs/policy.md#signed-commits)"
         )
     return ""
 

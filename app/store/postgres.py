@@ -11,6 +11,7 @@ while the others wait. Why psycopg 3 and not asyncpg: docs/decisions/009.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -26,6 +27,8 @@ from app.store.urls import mask_url, url_passwords
 
 if TYPE_CHECKING:
     import psycopg
+
+log = logging.getLogger(__name__)
 
 # Any constant both processes agree on: the advisory lock held while migrating.
 _MIGRATION_LOCK = 0x70617463  # "patc"
@@ -74,14 +77,14 @@ class _Connection:
             return self.conn.execute(sql)
         return self.conn.execute(_placeholders(sql), _clean(params))
 
-    def execute_prepared(self, sql: str, params: Sequence[Any], /) -> Cursor:
-        """With the values bound by the server, not rendered into the text: for a hot
-        statement whose every parameter has its type cast (psycopg prepares it once
-        it has run a few times)."""
+    def execute_bound(self, sql: str, params: Sequence[Any], /, *, prepare: bool) -> Cursor:
+        """With the values bound by the server, not rendered into the text, for a hot
+        statement whose every parameter has its type cast; ``prepare``: prepared on
+        its first run and reused after."""
         import psycopg
 
         cur = psycopg.Cursor(self.conn, row_factory=_row_factory)
-        return cur.execute(_placeholders(sql), _clean(params), prepare=True)
+        return cur.execute(_placeholders(sql), _clean(params), prepare=prepare)
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> Cursor:
         cur = self.conn.cursor()
@@ -105,6 +108,7 @@ class PostgresStore(SQLStore):
         super().__init__(
             url=mask_url(url), default_max_attempts=default_max_attempts, create=create
         )
+        self._prepare = True  # the intake's statement; off behind a pooler that loses it
         self._dsn = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", url)
 
     def _open_db(self) -> DB:
@@ -151,8 +155,20 @@ class PostgresStore(SQLStore):
         sql, params = _intake(delivery, jobs, time.time(), self.default_max_attempts)
 
         def one() -> bool:
+            import psycopg
+
             db = cast(_Connection, self._db)
-            return bool(db.execute_prepared(sql, params).fetchone()[0])
+            try:
+                return bool(db.execute_bound(sql, params, prepare=self._prepare).fetchone()[0])
+            except (
+                psycopg.errors.InvalidSqlStatementName,
+                psycopg.errors.DuplicatePreparedStatement,
+            ):
+                # A pooler that does not keep prepared statements (PgBouncer in
+                # transaction mode before 1.21): bound, but unprepared, from now on.
+                log.warning("PostgreSQL: prepared statements do not survive here; not preparing")
+                self._prepare = False
+                return bool(db.execute_bound(sql, params, prepare=False).fetchone()[0])
 
         return await self._run_intake(one)
 

@@ -111,7 +111,7 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
             text = f"Already {'paused' if name == 'pause' else 'running'}; nothing changed."
         await _reply(gh, ctx, data, text, key=key)
         if changed:  # the dashboard says paused or not: now, not after the next job
-            now = DashboardJob(repo=repo, window=int(time.time()), now=True)
+            now = DashboardJob(repo=repo, window=int(time.time()), delivery=ctx.delivery_id)
             await ctx.enqueue(now, installation_id=_installation(data), actor=login)
         return
     if not await _ours(ctx, repo, number):

@@ -16,7 +16,7 @@ import aiohttp
 import jwt
 import pytest
 
-from app.cli.setup import Setup, serve_setup
+from app.cli.setup import Setup, serve_setup, write_credentials
 from app.config import Settings, load_settings
 from app.errors import ConfigError
 from app.github.manifest import build_manifest, public_base
@@ -135,7 +135,7 @@ async def test_the_app_is_created_from_its_manifest(tmp_path: Path, forge: Local
     # that GitHub (the forge, holding the new public key) accepts.
     written = load_settings(_env_file=str(tmp_path / ".env"))
     assert written.app_id == forge.app_id
-    assert written.public_url == f"http://localhost:{port}"  # the check runs' audit links
+    assert written.public_url is None  # localhost: no audit link github.com readers could open
     key = written.app_private_key()
     assert key is not None
     token = jwt.encode(
@@ -167,3 +167,15 @@ def test_setup_checks_where_the_key_goes_before_github_creates_the_app(tmp_path:
     assert done.returncode == 2
     assert "app.pem exists" in done.stderr
     assert "Open http" not in done.stdout  # nothing was served
+
+
+def test_the_public_url_is_written_for_the_check_runs_audit_links(tmp_path: Path) -> None:
+    app = {"id": 9, "slug": "pw", "pem": "k", "webhook_secret": "w", "html_url": "h"}
+    write_credentials(
+        app,
+        env_file=tmp_path / ".env",
+        key_file=tmp_path / "app.pem",
+        public_url="https://pw.example.org",
+    )
+    env = (tmp_path / ".env").read_text()
+    assert "PATCHWARDEN_PUBLIC_URL=https://pw.example.org\n" in env

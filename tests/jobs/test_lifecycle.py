@@ -675,6 +675,8 @@ async def test_signed_commits_required_the_api_commit_is_carried_and_merges(
     await forge.approve(REPO, pull.number, user="carol")
     await settle(pw)
     assert pull.merged, merge_said(forge, pull.number)
+    # The final body (rendered after the merge) names GitHub's commit, not the session's.
+    assert pull.head_sha[:12] in (forge.issue(REPO, pull.number).body or "")
 
 
 async def test_signed_commits_required_a_git_push_is_refused_with_the_setting_to_change(

@@ -103,27 +103,32 @@ async def test_required_signatures_merge_only_what_github_signed(
     branch = await gh.getitem("/repos/{owner}/{repo}/branches/{b}", {**R, "b": "main"})
     assert branch["protected"] is True
     parent = await main_sha(gh)
-    # A commit naming its own author is not GitHub's to sign: it merges nowhere.
+    # A commit naming its own author is not GitHub's to sign...
     theirs = await commit_on_main(
         forge, gh, {"a.txt": b"a\n"}, author={"name": "Someone", "email": "s@example.invalid"}
     )
     assert theirs["verification"]["verified"] is False  # type: ignore[index]
     await gh.post(REFS, R, data={"ref": "refs/heads/theirs", "sha": theirs["sha"]})
     await open_pr(gh, "theirs")
+    # ...so a merge commit, which brings it onto main, is refused...
     with pytest.raises(gidgethub.BadRequest) as refused:
         await gh.put(MERGE, {**R, "number": 1}, data={"sha": theirs["sha"]})
     assert refused.value.status_code == 405
     assert "Commits must have verified signatures." in str(refused.value)
+    # ...and so is a rebase: GitHub cannot sign the commits a rebase makes.
+    with pytest.raises(gidgethub.BadRequest) as rebase:
+        await gh.put(MERGE, {**R, "number": 1}, data={"merge_method": "rebase"})
+    assert rebase.value.status_code == 405
+    assert "Rebase merges cannot be automatically signed" in str(rebase.value)
     assert await main_sha(gh) == parent
+    # A squash lands one new commit that GitHub signs, for the pull request's author
+    # (the App opened it, the App merges it).
+    squashed = await gh.put(MERGE, {**R, "number": 1}, data={"merge_method": "squash"})
+    assert squashed["sha"] in forge.repos[REPO].verified
 
     ours = await commit_on_main(forge, gh, {"b.txt": b"b\n"})
     await gh.post(REFS, R, data={"ref": "refs/heads/ours", "sha": ours["sha"]})
     await open_pr(gh, "ours")
-    # GitHub cannot sign the commits a rebase makes.
-    with pytest.raises(gidgethub.BadRequest) as rebase:
-        await gh.put(MERGE, {**R, "number": 2}, data={"merge_method": "rebase"})
-    assert rebase.value.status_code == 405
-    assert "Rebase merges cannot be automatically signed" in str(rebase.value)
     merged = await gh.put(MERGE, {**R, "number": 2}, data={"sha": ours["sha"]})
     assert merged["merged"] is True
     assert merged["sha"] in forge.repos[REPO].verified  # the merge commit is GitHub's too

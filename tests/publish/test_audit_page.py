@@ -18,6 +18,7 @@ def test_a_signature_opens_one_pull_request_of_one_repository() -> None:
     assert not audit_page.signed(SECRET, "octo/gadgets", 12, sig)
     assert not audit_page.signed(SECRET + "x", "octo/widgets", 12, sig)  # a rotated secret
     assert not audit_page.signed(SECRET, "octo/widgets", 12, "")
+    assert not audit_page.signed(SECRET, "octo/widgets", 12, "é" * 32)  # no TypeError: a 404
     url = audit_page.audit_url("https://pw.example.org/", SECRET, "octo/widgets", 12)
     assert url == f"https://pw.example.org/audit/octo/widgets/pull/12?sig={sig}"
     assert SECRET not in url

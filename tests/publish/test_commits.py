@@ -81,8 +81,10 @@ async def test_every_kind_of_change_arrives_exactly_and_signed(
     assert theirs.tree == ours  # the very tree the session scored, modes and all
     assert theirs.message == "Fix: x is 2\n\nWhy, at length."
     assert theirs.parents == (git(tmp_path, "--git-dir", str(mirror), "rev-parse", f"{head}^"),)
-    # app.py, logo.png, the new doc, the link; run.sh (its mode only) kept its blob
-    assert len(forge.calls("POST", r"/git/blobs$")) == 4
+    # Text inline in the tree; only the binary logo.png went as a blob of its own.
+    (blob,) = forge.calls("POST", r"/git/blobs$")
+    assert blob.body["encoding"] == "base64"
+    assert len(forge.calls("POST", r"/git/trees$")) == 1
 
     # Again (a retried job): the branch is force-moved to an equal commit, not refused.
     again = await commit_through_api(
@@ -92,11 +94,25 @@ async def test_every_kind_of_change_arrives_exactly_and_signed(
     assert repo.git.commit(again).tree == ours
 
 
+async def test_a_tree_built_otherwise_from_inline_text_is_sent_again_as_exact_blobs(
+    forge: LocalForge, gh: GitHubClient, patched: tuple[Path, str], tmp_path: Path
+) -> None:
+    mirror, head = patched
+    forge.fail("POST", r"/git/trees$", 201, message="not the tree you sent", times=1)
+    sha = await commit_through_api(
+        gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/3-y"
+    )
+    ours = git(tmp_path, "--git-dir", str(mirror), "rev-parse", f"{head}^{{tree}}")
+    assert forge.repos[REPO].git.commit(sha).tree == ours
+    # logo.png on the first pass; then every new file's exact bytes (4) on the second
+    assert len(forge.calls("POST", r"/git/blobs$")) == 1 + 4
+
+
 async def test_a_tree_that_is_not_the_scored_one_moves_no_branch(
     forge: LocalForge, gh: GitHubClient, patched: tuple[Path, str], tmp_path: Path
 ) -> None:
     mirror, head = patched
-    forge.fail("POST", r"/git/trees$", 201, message="a tree GitHub did not build")
+    forge.fail("POST", r"/git/trees$", 201, message="a tree GitHub did not build", times=2)
     with pytest.raises(PermanentJobError, match="not the scored"):
         await commit_through_api(
             gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/2-x"

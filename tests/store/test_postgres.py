@@ -151,3 +151,34 @@ def test_timestamps_keep_their_precision(postgres: PostgresServer) -> None:
             await store.close()
 
     assert asyncio.run(go()) == 0.0
+
+
+async def test_the_intake_survives_a_pooler_that_loses_prepared_statements(
+    postgres: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PgBouncer in transaction mode (before 1.21) hands the next statement to a server
+    connection that never saw the PREPARE: here, DEALLOCATE ALL does the same."""
+    store = store_for_url(postgres.create_database())
+    await store.open()
+    try:
+
+        def delivery(n: int) -> Delivery:
+            return Delivery(f"d{n}", "github", "ping", None, 7, "o/r", "x", {}, time.time())
+
+        for n in range(3):
+            assert await store.record_delivery(delivery(n))
+
+        def forget() -> None:  # behind psycopg's back: the server drops what it prepared
+            db = store._db  # type: ignore[attr-defined]
+            names = [r[0] for r in db.execute("SELECT name FROM pg_prepared_statements")]
+            assert names
+            for name in names:
+                db.conn.pgconn.exec_(f'DEALLOCATE "{name}"'.encode())
+
+        await store._run_intake(forget)  # type: ignore[attr-defined]
+        assert await store.record_delivery(delivery(3))  # not lost, not an error
+        assert await store.record_delivery(delivery(4))
+        assert await store.count_deliveries() == 5
+        assert "not preparing" in caplog.text
+    finally:
+        await store.close()
