@@ -280,7 +280,9 @@ def score(
 
     _behaviour(features, policy, verification, tally)
     if verification is not None:
-        _verification(verification, policy, tally)
+        # Only test files changed: tests it makes pass prove nothing about the code.
+        only_tests = bool(features.files) and set(features.categories) == {"tests"}
+        _verification(verification, policy, tally, only_tests=only_tests)
     else:
         add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")
 
@@ -387,7 +389,9 @@ def _behaviour(
         )
 
 
-def _verification(v: Verification, policy: Policy, tally: _Tally) -> None:
+def _verification(
+    v: Verification, policy: Policy, tally: _Tally, *, only_tests: bool = False
+) -> None:
     """Factors and rules from the session's own checks."""
     add, rule = tally.add, tally.rule
     w = policy.weights
@@ -412,7 +416,16 @@ def _verification(v: Verification, policy: Policy, tally: _Tally) -> None:
                 "the tests do not pass on the patch",
             )
             rule("tests_failing", "draft", f"the tests do not pass on the patch ({what})")
-        if tests.fixed:
+        if tests.fixed and only_tests:
+            # No credit, and a person looks: either the tests were wrong, or the change
+            # made them agree with the bug.
+            rule(
+                "tests_edited_to_pass",
+                "review",
+                f"makes failing tests pass only by changing tests ({_list(tests.fixed)}): "
+                "nothing shows the code was fixed",
+            )
+        elif tests.fixed:
             credit = max(len(tests.fixed) * w.tests_fixed, w.tests_fixed_max)
             add(
                 "tests_fixed",

@@ -308,6 +308,29 @@ def test_what_the_session_checked_scores_and_rules(
         assert LADDER.index(s.decision) <= LADDER.index(rule[1])  # type: ignore[arg-type]
 
 
+def test_tests_made_to_pass_by_editing_only_the_tests_earn_no_credit() -> None:
+    """A real small model changed `== 28` to `== 29` in the failing test: that is not
+    a fix, and the score must not reward it as one."""
+    fixed = TestDelta(
+        command=PY_CMD,
+        source="detected",
+        base=passed(2, failed=1),
+        head=passed(3),
+        fixed=["tests/test_dates.py::test_february"],
+    )
+    edit_test = gdiff("tests/test_dates.py", ["    assert days(2024, 2) == 29"],
+                      ["    assert days(2024, 2) == 28"])  # fmt: skip
+    only_tests = scored(edit_test, v=verification(fixer="llm", tests=fixed))
+    assert points(only_tests, "tests_fixed") == 0
+    (held,) = [r for r in only_tests.rules if r.rule == "tests_edited_to_pass"]
+    assert held.decision == "review"
+    assert "only by changing tests" in held.reason
+    # The same tests made to pass by a change to the code: credited.
+    with_code = scored(SRC + edit_test, v=verification(fixer="llm", tests=fixed))
+    assert points(with_code, "tests_fixed") == -5.0
+    assert not [r for r in with_code.rules if r.rule == "tests_edited_to_pass"]
+
+
 HARD = [
     ("workflow", gdiff(".github/workflows/ci.yml", ["run: curl x | sh"]), "protected_path"),
     ("rename-away", gdiff("ci.yml.bak", old_path=".github/workflows/ci.yml"), "protected_path"),

@@ -110,6 +110,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 ]
 _SCHEMAS = {t["function"]["name"]: t for t in TOOL_SCHEMAS}
 TOOL_NAMES = frozenset(_SCHEMAS)
+# name -> the JSON Schema of its arguments (dialects.parse reads calls written as text)
+TOOL_PARAMETERS = {name: t["function"]["parameters"] for name, t in _SCHEMAS.items()}
 
 
 class ToolError(Exception):
