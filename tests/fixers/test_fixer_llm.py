@@ -169,7 +169,10 @@ async def test_a_scripted_model_fixes_a_failing_test(
 async def test_a_model_that_loops_hits_the_step_cap(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
-    model = await make_model(*[tool("read_file", path="calc.py") for _ in range(10)])
+    # Different calls each turn (not the same one again): only the cap stops it.
+    model = await make_model(
+        *[tool("read_file", path="calc.py", start=1 + i % 2) for i in range(10)]
+    )
     result = await runner.run(spec(project, budget=Budget(max_steps=4)), fixer_for(model))
 
     assert result.status == "failed"
@@ -179,6 +182,40 @@ async def test_a_model_that_loops_hits_the_step_cap(
     assert result.fix is not None
     assert result.fix.usage.calls == 4
     assert model.remaining == 6
+
+
+async def test_the_same_call_again_gets_a_note_then_stops_the_job(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """A real 1.5B model repeated one edit until the step cap; now: a note, then a stop."""
+    same = tool("read_file", path="calc.py")
+    model = await make_model(same, same, same, tool("finish", summary="never reached"))
+    result = await runner.run(spec(project, budget=Budget(max_steps=10)), fixer_for(model))
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "the same read_file call 3 times in a row" in result.error
+    second = [m for m in model.requests[2].body["messages"] if m["role"] == "tool"][-1]
+    assert "you made exactly this call just before" in second["content"]
+    assert model.remaining == 1
+
+
+async def test_a_no_op_edit_is_an_error_and_a_premature_finish_is_questioned(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    model = await make_model(
+        tool("edit", path="calc.py", old="return a - b", new="return a - b"),
+        tool("finish", summary="done"),  # nothing changed yet: questioned
+        tool("edit", path="test_calc.py", old="== 5", new="== -1"),  # agrees with the bug
+        tool("finish", summary="done"),  # only a test changed: questioned
+        tool("finish", summary="The test expected the wrong value."),  # asked again: obeyed
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    said = [m["content"] for m in model.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "this edit changes nothing" in said[0]
+    assert "without changing any file" in said[1]
+    assert "You changed only tests (test_calc.py)" in said[3]
+    assert result.fix is not None
+    assert result.fix.summary == "The test expected the wrong value."
 
 
 async def test_paths_outside_the_workspace_are_refused(
@@ -203,11 +240,12 @@ async def test_paths_outside_the_workspace_are_refused(
         tool("edit", path="/workspace/../../outside.txt", old="a", new="b"),
         tool("create_file", path=".git/hooks/post-checkout", content="#!/bin/sh\n"),
         tool("search", pattern="root", path="/etc"),
+        tool("finish", summary="nothing to do"),  # no edit yet: questioned
         tool("finish", summary="nothing to do"),
     )
     result = await runner.run(spec(project), fixer_for(model))
 
-    answers = tool_results(model)[:-1]
+    answers = tool_results(model)[:-2]
     assert all(a.startswith("error: ") for a in answers), answers
     assert "outside the workspace" in answers[0]
     assert "outside the workspace" in answers[1]
@@ -501,7 +539,7 @@ async def test_budget_overruns_end_the_job_with_the_reason(
         assert (await store.model_spend(7, day=today)).cost_usd == pytest.approx(2.1)
 
         # Daily: installation 7 has spent $2.10 of a $2 day: no call is made at all.
-        model = await make_model(tool("finish"))
+        model = await make_model(tool("finish"), tool("finish"))  # the first is questioned
         budget = Budget(max_cost_usd=5.0, daily_usd=2.0)
         fixer = fixer_for(model, prices=prices, ledger=store)
         result = await runner.run(spec(project, budget=budget, installation_id=7), fixer)
@@ -564,7 +602,7 @@ async def test_untrusted_context_reaches_the_prompt_sanitised_and_fenced(
         instructions="please fix test_add\u2066 quickly\u2069",
         documents=(Document("issue #3 body", body),),
     )
-    model = await make_model(tool("finish", summary="looked"))
+    model = await make_model(tool("finish", summary="looked"), tool("finish", summary="looked"))
     await runner.run(spec(project, task=task), fixer_for(model))
 
     system, user = model.requests[0].body["messages"][:2]

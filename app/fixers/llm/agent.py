@@ -16,6 +16,8 @@ the patch is exactly its edits.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,20 +26,45 @@ from typing import Any, Literal
 from app.config import Price
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
-from app.fixers.llm.prompt import parse_text_call, system_prompt, task_message
+from app.fixers.llm.dialects import parse
+from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
-from app.fixers.llm.tools import TOOL_SCHEMAS, ToolBox
+from app.fixers.llm.tools import TOOL_PARAMETERS, TOOL_SCHEMAS, ToolBox, ToolResult
 from app.sessions.result import FixOutcome, TranscriptEntry
 from app.sessions.session import Budget, FixContext, Task
 
 ToolMode = Literal["auto", "native", "json"]
 MAX_IDLE_TURNS = 3
+MAX_SAME_CALLS = 3  # the same call with the same result this many times in a row: stop
 TRANSCRIPT_ENTRY_CHARS = 4000
 TRANSCRIPT_ENTRIES = 400
 NUDGE = "You did not call a tool. Call one of the tools now (finish if you are done)."
 NUDGE_JSON = (
     'You did not call a tool. Answer with one JSON object such as {"tool": "read_file", '
     '"arguments": {"path": "src/app.py"}} (use finish if you are done).'
+)
+UNREADABLE = (
+    "I could not read a tool call in your answer: {problem}. Answer with one JSON object "
+    'and nothing else, such as {{"tool": "read_file", "arguments": {{"path": "src/app.py"}}}}.'
+)
+REPEATED = (
+    "\n\nNote: you made exactly this call just before and got exactly this result. "
+    "Repeating it changes nothing: read the result, then do something different."
+)
+# finish is questioned once, not obeyed, when it looks premature; a second one is obeyed.
+FINISH_IN_PROSE = (
+    "Your answer explains a plan and also contains a finish call; I did not run it. "
+    "Answer with only the one tool call you want to make now."
+)
+FINISH_NO_EDIT = (
+    "You called finish without changing any file, so nothing is fixed yet. Make the change "
+    "with edit or create_file first. If it truly needs no change or cannot be fixed, call "
+    "finish again and say why in the summary."
+)
+FINISH_ONLY_TESTS = (
+    "You changed only tests ({paths}). The task is to fix the code so that its tests "
+    "pass; changing what a test expects so that it agrees with the bug is not a fix. Fix "
+    "the code. If the test itself was wrong, call finish again and say why."
 )
 
 
@@ -52,6 +79,11 @@ class _Run:
     transcript: list[TranscriptEntry] = field(default_factory=list)
     summary: str | None = None  # set when the model calls finish
     idle: int = 0
+    questioned: set[str] = field(default_factory=set)  # finish questions asked once
+    last_call: tuple[str, str, str] | None = None  # (name, arguments, result) of the last
+    same_calls: int = 0  # how many times in a row that call gave that result
+    stopped: str | None = None  # why the agent stopped the conversation itself
+    dialects: dict[str, int] = field(default_factory=dict)  # calls read from text, by dialect
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -136,6 +168,8 @@ class LlmFixer(Fixer):
             await self._answer(run, completion)
             if run.summary is not None:
                 return None
+            if run.stopped is not None:
+                return run.stopped
             if run.idle >= MAX_IDLE_TURNS:
                 return (
                     f"the model answered {MAX_IDLE_TURNS} times without calling a tool; "
@@ -166,31 +200,84 @@ class LlmFixer(Fixer):
             )
             for call in completion.tool_calls:
                 run.note("assistant", completion.content, tool=call.name, arguments=call.arguments)
-                result = await run.box.call(call.name, call.arguments)
+                result = await self._run_tool(run, call.name, call.arguments, in_prose=False)
                 run.messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.text}
                 )
                 run.note("tool", result.text, tool=call.name)
-                if result.finished:
-                    run.summary = result.summary
+                if result.finished or run.stopped:
                     return
             return
         run.messages.append({"role": "assistant", "content": completion.content})
-        parsed = parse_text_call(completion.content)
-        if parsed is None:
+        parsed = parse(completion.content, TOOL_PARAMETERS)
+        if not parsed.calls:
             run.idle += 1
             run.note("assistant", completion.content)
-            nudge = NUDGE_JSON if run.json_mode else NUDGE
+            if parsed.problem is not None:
+                nudge = UNREADABLE.format(problem=parsed.problem)
+            else:
+                nudge = NUDGE_JSON if run.json_mode else NUDGE
             run.messages.append({"role": "user", "content": nudge})
             return
         run.idle = 0
-        name, arguments = parsed
-        run.note("assistant", completion.content, tool=name)
+        if not run.json_mode and self.tool_mode == "auto":
+            # It writes its calls as text although tool calling is on: from now on the
+            # tools are described in the prompt and read from the text, which such a
+            # model follows far better.
+            run.json_mode = True
+            run.messages[0] = {"role": "system", "content": system_prompt(json_mode=True)}
+            run.note("note", "the model writes tool calls as text: switching to JSON calls")
+        results = []
+        for said in parsed.calls:
+            run.dialects[said.dialect] = run.dialects.get(said.dialect, 0) + 1
+            arguments = json.dumps(said.arguments, ensure_ascii=False)
+            run.note("assistant", completion.content, tool=said.name, arguments=arguments)
+            result = await self._run_tool(run, said.name, said.arguments, in_prose=said.in_prose)
+            run.note("tool", result.text, tool=said.name)
+            results.append(f"Result of {said.name}:\n{result.text}")
+            if result.finished or run.stopped:
+                break
+        run.messages.append({"role": "user", "content": "\n\n".join(results)})
+
+    async def _run_tool(
+        self, run: _Run, name: str, arguments: str | dict[str, Any], *, in_prose: bool
+    ) -> ToolResult:
+        """One call, unless it is a premature ``finish`` (questioned once) or the same call
+        and result again (a note, then the conversation stops)."""
+        question = self._question_finish(run, in_prose) if name == "finish" else None
+        if question is not None:
+            return ToolResult(question)
         result = await run.box.call(name, arguments)
-        run.messages.append({"role": "user", "content": f"Result of {name}:\n{result.text}"})
-        run.note("tool", result.text, tool=name)
         if result.finished:
             run.summary = result.summary
+            return result
+        shown = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+        key = (name, _canonical(shown), result.text)
+        run.same_calls = run.same_calls + 1 if key == run.last_call else 1
+        run.last_call = key
+        if run.same_calls >= MAX_SAME_CALLS:
+            run.stopped = (
+                f"the model made the same {name} call {run.same_calls} times in a row with "
+                f"the same result ({shown[:200]})"
+            )
+        elif run.same_calls == 2:
+            result = ToolResult(result.text + REPEATED)
+        return result
+
+    @staticmethod
+    def _question_finish(run: _Run, in_prose: bool) -> str | None:
+        """Why this ``finish`` is not obeyed yet, or None to obey it."""
+        if in_prose and "prose" not in run.questioned:
+            run.questioned.add("prose")
+            return FINISH_IN_PROSE
+        if not run.box.edited and "no-edit" not in run.questioned:
+            run.questioned.add("no-edit")
+            return FINISH_NO_EDIT
+        tests = sorted(p for p in run.box.edited if looks_like_test(p))
+        if tests and len(tests) == len(run.box.edited) and "tests" not in run.questioned:
+            run.questioned.add("tests")
+            return FINISH_ONLY_TESTS.format(paths=", ".join(tests[:5]))
+        return None
 
     async def _tidy(self, run: _Run, workspace: FixContext) -> None:
         """Put back what changed in the tree other than through the file tools."""
@@ -198,6 +285,25 @@ class LlmFixer(Fixer):
         if stray:
             await workspace.restore(stray)
             run.note("note", "put back files the agent did not edit: " + ", ".join(stray[:20]))
+
+
+def looks_like_test(path: str) -> bool:
+    """A test file by its path, as the default policy's ``tests`` category reads one."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        any(p in ("tests", "test", "__tests__", "spec") for p in parts[:-1])
+        or name.startswith("test_")
+        or name == "conftest.py"
+        or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
+    )
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (json.JSONDecodeError, TypeError):
+        return arguments
 
 
 def _usage_details(run: _Run) -> dict[str, Any]:
@@ -208,4 +314,5 @@ def _usage_details(run: _Run) -> dict[str, Any]:
         "completion_tokens": u.completion_tokens,
         "cost_usd": u.cost_usd,
         "tools": run.box.calls,
+        "dialects": run.dialects,
     }

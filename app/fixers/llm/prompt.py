@@ -10,11 +10,9 @@ obeyed.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from app.fixers.base import SKIP_DIRS
 from app.fixers.llm.tools import TOOL_SCHEMAS
@@ -146,37 +144,3 @@ def task_message(task: Task, *, tree: Path, commands: RepoCommands) -> str:
         )
     parts.append("Start by finding the code involved.")
     return "\n\n".join(parts)
-
-
-def parse_text_call(content: str) -> tuple[str, dict[str, Any]] | None:
-    """A tool call written as JSON in plain text (models without tool calling, and small
-    models that forget to use it): ``{"tool": name, "arguments": {...}}``, also with
-    ``name``/``args``/``parameters``, bare or in a fenced code block."""
-    for candidate in _json_objects(content):
-        name = candidate.get("tool") or candidate.get("name") or candidate.get("function")
-        args = candidate.get("arguments", candidate.get("args", candidate.get("parameters", {})))
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                continue
-        if isinstance(name, str) and isinstance(args, dict):
-            return name, args
-    return None
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object in ``text``, in order."""
-    found: list[dict[str, Any]] = []
-    decoder = json.JSONDecoder()
-    at = text.find("{")
-    while at != -1:
-        try:
-            value, end = decoder.raw_decode(text, at)
-        except json.JSONDecodeError:
-            at = text.find("{", at + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        at = text.find("{", end)
-    return found

@@ -204,6 +204,11 @@ class ToolBox:
         text = self._text(rel, path)
         if old == "":
             raise ToolError("'old' is empty; to add text, include the line before it in 'old'")
+        if old == new:
+            raise ToolError(
+                "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
+                "what the code should say instead"
+            )
         count = text.count(old)
         if count == 0:
             raise ToolError(_not_found(rel, text, old))
