@@ -586,6 +586,35 @@ async def test_a_model_without_tool_calling_works_through_json_in_text(
     assert any(m["content"].startswith("Result of edit:\nedited calc.py") for m in last)
 
 
+async def test_a_model_that_writes_calls_as_text_is_moved_to_json_calls(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """As a 1.5B model on llama.cpp did: tools offered, calls written in the text, in
+    dialects that change from turn to turn, with a flat finish."""
+    edit = json.dumps({"name": "edit", "arguments": FIX})
+    model = await make_model(
+        text('<tool_call>\n{"name": "read_file", "arguments": {"path": "calc.py"}}\n</tool_call>'),
+        text(f"<tool_call>{edit}</tool_call>"),
+        text("<tools><function name=\"run_tests\" arguments='{}'/></tools>"),
+        text('{"tool": "run_tests", "arguments": {"selector": "test_calc.py",}}'),  # mended
+        text('```json\n{"tool": "finish", "summary": "add() adds now"}\n```'),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.summary == "add() adds now"  # flat arguments: the summary kept
+    assert "tools" in model.requests[0].body
+    assert all("tools" not in r.body for r in model.requests[1:])  # JSON calls from turn 2
+    assert "You call a tool by answering with one JSON object" in str(
+        model.requests[1].body["messages"][0]["content"]
+    )
+    results = [m["content"] for m in model.conversation() if m["role"] == "user"][1:]
+    assert results[0].startswith("Result of read_file:")
+    assert results[1].startswith("Result of edit:\nedited calc.py")
+    assert "tests passed" in results[3]
+
+
 async def test_untrusted_context_reaches_the_prompt_sanitised_and_fenced(
     runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
