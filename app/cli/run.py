@@ -54,6 +54,9 @@ class _Clock:
         print(f"[{time.monotonic() - self.started:6.1f}s] {line}", file=sys.stderr, flush=True)
 
 
+TITLE_CHARS = 200  # a pull request title's room, with some to spare
+
+
 async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> int:
     checkout = await _work_tree(args.repo)
     top = checkout.top
@@ -64,7 +67,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         raise BadInput(
             "--fixer llm needs a model: set PATCHWARDEN_LLM_MODEL (see docs/configuration.md)"
         )
-    title = task_text.splitlines()[0][:72]
+    title = task_text.splitlines()[0][:TITLE_CHARS]  # whole: the subject line shortens it
     kind: Literal["fix", "alert", "lint"] = "fix"
     if args.alert:
         kind = "alert"

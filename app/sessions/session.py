@@ -379,8 +379,12 @@ class SessionRunner:
             state.tests = _delta(commands, base_run, None)
             return
 
-        title = (spec.task.title.strip().splitlines() or ["patch"])[0][:72]
-        message = fix.commit_message or f"{title}\n\nPatchwarden session, fixer {fix.fixer}."
+        title = (spec.task.title.strip().splitlines() or ["patch"])[0]
+        subject = commit_subject(title)
+        whole = f"{title}\n\n" if subject != title else ""
+        message = fix.commit_message or (
+            f"{subject}\n\n{whole}Patchwarden session, fixer {fix.fixer}."
+        )
         head = await ws.commit_all(message, spec.author)
         if head is None:
             progress("commit: the fixer changed nothing")
@@ -485,3 +489,14 @@ def _delta(commands: RepoCommands, base: TestRun | None, head: TestRun | None) -
         "config" if commands.test_source == "config" else "detected"
     )
     return junit.test_delta(commands.test, source, base, head)
+
+
+def commit_subject(title: str, limit: int = 72) -> str:
+    """A commit's subject line from a task title: whole when it fits, else cut at a word
+    and marked with "…" (a cut mid-word read as "tests/test_dates." in a real run)."""
+    title = " ".join(title.split())
+    if len(title) <= limit:
+        return title
+    cut = title[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.") + "…"

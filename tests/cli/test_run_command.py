@@ -184,6 +184,9 @@ async def test_run_json_prints_the_session_result(tmp_path: Path) -> None:
     assert body.read_text().startswith("**Patchwarden risk ")
 
 
+LONG_TASK = "add() in calc.py subtracts instead of adding, so tests/test_calc.py::test_add fails"
+
+
 @sandboxed
 async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
     repo = make_project(tmp_path / "calc", {"calc.py": CALC, "test_calc.py": CALC_TESTS})
@@ -199,7 +202,7 @@ async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
             "--repo",
             str(repo),
             "--task",
-            "test_add fails",
+            LONG_TASK,
             PATCHWARDEN_LLM_MODEL="scripted",
             PATCHWARDEN_LLM_BASE_URL=model.base_url,
             PATCHWARDEN_LLM_API_KEY="sk-local-test-key-1234567890",
@@ -207,7 +210,15 @@ async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
     assert code == 0, err
     assert out.strip() == "add() adds now"
     assert any("fix: model turn 4 of at most 40" in line for line in err.splitlines())
-    assert "return a + b" in git(repo, "show", "patchwarden/test-add-fails:calc.py")
+    (branch,) = git(repo, "branch", "--list", "patchwarden/*", "--format=%(refname:short)").split()
+    assert "return a + b" in git(repo, "show", f"{branch}:calc.py")
+    # The whole title reaches the model; the commit's subject is cut at a word, not
+    # mid-path, and its body keeps the whole title.
+    assert LONG_TASK in json.dumps(model.requests[0].body["messages"][1]["content"])
+    subject, _, body = git(repo, "log", "-1", "--format=%B", branch).partition("\n\n")
+    assert subject.endswith("…")
+    assert len(subject) <= 72
+    assert LONG_TASK in body
     assert model.violations == []
     assert "sk-local-test-key" not in err
 
