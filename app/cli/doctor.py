@@ -197,6 +197,48 @@ def _llm_check(settings: Settings) -> Check:
     return Check("llm fixer", "ok", detail)
 
 
+ENDPOINT_TIMEOUT = 3.0  # seconds to wait for a model endpoint's GET /models
+
+
+def _llm_endpoint_checks(settings: Settings) -> list[Check]:
+    """Whether each self-hosted endpoint answers ``GET /models`` and serves the model
+    (a local llama.cpp or Ollama that is not running is the usual first failure).
+    OpenAI's own API is not probed."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    checks = []
+    for provider in settings.llm_providers():
+        if not provider.base_url or provider.azure_api_version:
+            continue
+        url = provider.base_url.rstrip("/") + "/models"
+        request = urllib.request.Request(url)  # noqa: S310 - the operator's own endpoint
+        if provider.api_key is not None:
+            request.add_header("Authorization", f"Bearer {provider.api_key.get_secret_value()}")
+        name = f"model endpoint {provider.label}"
+        try:
+            with urllib.request.urlopen(request, timeout=ENDPOINT_TIMEOUT) as answer:  # noqa: S310
+                listed = json.loads(answer.read(1 << 20) or b"{}").get("data") or []
+        except urllib.error.HTTPError as exc:
+            checks.append(Check(name, "warn", f"GET {url} answered {exc.code}: {exc.reason}"))
+            continue
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            checks.append(
+                Check(name, "warn", f"does not answer at {url} ({reason}): is the server up?")
+            )
+            continue
+        ids = [str(m.get("id")) for m in listed if isinstance(m, dict)]
+        if ids and provider.model not in ids:
+            served = ", ".join(ids[:5])
+            said = f"answers, but serves {served}, not {provider.model}"
+            checks.append(Check(name, "warn", said))
+        else:
+            checks.append(Check(name, "ok", f"answers at {url}"))
+    return checks
+
+
 def _setup_packages_check(settings: Settings) -> Check:
     """What the setup phase gets of this host's package configuration (masked)."""
     try:
@@ -244,6 +286,7 @@ def collect(settings: Settings) -> list[Check]:
             _sandbox_check(settings),
             _setup_packages_check(settings),
             _llm_check(settings),
+            *_llm_endpoint_checks(settings),
         ]
         tools = [v.result() for v in versions]
     checks = [

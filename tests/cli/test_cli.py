@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from app.cli.arguments import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
+from app.fixers.llm.scripted import ScriptedModel
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.logs import RedactSecrets
@@ -581,10 +582,32 @@ def test_doctor_says_which_model_and_which_caps(tmp_path: Path, key_pem: str) ->
     assert llm["status"] == "warn"
     assert llm["detail"].startswith("local-model@127.0.0.1:9; tools auto; per job 40 turns")
     assert "no price for local-model" in llm["detail"]
+    endpoint = checks["model endpoint local-model@127.0.0.1:9"]  # nothing listens there
+    assert endpoint["status"] == "warn"
+    assert "does not answer at http://127.0.0.1:9/v1/models" in endpoint["detail"]
     env["PATCHWARDEN_LLM_PRICES"] = '{"local-model": {"input": 0, "output": 0}}'
     _, checks = doctor(tmp_path, env)
     assert checks["llm fixer"]["status"] == "ok"
     assert "sk-doctor-key" not in json.dumps(checks)
+
+
+async def test_doctor_says_whether_the_model_endpoint_answers(tmp_path: Path, key_pem: str) -> None:
+    key = "sk-doctor-key-0123456789"
+    env = configured_env(tmp_path, key_pem) | {
+        "PATCHWARDEN_LLM_MODEL": "local-model",
+        "PATCHWARDEN_LLM_API_KEY": key,
+    }
+    async with ScriptedModel(api_key=key, served=["local-model"]) as model:
+        env["PATCHWARDEN_LLM_BASE_URL"] = model.base_url
+        _, checks = await asyncio.to_thread(doctor, tmp_path, env)
+        (found,) = [c for n, c in checks.items() if n.startswith("model endpoint")]
+        assert found["status"] == "ok"
+        assert found["detail"] == f"answers at {model.base_url}/models"
+        env["PATCHWARDEN_LLM_MODEL"] = "other-model"
+        _, checks = await asyncio.to_thread(doctor, tmp_path, env)
+        (found,) = [c for n, c in checks.items() if n.startswith("model endpoint")]
+        assert found["detail"] == "answers, but serves local-model, not other-model"
+    assert key not in json.dumps(checks)
 
 
 def test_alert_routes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,9 +108,16 @@ class Received:
 class ScriptedModel:
     """``async with ScriptedModel([...]) as model:`` then ``model.base_url``."""
 
-    def __init__(self, script: Sequence[Entry] = (), *, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        script: Sequence[Entry] = (),
+        *,
+        api_key: str | None = None,
+        served: Sequence[str] = ("scripted",),
+    ) -> None:
         self.script: list[Entry] = list(script)
         self.api_key = api_key
+        self.served = list(served)  # the model ids GET /v1/models lists
         self.requests: list[Received] = []
         self.violations: list[str] = []
         self._runner: web.AppRunner | None = None
@@ -120,12 +127,22 @@ class ScriptedModel:
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = self._runner.addresses[0][1]  # the port the OS chose
+
+    async def _models(self, request: web.Request) -> web.Response:
+        """``GET /v1/models``, as llama.cpp's server, Ollama and vLLM answer it."""
+        if self.api_key is not None and request.headers.get("Authorization") != (
+            f"Bearer {self.api_key}"
+        ):
+            return web.json_response({"error": {"message": "bad key"}}, status=401)
+        data = [{"id": m, "object": "model", "owned_by": "scripted"} for m in self.served]
+        return web.json_response({"object": "list", "data": data})
 
     async def stop(self) -> None:
         if self._runner is not None:
