@@ -59,23 +59,12 @@ def parse(content: str, tools: Mapping[str, Mapping[str, Any]]) -> Parsed:
     """The tool calls in ``content``; ``tools``: name -> JSON Schema of its arguments
     (``properties``, ``required``), to infer an unnamed call and to check names."""
     text = content or ""
-    calls: list[Call] = []
-    problems: list[str] = []
-    spans: list[tuple[int, int]] = []
-    for finder in (_hermes, _function_tags, _xml_functions):
-        for call, span, problem in finder(text, tools):
-            if call is not None:
-                calls.append(call)
-                spans.append(span)
-            elif problem:
-                problems.append(problem)
-    if not calls:
-        for call, span, problem in _json_calls(text, tools):
-            if call is not None:
-                calls.append(call)
-                spans.append(span)
-            elif problem:
-                problems.append(problem)
+    found = [f for finder in (_hermes, _function_tags, _xml_functions) for f in finder(text, tools)]
+    if not any(call for call, _, _ in found):
+        found += _json_calls(text, tools)  # JSON only where no tagged call is
+    calls = [call for call, _, _ in found if call is not None]
+    spans = [span for call, span, _ in found if call is not None]
+    problems = [problem for call, _, problem in found if call is None and problem]
     if calls:
         prose = _prose(text, spans)
         in_prose = len(prose) > PROSE_CHARS
