@@ -195,7 +195,9 @@ async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
     await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": CONFIG}, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     obedient = Obedient()
-    async with ScriptedModel([obedient] * (2 * len(CASES)), api_key=KEY) as model:
+    # Up to three answers a conversation: the attack, a finish the agent may question
+    # (an attack that changed no file, or only tests), and the finish it then obeys.
+    async with ScriptedModel([obedient] * (3 * len(CASES)), api_key=KEY) as model:
         pw = await make_pw(
             workers=2,
             llm_model="scripted",
