@@ -281,7 +281,9 @@ def score(
     _behaviour(features, policy, verification, tally)
     if verification is not None:
         # Only test files changed: tests it makes pass prove nothing about the code.
-        only_tests = bool(features.files) and set(features.categories) == {"tests"}
+        # (A test file outranked by another category, tests/auth/..., is still a test.)
+        tests = {*features.tests_added, *features.tests_modified, *features.tests_deleted}
+        only_tests = bool(features.files) and all(f.path in tests for f in features.files)
         _verification(verification, policy, tally, only_tests=only_tests)
     else:
         add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")

@@ -325,6 +325,11 @@ def test_tests_made_to_pass_by_editing_only_the_tests_earn_no_credit() -> None:
     (held,) = [r for r in only_tests.rules if r.rule == "tests_edited_to_pass"]
     assert held.decision == "review"
     assert "only by changing tests" in held.reason
+    # A test file that a riskier category outranks (tests/auth/ is security) is a test.
+    auth = gdiff("tests/auth/test_login.py", ["    assert ok"], ["    assert not ok"])
+    auth_only = scored(auth, v=verification(fixer="llm", tests=fixed))
+    assert points(auth_only, "tests_fixed") == 0
+    assert [r.rule for r in auth_only.rules if r.rule == "tests_edited_to_pass"]
     # The same tests made to pass by a change to the code: credited.
     with_code = scored(SRC + edit_test, v=verification(fixer="llm", tests=fixed))
     assert points(with_code, "tests_fixed") == -5.0
