@@ -6,6 +6,7 @@ tree checked against the scored one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -119,3 +120,23 @@ async def test_a_tree_that_is_not_the_scored_one_moves_no_branch(
         )
     assert forge.repos[REPO].git.resolve("refs/heads/patchwarden/2-x") is None
     assert not forge.calls("POST", r"/git/commits$")
+
+
+async def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(
+    forge: LocalForge, gh: GitHubClient, tmp_path: Path
+) -> None:
+    await forge.push(REPO, {"a.txt": "a\n"}, author="alice")
+    mirror, work = tmp_path / "mirror.git", tmp_path / "work"
+    git(tmp_path, "clone", "--quiet", "--bare", str(forge.repos[REPO].git.path), str(mirror))
+    work.mkdir()
+    gd = ["--git-dir", str(mirror), "--work-tree", str(work)]
+    git(tmp_path, *gd, "checkout", "--quiet", "-f", "main")
+    (work / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
+    git(tmp_path, *gd, "add", "-A")
+    git(tmp_path, *gd, "commit", "--quiet", "-m", "Add a file")
+    head = git(tmp_path, "--git-dir", str(mirror), "rev-parse", "HEAD")
+    with pytest.raises(PermanentJobError, match="not UTF-8"):
+        await commit_through_api(
+            gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/4-z"
+        )
+    assert not forge.calls("POST", r"/git/")
