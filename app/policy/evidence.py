@@ -99,6 +99,11 @@ class ModelUsage(_Model):
     cost_usd: float = 0.0
     estimated: bool = False  # a server sent no usage: tokens estimated from the text
     unpriced: list[str] = Field(default_factory=list)  # models used that have no price
+    # Per answered call, in order: how long it took (s) and its prompt's size (tokens).
+    turn_seconds: list[float] = Field(default_factory=list)
+    turn_prompt_tokens: list[int] = Field(default_factory=list)
+    # How the model wrote its tool calls: "native", or the dialect read from its text.
+    dialects: dict[str, int] = Field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:

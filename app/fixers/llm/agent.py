@@ -136,13 +136,12 @@ class LlmFixer(Fixer):
         run.note("user", first)
         reason = await self._converse(run, workspace, budget)
         await self._tidy(run, workspace)
+        usage = run.meter.usage.model_copy(update={"dialects": dict(run.dialects)})
         if reason is not None:
             await self.audit("llm.stopped", reason=reason, details=_usage_details(run))
-            return self.gave_up(reason, usage=run.meter.usage, transcript=run.transcript)
+            return self.gave_up(reason, usage=usage, transcript=run.transcript)
         summary = run.summary or "The model finished without a summary."
-        return FixOutcome(
-            fixer=self.name, summary=summary, usage=run.meter.usage, transcript=run.transcript
-        )
+        return FixOutcome(fixer=self.name, summary=summary, usage=usage, transcript=run.transcript)
 
     async def _converse(self, run: _Run, workspace: FixContext, budget: Budget) -> str | None:
         """Talk until ``finish``; return why it stopped early, or None."""
@@ -151,6 +150,7 @@ class LlmFixer(Fixer):
             if over is not None:
                 return over
             workspace.progress(f"fix: model turn {turn} of at most {budget.max_steps}")
+            asked = time.monotonic()
             try:
                 completion = await self.client.complete(
                     run.messages, tools=None if run.json_mode else TOOL_SCHEMAS
@@ -164,7 +164,7 @@ class LlmFixer(Fixer):
                 continue
             except ModelError as exc:
                 return str(exc)
-            await run.meter.add(completion)
+            await run.meter.add(completion, seconds=time.monotonic() - asked)
             await self._answer(run, completion)
             if run.summary is not None:
                 return None
@@ -184,6 +184,7 @@ class LlmFixer(Fixer):
         """Run the tool calls in ``completion`` and put their results in the conversation."""
         if completion.tool_calls:
             run.idle = 0
+            run.dialects["native"] = run.dialects.get("native", 0) + len(completion.tool_calls)
             run.messages.append(
                 {
                     "role": "assistant",

@@ -43,7 +43,7 @@ class Meter:
     clock: Callable[[], float] = time.time
     usage: ModelUsage = field(default_factory=ModelUsage)
 
-    async def add(self, completion: Completion) -> None:
+    async def add(self, completion: Completion, *, seconds: float = 0.0) -> None:
         price = price_for(completion.model, self.prices)
         cost = 0.0
         if price is not None:
@@ -60,6 +60,8 @@ class Meter:
             cost_usd=round(self.usage.cost_usd + cost, 6),
             estimated=self.usage.estimated or completion.estimated,
             unpriced=unpriced,
+            turn_seconds=[*self.usage.turn_seconds, round(seconds, 2)],
+            turn_prompt_tokens=[*self.usage.turn_prompt_tokens, completion.prompt_tokens],
         )
         if self.ledger is not None and self.installation_id is not None:
             await self.ledger.add_model_spend(

@@ -1,0 +1,406 @@
+"""How often the llm fixer really fixes a bug: a task set with hidden tests, on any model.
+
+Run: ``make eval`` (the local model of ``make model`` when it runs, else the model that
+``PATCHWARDEN_LLM_*`` configures), or ``.venv/bin/python bench/agent_eval.py [--tasks
+leap-year,retry-count] [--report PATH] [--fresh]``; ``--scripted`` replays each task's
+reference fix through the scripted model (the smoke version ``make test`` runs).
+
+**Tasks** (``bench/agent_tasks/<name>/``, written for this project): ``repo/`` is a small
+Python project with a bug, ``task.toml`` the issue a user filed about it (title, text,
+difficulty, and ``kind``: an issue, or a CI failure that a visible test shows),
+``hidden/`` a test that decides success and that the agent never sees, ``solution/``
+the reference fix (tests/fixers/test_agent_eval.py checks that the hidden test fails on
+the bug and passes on the fix).
+
+**One task** goes through the real session, as ``@patchwarden fix this`` on the issue
+would: the bubblewrap sandbox, the agent, verification, the risk score. The task is
+**fixed** when the session made a patch and, on the patched tree with the task's own
+tests put back as they were (editing a test to agree with the bug does not count) and
+the hidden test added, every test passes — run in the sandbox too.
+
+Reported per task: fixed, model turns, prompt and completion tokens, wall time, each
+turn's time and prompt size, the tool-call dialects the model used, the decision and
+score; in total: fix rate, tokens per fix, median time and turns per fix, and the
+per-turn time curve (turn 10 against turn 1). Tasks run one at a time; the JSON report
+is written after each, and a run picks up where the last one stopped (``--fresh``
+starts over; a task run against another model or Patchwarden revision is run again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from procstat import log
+
+from app.config import Settings, load_settings
+from app.fixers.choose import budget_from, make_fixer
+from app.fixers.llm.scripted import Reply, ScriptedModel, tool
+from app.git import Remote, git_env
+from app.policy.score import Trigger, score_session
+from app.sessions.factory import runner_from
+from app.sessions.result import SessionResult
+from app.sessions.sandbox import WORKSPACE, Mount
+from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+
+HERE = Path(__file__).resolve().parent
+TASKS = HERE / "agent_tasks"
+ROOT = HERE.parent
+DEFAULT_REPORT = ROOT / ".eval" / "agent_eval.json"
+GIT = shutil.which("git") or "/usr/bin/git"
+HIDDEN_TIMEOUT = 120.0
+TARGET_FIX_RATE = 0.5
+TARGET_MEDIAN_TURNS = 8
+TARGET_TURN_GROWTH = 2.0  # turn 10's time at most this many times turn 1's
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    name: str
+    title: str
+    issue: str
+    difficulty: str
+    kind: str  # "issue" or "ci"
+    folder: Path
+
+    def files(self, part: str) -> dict[str, str]:
+        top = self.folder / part
+        return {
+            p.relative_to(top).as_posix(): p.read_text()
+            for p in sorted(top.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+
+
+def load_tasks(folder: Path = TASKS, names: list[str] | None = None) -> list[EvalTask]:
+    tasks = []
+    for d in sorted(p for p in folder.iterdir() if (p / "task.toml").is_file()):
+        meta = tomllib.loads((d / "task.toml").read_text())
+        tasks.append(
+            EvalTask(
+                name=d.name,
+                title=meta["title"],
+                issue=meta["issue"].strip(),
+                difficulty=meta["difficulty"],
+                kind=meta.get("kind", "issue"),
+                folder=d,
+            )
+        )
+    if names:
+        known = {t.name for t in tasks}
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise SystemExit(f"unknown task(s): {', '.join(unknown)}; known: {', '.join(known)}")
+        tasks = [t for t in tasks if t.name in names]
+    return tasks
+
+
+def reference_fix(task: EvalTask) -> list[Reply]:
+    """What the scripted model answers for ``task``: its reference fix, as whole-file
+    edits, then the tests, then finish."""
+    base = task.files("repo")
+    replies = [tool("list_files", path=".")]
+    for path, text in task.files("solution").items():
+        if path in base:
+            replies.append(tool("edit", path=path, old=base[path], new=text))
+        else:
+            replies.append(tool("create_file", path=path, content=text))
+    replies += [tool("run_tests"), tool("finish", summary=f"reference fix for {task.name}")]
+    return replies
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    done = subprocess.run(
+        [GIT, *args], cwd=repo, env=git_env(repo), capture_output=True, check=True
+    )
+    return done.stdout
+
+
+def make_repo(task: EvalTask, path: Path) -> Path:
+    for rel, text in task.files("repo").items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    _git(path, "init", "-q", "-b", "main")
+    _git(path, "add", "-A")
+    _git(path, "-c", "user.name=Eval", "-c", "user.email=eval@example.com", "commit", "-qm", "init")
+    return path
+
+
+def spec_for(task: EvalTask, repo: Path, settings: Settings) -> SessionSpec:
+    """The session ``@patchwarden fix this`` on the task's issue asks for."""
+    return SessionSpec(
+        remote=Remote(f"eval/{task.name}", str(repo)),
+        task=Task(
+            task.title,
+            instructions="fix this",
+            documents=(Document(source="issue #1 body", text=task.issue),),
+        ),
+        budget=budget_from(settings),
+    )
+
+
+async def hidden_check(
+    task: EvalTask, runner: SessionRunner, result: SessionResult, scratch: Path
+) -> tuple[bool, str]:
+    """Whether every test passes on the patch with the task's tests as they were and the
+    hidden test added (in the sandbox); and the tail of the output."""
+    if result.status != "patched" or not result.head_sha:
+        return False, f"no patch ({result.status}: {result.error or 'no change'})"
+    tree = scratch / "hidden-check"
+    tree.mkdir()
+    mirror = runner.cache.mirror_path(result.repo)
+    archive = await asyncio.to_thread(
+        _git, mirror, "--git-dir", str(mirror), "archive", "--format=tar", result.head_sha
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    for part in ("repo", "hidden"):
+        for rel, text in task.files(part).items():
+            if part == "hidden" or rel.startswith("tests/"):
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tree / rel).write_text(text)
+    runner.sandbox.prepare_writable(tree)
+    done = await runner.sandbox.run(
+        ["python", "-m", "pytest", "-q", "tests"],
+        mounts=[Mount(tree, WORKSPACE, writable=True)],
+        env={"PYTEST_ADDOPTS": "-p no:cacheprovider", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        timeout=HIDDEN_TIMEOUT,
+    )
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
+    return done.exit_code == 0 and not done.timed_out, tail
+
+
+async def run_task(
+    task: EvalTask, settings: Settings, scratch: Path, *, replies: list[Reply] | None = None
+) -> dict[str, Any]:
+    """One task through a session; ``replies``: the scripted model's answers instead of
+    the configured model."""
+    repo = make_repo(task, scratch / "repo")
+    runner = runner_from(settings)
+    model: ScriptedModel | None = None
+    if replies is not None:
+        model = ScriptedModel(replies)
+        await model.start()
+        settings = settings.model_copy(
+            update={
+                "llm_model": "scripted",
+                "llm_base_url": model.base_url,
+                "llm_tool_mode": "auto",
+            }
+        )
+    fixer = make_fixer("llm", settings)
+    started = time.monotonic()
+    try:
+        result = await runner.run(spec_for(task, repo, settings), fixer)
+    finally:
+        await fixer.aclose()
+        if model is not None:
+            await model.stop()
+    wall = time.monotonic() - started
+    fixed, tail = await hidden_check(task, runner, result, scratch)
+    decision = score = None
+    if result.head_sha and result.policy is not None:
+        scored = score_session(result, result.policy, trigger=Trigger("comment"))
+        decision, score = scored.decision, scored.score
+    usage = result.fix.usage if result.fix is not None else None
+    stopped = None
+    if result.fix is not None and not result.fix.ok:
+        stopped = result.fix.reason
+    return {
+        "task": task.name,
+        "difficulty": task.difficulty,
+        "kind": task.kind,
+        "fixed": fixed,
+        "status": result.status,
+        "turns": usage.calls if usage else 0,
+        "prompt_tokens": usage.prompt_tokens if usage else 0,
+        "completion_tokens": usage.completion_tokens if usage else 0,
+        "wall_seconds": round(wall, 1),
+        "turn_seconds": list(getattr(usage, "turn_seconds", []) or []),
+        "turn_prompt_tokens": list(getattr(usage, "turn_prompt_tokens", []) or []),
+        "tools": _tool_counts(result),
+        "dialects": dict(getattr(usage, "dialects", {}) or {}),
+        "decision": decision,
+        "score": score,
+        "stopped": stopped or result.error,
+        "check": tail if not fixed else "",
+    }
+
+
+def _tool_counts(result: SessionResult) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in result.fix.transcript if result.fix else []:
+        if entry.role == "assistant" and entry.tool:
+            counts[entry.tool] = counts.get(entry.tool, 0) + 1
+    return counts
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    fixed = [r for r in rows if r["fixed"]]
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
+    curve = turn_curve(rows)
+    growth = None
+    if len(curve) >= 10 and curve[0] > 0:
+        growth = round(curve[9] / curve[0], 2)
+    return {
+        "tasks": len(rows),
+        "fixed": len(fixed),
+        "fix_rate": round(len(fixed) / len(rows), 3) if rows else 0.0,
+        "tokens_per_fix": round(tokens / len(fixed)) if fixed else None,
+        "median_seconds_per_fix": (
+            round(statistics.median(r["wall_seconds"] for r in fixed), 1) if fixed else None
+        ),
+        "median_turns_per_fix": statistics.median(r["turns"] for r in fixed) if fixed else None,
+        "turn_seconds_median_by_turn": curve,
+        "turn10_over_turn1": growth,
+        "by_difficulty": {
+            d: f"{sum(r['fixed'] for r in rows if r['difficulty'] == d)}/"
+            f"{sum(1 for r in rows if r['difficulty'] == d)}"
+            for d in sorted({r["difficulty"] for r in rows})
+        },
+        "dialects": _sum_dicts(r.get("dialects", {}) for r in rows),
+    }
+
+
+def turn_curve(rows: list[dict[str, Any]]) -> list[float]:
+    """The median time of turn n over every task that had a turn n."""
+    longest = max((len(r["turn_seconds"]) for r in rows), default=0)
+    return [
+        round(
+            statistics.median(r["turn_seconds"][n] for r in rows if len(r["turn_seconds"]) > n), 1
+        )
+        for n in range(longest)
+    ]
+
+
+def _sum_dicts(dicts: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def report_text(doc: dict[str, Any]) -> str:
+    lines = [f"agent eval: {doc['model']} (Patchwarden {doc['revision']})", ""]
+    lines.append("  task                 diff    fixed turns  prompt  compl  wall s  decision")
+    for r in doc["rows"]:
+        lines.append(
+            f"  {r['task']:<20} {r['difficulty']:<7} {'yes' if r['fixed'] else 'no':<5} "
+            f"{r['turns']:>5} {r['prompt_tokens']:>7} {r['completion_tokens']:>6} "
+            f"{r['wall_seconds']:>7.1f}  {r['decision'] or '-'} {_or_blank(r['score'])}"
+        )
+    t = doc["totals"]
+    lines += [
+        "",
+        f"fixed {t['fixed']}/{t['tasks']} ({t['fix_rate']:.0%}); "
+        f"by difficulty {t['by_difficulty']}",
+        f"tokens per fix {t['tokens_per_fix']}; per fix: median {t['median_seconds_per_fix']} s, "
+        f"{t['median_turns_per_fix']} turns",
+        f"median seconds by turn: {t['turn_seconds_median_by_turn']}",
+        f"turn 10 / turn 1: {t['turn10_over_turn1']}; dialects: {t['dialects']}",
+    ]
+    return "\n".join(lines)
+
+
+def _or_blank(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def revision() -> str:
+    try:
+        head = _git(ROOT, "rev-parse", "--short=12", "HEAD").decode().strip()
+        dirty = _git(ROOT, "status", "--porcelain", "--untracked-files=no", "app").strip()
+    except (subprocess.CalledProcessError, OSError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    """The model to evaluate: --scripted, the configured one, or ``make model``'s."""
+    overrides: dict[str, Any] = {"llm_max_steps": args.max_steps, "llm_max_cost_usd": None}
+    if args.scripted:
+        return load_settings(llm_model="scripted", llm_base_url="http://127.0.0.1:9", **overrides)
+    if not os.environ.get("PATCHWARDEN_LLM_MODEL"):
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import model as local  # scripts/model.py
+
+        state = local.running()
+        if state is None:
+            raise SystemExit(
+                "no model: run `make model` (a local one), or set PATCHWARDEN_LLM_MODEL "
+                "(and PATCHWARDEN_LLM_BASE_URL, PATCHWARDEN_LLM_API_KEY)"
+            )
+        for line in local.env_lines(state).splitlines():
+            key, _, value = line.removeprefix("export ").partition("=")
+            if key != "PATCHWARDEN_LLM_PRICES":
+                overrides.setdefault(key.removeprefix("PATCHWARDEN_").lower(), value)
+    return load_settings(**overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--tasks", help="comma-separated task names (default: all)")
+    p.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="the JSON report")
+    p.add_argument("--fresh", action="store_true", help="run every task again")
+    p.add_argument("--scripted", action="store_true", help="replay the reference fixes")
+    p.add_argument("--max-steps", type=int, default=15, help="model turns per task")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    tasks = load_tasks(names=[n for n in (args.tasks or "").split(",") if n.strip()] or None)
+    settings = settings_for(args)
+    model = "scripted" if args.scripted else f"{settings.llm_model} at {settings.llm_base_url}"
+    rev = revision()
+    doc: dict[str, Any] = {"bench": "agent_eval", "model": model, "revision": rev, "rows": []}
+    if args.report.exists() and not args.fresh:
+        old = json.loads(args.report.read_text())
+        if old.get("model") == model and old.get("revision") == rev:
+            doc["rows"] = [r for r in old.get("rows", []) if r["task"] in {t.name for t in tasks}]
+    done = {r["task"] for r in doc["rows"]}
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        if task.name in done:
+            log(args, f"{task.name}: in the report already")
+            continue
+        with tempfile.TemporaryDirectory(prefix=f"patchwarden-eval-{task.name}-") as tmp:
+            scratch = Path(tmp)
+            run_settings = settings.model_copy(update={"cache_dir": scratch / "cache"})
+            replies = reference_fix(task) if args.scripted else None
+            row = asyncio.run(run_task(task, run_settings, scratch, replies=replies))
+        doc["rows"].append(row)
+        doc["totals"] = totals(doc["rows"])
+        tmp_report = args.report.with_suffix(".tmp")
+        tmp_report.write_text(json.dumps(doc, indent=2))
+        tmp_report.replace(args.report)
+        log(
+            args,
+            f"{task.name}: {'FIXED' if row['fixed'] else 'not fixed'} in {row['turns']} turns, "
+            f"{row['wall_seconds']:.0f} s ({row['stopped'] or row['decision']})",
+        )
+    doc["totals"] = totals(doc["rows"])
+    args.report.write_text(json.dumps(doc, indent=2))
+    print(report_text(doc))
+    print(f"report: {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

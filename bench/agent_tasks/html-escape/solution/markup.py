@@ -1,0 +1,8 @@
+REPLACEMENTS = [("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")]
+
+
+def escape(text: str) -> str:
+    """``text`` safe to put inside HTML."""
+    for raw, entity in REPLACEMENTS:
+        text = text.replace(raw, entity)
+    return text

@@ -1,0 +1,6 @@
+class ShopError(Exception):
+    pass
+
+
+class OutOfStock(ShopError):
+    """Not enough of an item in stock."""

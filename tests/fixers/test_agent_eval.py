@@ -1,0 +1,126 @@
+"""The agent eval (bench/agent_eval.py): its task set is sound, and its harness tells a
+fix from a non-fix, end to end through real sessions with the scripted model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import agent_eval  # noqa: E402  (bench/ is not a package)
+
+from app.fixers.llm.scripted import tool  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+]
+TASKS = agent_eval.load_tasks()
+
+
+def _pytest(tree: Path, target: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
+        cwd=tree,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    return done.returncode
+
+
+def test_the_task_set_has_twenty_tasks_of_each_difficulty_and_kind() -> None:
+    assert len(TASKS) >= 20
+    assert {t.difficulty for t in TASKS} == {"easy", "medium", "hard"}
+    assert {t.kind for t in TASKS} == {"issue", "ci"}
+    for task in TASKS:
+        assert task.title.strip(), task.name
+        assert len(task.issue) > 40, task.name
+        assert set(task.files("hidden")) == {"tests/test_patchwarden_hidden.py"}, task.name
+        assert set(task.files("solution")) <= set(task.files("repo")), task.name
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.name for t in TASKS])
+def test_each_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
+    task: agent_eval.EvalTask, tmp_path: Path
+) -> None:
+    bug, base, fixed = tmp_path / "bug", tmp_path / "base", tmp_path / "fixed"
+    trees = {bug: ("repo",), base: ("repo", "hidden"), fixed: ("repo", "solution", "hidden")}
+    for tree, parts in trees.items():
+        for part in parts:
+            shutil.copytree(task.folder / part, tree, dirs_exist_ok=True)
+    # An issue's bug is not caught by the repository's own tests; a CI failure's is.
+    assert _pytest(bug, "tests") == (0 if task.kind == "issue" else 1)
+    assert _pytest(base, "tests/test_patchwarden_hidden.py") == 1
+    assert _pytest(fixed, "tests") == 0
+
+
+async def test_the_reference_fix_counts_as_fixed_and_the_report_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "eval.json"
+    argv = ["--scripted", "--tasks", "leap-year,slug-accents", "--report", str(report)]
+    assert await _main(argv) == 0
+    doc = json.loads(report.read_text())
+    rows = {r["task"]: r for r in doc["rows"]}
+    assert set(rows) == {"leap-year", "slug-accents"}
+    for row in rows.values():
+        assert row["fixed"] is True
+        assert row["status"] == "patched"
+        assert row["turns"] == 4
+        assert row["prompt_tokens"] > 0
+        assert len(row["turn_seconds"]) == 4
+        assert row["dialects"] == {"native": 4}
+        assert row["decision"] in {"automerge", "review"}
+    assert doc["totals"]["fixed"] == 2
+    assert doc["totals"]["fix_rate"] == 1.0
+    assert "fixed 2/2 (100%)" in capsys.readouterr().out
+
+    # Run again: nothing is redone; --fresh starts over.
+    stamp = report.stat().st_mtime_ns
+    assert await _main([*argv[:2], "leap-year", *argv[3:]]) == 0
+    again = json.loads(report.read_text())
+    assert [r["task"] for r in again["rows"]] == ["leap-year"]
+    assert again["rows"][0]["wall_seconds"] == rows["leap-year"]["wall_seconds"]
+    assert report.stat().st_mtime_ns != stamp
+
+
+async def test_editing_the_failing_test_or_giving_up_is_not_a_fix(tmp_path: Path) -> None:
+    (task,) = agent_eval.load_tasks(names=["slug-accents"])
+    settings = agent_eval.settings_for(agent_eval.build_parser().parse_args(["--scripted"]))
+    settings = settings.model_copy(update={"cache_dir": tmp_path / "cache"})
+    test = task.files("repo")["tests/test_slugs.py"]
+    cheat = [
+        tool(
+            "edit",
+            path="tests/test_slugs.py",
+            old=test,
+            new=test.replace('"creme-brulee"', '"cr-me-br-l-e"'),
+        ),
+        tool("finish", summary="updated the test"),
+        tool("finish", summary="the test was wrong"),
+    ]
+    (tmp_path / "a").mkdir()
+    row = await agent_eval.run_task(task, settings, tmp_path / "a", replies=cheat)
+    assert row["status"] == "patched"
+    assert row["fixed"] is False
+    assert "test_accents" in row["check"]
+
+    (tmp_path / "b").mkdir()
+    quits = [tool("finish", summary="cannot"), tool("finish", summary="cannot, really")]
+    row = await agent_eval.run_task(task, settings, tmp_path / "b", replies=quits)
+    assert row["fixed"] is False
+    assert row["status"] == "no-change"
+
+
+async def _main(argv: list[str]) -> int:
+    """agent_eval.main runs its own event loop: in a thread, away from the test's."""
+    import asyncio
+
+    return await asyncio.to_thread(agent_eval.main, argv)
