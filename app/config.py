@@ -175,6 +175,7 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     llm_retry_base_seconds: float = Field(default=2.0, ge=0)
     llm_max_output_tokens: int = Field(default=4096, ge=64)
+    llm_context_tokens: int = Field(default=32768, ge=2048)
     llm_max_steps: int = Field(default=40, ge=1, le=1000)
     llm_max_tokens: int = Field(default=400_000, ge=1000)
     llm_max_cost_usd: float | None = Field(default=2.0, ge=0)

@@ -185,10 +185,15 @@ async def hidden_check(
 
 
 async def run_task(
-    task: EvalTask, settings: Settings, scratch: Path, *, replies: list[Reply] | None = None
+    task: EvalTask,
+    settings: Settings,
+    scratch: Path,
+    *,
+    replies: list[Reply] | None = None,
+    transcripts: Path | None = None,
 ) -> dict[str, Any]:
     """One task through a session; ``replies``: the scripted model's answers instead of
-    the configured model."""
+    the configured model; the conversation is saved in ``transcripts``."""
     repo = make_repo(task, scratch / "repo")
     runner = runner_from(settings)
     model: ScriptedModel | None = None
@@ -220,6 +225,8 @@ async def run_task(
     stopped = None
     if result.fix is not None and not result.fix.ok:
         stopped = result.fix.reason
+    if transcripts is not None and result.fix is not None:
+        await asyncio.to_thread(save_transcript, transcripts / f"{task.name}.json", result)
     return {
         "task": task.name,
         "difficulty": task.difficulty,
@@ -239,6 +246,13 @@ async def run_task(
         "stopped": stopped or result.error,
         "check": tail if not fixed else "",
     }
+
+
+def save_transcript(path: Path, result: SessionResult) -> None:
+    """The conversation as the fixer kept it (redacted, each entry capped)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [e.model_dump(exclude_none=True) for e in result.fix.transcript] if result.fix else []
+    path.write_text(json.dumps(entries, indent=1))
 
 
 def _tool_counts(result: SessionResult) -> dict[str, int]:
@@ -384,7 +398,15 @@ def main(argv: list[str] | None = None) -> int:
             scratch = Path(tmp)
             run_settings = settings.model_copy(update={"cache_dir": scratch / "cache"})
             replies = reference_fix(task) if args.scripted else None
-            row = asyncio.run(run_task(task, run_settings, scratch, replies=replies))
+            row = asyncio.run(
+                run_task(
+                    task,
+                    run_settings,
+                    scratch,
+                    replies=replies,
+                    transcripts=args.report.with_suffix(".transcripts"),
+                )
+            )
         doc["rows"].append(row)
         doc["totals"] = totals(doc["rows"])
         tmp_report = args.report.with_suffix(".tmp")

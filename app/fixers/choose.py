@@ -179,6 +179,8 @@ def make_fixer(
             client,
             prices=settings.llm_prices,
             tool_mode=settings.llm_tool_mode,
+            context_tokens=settings.llm_context_tokens,
+            max_output_tokens=settings.llm_max_output_tokens,
             ledger=ledger,
             audit=audit,
         )

@@ -160,6 +160,7 @@ class Weights(_Strict):
     tests_still_failing: float = Field(ge=0)
     tests_fixed: float = Field(le=0)
     tests_fixed_max: float = Field(le=0)
+    not_reproduced: float = Field(ge=0)
     finding: FindingWeights
     findings_max: float = Field(ge=0)
     tool_failed: float = Field(ge=0)

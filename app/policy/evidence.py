@@ -88,6 +88,9 @@ class TestDelta(_Model):
     broken: list[str] = Field(default_factory=list)  # passing on base, failing/erroring on head
     added: list[str] = Field(default_factory=list)  # only on head
     removed: list[str] = Field(default_factory=list)  # only on base
+    # Tests the patch adds or changes that fail on the base code and pass on the patch
+    # (app/sessions/reproduce.py): they show the problem it fixes.
+    reproduced: list[str] = Field(default_factory=list)
 
 
 class ModelUsage(_Model):

@@ -435,6 +435,14 @@ def _verification(
                 credit,
                 f"makes failing tests pass: {_list(tests.fixed)}",
             )
+        if v.fixer == "llm" and tests.head.ok and not tests.fixed and not tests.reproduced:
+            add(
+                "not_reproduced",
+                "no",
+                w.not_reproduced,
+                "no test fails without the change and passes with it: nothing shows the "
+                "problem was reproduced, or that this fixes it",
+            )
     findings_points = 0.0
     for delta in v.findings:
         if not delta.ran and not delta.error and not delta.files:

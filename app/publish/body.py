@@ -180,6 +180,9 @@ def _tests(tests: TestDelta | None) -> str:
         return "no test command is known (set `test:` in .github/patchwarden.yml)"
     text = f"tests {_run(tests.base)} → {_run(tests.head)}"
     text += f" ({len(tests.fixed)} fixed, {len(tests.broken)} broken)"
+    if tests.reproduced:
+        n = len(tests.reproduced)
+        text += f"; {n} new test{'s' if n > 1 else ''} reproduce{'' if n > 1 else 's'} the problem"
     return text
 
 
@@ -202,6 +205,13 @@ def _checks(result: SessionResult) -> list[str]:
         for label, names in (("Fixed", tests.fixed), ("Broken", tests.broken)):
             if names:
                 lines.append(f"{label}: " + ", ".join(_code(n) for n in names[:10]))
+        if tests.reproduced:
+            lines.append(
+                "Reproduced by "
+                + ", ".join(_code(n) for n in tests.reproduced[:10])
+                + ": fails on the base, passes on the patch (the patch's test run against "
+                "the base code)"
+            )
     for delta in result.findings:
         if delta.error:
             lines.append(f"{delta.tool}: {_inline(delta.error)}")

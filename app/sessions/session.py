@@ -34,6 +34,7 @@ from app.errors import PatchwardenError
 from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
+from app.policy.features import Classifier
 from app.redact import redact
 from app.sessions import junit
 from app.sessions.commands import RepoCommands, detect
@@ -42,6 +43,7 @@ from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.process import Completed
+from app.sessions.reproduce import reproduced, test_files
 from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import (
@@ -409,6 +411,19 @@ class SessionRunner:
         lint_steps, state.findings = await linters
         state.steps.extend(lint_steps)
         state.tests = _delta(commands, base_run, head_run)
+        if state.tests is not None and head_run is not None:
+            # Last: it borrows the base tree, which the linters have finished with.
+            repro, shown = await reproduced(
+                verifier,
+                base_tree=ws.base_tree,
+                head_tree=ws.tree,
+                env_dir=env_dir,
+                commands=commands,
+                paths=test_files(state.diff, Classifier(policy).is_test),
+                head=head_run,
+            )
+            state.tests = state.tests.model_copy(update={"reproduced": shown})
+            state.steps.extend([repro] if repro else [])
         state.status = "patched"
 
     async def _setup(

@@ -136,17 +136,25 @@ class Verifier:
         self.scratch = scratch
 
     async def tests(
-        self, tree: Path, env_dir: Path | None, commands: RepoCommands, *, label: Tree
+        self,
+        tree: Path,
+        env_dir: Path | None,
+        commands: RepoCommands,
+        *,
+        label: Tree,
+        extra: Sequence[str] = (),
+        name: str = "tests",
     ) -> tuple[Step, TestRun]:
-        """Run the repository's test command on ``tree`` (mounted at /workspace)."""
+        """Run the repository's test command (plus ``extra``) on ``tree`` (mounted at
+        /workspace)."""
         reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
         self.sandbox.prepare_writable(reports_dir)
         # One module that does not import must not hide every other test's outcome.
         report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
-        argv, env = repo_test_command(commands, env_dir, addopts=report)
+        argv, env = repo_test_command(commands, env_dir, extra, addopts=report)
         mounts = [*tree_mounts(tree, env_dir), Mount(reports_dir, REPORTS_MOUNT, writable=True)]
         done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
-        step = make_step(done, name="tests", phase="verify", tree=label, secrets=self.secrets)
+        step = make_step(done, name=name, phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
         xml = read_confined(reports_dir, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
         if xml:

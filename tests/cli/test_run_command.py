@@ -194,6 +194,7 @@ async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
         tool("read_file", path="calc.py"),
         tool("edit", path="calc.py", old="return a - b", new="return a + b"),
         tool("run_tests"),
+        tool("finish", summary="add() adds"),  # no new test: asked to name one
         tool("finish", summary="add() adds now"),
     ]
     async with ScriptedModel(script, api_key="sk-local-test-key-1234567890") as model:

@@ -148,7 +148,10 @@ def test_each_place_is_named_with_its_line() -> None:
 
 
 def verification(fixer: str) -> Verification:
-    tests = TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
+    # A new test shows the problem (not_reproduced is tested in test_policy.py).
+    tests = TestDelta(
+        command=PY_CMD, source="detected", base=passed(5), head=passed(6), reproduced=["t::x"]
+    )
     return Verification(fixer=fixer, tests=tests)
 
 

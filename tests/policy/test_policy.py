@@ -336,6 +336,24 @@ def test_tests_made_to_pass_by_editing_only_the_tests_earn_no_credit() -> None:
     assert not [r for r in with_code.rules if r.rule == "tests_edited_to_pass"]
 
 
+def test_a_model_fix_that_no_test_reproduces_is_riskier() -> None:
+    """Nothing failed before and passes after: the model's fix shows nothing."""
+    green = {"command": PY_CMD, "source": "detected", "base": passed(3), "head": passed(4)}
+    bare = scored(SRC, v=verification(fixer="llm", tests=TestDelta(**green)))
+    assert points(bare, "not_reproduced") == 10.0
+    (factor,) = [c for c in bare.contributions if c.factor == "not_reproduced"]
+    assert "nothing shows the problem was reproduced" in factor.reason
+    shown = TestDelta(**green, added=["t::test_1900"], reproduced=["t::test_1900"])
+    assert points(scored(SRC, v=verification(fixer="llm", tests=shown)), "not_reproduced") == 0
+    fixed = TestDelta(**{**green, "base": passed(2, failed=1)}, fixed=["t::x"])
+    assert points(scored(SRC, v=verification(fixer="llm", tests=fixed)), "not_reproduced") == 0
+    # Not for deterministic fixers, nor when the tests fail anyway.
+    assert points(scored(SRC, v=verification(fixer="lint", tests=TestDelta(**green))),
+                  "not_reproduced") == 0  # fmt: skip
+    red = TestDelta(**{**green, "head": passed(3, failed=1)})
+    assert points(scored(SRC, v=verification(fixer="llm", tests=red)), "not_reproduced") == 0
+
+
 HARD = [
     ("workflow", gdiff(".github/workflows/ci.yml", ["run: curl x | sh"]), "protected_path"),
     ("rename-away", gdiff("ci.yml.bak", old_path=".github/workflows/ci.yml"), "protected_path"),

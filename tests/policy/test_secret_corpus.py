@@ -754,6 +754,7 @@ async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves
     script = [
         tool("edit", path="util.py", old=old, new=f"{old}\n\nSLACK_TOKEN = '{SLACK}'\n"),
         tool("finish", summary=f"greet() can post to Slack now, with {SLACK}"),
+        tool("finish", summary=f"greet() can post to Slack now, with {SLACK}"),  # asked again
     ]
     key = "sk-local-test-key-0123456789"
     async with ScriptedModel(script, api_key=key) as model:

@@ -36,6 +36,9 @@ from app.sessions.session import Budget, FixContext, Task
 ToolMode = Literal["auto", "native", "json"]
 MAX_IDLE_TURNS = 3
 MAX_SAME_CALLS = 3  # the same call with the same result this many times in a row: stop
+KEEP_RECENT_RESULTS = 3  # tool results never compacted: the latest ones
+COMPACT_TO = 0.6  # compaction brings the estimate down to this share of the budget
+CHARS_PER_TOKEN = 3.0  # a cautious estimate for text not yet counted by the server
 TRANSCRIPT_ENTRY_CHARS = 4000
 TRANSCRIPT_ENTRIES = 400
 NUDGE = "You did not call a tool. Call one of the tools now (finish if you are done)."
@@ -61,6 +64,16 @@ FINISH_NO_EDIT = (
     "with edit or create_file first. If it truly needs no change or cannot be fixed, call "
     "finish again and say why in the summary."
 )
+FINISH_NO_TEST = (
+    "You changed the code but no test shows the problem: write a short test that fails "
+    "without your change (create_file in the tests folder), run it with run_tests, then "
+    "finish. If a test that already existed failed because of the problem, call finish "
+    "again and name it."
+)
+COMPACTED = (
+    "[an earlier result of {tool}, {lines} lines, left out to keep the conversation within "
+    "its context budget; call the tool again if you need it]"
+)
 FINISH_ONLY_TESTS = (
     "You changed only tests ({paths}). The task is to fix the code so that its tests "
     "pass; changing what a test expects so that it agrees with the bug is not a fix. Fix "
@@ -84,6 +97,9 @@ class _Run:
     same_calls: int = 0  # how many times in a row that call gave that result
     stopped: str | None = None  # why the agent stopped the conversation itself
     dialects: dict[str, int] = field(default_factory=dict)  # calls read from text, by dialect
+    results: list[tuple[int, str]] = field(default_factory=list)  # (message index, tool)
+    compacted: set[int] = field(default_factory=set)  # message indexes already compacted
+    counted: tuple[int, int] = (0, 0)  # (prompt tokens, message chars) of the last call
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -102,6 +118,8 @@ class LlmFixer(Fixer):
         *,
         prices: dict[str, Price] | None = None,
         tool_mode: ToolMode = "auto",
+        context_tokens: int = 32768,
+        max_output_tokens: int = 4096,
         ledger: Ledger | None = None,
         audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
@@ -109,6 +127,8 @@ class LlmFixer(Fixer):
         self.client = client
         self.prices = prices or {}
         self.tool_mode = tool_mode
+        self.context_tokens = context_tokens
+        self.max_output_tokens = max_output_tokens
         self.ledger = ledger
         self.audit = audit
         self.clock = clock
@@ -150,6 +170,9 @@ class LlmFixer(Fixer):
             if over is not None:
                 return over
             workspace.progress(f"fix: model turn {turn} of at most {budget.max_steps}")
+            too_long = self._fit(run)
+            if too_long is not None:
+                return too_long
             asked = time.monotonic()
             try:
                 completion = await self.client.complete(
@@ -165,6 +188,7 @@ class LlmFixer(Fixer):
             except ModelError as exc:
                 return str(exc)
             await run.meter.add(completion, seconds=time.monotonic() - asked)
+            run.counted = (completion.prompt_tokens, _chars(run.messages))
             await self._answer(run, completion)
             if run.summary is not None:
                 return None
@@ -179,6 +203,44 @@ class LlmFixer(Fixer):
             f"stopped after {budget.max_steps} model turns without the model calling finish "
             "(PATCHWARDEN_LLM_MAX_STEPS)"
         )
+
+    def _fit(self, run: _Run) -> str | None:
+        """Keep the next prompt within the context budget: when it would not fit, the
+        oldest tool results (all but the latest few) become one-line notes, oldest first,
+        until it fits with room to spare. Earlier messages change only then, so the
+        server's prompt cache is reused on every other turn. Returns why the
+        conversation must stop when even that is not enough."""
+        room = self.context_tokens - self.max_output_tokens
+        estimate = self._estimate(run)
+        if estimate <= room:
+            return None
+        target = room * COMPACT_TO
+        older = run.results[:-KEEP_RECENT_RESULTS] if KEEP_RECENT_RESULTS else run.results
+        for index, tool in older:
+            if estimate <= target:
+                break
+            if index in run.compacted:
+                continue
+            message = run.messages[index]
+            before = str(message.get("content") or "")
+            note = COMPACTED.format(tool=tool, lines=before.count("\n") + 1)
+            run.messages[index] = {**message, "content": note}
+            run.compacted.add(index)
+            estimate -= (len(before) - len(note)) / CHARS_PER_TOKEN
+        run.note("note", f"compacted older tool results to fit {self.context_tokens} tokens")
+        if estimate > room:
+            return (
+                f"the conversation no longer fits the context budget ({self.context_tokens:,} "
+                "tokens, PATCHWARDEN_LLM_CONTEXT_TOKENS) even with older results left out"
+            )
+        return None
+
+    @staticmethod
+    def _estimate(run: _Run) -> float:
+        """The next prompt's size in tokens: the server's count for the last prompt plus
+        an estimate for what was added since (all of it before the first call)."""
+        tokens, chars = run.counted
+        return tokens + max(0, _chars(run.messages) - chars) / CHARS_PER_TOKEN
 
     async def _answer(self, run: _Run, completion: Completion) -> None:
         """Run the tool calls in ``completion`` and put their results in the conversation."""
@@ -202,6 +264,7 @@ class LlmFixer(Fixer):
             for call in completion.tool_calls:
                 run.note("assistant", completion.content, tool=call.name, arguments=call.arguments)
                 result = await self._run_tool(run, call.name, call.arguments, in_prose=False)
+                run.results.append((len(run.messages), call.name))
                 run.messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.text}
                 )
@@ -238,6 +301,7 @@ class LlmFixer(Fixer):
             results.append(f"Result of {said.name}:\n{result.text}")
             if result.finished or run.stopped:
                 break
+        run.results.append((len(run.messages), parsed.calls[0].name))
         run.messages.append({"role": "user", "content": "\n\n".join(results)})
 
     async def _run_tool(
@@ -278,6 +342,17 @@ class LlmFixer(Fixer):
         if tests and len(tests) == len(run.box.edited) and "tests" not in run.questioned:
             run.questioned.add("tests")
             return FINISH_ONLY_TESTS.format(paths=", ".join(tests[:5]))
+        # A code change with no test that shows the problem: asked for one, once (an
+        # alert names its failing check, which shows it already).
+        asks = (
+            run.box.edited
+            and not tests
+            and run.box.ctx.commands.test
+            and run.box.ctx.spec.task.kind != "alert"
+        )
+        if asks and "no-test" not in run.questioned:
+            run.questioned.add("no-test")
+            return FINISH_NO_TEST
         return None
 
     async def _tidy(self, run: _Run, workspace: FixContext) -> None:
@@ -298,6 +373,15 @@ def looks_like_test(path: str) -> bool:
         or name == "conftest.py"
         or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
     )
+
+
+def _chars(messages: list[dict[str, Any]]) -> int:
+    total = 0
+    for m in messages:
+        total += len(str(m.get("content") or ""))
+        for call in m.get("tool_calls") or ():
+            total += len(call["function"]["arguments"] or "") + len(call["function"]["name"])
+    return total
 
 
 def _canonical(arguments: str) -> str:

@@ -50,10 +50,13 @@ editing its files with the tools you have, then you call finish.
 
 How to work:
 1. Find the code involved: list_files, search, read_file.
-2. Make the smallest change that fixes the problem, with edit (exact search and \
-replace) or create_file.
-3. Run the tests with run_tests and fix what fails.
-4. Call finish with a short summary of what you changed and why.
+2. Reproduce the problem: write a short test that fails because of it (create_file \
+in the tests folder, e.g. tests/test_issue.py), then run_tests on that file and see it \
+fail. If a test already fails because of the problem, that test is enough.
+3. Fix the code, not the test, with the smallest change: edit (search and replace) or \
+create_file.
+4. Run the tests with run_tests until they pass.
+5. Call finish with a short summary: what was wrong, what you changed, which test shows it.
 
 Rules:
 - Paths are relative to the repository root.

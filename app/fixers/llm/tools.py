@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from app.fixers.base import SKIP_DIRS, walk_files
+from app.fixers.llm.edits import EditError, apply_edit
 from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.session import FixContext
 
 MAX_READ_LINES = 300
 MAX_LIST = 300
-MAX_SEARCH_LINES = 80
+MAX_SEARCH_LINES = 50
 MAX_RESULT_CHARS = 8000
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -189,12 +190,19 @@ class ToolBox:
         argv += [f"--exclude-dir={d}" for d in sorted(SKIP_DIRS)]
         argv += ["-e", pattern, "--", rel]
         done = await self.ctx.run(argv, name="search", timeout=60)
+        note = ""
+        if done.exit_code == 2 and not done.stdout:
+            # Not a valid regular expression (a small model searches for code such as
+            # `parse(`): search for it as plain text, and say so.
+            argv[1] = "-rnIF"
+            done = await self.ctx.run(argv, name="search", timeout=60)
+            note = "(searched as plain text: the pattern is not a valid regular expression)\n"
         if done.exit_code == 1:
-            return ToolResult(f"no matches for {pattern!r} in {rel}")
+            return ToolResult(f"{note}no matches for {pattern!r} in {rel}")
         if done.exit_code != 0:
             raise ToolError(f"grep failed: {done.stderr.strip()[:500] or done.exit_code}")
         lines = [ln.removeprefix("./") for ln in done.stdout.splitlines()]
-        text = "\n".join(ln[:300] for ln in lines[:MAX_SEARCH_LINES])
+        text = note + "\n".join(ln[:300] for ln in lines[:MAX_SEARCH_LINES])
         if len(lines) > MAX_SEARCH_LINES:
             text += f"\n[... {len(lines) - MAX_SEARCH_LINES} more matches; narrow the pattern]"
         return ToolResult(text)
@@ -202,35 +210,18 @@ class ToolBox:
     async def _edit(self, path: str, old: str, new: str) -> ToolResult:
         rel = resolve(path)
         text = self._text(rel, path)
-        if old == "":
-            raise ToolError("'old' is empty; to add text, include the line before it in 'old'")
-        if old == new:
-            raise ToolError(
-                "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
-                "what the code should say instead"
-            )
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(_not_found(rel, text, old))
-        if count > 1:
-            where = [
-                str(text.count("\n", 0, m.start()) + 1) for m in re.finditer(re.escape(old), text)
-            ]
-            raise ToolError(
-                f"'old' occurs {count} times in {rel} (lines {', '.join(where[:10])}); "
-                "include more of the surrounding lines so that it matches only once"
-            )
-        at = text.index(old)
-        updated = text[:at] + new + text[at + len(old) :]
-        self._write(rel, updated)
-        first = text.count("\n", 0, at) + 1
-        lines = updated.splitlines()
-        shown_end = min(len(lines), first + new.count("\n") + 2)
-        shown_start = max(1, first - 2)
+        try:
+            edit = apply_edit(text, old, new, rel)
+        except EditError as exc:
+            raise ToolError(str(exc)) from None
+        self._write(rel, edit.text)
+        lines = edit.text.splitlines()
+        shown_end = min(len(lines), edit.line + new.count("\n") + 2)
+        shown_start = max(1, edit.line - 2)
         snippet = "\n".join(
             f"{n:>4}| {lines[n - 1]}" for n in range(shown_start, shown_end + 1) if n <= len(lines)
         )
-        return ToolResult(f"edited {rel} at line {first}; it now reads:\n{snippet}")
+        return ToolResult(f"edited {rel} at line {edit.line}{edit.how}; it now reads:\n{snippet}")
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
@@ -247,6 +238,8 @@ class ToolBox:
             extra = shlex.split(selector)
         except ValueError as exc:
             raise ToolError(f"selector does not parse: {exc}") from None
+        if self.ctx.commands.is_pytest and not any(a.startswith("--tb") for a in extra):
+            extra = ["--tb=short", *extra]  # the assertion and the last frames, not pages
         done = await self.ctx.run_tests(extra, name="run_tests")
         if done.timed_out:
             verdict = "timed out"
@@ -373,22 +366,3 @@ def _is_real_dir(tree: Path, rel: str) -> bool:
 def _walk(base: Path, tree: Path) -> Iterator[str]:
     for path, link in walk_files(base, tree):
         yield f"{path} -> (symlink)" if link else path
-
-
-def _not_found(rel: str, text: str, old: str) -> str:
-    """Why ``old`` is not in the file, with what a small model needs to try again: where
-    the same lines are when spacing is ignored, and how they really read."""
-    message = f"'old' was not found in {rel}."
-    want = [" ".join(ln.split()) for ln in old.strip("\n").splitlines()]
-    if not any(want):
-        return f"{message} Use read_file to see the current text and copy it exactly."
-    lines = text.splitlines()
-    for i in range(len(lines) - len(want) + 1):
-        if all(" ".join(lines[i + k].split()) == w for k, w in enumerate(want)):
-            span = f"Line {i + 1}" if len(want) == 1 else f"Lines {i + 1}-{i + len(want)}"
-            actual = "\n".join(lines[i : i + len(want)])
-            return (
-                f"{message} {span} match if spacing and indentation are ignored; in the "
-                f"file they read:\n{actual}\nCopy them exactly (without the line numbers)."
-            )
-    return f"{message} Use read_file to see the current text and copy it exactly."

@@ -1,0 +1,151 @@
+"""The ``edit`` tool's text work: exact search and replace, forgiving where a small
+model's mistakes have only one reading, and saying exactly why otherwise.
+
+Forgiven: ``old`` copied from ``read_file`` with its line-number prefixes, and ``old``
+that matches whole lines of the file exactly once when whitespace is ignored (then
+``new`` is re-indented as the file's lines are). Refused, with what to do: no match,
+several matches, and an edit that changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+class EditError(Exception):
+    """Why the edit was not applied, worded for the model."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    text: str  # the file's new text
+    line: int  # where the change starts (from 1)
+    how: str = ""  # a note when the match was not exact
+
+
+def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
+    """``text`` with ``old`` replaced by ``new`` (``rel`` names the file in messages)."""
+    if old == "":
+        raise EditError("'old' is empty; to add text, include the line before it in 'old'")
+    if old == new:
+        raise EditError(
+            "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
+            "what the code should say instead"
+        )
+    if old not in text and _numbered(old):
+        # Copied from read_file with its line numbers: they are not in the file.
+        old, new = _unnumbered(old), _unnumbered(new) if _numbered(new) else new
+    count = text.count(old)
+    how = ""
+    if count == 0:
+        loose = _loose_match(text, old, new)
+        if loose is None:
+            raise EditError(_not_found(rel, text, old))
+        at, end, new = loose
+        if text[at:end] == new:
+            raise EditError(
+                "'new' is the same as the file's text once spacing is ignored, so this "
+                "edit changes nothing; put in 'new' what the code should say instead"
+            )
+        old = text[at:end]
+        how = " ('old' matched once with different spacing; 'new' was indented to match)"
+    elif count > 1:
+        where = [str(text.count("\n", 0, m.start()) + 1) for m in re.finditer(re.escape(old), text)]
+        raise EditError(
+            f"'old' occurs {count} times in {rel} (lines {', '.join(where[:10])}); "
+            "include more of the surrounding lines so that it matches only once"
+        )
+    else:
+        at = text.index(old)
+    updated = text[:at] + new + text[at + len(old) :]
+    return Edit(updated, text.count("\n", 0, at) + 1, how)
+
+
+_NUMBERED = re.compile(r"^ *\d+\| ?", re.MULTILINE)
+
+
+def _numbered(text: str) -> bool:
+    """Whether every line of ``text`` starts with read_file's ``  12| `` prefix."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and all(_NUMBERED.match(ln) for ln in lines)
+
+
+def _unnumbered(text: str) -> str:
+    return _NUMBERED.sub("", text)
+
+
+def _squeeze(line: str) -> str:
+    return "".join(line.split())
+
+
+def _loose_blocks(lines: list[str], want: list[str]) -> list[int]:
+    """Where the lines ``want`` start in ``lines`` when whitespace is ignored."""
+    return [
+        i
+        for i in range(len(lines) - len(want) + 1)
+        if all(_squeeze(lines[i + k]) == w for k, w in enumerate(want))
+    ]
+
+
+def _loose_match(text: str, old: str, new: str) -> tuple[int, int, str] | None:
+    """Where whole lines of ``text`` are ``old`` but for spacing and indentation, found
+    exactly once: (start, end, ``new`` re-indented as the file's lines are); else None."""
+    want = [_squeeze(ln) for ln in old.strip("\n").splitlines()]
+    if not want or not all(want):
+        return None
+    lines = text.splitlines(keepends=True)
+    found = _loose_blocks([ln.rstrip("\r\n") for ln in lines], want)
+    if len(found) != 1:
+        return None
+    i = found[0]
+    at = sum(len(ln) for ln in lines[:i])
+    block = lines[i : i + len(want)]
+    end = at + sum(len(ln) for ln in block)
+    ends_with_newline = block[-1].endswith("\n")
+    if ends_with_newline:
+        end -= 1  # keep the block's last newline: `new` replaces the lines' text
+    # Line k of `new` takes the indentation the file has where `old` has line k (its
+    # last line for lines beyond), keeping what `new` adds or removes relative to `old`.
+    old_lines = old.strip("\n").splitlines()
+    reindented = []
+    for k, line in enumerate(new.strip("\n").splitlines()):
+        j = min(k, len(block) - 1)
+        in_file, in_old = _indent(block[j]), _indent(old_lines[j])
+        if not line.strip():
+            reindented.append("")
+        elif line.startswith(in_old):
+            reindented.append(in_file + line[len(in_old) :])
+        else:
+            reindented.append(in_file + line.lstrip())
+    return at, end, "\n".join(reindented)
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _not_found(rel: str, text: str, old: str) -> str:
+    """Why ``old`` is not in the file, with what a small model needs to try again: where
+    the same lines are when spacing is ignored, and how they really read."""
+    message = f"'old' was not found in {rel}."
+    want = [_squeeze(ln) for ln in old.strip("\n").splitlines()]
+    if not any(want):
+        return f"{message} Use read_file to see the current text and copy it exactly."
+    lines = text.splitlines()
+    found = _loose_blocks(lines, want)
+    if len(found) > 1:
+        where = ", ".join(str(i + 1) for i in found[:10])
+        return (
+            f"{message} With spacing ignored it matches {len(found)} places (lines {where}); "
+            "include more of the surrounding lines so that it matches only once."
+        )
+    first = next((w for w in want if w), "")
+    near = [i + 1 for i, ln in enumerate(lines) if first and first in _squeeze(ln)][:5]
+    if near:
+        shown = "\n".join(f"{n:>4}| {lines[n - 1]}" for n in near)
+        return (
+            f"{message} Its first line is like these lines of the file:\n{shown}\n"
+            "Read them with read_file and copy the text exactly (without the line numbers)."
+        )
+    return f"{message} Use read_file to see the current text and copy it exactly."

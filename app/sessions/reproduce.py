@@ -1,0 +1,77 @@
+"""Does a test show the problem? The patch's own tests, run against the base code.
+
+A fix is believable when a test fails without it and passes with it. An existing test
+that failed on the base and passes on the patch shows that already (``TestDelta.fixed``).
+A test the patch adds or changes is checked here, independently of what the fixer
+claims: the patch's versions of its test files are put into the base tree, only those
+files are run (pytest), and every test that fails there and passes on the patch
+**reproduces** the problem. The base tree is put back as it was afterwards.
+
+Only for pytest, whose test files can be named on its command line and whose per-test
+outcomes are read from its JUnit report; other runners get no reproduction check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from app.policy.evidence import TestRun
+from app.sessions.commands import RepoCommands
+from app.sessions.files import read_confined, write_confined
+from app.sessions.result import Diff, Step
+from app.sessions.verify import Verifier
+
+MAX_FILES = 20  # test files run against the base at most
+MAX_FILE_BYTES = 1024 * 1024
+
+
+def test_files(diff: Diff, is_test: Callable[[str], bool]) -> list[str]:
+    """The Python test files the patch adds or changes (none it removes)."""
+    return sorted(
+        f.path
+        for f in diff.files
+        if f.status in ("added", "modified", "renamed")
+        and not f.binary
+        and f.path.endswith(".py")
+        and is_test(f.path)
+    )[:MAX_FILES]
+
+
+async def reproduced(
+    verifier: Verifier,
+    *,
+    base_tree: Path,
+    head_tree: Path,
+    env_dir: Path | None,
+    commands: RepoCommands,
+    paths: list[str],
+    head: TestRun,
+) -> tuple[Step | None, list[str]]:
+    """The step that ran the patch's test files on the base code, and the tests that
+    failed there and pass on the patch (sorted); (None, []) when there is nothing to run."""
+    if not commands.is_pytest or not paths or not head.outcomes:
+        return None, []
+    saved: dict[str, bytes | None] = {}
+    try:
+        for rel in paths:
+            data = read_confined(head_tree, rel, limit=MAX_FILE_BYTES)
+            if data is None:
+                continue  # a symlink, or larger than a test file should be: not run
+            saved[rel] = read_confined(base_tree, rel, limit=MAX_FILE_BYTES)
+            write_confined(base_tree, rel, data)
+            verifier.sandbox.prepare_writable(base_tree / rel)
+        if not saved:
+            return None, []
+        step, run = await verifier.tests(
+            base_tree, env_dir, commands, label="base", extra=sorted(saved), name="reproduce"
+        )
+    finally:
+        for rel, before in saved.items():
+            if before is None:
+                (base_tree / rel).unlink(missing_ok=True)
+            else:
+                write_confined(base_tree, rel, before)
+    failing = {t for t, o in run.outcomes.items() if o in ("failed", "errored")}
+    passing = {t for t, o in head.outcomes.items() if o == "passed"}
+    return step, sorted(failing & passing)
