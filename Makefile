@@ -69,7 +69,7 @@ bench: venv system-deps
 	$(BIN)/python bench/realworld.py
 
 # A local OpenAI-compatible model for the llm fixer (scripts/model.py says where each
-# part comes from). The first run builds llama.cpp's server (~21 min on 2 cores).
+# part comes from). The first run builds llama.cpp's server (10-21 min on 2 cores).
 model: venv
 	@command -v cmake >/dev/null && command -v ninja >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -24,6 +24,8 @@ from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, too
 from app.fixers.llm.spend import utc_day
 from app.fixers.revert import RevertFixer
 from app.git import Remote
+from app.policy.score import Trigger, score_session
+from app.publish.body import render_body
 from app.sessions.result import SessionResult
 from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
 from app.store import AuditQuery, ModelSpend, store_for_url
@@ -811,3 +813,128 @@ async def test_a_failing_check_that_passes_here_is_never_handed_to_the_llm(
         assert result.error is not None
         assert "the failure does not reproduce" in result.error
     assert model.requests == []
+
+
+async def test_a_test_the_patch_adds_is_checked_against_the_base_code(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """Reproduce, fix, verify: the agent writes a test that fails, fixes the code; the
+    session runs that test on the base code itself and names it in the PR body."""
+    only_mul = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+    project = make_project(tmp_path / "calc", {"calc.py": CALC, "test_calc.py": only_mul})
+    new_test = (
+        "from calc import add, mul\n\n\ndef test_add_adds():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_mul_still_multiplies():\n    assert mul(2, 2) == 4\n"
+    )
+    model = await make_model(
+        tool("create_file", path="tests/test_issue.py", content=new_test),
+        tool("run_tests", selector="tests/test_issue.py"),
+        tool("edit", **FIX),
+        tool("run_tests"),
+        tool("finish", summary="add() subtracted; tests/test_issue.py shows it"),
+    )
+    task = Task("add(2, 3) is -1", instructions="fix this")
+    result = await runner.run(spec(project, task=task), fixer_for(model))
+
+    assert result.status == "patched", result.error
+    assert result.tests is not None
+    assert result.tests.fixed == []  # no existing test failed
+    assert len(result.tests.reproduced) == 1
+    assert result.tests.reproduced[0].endswith("test_add_adds")  # not the one passing on base
+    (step,) = [s for s in result.steps if s.name == "reproduce"]
+    assert step.tree == "base"
+    assert "tests/test_issue.py" in step.argv
+    assert "failed" in tool_results(model)[1]  # the agent saw its test fail first
+    assert result.policy is not None
+    scored = score_session(result, result.policy, trigger=Trigger("comment"))
+    assert "not_reproduced" not in {c.factor for c in scored.contributions}
+    body = render_body(result, scored, title="add(2, 3) is -1", bot="patchwarden")
+    assert "new test reproduces the problem" in body
+    assert "Reproduced by `" in body
+    assert "fails on the base, passes on the patch" in body
+
+    # The same fix without a test: asked for one once, then scored as unproven.
+    project2 = make_project(tmp_path / "calc2", {"calc.py": CALC, "test_calc.py": only_mul})
+    model = await make_model(
+        tool("edit", **FIX),
+        tool("finish", summary="add() adds"),
+        tool("finish", summary="add() adds; no test"),
+    )
+    bare = await runner.run(spec(project2, task=task), fixer_for(model))
+    assert bare.status == "patched", bare.error
+    assert tool_results(model)[1] == FINISH_NO_TEST
+    assert bare.tests is not None
+    assert bare.tests.reproduced == []
+    assert not [s for s in bare.steps if s.name == "reproduce"]
+    assert bare.policy is not None
+    unproven = score_session(bare, bare.policy, trigger=Trigger("comment"))
+    assert "not_reproduced" in {c.factor for c in unproven.contributions}
+    assert unproven.score > scored.score
+
+
+async def test_old_tool_results_are_compacted_to_fit_the_context_budget(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    big = "".join(f"# line {i}: {'x' * 60}\n" for i in range(120))  # ~2,600 tokens a read
+    files = {"calc.py": CALC, "test_calc.py": CALC_TESTS, "notes.py": big}
+    project = make_project(tmp_path / "calc", files)
+    reads = [tool("read_file", path="notes.py", start=i, end=120) for i in range(1, 7)]
+    finish = tool("finish", summary="fixed; test_calc::test_add shows it")  # asked twice
+    model = await make_model(*reads, tool("edit", **FIX), finish, finish)
+    fixer = fixer_for(model, context_tokens=9000, max_output_tokens=1000)
+    result = await runner.run(spec(project), fixer)
+
+    assert result.status == "patched", result.error
+    requests = [r.body["messages"] for r in model.requests]
+    sizes = [sum(len(str(m.get("content") or "")) for m in msgs) for msgs in requests]
+    assert max(sizes) / 3.0 < 9000  # every prompt stayed within the budget (estimated)
+    compacted = [
+        i
+        for i, msgs in enumerate(requests)
+        if any("left out to keep the conversation within" in str(m.get("content")) for m in msgs)
+    ]
+    assert compacted, "nothing was compacted"
+    first = compacted[0]
+    # The latest results are never compacted; earlier messages change only when it
+    # compacts, so the prompt before the newest messages stays the same (cache reuse).
+    last = requests[-1]
+    tool_msgs = [m for m in last if m["role"] == "tool"]
+    assert all("left out" not in m["content"] for m in tool_msgs[-3:])
+    for before, after in zip(requests[first:], requests[first + 1 :], strict=False):
+        if sum("left out" in str(m.get("content")) for m in after) == sum(
+            "left out" in str(m.get("content")) for m in before
+        ):
+            assert after[: len(before)] == before
+    assert any(e.role == "note" and "compacted" in e.content for e in result.fix.transcript)
+
+
+async def test_a_conversation_that_cannot_fit_stops_with_the_reason(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    model = await make_model(tool("read_file", path="calc.py"))
+    fixer = fixer_for(model, context_tokens=2048, max_output_tokens=1900)
+    result = await runner.run(spec(project), fixer)
+    assert result.status == "failed"
+    assert "no longer fits the context budget (2,048 tokens" in (result.error or "")
+    assert "PATCHWARDEN_LLM_CONTEXT_TOKENS" in (result.error or "")
+
+
+async def test_a_search_for_code_that_is_no_regular_expression_searches_plain_text(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    model = await make_model(
+        tool("search", pattern="add(a"),
+        tool("search", pattern="def add\\("),
+        tool("search", pattern="nowhere("),
+        tool("finish", summary="looked"),
+        tool("finish", summary="looked, nothing to change"),
+    )
+    await runner.run(spec(project), fixer_for(model))
+    plain, regex, none = tool_results(model)[:3]
+    assert plain == (
+        "(searched as plain text: the pattern is not a valid regular expression)\n"
+        "calc.py:1:def add(a, b):"
+    )
+    assert regex == "calc.py:1:def add(a, b):"
+    assert none.startswith("(searched as plain text")
+    assert none.endswith("no matches for 'nowhere(' in .")
