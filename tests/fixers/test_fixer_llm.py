@@ -198,9 +198,9 @@ async def test_the_same_call_again_gets_a_note_then_stops_the_job(
     result = await runner.run(spec(project, budget=Budget(max_steps=10)), fixer_for(model))
     assert result.status == "failed"
     assert result.error is not None
-    assert "the same read_file call 3 times in a row" in result.error
+    assert "the same read_file call 3 times with the same result" in result.error
     second = [m for m in model.requests[2].body["messages"] if m["role"] == "tool"][-1]
-    assert "you made exactly this call just before" in second["content"]
+    assert "you made exactly this call before" in second["content"]
     assert model.remaining == 1
 
 
@@ -937,4 +937,34 @@ async def test_a_search_for_code_that_is_no_regular_expression_searches_plain_te
     )
     assert regex == "calc.py:1:def add(a, b):"
     assert none.startswith("(searched as plain text")
-    assert none.endswith("no matches for 'nowhere(' in .")
+    assert "no matches for 'nowhere(' in .; try a shorter or different pattern" in none
+
+
+async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """Another real loop: edit (no change), run_tests, edit, run_tests, ... until the cap."""
+    noop = tool("edit", path="calc.py", old="return a - b", new="return a - b")
+    check = tool("run_tests", selector="test_calc.py")
+    model = await make_model(noop, check, noop, check, noop, check, tool("finish"))
+    result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
+    assert result.status == "failed"
+    assert "the same edit call 3 times with the same result and no file changed" in str(
+        result.error
+    )
+    assert model.remaining == 2
+
+    # The same test run after each different edit is progress, not a loop.
+    tries = [
+        tool("edit", path="calc.py", old="return a - b", new="return a * b"),
+        check,
+        tool("edit", path="calc.py", old="return a * b", new="return b - a"),
+        check,
+        tool("edit", path="calc.py", old="return b - a", new="return a + b"),
+        check,
+        tool("finish", summary="add adds; test_calc::test_add shows it"),
+        tool("finish", summary="add adds; test_calc::test_add shows it"),
+    ]
+    model = await make_model(*tries)
+    result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
+    assert result.status == "patched", result.error

@@ -35,7 +35,7 @@ from app.sessions.session import Budget, FixContext, Task
 
 ToolMode = Literal["auto", "native", "json"]
 MAX_IDLE_TURNS = 3
-MAX_SAME_CALLS = 3  # the same call with the same result this many times in a row: stop
+MAX_SAME_CALLS = 3  # the same call, same result, no file changed between: stop at this
 KEEP_RECENT_RESULTS = 3  # tool results never compacted: the latest ones
 COMPACT_TO = 0.6  # compaction brings the estimate down to this share of the budget
 CHARS_PER_TOKEN = 3.0  # a cautious estimate for text not yet counted by the server
@@ -51,8 +51,9 @@ UNREADABLE = (
     'and nothing else, such as {{"tool": "read_file", "arguments": {{"path": "src/app.py"}}}}.'
 )
 REPEATED = (
-    "\n\nNote: you made exactly this call just before and got exactly this result. "
-    "Repeating it changes nothing: read the result, then do something different."
+    "\n\nNote: you made exactly this call before and got exactly this result, and no file "
+    "changed since. Repeating it changes nothing: read the result, then do something "
+    "different."
 )
 # finish is questioned once, not obeyed, when it looks premature; a second one is obeyed.
 FINISH_IN_PROSE = (
@@ -93,8 +94,9 @@ class _Run:
     summary: str | None = None  # set when the model calls finish
     idle: int = 0
     questioned: set[str] = field(default_factory=set)  # finish questions asked once
-    last_call: tuple[str, str, str] | None = None  # (name, arguments, result) of the last
-    same_calls: int = 0  # how many times in a row that call gave that result
+    # (name, arguments, result, files written so far) -> times seen: a call that gives the
+    # same result with no file changed in between changes nothing, in a row or in a cycle
+    seen_calls: dict[tuple[str, str, str, int], int] = field(default_factory=dict)
     stopped: str | None = None  # why the agent stopped the conversation itself
     dialects: dict[str, int] = field(default_factory=dict)  # calls read from text, by dialect
     results: list[tuple[int, str]] = field(default_factory=list)  # (message index, tool)
@@ -317,15 +319,14 @@ class LlmFixer(Fixer):
             run.summary = result.summary
             return result
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
-        key = (name, _canonical(shown), result.text)
-        run.same_calls = run.same_calls + 1 if key == run.last_call else 1
-        run.last_call = key
-        if run.same_calls >= MAX_SAME_CALLS:
+        key = (name, _canonical(shown), result.text, run.box.writes)
+        times = run.seen_calls[key] = run.seen_calls.get(key, 0) + 1
+        if times >= MAX_SAME_CALLS:
             run.stopped = (
-                f"the model made the same {name} call {run.same_calls} times in a row with "
-                f"the same result ({shown[:200]})"
+                f"the model made the same {name} call {times} times with the same result "
+                f"and no file changed in between ({shown[:200]})"
             )
-        elif run.same_calls == 2:
+        elif times == 2:
             result = ToolResult(result.text + REPEATED)
         return result
 

@@ -15,11 +15,11 @@ llama.cpp writes ``tool_calls: null`` and puts the call in its text) writes call
   </function>``.
 
 JSON that is almost right is repaired where only one reading is possible (a trailing
-comma, Python's ``True``/``None``, single quotes, a raw newline inside a string); when
-it cannot be read, :attr:`Parsed.problem` says exactly what was wrong so that the model
-can be told. Nothing here runs a tool: the agent decides what to do with what it finds,
-including a call that sits inside prose (``Call.in_prose``), which it questions rather
-than obeys when that call is ``finish``.
+comma, Python's ``True``/``None``, single quotes, a raw newline inside a string, a
+Python triple-quoted string); when it cannot be read, :attr:`Parsed.problem` says
+exactly what was wrong so that the model can be told. Nothing here runs a tool: the
+agent decides what to do with what it finds, including a call that sits inside prose
+(``Call.in_prose``), which it questions rather than obeys when that call is ``finish``.
 """
 
 from __future__ import annotations
@@ -304,6 +304,15 @@ def _raw_controls(text: str) -> str:
     return "".join(out)
 
 
+_TRIPLE = re.compile(r'(:\s*)("""|\'\'\')(.*?)\2', re.DOTALL)
+
+
+def _triple_quotes(text: str) -> str:
+    """A value written as a Python triple-quoted string (a file's content, as a real
+    1.5B model did), as a JSON string of exactly the text between the quotes."""
+    return _TRIPLE.sub(lambda m: m.group(1) + json.dumps(m.group(3)), text)
+
+
 def _trailing_commas(text: str) -> str:
     return re.sub(r",(\s*[}\]])", r"\1", text)
 
@@ -322,6 +331,7 @@ def _single_quotes(text: str) -> str:
 
 
 _MENDS: Sequence[tuple[str, Any]] = (
+    ("triple-quoted string", _triple_quotes),
     ("raw newline in a string", _raw_controls),
     ("trailing comma", _trailing_commas),
     ("Python literal", _python_literals),

@@ -130,6 +130,7 @@ class ToolResult:
 class ToolBox:
     ctx: FixContext
     edited: set[str] = field(default_factory=set)  # paths changed through edit/create_file
+    writes: int = 0  # files written so far
     calls: dict[str, int] = field(default_factory=dict)
 
     async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolResult:
@@ -198,7 +199,11 @@ class ToolBox:
             done = await self.ctx.run(argv, name="search", timeout=60)
             note = "(searched as plain text: the pattern is not a valid regular expression)\n"
         if done.exit_code == 1:
-            return ToolResult(f"{note}no matches for {pattern!r} in {rel}")
+            where = "read_file it" if not _is_real_dir(self.ctx.tree, rel) else "search '.'"
+            return ToolResult(
+                f"{note}no matches for {pattern!r} in {rel}; try a shorter or different "
+                f"pattern, or {where}"
+            )
         if done.exit_code != 0:
             raise ToolError(f"grep failed: {done.stderr.strip()[:500] or done.exit_code}")
         lines = [ln.removeprefix("./") for ln in done.stdout.splitlines()]
@@ -282,6 +287,7 @@ class ToolBox:
             raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
         self.ctx.sandbox.prepare_writable(self.ctx.tree / rel)
         self.edited.add(rel)
+        self.writes += 1
 
 
 def resolve(path: str, *, allow_root: bool = False) -> str:
