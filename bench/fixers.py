@@ -73,7 +73,8 @@ def _case(name: str, source: str, tests: str, task: str, path: str, old: str, ne
             tool("read_file", path=path),
             tool("edit", path=path, old=old, new=new),
             tool("run_tests", selector=f"test_{name}.py"),
-            tool("finish", summary=f"fixed {name}"),
+            tool("finish", summary=f"fixed {name}"),  # no new test: asked to name one
+            tool("finish", summary=f"fixed {name}; test_{name}.py shows it"),
         ],
     )
 

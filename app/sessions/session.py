@@ -411,15 +411,17 @@ class SessionRunner:
         lint_steps, state.findings = await linters
         state.steps.extend(lint_steps)
         state.tests = _delta(commands, base_run, head_run)
-        if state.tests is not None and head_run is not None:
+        new_tests = test_files(state.diff, Classifier(policy).is_test)
+        if state.tests is not None and head_run is not None and new_tests and commands.is_pytest:
             # Last: it borrows the base tree, which the linters have finished with.
+            progress(f"verify: the patch's tests on the base code ({_files(len(new_tests))})")
             repro, shown = await reproduced(
                 verifier,
                 base_tree=ws.base_tree,
                 head_tree=ws.tree,
                 env_dir=env_dir,
                 commands=commands,
-                paths=test_files(state.diff, Classifier(policy).is_test),
+                paths=new_tests,
                 head=head_run,
             )
             state.tests = state.tests.model_copy(update={"reproduced": shown})

@@ -4,6 +4,8 @@ explanation marked as such (the agent questions a ``finish`` there)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +164,32 @@ def test_an_ambiguous_unnamed_object_is_not_guessed() -> None:
     # {"path": ...} fits read_file and list_files alike: no guess.
     parsed = parse('{"path": "src"}', TOOL_PARAMETERS)
     assert parsed.calls == []
+
+
+# -- answers a real model gave (recorded with scripts/record_dialects.py) -----------------
+RECORDED = sorted((Path(__file__).parents[1] / "fixtures" / "llm").glob("*.json"))
+REAL = [
+    (f.stem, i, case)
+    for f in RECORDED
+    for i, case in enumerate(json.loads(f.read_text())["cases"])
+]
+
+
+def test_real_transcripts_are_recorded() -> None:
+    assert REAL, "no recorded answers in tests/fixtures/llm/"
+    dialects = {c["dialect"] for _, _, case in REAL for c in case["calls"]}
+    assert "json-fenced" in dialects
+    # The recording holds answers the reader must mend (Python's triple quotes).
+    assert any('"""' in case["answer"] and case["calls"] for _, _, case in REAL)
+
+
+@pytest.mark.parametrize(
+    ("model", "index", "case"), REAL, ids=[f"{m}-{i}-{c['task']}" for m, i, c in REAL]
+)
+def test_a_real_models_answers_are_read_as_recorded(
+    model: str, index: int, case: dict[str, Any]
+) -> None:
+    parsed = parse(case["answer"], TOOL_PARAMETERS)
+    calls = [{"tool": c.name, "arguments": c.arguments, "dialect": c.dialect} for c in parsed.calls]
+    assert calls == case["calls"]
+    assert parsed.problem == case["problem"]
