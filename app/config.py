@@ -181,6 +181,16 @@ class Settings(BaseSettings):
     llm_max_cost_usd: float | None = Field(default=2.0, ge=0)
     llm_daily_budget_usd: float | None = Field(default=20.0, ge=0)
 
+    @model_validator(mode="after")
+    def _room_for_answers(self) -> Settings:
+        if self.llm_context_tokens < self.llm_max_output_tokens + 1024:
+            raise ValueError(
+                f"PATCHWARDEN_LLM_CONTEXT_TOKENS ({self.llm_context_tokens}) must leave room "
+                f"for a prompt beside PATCHWARDEN_LLM_MAX_OUTPUT_TOKENS "
+                f"({self.llm_max_output_tokens}): at least 1024 tokens more"
+            )
+        return self
+
     @field_validator("alert_routes", mode="before")
     @classmethod
     def _parse_routes(cls, value: object) -> object:

@@ -110,10 +110,17 @@ def load_tasks(folder: Path = TASKS, names: list[str] | None = None) -> list[Eva
 
 
 def reference_fix(task: EvalTask) -> list[Reply]:
-    """What the scripted model answers for ``task``: its reference fix, as whole-file
-    edits, then the tests, then finish."""
+    """What the scripted model answers for ``task``, as the agent is asked to work: a
+    test that reproduces the bug (the hidden test's text, under another name), run;
+    the reference fix as whole-file edits; the tests; finish."""
     base = task.files("repo")
-    replies = [tool("list_files", path=".")]
+    (hidden,) = task.files("hidden").values()
+    repro = f"tests/test_reproduce_{task.name.replace('-', '_')}.py"
+    replies = [
+        tool("list_files", path="."),
+        tool("create_file", path=repro, content=hidden),
+        tool("run_tests", selector=repro),
+    ]
     for path, text in task.files("solution").items():
         if path in base:
             replies.append(tool("edit", path=path, old=base[path], new=text))
@@ -233,6 +240,7 @@ async def run_task(
         "kind": task.kind,
         "fixed": fixed,
         "status": result.status,
+        "reproduced": list(result.tests.reproduced) if result.tests else [],
         "turns": usage.calls if usage else 0,
         "prompt_tokens": usage.prompt_tokens if usage else 0,
         "completion_tokens": usage.completion_tokens if usage else 0,

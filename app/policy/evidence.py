@@ -91,6 +91,9 @@ class TestDelta(_Model):
     # Tests the patch adds or changes that fail on the base code and pass on the patch
     # (app/sessions/reproduce.py): they show the problem it fixes.
     reproduced: list[str] = Field(default_factory=list)
+    # Whether the session could check such tests (pytest) and should (not an alert):
+    # only then does the score count a fix that nothing reproduces.
+    reproducible: bool = False
 
 
 class ModelUsage(_Model):

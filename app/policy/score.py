@@ -435,7 +435,8 @@ def _verification(
                 credit,
                 f"makes failing tests pass: {_list(tests.fixed)}",
             )
-        if v.fixer == "llm" and tests.head.ok and not tests.fixed and not tests.reproduced:
+        unproven = tests.reproducible and not tests.fixed and not tests.reproduced
+        if v.fixer == "llm" and tests.head.ok and unproven:
             add(
                 "not_reproduced",
                 "no",

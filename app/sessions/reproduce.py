@@ -13,15 +13,17 @@ outcomes are read from its JUnit report; other runners get no reproduction check
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from app.policy.evidence import TestRun
 from app.sessions.commands import RepoCommands
-from app.sessions.files import read_confined, write_confined
+from app.sessions.files import read_confined, remove_confined, write_confined
 from app.sessions.result import Diff, Step
 from app.sessions.verify import Verifier
 
+log = logging.getLogger(__name__)
 MAX_FILES = 20  # test files run against the base at most
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -55,23 +57,34 @@ async def reproduced(
     saved: dict[str, bytes | None] = {}
     try:
         for rel in paths:
-            data = read_confined(head_tree, rel, limit=MAX_FILE_BYTES)
-            if data is None:
+            data = read_confined(head_tree, rel, limit=MAX_FILE_BYTES + 1)
+            if data is None or len(data) > MAX_FILE_BYTES:
                 continue  # a symlink, or larger than a test file should be: not run
-            saved[rel] = read_confined(base_tree, rel, limit=MAX_FILE_BYTES)
+            before = read_confined(base_tree, rel, limit=MAX_FILE_BYTES + 1)
+            if before is not None and len(before) > MAX_FILE_BYTES:
+                continue  # could not be put back whole
             write_confined(base_tree, rel, data)
+            saved[rel] = before  # only once written: only that is put back
             verifier.sandbox.prepare_writable(base_tree / rel)
         if not saved:
             return None, []
         step, run = await verifier.tests(
             base_tree, env_dir, commands, label="base", extra=sorted(saved), name="reproduce"
         )
+    except OSError as exc:
+        # Best effort: a path the base tree cannot hold (a symlink on the way) is no
+        # reason to fail a verified patch; it only shows nothing.
+        log.warning("reproduction not checked: %s", exc)
+        return None, []
     finally:
         for rel, before in saved.items():
-            if before is None:
-                (base_tree / rel).unlink(missing_ok=True)
-            else:
-                write_confined(base_tree, rel, before)
+            try:
+                if before is None:
+                    remove_confined(base_tree, rel)
+                else:
+                    write_confined(base_tree, rel, before)
+            except OSError as exc:  # the session's trees are removed when it ends anyway
+                log.warning("could not put back %s in the base tree: %s", rel, exc)
     failing = {t for t, o in run.outcomes.items() if o in ("failed", "errored")}
     passing = {t for t, o in head.outcomes.items() if o == "passed"}
     return step, sorted(failing & passing)

@@ -411,6 +411,11 @@ class SessionRunner:
         lint_steps, state.findings = await linters
         state.steps.extend(lint_steps)
         state.tests = _delta(commands, base_run, head_run)
+        if state.tests is not None:
+            # Whether a new test could be checked against the base (pytest), and should
+            # be (an alert's failing check shows the problem already).
+            can = commands.is_pytest and spec.task.kind != "alert"
+            state.tests = state.tests.model_copy(update={"reproducible": can})
         new_tests = test_files(state.diff, Classifier(policy).is_test)
         if state.tests is not None and head_run is not None and new_tests and commands.is_pytest:
             # Last: it borrows the base tree, which the linters have finished with.

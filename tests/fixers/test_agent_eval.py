@@ -73,11 +73,12 @@ async def test_the_reference_fix_counts_as_fixed_and_the_report_resumes(
     for row in rows.values():
         assert row["fixed"] is True
         assert row["status"] == "patched"
-        assert row["turns"] == 4
+        assert row["turns"] == 6
         assert row["prompt_tokens"] > 0
-        assert len(row["turn_seconds"]) == 4
-        assert row["dialects"] == {"native": 4}
+        assert len(row["turn_seconds"]) == 6
+        assert row["dialects"] == {"native": 6}
         assert row["decision"] in {"automerge", "review"}
+        assert row["reproduced"]  # the session saw the new test fail on the base code
     assert doc["totals"]["fixed"] == 2
     assert doc["totals"]["fix_rate"] == 1.0
     assert "fixed 2/2 (100%)" in capsys.readouterr().out

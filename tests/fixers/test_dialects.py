@@ -169,9 +169,7 @@ def test_an_ambiguous_unnamed_object_is_not_guessed() -> None:
 # -- answers a real model gave (recorded with scripts/record_dialects.py) -----------------
 RECORDED = sorted((Path(__file__).parents[1] / "fixtures" / "llm").glob("*.json"))
 REAL = [
-    (f.stem, i, case)
-    for f in RECORDED
-    for i, case in enumerate(json.loads(f.read_text())["cases"])
+    (f.stem, i, case) for f in RECORDED for i, case in enumerate(json.loads(f.read_text())["cases"])
 ]
 
 
@@ -193,3 +191,22 @@ def test_a_real_models_answers_are_read_as_recorded(
     calls = [{"tool": c.name, "arguments": c.arguments, "dialect": c.dialect} for c in parsed.calls]
     assert calls == case["calls"]
     assert parsed.problem == case["problem"]
+
+
+def test_triple_quotes_are_mended_as_a_value_and_left_alone_inside_a_string() -> None:
+    """A real 1.5B model wrote a file's content as a Python triple-quoted string."""
+    content = 'import pytest\n\ndef test_merge():\n    assert merge({"a": 1}, {}) == {"a": 1}\n'
+    answer = (
+        '```json\n{\n  "tool": "create_file",\n  "arguments": {\n    "path": "tests/t.py",\n'
+        f'    "content": """\n{content}"""\n  }}\n}}\n```'
+    )
+    (call,) = parse(answer, TOOL_PARAMETERS).calls
+    assert call.arguments == {"path": "tests/t.py", "content": "\n" + content}
+    assert call.repaired == ("triple-quoted string",)
+    # Raw newlines around a docstring inside a JSON string: only they needed mending.
+    edit = (
+        '{"tool": "edit", "arguments": {"path": "a.py", "old": "def f():\n    pass", '
+        "\"new\": \"def f():\n    '''doc'''\n    pass\"}}"
+    )
+    (call,) = parse(edit, TOOL_PARAMETERS).calls
+    assert call.arguments["new"] == "def f():\n    '''doc'''\n    pass"

@@ -56,17 +56,33 @@ TWICE = "def a():\n    return 1\n\n\ndef b():\n    return 1\n"
             5,
             True,
         ),
-        # spaces inside the line differ
+        # trailing spaces in the file
+        ("a = 1  \nb = 2\n", "a = 1\nb = 2", "a = 1\nb = 3", "a = 1\nb = 3\n", 1, True),
+        # a tab in the file, no final newline
+        ("if x:\n\ty = 2", "if x:\n    y = 2", "if x:\n    y = 3", "if x:\n\ty = 3", 1, True),
+        # CRLF line endings are kept
         (
-            "x = f(a,b)\ny = 2\n",
-            "x = f(a, b)",
-            "x = f(a, b, c)",
-            "x = f(a, b, c)\ny = 2\n",
+            "a = 1\r\n    b = 2\r\nc = 3\r\n",
+            "a = 1\nb = 2",
+            "a = 1\nb = 5",
+            "a = 1\r\n    b = 5\r\nc = 3\r\n",
             1,
             True,
         ),
-        # the last line of a file without a final newline
-        ("a = 1\nb  =  2", "b = 2", "b = 3", "a = 1\nb = 3", 2, True),
+        # numbered old, and new with the copied lines numbered and the added ones not
+        (
+            SRC,
+            "   5|     def pop(self):\n   6|         return self.items.pop(0)",
+            "   5|     def pop(self):\n        if not self.items:\n            raise IndexError\n"
+            "   6|         return self.items.pop()",
+            SRC.replace(
+                "        return self.items.pop(0)\n",
+                "        if not self.items:\n            raise IndexError\n"
+                "        return self.items.pop()\n",
+            ),
+            5,
+            False,
+        ),
     ],
 )
 def test_edits_that_apply(
@@ -86,8 +102,8 @@ def test_edits_that_apply(
         (TWICE, "return 1", "return 2", "'old' occurs 2 times in m.py (lines 2, 6)"),
         (
             TWICE,
-            "return  1",
-            "return 2",
+            "        return 1",
+            "        return 2",
             "With spacing ignored it matches 2 places (lines 2, 6); include more of the "
             "surrounding lines",
         ),
@@ -98,6 +114,16 @@ def test_edits_that_apply(
             "Its first line is like these lines of the file:\n   5|     def pop(self):\n",
         ),
         (SRC, "nothing like it", "x", "Use read_file to see the current text"),
+        # flush left with a line added: where would it go? refused, not guessed
+        (
+            SRC,
+            "def pop(self):\nreturn self.items.pop(0)",
+            "def pop(self):\nif not self.items:\nraise IndexError\nreturn self.items.pop()",
+            "Lines 5-6 match if spacing and indentation are ignored, but 'new' cannot be "
+            "indented to fit them in only one way",
+        ),
+        # spaces inside a line are the line's own (a string literal's, say)
+        ('msg = "Hello,  world"\n', 'msg = "Hello, world"', 'msg = "Hi"', "not found"),
         (
             SRC,
             "def pop(self):\n  return self.items.pop(0)",

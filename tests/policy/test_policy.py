@@ -338,7 +338,13 @@ def test_tests_made_to_pass_by_editing_only_the_tests_earn_no_credit() -> None:
 
 def test_a_model_fix_that_no_test_reproduces_is_riskier() -> None:
     """Nothing failed before and passes after: the model's fix shows nothing."""
-    green = {"command": PY_CMD, "source": "detected", "base": passed(3), "head": passed(4)}
+    green = {
+        "command": PY_CMD,
+        "source": "detected",
+        "base": passed(3),
+        "head": passed(4),
+        "reproducible": True,
+    }
     bare = scored(SRC, v=verification(fixer="llm", tests=TestDelta(**green)))
     assert points(bare, "not_reproduced") == 10.0
     (factor,) = [c for c in bare.contributions if c.factor == "not_reproduced"]
@@ -352,6 +358,10 @@ def test_a_model_fix_that_no_test_reproduces_is_riskier() -> None:
                   "not_reproduced") == 0  # fmt: skip
     red = TestDelta(**{**green, "head": passed(3, failed=1)})
     assert points(scored(SRC, v=verification(fixer="llm", tests=red)), "not_reproduced") == 0
+    # Nor where no test can be checked against the base (not pytest), or need not be
+    # (an alert: its failing check shows the problem).
+    other = TestDelta(**{**green, "reproducible": False})
+    assert points(scored(SRC, v=verification(fixer="llm", tests=other)), "not_reproduced") == 0
 
 
 HARD = [

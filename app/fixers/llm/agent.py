@@ -218,6 +218,7 @@ class LlmFixer(Fixer):
             return None
         target = room * COMPACT_TO
         older = run.results[:-KEEP_RECENT_RESULTS] if KEEP_RECENT_RESULTS else run.results
+        had = len(run.compacted)
         for index, tool in older:
             if estimate <= target:
                 break
@@ -229,7 +230,12 @@ class LlmFixer(Fixer):
             run.messages[index] = {**message, "content": note}
             run.compacted.add(index)
             estimate -= (len(before) - len(note)) / CHARS_PER_TOKEN
-        run.note("note", f"compacted older tool results to fit {self.context_tokens} tokens")
+        if len(run.compacted) > had:
+            run.note(
+                "note",
+                f"left out {len(run.compacted) - had} older tool results to fit "
+                f"{self.context_tokens} tokens",
+            )
         if estimate > room:
             return (
                 f"the conversation no longer fits the context budget ({self.context_tokens:,} "
@@ -319,7 +325,8 @@ class LlmFixer(Fixer):
             run.summary = result.summary
             return result
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
-        key = (name, _canonical(shown), result.text, run.box.writes)
+        # A read after compaction left its earlier result out is not a repeat.
+        key = (name, _canonical(shown), result.text, run.box.writes + len(run.compacted))
         times = run.seen_calls[key] = run.seen_calls.get(key, 0) + 1
         if times >= MAX_SAME_CALLS:
             run.stopped = (

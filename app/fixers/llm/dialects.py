@@ -24,6 +24,7 @@ agent decides what to do with what it finds, including a call that sits inside p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -271,6 +272,13 @@ def _load(raw: str) -> tuple[Any, tuple[str, ...], str | None]:
         return json.loads(text), (), None
     except json.JSONDecodeError as exc:
         first = exc
+    # Each mend alone first (one may spoil what another would read: triple quotes
+    # inside a string that only needed its raw newlines escaped), then all in turn.
+    for name, mend in _MENDS:
+        mended = mend(text)
+        if mended != text:
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(mended), (name,), None
     repaired: list[str] = []
     for name, mend in _MENDS:
         mended = mend(text)

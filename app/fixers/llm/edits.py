@@ -2,9 +2,11 @@
 model's mistakes have only one reading, and saying exactly why otherwise.
 
 Forgiven: ``old`` copied from ``read_file`` with its line-number prefixes, and ``old``
-that matches whole lines of the file exactly once when whitespace is ignored (then
-``new`` is re-indented as the file's lines are). Refused, with what to do: no match,
-several matches, and an edit that changes nothing.
+that matches whole lines of the file exactly once when indentation and trailing
+whitespace are ignored, when ``new`` can be indented to fit in one way only: by the one
+shift that takes every line of ``old`` to the file's, or line for line when ``new`` has
+as many lines (the file's line endings are kept). Refused, with what to do: no match,
+several matches, no single way to indent, and an edit that changes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
         )
     if old not in text and _numbered(old):
         # Copied from read_file with its line numbers: they are not in the file.
-        old, new = _unnumbered(old), _unnumbered(new) if _numbered(new) else new
+        old, new = _unnumbered(old), _unnumbered(new)  # new: its copied lines, not added ones
     count = text.count(old)
     how = ""
     if count == 0:
@@ -76,7 +78,9 @@ def _unnumbered(text: str) -> str:
 
 
 def _squeeze(line: str) -> str:
-    return "".join(line.split())
+    """The line without its indentation and trailing whitespace: what the loose match
+    forgives, and nothing inside the line (two spaces in a string literal are not one)."""
+    return line.strip()
 
 
 def _loose_blocks(lines: list[str], want: list[str]) -> list[int]:
@@ -90,8 +94,10 @@ def _loose_blocks(lines: list[str], want: list[str]) -> list[int]:
 
 def _loose_match(text: str, old: str, new: str) -> tuple[int, int, str] | None:
     """Where whole lines of ``text`` are ``old`` but for spacing and indentation, found
-    exactly once: (start, end, ``new`` re-indented as the file's lines are); else None."""
-    want = [_squeeze(ln) for ln in old.strip("\n").splitlines()]
+    exactly once, and ``new`` re-indented as the file's lines are: (start, end, new);
+    None when there is no single such place or no single way to indent ``new``."""
+    old_lines = old.strip("\r\n").splitlines()
+    want = [_squeeze(ln) for ln in old_lines]
     if not want or not all(want):
         return None
     lines = text.splitlines(keepends=True)
@@ -99,26 +105,43 @@ def _loose_match(text: str, old: str, new: str) -> tuple[int, int, str] | None:
     if len(found) != 1:
         return None
     i = found[0]
-    at = sum(len(ln) for ln in lines[:i])
     block = lines[i : i + len(want)]
-    end = at + sum(len(ln) for ln in block)
-    ends_with_newline = block[-1].endswith("\n")
-    if ends_with_newline:
-        end -= 1  # keep the block's last newline: `new` replaces the lines' text
-    # Line k of `new` takes the indentation the file has where `old` has line k (its
-    # last line for lines beyond), keeping what `new` adds or removes relative to `old`.
-    old_lines = old.strip("\n").splitlines()
-    reindented = []
-    for k, line in enumerate(new.strip("\n").splitlines()):
-        j = min(k, len(block) - 1)
-        in_file, in_old = _indent(block[j]), _indent(old_lines[j])
-        if not line.strip():
-            reindented.append("")
-        elif line.startswith(in_old):
-            reindented.append(in_file + line[len(in_old) :])
-        else:
-            reindented.append(in_file + line.lstrip())
-    return at, end, "\n".join(reindented)
+    at = sum(len(ln) for ln in lines[:i])
+    last = block[-1]
+    end = at + sum(len(ln) for ln in block) - (len(last) - len(last.rstrip("\r\n")))
+    eol = "\r\n" if block[0].endswith("\r\n") else "\n"
+    in_file = [_indent(b.rstrip("\r\n")) for b in block]
+    in_old = [_indent(ln) for ln in old_lines]
+    new_lines = new.strip("\r\n").splitlines()
+    shifted = _shift(in_file, in_old, new_lines)
+    if shifted is None and len(new_lines) == len(old_lines):
+        # Line for line (a model that wrote every line flush left): line k of `new`
+        # takes the indentation the file has where `old` has line k.
+        shifted = [
+            "" if not ln.strip()
+            else f + (ln[len(o) :] if ln.startswith(o) else ln.lstrip())
+            for ln, f, o in zip(new_lines, in_file, in_old, strict=True)
+        ]  # fmt: skip
+    if shifted is None:
+        return None
+    return at, end, eol.join(shifted)
+
+
+def _shift(in_file: list[str], in_old: list[str], new_lines: list[str]) -> list[str] | None:
+    """``new_lines`` moved by the one indentation change that takes every line of ``old``
+    to the file's (the same prefix added to, or removed from, each); None if there is
+    no such single change or a line of ``new`` cannot take it."""
+    added = {f[: len(f) - len(o)] for f, o in zip(in_file, in_old, strict=True) if f.endswith(o)}
+    if len(added) == 1 and all(f.endswith(o) for f, o in zip(in_file, in_old, strict=True)):
+        (prefix,) = added
+        return [prefix + ln if ln.strip() else "" for ln in new_lines]
+    pairs = list(zip(in_file, in_old, strict=True))
+    removed = {o[: len(o) - len(f)] for f, o in pairs if o.endswith(f)}
+    if len(removed) == 1 and all(o.endswith(f) for f, o in pairs):
+        (prefix,) = removed
+        if all(ln.startswith(prefix) or not ln.strip() for ln in new_lines):
+            return [ln[len(prefix) :] if ln.strip() else "" for ln in new_lines]
+    return None
 
 
 def _indent(line: str) -> str:
@@ -139,6 +162,15 @@ def _not_found(rel: str, text: str, old: str) -> str:
         return (
             f"{message} With spacing ignored it matches {len(found)} places (lines {where}); "
             "include more of the surrounding lines so that it matches only once."
+        )
+    if len(found) == 1:
+        i, n = found[0], len(want)
+        span = f"Line {i + 1}" if n == 1 else f"Lines {i + 1}-{i + n}"
+        actual = "\n".join(lines[i : i + n])
+        return (
+            f"{message} {span} match if spacing and indentation are ignored, but 'new' "
+            "cannot be indented to fit them in only one way; in the file they read:\n"
+            f"{actual}\nCopy them exactly into 'old' (without the line numbers)."
         )
     first = next((w for w in want if w), "")
     near = [i + 1 for i, ln in enumerate(lines) if first and first in _squeeze(ln)][:5]

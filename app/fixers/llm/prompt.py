@@ -51,8 +51,9 @@ editing its files with the tools you have, then you call finish.
 How to work:
 1. Find the code involved: list_files, search, read_file.
 2. Reproduce the problem: write a short test that fails because of it (create_file \
-in the tests folder, e.g. tests/test_issue.py), then run_tests on that file and see it \
-fail. If a test already fails because of the problem, that test is enough.
+where the repository keeps its tests, named after the problem, e.g. \
+tests/test_leap_year_1900.py), then run_tests on that file and see it fail. If a test \
+already fails because of the problem, that test is enough.
 3. Fix the code, not the test, with the smallest change: edit (search and replace) or \
 create_file.
 4. Run the tests with run_tests until they pass.
