@@ -28,6 +28,7 @@ from tests.conftest import (
     CALC_TESTS,
     INSTALLATION,
     REPO,
+    git_commit,
     make_project,
     running_with,
 )
@@ -440,3 +441,35 @@ async def test_links_planted_by_setup_in_the_environment_redirect_no_host_write(
     assert list(victim.iterdir()) == []
     assert not owned.exists()
     assert [f.path for f in result.diff.files] == ["calc.py"]  # generated.txt is not ours
+
+
+async def test_a_new_test_under_a_path_the_base_links_elsewhere_is_not_run_there(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    """The reproduction check writes the patch's test files into the base tree. Where
+    the base has a symlink on the way (tests/ -> a folder on the host), nothing is
+    written through it, nothing outside is removed, and the patch still verifies."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.py").write_text("x = 1\n")
+    only_mul = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+    project = make_project(tmp_path / "calc", {"calc.py": CALC, "test_calc.py": only_mul})
+    (project / "tests").symlink_to(outside)
+    git_commit(project, "tests live elsewhere")
+
+    async def fixer(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "tests").unlink()
+        (ctx.tree / "tests").mkdir()
+        (ctx.tree / "tests" / "test_add.py").write_text(
+            "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+        )
+        (ctx.tree / "calc.py").write_text(FIXED)
+        return FixOutcome(fixer="llm", summary="add adds")
+
+    spec = SessionSpec(remote=Remote("octo/calc", str(project)), task=Task("add is wrong"))
+    result = await runner.run(spec, fixer)
+    assert result.status == "patched", result.error
+    assert result.tests is not None
+    assert result.tests.reproduced == []
+    assert not [s for s in result.steps if s.name == "reproduce"]
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.py"]
