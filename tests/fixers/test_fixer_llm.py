@@ -921,25 +921,26 @@ async def test_a_conversation_that_cannot_fit_stops_with_the_reason(
     assert "PATCHWARDEN_LLM_CONTEXT_TOKENS" in (result.error or "")
 
 
-async def test_a_search_for_code_that_is_no_regular_expression_searches_plain_text(
+async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
+    """A real 1.5B model searched for `merged = dict(base)` as written, three times."""
     model = await make_model(
         tool("search", pattern="add(a"),
-        tool("search", pattern="def add\\("),
+        tool("search", pattern="def add\\(a, b\\)"),
         tool("search", pattern="nowhere("),
+        tool("search", pattern="return a - b", path="calc.py"),
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )
     await runner.run(spec(project), fixer_for(model))
-    plain, regex, none = tool_results(model)[:3]
-    assert plain == (
-        "(searched as plain text: the pattern is not a valid regular expression)\n"
-        "calc.py:1:def add(a, b):"
+    plain, regex, none, exact = tool_results(model)[:4]
+    assert plain == "calc.py:1:def add(a, b):"
+    assert regex == (
+        "(no match as plain text; these match it as a regular expression)\ncalc.py:1:def add(a, b):"
     )
-    assert regex == "calc.py:1:def add(a, b):"
-    assert none.startswith("(searched as plain text")
-    assert "no matches for 'nowhere(' in .; try a shorter or different pattern" in none
+    assert none.startswith("no matches for 'nowhere(' in .; try a shorter or different pattern")
+    assert exact == "calc.py:2:    return a - b"  # the file named, even for one file
 
 
 async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(

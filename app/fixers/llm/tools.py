@@ -69,8 +69,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     ),
     _schema(
         "search",
-        "Search the repository's files for a regular expression (grep -E). "
-        "Shows file:line: text for each match.",
+        "Search the repository's files for text (as written; as a regular expression "
+        "when the text is not found). Shows file:line: text for each match.",
         {
             "pattern": {"type": "string", "description": "e.g. def parse_date"},
             "path": {**_PATH, "description": "where to look; '.' for everywhere"},
@@ -187,21 +187,23 @@ class ToolBox:
         if not pattern:
             raise ToolError("pattern is empty")
         rel = resolve(path, allow_root=True)
-        argv = ["grep", "-rnIE", "--color=never"]
+        argv = ["grep", "-rnIHF", "--color=never"]
         argv += [f"--exclude-dir={d}" for d in sorted(SKIP_DIRS)]
         argv += ["-e", pattern, "--", rel]
+        # A small model searches for code (`merged = dict(base)`, `parse(`): the text as
+        # written first, then as a regular expression if it has any of their signs.
         done = await self.ctx.run(argv, name="search", timeout=60)
         note = ""
-        if done.exit_code == 2 and not done.stdout:
-            # Not a valid regular expression (a small model searches for code such as
-            # `parse(`): search for it as plain text, and say so.
-            argv[1] = "-rnIF"
-            done = await self.ctx.run(argv, name="search", timeout=60)
-            note = "(searched as plain text: the pattern is not a valid regular expression)\n"
+        if done.exit_code == 1 and re.search(r"[\\^$.*+?()\[\]{}|]", pattern):
+            argv[1] = "-rnIHE"
+            regex = await self.ctx.run(argv, name="search", timeout=60)
+            if regex.exit_code in (0, 1):
+                done = regex
+                note = "(no match as plain text; these match it as a regular expression)\n"
         if done.exit_code == 1:
             where = "read_file it" if not _is_real_dir(self.ctx.tree, rel) else "search '.'"
             return ToolResult(
-                f"{note}no matches for {pattern!r} in {rel}; try a shorter or different "
+                f"no matches for {pattern!r} in {rel}; try a shorter or different "
                 f"pattern, or {where}"
             )
         if done.exit_code != 0:
