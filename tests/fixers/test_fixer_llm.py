@@ -930,11 +930,16 @@ async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
         tool("search", pattern="def add\\(a, b\\)"),
         tool("search", pattern="nowhere("),
         tool("search", pattern="return a - b", path="calc.py"),
+        tool("search", pattern="add", path="src/app.py"),  # the prompt's example path
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )
     await runner.run(spec(project), fixer_for(model))
-    plain, regex, none, exact = tool_results(model)[:4]
+    plain, regex, none, exact, nowhere = tool_results(model)[:5]
+    assert nowhere == (
+        "error: src/app.py is not a file or directory of the repository; search '.' for "
+        "everywhere. Its files: calc.py, pytest.ini, test_calc.py"
+    )
     assert plain == "calc.py:1:def add(a, b):"
     assert regex == (
         "(no match as plain text; these match it as a regular expression)\ncalc.py:1:def add(a, b):"

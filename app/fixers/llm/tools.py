@@ -187,6 +187,12 @@ class ToolBox:
         if not pattern:
             raise ToolError("pattern is empty")
         rel = resolve(path, allow_root=True)
+        if not _is_real_dir(self.ctx.tree, rel) and not _is_file(self.ctx.tree, rel):
+            files = [p for p, _ in walk_files(self.ctx.tree, self.ctx.tree)][:30]
+            raise ToolError(
+                f"{path} is not a file or directory of the repository; search '.' for "
+                "everywhere. Its files: " + ", ".join(files)
+            )
         argv = ["grep", "-rnIHF", "--color=never"]
         argv += [f"--exclude-dir={d}" for d in sorted(SKIP_DIRS)]
         argv += ["-e", pattern, "--", rel]
@@ -355,6 +361,11 @@ def _typed(name: str, args: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise ToolError(f"{wrong}: {', '.join(repr(k) for k in missing)} is required")
     return checked
+
+
+def _is_file(tree: Path, rel: str) -> bool:
+    """Whether ``tree/rel`` is a regular file reached without any symlink."""
+    return read_confined(tree, rel, limit=0) is not None
 
 
 def _is_real_dir(tree: Path, rel: str) -> bool:
