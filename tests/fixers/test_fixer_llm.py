@@ -598,7 +598,7 @@ async def test_a_model_without_tool_calling_works_through_json_in_text(
     assert "tools" in model.requests[0].body
     assert "tools" not in model.requests[1].body
     system = model.requests[1].body["messages"][0]["content"]
-    assert '{"tool": "read_file", "arguments": {"path": "src/app.py"}}' in system
+    assert '{"tool": "read_file", "arguments": {"path": "calc.py"}}' in system  # a real file
     last = model.conversation()
     assert "All done, I think." in [m["content"] for m in last]
     assert any(m["content"].startswith("You did not call a tool") for m in last)
@@ -930,7 +930,7 @@ async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
         tool("search", pattern="def add\\(a, b\\)"),
         tool("search", pattern="nowhere("),
         tool("search", pattern="return a - b", path="calc.py"),
-        tool("search", pattern="add", path="src/app.py"),  # the prompt's example path
+        tool("search", pattern="add", path="src/app.py"),  # an example path, copied
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from app.config import Price
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
+from app.fixers.llm.context import example_path
 from app.fixers.llm.dialects import parse
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
@@ -43,12 +44,12 @@ TRANSCRIPT_ENTRY_CHARS = 4000
 TRANSCRIPT_ENTRIES = 400
 NUDGE = "You did not call a tool. Call one of the tools now (finish if you are done)."
 NUDGE_JSON = (
-    'You did not call a tool. Answer with one JSON object such as {"tool": "read_file", '
-    '"arguments": {"path": "src/app.py"}} (use finish if you are done).'
+    'You did not call a tool. Answer with one JSON object such as {{"tool": "read_file", '
+    '"arguments": {{"path": "{example}"}}}} (use finish if you are done).'
 )
 UNREADABLE = (
     "I could not read a tool call in your answer: {problem}. Answer with one JSON object "
-    'and nothing else, such as {{"tool": "read_file", "arguments": {{"path": "src/app.py"}}}}.'
+    'and nothing else, such as {{"tool": "read_file", "arguments": {{"path": "{example}"}}}}.'
 )
 REPEATED = (
     "\n\nNote: you made exactly this call before and got exactly this result, and no file "
@@ -102,6 +103,7 @@ class _Run:
     results: list[tuple[int, str]] = field(default_factory=list)  # (message index, tool)
     compacted: set[int] = field(default_factory=set)  # message indexes already compacted
     counted: tuple[int, int] = (0, 0)  # (prompt tokens, message chars) of the last call
+    example: str = "README.md"  # a real file of the repository, for the prompt's examples
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -150,9 +152,13 @@ class LlmFixer(Fixer):
             ),
             json_mode=self.tool_mode == "json",
         )
+        run.example = example_path(workspace.tree)
         first = task_message(task, tree=workspace.tree, commands=workspace.commands)
         run.messages = [
-            {"role": "system", "content": system_prompt(json_mode=run.json_mode)},
+            {
+                "role": "system",
+                "content": system_prompt(json_mode=run.json_mode, example=run.example),
+            },
             {"role": "user", "content": first},
         ]
         run.note("user", first)
@@ -184,7 +190,10 @@ class LlmFixer(Fixer):
                 if self.tool_mode == "native":
                     return f"{exc} (PATCHWARDEN_LLM_TOOL_MODE=native; try auto or json)"
                 run.json_mode = True
-                run.messages[0] = {"role": "system", "content": system_prompt(json_mode=True)}
+                run.messages[0] = {
+                    "role": "system",
+                    "content": system_prompt(json_mode=True, example=run.example),
+                }
                 run.note("note", f"{exc}; switching to JSON tool calls in the text")
                 continue
             except ModelError as exc:
@@ -286,9 +295,9 @@ class LlmFixer(Fixer):
             run.idle += 1
             run.note("assistant", completion.content)
             if parsed.problem is not None:
-                nudge = UNREADABLE.format(problem=parsed.problem)
+                nudge = UNREADABLE.format(problem=parsed.problem, example=run.example)
             else:
-                nudge = NUDGE_JSON if run.json_mode else NUDGE
+                nudge = NUDGE_JSON.format(example=run.example) if run.json_mode else NUDGE
             run.messages.append({"role": "user", "content": nudge})
             return
         run.idle = 0
@@ -297,7 +306,10 @@ class LlmFixer(Fixer):
             # tools are described in the prompt and read from the text, which such a
             # model follows far better.
             run.json_mode = True
-            run.messages[0] = {"role": "system", "content": system_prompt(json_mode=True)}
+            run.messages[0] = {
+                "role": "system",
+                "content": system_prompt(json_mode=True, example=run.example),
+            }
             run.note("note", "the model writes tool calls as text: switching to JSON calls")
         results = []
         for said in parsed.calls:

@@ -117,6 +117,15 @@ def relevant_code(tree: Path, words: str) -> list[Shown]:
     return shown
 
 
+def example_path(tree: Path) -> str:
+    """A real file of the tree to show in the prompt's examples: its first Python file
+    that is not a test, else its first file (a small model copies an example path as it
+    is, and then one that exists is the better copy)."""
+    files = [p for p, link in walk_files(tree, tree) if not link][:MAX_FILES]
+    code = [p for p in files if p.endswith(".py") and not _is_test(p)]
+    return (code or files or ["README.md"])[0]
+
+
 def _is_test(path: str) -> bool:
     parts = path.split("/")
     return any(p in ("tests", "test") for p in parts[:-1]) or parts[-1].startswith("test_")

@@ -49,7 +49,7 @@ def _schema(name: str, description: str, properties: dict[str, Any], required: l
     }
 
 
-_PATH = {"type": "string", "description": "path relative to the repository root, e.g. src/app.py"}
+_PATH = {"type": "string", "description": "a path relative to the repository root"}
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     _schema(
         "list_files",
@@ -72,7 +72,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "Search the repository's files for text (as written; as a regular expression "
         "when the text is not found). Shows file:line: text for each match.",
         {
-            "pattern": {"type": "string", "description": "e.g. def parse_date"},
+            "pattern": {"type": "string", "description": "e.g. a function's name"},
             "path": {**_PATH, "description": "where to look; '.' for everywhere"},
         },
         ["pattern"],
@@ -96,8 +96,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     ),
     _schema(
         "run_tests",
-        "Run the repository's tests. 'selector' narrows them, e.g. "
-        "tests/test_dates.py or tests/test_dates.py::test_leap_year. Empty: all tests.",
+        "Run the repository's tests. 'selector' narrows them to one test file, or to "
+        "one test as FILE::NAME (names from list_files and read_file). Empty: all tests.",
         {"selector": {"type": "string"}},
         [],
     ),
