@@ -976,3 +976,28 @@ async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(
     model = await make_model(*tries)
     result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
     assert result.status == "patched", result.error
+
+
+async def test_a_model_lost_writing_the_asked_for_test_keeps_the_change_it_had(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """A real 1.5B model fixed is_leap_year, was asked for a test, wrote a broken one
+    and looped: the job ended with nothing. Now it ends with the fix it had made."""
+    same = tool("read_file", path="calc.py")
+    model = await make_model(
+        tool("edit", **FIX),
+        tool("finish", summary="add() adds now"),  # asked for a test
+        tool("create_file", path="tests/test_add.py", content="def test(self):\n    x\n"),
+        tool("edit", path="calc.py", old="def mul(a, b):", new="def mul(a, b):  # broken"),
+        same,
+        same,
+        same,  # the third: the conversation stops
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.summary.startswith("add() adds now (Asked for a test")
+    assert [f.path for f in result.diff.files] == ["calc.py"]  # no broken test, no later edit
+    assert "# broken" not in result.diff.unified
+    assert result.tests is not None
+    assert result.tests.fixed == ["test_calc::test_add"]

@@ -12,6 +12,11 @@ writes JSON in its text while tool calling is on is understood too.
 When the model finishes, anything in the tree it did not write through ``edit`` or
 ``create_file`` (a test run's leftovers, files made by code it ran) is put back, so
 the patch is exactly its edits.
+
+Over ~400 lines on purpose: the conversation loop and its checks on the model's answers
+(a premature ``finish``, repeats, the context budget, the fallback to the change made
+before a test was asked for) read together; the tools, the edits, the dialects, the
+prompt and the code it shows live in their own modules.
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ FINISH_NO_TEST = (
     "finish. If a test that already existed failed because of the problem, call finish "
     "again and name it."
 )
+FELL_BACK = (
+    " (Asked for a test that reproduces the problem, the agent did not finish one; this "
+    "is the change it had made before.)"
+)
 COMPACTED = (
     "[an earlier result of {tool}, {lines} lines, left out to keep the conversation within "
     "its context budget; call the tool again if you need it]"
@@ -104,6 +113,8 @@ class _Run:
     compacted: set[int] = field(default_factory=set)  # message indexes already compacted
     counted: tuple[int, int] = (0, 0)  # (prompt tokens, message chars) of the last call
     example: str = "README.md"  # a real file of the repository, for the prompt's examples
+    # (summary, the edited files' bytes) when finish was answered with FINISH_NO_TEST
+    fallback: tuple[str, dict[str, bytes]] | None = None
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -163,6 +174,14 @@ class LlmFixer(Fixer):
         ]
         run.note("user", first)
         reason = await self._converse(run, workspace, budget)
+        if reason is not None and run.fallback is not None:
+            summary, files = run.fallback
+            await run.box.restore(files)
+            run.note(
+                "note", f"{reason}; went back to the change made before the test was asked for"
+            )
+            await self.audit("llm.fallback", reason=reason)
+            run.summary, reason = summary + FELL_BACK, None
         await self._tidy(run, workspace)
         usage = run.meter.usage.model_copy(update={"dialects": dict(run.dialects)})
         if reason is not None:
@@ -330,6 +349,10 @@ class LlmFixer(Fixer):
         """One call, unless it is a premature ``finish`` (questioned once) or the same call
         and result again (a note, then the conversation stops)."""
         question = self._question_finish(run, in_prose) if name == "finish" else None
+        if question is FINISH_NO_TEST:
+            # The change as it stands is kept: if the model then gets lost writing the
+            # test, the job ends with this finish rather than with nothing.
+            run.fallback = (_summary_of(arguments), run.box.snapshot())
         if question is not None:
             return ToolResult(question)
         result = await run.box.call(name, arguments)
@@ -393,6 +416,16 @@ def looks_like_test(path: str) -> bool:
         or name == "conftest.py"
         or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
     )
+
+
+def _summary_of(arguments: str | dict[str, Any]) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            return ""
+    summary = arguments.get("summary") if isinstance(arguments, dict) else None
+    return str(summary).strip() if summary else ""
 
 
 def _chars(messages: list[dict[str, Any]]) -> int:
