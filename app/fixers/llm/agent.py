@@ -35,7 +35,14 @@ from app.fixers.llm.context import example_path
 from app.fixers.llm.dialects import parse
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
-from app.fixers.llm.tools import TOOL_PARAMETERS, TOOL_SCHEMAS, ToolBox, ToolResult
+from app.fixers.llm.tools import (
+    MAX_FILE_BYTES,
+    TOOL_PARAMETERS,
+    TOOL_SCHEMAS,
+    ToolBox,
+    ToolResult,
+)
+from app.sessions.files import read_confined, write_confined
 from app.sessions.result import FixOutcome, TranscriptEntry
 from app.sessions.session import Budget, FixContext, Task
 
@@ -176,7 +183,7 @@ class LlmFixer(Fixer):
         reason = await self._converse(run, workspace, budget)
         if reason is not None and run.fallback is not None:
             summary, files = run.fallback
-            await run.box.restore(files)
+            await _restore(run.box, files)
             run.note(
                 "note", f"{reason}; went back to the change made before the test was asked for"
             )
@@ -352,7 +359,7 @@ class LlmFixer(Fixer):
         if question is FINISH_NO_TEST:
             # The change as it stands is kept: if the model then gets lost writing the
             # test, the job ends with this finish rather than with nothing.
-            run.fallback = (_summary_of(arguments), run.box.snapshot())
+            run.fallback = (_summary_of(arguments), _snapshot(run.box))
         if question is not None:
             return ToolResult(question)
         result = await run.box.call(name, arguments)
@@ -416,6 +423,25 @@ def looks_like_test(path: str) -> bool:
         or name == "conftest.py"
         or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
     )
+
+
+def _snapshot(box: ToolBox) -> dict[str, bytes]:
+    """The files changed through the tools so far, as they are now."""
+    saved = {}
+    for rel in sorted(box.edited):
+        data = read_confined(box.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
+        if data is not None:
+            saved[rel] = data
+    return saved
+
+
+async def _restore(box: ToolBox, saved: dict[str, bytes]) -> None:
+    """Back to ``saved`` (a :func:`_snapshot`): its files as they were then; files changed
+    since that it lacks put back as the base commit has them."""
+    for rel, data in saved.items():
+        write_confined(box.ctx.tree, rel, data)
+    await box.ctx.restore(sorted(box.edited - set(saved)))
+    box.edited = set(saved)
 
 
 def _summary_of(arguments: str | dict[str, Any]) -> str:

@@ -267,23 +267,6 @@ class ToolBox:
     async def _finish(self, summary: str = "") -> ToolResult:
         return ToolResult("finished", finished=True, summary=str(summary).strip())
 
-    def snapshot(self) -> dict[str, bytes]:
-        """The files changed through the tools so far, as they are now."""
-        saved = {}
-        for rel in sorted(self.edited):
-            data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
-            if data is not None:
-                saved[rel] = data
-        return saved
-
-    async def restore(self, saved: dict[str, bytes]) -> None:
-        """Back to ``saved`` (a :meth:`snapshot`): its files as they were then; files
-        changed since that it lacks put back as the base commit has them."""
-        for rel, data in saved.items():
-            write_confined(self.ctx.tree, rel, data)
-        await self.ctx.restore(sorted(self.edited - set(saved)))
-        self.edited = set(saved)
-
     # -- helpers -------------------------------------------------------------
     def _text(self, rel: str, shown: str) -> str:
         data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
