@@ -22,7 +22,6 @@ prompt and the code it shows live in their own modules.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import Any, Literal
 from app.config import Price
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
-from app.fixers.llm.context import example_path
+from app.fixers.llm.context import example_path, looks_like_test
 from app.fixers.llm.dialects import parse
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
@@ -411,18 +410,6 @@ class LlmFixer(Fixer):
         if stray:
             await workspace.restore(stray)
             run.note("note", "put back files the agent did not edit: " + ", ".join(stray[:20]))
-
-
-def looks_like_test(path: str) -> bool:
-    """A test file by its path, as the default policy's ``tests`` category reads one."""
-    parts = path.split("/")
-    name = parts[-1]
-    return (
-        any(p in ("tests", "test", "__tests__", "spec") for p in parts[:-1])
-        or name.startswith("test_")
-        or name == "conftest.py"
-        or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
-    )
 
 
 def _snapshot(box: ToolBox) -> dict[str, bytes]:

@@ -71,7 +71,7 @@ def relevant_code(tree: Path, words: str) -> list[Shown]:
     if not names and not paths:
         return []
     files = [p for p, link in walk_files(tree, tree) if not link and p.endswith(".py")]
-    files = sorted(files[:MAX_FILES], key=_is_test)  # the code before its tests
+    files = sorted(files[:MAX_FILES], key=looks_like_test)  # the code before its tests
     shown: list[Shown] = []
     budget = MAX_LINES
     texts: dict[str, list[str]] = {}
@@ -97,7 +97,7 @@ def relevant_code(tree: Path, words: str) -> list[Shown]:
             budget -= len(lines)
 
     for path in paths:
-        if path in files and _is_test(path):
+        if path in files and looks_like_test(path):
             # A failing test names the code it tests in its imports.
             for line in lines_of(path):
                 imported = _IMPORT.match(line)
@@ -122,13 +122,20 @@ def example_path(tree: Path) -> str:
     that is not a test, else its first file (a small model copies an example path as it
     is, and then one that exists is the better copy)."""
     files = [p for p, link in walk_files(tree, tree) if not link][:MAX_FILES]
-    code = [p for p in files if p.endswith(".py") and not _is_test(p)]
+    code = [p for p in files if p.endswith(".py") and not looks_like_test(p)]
     return (code or files or ["README.md"])[0]
 
 
-def _is_test(path: str) -> bool:
+def looks_like_test(path: str) -> bool:
+    """A test file by its path, as the default policy's ``tests`` category reads one."""
     parts = path.split("/")
-    return any(p in ("tests", "test") for p in parts[:-1]) or parts[-1].startswith("test_")
+    name = parts[-1]
+    return (
+        any(p in ("tests", "test", "__tests__", "spec") for p in parts[:-1])
+        or name.startswith("test_")
+        or name == "conftest.py"
+        or bool(re.search(r"(_test|\.test|\.spec|_spec)\.\w+$", name))
+    )
 
 
 def _extent(lines: list[str], at: int) -> int:
