@@ -18,7 +18,7 @@ import pytest
 from app.config import LlmProvider, Price
 from app.fixers.base import Fixer
 from app.fixers.choose import AutoFixer
-from app.fixers.llm.agent import FINISH_NO_TEST, LlmFixer
+from app.fixers.llm.agent import FINISH_NO_TEST, LlmFixer, _untimed
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
@@ -962,13 +962,14 @@ async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(
     )
     assert model.remaining == 2
 
-    # The same test run after each different edit is progress, not a loop.
+    # The same test run after each different edit is progress, not a loop. (Each edit
+    # must apply: `return a * b` would match mul() too and be refused as ambiguous.)
     tries = [
-        tool("edit", path="calc.py", old="return a - b", new="return a * b"),
+        tool("edit", path="calc.py", old="return a - b", new="return b - a"),
         check,
-        tool("edit", path="calc.py", old="return a * b", new="return b - a"),
+        tool("edit", path="calc.py", old="return b - a", new="return -b + a"),
         check,
-        tool("edit", path="calc.py", old="return b - a", new="return a + b"),
+        tool("edit", path="calc.py", old="return -b + a", new="return a + b"),
         check,
         tool("finish", summary="add adds; test_calc::test_add shows it"),
         tool("finish", summary="add adds; test_calc::test_add shows it"),
@@ -976,6 +977,45 @@ async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(
     model = await make_model(*tries)
     result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
     assert result.status == "patched", result.error
+
+
+async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """What CI caught: edits refused (ambiguous, then not found) change nothing, so the
+    same test run three times is a loop, although pytest's timings differ run to run."""
+    check = tool("run_tests", selector="test_calc.py")
+    model = await make_model(
+        tool("edit", path="calc.py", old="return a - b", new="return a * b"),
+        check,
+        tool("edit", path="calc.py", old="return a * b", new="return b - a"),  # 2 matches
+        check,
+        tool("edit", path="calc.py", old="return b - a", new="return a + b"),  # not there
+        check,
+        tool("finish", summary="never reached"),
+    )
+    result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
+    assert result.status == "failed"
+    assert "the same run_tests call 3 times" in str(result.error)
+    assert model.remaining == 1
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("1 failed, 1 passed in 0.03s", "1 failed, 1 passed in 0.11s"),
+        ("2 passed in 61.20s (0:01:01)", "2 passed in 59.87s (0:00:59)"),
+        (
+            "Ran 2 tests in 0.004s\n\nFAILED (failures=1)",
+            "Ran 2 tests in 0.1s\n\nFAILED (failures=1)",
+        ),
+    ],
+)
+def test_test_runs_that_differ_only_in_their_timing_are_the_same_result(
+    one: str, other: str
+) -> None:
+    assert _untimed(one) == _untimed(other)
+    assert _untimed("1 failed in 0.03s") != _untimed("2 failed in 0.03s")
 
 
 async def test_a_model_lost_writing_the_asked_for_test_keeps_the_change_it_had(

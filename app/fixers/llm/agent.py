@@ -22,6 +22,7 @@ prompt and the code it shows live in their own modules.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -367,7 +368,7 @@ class LlmFixer(Fixer):
             return result
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
         # A read after compaction left its earlier result out is not a repeat.
-        key = (name, _canonical(shown), result.text, run.box.writes + len(run.compacted))
+        key = (name, _canonical(shown), _untimed(result.text), run.box.writes + len(run.compacted))
         times = run.seen_calls[key] = run.seen_calls.get(key, 0) + 1
         if times >= MAX_SAME_CALLS:
             run.stopped = (
@@ -448,6 +449,15 @@ def _chars(messages: list[dict[str, Any]]) -> int:
         for call in m.get("tool_calls") or ():
             total += len(call["function"]["arguments"] or "") + len(call["function"]["name"])
     return total
+
+
+# How long a test run took ("in 0.03s", "(0:01:01)", "Ran 2 tests in 0.004s"): two runs
+# of the same tests on the same tree differ only there, and are the same result.
+_TIMINGS = re.compile(r"\bin \d+(?:\.\d+)?\s?s\b|\(\d+:\d\d:\d\d\)")
+
+
+def _untimed(text: str) -> str:
+    return _TIMINGS.sub("in Ns", text)
 
 
 def _canonical(arguments: str) -> str:
