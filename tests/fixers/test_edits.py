@@ -136,3 +136,44 @@ def test_edits_that_are_refused_say_why(text: str, old: str, new: str, message: 
     with pytest.raises(EditError) as caught:
         apply_edit(text, old, new, "m.py")
     assert message in str(caught.value)
+
+
+STOCK = (
+    "class Inventory:\n"
+    "    def remove(self, n):\n"
+    "        if n <= 0:\n"
+    "            raise ValueError(n)\n"
+    "        self.stock -= n\n"
+    "\n"
+    "    def count(self):\n"
+    "        return self.stock\n"
+)
+
+
+def test_later_lines_from_column_0_are_indented_like_the_first_when_only_that_compiles() -> None:
+    """A real 1.5B answer (inventory-negative): `old` is one indented statement and the
+    line `new` adds after it starts at column 0, which broke the module."""
+    edit = apply_edit(
+        STOCK, "self.stock -= n", "if n > self.stock: raise OutOfStock(n)\nself.stock -= n", "m.py"
+    )
+    assert edit.text == STOCK.replace(
+        "        self.stock -= n\n",
+        "        if n > self.stock: raise OutOfStock(n)\n        self.stock -= n\n",
+    )
+    assert "indented like its first" in edit.how
+    # Outside Python nothing compiles the result, so nothing is guessed.
+    as_written = apply_edit(STOCK, "self.stock -= n", "a\nb", "notes.txt")
+    assert "        a\nb\n" in as_written.text
+    assert not as_written.how
+
+
+def test_an_edit_that_would_break_the_module_is_refused_with_the_lines_it_would_give() -> None:
+    with pytest.raises(EditError) as caught:
+        apply_edit(SRC, "pop(0)", "pop(0", "m.py")
+    message = str(caught.value)
+    assert message.startswith("this edit would leave m.py unable to parse (line 6:")
+    assert "   6|         return self.items.pop(0\n" in message
+    # A file that did not compile before (a template, another Python) is edited as asked.
+    assert (
+        apply_edit("def f(:\n    x = 1\n", "x = 1", "x = (", "m.py").text == "def f(:\n    x = (\n"
+    )

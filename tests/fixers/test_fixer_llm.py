@@ -930,16 +930,28 @@ async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
         tool("search", pattern="def add\\(a, b\\)"),
         tool("search", pattern="nowhere("),
         tool("search", pattern="return a - b", path="calc.py"),
-        tool("search", pattern="add", path="src/app.py"),  # an example path, copied
+        tool("search", pattern="def add", path="src/app.py"),  # an example path, copied
+        tool("search", pattern="def add", path="src/calc.py"),  # a path misremembered
+        tool("read_file", path="tests/calc.py", end=1),
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )
     await runner.run(spec(project), fixer_for(model))
-    plain, regex, none, exact, nowhere = tool_results(model)[:5]
+    plain, regex, none, exact, nowhere, misremembered, read = tool_results(model)[:7]
+    # Real 1.5B runs ended on asking for a path that is not there three times: the one
+    # file it plainly means is used instead, else the whole repository is searched.
     assert nowhere == (
-        "error: src/app.py is not a file or directory of the repository; search '.' for "
-        "everywhere. Its files: calc.py, pytest.ini, test_calc.py"
+        "(src/app.py is not in the repository; searched the whole repository instead)\n"
+        "calc.py:1:def add(a, b):"
     )
+    assert misremembered == (
+        "(src/calc.py is not in the repository; searched calc.py instead)\ncalc.py:1:def add(a, b):"
+    )
+    assert read == (
+        "(tests/calc.py is not in the repository; this is calc.py)\ncalc.py:\n"
+        "1| def add(a, b):\n(lines 1-1 of 6; read_file with start=2 for more)"
+    )
+
     assert plain == "calc.py:1:def add(a, b):"
     assert regex == (
         "(no match as plain text; these match it as a regular expression)\ncalc.py:1:def add(a, b):"
@@ -977,6 +989,48 @@ async def test_a_cycle_of_calls_that_changes_nothing_stops_but_new_edits_do_not(
     model = await make_model(*tries)
     result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
     assert result.status == "patched", result.error
+
+
+async def test_python_that_would_not_compile_is_not_written(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    model = await make_model(
+        tool("create_file", path="test_more.py", content="def test_add(:\n    pass\n"),
+        tool("edit", path="calc.py", old="return a - b", new="return (a + b"),
+        tool("finish", summary="nothing changed"),
+        tool("finish", summary="nothing changed"),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    created, edited = tool_results(model)[:2]
+    assert created.startswith("error: test_more.py would not compile (line 1:")
+    assert edited.startswith("error: this edit would leave calc.py unable to parse (line 2:")
+    assert result.status == "no-change"
+
+
+async def test_writing_a_test_is_made_easy_where_a_small_model_stumbled(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """Real 1.5B runs: create_file on the existing test file, every line indented by 4,
+    and a test name that is not there, each repeated until the job stopped."""
+    model = await make_model(
+        tool("create_file", path="test_calc.py", content="def test_x():\n    assert 1\n"),
+        tool("create_file", path="test_more.py", content="\n    def test_x():\n        assert 1\n"),
+        tool("run_tests", selector="test_calc.py::test_unique"),
+        tool("finish", summary="looked"),
+        tool("finish", summary="looked"),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    exists, indented, missing = tool_results(model)[:3]
+    assert exists == (
+        "error: test_calc.py already exists; put the new test in a new file instead, such "
+        "as test_calc_issue.py, or use edit to change test_calc.py"
+    )
+    assert indented == "created test_more.py (2 lines)"
+    assert result.diff is not None
+    assert "+def test_x():\n+    assert 1\n" in result.diff.unified
+    assert missing.endswith(
+        "The tests in test_calc.py are: test_calc.py::test_add, test_calc.py::test_mul"
+    )
 
 
 async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(

@@ -5,8 +5,12 @@ Forgiven: ``old`` copied from ``read_file`` with its line-number prefixes, and `
 that matches whole lines of the file exactly once when indentation and trailing
 whitespace are ignored, when ``new`` can be indented to fit in one way only: by the one
 shift that takes every line of ``old`` to the file's, or line for line when ``new`` has
-as many lines (the file's line endings are kept). Refused, with what to do: no match,
-several matches, no single way to indent, and an edit that changes nothing.
+as many lines (the file's line endings are kept); and, in Python, the later lines of
+``new`` written from column 0 when ``old`` starts at an indented line's code and only
+that reading compiles. Refused, with what to do: no match,
+several matches, no single way to indent, an edit that changes nothing, and an edit
+that would leave a Python file that compiled unable to compile (checked with
+``compile()``, which never runs the code).
 """
 
 from __future__ import annotations
@@ -61,7 +65,45 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
     else:
         at = text.index(old)
     updated = text[:at] + new + text[at + len(old) :]
-    return Edit(updated, text.count("\n", 0, at) + 1, how)
+    line = text.count("\n", 0, at) + 1
+    if not rel.endswith(".py") or syntax_error(text, rel) is not None:
+        return Edit(updated, line, how)
+    broken = syntax_error(updated, rel)
+    if broken is None:
+        return Edit(updated, line, how)
+    # A small model writes `if n > stock: raise X\nstock -= n` for `stock -= n` at 8
+    # spaces, its second line meant level with the first: if that reading parses, it is
+    # the one.
+    lead = text[text.rfind("\n", 0, at) + 1 : at]
+    if lead and not lead.strip() and "\n" in new.strip("\n"):
+        first, *rest = new.split("\n")
+        shifted = "\n".join([first, *(lead + ln if ln.strip() else ln for ln in rest)])
+        retried = text[:at] + shifted + text[at + len(old) :]
+        if syntax_error(retried, rel) is None:
+            return Edit(retried, line, " (the later lines of 'new' were indented like its first)")
+    shown = _numbered_lines(updated, line, new.count("\n") + 1)
+    raise EditError(
+        f"this edit would leave {rel} unable to parse ({broken}), so it was not applied. "
+        f"With it the lines would read:\n{shown}\nWrite 'new' with each line's full "
+        "indentation as it should stand in the file."
+    )
+
+
+def syntax_error(text: str, rel: str) -> str | None:
+    """Why Python cannot compile ``text`` (compiled only, never run), or None."""
+    try:
+        compile(text, rel, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # IndentationError too
+        return f"line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def _numbered_lines(text: str, line: int, count: int) -> str:
+    lines = text.splitlines()
+    first, last = max(1, line - 1), min(len(lines), line + count)
+    return "\n".join(f"{n:>4}| {lines[n - 1]}" for n in range(first, last + 1))
 
 
 _NUMBERED = re.compile(r"^ *\d+\| ?", re.MULTILINE)

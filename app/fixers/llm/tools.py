@@ -5,23 +5,29 @@ through descriptors that never follow a symlink (:mod:`app.sessions.workspace`),
 paths checked to stay inside the repository; ``search`` (grep) and ``run_tests`` run
 in the sandbox with no network. Every answer is short and says what to do next when
 something went wrong — a small model has to be able to act on it.
+
+Over ~400 lines on purpose: the six tools and the path checks they share are one
+contract with the model, read together.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import posixpath
 import re
 import shlex
 import stat
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.fixers.base import SKIP_DIRS, walk_files
-from app.fixers.llm.edits import EditError, apply_edit
+from app.fixers.llm.context import looks_like_test
+from app.fixers.llm.edits import EditError, apply_edit, syntax_error
 from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.session import FixContext
@@ -167,6 +173,12 @@ class ToolBox:
 
     async def _read_file(self, path: str, start: int = 1, end: int | None = None) -> ToolResult:
         rel = resolve(path)
+        # A small model misremembers a path (`tests/batching.py` for
+        # `tests/test_batching.py`) and asks for it again and again: the one file it
+        # plainly means is read, and the answer says so.
+        guessed = "" if _is_file(self.ctx.tree, rel) else self._closest(rel)
+        if guessed:
+            rel = guessed
         lines = self._text(rel, path).splitlines()
         if not lines:
             return ToolResult(f"{rel} is empty")
@@ -181,35 +193,36 @@ class ToolBox:
         if start > 1 or last < len(lines):
             note = f"\n(lines {start}-{last} of {len(lines)}"
             note += f"; read_file with start={last + 1} for more)" if last < len(lines) else ")"
-        return ToolResult(f"{rel}:\n{body}{note}")
+        said = f"({path} is not in the repository; this is {rel})\n" if guessed else ""
+        return ToolResult(f"{said}{rel}:\n{body}{note}")
 
     async def _search(self, pattern: str, path: str = ".") -> ToolResult:
         if not pattern:
             raise ToolError("pattern is empty")
         rel = resolve(path, allow_root=True)
+        note = ""
         if not _is_real_dir(self.ctx.tree, rel) and not _is_file(self.ctx.tree, rel):
-            files = [p for p, _ in walk_files(self.ctx.tree, self.ctx.tree)][:30]
-            raise ToolError(
-                f"{path} is not a file or directory of the repository; search '.' for "
-                "everywhere. Its files: " + ", ".join(files)
-            )
+            # Searched in a path that is not there: in the file it plainly means, else
+            # everywhere, rather than an error the model repeats.
+            wanted, rel = rel, self._closest(rel) or "."
+            where = rel if rel != "." else "the whole repository"
+            note = f"({wanted} is not in the repository; searched {where} instead)\n"
         argv = ["grep", "-rnIHF", "--color=never"]
         argv += [f"--exclude-dir={d}" for d in sorted(SKIP_DIRS)]
         argv += ["-e", pattern, "--", rel]
         # A small model searches for code (`merged = dict(base)`, `parse(`): the text as
         # written first, then as a regular expression if it has any of their signs.
         done = await self.ctx.run(argv, name="search", timeout=60)
-        note = ""
         if done.exit_code == 1 and re.search(r"[\\^$.*+?()\[\]{}|]", pattern):
             argv[1] = "-rnIHE"
             regex = await self.ctx.run(argv, name="search", timeout=60)
             if regex.exit_code in (0, 1):
                 done = regex
-                note = "(no match as plain text; these match it as a regular expression)\n"
+                note += "(no match as plain text; these match it as a regular expression)\n"
         if done.exit_code == 1:
             where = "read_file it" if not _is_real_dir(self.ctx.tree, rel) else "search '.'"
             return ToolResult(
-                f"no matches for {pattern!r} in {rel}; try a shorter or different "
+                f"{note}no matches for {pattern!r} in {rel}; try a shorter or different "
                 f"pattern, or {where}"
             )
         if done.exit_code != 0:
@@ -238,6 +251,20 @@ class ToolBox:
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
+        if _is_file(self.ctx.tree, rel) and looks_like_test(rel):
+            # It wants to add a test to a test file: a new file is easier than an edit.
+            raise ToolError(
+                f"{rel} already exists; put the new test in a new file instead, such as "
+                f"{self._free_name(rel)}, or use edit to change {rel}"
+            )
+        broken = syntax_error(content, rel) if rel.endswith(".py") else None
+        if broken is not None and syntax_error(textwrap.dedent(content), rel) is None:
+            content, broken = textwrap.dedent(content).lstrip("\n"), None  # all indented
+        if broken is not None:
+            raise ToolError(
+                f"{rel} would not compile ({broken}), so it was not created; write each "
+                "line with its full indentation"
+            )
         self._write(rel, content, new=True)
         return ToolResult(f"created {rel} ({len(content.splitlines())} lines)")
 
@@ -262,12 +289,57 @@ class ToolBox:
         tail = output[-3000:]
         cut = "[... earlier output cut]\n" if len(output) > len(tail) else ""
         shown = " ".join(shlex.quote(a) for a in [*self.ctx.commands.test, *extra])
-        return ToolResult(f"$ {shown}\ntests {verdict}\n{cut}{tail}")
+        return ToolResult(f"$ {shown}\ntests {verdict}\n{cut}{tail}{self._tests_in(output)}")
 
     async def _finish(self, summary: str = "") -> ToolResult:
         return ToolResult("finished", finished=True, summary=str(summary).strip())
 
     # -- helpers -------------------------------------------------------------
+    def _tests_in(self, output: str) -> str:
+        """When pytest found no test by the name asked for (``ERROR: not found:
+        /workspace/tests/t.py::test_x``), the tests that file has."""
+        missing = re.search(r"ERROR: not found: (\S+?)::", output)
+        if not missing:
+            return ""
+        rel = resolve(missing.group(1))
+        data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES)
+        names = re.findall(
+            r"^\s*(?:async\s+)?def (test\w*)", (data or b"").decode("utf-8", "replace"), re.M
+        )
+        if not names:
+            return ""
+        listed = ", ".join(f"{rel}::{n}" for n in dict.fromkeys(names))
+        return f"\nThe tests in {rel} are: {listed[:1000]}"
+
+    def _free_name(self, rel: str) -> str:
+        """A name beside ``rel`` that pytest collects too and that does not exist yet."""
+        stem, dot, ext = posixpath.basename(rel).rpartition(".")
+        folder = posixpath.dirname(rel)
+        for n in ["", *map(str, range(2, 100))]:
+            if stem.startswith("test"):
+                name = f"{stem}_issue{n}"
+            elif stem.endswith("_test"):
+                name = f"{stem.removesuffix('_test')}_issue{n}_test"
+            else:  # conftest.py, or a test by its folder alone
+                name = f"test_issue{n}"
+            candidate = posixpath.join(folder, f"{name}{dot}{ext}")
+            if not _is_file(self.ctx.tree, candidate):
+                return candidate
+        return posixpath.join(folder, f"test_patchwarden{dot}{ext}")
+
+    def _closest(self, rel: str) -> str:
+        """The one file of the repository a path that is not there plainly means (the
+        same name elsewhere, or a near spelling of the whole path), or ''."""
+        files = [p for p, link in walk_files(self.ctx.tree, self.ctx.tree) if not link]
+        name = posixpath.basename(rel)
+        same = [p for p in files if posixpath.basename(p) == name]
+        if len(same) == 1:
+            return same[0]
+        near = difflib.get_close_matches(rel, files, n=2, cutoff=0.8)
+        if near and (len(near) == 1 or _closer(rel, near[0], near[1])):
+            return near[0]
+        return ""
+
     def _text(self, rel: str, shown: str) -> str:
         data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
         if data is None:
@@ -361,6 +433,12 @@ def _typed(name: str, args: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise ToolError(f"{wrong}: {', '.join(repr(k) for k in missing)} is required")
     return checked
+
+
+def _closer(rel: str, best: str, second: str) -> bool:
+    """Whether ``best`` is clearly nearer ``rel`` than ``second``."""
+    ratio = difflib.SequenceMatcher(None, rel, best).ratio()
+    return ratio - difflib.SequenceMatcher(None, rel, second).ratio() > 0.1
 
 
 def _is_file(tree: Path, rel: str) -> bool:
