@@ -201,6 +201,10 @@ async def test_the_same_call_again_gets_a_note_then_stops_the_job(
     assert "the same read_file call 3 times with the same result" in result.error
     second = [m for m in model.requests[2].body["messages"] if m["role"] == "tool"][-1]
     assert "you made exactly this call before" in second["content"]
+    # What to do instead, by where the work stands: nothing changed yet.
+    assert second["content"].endswith(
+        "Next: change the code with edit, 'old' copied exactly from the lines shown."
+    )
     assert model.remaining == 1
 
 
@@ -1052,6 +1056,8 @@ async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
     assert result.status == "failed"
     assert "the same run_tests call 3 times" in str(result.error)
     assert model.remaining == 1
+    noted = tool_results(model)[3]  # the second run_tests: the tests still fail
+    assert noted.endswith("Next: read the failure above, then edit the code again.")
 
 
 @pytest.mark.parametrize(

@@ -66,8 +66,16 @@ UNREADABLE = (
 REPEATED = (
     "\n\nNote: you made exactly this call before and got exactly this result, and no file "
     "changed since. Repeating it changes nothing: read the result, then do something "
-    "different."
+    "different. {next}"
 )
+# The step a repeat is told to take instead, by where the work stands: a small model
+# that repeats does not find the next step itself.
+NEXT_STEP = {
+    "unchanged": "Next: change the code with edit, 'old' copied exactly from the lines shown.",
+    "untested": "Next: run the tests with run_tests.",
+    "failing": "Next: read the failure above, then edit the code again.",
+    "passing": "Next: call finish with a one-line summary of the fix.",
+}
 # finish is questioned once, not obeyed, when it looks premature; a second one is obeyed.
 FINISH_IN_PROSE = (
     "Your answer explains a plan and also contains a finish call; I did not run it. "
@@ -376,7 +384,7 @@ class LlmFixer(Fixer):
                 f"and no file changed in between ({shown[:200]})"
             )
         elif times == 2:
-            result = ToolResult(result.text + REPEATED)
+            result = ToolResult(result.text + REPEATED.format(next=NEXT_STEP[_stage(run.box)]))
         return result
 
     @staticmethod
@@ -454,6 +462,15 @@ def _chars(messages: list[dict[str, Any]]) -> int:
 # How long a test run took ("in 0.03s", "(0:01:01)", "Ran 2 tests in 0.004s"): two runs
 # of the same tests on the same tree differ only there, and are the same result.
 _TIMINGS = re.compile(r"\bin \d+(?:\.\d+)?\s?s\b|\(\d+:\d\d:\d\d\)")
+
+
+def _stage(box: ToolBox) -> str:
+    """Where the work stands, for :data:`NEXT_STEP`."""
+    if not box.edited:
+        return "unchanged"
+    if box.tested is None or box.tested[0] != box.writes:
+        return "untested"
+    return "passing" if box.tested[1] else "failing"
 
 
 def _untimed(text: str) -> str:

@@ -137,6 +137,7 @@ class ToolBox:
     ctx: FixContext
     edited: set[str] = field(default_factory=set)  # paths changed through edit/create_file
     writes: int = 0  # files written so far
+    tested: tuple[int, bool] | None = None  # (writes, passed) at the last run_tests
     calls: dict[str, int] = field(default_factory=dict)
 
     async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolResult:
@@ -281,6 +282,7 @@ class ToolBox:
         if self.ctx.commands.is_pytest and not any(a.startswith("--tb") for a in extra):
             extra = ["--tb=short", *extra]  # the assertion and the last frames, not pages
         done = await self.ctx.run_tests(extra, name="run_tests")
+        self.tested = (self.writes, not done.timed_out and done.exit_code == 0)
         if done.timed_out:
             verdict = "timed out"
         else:
