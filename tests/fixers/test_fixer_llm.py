@@ -925,7 +925,7 @@ async def test_a_conversation_that_cannot_fit_stops_with_the_reason(
     assert "PATCHWARDEN_LLM_CONTEXT_TOKENS" in (result.error or "")
 
 
-async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
+async def test_search_is_plain_text_first_and_a_misremembered_path_means_the_one_file(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
     """A real 1.5B model searched for `merged = dict(base)` as written, three times."""
@@ -937,11 +937,12 @@ async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
         tool("search", pattern="def add", path="src/app.py"),  # an example path, copied
         tool("search", pattern="def add", path="src/calc.py"),  # a path misremembered
         tool("read_file", path="tests/calc.py", end=1),
+        tool("edit", path="tests/calc_test.py", old="return a - b", new="return a + b"),
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )
     await runner.run(spec(project), fixer_for(model))
-    plain, regex, none, exact, nowhere, misremembered, read = tool_results(model)[:7]
+    plain, regex, none, exact, nowhere, misremembered, read, edited = tool_results(model)[:8]
     # Real 1.5B runs ended on asking for a path that is not there three times: the one
     # file it plainly means is used instead, else the whole repository is searched.
     assert nowhere == (
@@ -956,6 +957,10 @@ async def test_a_search_for_code_is_plain_text_first_then_a_regular_expression(
         "1| def add(a, b):\n(lines 1-1 of 6; read_file with start=2 for more)"
     )
 
+    assert edited.startswith(
+        "(tests/calc_test.py is not in the repository; 'old' is in calc.py only) "
+        "edited calc.py at line 2"
+    )
     assert plain == "calc.py:1:def add(a, b):"
     assert regex == (
         "(no match as plain text; these match it as a regular expression)\ncalc.py:1:def add(a, b):"

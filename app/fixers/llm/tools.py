@@ -236,6 +236,11 @@ class ToolBox:
 
     async def _edit(self, path: str, old: str, new: str) -> ToolResult:
         rel = resolve(path)
+        # The path misremembered (`tests/timefmt_test.py` for `timefmt.py`), but `old`
+        # is in one file only: that file is plainly the one meant.
+        meant = "" if _is_file(self.ctx.tree, rel) else self._holding(old)
+        if meant:
+            rel = meant
         text = self._text(rel, path)
         try:
             edit = apply_edit(text, old, new, rel)
@@ -248,7 +253,10 @@ class ToolBox:
         snippet = "\n".join(
             f"{n:>4}| {lines[n - 1]}" for n in range(shown_start, shown_end + 1) if n <= len(lines)
         )
-        return ToolResult(f"edited {rel} at line {edit.line}{edit.how}; it now reads:\n{snippet}")
+        said = f"({path} is not in the repository; 'old' is in {rel} only) " if meant else ""
+        return ToolResult(
+            f"{said}edited {rel} at line {edit.line}{edit.how}; it now reads:\n{snippet}"
+        )
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
@@ -312,6 +320,21 @@ class ToolBox:
             return ""
         listed = ", ".join(f"{rel}::{n}" for n in dict.fromkeys(names))
         return f"\nThe tests in {rel} are: {listed[:1000]}"
+
+    def _holding(self, old: str) -> str:
+        """The one text file of the repository that has ``old`` in it, or ''."""
+        if len(old.strip()) < 8:
+            return ""  # `x = 1` is in too many places to say which was meant
+        found = []
+        for n, (rel, link) in enumerate(walk_files(self.ctx.tree, self.ctx.tree)):
+            if n >= MAX_LIST * 20:
+                return ""  # a large repository: not worth guessing
+            data = None if link else read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES)
+            if data is not None and old.encode("utf-8", "replace") in data:
+                found.append(rel)
+                if len(found) > 1:
+                    return ""
+        return found[0] if found else ""
 
     def _free_name(self, rel: str) -> str:
         """A name beside ``rel`` that pytest collects too and that does not exist yet."""
