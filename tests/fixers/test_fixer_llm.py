@@ -938,11 +938,17 @@ async def test_search_is_plain_text_first_and_a_misremembered_path_means_the_one
         tool("search", pattern="def add", path="src/calc.py"),  # a path misremembered
         tool("read_file", path="tests/calc.py", end=1),
         tool("edit", path="tests/calc_test.py", old="return a - b", new="return a + b"),
+        tool("search", pattern="tests/test_calc.py"),  # a file's name, as text
         tool("finish", summary="looked"),
         tool("finish", summary="looked, nothing to change"),
     )
     await runner.run(spec(project), fixer_for(model))
-    plain, regex, none, exact, nowhere, misremembered, read, edited = tool_results(model)[:8]
+    answers = tool_results(model)
+    plain, regex, none, exact, nowhere, misremembered, read, edited, by_name = answers[:9]
+    assert by_name == (
+        "no file has 'tests/test_calc.py' in its text; the file named like it is "
+        "test_calc.py (read_file it)"
+    )
     # Real 1.5B runs ended on asking for a path that is not there three times: the one
     # file it plainly means is used instead, else the whole repository is searched.
     assert nowhere == (

@@ -217,10 +217,16 @@ class ToolBox:
         if done.exit_code == 1 and re.search(r"[\\^$.*+?()\[\]{}|]", pattern):
             argv[1] = "-rnIHE"
             regex = await self.ctx.run(argv, name="search", timeout=60)
-            if regex.exit_code in (0, 1):
+            if regex.exit_code == 0:
                 done = regex
                 note += "(no match as plain text; these match it as a regular expression)\n"
         if done.exit_code == 1:
+            named = self._closest(pattern) if re.fullmatch(r"[\w./-]+\.\w+", pattern) else ""
+            if named:  # it searched for a file's name, not for text in it
+                return ToolResult(
+                    f"{note}no file has {pattern!r} in its text; the file named like it is "
+                    f"{named} (read_file it)"
+                )
             where = "read_file it" if not _is_real_dir(self.ctx.tree, rel) else "search '.'"
             return ToolResult(
                 f"{note}no matches for {pattern!r} in {rel}; try a shorter or different "
