@@ -1048,6 +1048,37 @@ async def test_writing_a_test_is_made_easy_where_a_small_model_stumbled(
     )
 
 
+async def test_a_small_models_lost_calls_get_answers_that_lead_somewhere(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """From real 1.5B runs: the same edit, `new` containing `old`, applied five times
+    (`+ 32 + 32 + ...`); the issue's title searched as one phrase; a test run by a
+    module of the code."""
+    grow = tool("edit", path="calc.py", old="return a - b", new="return a - b + 2 * b")
+    model = await make_model(
+        grow,
+        grow,
+        tool("search", pattern="the import from calc fails"),
+        tool("run_tests", selector="calc.py::add"),
+        tool("finish", summary="add adds"),
+        tool("finish", summary="add adds; test_calc::test_add shows it"),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    _, again, phrase, by_module = tool_results(model)[:4]
+    assert again == (
+        "error: you already made this exact edit to calc.py (line 2); making it again "
+        "would repeat 'new' in the file. Read the file if unsure how it reads now, or "
+        "run_tests to check the change"
+    )
+    assert result.diff is not None
+    assert "+    return a - b + 2 * b\n" in result.diff.unified
+    assert phrase == (
+        "no matches for 'the import from calc fails' as written; files with its words: "
+        "test_calc.py (calc, import). read_file the one that looks right"
+    )
+    assert by_module.endswith("calc.py has no tests. The test files are: test_calc.py")
+
+
 async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:

@@ -12,7 +12,6 @@ contract with the model, read together.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import posixpath
@@ -28,6 +27,14 @@ from typing import Any
 from app.fixers.base import SKIP_DIRS, walk_files
 from app.fixers.llm.context import looks_like_test
 from app.fixers.llm.edits import EditError, apply_edit, syntax_error
+from app.fixers.llm.meant import (
+    closest_file,
+    file_holding,
+    files_with_words,
+    free_test_name,
+    is_file,
+    tests_in,
+)
 from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.session import FixContext
@@ -138,6 +145,7 @@ class ToolBox:
     edited: set[str] = field(default_factory=set)  # paths changed through edit/create_file
     writes: int = 0  # files written so far
     tested: tuple[int, bool] | None = None  # (writes, passed) at the last run_tests
+    made: set[tuple[str, str, str]] = field(default_factory=set)  # edits applied
     calls: dict[str, int] = field(default_factory=dict)
 
     async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolResult:
@@ -177,7 +185,7 @@ class ToolBox:
         # A small model misremembers a path (`tests/batching.py` for
         # `tests/test_batching.py`) and asks for it again and again: the one file it
         # plainly means is read, and the answer says so.
-        guessed = "" if _is_file(self.ctx.tree, rel) else self._closest(rel)
+        guessed = "" if is_file(self.ctx.tree, rel) else closest_file(self.ctx.tree, rel)
         if guessed:
             rel = guessed
         lines = self._text(rel, path).splitlines()
@@ -202,10 +210,10 @@ class ToolBox:
             raise ToolError("pattern is empty")
         rel = resolve(path, allow_root=True)
         note = ""
-        if not _is_real_dir(self.ctx.tree, rel) and not _is_file(self.ctx.tree, rel):
+        if not _is_real_dir(self.ctx.tree, rel) and not is_file(self.ctx.tree, rel):
             # Searched in a path that is not there: in the file it plainly means, else
             # everywhere, rather than an error the model repeats.
-            wanted, rel = rel, self._closest(rel) or "."
+            wanted, rel = rel, closest_file(self.ctx.tree, rel) or "."
             where = rel if rel != "." else "the whole repository"
             note = f"({wanted} is not in the repository; searched {where} instead)\n"
         argv = ["grep", "-rnIHF", "--color=never"]
@@ -221,11 +229,23 @@ class ToolBox:
                 done = regex
                 note += "(no match as plain text; these match it as a regular expression)\n"
         if done.exit_code == 1:
-            named = self._closest(pattern) if re.fullmatch(r"[\w./-]+\.\w+", pattern) else ""
+            named = (
+                closest_file(self.ctx.tree, pattern)
+                if re.fullmatch(r"[\w./-]+\.\w+", pattern)
+                else ""
+            )
             if named:  # it searched for a file's name, not for text in it
                 return ToolResult(
                     f"{note}no file has {pattern!r} in its text; the file named like it is "
                     f"{named} (read_file it)"
+                )
+            words = (
+                files_with_words(self.ctx.tree, pattern) if _is_real_dir(self.ctx.tree, rel) else ""
+            )
+            if words:  # words of the issue searched as one phrase
+                return ToolResult(
+                    f"{note}no matches for {pattern!r} as written; files with its words: "
+                    f"{words}. read_file the one that looks right"
                 )
             where = "read_file it" if not _is_real_dir(self.ctx.tree, rel) else "search '.'"
             return ToolResult(
@@ -244,15 +264,27 @@ class ToolBox:
         rel = resolve(path)
         # The path misremembered (`tests/timefmt_test.py` for `timefmt.py`), but `old`
         # is in one file only: that file is plainly the one meant.
-        meant = "" if _is_file(self.ctx.tree, rel) else self._holding(old)
+        meant = "" if is_file(self.ctx.tree, rel) else file_holding(self.ctx.tree, old)
         if meant:
             rel = meant
         text = self._text(rel, path)
+        # The same edit again where `new` contains `old` would apply again and again
+        # (a real run appended `+ 32` five times): it is done already.
+        made = (rel, old, new)
+        if made in self.made and old in new:
+            at = text.find(new)
+            where = f" (line {text.count(chr(10), 0, at) + 1})" if at >= 0 else ""
+            raise ToolError(
+                f"you already made this exact edit to {rel}{where}; making it again would "
+                "repeat 'new' in the file. Read the file if unsure how it reads now, or "
+                "run_tests to check the change"
+            )
         try:
             edit = apply_edit(text, old, new, rel)
         except EditError as exc:
             raise ToolError(str(exc)) from None
         self._write(rel, edit.text)
+        self.made.add(made)
         lines = edit.text.splitlines()
         shown_end = min(len(lines), edit.line + new.count("\n") + 2)
         shown_start = max(1, edit.line - 2)
@@ -266,11 +298,11 @@ class ToolBox:
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
-        if _is_file(self.ctx.tree, rel) and looks_like_test(rel):
+        if is_file(self.ctx.tree, rel) and looks_like_test(rel):
             # It wants to add a test to a test file: a new file is easier than an edit.
             raise ToolError(
                 f"{rel} already exists; put the new test in a new file instead, such as "
-                f"{self._free_name(rel)}, or use edit to change {rel}"
+                f"{free_test_name(self.ctx.tree, rel)}, or use edit to change {rel}"
             )
         broken = syntax_error(content, rel) if rel.endswith(".py") else None
         if broken is not None and syntax_error(textwrap.dedent(content), rel) is None:
@@ -305,72 +337,14 @@ class ToolBox:
         tail = output[-3000:]
         cut = "[... earlier output cut]\n" if len(output) > len(tail) else ""
         shown = " ".join(shlex.quote(a) for a in [*self.ctx.commands.test, *extra])
-        return ToolResult(f"$ {shown}\ntests {verdict}\n{cut}{tail}{self._tests_in(output)}")
+        return ToolResult(
+            f"$ {shown}\ntests {verdict}\n{cut}{tail}{tests_in(self.ctx.tree, output)}"
+        )
 
     async def _finish(self, summary: str = "") -> ToolResult:
         return ToolResult("finished", finished=True, summary=str(summary).strip())
 
     # -- helpers -------------------------------------------------------------
-    def _tests_in(self, output: str) -> str:
-        """When pytest found no test by the name asked for (``ERROR: not found:
-        /workspace/tests/t.py::test_x``), the tests that file has."""
-        missing = re.search(r"ERROR: not found: (\S+?)::", output)
-        if not missing:
-            return ""
-        rel = resolve(missing.group(1))
-        data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES)
-        names = re.findall(
-            r"^\s*(?:async\s+)?def (test\w*)", (data or b"").decode("utf-8", "replace"), re.M
-        )
-        if not names:
-            return ""
-        listed = ", ".join(f"{rel}::{n}" for n in dict.fromkeys(names))
-        return f"\nThe tests in {rel} are: {listed[:1000]}"
-
-    def _holding(self, old: str) -> str:
-        """The one text file of the repository that has ``old`` in it, or ''."""
-        if len(old.strip()) < 8:
-            return ""  # `x = 1` is in too many places to say which was meant
-        found = []
-        for n, (rel, link) in enumerate(walk_files(self.ctx.tree, self.ctx.tree)):
-            if n >= MAX_LIST * 20:
-                return ""  # a large repository: not worth guessing
-            data = None if link else read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES)
-            if data is not None and old.encode("utf-8", "replace") in data:
-                found.append(rel)
-                if len(found) > 1:
-                    return ""
-        return found[0] if found else ""
-
-    def _free_name(self, rel: str) -> str:
-        """A name beside ``rel`` that pytest collects too and that does not exist yet."""
-        stem, dot, ext = posixpath.basename(rel).rpartition(".")
-        folder = posixpath.dirname(rel)
-        for n in ["", *map(str, range(2, 100))]:
-            if stem.startswith("test"):
-                name = f"{stem}_issue{n}"
-            elif stem.endswith("_test"):
-                name = f"{stem.removesuffix('_test')}_issue{n}_test"
-            else:  # conftest.py, or a test by its folder alone
-                name = f"test_issue{n}"
-            candidate = posixpath.join(folder, f"{name}{dot}{ext}")
-            if not _is_file(self.ctx.tree, candidate):
-                return candidate
-        return posixpath.join(folder, f"test_patchwarden{dot}{ext}")
-
-    def _closest(self, rel: str) -> str:
-        """The one file of the repository a path that is not there plainly means (the
-        same name elsewhere, or a near spelling of the whole path), or ''."""
-        files = [p for p, link in walk_files(self.ctx.tree, self.ctx.tree) if not link]
-        name = posixpath.basename(rel)
-        same = [p for p in files if posixpath.basename(p) == name]
-        if len(same) == 1:
-            return same[0]
-        near = difflib.get_close_matches(rel, files, n=2, cutoff=0.8)
-        if near and (len(near) == 1 or _closer(rel, near[0], near[1])):
-            return near[0]
-        return ""
-
     def _text(self, rel: str, shown: str) -> str:
         data = read_confined(self.ctx.tree, rel, limit=MAX_FILE_BYTES + 1)
         if data is None:
@@ -464,17 +438,6 @@ def _typed(name: str, args: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise ToolError(f"{wrong}: {', '.join(repr(k) for k in missing)} is required")
     return checked
-
-
-def _closer(rel: str, best: str, second: str) -> bool:
-    """Whether ``best`` is clearly nearer ``rel`` than ``second``."""
-    ratio = difflib.SequenceMatcher(None, rel, best).ratio()
-    return ratio - difflib.SequenceMatcher(None, rel, second).ratio() > 0.1
-
-
-def _is_file(tree: Path, rel: str) -> bool:
-    """Whether ``tree/rel`` is a regular file reached without any symlink."""
-    return read_confined(tree, rel, limit=0) is not None
 
 
 def _is_real_dir(tree: Path, rel: str) -> bool:

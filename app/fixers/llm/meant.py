@@ -1,0 +1,137 @@
+"""What a small model plainly meant when it named something that is not there.
+
+A 1.5B model misremembers paths (``tests/batching.py`` for ``tests/test_batching.py``),
+edits at a path that does not exist with ``old`` copied from the right file, searches
+for the issue's title as one phrase, runs a test by a name the file does not have, and
+creates a test file that exists already. Each of these ended real runs in the same
+call three times. The guesses here are taken only where there is one reading (one file,
+clearly nearest), the answer always says what was done instead, and they only read the
+confined tree, never follow a symlink.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+from pathlib import Path
+
+from app.fixers.base import walk_files
+from app.fixers.llm.context import looks_like_test
+from app.sessions.files import read_confined
+from app.sessions.sandbox import WORKSPACE
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_SCANNED = 6000  # files read for a guess; a larger repository gets no guess
+
+
+def is_file(tree: Path, rel: str) -> bool:
+    """Whether ``tree/rel`` is a regular file reached without any symlink."""
+    return read_confined(tree, rel, limit=0) is not None
+
+
+# Words of an issue's prose that say nothing about where the code is.
+_COMMON = frozenset(
+    re.findall(
+        r"\w+",
+        "that this with when from have does should must into than then them they what "
+        "which while where there their were been being will would could make makes made "
+        "fails fail error returns return wrong work works still only also like instead",
+    )
+)
+
+
+def _is_test_module(rel: str) -> bool:
+    name = posixpath.basename(rel)
+    return name.endswith(".py") and looks_like_test(rel) and name != "conftest.py"
+
+
+def _closer(rel: str, best: str, second: str) -> bool:
+    """Whether ``best`` is clearly nearer ``rel`` than ``second``."""
+    ratio = difflib.SequenceMatcher(None, rel, best).ratio()
+    return ratio - difflib.SequenceMatcher(None, rel, second).ratio() > 0.1
+
+
+def tests_in(tree: Path, output: str) -> str:
+    """When pytest found no test by the name asked for (``ERROR: not found:
+    /workspace/tests/t.py::test_x``), the tests that file has."""
+    missing = re.search(r"ERROR: (?:file or directory )?not found: ([^\s:]+)", output)
+    if not missing:
+        return ""
+    rel = missing.group(1).removeprefix(WORKSPACE + "/")
+    data = read_confined(tree, rel, limit=MAX_FILE_BYTES)
+    names = re.findall(
+        r"^\s*(?:async\s+)?def (test\w*)", (data or b"").decode("utf-8", "replace"), re.M
+    )
+    if names:
+        listed = ", ".join(f"{rel}::{n}" for n in dict.fromkeys(names))
+        return f"\nThe tests in {rel} are: {listed[:1000]}"
+    tests = [p for p, _ in walk_files(tree, tree) if _is_test_module(p)]
+    if not tests:
+        return ""
+    return f"\n{rel} has no tests. The test files are: {', '.join(tests[:10])}"
+
+
+def files_with_words(tree: Path, phrase: str) -> str:
+    """For a phrase of several words (a small model searches for the issue's title):
+    the files that have most of its words, with the words they have."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z_]\w{3,}", phrase)} - _COMMON
+    if len(words) < 2:
+        return ""
+    scored = []
+    for n, (rel, link) in enumerate(walk_files(tree, tree)):
+        data = None if link or n >= MAX_SCANNED else read_confined(tree, rel, limit=MAX_FILE_BYTES)
+        if data is None or b"\0" in data[:8192]:
+            continue
+        text = data.decode("utf-8", "replace").lower()
+        has = sorted(w for w in words if re.search(rf"\b{re.escape(w)}", text))
+        if has:
+            scored.append((-len(has), rel, has))
+    return ", ".join(f"{rel} ({', '.join(has)})" for _, rel, has in sorted(scored)[:5])
+
+
+def file_holding(tree: Path, old: str) -> str:
+    """The one text file of the repository that has ``old`` in it, or ''."""
+    if len(old.strip()) < 8:
+        return ""  # `x = 1` is in too many places to say which was meant
+    found = []
+    for n, (rel, link) in enumerate(walk_files(tree, tree)):
+        if n >= MAX_SCANNED:
+            return ""  # a large repository: not worth guessing
+        data = None if link else read_confined(tree, rel, limit=MAX_FILE_BYTES)
+        if data is not None and old.encode("utf-8", "replace") in data:
+            found.append(rel)
+            if len(found) > 1:
+                return ""
+    return found[0] if found else ""
+
+
+def free_test_name(tree: Path, rel: str) -> str:
+    """A name beside ``rel`` that pytest collects too and that does not exist yet."""
+    stem, dot, ext = posixpath.basename(rel).rpartition(".")
+    folder = posixpath.dirname(rel)
+    for n in ["", *map(str, range(2, 100))]:
+        if stem.startswith("test"):
+            name = f"{stem}_issue{n}"
+        elif stem.endswith("_test"):
+            name = f"{stem.removesuffix('_test')}_issue{n}_test"
+        else:  # conftest.py, or a test by its folder alone
+            name = f"test_issue{n}"
+        candidate = posixpath.join(folder, f"{name}{dot}{ext}")
+        if not is_file(tree, candidate):
+            return candidate
+    return posixpath.join(folder, f"test_patchwarden{dot}{ext}")
+
+
+def closest_file(tree: Path, rel: str) -> str:
+    """The one file of the repository a path that is not there plainly means (the
+    same name elsewhere, or a near spelling of the whole path), or ''."""
+    files = [p for p, link in walk_files(tree, tree) if not link]
+    name = posixpath.basename(rel)
+    same = [p for p in files if posixpath.basename(p) == name]
+    if len(same) == 1:
+        return same[0]
+    near = difflib.get_close_matches(rel, files, n=2, cutoff=0.8)
+    if near and (len(near) == 1 or _closer(rel, near[0], near[1])):
+        return near[0]
+    return ""
