@@ -98,6 +98,7 @@ class Verification:
     usage: ModelUsage | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+    unfinished: str | None = None  # why the fixer stopped before it finished
 
     @classmethod
     def of(
@@ -113,6 +114,7 @@ class Verification:
             tests=result.tests,
             findings=tuple(result.findings),
             usage=fix.usage if fix is not None else None,
+            unfinished=fix.unfinished if fix is not None else None,
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
         )
@@ -399,6 +401,13 @@ def _verification(
     w = policy.weights
     fixer_points = getattr(w.fixer, v.fixer, w.fixer.llm)  # an unknown fixer: as a model
     add("fixer", v.fixer, fixer_points, _FIXER_REASON.get(v.fixer, "an unknown fixer"))
+    if v.unfinished:
+        rule(
+            "unfinished",
+            "review",
+            f"the fixer did not finish ({v.unfinished[:200]}); this is the change it had "
+            "made when it stopped",
+        )
     tests = v.tests
     if tests is None or tests.head is None:
         why = "no test command is known" if tests is None else "the tests did not run"

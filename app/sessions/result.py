@@ -135,6 +135,9 @@ class FixOutcome(_Model):
     transcript: list[TranscriptEntry] = Field(default_factory=list)
     culprit: Culprit | None = None
     rules_fixed: dict[str, int] = Field(default_factory=dict)  # lint: rule id -> times fixed
+    # Why the fixer stopped before it finished, when the change is the one it had made
+    # then (the coding agent lost after changing the code): never merged by itself.
+    unfinished: str | None = None
 
     def redacted(self, known: list[str]) -> FixOutcome:
         """Every text the fixer produced, with credentials masked."""

@@ -1095,9 +1095,18 @@ async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
         tool("finish", summary="never reached"),
     )
     result = await runner.run(spec(project, budget=Budget(max_steps=20)), fixer_for(model))
-    assert result.status == "failed"
-    assert "the same run_tests call 3 times" in str(result.error)
     assert model.remaining == 1
+    # The conversation stopped; the job ends with the code as the model last changed it
+    # (add() multiplies now), for the session to verify: it breaks test_add.
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.summary.startswith(
+        "The agent did not finish (the model made the same run_tests call 3 times"
+    )
+    assert result.tests is not None
+    assert result.tests.head is not None
+    assert result.tests.head.outcomes["test_calc::test_add"] == "failed"
+    assert result.tests.fixed == []
     noted = tool_results(model)[3]  # the second run_tests: the tests still fail
     assert noted.endswith("Next: read the failure above, then edit the code again.")
 
@@ -1118,6 +1127,34 @@ def test_test_runs_that_differ_only_in_their_timing_are_the_same_result(
 ) -> None:
     assert _untimed(one) == _untimed(other)
     assert _untimed("1 failed in 0.03s") != _untimed("2 failed in 0.03s")
+
+
+async def test_a_model_lost_after_fixing_the_code_ends_with_that_fix(
+    runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    """A real 1.5B run (chunks-drop) fixed the code at its third call, then went round
+    in circles over a test until the repeat stop: the job ended with nothing."""
+    same = tool("read_file", path="test_calc.py")
+    model = await make_model(
+        tool("edit", **FIX),
+        tool("edit", path="test_calc.py", old="== 6", new="== 7"),  # after the fix
+        same,
+        same,
+        same,  # the third: the conversation stops
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.summary.startswith(
+        "The agent did not finish (the model made the same read_file call 3 times"
+    )
+    assert [f.path for f in result.diff.files] == ["calc.py"]  # the later test edit undone
+    assert result.tests is not None
+    assert result.tests.fixed == ["test_calc::test_add"]
+    assert any(
+        e.role == "note" and "went back to the last change to the code" in e.content
+        for e in result.fix.transcript
+    )
 
 
 async def test_a_model_lost_writing_the_asked_for_test_keeps_the_change_it_had(

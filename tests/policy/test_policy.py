@@ -289,6 +289,15 @@ VERIFY = [
         5.0,
         None,
     ),
+    (
+        # The coding agent stopped (a repeat) after changing the code: held for a person
+        # whatever the score.
+        "unfinished",
+        verification(fixer="llm", unfinished="the model made the same search call 3 times"),
+        "fixer",
+        15.0,
+        ("unfinished", "review"),
+    ),
 ]
 
 

@@ -96,6 +96,10 @@ FELL_BACK = (
     " (Asked for a test that reproduces the problem, the agent did not finish one; this "
     "is the change it had made before.)"
 )
+STOPPED = (
+    "The agent did not finish ({reason}). This is the last change it made to the code, "
+    "verified and scored like any other."
+)
 COMPACTED = (
     "[an earlier result of {tool}, {lines} lines, left out to keep the conversation within "
     "its context budget; call the tool again if you need it]"
@@ -130,6 +134,9 @@ class _Run:
     example: str = "README.md"  # a real file of the repository, for the prompt's examples
     # (summary, the edited files' bytes) when finish was answered with FINISH_NO_TEST
     fallback: tuple[str, dict[str, bytes]] | None = None
+    # the edited files' bytes right after the last change to a file that is not a test
+    last_code: dict[str, bytes] | None = None
+    unfinished: str | None = None  # why it stopped, when the job ends with last_code
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -197,13 +204,27 @@ class LlmFixer(Fixer):
             )
             await self.audit("llm.fallback", reason=reason)
             run.summary, reason = summary + FELL_BACK, None
+        elif reason is not None and run.last_code is not None:
+            # Lost after changing the code (writing the test, going round in circles):
+            # the job ends with the code as the model last changed it, for the session to
+            # verify and score like any change, rather than with nothing.
+            await _restore(run.box, run.last_code)
+            run.note("note", f"{reason}; went back to the last change to the code")
+            await self.audit("llm.fallback", reason=reason)
+            run.summary, run.unfinished, reason = STOPPED.format(reason=reason[:300]), reason, None
         await self._tidy(run, workspace)
         usage = run.meter.usage.model_copy(update={"dialects": dict(run.dialects)})
         if reason is not None:
             await self.audit("llm.stopped", reason=reason, details=_usage_details(run))
             return self.gave_up(reason, usage=usage, transcript=run.transcript)
         summary = run.summary or "The model finished without a summary."
-        return FixOutcome(fixer=self.name, summary=summary, usage=usage, transcript=run.transcript)
+        return FixOutcome(
+            fixer=self.name,
+            summary=summary,
+            usage=usage,
+            transcript=run.transcript,
+            unfinished=run.unfinished,
+        )
 
     async def _converse(self, run: _Run, workspace: FixContext, budget: Budget) -> str | None:
         """Talk until ``finish``; return why it stopped early, or None."""
@@ -370,10 +391,13 @@ class LlmFixer(Fixer):
             run.fallback = (_summary_of(arguments), _snapshot(run.box))
         if question is not None:
             return ToolResult(question)
+        writes = run.box.writes
         result = await run.box.call(name, arguments)
         if result.finished:
             run.summary = result.summary
             return result
+        if run.box.writes > writes and not looks_like_test(run.box.last_written):
+            run.last_code = _snapshot(run.box)
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
         # A read after compaction left its earlier result out is not a repeat.
         key = (name, _canonical(shown), _untimed(result.text), run.box.writes + len(run.compacted))

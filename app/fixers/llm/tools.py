@@ -146,6 +146,7 @@ class ToolBox:
     writes: int = 0  # files written so far
     tested: tuple[int, bool] | None = None  # (writes, passed) at the last run_tests
     made: set[tuple[str, str, str]] = field(default_factory=set)  # edits applied
+    last_written: str = ""
     calls: dict[str, int] = field(default_factory=dict)
 
     async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolResult:
@@ -373,6 +374,7 @@ class ToolBox:
         self.ctx.sandbox.prepare_writable(self.ctx.tree / rel)
         self.edited.add(rel)
         self.writes += 1
+        self.last_written = rel
 
 
 def resolve(path: str, *, allow_root: bool = False) -> str:
