@@ -1026,16 +1026,28 @@ async def test_writing_a_test_is_made_easy_where_a_small_model_stumbled(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
     """Real 1.5B runs: create_file on the existing test file, every line indented by 4,
-    and a test name that is not there, each repeated until the job stopped."""
+    a test name that is not there, a test with no imports, each repeated until the job
+    stopped."""
     model = await make_model(
         tool("create_file", path="test_calc.py", content="def test_x():\n    assert 1\n"),
         tool("create_file", path="test_more.py", content="\n    def test_x():\n        assert 1\n"),
         tool("run_tests", selector="test_calc.py::test_unique"),
+        tool(
+            "create_file",
+            path="test_unimported.py",
+            content="class TestAdd(unittest.TestCase):\n    def test(self):\n"
+            "        assert add(2, 3) == 5\n",
+        ),
         tool("finish", summary="looked"),
         tool("finish", summary="looked"),
     )
     result = await runner.run(spec(project), fixer_for(model))
-    exists, indented, missing = tool_results(model)[:3]
+    exists, indented, missing, unimported = tool_results(model)[:4]
+    # Names it uses and never imports: defined once in the repository, or the stdlib's.
+    assert unimported == (
+        "created test_unimported.py (5 lines; added the imports it lacked: "
+        "from calc import add; import unittest)"
+    )
     assert exists == (
         "error: test_calc.py already exists; put the new test in a new file instead, such "
         "as test_calc_issue.py, or use edit to change test_calc.py"

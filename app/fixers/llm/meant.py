@@ -11,9 +11,12 @@ confined tree, never follow a symlink.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import difflib
 import posixpath
 import re
+import sys
 from pathlib import Path
 
 from app.fixers.base import walk_files
@@ -135,3 +138,69 @@ def closest_file(tree: Path, rel: str) -> str:
     if near and (len(near) == 1 or _closer(rel, near[0], near[1])):
         return near[0]
     return ""
+
+
+def missing_imports(tree: Path, content: str) -> list[str]:
+    """Import lines a new test file plainly lacks: a small model writes
+    ``deep_merge(...)`` or ``unittest.TestCase`` and no import, and its test then fails
+    with a NameError it does not understand. A name counts when the file never binds it
+    and either one module of the repository defines it at top level, or it is a module
+    of the standard library used as ``name.attr``."""
+    try:
+        module = ast.parse(content)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    bound = set(dir(builtins))
+    used: dict[str, bool] = {}  # name -> used as `name.attr`
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                used.setdefault(node.id, False)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            used[node.value.id] = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    lines = []
+    for name, as_module in sorted(used.items()):
+        if name in bound:
+            continue
+        if as_module and (name in sys.stdlib_module_names or name == "pytest"):
+            lines.append(f"import {name}")
+            continue
+        where = _defined_in(tree, name)
+        if where:
+            lines.append(f"from {where} import {name}")
+    return lines
+
+
+def _defined_in(tree: Path, name: str) -> str:
+    """The one module of the repository (not a test) that defines ``name`` at top
+    level, as an import path (``src/`` layouts without their ``src``), or ''."""
+    pattern = re.compile(
+        rf"^(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*=", re.M
+    )
+    found = []
+    for n, (rel, link) in enumerate(walk_files(tree, tree)):
+        if n >= MAX_SCANNED:
+            return ""
+        if link or not rel.endswith(".py") or looks_like_test(rel):
+            continue
+        data = read_confined(tree, rel, limit=MAX_FILE_BYTES)
+        if data is not None and pattern.search(data.decode("utf-8", "replace")):
+            found.append(rel)
+    if len(found) != 1:
+        return ""
+    parts = found[0].removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return ".".join(parts) if parts else ""

@@ -33,6 +33,7 @@ from app.fixers.llm.meant import (
     files_with_words,
     free_test_name,
     is_file,
+    missing_imports,
     tests_in,
 )
 from app.sessions.files import read_confined, write_confined
@@ -313,8 +314,13 @@ class ToolBox:
                 f"{rel} would not compile ({broken}), so it was not created; write each "
                 "line with its full indentation"
             )
+        added = []
+        if rel.endswith(".py") and looks_like_test(rel) and "__future__" not in content:
+            added = missing_imports(self.ctx.tree, content)
+            content = "".join(f"{line}\n" for line in added) + content
         self._write(rel, content, new=True)
-        return ToolResult(f"created {rel} ({len(content.splitlines())} lines)")
+        said = f"; added the imports it lacked: {'; '.join(added)}" if added else ""
+        return ToolResult(f"created {rel} ({len(content.splitlines())} lines{said})")
 
     async def _run_tests(self, selector: str = "") -> ToolResult:
         if not self.ctx.commands.test:
