@@ -17,6 +17,7 @@ import difflib
 import posixpath
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.fixers.base import walk_files
@@ -25,7 +26,30 @@ from app.sessions.files import read_confined
 from app.sessions.sandbox import WORKSPACE
 
 MAX_FILE_BYTES = 1024 * 1024
-MAX_SCANNED = 6000  # files read for a guess; a larger repository gets no guess
+# What a guess may read; a larger repository gets no guess (or, listing files that
+# have some words, a partial one).
+MAX_SCANNED = 6000
+MAX_SCANNED_BYTES = 32 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    """The repository is larger than a guess may read."""
+
+
+def _texts(tree: Path, *, python: bool = False) -> Iterator[tuple[str, str]]:
+    """(path, text) of the repository's text files (``python``: its modules that are not
+    tests), read confined; raises _TooLarge past MAX_SCANNED files or bytes."""
+    read = 0
+    for n, (rel, link) in enumerate(walk_files(tree, tree)):
+        if n >= MAX_SCANNED or read > MAX_SCANNED_BYTES:
+            raise _TooLarge
+        if link or (python and (not rel.endswith(".py") or looks_like_test(rel))):
+            continue
+        data = read_confined(tree, rel, limit=MAX_FILE_BYTES)
+        if data is None or b"\0" in data[:8192]:
+            continue
+        read += len(data)
+        yield rel, data.decode("utf-8", "replace")
 
 
 def is_file(tree: Path, rel: str) -> bool:
@@ -82,14 +106,14 @@ def files_with_words(tree: Path, phrase: str) -> str:
     if len(words) < 2:
         return ""
     scored = []
-    for n, (rel, link) in enumerate(walk_files(tree, tree)):
-        data = None if link or n >= MAX_SCANNED else read_confined(tree, rel, limit=MAX_FILE_BYTES)
-        if data is None or b"\0" in data[:8192]:
-            continue
-        text = data.decode("utf-8", "replace").lower()
-        has = sorted(w for w in words if re.search(rf"\b{re.escape(w)}", text))
-        if has:
-            scored.append((-len(has), rel, has))
+    try:
+        for rel, text in _texts(tree):
+            lowered = text.lower()
+            has = sorted(w for w in words if re.search(rf"\b{re.escape(w)}", lowered))
+            if has:
+                scored.append((-len(has), rel, has))
+    except _TooLarge:
+        pass  # the files read so far
     return ", ".join(f"{rel} ({', '.join(has)})" for _, rel, has in sorted(scored)[:5])
 
 
@@ -97,16 +121,11 @@ def file_holding(tree: Path, old: str) -> str:
     """The one text file of the repository that has ``old`` in it, or ''."""
     if len(old.strip()) < 8:
         return ""  # `x = 1` is in too many places to say which was meant
-    found = []
-    for n, (rel, link) in enumerate(walk_files(tree, tree)):
-        if n >= MAX_SCANNED:
-            return ""  # a large repository: not worth guessing
-        data = None if link else read_confined(tree, rel, limit=MAX_FILE_BYTES)
-        if data is not None and old.encode("utf-8", "replace") in data:
-            found.append(rel)
-            if len(found) > 1:
-                return ""
-    return found[0] if found else ""
+    try:
+        found = [rel for rel, text in _texts(tree) if old in text]
+    except _TooLarge:
+        return ""
+    return found[0] if len(found) == 1 else ""
 
 
 def free_test_name(tree: Path, rel: str) -> str:
@@ -187,15 +206,10 @@ def _defined_in(tree: Path, name: str) -> str:
     pattern = re.compile(
         rf"^(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*=", re.M
     )
-    found = []
-    for n, (rel, link) in enumerate(walk_files(tree, tree)):
-        if n >= MAX_SCANNED:
-            return ""
-        if link or not rel.endswith(".py") or looks_like_test(rel):
-            continue
-        data = read_confined(tree, rel, limit=MAX_FILE_BYTES)
-        if data is not None and pattern.search(data.decode("utf-8", "replace")):
-            found.append(rel)
+    try:
+        found = [rel for rel, text in _texts(tree, python=True) if pattern.search(text)]
+    except _TooLarge:
+        return ""
     if len(found) != 1:
         return ""
     parts = found[0].removesuffix(".py").split("/")
