@@ -1,0 +1,105 @@
+"""What a small model plainly meant (app/fixers/llm/meant.py), table-tested on small
+trees: a guess is taken only where there is one reading, and never past the scan cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.fixers.llm import meant
+
+
+def tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+LAYOUT = {
+    "batching.py": "def chunked(items, size):\n    return []\n",
+    "tests/test_batching.py": "from batching import chunked\n\n\ndef test_one():\n    pass\n",
+    "src/shop/inventory.py": "class Inventory:\n    pass\n\n\nLIMIT = 3\n",
+    "src/shop/__init__.py": "",
+    "a/util.py": "def helper():\n    pass\n",
+    "b/util.py": "def helper():\n    pass\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("asked", "meant_path"),
+    [
+        # the same name elsewhere, once (a real 1.5B slip; it then fixed batching.py)
+        ("tests/batching.py", "batching.py"),
+        ("tests/test_batchng.py", "tests/test_batching.py"),  # a near spelling
+        ("util.py", ""),  # two files of that name, neither nearer
+        ("nothing/here.py", ""),
+    ],
+)
+def test_a_path_that_is_not_there_means_one_file_or_none(
+    tmp_path: Path, asked: str, meant_path: str
+) -> None:
+    assert meant.closest_file(tree(tmp_path, LAYOUT), asked) == meant_path
+
+
+@pytest.mark.parametrize(
+    ("content", "imports"),
+    [
+        ("def test_x():\n    assert chunked([1], 1) == [[1]]\n", ["from batching import chunked"]),
+        # src/ layouts import without src; a constant counts as a definition
+        (
+            "def test_x():\n    assert Inventory() and LIMIT\n",
+            ["from shop.inventory import Inventory", "from shop.inventory import LIMIT"],
+        ),
+        # defined in two modules: which one is not plain, so nothing is added
+        ("def test_x():\n    helper()\n", []),
+        # a stdlib module used as name.attr; pytest too
+        (
+            "class T(unittest.TestCase):\n"
+            "    @pytest.mark.slow\n    def test(self):\n        pass\n",
+            ["import pytest", "import unittest"],
+        ),
+        # bound in the file itself: nothing to add
+        (
+            "from batching import chunked as c\n\n\ndef test_x(tmp_path):\n"
+            "    chunked = c\n    assert chunked\n",
+            [],
+        ),
+        ("def test(:\n", []),  # does not parse: the caller refuses it anyway
+    ],
+)
+def test_a_new_test_gets_only_the_imports_it_plainly_lacks(
+    tmp_path: Path, content: str, imports: list[str]
+) -> None:
+    assert meant.missing_imports(tree(tmp_path, LAYOUT), content) == imports
+
+
+def test_free_test_names_are_collected_by_pytest_and_new(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "tests/test_a.py": "",
+            "tests/test_a_issue.py": "",
+            "tests/b_test.py": "",
+            "conftest.py": "",
+        },
+    )
+    assert meant.free_test_name(root, "tests/test_a.py") == "tests/test_a_issue2.py"
+    assert meant.free_test_name(root, "tests/b_test.py") == "tests/b_issue_test.py"
+    assert meant.free_test_name(root, "conftest.py") == "test_issue.py"
+
+
+def test_an_old_text_in_one_file_names_it_and_the_scan_has_a_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(tmp_path, LAYOUT)
+    assert meant.file_holding(root, "return []") == "batching.py"
+    assert meant.file_holding(root, "def helper():") == ""  # in two files
+    assert meant.file_holding(root, "pass") == ""  # too short to say
+    assert meant.files_with_words(root, "chunked batching loses items") == (
+        "batching.py (chunked, items), tests/test_batching.py (batching, chunked)"
+    )
+    monkeypatch.setattr(meant, "MAX_SCANNED", 2)
+    assert meant.file_holding(root, "return []") == ""  # not all read: no claim
+    assert meant.missing_imports(root, "def test():\n    chunked()\n") == []
