@@ -201,6 +201,8 @@ async def test_the_same_call_again_gets_a_note_then_stops_the_job(
     assert "the same read_file call 3 times with the same result" in result.error
     second = [m for m in model.requests[2].body["messages"] if m["role"] == "tool"][-1]
     assert "you made exactly this call before" in second["content"]
+    # ... and the answer after a repeat is asked for hotter (temperature 0.8).
+    assert [r.body.get("temperature") for r in model.requests] == [None, None, 0.8]
     # What to do instead, by where the work stands: nothing changed yet.
     assert second["content"].endswith(
         "Next: change the code with edit, 'old' copied exactly from the lines shown."
@@ -479,6 +481,27 @@ async def test_a_model_that_refuses_max_tokens_gets_max_completion_tokens(
     second = await client.complete([{"role": "user", "content": "again"}])
     assert (first.content, second.content) == ("limit 777", "limit 777")
     assert ["max_tokens" in r.body for r in model.requests] == [True, False, False]
+
+
+async def test_a_model_that_refuses_a_temperature_is_asked_without_one(
+    make_model: MakeModel, make_client: MakeClient
+) -> None:
+    """The agent asks for a hotter answer after a repeat; OpenAI's reasoning models take
+    only their own temperature: asked again without, and never with one again."""
+
+    def strict(body: dict[str, Any]) -> Reply:
+        if "temperature" in body:
+            return fail(
+                400, "Unsupported value: 'temperature' does not support 0.8 with this model."
+            )
+        return text("ok")
+
+    model = await make_model(strict, strict, strict)
+    client = make_client(provider(model))
+    first = await client.complete([{"role": "user", "content": "hi"}], temperature=0.8)
+    second = await client.complete([{"role": "user", "content": "again"}], temperature=0.8)
+    assert (first.content, second.content) == ("ok", "ok")
+    assert ["temperature" in r.body for r in model.requests] == [True, False, False]
 
 
 async def test_an_endpoint_nobody_answers_on_moves_to_the_next(

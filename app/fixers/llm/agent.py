@@ -70,6 +70,7 @@ REPEATED = (
 )
 # The step a repeat is told to take instead, by where the work stands: a small model
 # that repeats does not find the next step itself.
+REPEAT_TEMPERATURE = 0.8
 NEXT_STEP = {
     "unchanged": "Next: change the code with edit, 'old' copied exactly from the lines shown.",
     "untested": "Next: run the tests with run_tests.",
@@ -137,6 +138,7 @@ class _Run:
     # the edited files' bytes right after the last change to a file that is not a test
     last_code: dict[str, bytes] | None = None
     unfinished: str | None = None  # why it stopped, when the job ends with last_code
+    repeating: bool = False  # the last answer repeated a call: the next one is hotter
 
     def note(self, role: Any, content: str, **extra: str | None) -> None:
         if len(self.transcript) >= TRANSCRIPT_ENTRIES:
@@ -239,7 +241,11 @@ class LlmFixer(Fixer):
             asked = time.monotonic()
             try:
                 completion = await self.client.complete(
-                    run.messages, tools=None if run.json_mode else TOOL_SCHEMAS
+                    run.messages,
+                    tools=None if run.json_mode else TOOL_SCHEMAS,
+                    # After a repeat, a hotter answer: a small model at its usual
+                    # temperature answers the same conversation the same way again.
+                    temperature=REPEAT_TEMPERATURE if run.repeating else None,
                 )
             except ToolsUnsupported as exc:
                 if self.tool_mode == "native":
@@ -316,6 +322,7 @@ class LlmFixer(Fixer):
 
     async def _answer(self, run: _Run, completion: Completion) -> None:
         """Run the tool calls in ``completion`` and put their results in the conversation."""
+        run.repeating = False  # this answer was the hotter one, if any
         if completion.tool_calls:
             run.idle = 0
             run.dialects["native"] = run.dialects.get("native", 0) + len(completion.tool_calls)
@@ -409,6 +416,7 @@ class LlmFixer(Fixer):
             )
         elif times == 2:
             result = ToolResult(result.text + REPEATED.format(next=NEXT_STEP[_stage(run.box)]))
+            run.repeating = True
         return result
 
     @staticmethod

@@ -105,14 +105,22 @@ class ModelClient:
         self._clients = [make_client(p, timeout=timeout) for p in self.providers]
         self._secrets = [p.api_key.get_secret_value() for p in self.providers if p.api_key]
         self._limit_param = "max_tokens"
+        self._fixed_temperature: set[str] = set()  # endpoints that refused a temperature
 
     async def close(self) -> None:
         for client in self._clients:
             await client.close()
 
     async def complete(
-        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
     ) -> Completion:
+        """One answer, from the first endpoint that gives one. ``temperature``, when
+        given, is asked for; an endpoint that refuses it (some reasoning models take only
+        their own) is asked again without, and never asked with one again."""
         failures: list[str] = []
         wait = 0.0
         attempt = 0
@@ -126,7 +134,7 @@ class ModelClient:
                 attempt += 1
                 started = time.monotonic()
                 try:
-                    response = await self._create(client, provider, messages, tools)
+                    response = await self._create(client, provider, messages, tools, temperature)
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     outcome = _outcome(status)
@@ -165,11 +173,14 @@ class ModelClient:
         provider: LlmProvider,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
+        temperature: float | None = None,
     ) -> Any:
         extra: dict[str, Any] = {self._limit_param: self.max_output_tokens}
         if tools:
             extra["tools"] = tools
             extra["tool_choice"] = "auto"
+        if temperature is not None and provider.label not in self._fixed_temperature:
+            extra["temperature"] = temperature
         try:
             payload: Any = messages  # plain dicts, as the API takes them
             return await client.chat.completions.create(
@@ -179,6 +190,9 @@ class ModelClient:
             # Newer OpenAI models refuse max_tokens and want max_completion_tokens.
             if self._limit_param == "max_tokens" and "max_completion_tokens" in str(exc):
                 self._limit_param = "max_completion_tokens"
+                return await self._create(client, provider, messages, tools, temperature)
+            if "temperature" in extra and "temperature" in str(exc):
+                self._fixed_temperature.add(provider.label)
                 return await self._create(client, provider, messages, tools)
             raise
 
