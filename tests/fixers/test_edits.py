@@ -99,6 +99,14 @@ def test_edits_that_apply(
     [
         (SRC, "", "x", "'old' is empty; to add text, include the line before it in 'old'"),
         (SRC, "pop(0)", "pop(0)", "'old' and 'new' are the same, so this edit changes nothing"),
+        # a real 1.5B call: the same made-up text in both
+        (
+            SRC,
+            "chunked(list(range(7), 3), 3)",
+            "chunked(list(range(7), 3), 3)",
+            "'old' and 'new' are the same, and 'old' is not in m.py either: put in 'old' the "
+            "lines to change, copied exactly from the file",
+        ),
         (TWICE, "return 1", "return 2", "'old' occurs 2 times in m.py (lines 2, 6)"),
         (
             TWICE,

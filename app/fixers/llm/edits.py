@@ -35,6 +35,12 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
     if old == "":
         raise EditError("'old' is empty; to add text, include the line before it in 'old'")
     if old == new:
+        if old not in text and _unnumbered(old) not in text:
+            raise EditError(
+                f"'old' and 'new' are the same, and 'old' is not in {rel} either: put in "
+                "'old' the lines to change, copied exactly from the file, and in 'new' "
+                "those lines as they should read"
+            )
         raise EditError(
             "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
             "what the code should say instead"
