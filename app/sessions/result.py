@@ -158,6 +158,7 @@ class FixOutcome(_Model):
             update={
                 "summary": r(self.summary),
                 "reason": r(self.reason),
+                "unfinished": r(self.unfinished),
                 "commit_message": r(self.commit_message),
                 "transcript": [
                     e.model_copy(update={"content": r(e.content), "arguments": r(e.arguments)})

@@ -1183,6 +1183,11 @@ async def test_a_model_lost_after_fixing_the_code_ends_with_that_fix(
     assert result.fix.summary.startswith(
         "The agent did not finish (the model made the same read_file call 3 times"
     )
+    # What the score and the PR body say: Patchwarden's words, not the call's arguments.
+    assert result.fix.unfinished == (
+        "the model made the same read_file call 3 times with the same result and no file "
+        "changed in between"
+    )
     assert [f.path for f in result.diff.files] == ["calc.py"]  # the later test edit undone
     assert result.tests is not None
     assert result.tests.fixed == ["test_calc::test_add"]

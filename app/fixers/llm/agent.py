@@ -68,9 +68,11 @@ REPEATED = (
     "changed since. Repeating it changes nothing: read the result, then do something "
     "different. {next}"
 )
+# The answer after a repeat is asked for at this temperature: a small model at its usual
+# one answers the same conversation the same way again.
+REPEAT_TEMPERATURE = 0.8
 # The step a repeat is told to take instead, by where the work stands: a small model
 # that repeats does not find the next step itself.
-REPEAT_TEMPERATURE = 0.8
 NEXT_STEP = {
     "unchanged": "Next: change the code with edit, 'old' copied exactly from the lines shown.",
     "untested": "Next: run the tests with run_tests.",
@@ -213,7 +215,10 @@ class LlmFixer(Fixer):
             await _restore(run.box, run.last_code)
             run.note("note", f"{reason}; went back to the last change to the code")
             await self.audit("llm.fallback", reason=reason)
-            run.summary, run.unfinished, reason = STOPPED.format(reason=reason[:300]), reason, None
+            # Said in the PR body and the score: without the call's arguments (the
+            # model's words), as Patchwarden's own.
+            run.unfinished = re.sub(r"[^\w\s.,'-]", "", reason.split(" (", 1)[0])[:200]
+            run.summary, reason = STOPPED.format(reason=run.unfinished), None
         await self._tidy(run, workspace)
         usage = run.meter.usage.model_copy(update={"dialects": dict(run.dialects)})
         if reason is not None:
@@ -243,8 +248,6 @@ class LlmFixer(Fixer):
                 completion = await self.client.complete(
                     run.messages,
                     tools=None if run.json_mode else TOOL_SCHEMAS,
-                    # After a repeat, a hotter answer: a small model at its usual
-                    # temperature answers the same conversation the same way again.
                     temperature=REPEAT_TEMPERATURE if run.repeating else None,
                 )
             except ToolsUnsupported as exc:
