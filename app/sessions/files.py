@@ -29,6 +29,8 @@ async def file_lock(path: Path):  # type: ignore[no-untyped-def]
 
 def confined_parts(relative: str) -> tuple[str, ...] | None:
     """The components of a path relative to a tree, or None if it could leave it."""
+    if "\0" in relative:
+        return None  # os.open would raise ValueError, not OSError
     parts = Path(relative).parts
     if not parts or any(p in ("..", "") for p in parts) or Path(relative).is_absolute():
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.fixers.llm.edits import EditError, apply_edit
+from app.fixers.llm.edits import EditError, apply_edit, syntax_error
 
 SRC = (
     "class Stack:\n"
@@ -185,3 +185,13 @@ def test_an_edit_that_would_break_the_module_is_refused_with_the_lines_it_would_
     assert (
         apply_edit("def f(:\n    x = 1\n", "x = 1", "x = (", "m.py").text == "def f(:\n    x = (\n"
     )
+
+
+def test_warnings_are_not_syntax_errors_and_new_syntax_is_not_refused_in_a_new_file() -> None:
+    """pytest here turns warnings into errors, and compile() with them: an invalid
+    escape (a SyntaxWarning) must not read as "unable to parse"."""
+    assert syntax_error('import re\nre.compile("\\d+")\n', "m.py") is None
+    # A new file is checked for indentation only: `type X = int` may be newer than the
+    # Python that checks it.
+    assert syntax_error("type X = int\n", "m.py", indentation=True) is None
+    assert syntax_error("def f():\nreturn 1\n", "m.py", indentation=True) is not None

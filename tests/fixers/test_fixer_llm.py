@@ -18,7 +18,7 @@ import pytest
 from app.config import LlmProvider, Price
 from app.fixers.base import Fixer
 from app.fixers.choose import AutoFixer
-from app.fixers.llm.agent import FINISH_NO_TEST, LlmFixer, _untimed
+from app.fixers.llm.agent import FINISH_NO_TEST, LlmFixer, _untimed, _why_unfinished
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
@@ -1136,7 +1136,7 @@ async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
     assert result.status == "patched", result.error
     assert result.fix is not None
     assert result.fix.summary.startswith(
-        "The agent did not finish (the model made the same run_tests call 3 times"
+        "The agent did not finish (the model repeated a call that changed nothing, three times)"
     )
     assert result.tests is not None
     assert result.tests.head is not None
@@ -1181,13 +1181,10 @@ async def test_a_model_lost_after_fixing_the_code_ends_with_that_fix(
     assert result.status == "patched", result.error
     assert result.fix is not None
     assert result.fix.summary.startswith(
-        "The agent did not finish (the model made the same read_file call 3 times"
+        "The agent did not finish (the model repeated a call that changed nothing, three times)"
     )
     # What the score and the PR body say: Patchwarden's words, not the call's arguments.
-    assert result.fix.unfinished == (
-        "the model made the same read_file call 3 times with the same result and no file "
-        "changed in between"
-    )
+    assert result.fix.unfinished == "the model repeated a call that changed nothing, three times"
     assert [f.path for f in result.diff.files] == ["calc.py"]  # the later test edit undone
     assert result.tests is not None
     assert result.tests.fixed == ["test_calc::test_add"]
@@ -1195,6 +1192,38 @@ async def test_a_model_lost_after_fixing_the_code_ends_with_that_fix(
         e.role == "note" and "went back to the last change to the code" in e.content
         for e in result.fix.transcript
     )
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        (
+            'the model made the same x](http://evil) call 3 times ... ({"a": "@team"})',
+            "the model repeated a call that changed nothing, three times",
+        ),
+        (
+            "the model answered 3 times without calling a tool; its last words: 'merge me'",
+            "the model stopped calling tools, or its endpoint failed",
+        ),
+        (
+            "stopped after 15 model turns without the model calling finish "
+            "(PATCHWARDEN_LLM_MAX_STEPS)",
+            "it used all its model turns",
+        ),
+        (
+            "token budget spent: 1 of 1 tokens (PATCHWARDEN_LLM_MAX_TOKENS)",
+            "it reached its token or cost budget",
+        ),
+        (
+            "scripted@x answered 401: <b>bad key</b>",
+            "the model stopped calling tools, or its endpoint failed",
+        ),
+    ],
+)
+def test_why_a_model_did_not_finish_is_said_in_patchwardens_words(reason: str, said: str) -> None:
+    """The stop reason can quote the model or the endpoint; the PR body and the score
+    get a fixed phrase."""
+    assert _why_unfinished(reason) == said
 
 
 async def test_a_model_lost_writing_the_asked_for_test_keeps_the_change_it_had(

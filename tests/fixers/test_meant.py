@@ -103,3 +103,53 @@ def test_an_old_text_in_one_file_names_it_and_the_scan_has_a_cap(
     monkeypatch.setattr(meant, "MAX_SCANNED", 2)
     assert meant.file_holding(root, "return []") == ""  # not all read: no claim
     assert meant.missing_imports(root, "def test():\n    chunked()\n") == []
+
+
+def test_tests_pytest_could_not_find_are_listed_as_pytest_selects_them(tmp_path: Path) -> None:
+    root = tree(
+        tmp_path,
+        {
+            "tests/test_bus.py": "class TestBus:\n    def test_emit(self):\n        pass\n\n\n"
+            "def test_alone():\n    pass\n",
+            "bus.py": "x = 1\n",
+        },
+    )
+    said = meant.tests_in(root, "ERROR: not found: /workspace/tests/test_bus.py::test_emit")
+    assert said == (
+        "\nThe tests in tests/test_bus.py are: tests/test_bus.py::TestBus::test_emit, "
+        "tests/test_bus.py::test_alone"
+    )
+    assert meant.tests_in(root, "ERROR: not found: /workspace/bus.py::x").endswith(
+        "bus.py has no tests. The test files are: tests/test_bus.py"
+    )
+    # The path comes from the repository's own output: a NUL in it is no crash.
+    assert meant.tests_in(root, "ERROR: file or directory not found: a\0b::t").endswith(
+        "a\0b is not a file of the repository. The test files are: tests/test_bus.py"
+    )
+
+
+def test_a_large_repository_gets_no_path_guess(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(tmp_path, LAYOUT)
+    monkeypatch.setattr(meant, "MAX_SCANNED", 2)
+    assert meant.closest_file(root, "src/batching.py") == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "after"),
+    [
+        ("def test():\n    pass\n", "import x\ndef test():\n    pass\n"),
+        (
+            '"""Doc\nstring."""\ndef test(): pass\n',
+            '"""Doc\nstring."""\nimport x\ndef test(): pass\n',
+        ),
+        (
+            "#!/usr/bin/env python\ndef test(): pass\n",
+            "#!/usr/bin/env python\nimport x\ndef test(): pass\n",
+        ),
+        ('"""Doc."""', '"""Doc."""\nimport x\n'),  # no final newline
+    ],
+)
+def test_imports_go_where_python_reads_them(content: str, after: str) -> None:
+    assert meant.with_imports(content, ["import x"]) == after

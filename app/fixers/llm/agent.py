@@ -215,9 +215,7 @@ class LlmFixer(Fixer):
             await _restore(run.box, run.last_code)
             run.note("note", f"{reason}; went back to the last change to the code")
             await self.audit("llm.fallback", reason=reason)
-            # Said in the PR body and the score: without the call's arguments (the
-            # model's words), as Patchwarden's own.
-            run.unfinished = re.sub(r"[^\w\s.,'-]", "", reason.split(" (", 1)[0])[:200]
+            run.unfinished = _why_unfinished(reason)
             run.summary, reason = STOPPED.format(reason=run.unfinished), None
         await self._tidy(run, workspace)
         usage = run.meter.usage.model_copy(update={"dialects": dict(run.dialects)})
@@ -497,6 +495,21 @@ def _chars(messages: list[dict[str, Any]]) -> int:
 # How long a test run took ("in 0.03s", "(0:01:01)", "Ran 2 tests in 0.004s"): two runs
 # of the same tests on the same tree differ only there, and are the same result.
 _TIMINGS = re.compile(r"\bin \d+(?:\.\d+)?\s?s\b|\(\d+:\d\d:\d\d\)")
+
+
+def _why_unfinished(reason: str) -> str:
+    """Why the conversation stopped, in Patchwarden's own words for the PR body and the
+    score: the reason itself can quote the model (its call, its last words) or the
+    endpoint's error."""
+    if reason.startswith("the model made the same"):
+        return "the model repeated a call that changed nothing, three times"
+    if reason.startswith("stopped after") and "PATCHWARDEN_LLM_MAX_STEPS" in reason:
+        return "it used all its model turns"
+    if "context budget" in reason:
+        return "the conversation outgrew its context budget"
+    if "budget" in reason or "PATCHWARDEN_LLM_MAX_" in reason:
+        return "it reached its token or cost budget"
+    return "the model stopped calling tools, or its endpoint failed"
 
 
 def _stage(box: ToolBox) -> str:

@@ -16,6 +16,7 @@ that would leave a Python file that compiled unable to compile (checked with
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 
@@ -95,11 +96,17 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
     )
 
 
-def syntax_error(text: str, rel: str) -> str | None:
-    """Why Python cannot compile ``text`` (compiled only, never run), or None."""
+def syntax_error(text: str, rel: str, *, indentation: bool = False) -> str | None:
+    """Why Python cannot compile ``text`` (compiled only, never run), or None; with
+    ``indentation``, only an indentation error counts. Warnings (an invalid escape in
+    a string) are not errors here, whatever the process's warning filters say."""
     try:
-        compile(text, rel, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, rel, "exec", dont_inherit=True)
     except SyntaxError as exc:  # IndentationError too
+        if indentation and not isinstance(exc, IndentationError):
+            return None
         return f"line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:
         return str(exc) or type(exc).__name__

@@ -30,6 +30,7 @@ MAX_FILE_BYTES = 1024 * 1024
 # have some words, a partial one).
 MAX_SCANNED = 6000
 MAX_SCANNED_BYTES = 32 * 1024 * 1024
+MAX_WORDS = 12  # of a phrase, looked for in one pass
 
 
 class _TooLarge(Exception):
@@ -50,6 +51,17 @@ def _texts(tree: Path, *, python: bool = False) -> Iterator[tuple[str, str]]:
             continue
         read += len(data)
         yield rel, data.decode("utf-8", "replace")
+
+
+def _paths(tree: Path) -> list[str] | None:
+    """The repository's files (no symlinks), or None past MAX_SCANNED of them."""
+    found: list[str] = []
+    for rel, link in walk_files(tree, tree):
+        if len(found) >= MAX_SCANNED:
+            return None
+        if not link:
+            found.append(rel)
+    return found
 
 
 def is_file(tree: Path, rel: str) -> bool:
@@ -81,35 +93,57 @@ def _closer(rel: str, best: str, second: str) -> bool:
 
 def tests_in(tree: Path, output: str) -> str:
     """When pytest found no test by the name asked for (``ERROR: not found:
-    /workspace/tests/t.py::test_x``), the tests that file has."""
+    /workspace/tests/t.py::test_x``), the tests that file has, as pytest selects them."""
     missing = re.search(r"ERROR: (?:file or directory )?not found: ([^\s:]+)", output)
     if not missing:
         return ""
     rel = missing.group(1).removeprefix(WORKSPACE + "/")
     data = read_confined(tree, rel, limit=MAX_FILE_BYTES)
-    names = re.findall(
-        r"^\s*(?:async\s+)?def (test\w*)", (data or b"").decode("utf-8", "replace"), re.M
-    )
+    names = _test_ids(data.decode("utf-8", "replace")) if data is not None else []
     if names:
-        listed = ", ".join(f"{rel}::{n}" for n in dict.fromkeys(names))
+        listed = ", ".join(f"{rel}::{n}" for n in names)
         return f"\nThe tests in {rel} are: {listed[:1000]}"
-    tests = [p for p, _ in walk_files(tree, tree) if _is_test_module(p)]
+    paths = _paths(tree) or []
+    tests = [p for p in paths if _is_test_module(p)]
     if not tests:
         return ""
-    return f"\n{rel} has no tests. The test files are: {', '.join(tests[:10])}"
+    what = "has no tests" if data is not None else "is not a file of the repository"
+    return f"\n{rel} {what}. The test files are: {', '.join(tests[:10])}"
+
+
+def _test_ids(text: str) -> list[str]:
+    """``test_x`` and ``TestY::test_z`` of a test module, in order."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    ids = []
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith("test"):
+                ids.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            ids += [
+                f"{node.name}::{m.name}"
+                for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and m.name.startswith("test")
+            ]
+    return ids
 
 
 def files_with_words(tree: Path, phrase: str) -> str:
     """For a phrase of several words (a small model searches for the issue's title):
     the files that have most of its words, with the words they have."""
-    words = {w.lower() for w in re.findall(r"[A-Za-z_]\w{3,}", phrase)} - _COMMON
+    words = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_]\w{3,}", phrase)))
+    words = [w for w in words if w not in _COMMON][:MAX_WORDS]
     if len(words) < 2:
         return ""
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, words)) + ")", re.IGNORECASE)
     scored = []
     try:
         for rel, text in _texts(tree):
-            lowered = text.lower()
-            has = sorted(w for w in words if re.search(rf"\b{re.escape(w)}", lowered))
+            has = sorted({m.lower() for m in pattern.findall(text)})
             if has:
                 scored.append((-len(has), rel, has))
     except _TooLarge:
@@ -148,7 +182,9 @@ def free_test_name(tree: Path, rel: str) -> str:
 def closest_file(tree: Path, rel: str) -> str:
     """The one file of the repository a path that is not there plainly means (the
     same name elsewhere, or a near spelling of the whole path), or ''."""
-    files = [p for p, link in walk_files(tree, tree) if not link]
+    files = _paths(tree)
+    if files is None:
+        return ""  # a large repository: not worth guessing
     name = posixpath.basename(rel)
     same = [p for p in files if posixpath.basename(p) == name]
     if len(same) == 1:
@@ -188,33 +224,72 @@ def missing_imports(tree: Path, content: str) -> list[str]:
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
     lines = []
+    wanted = []
     for name, as_module in sorted(used.items()):
         if name in bound:
             continue
         if as_module and (name in sys.stdlib_module_names or name == "pytest"):
             lines.append(f"import {name}")
-            continue
-        where = _defined_in(tree, name)
-        if where:
-            lines.append(f"from {where} import {name}")
-    return lines
+        else:
+            wanted.append(name)
+    where = _defined_in(tree, wanted[:MAX_WORDS]) if wanted else {}
+    lines += [f"from {where[name]} import {name}" for name in wanted if name in where]
+    return sorted(lines)
 
 
-def _defined_in(tree: Path, name: str) -> str:
-    """The one module of the repository (not a test) that defines ``name`` at top
-    level, as an import path (``src/`` layouts without their ``src``), or ''."""
-    pattern = re.compile(
-        rf"^(?:async\s+def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*=", re.M
-    )
+_DEFINED = re.compile(r"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*[:=]", re.M)
+
+
+def _defined_in(tree: Path, names: list[str]) -> dict[str, str]:
+    """For each of ``names`` that exactly one module of the repository (not a test)
+    defines at top level: that module as an import path (``src/`` layouts without their
+    ``src``). One pass over the repository."""
+    wanted = set(names)
+    found: dict[str, list[str]] = {}
     try:
-        found = [rel for rel, text in _texts(tree, python=True) if pattern.search(text)]
+        for rel, text in _texts(tree, python=True):
+            for m in _DEFINED.finditer(text):
+                name = m.group(1) or m.group(2)
+                if name in wanted and rel not in found.setdefault(name, []):
+                    found[name].append(rel)
     except _TooLarge:
-        return ""
-    if len(found) != 1:
-        return ""
-    parts = found[0].removesuffix(".py").split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    return ".".join(parts) if parts else ""
+        return {}
+    modules = {}
+    for name, where in found.items():
+        if len(where) != 1:
+            continue
+        parts = where[0].removesuffix(".py").split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and parts[0] == "src":
+            parts = parts[1:]
+        if parts:
+            modules[name] = ".".join(parts)
+    return modules
+
+
+def with_imports(content: str, lines: list[str]) -> str:
+    """``content`` with import ``lines`` added after its shebang, encoding line and
+    docstring, where Python reads imports."""
+    if not lines:
+        return content
+    at = 0
+    source = content.splitlines(keepends=True)
+    while at < len(source) and source[at].startswith(("#!", "# -*-", "# vim:", "# coding")):
+        at += 1
+    try:
+        body = ast.parse(content).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        body = []
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and first.end_lineno is not None
+    ):
+        at = max(at, first.end_lineno)
+    added = "".join(f"{line}\n" for line in lines)
+    if at and not source[at - 1].endswith("\n"):
+        added = "\n" + added
+    return "".join(source[:at]) + added + "".join(source[at:])

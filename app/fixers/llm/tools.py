@@ -35,6 +35,7 @@ from app.fixers.llm.meant import (
     is_file,
     missing_imports,
     tests_in,
+    with_imports,
 )
 from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
@@ -187,7 +188,11 @@ class ToolBox:
         # A small model misremembers a path (`tests/batching.py` for
         # `tests/test_batching.py`) and asks for it again and again: the one file it
         # plainly means is read, and the answer says so.
-        guessed = "" if is_file(self.ctx.tree, rel) else closest_file(self.ctx.tree, rel)
+        guessed = (
+            ""
+            if is_file(self.ctx.tree, rel) or _is_real_dir(self.ctx.tree, rel)
+            else closest_file(self.ctx.tree, rel)
+        )
         if guessed:
             rel = guessed
         lines = self._text(rel, path).splitlines()
@@ -273,7 +278,7 @@ class ToolBox:
         # The same edit again where `new` contains `old` would apply again and again
         # (a real run appended `+ 32` five times): it is done already.
         made = (rel, old, new)
-        if made in self.made and old in new:
+        if made in self.made and old in new and new in text:
             at = text.find(new)
             where = f" (line {text.count(chr(10), 0, at) + 1})" if at >= 0 else ""
             raise ToolError(
@@ -300,13 +305,15 @@ class ToolBox:
 
     async def _create_file(self, path: str, content: str) -> ToolResult:
         rel = resolve(path)
-        if is_file(self.ctx.tree, rel) and looks_like_test(rel):
+        if is_file(self.ctx.tree, rel) and rel.endswith(".py") and looks_like_test(rel):
             # It wants to add a test to a test file: a new file is easier than an edit.
             raise ToolError(
                 f"{rel} already exists; put the new test in a new file instead, such as "
                 f"{free_test_name(self.ctx.tree, rel)}, or use edit to change {rel}"
             )
-        broken = syntax_error(content, rel) if rel.endswith(".py") else None
+        # Only indentation is refused in a new file: other syntax may be newer than the
+        # Python that checks it (an edit is checked against the file as it compiled).
+        broken = syntax_error(content, rel, indentation=True) if rel.endswith(".py") else None
         if broken is not None and syntax_error(textwrap.dedent(content), rel) is None:
             content, broken = textwrap.dedent(content).lstrip("\n"), None  # all indented
         if broken is not None:
@@ -317,7 +324,7 @@ class ToolBox:
         added = []
         if rel.endswith(".py") and looks_like_test(rel) and "__future__" not in content:
             added = missing_imports(self.ctx.tree, content)
-            content = "".join(f"{line}\n" for line in added) + content
+            content = with_imports(content, added)
         self._write(rel, content, new=True)
         said = f"; added the imports it lacked: {'; '.join(added)}" if added else ""
         return ToolResult(f"created {rel} ({len(content.splitlines())} lines{said})")
