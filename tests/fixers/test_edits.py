@@ -130,6 +130,20 @@ def test_edits_that_apply(
             "Lines 5-6 match if spacing and indentation are ignored, but 'new' cannot be "
             "indented to fit them in only one way",
         ),
+        # real 1.5B edits: the def line in old, the body as it already reads added in new
+        (
+            "def f_to_c(f):\n    return (f - 32) * 9 / 5\n",
+            "def f_to_c(f):",
+            "def f_to_c(f):\n    return (f - 32) * 9 / 5",
+            "'new' only adds lines that m.py already has right below 'old' (from line 2), so "
+            "the code would do the same. To change a line, put that line in 'old'",
+        ),
+        (
+            'def unique(items):\n    """Doc."""\n    return list(set(items))\n',
+            "def unique(items):",
+            "def unique(items):\n    return list(set(items))",
+            "already has right below 'old'",
+        ),
         # spaces inside a line are the line's own (a string literal's, say)
         ('msg = "Hello,  world"\n', 'msg = "Hello, world"', 'msg = "Hi"', "not found"),
         (

@@ -71,6 +71,7 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
         )
     else:
         at = text.index(old)
+    _refuse_lines_already_there(text, at + len(old), old, new, rel)
     updated = text[:at] + new + text[at + len(old) :]
     line = text.count("\n", 0, at) + 1
     if not rel.endswith(".py") or syntax_error(text, rel) is not None:
@@ -94,6 +95,23 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
         f"With it the lines would read:\n{shown}\nWrite 'new' with each line's full "
         "indentation as it should stand in the file."
     )
+
+
+def _refuse_lines_already_there(text: str, end: int, old: str, new: str, rel: str) -> None:
+    """A small model that means to replace a function's body writes ``old`` = the
+    ``def`` line and ``new`` = that line plus the body as it already reads: the lines it
+    adds are right below, and the code would do the same. Refused, with what to do."""
+    if not new.startswith(old) or not new[len(old) :].startswith(("\n", "\r\n")):
+        return
+    added = [ln.strip() for ln in new[len(old) :].splitlines() if ln.strip()]
+    below = [ln.strip() for ln in text[end:].splitlines()[1 : len(added) + 4]]
+    if added and all(ln in below for ln in added):
+        first = text.count("\n", 0, end) + 2
+        raise EditError(
+            f"'new' only adds lines that {rel} already has right below 'old' (from line "
+            f"{first}), so the code would do the same. To change a line, put that line in "
+            "'old' and the line as it should read in 'new'."
+        )
 
 
 def syntax_error(text: str, rel: str, *, indentation: bool = False) -> str | None:
