@@ -401,14 +401,18 @@ def _verification(
     w = policy.weights
     fixer_points = getattr(w.fixer, v.fixer, w.fixer.llm)  # an unknown fixer: as a model
     add("fixer", v.fixer, fixer_points, _FIXER_REASON.get(v.fixer, "an unknown fixer"))
+    tests = v.tests
     if v.unfinished:
+        # A person looks at it only when a test shows it does something: otherwise it is
+        # a lost model's last edit, and a pull request would be noise.
+        shown = tests is not None and bool(tests.fixed or tests.reproduced)
         rule(
             "unfinished",
-            "review",
+            "review" if shown else "reject",
             f"the fixer did not finish ({v.unfinished[:200]}); this is the change it had "
-            "made when it stopped",
+            "made when it stopped"
+            + ("" if shown else ", and no test shows that it fixes anything"),
         )
-    tests = v.tests
     if tests is None or tests.head is None:
         why = "no test command is known" if tests is None else "the tests did not run"
         add("tests_not_run", "no", w.tests_not_run, f"{why}: nothing checked the change")

@@ -290,13 +290,33 @@ VERIFY = [
         None,
     ),
     (
-        # The coding agent stopped (a repeat) after changing the code: held for a person
-        # whatever the score.
-        "unfinished",
-        verification(fixer="llm", unfinished="the model made the same search call 3 times"),
+        # The coding agent stopped (a repeat) after changing the code, and a test it
+        # fixed shows the change: held for a person whatever the score.
+        "unfinished-shown",
+        verification(
+            fixer="llm",
+            unfinished="the model repeated a call that changed nothing, three times",
+            tests=TestDelta(
+                command=PY_CMD,
+                source="detected",
+                base=passed(4, failed=1),
+                head=passed(5),
+                fixed=["t::x"],
+            ),
+        ),
         "fixer",
         15.0,
         ("unfinished", "review"),
+    ),
+    (
+        # ... and with nothing that shows it: a lost model's last edit opens no PR.
+        "unfinished-unshown",
+        verification(
+            fixer="llm", unfinished="the model repeated a call that changed nothing, three times"
+        ),
+        "fixer",
+        15.0,
+        ("unfinished", "reject"),
     ),
 ]
 
