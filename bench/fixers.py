@@ -273,8 +273,10 @@ async def run_bisects(
                 "wall_seconds": round(wall, 2),
                 "fix_seconds": round(sum(s.duration_seconds for s in fix), 2),
                 "test_runs": culprit.tested if culprit else None,
+                # The revert fixer bisects on the host, each probe a test run in the
+                # sandbox named "bisect" (no `git bisect run` since it moved there).
                 "bisect_seconds": round(
-                    sum(s.duration_seconds for s in fix if s.name == "git bisect"), 2
+                    sum(s.duration_seconds for s in fix if s.name == "bisect"), 2
                 ),
                 "error": result.error,
             }
@@ -305,12 +307,12 @@ def _report(doc: dict[str, Any]) -> str:
         lines.append("")
     if doc["bisect"]:
         lines.append("bisect (revert fixer):")
-        lines.append("  commits  found  session s  fix s  git bisect s  test runs")
+        lines.append("  commits  found  session s  fix s  bisect probes s  test runs")
         for r in doc["bisect"]:
             found = "yes" if r["found"] else "NO"
             lines.append(
                 f"  {r['commits']:>7}  {found:<5} {r['wall_seconds']:>9.1f} "
-                f"{r['fix_seconds']:>6.1f} {r['bisect_seconds']:>13.1f} {r['test_runs']:>10}"
+                f"{r['fix_seconds']:>6.1f} {r['bisect_seconds']:>16.1f} {r['test_runs']:>10}"
             )
         lines.append("")
     t = doc["target"]
