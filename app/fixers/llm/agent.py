@@ -33,10 +33,10 @@ from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
 from app.fixers.llm.context import example_path, looks_like_test
 from app.fixers.llm.dialects import parse
+from app.fixers.llm.meant import MAX_FILE_BYTES
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter
 from app.fixers.llm.tools import (
-    MAX_FILE_BYTES,
     TOOL_PARAMETERS,
     TOOL_SCHEMAS,
     ToolBox,

@@ -25,7 +25,7 @@ from app.fixers.llm.context import looks_like_test
 from app.sessions.files import read_confined
 from app.sessions.sandbox import WORKSPACE
 
-MAX_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 1024 * 1024  # the most the tools read of one file
 # What a guess may read; a larger repository gets no guess (or, listing files that
 # have some words, a partial one).
 MAX_SCANNED = 6000
@@ -111,11 +111,18 @@ def tests_in(tree: Path, output: str) -> str:
     return f"\n{rel} {what}. The test files are: {', '.join(tests[:10])}"
 
 
+def _parse(text: str) -> ast.Module | None:
+    """``text`` as Python's syntax tree (parsed, never run), or None."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _test_ids(text: str) -> list[str]:
     """``test_x`` and ``TestY::test_z`` of a test module, in order."""
-    try:
-        module = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = _parse(text)
+    if module is None:
         return []
     ids = []
     for node in module.body:
@@ -201,9 +208,8 @@ def missing_imports(tree: Path, content: str) -> list[str]:
     with a NameError it does not understand. A name counts when the file never binds it
     and either one module of the repository defines it at top level, or it is a module
     of the standard library used as ``name.attr``."""
-    try:
-        module = ast.parse(content)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    module = _parse(content)
+    if module is None:
         return []
     bound = set(dir(builtins))
     used: dict[str, bool] = {}  # name -> used as `name.attr`
@@ -277,11 +283,8 @@ def with_imports(content: str, lines: list[str]) -> str:
     source = content.splitlines(keepends=True)
     while at < len(source) and source[at].startswith(("#!", "# -*-", "# vim:", "# coding")):
         at += 1
-    try:
-        body = ast.parse(content).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        body = []
-    first = body[0] if body else None
+    module = _parse(content)
+    first = module.body[0] if module is not None and module.body else None
     if (
         isinstance(first, ast.Expr)
         and isinstance(first.value, ast.Constant)

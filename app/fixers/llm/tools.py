@@ -28,6 +28,7 @@ from app.fixers.base import SKIP_DIRS, walk_files
 from app.fixers.llm.context import looks_like_test
 from app.fixers.llm.edits import EditError, apply_edit, syntax_error
 from app.fixers.llm.meant import (
+    MAX_FILE_BYTES,
     closest_file,
     file_holding,
     files_with_words,
@@ -45,7 +46,6 @@ MAX_READ_LINES = 300
 MAX_LIST = 300
 MAX_SEARCH_LINES = 50
 MAX_RESULT_CHARS = 8000
-MAX_FILE_BYTES = 1024 * 1024
 
 
 def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
