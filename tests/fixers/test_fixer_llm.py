@@ -1116,6 +1116,35 @@ async def test_a_small_models_lost_calls_get_answers_that_lead_somewhere(
     assert by_module.endswith("calc.py has no tests. The test files are: test_calc.py")
 
 
+async def test_a_directory_is_never_guessed_to_be_a_file_and_an_undone_edit_may_come_back(
+    runner: SessionRunner, tmp_path: Path, make_model: MakeModel, fixer_for: MakeFixer
+) -> None:
+    files = {
+        "calc.py": CALC,
+        "test_calc.py": CALC_TESTS,
+        "pytest.ini": "[pytest]\n",
+        "src/widgets/__init__.py": "",
+        "src/widgets.py": "X = 1\n",  # a near spelling of the directory
+    }
+    project = make_project(tmp_path / "calc", files)
+    fix = tool("edit", path="calc.py", old="return a - b", new="return a - b + 2 * b")
+    undo = tool("edit", path="calc.py", old="return a - b + 2 * b", new="return a - b")
+    model = await make_model(
+        tool("read_file", path="src/widgets"),
+        fix,
+        undo,
+        fix,  # the same edit again, after it was undone: applied, not refused as done
+        tool("finish", summary="add adds"),
+        tool("finish", summary="add adds; test_calc::test_add shows it"),
+    )
+    result = await runner.run(spec(project), fixer_for(model))
+    directory, _, _, again = tool_results(model)[:4]
+    assert directory == "error: src/widgets is a directory; use list_files"
+    assert again.startswith("edited calc.py at line 2")
+    assert result.diff is not None
+    assert "+    return a - b + 2 * b\n" in result.diff.unified
+
+
 async def test_edits_that_do_not_apply_between_the_same_test_runs_are_a_loop(
     runner: SessionRunner, project: Path, make_model: MakeModel, fixer_for: MakeFixer
 ) -> None:
