@@ -203,8 +203,25 @@ class MergeRules(_Strict):
     revert_automerge: bool  # a clean revert of Patchwarden's own merge may merge itself
 
 
+class LearnRules(_Strict):
+    """Autonomy a kind of change earns from its record here (docs/policy.md#learning)."""
+
+    ceiling: Autonomy  # the most any category may earn; `review`: nothing is earned
+    categories: list[str]  # which kinds of change may earn it (demotion applies to all)
+    promote_after: int = Field(ge=1)  # clean merges in the window that earn it
+    window_days: float = Field(gt=0, le=365)
+    demote_after_reverts: int = Field(ge=1)  # reverts of its merges in the window
+    demote_after_rejections: int = Field(ge=1)  # its pull requests closed unmerged
+
+
+# What a change is, for learning: the fixer that wrote it for these, else the riskiest
+# policy category among the files it touches.
+FIXER_CATEGORIES = ("lint", "revert")
+
+
 class Policy(_Strict):
     autonomy: Autonomy
+    learn: LearnRules
     dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
     commit_signing: Literal["git", "api"]  # api: commits made (and signed) by GitHub
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
@@ -221,6 +238,12 @@ class Policy(_Strict):
     def _has_source(self) -> Policy:
         if "source" not in self.categories:
             raise ValueError("`categories` must keep `source`, the category of every other file")
+        known = [*FIXER_CATEGORIES, *self.categories]
+        for name in self.learn.categories:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean `{close[0]}`?" if close else "the kinds: " + ", ".join(known)
+                raise ValueError(f"`learn.categories`: {name!r} is no kind of change; {hint}")
         return self
 
     def to_json(self) -> dict[str, Any]:

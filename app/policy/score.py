@@ -30,6 +30,7 @@ from app.policy.config import (
 from app.policy.diff import parse_diff
 from app.policy.evidence import FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
+from app.policy.learn import Past, Standing, kind_of, may_earn, standing
 
 Risk = Literal["low", "medium", "high"]
 TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]
@@ -52,15 +53,26 @@ class RuleHit(_Model):
     reason: str
 
 
+class Learned(_Model):
+    """What the change's kind has earned here (``learn``), as the score applied it."""
+
+    kind: str
+    state: Literal["base", "earned", "demoted"]
+    autonomy: Autonomy
+    explanation: str
+    may_earn: bool  # the policy lets this kind earn more than the repository's autonomy
+
+
 class Score(_Model):
     score: int = Field(ge=0, le=100)
     decision: Decision
     risk: Risk  # from the score and the rules, before autonomy: what the change is
     by_score: Decision  # what the thresholds alone say
-    autonomy: Autonomy
+    autonomy: Autonomy  # what capped it: the repository's, or what its kind earned
     contributions: list[Contribution]
     rules: list[RuleHit]  # every rule that capped the decision, in the order they fired
     thresholds: Thresholds  # what the score was read against
+    learned: Learned | None = None  # None: scored without the repository's record
     files: int
     lines_added: int
     lines_removed: int
@@ -83,6 +95,23 @@ class History:
     """What became of Patchwarden's earlier changes to the repository (its outcomes)."""
 
     reverted_recently: int = 0  # its jobs of the last HISTORY_DAYS days whose merge was reverted
+    # For earned autonomy (app/policy/learn.py): every change it proposed here, the
+    # maintainers' trust resets by kind (``*``: every kind), and the time they were read.
+    past: tuple[Past, ...] = ()
+    resets: tuple[tuple[str, float], ...] = ()
+    now: float | None = None
+
+    def standing(self, kind: str, policy: Policy) -> Standing | None:
+        if self.now is None:
+            return None
+        return standing(
+            kind,
+            self.past,
+            policy.learn,
+            base=policy.autonomy,
+            now=self.now,
+            resets=dict(self.resets),
+        )
 
 
 HISTORY_DAYS = 30
@@ -319,11 +348,30 @@ def score(
     # Undoing its own merge is allowed further (merge.revert_automerge); undoing a
     # person's commit never merges without a person.
     reverts = trigger.reverts if trigger is not None else None
-    ceiling: Decision = "automerge" if human else AUTONOMY_CEILING[policy.autonomy]
+    autonomy, learned = policy.autonomy, None
+    kind = kind_of(
+        verification.fixer if verification is not None else None,
+        features.categories,
+        {name: c.weight for name, c in policy.categories.items()},
+    )
+    held = history.standing(kind, policy) if history is not None and not human else None
+    if held is not None:
+        autonomy = held.autonomy
+        learned = Learned(
+            kind=kind,
+            state=held.state,
+            autonomy=held.autonomy,
+            explanation=held.explain(),
+            may_earn=may_earn(kind, policy.learn, base=policy.autonomy),
+        )
+    ceiling: Decision = "automerge" if human else AUTONOMY_CEILING[autonomy]
     if reverts == "bot" and policy.merge.revert_automerge:
         ceiling = "automerge"
     if ladder_min(risk_decision, ceiling) != risk_decision:
-        rule("autonomy", ceiling, f"the repository's autonomy is `{policy.autonomy}`")
+        why = f"the repository's autonomy is `{policy.autonomy}`"
+        if learned is not None and learned.state == "demoted":
+            why = learned.explanation
+        rule("autonomy", ceiling, why)
     if reverts == "human" and ladder_min(risk_decision, ceiling, "review") != ladder_min(
         risk_decision, ceiling
     ):
@@ -335,10 +383,11 @@ def score(
         decision=decision,
         risk=risk,
         by_score=by_score,
-        autonomy=policy.autonomy,
+        autonomy=autonomy,
         contributions=contributions,
         rules=rules,
         thresholds=t,
+        learned=learned,
         files=len(features.files),
         lines_added=features.lines_added,
         lines_removed=features.lines_removed,
