@@ -17,6 +17,8 @@ from app.store.models import (
     NewJob,
     Outcome,
     Pause,
+    TrustEvent,
+    TrustStanding,
 )
 from app.store.urls import mask_url
 
@@ -32,6 +34,8 @@ __all__ = [
     "Outcome",
     "Pause",
     "Store",
+    "TrustEvent",
+    "TrustStanding",
     "mask_url",
     "open_store",
     "store_for_url",

@@ -19,6 +19,8 @@ from app.store.models import (
     NewJob,
     Outcome,
     Pause,
+    TrustEvent,
+    TrustStanding,
 )
 
 
@@ -212,6 +214,28 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def set_dashboard_issue(self, repo: str, issue_number: int, body_sha: str) -> None: ...
+
+    # -- earned autonomy (app/policy/learn.py) ------------------------------------
+    @abc.abstractmethod
+    async def add_trust_event(self, event: TrustEvent) -> None:
+        """Record a pull request closed unmerged or a maintainer's reset, audited in the
+        same transaction; a reset also forgets the standings it covers."""
+
+    @abc.abstractmethod
+    async def trust_events(self, repo: str, *, since: float | None = None) -> list[TrustEvent]:
+        """``repo``'s trust events at ``since`` or later, oldest first."""
+
+    @abc.abstractmethod
+    async def set_standing(
+        self, standing: TrustStanding, *, job_id: int | None = None
+    ) -> TrustStanding | None:
+        """Keep what a kind of change stands at now, and return what it stood at before
+        (None: never scored, or reset since). A change of state (promoted, demoted,
+        back to the base) is audited in the same transaction."""
+
+    @abc.abstractmethod
+    async def standings(self, repo: str | None = None) -> list[TrustStanding]:
+        """The standings last scored, by repository and kind."""
 
     # -- metrics ---------------------------------------------------------------
     @abc.abstractmethod

@@ -205,4 +205,30 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        8,
+        "earned autonomy: each change's kind, trust events, the standings last scored",
+        """
+        ALTER TABLE outcomes ADD COLUMN category TEXT;
+        CREATE TABLE trust_events (
+            id        INTEGER PRIMARY KEY AUTOINCREMENT,
+            repo      TEXT NOT NULL,
+            what      TEXT NOT NULL,
+            category  TEXT NOT NULL,
+            at        REAL NOT NULL,
+            actor     TEXT,
+            pr_number INTEGER
+        );
+        CREATE INDEX trust_events_repo ON trust_events (repo, at);
+        CREATE TABLE standings (
+            repo        TEXT NOT NULL,
+            category    TEXT NOT NULL,
+            autonomy    TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            explanation TEXT NOT NULL,
+            at          REAL NOT NULL,
+            PRIMARY KEY (repo, category)
+        );
+        """,
+    ),
 )

@@ -175,6 +175,7 @@ class Outcome:
     merge_said: str | None = None  # the merge comment's current text
     refused_head: str | None = None  # GitHub refused to merge this head...
     refused_why: str | None = None  # ...saying this (not tried again for it by itself)
+    category: str | None = None  # its kind of change, as earned autonomy counts it (learn)
 
 
 @dataclass(frozen=True)
@@ -185,3 +186,30 @@ class Pause:
     actor: str
     at: float
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TrustEvent:
+    """What moves a kind of change's standing in a repository besides its merges and
+    reverts (those are outcomes): a pull request a person closed unmerged (``rejected``),
+    a maintainer's ``trust reset`` (``category`` ``*``: every kind)."""
+
+    repo: str
+    what: str  # "rejected" | "reset"
+    category: str
+    at: float
+    actor: str | None = None
+    pr_number: int | None = None
+
+
+@dataclass(frozen=True)
+class TrustStanding:
+    """What a kind of change had earned in a repository when Patchwarden last scored one
+    (``audit --outcomes`` shows it; a change of state is audited)."""
+
+    repo: str
+    category: str
+    autonomy: str  # propose | review | automerge
+    state: str  # base | earned | demoted
+    explanation: str
+    at: float

@@ -30,12 +30,13 @@ from app.store.sql_base import (
     _outcome,
     _pause,
 )
-from app.store.sql_reports import SQLReports
+from app.store.sql_learn import SQLLearn
 
 
-class SQLStore(SQLReports):
+class SQLStore(SQLLearn):
     """Deliveries and jobs (:class:`~app.store.sql_jobs.SQLJobs`), the dashboard issues
-    and the metrics (:class:`~app.store.sql_reports.SQLReports`), and the rest:
+    and the metrics (:class:`~app.store.sql_reports.SQLReports`), earned autonomy's
+    records (:class:`~app.store.sql_learn.SQLLearn`), and the rest:
     audit, installations, model spend, answers given once, outcomes, pauses.
     :class:`~app.store.sqlite.SQLiteStore` and
     :class:`~app.store.postgres.PostgresStore` give it a connection."""
