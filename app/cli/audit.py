@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from app.config import Settings, load_settings
 from app.errors import BadInput
-from app.store import AuditQuery, Store, store_for_url
+from app.store import AuditQuery, Outcome, Store, TrustStanding, store_for_url
 
 T = TypeVar("T")
 
@@ -66,15 +66,35 @@ async def _audit_outcomes(
 ) -> int:
     from app.store.outcomes import format_outcomes, summarise_outcomes
 
-    outcomes = await _read_store(
-        settings, lambda store: store.find_outcomes(repo=repo, since=since)
-    )
+    async def read(store: Store) -> tuple[list[Outcome], list[TrustStanding]]:
+        return await store.find_outcomes(repo=repo, since=since), await store.standings(repo)
+
+    outcomes, standings = await _read_store(settings, read)
     rows = summarise_outcomes(outcomes)
+    earned: dict[str, list[dict[str, object]]] = {}
+    for s in standings:
+        earned.setdefault(s.repo, []).append(
+            {
+                "kind": s.category,
+                "autonomy": s.autonomy,
+                "state": s.state,
+                "why": s.explanation,
+                "at": _utc(s.at),
+            }
+        )
     if as_json:
         for row in rows:
-            print(json.dumps(row, sort_keys=True))
+            print(json.dumps({**row, "earned": earned.get(str(row["repo"]), [])}, sort_keys=True))
     elif rows:
         print(format_outcomes(rows))
+        if earned:
+            # what each kind of change had earned when one was last scored (learn)
+            print("\nautonomy by kind of change, as last scored:")
+            for name in sorted(earned):
+                for e in earned[name]:
+                    print(
+                        f"  {name}  {e['kind']:<13} {e['autonomy']:<9} {e['state']:<8} {e['why']}"
+                    )
     else:
         print("no outcomes recorded", file=sys.stderr)
     return 0

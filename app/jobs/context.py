@@ -19,7 +19,7 @@ from app.git import Author, Remote, bot_author
 from app.github import GitHubApp
 from app.jobs.kinds import JobKind
 from app.jobs.report import Report
-from app.jobs.rules import pause_reason
+from app.jobs.rules import pause_reason, record_of
 from app.metrics import Metrics
 from app.policy.score import HISTORY_DAYS, History
 from app.publish import audit_page
@@ -77,12 +77,17 @@ class JobContext:
             self.wake(job.queue)
         return created
 
-    async def history(self, repo: str) -> History:
-        """Outcomes feed back into the risk: Patchwarden's merges reverted lately."""
-        since = time.time() - HISTORY_DAYS * 86400
+    async def history(self, repo: str, *, window_days: float = HISTORY_DAYS) -> History:
+        """Outcomes feed back into the risk (Patchwarden's merges reverted lately) and
+        into the autonomy each kind of change has earned (over ``window_days``)."""
+        now = time.time()
+        # a change created a while before its merge still counts by its merge
+        since = now - (max(window_days, HISTORY_DAYS) + 30) * 86400
+        outcomes = await self.store.find_outcomes(repo=repo, since=since)
         # Only reverts that merged count: one opened and never merged undid nothing.
-        undone = reverted(await self.store.find_outcomes(repo=repo, since=since))
-        return History(reverted_recently=len(undone))
+        recent = [o for o in outcomes if o.created_at >= now - HISTORY_DAYS * 86400]
+        past, resets = record_of(outcomes, await self.store.trust_events(repo, since=since))
+        return History(reverted_recently=len(reverted(recent)), past=past, resets=resets, now=now)
 
     # -- a session's result, kept for the merge job's final PR body -----------------
     def _result_path(self, job_id: int) -> Path:

@@ -1,4 +1,5 @@
-"""Lifecycle rules, pure: when nothing may start, and which merges the canary watches.
+"""Lifecycle rules, pure: when nothing may start, which merges the canary watches, and
+a repository's record as earned autonomy reads it.
 
 Beside :mod:`app.jobs.kinds`, the part of ``app/jobs/`` the webhook handlers may use.
 """
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.store.models import Outcome, Pause
+from app.policy.learn import Past
+from app.store.models import Outcome, Pause, TrustEvent
 
 
 def pause_reason(pause: Pause | None, *, globally: bool, repo: str, bot: str) -> str | None:
@@ -31,3 +33,33 @@ def watched_merges(outcomes: Sequence[Outcome], *, now: float) -> list[Outcome]:
         if o.merge_sha and o.merged_at is not None and now - o.merged_at <= 60 * o.canary_minutes
     ]
     return sorted(watching, key=lambda o: float(o.merged_at or 0), reverse=True)
+
+
+def record_of(
+    outcomes: Sequence[Outcome], events: Sequence[TrustEvent]
+) -> tuple[tuple[Past, ...], tuple[tuple[str, float], ...]]:
+    """A repository's outcomes and trust events as :mod:`app.policy.learn` reads them:
+    each change of a known kind with its merge and the merge of its revert (a revert
+    that never merged undid nothing), each pull request closed unmerged, and the last
+    reset of each kind."""
+    reverts = {
+        o.pr_number: float(o.merged_at)
+        for o in outcomes
+        if o.kind == "revert" and o.pr_number is not None and o.merged_at is not None
+    }
+    past = [
+        Past(
+            kind=o.category,
+            merged_at=o.merged_at,
+            reverted_at=reverts.get(o.reverted_by_pr) if o.reverted_by_pr is not None else None,
+        )
+        for o in outcomes
+        if o.category is not None and o.merged_at is not None
+    ]
+    resets: dict[str, float] = {}
+    for e in events:
+        if e.what == "rejected":
+            past.append(Past(kind=e.category, rejected_at=e.at))
+        elif e.what == "reset":
+            resets[e.category] = max(e.at, resets.get(e.category, e.at))
+    return tuple(past), tuple(sorted(resets.items()))

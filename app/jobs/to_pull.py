@@ -29,7 +29,7 @@ from app.publish.commits import commit_through_api
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
 from app.sessions.workspace import branch_name
-from app.store import Outcome
+from app.store import Outcome, TrustStanding
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +134,25 @@ async def session_to_pull(
         max_tokens=spec.budget.max_tokens,
         max_cost_usd=spec.budget.max_cost_usd,
         # A revert is not held back by the reverts before it.
-        history=await ctx.history(run.repo) if trigger.reverts is None else None,
+        history=(
+            await ctx.history(run.repo, window_days=policy.learn.window_days)
+            if trigger.reverts is None
+            else None
+        ),
     )
+    if score.learned is not None:
+        learned = score.learned
+        await ctx.store.set_standing(
+            TrustStanding(
+                repo=run.repo,
+                category=learned.kind,
+                autonomy=learned.autonomy,
+                state=learned.state,
+                explanation=learned.explanation,
+                at=time.time(),
+            ),
+            job_id=run.job.id,
+        )
     outcome = replace(
         outcome,
         decision=score.decision,
@@ -148,6 +165,7 @@ async def session_to_pull(
         merge_method=policy.merge.method,
         two_person=policy.merge.two_person,
         canary_minutes=policy.merge.canary_minutes,
+        category=score.kind,
     )
     await run.audit(
         "policy.decided",
@@ -155,6 +173,8 @@ async def session_to_pull(
         score=score.score,
         decision=score.decision,
         rules=[r.reason for r in score.rules],
+        kind=score.kind,
+        autonomy=score.autonomy,
     )
     if score.decision == "reject":
         return await _rejected(run, outcome, report, score)

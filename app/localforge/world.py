@@ -255,6 +255,15 @@ class World(GitHubRules):
         await self.flush()
         return pull
 
+    async def close_unmerged(self, repo: str, number: int, *, by: str) -> None:
+        """A user closes an open pull request without merging it."""
+        r = self.repos[repo]
+        pull = r.pulls[number]
+        if pull.merged or r.issues[number].state == "closed":
+            raise ValueError(f"#{number} is not open")
+        await self.close_pull(r, pull, self.user(by))
+        await self.flush()
+
     # -- reading state ------------------------------------------------------
     def pull(self, repo: str, number: int) -> Pull:
         return self.repos[repo].pulls[number]

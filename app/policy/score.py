@@ -72,6 +72,7 @@ class Score(_Model):
     contributions: list[Contribution]
     rules: list[RuleHit]  # every rule that capped the decision, in the order they fired
     thresholds: Thresholds  # what the score was read against
+    kind: str = "source"  # the kind of change, as earned autonomy counts it (learn.py)
     learned: Learned | None = None  # None: scored without the repository's record
     files: int
     lines_added: int
@@ -387,6 +388,7 @@ def score(
         contributions=contributions,
         rules=rules,
         thresholds=t,
+        kind=kind,
         learned=learned,
         files=len(features.files),
         lines_added=features.lines_added,

@@ -17,6 +17,7 @@ from gidgethub.routing import Router
 from app.github import GitHubClient
 from app.github.repos import role_for
 from app.jobs.kinds import DashboardJob, MergeJob, MergeReason, RevertJob
+from app.store import TrustEvent
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
 from app.webhooks.context import HandlerContext
@@ -75,7 +76,9 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
     key = f"comment:{data.comment.id}"
     role, error = await role_for(gh, repo=repo, login=login)
     decide = (
-        triggers.decide_maintainer if name in ("pause", "resume") else triggers.decide_permission
+        triggers.decide_maintainer
+        if name in triggers.MAINTAINER_COMMANDS
+        else triggers.decide_permission
     )
     decision = decide(role, error=error)
     await ctx.audit(
@@ -114,6 +117,9 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
             now = DashboardJob(repo=repo, window=int(time.time()), delivery=ctx.delivery_id)
             await ctx.enqueue(now, installation_id=_installation(data), actor=login)
         return
+    if name == "trust":
+        await _trust(gh, ctx, data, screen.command.instructions, login=login, key=key)
+        return
     if not await _ours(ctx, repo, number):
         await ctx.audit(
             "trigger.ignored", actor=login, repo=repo, reason=f"#{number} is not Patchwarden's"
@@ -128,6 +134,38 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
         return
     revert = RevertJob(repo=repo, pr=number, trigger="request", requested_by=login)
     await ctx.enqueue(revert, installation_id=_installation(data), actor=login)
+
+
+async def _trust(
+    gh: GitHubClient,
+    ctx: HandlerContext,
+    data: IssueCommentEvent,
+    instructions: str,
+    *,
+    login: str,
+    key: str,
+) -> None:
+    """``trust reset [kind]``: forget what every kind (or one) has earned here."""
+    repo = data.repository.full_name
+    kind = triggers.parse_trust(instructions)
+    if kind is None:
+        text = (
+            f"@{login}, I did not understand that. `@{ctx.bot_name} trust reset` forgets what "
+            f"every kind of change has earned here; `@{ctx.bot_name} trust reset lint` forgets "
+            "one kind's (docs/policy.md#learning)."
+        )
+        await _reply(gh, ctx, data, text, key=key)
+        return
+    if await ctx.store.claim_once(f"trust:{key}"):  # a replayed delivery resets nothing more
+        event = TrustEvent(repo=repo, what="reset", category=kind, at=time.time(), actor=login)
+        await ctx.store.add_trust_event(event)
+    what = "every kind of change" if kind == "*" else f"`{kind}` changes"
+    text = (
+        f"Trust reset by @{login}: {what} start again from the repository's `autonomy`. "
+        "What was earned is forgotten; only clean merges from now on earn it again "
+        "(`learn` in `.github/patchwarden.yml`)."
+    )
+    await _reply(gh, ctx, data, text, key=key)
 
 
 @router.register("pull_request_review", action="submitted")
@@ -154,11 +192,42 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
     pr = data.pull_request.number
     actor = data.sender.login if data.sender else None
     merged = bool(data.pull_request.merged)
-    if not merged or not await _ours(ctx, repo, pr):
-        why = _not_ours(pr) if merged else f"#{pr} closed without a merge"
-        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
+    if not merged:
+        await _closed_unmerged(ctx, data, repo=repo, pr=pr, actor=actor)
+        return
+    if not await _ours(ctx, repo, pr):
+        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=_not_ours(pr))
         return
     await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor)
+
+
+async def _closed_unmerged(
+    ctx: HandlerContext, data: PullRequestEvent, *, repo: str, pr: int, actor: str | None
+) -> None:
+    """A person closing one of Patchwarden's pull requests unmerged rejects it: that
+    counts against its kind of change (earned autonomy). Patchwarden closing its own
+    does not."""
+    ours = await ctx.store.find_outcomes(repo=repo, pr_number=pr)
+    kinds = {o.category for o in ours if o.category is not None and o.kind != "revert"}
+    person = actor is not None and not triggers.is_bot(
+        data.sender.model_dump() if data.sender else None
+    )
+    if not kinds or not person:
+        why = f"#{pr} closed without a merge" + ("" if kinds else f"; {_not_ours(pr)}")
+        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
+        return
+    if await ctx.store.claim_once(f"rejected:{repo}#{pr}"):  # closed, reopened, closed: once
+        for kind in sorted(kinds):
+            await ctx.store.add_trust_event(
+                TrustEvent(
+                    repo=repo,
+                    what="rejected",
+                    category=kind,
+                    at=time.time(),
+                    actor=actor,
+                    pr_number=pr,
+                )
+            )
 
 
 @router.register("check_run", action="completed")

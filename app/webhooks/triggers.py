@@ -66,6 +66,7 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
         ("revert", re.compile(rf"^{mention}\s+revert{end}", re.I)),
         ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),
         ("resume", re.compile(rf"^{mention}\s+resume{end}", re.I)),
+        ("trust", re.compile(rf"^{mention}\s+trust{end}", re.I)),
     ]
 
 
@@ -150,8 +151,24 @@ def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Sc
     return Screen("check_permission", f"{command.name} requested", command)
 
 
+MAINTAINER_COMMANDS = frozenset({"pause", "resume", "trust"})
+TRUST_KIND = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+
+
+def parse_trust(instructions: str) -> str | None:
+    """``trust reset`` -> ``*`` (every kind), ``trust reset lint`` -> ``lint``; None for
+    anything else (the handler answers with the usage)."""
+    words = instructions.split()
+    if not words or words[0].lower() != "reset" or len(words) > 2:
+        return None
+    if len(words) == 1:
+        return "*"
+    kind = words[1].lower().strip("`")
+    return kind if TRUST_KIND.fullmatch(kind) else None
+
+
 def decide_maintainer(role: str | None, *, error: str | None = None) -> Decision:
-    """Pausing and resuming Patchwarden on a repository: admin or maintain only."""
+    """Pausing, resuming and resetting trust on a repository: admin or maintain only."""
     if error is not None:
         return Decision("error", f"could not check permission: {error}")
     if role in MAINTAINER_ROLES:

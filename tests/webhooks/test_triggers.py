@@ -336,6 +336,36 @@ def test_pausing_takes_a_maintainer(role: str | None, verdict: str) -> None:
         assert "admin or maintain" in decision.reason
 
 
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("@patchwarden trust reset", "*"),
+        ("@patchwarden trust reset lint", "lint"),
+        ("@patchwarden trust RESET `Docs`", "docs"),
+        ("@patchwarden trust reset lint docs", None),  # one kind at a time
+        ("@patchwarden trust", None),
+        ("@patchwarden trust me", None),
+        ("@patchwarden trust reset ../../etc", None),
+        ("@patchwarden trust reset " + "x" * 41, None),
+    ],
+)
+def test_trust_reset_names_every_kind_or_one(body: str, kind: str | None) -> None:
+    command = triggers.parse_command(body, bot_name=BOT)
+    assert command is not None
+    assert command.name == "trust"
+    assert triggers.parse_trust(command.instructions) == kind
+    screen = triggers.screen_lifecycle_comment(
+        {
+            "action": "created",
+            "issue": {},
+            "comment": {"body": body, "user": {"login": "a"}},
+            "sender": {"login": "a"},
+        },
+        bot_name=BOT,
+    )
+    assert screen.verdict == "check_permission"  # on an issue or a pull request alike
+
+
 @pytest.mark.parametrize("role", ["admin", "maintain", None])
 def test_a_failed_maintainer_lookup_fails_closed(role: str | None) -> None:
     decision = triggers.decide_maintainer(role, error="GitHub answered 502")
