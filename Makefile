@@ -60,6 +60,7 @@ bench: venv system-deps
 	$(BIN)/python bench/verify_overhead.py
 	$(BIN)/python bench/fixers.py
 	$(BIN)/python bench/score.py
+	$(BIN)/python bench/learn.py
 	$(BIN)/python bench/webhook_ack.py
 	$(BIN)/python bench/webhook_ack.py --database postgres
 	$(BIN)/python bench/queue_throughput.py
