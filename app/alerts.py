@@ -1,13 +1,19 @@
 """Monitoring alerts posted to ``POST /alerts``, mapped to repositories. Pure.
 
-Two shapes are accepted:
+Three shapes are accepted:
 - Prometheus Alertmanager's webhook JSON (``version`` "4", a list of ``alerts``),
   https://prometheus.io/docs/alerting/latest/configuration/#webhook_config
+- Sentry's integration-platform webhooks (:func:`parse_sentry`): issue alerts
+  (``event_alert``), errors (``error``) and new or regressed issues (``issue``),
+  https://docs.sentry.io/organization/integrations/integration-platform/webhooks/
 - a generic ``{"repo": "owner/name", "title": "...", "body": "...", "id": "optional"}``.
 
 An Alertmanager alert names its repository with a label (``repository`` by default,
 ``PATCHWARDEN_ALERT_REPO_LABEL``) or through ``PATCHWARDEN_ALERT_ROUTES``, a table whose
-keys are an ``alertname`` or a ``label=value`` pair.
+keys are an ``alertname`` or a ``label=value`` pair. A Sentry alert is routed by its
+project only (``sentry_project=<slug>``, ``sentry_project_id=<id>`` or
+``sentry_org=<slug>`` in the same table): everything else in it comes from the event,
+which anyone holding the project's public DSN can send.
 """
 
 from __future__ import annotations
@@ -29,14 +35,24 @@ MAX_LABELS = 100
 
 
 @dataclass(frozen=True)
+class Frame:
+    """A stack frame of the application's own code (Sentry's ``in_app``), as it named it."""
+
+    path: str  # the frame's filename (or its module as a path)
+    line: int | None = None
+    function: str | None = None
+
+
+@dataclass(frozen=True)
 class AlertItem:
     repo: str
     title: str
     body: str
     key: str  # stable identity: the same alert twice makes one job
-    source: str  # "alertmanager" | "generic"
+    source: str  # "alertmanager" | "sentry" | "generic"
     labels: dict[str, str] = field(default_factory=dict)
     url: str | None = None
+    frames: tuple[Frame, ...] = ()  # the application's frames, the innermost first
 
 
 @dataclass(frozen=True)
@@ -63,7 +79,7 @@ def route_for(
     labels: Mapping[str, str], *, repo_label: str, routes: Mapping[str, str]
 ) -> str | None:
     """The repository an Alertmanager alert belongs to, or ``None``."""
-    if labels.get(repo_label):
+    if repo_label and labels.get(repo_label):
         return labels[repo_label]
     for key, repo in routes.items():
         name, sep, value = key.partition("=")
@@ -171,3 +187,162 @@ def parse_alerts(body: Any, *, repo_label: str, routes: Mapping[str, str]) -> Pa
         "unknown alert format: send Alertmanager's webhook JSON (with 'alerts') or "
         '{"repo": "owner/name", "title": "...", "body": "..."}'
     )
+
+
+# -- Sentry ----------------------------------------------------------------------------
+
+SENTRY_RESOURCES = ("event_alert", "error", "issue")
+MAX_FRAMES = 30
+_SENTRY_PROJECT = re.compile(r"/projects/([\w.-]{1,100})/([\w.-]{1,100})/events/")
+_FRAME_PATH = re.compile(r"[\w./@+-]{1,300}")
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _frames(event: Mapping[str, Any]) -> tuple[list[Frame], list[str]]:
+    """The in-app frames of the event's exceptions, innermost first, and lines saying
+    what was raised where. Sentry lists each stack oldest frame first."""
+    frames: list[Frame] = []
+    lines: list[str] = []
+    exception = event.get("exception")
+    values = exception.get("values") if isinstance(exception, Mapping) else None
+    for value in values[-5:] if isinstance(values, list) else []:
+        if not isinstance(value, Mapping):
+            continue
+        kind, text = _text(value.get("type"), 200), _text(value.get("value"), 2000)
+        lines.append(f"{kind}: {text}" if kind else text)
+        trace = value.get("stacktrace")
+        raw = trace.get("frames") if isinstance(trace, Mapping) else None
+        for frame in reversed(raw[-200:] if isinstance(raw, list) else []):
+            if not isinstance(frame, Mapping):
+                continue
+            path = frame.get("filename") or frame.get("module")
+            line = frame.get("lineno")
+            function = _text(frame.get("function"), 200) or None
+            where = f"{_text(path, 300)}:{line}" if isinstance(line, int) else _text(path, 300)
+            lines.append(f"  at {where}" + (f" in {function}" if function else ""))
+            if frame.get("in_app") is not True or not isinstance(path, str):
+                continue
+            if frame.get("filename") is None:
+                path = path.replace(".", "/") + ".py"  # a module, as Python names it
+            path = path.removeprefix("./")
+            if _FRAME_PATH.fullmatch(path) and ".." not in path.split("/"):
+                frames.append(
+                    Frame(path, line if isinstance(line, int) and line > 0 else None, function)
+                )
+    return frames[:MAX_FRAMES], lines
+
+
+def _sentry_event(event: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[dict[str, str], str]:
+    """Routing labels and a stable identity for an event (``event_alert``, ``error``)."""
+    labels: dict[str, str] = {}
+    found = _SENTRY_PROJECT.search(_text(event.get("url"), 2000))
+    if found:
+        labels["sentry_org"], labels["sentry_project"] = found.group(1), found.group(2)
+    if isinstance(event.get("project"), int | str):
+        labels["sentry_project_id"] = _text(event["project"], 40)
+    issue = _text(event.get("issue_id"), 40) or _text(event.get("event_id"), 64)
+    return labels, issue
+
+
+def parse_sentry(body: Any, *, resource: str, routes: Mapping[str, str]) -> ParsedAlerts:
+    """A Sentry webhook (``Sentry-Hook-Resource: resource``) as at most one alert.
+
+    ``event_alert`` (an issue alert rule fired) and ``error`` carry the event: its
+    exception, stack frames and release; ``issue`` (``created`` or ``unresolved``: new,
+    or back) carries the issue alone. Other resources and actions start nothing, said in
+    ``skipped``. Raises :class:`AlertFormatError` on a body that is not Sentry's."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("data"), Mapping):
+        raise AlertFormatError("Sentry webhook: the body must be an object with 'data'")
+    data, action = body["data"], _text(body.get("action"), 40)
+    if resource not in SENTRY_RESOURCES:
+        return ParsedAlerts([], [f"Sentry {shown(resource)} webhooks start no job"])
+    wanted = {
+        "event_alert": ("triggered",),
+        "error": ("created",),
+        "issue": ("created", "unresolved"),
+    }
+    if action not in wanted[resource]:
+        return ParsedAlerts([], [f"Sentry {resource} {shown(action)} starts no job"])
+    frames: list[Frame] = []
+    lines: list[str] = []
+    if resource == "issue":
+        issue = data.get("issue")
+        if not isinstance(issue, Mapping):
+            raise AlertFormatError("Sentry issue webhook: 'data.issue' must be an object")
+        project = _obj(issue.get("project"))
+        labels = {
+            k: _text(project.get(v), 100)
+            for k, v in (("sentry_project", "slug"), ("sentry_project_id", "id"))
+            if project.get(v) is not None
+        }
+        identity = _text(issue.get("id"), 40)
+        title = _text(issue.get("title"), 500)
+        metadata = _obj(issue.get("metadata"))
+        if metadata.get("type") or metadata.get("value"):
+            lines.append(
+                f"{_text(metadata.get('type'), 200)}: {_text(metadata.get('value'), 2000)}"
+            )
+        if metadata.get("filename"):
+            lines.append(f"  in {_text(metadata.get('filename'), 300)}")
+        version = _obj(issue.get("firstRelease")).get("version")
+        facts = [
+            ("culprit", issue.get("culprit")),
+            ("level", issue.get("level")),
+            (
+                "status",
+                f"{issue.get('status')} ({issue.get('substatus')})"
+                if issue.get("substatus")
+                else issue.get("status"),
+            ),
+            ("first seen", issue.get("firstSeen")),
+            ("first release", version),
+            ("events", issue.get("count")),
+        ]
+        url = _url(issue.get("permalink")) or _url(issue.get("web_url"))
+    else:
+        key = "event" if resource == "event_alert" else "error"
+        event = data.get(key)
+        if not isinstance(event, Mapping):
+            raise AlertFormatError(f"Sentry {resource} webhook: 'data.{key}' must be an object")
+        labels, identity = _sentry_event(event, data)
+        title = _text(event.get("title"), 500)
+        frames, lines = _frames(event)
+        facts = [
+            ("culprit", event.get("culprit")),
+            ("level", event.get("level")),
+            ("release", event.get("release")),
+            ("environment", event.get("environment")),
+            ("seen at", event.get("datetime")),
+            ("alert rule", data.get("triggered_rule")),
+        ]
+        url = _url(event.get("web_url"))
+    name = shown(title or f"Sentry {resource}")
+    if not identity:
+        raise AlertFormatError(f"Sentry {resource} webhook: no issue or event id")
+    repo = route_for(labels, repo_label="", routes=routes)
+    if repo is None:
+        where = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "no project"
+        return ParsedAlerts(
+            [],
+            [
+                f"{name}: no route for this Sentry project ({where}); add one to "
+                'PATCHWARDEN_ALERT_ROUTES, e.g. {"sentry_project=<slug>": "owner/name"}'
+            ],
+        )
+    if not REPO_RE.match(repo):
+        return ParsedAlerts([], [f"{name}: {shown(repo)} is not owner/name"])
+    lines += [f"{k}: {_text(v, 500)}" for k, v in facts if v not in (None, "")]
+    item = AlertItem(
+        repo=repo,
+        title=title or f"Sentry {resource} in {labels.get('sentry_project', 'a project')}",
+        body="\n".join(lines)[:MAX_TEXT],
+        key=f"sentry:{labels.get('sentry_project_id') or labels.get('sentry_project')}:{identity}",
+        source="sentry",
+        labels=labels,
+        url=url,
+        frames=tuple(frames),
+    )
+    return ParsedAlerts([item], [])

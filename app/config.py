@@ -108,6 +108,8 @@ class Settings(BaseSettings):
 
     # Monitoring alerts (POST /alerts)
     alerts_secret: SecretStr | None = None
+    # Sentry's webhooks to POST /alerts are signed with the integration's Client Secret
+    sentry_client_secret: SecretStr | None = None
     # GET /metrics asks for `Authorization: Bearer <this>` when it is set
     metrics_token: SecretStr | None = None
     alert_repo_label: str = "repository"
@@ -299,7 +301,13 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every secret this process holds, for masking logs and outputs."""
-        values = [self.webhook_secret, self.alerts_secret, self.private_key, self.metrics_token]
+        values = [
+            self.webhook_secret,
+            self.alerts_secret,
+            self.sentry_client_secret,
+            self.private_key,
+            self.metrics_token,
+        ]
         values += [p.api_key for p in self.llm_providers()]
         return [v.get_secret_value() for v in values if v is not None]
 

@@ -2,11 +2,16 @@
 
 Nothing slow happens before the 202: the delivery is verified, stored and a
 ``delivery`` job enqueued in one transaction; the workers do the rest.
+
+Over ~400 lines on purpose: the two intakes (GitHub's webhooks; alerts from
+Alertmanager, Sentry and generic senders) share the body reading, the error answers and
+the application's keys, so split apart they would import each other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
@@ -20,11 +25,11 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from app import logs, webhooks
-from app.alerts import parse_alerts, shown
+from app.alerts import ParsedAlerts, parse_alerts, parse_sentry, shown
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
 from app.github import signing
-from app.jobs.kinds import AlertJob, DeliveryJob
+from app.jobs.kinds import AlertFrame, AlertJob, DeliveryJob
 from app.jobs.runtime import Runtime, close_runtime, open_runtime
 from app.metrics import CONTENT_TYPE
 from app.publish import audit_page
@@ -44,6 +49,9 @@ READ_DEADLINE = 60.0  # seconds a body may take to arrive once read: a trickle k
 _EVENT = re.compile(r"^[a-z_]{1,64}$")
 _SIGNATURE = re.compile(r"sha256=[0-9a-fA-F]{64}\Z")
 ALERT_SIGNATURE = "X-Patchwarden-Signature-256"
+SENTRY_SIGNATURE = "Sentry-Hook-Signature"
+SENTRY_RESOURCE = "Sentry-Hook-Resource"
+_SENTRY_SIGNATURE = re.compile(r"[0-9a-f]{64}")
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 RUNTIME = web.AppKey("runtime", Runtime)
 SETTINGS = web.AppKey("settings", Settings)
@@ -226,9 +234,65 @@ def _alert_refused(request: web.Request, problem: str) -> web.Response:
     return _error(401, problem)
 
 
-async def alerts_webhook(request: web.Request) -> web.Response:
-    runtime = request.app[RUNTIME]
+async def _sentry(request: web.Request, resource: str) -> web.Response:
+    """A Sentry integration-platform webhook: signed with the integration's Client
+    Secret, an HMAC-SHA256 of the body in hex (Sentry-Hook-Signature), as Sentry
+    documents: https://docs.sentry.io/organization/integrations/integration-platform/webhooks/"""
     settings = request.app[SETTINGS]
+    if settings.sentry_client_secret is None:
+        return _error(
+            503,
+            "Sentry webhooks are disabled: set PATCHWARDEN_SENTRY_CLIENT_SECRET to the "
+            "integration's Client Secret",
+        )
+    signature = request.headers.get(SENTRY_SIGNATURE, "").strip().lower()
+    if not _SENTRY_SIGNATURE.fullmatch(signature):
+        return _alert_refused(request, f"{SENTRY_SIGNATURE} must be 64 hex digits")
+    body = await _read(request)
+    if isinstance(body, web.Response):
+        return body
+    secret = settings.sentry_client_secret.get_secret_value().encode()
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, signature):
+        return _alert_refused(
+            request,
+            f"{SENTRY_SIGNATURE} does not match the body signed with "
+            "PATCHWARDEN_SENTRY_CLIENT_SECRET",
+        )
+    data = _json_alert(body)
+    if isinstance(data, web.Response):
+        return data
+    try:
+        parsed = parse_sentry(data, resource=resource, routes=settings.alert_routes)
+    except AlertFormatError as exc:
+        return _error(422, str(exc))
+    if not parsed.items:
+        # Installations, comments, resolved issues...: received and understood, no job.
+        reason = "; ".join(parsed.skipped)
+        await request.app[RUNTIME].store.audit("alert.skipped", reason=reason)
+        return web.json_response({"accepted": [], "skipped": parsed.skipped}, status=200)
+    return await _accept(request, data, parsed)
+
+
+def _json_alert(body: bytes) -> Any:
+    """The alert's JSON, or the answer that says why it cannot be read."""
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        return _error(400, "the alert nests too deep")
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, "body is not JSON")
+    problem = payloads.unsound(data)
+    if problem is not None:
+        return _error(400, f"the alert cannot be used: {problem}")
+    return data
+
+
+async def alerts_webhook(request: web.Request) -> web.Response:
+    settings = request.app[SETTINGS]
+    resource = request.headers.get(SENTRY_RESOURCE)
+    if resource is not None or SENTRY_SIGNATURE in request.headers:
+        return await _sentry(request, (resource or "").strip())
     if settings.alerts_secret is None:
         return _error(503, "alerts are disabled: set PATCHWARDEN_ALERTS_SECRET to enable /alerts")
     secret = settings.alerts_secret.get_secret_value()
@@ -242,21 +306,21 @@ async def alerts_webhook(request: web.Request) -> web.Response:
         problem = _alert_hmac_refused(request, body, secret)
         if problem is not None:
             return _alert_refused(request, problem)
-    try:
-        data = json.loads(body)
-    except RecursionError:
-        return _error(400, "the alert nests too deep")
-    except (ValueError, UnicodeDecodeError):
-        return _error(400, "body is not JSON")
-    problem = payloads.unsound(data)
-    if problem is not None:
-        return _error(400, f"the alert cannot be used: {problem}")
+    data = _json_alert(body)
+    if isinstance(data, web.Response):
+        return data
     try:
         parsed = parse_alerts(
             data, repo_label=settings.alert_repo_label, routes=settings.alert_routes
         )
     except AlertFormatError as exc:
         return _error(422, str(exc))
+    return await _accept(request, data, parsed)
+
+
+async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.Response:
+    """Store the alert with a job per item on an installed repository, and answer."""
+    runtime = request.app[RUNTIME]
     delivery_id = f"alert-{uuid.uuid4()}"
     jobs = []
     items, skipped = [], list(parsed.skipped)
@@ -281,6 +345,7 @@ async def alerts_webhook(request: web.Request) -> web.Response:
             body=item.body,
             labels=item.labels,
             url=item.url,
+            frames=[AlertFrame(path=f.path, line=f.line, function=f.function) for f in item.frames],
         )
         jobs.append(alert.new_job(installation_id=installation, delivery_id=delivery_id))
     await runtime.store.record_delivery(

@@ -251,6 +251,15 @@ def collect(settings: Settings) -> list[Check]:
             "enabled" if settings.alerts_secret else "disabled (set PATCHWARDEN_ALERTS_SECRET)",
         )
     )
+    checks.append(
+        Check(
+            "Sentry webhooks",
+            "ok" if settings.sentry_client_secret else "warn",
+            "enabled (signed with the integration's Client Secret)"
+            if settings.sentry_client_secret
+            else "disabled (set PATCHWARDEN_SENTRY_CLIENT_SECRET: the integration's Client Secret)",
+        )
+    )
     checks.append(_audit_links_check(settings))
     return checks
 

@@ -40,6 +40,12 @@ def _enforcement(settings: Settings, *, verify: bool) -> list[str]:
             if settings.alerts_secret
             else "disabled (no PATCHWARDEN_ALERTS_SECRET)"
         ),
+        "Sentry webhooks: "
+        + (
+            "enabled (Sentry-Hook-Signature, the integration's Client Secret)"
+            if settings.sentry_client_secret
+            else "disabled (no PATCHWARDEN_SENTRY_CLIENT_SECRET)"
+        ),
         f"database: {mask_url(settings.database_url)}",
         f"GitHub API: {settings.github_api_url} as App {settings.app_id} (@{settings.bot_name})",
         f"workers: events x{settings.event_workers}, sessions x{settings.workers}, "

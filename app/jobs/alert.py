@@ -21,7 +21,7 @@ from app.jobs.rules import watched_merges
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
 from app.sessions.result import SessionResult
-from app.sessions.session import Document, Task
+from app.sessions.session import Document, Place, Task
 from app.store import Job, Outcome
 
 
@@ -46,6 +46,7 @@ async def alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         documents=tuple(documents),
         check=alert.name,
         monitoring=alert.monitoring,
+        places=tuple(Place(f.path, f.line, f.function) for f in alert.frames),
     )
     where = f"{name} failed on {str(alert.sha)[:12]}"
 

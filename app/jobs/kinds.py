@@ -127,6 +127,16 @@ class FixJob(JobKind):
         return self.requested_by
 
 
+class AlertFrame(BaseModel):
+    """A stack frame of the application's code an alert names (``app.alerts.Frame``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    path: str
+    line: int | None = None
+    function: str | None = None
+
+
 class AlertJob(JobKind):
     """A check failing on the default branch (``sha`` set), or a monitoring alert."""
 
@@ -138,6 +148,7 @@ class AlertJob(JobKind):
     body: str = ""
     labels: dict[str, str] = {}
     url: str | None = None
+    frames: list[AlertFrame] = []  # Sentry: the application's stack frames, innermost first
     # A failing check only:
     sha: str | None = None
     branch: str | None = None

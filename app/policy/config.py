@@ -8,6 +8,10 @@ Merging: mappings merge key by key and a value replaces the default, except
 ``protected_paths``, which adds to the default list; ``unprotect`` takes default
 patterns out (each must be one of them, written exactly). The default file is complete,
 so the model has no defaults of its own: one place says what the defaults are.
+
+Over ~400 lines on purpose: every section's model with its checks, the merge and the
+YAML reader that keeps each key's line are one contract (what a maintainer may write,
+and where an error points); split, each part would be read only beside the others.
 """
 
 from __future__ import annotations

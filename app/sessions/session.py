@@ -73,6 +73,17 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where an alert says the failure happened (a stack frame of the application's
+    code): a path as the running program named it, which may be absolute or start
+    elsewhere than the repository's root (the fixer finds the file it means)."""
+
+    path: str
+    line: int | None = None
+    function: str | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     """What a session is asked to do."""
 
@@ -84,6 +95,7 @@ class Task:
     good: str | None = None  # alert: the last commit known to pass, if the caller knows it
     culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
     monitoring: bool = False  # alert from monitoring (/alerts): its tests pass as a rule
+    places: tuple[Place, ...] = ()  # a stack trace's frames in the application, innermost first
 
     @property
     def words(self) -> str:

@@ -14,11 +14,13 @@ Only the repository's own Python files are searched, on the host, through confin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.fixers.base import walk_files
 from app.sessions.files import read_confined
+from app.sessions.session import Place
 
 MAX_FILES = 2000  # Python files searched at most
 MAX_FILE_BYTES = 256 * 1024
@@ -44,11 +46,21 @@ class Shown:
     path: str
     start: int  # first line shown (from 1)
     lines: list[str]
+    why: str = ""  # a stack frame that points here: "line 42, in parse"
 
     def render(self) -> str:
         width = len(str(self.start + len(self.lines) - 1))
         body = "\n".join(f"{n:>{width}}| {t}" for n, t in enumerate(self.lines, self.start))
-        return f"{self.path}:\n{body}"
+        where = f" (the stack trace: {self.why})" if self.why else ""
+        return f"{self.path}{where}:\n{body}"
+
+
+def _frame(place: Place) -> str:
+    """``line 42, in parse``: the frame's own words are data, so only its line number and
+    a function name that is an identifier are repeated."""
+    line = f"line {place.line}" if place.line else "this file"
+    function = place.function if place.function and place.function.isidentifier() else None
+    return line + (f", in {function}" if function else "")
 
 
 def names_in(words: str) -> list[str]:
@@ -63,12 +75,33 @@ def names_in(words: str) -> list[str]:
     return found[:MAX_NAMES]
 
 
-def relevant_code(tree: Path, words: str) -> list[Shown]:
-    """Windows of the tree's Python files that define what ``words`` name, or that it
-    names by path, within :data:`MAX_LINES` lines in all."""
+def file_for(place: str, files: Sequence[str]) -> str | None:
+    """The one repository file a stack frame's path means: the file whose path shares
+    the longest tail with it (``/srv/app/src/pkg/mod.py`` and ``pkg/mod.py`` both mean
+    ``src/pkg/mod.py``), at least its file name; None when two files share it."""
+    parts = [p for p in place.replace("\\", "/").split("/") if p and p != "."]
+    if not parts:
+        return None
+    best, found = 0, []
+    for path in files:
+        mine = path.split("/")
+        n = 0
+        while n < min(len(mine), len(parts)) and mine[-1 - n] == parts[-1 - n]:
+            n += 1
+        if n > best:
+            best, found = n, [path]
+        elif n == best and n:
+            found.append(path)
+    return found[0] if best and len(found) == 1 else None
+
+
+def relevant_code(tree: Path, words: str, places: Sequence[Place] = ()) -> list[Shown]:
+    """Windows of the tree's Python files around the places a stack trace names (first),
+    then those that define what ``words`` name, or that it names by path, within
+    :data:`MAX_LINES` lines in all."""
     names = names_in(words)
     paths = [p.removeprefix("./") for p in _PATH.findall(words)]
-    if not names and not paths:
+    if not names and not paths and not places:
         return []
     files = [p for p, link in walk_files(tree, tree) if not link and p.endswith(".py")]
     files = sorted(files[:MAX_FILES], key=looks_like_test)  # the code before its tests
@@ -83,7 +116,7 @@ def relevant_code(tree: Path, words: str) -> list[Shown]:
             texts[path] = data.decode("utf-8", "replace").splitlines() if ok and data else []
         return texts[path]
 
-    def add(path: str, start: int, stop: int) -> None:
+    def add(path: str, start: int, stop: int, why: str = "") -> None:
         nonlocal budget
         whole = lines_of(path)
         if len(whole) <= SMALL_FILE:
@@ -93,9 +126,14 @@ def relevant_code(tree: Path, words: str) -> list[Shown]:
             return
         lines = whole[start:stop][:budget]
         if lines:
-            shown.append(Shown(path, start + 1, lines))
+            shown.append(Shown(path, start + 1, lines, why))
             budget -= len(lines)
 
+    for place in places[:MAX_NAMES]:
+        path = file_for(place.path, files)
+        if path is not None:
+            at = (place.line or 1) - 1
+            add(path, max(0, at - WINDOW // 2), at + WINDOW // 2, why=_frame(place))
     for path in paths:
         if path in files and looks_like_test(path):
             # A failing test names the code it tests in its imports.
