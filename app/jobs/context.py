@@ -81,8 +81,8 @@ class JobContext:
         """Outcomes feed back into the risk (Patchwarden's merges reverted lately) and
         into the autonomy each kind of change has earned (over ``window_days``)."""
         now = time.time()
-        # a change created a while before its merge still counts by its merge
-        since = now - (max(window_days, HISTORY_DAYS) + 30) * 86400
+        # a change created a while before its merge or revert still counts by those
+        since = now - (max(window_days, HISTORY_DAYS) + 90) * 86400
         outcomes = await self.store.find_outcomes(repo=repo, since=since)
         # Only reverts that merged count: one opened and never merged undid nothing.
         recent = [o for o in outcomes if o.created_at >= now - HISTORY_DAYS * 86400]

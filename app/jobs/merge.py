@@ -18,7 +18,8 @@ from app.github.repos import WRITE_ROLES, role_for
 from app.jobs.context import JobContext, Running
 from app.jobs.kinds import MergeJob, UpdateJob
 from app.jobs.report import job_comment
-from app.policy.config import LADDER, Decision
+from app.policy.config import AUTONOMY_CEILING, LADDER, Decision, LearnRules
+from app.policy.learn import standing
 from app.policy.score import Score
 from app.publish.body import render_body
 from app.publish.github import MergeAnswer
@@ -47,7 +48,7 @@ async def _merge(run: Running[MergeJob]) -> dict[str, Any]:
     # The branch's tip, not the PR's base.sha: GitHub does not refresh that reliably.
     base_tip = await pub.branch_sha(str(pull["base"]["ref"]))
     facts = Facts(
-        decision=_decision(outcome.decision),
+        decision=await _still_earned(run, outcome),
         state=str(pull.get("state")),
         merged=bool(pull.get("merged")),
         draft=bool(pull.get("draft")),
@@ -86,6 +87,37 @@ async def _merge(run: Running[MergeJob]) -> dict[str, Any]:
                 details={"pr": number},
             )
     return {"status": decided.action, "reason": decided.reason}
+
+
+async def _still_earned(run: Running[MergeJob], outcome: Outcome) -> Decision:
+    """The decision, unless its kind of change lost the autonomy to merge by itself since
+    it was scored (a revert, rejections, a maintainer's ``trust reset``): then a person
+    approves it (``review``). A revert of Patchwarden's own merge keeps its own rule."""
+    decision = _decision(outcome.decision)
+    bounds = outcome.details.get("learn")
+    if decision != "automerge" or not outcome.category or outcome.reverts == "bot":
+        return decision
+    if not isinstance(bounds, dict):
+        return decision  # scored before learning existed
+    rules = LearnRules.model_validate(bounds.get("rules"))
+    base = bounds.get("autonomy")
+    if base not in AUTONOMY_CEILING:
+        return "review"  # fail closed on a record that cannot be read
+    history = await run.ctx.history(run.repo, window_days=rules.window_days)
+    now = history.now if history.now is not None else time.time()
+    held = standing(
+        outcome.category, history.past, rules, base=base, now=now, resets=dict(history.resets)
+    )
+    if held.autonomy == "automerge":
+        return decision
+    await run.ctx.store.audit(
+        "merge.held",
+        repo=run.repo,
+        job_id=outcome.job_id,
+        reason=f"scored to merge itself, but since then: {held.explain()}",
+        details={"pr": outcome.pr_number, "category": outcome.category},
+    )
+    return "review"
 
 
 async def _approvers(

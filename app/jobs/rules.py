@@ -40,25 +40,31 @@ def record_of(
 ) -> tuple[tuple[Past, ...], tuple[tuple[str, float], ...]]:
     """A repository's outcomes and trust events as :mod:`app.policy.learn` reads them:
     each change of a known kind with its merge and the merge of its revert (a revert
-    that never merged undid nothing), each pull request closed unmerged, and the last
-    reset of each kind."""
+    that never merged undid nothing; one made with GitHub's Revert button is a
+    ``reverted`` event), each pull request closed unmerged (unless it was reopened and
+    merged after all), and the last reset of each kind."""
     reverts = {
         o.pr_number: float(o.merged_at)
         for o in outcomes
         if o.kind == "revert" and o.pr_number is not None and o.merged_at is not None
     }
-    past = [
-        Past(
-            kind=o.category,
-            merged_at=o.merged_at,
-            reverted_at=reverts.get(o.reverted_by_pr) if o.reverted_by_pr is not None else None,
+    by_button = {e.pr_number: e.at for e in events if e.what == "reverted"}
+    merged_prs = {o.pr_number for o in outcomes if o.merged_at is not None}
+    past = []
+    for o in outcomes:
+        if o.category is None or o.merged_at is None:
+            continue
+        undone = reverts.get(o.reverted_by_pr) if o.reverted_by_pr is not None else None
+        past.append(
+            Past(
+                kind=o.category,
+                merged_at=o.merged_at,
+                reverted_at=undone or by_button.get(o.pr_number),
+            )
         )
-        for o in outcomes
-        if o.category is not None and o.merged_at is not None
-    ]
     resets: dict[str, float] = {}
     for e in events:
-        if e.what == "rejected":
+        if e.what == "rejected" and e.pr_number not in merged_prs:
             past.append(Past(kind=e.category, rejected_at=e.at))
         elif e.what == "reset":
             resets[e.category] = max(e.at, resets.get(e.category, e.at))

@@ -159,7 +159,13 @@ async def session_to_pull(
         score=score.score,
         risk=score.risk,
         head_sha=result.head_sha,
-        details={**outcome.details, "score": score.to_json()},
+        details={
+            **outcome.details,
+            "score": score.to_json(),
+            # what the merge job checks the kind's standing against again before it
+            # merges by itself (a demotion or a reset since then holds it)
+            "learn": {"rules": policy.learn.model_dump(mode="json"), "autonomy": policy.autonomy},
+        },
         title=task.title,
         reverts=trigger.reverts,
         merge_method=policy.merge.method,

@@ -255,6 +255,22 @@ class World(GitHubRules):
         await self.flush()
         return pull
 
+    async def merge_by(self, repo: str, number: int, *, by: str, method: str = "merge") -> str:
+        """A user presses *Merge* on an open pull request (GitHub's rules apply: required
+        checks, mergeability); returns the merge commit."""
+        r = self.repos[repo]
+        sha = await self.merge_pull(
+            r,
+            r.pulls[number],
+            sha=None,
+            method=method,
+            title=None,
+            message=None,
+            user=self.user(by),
+        )
+        await self.flush()
+        return sha
+
     async def close_unmerged(self, repo: str, number: int, *, by: str) -> None:
         """A user closes an open pull request without merging it."""
         r = self.repos[repo]

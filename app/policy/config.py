@@ -223,6 +223,18 @@ class LearnRules(_Strict):
 FIXER_CATEGORIES = ("lint", "revert")
 
 
+# A policy stored before `learn` existed (in a session result an older Patchwarden
+# saved) reads as learning off: promotion never, demotion as the default file has it.
+LEARN_BEFORE_ISSUE_20: dict[str, Any] = {
+    "ceiling": "review",
+    "categories": [],
+    "promote_after": 10,
+    "window_days": 30,
+    "demote_after_reverts": 1,
+    "demote_after_rejections": 2,
+}
+
+
 class Policy(_Strict):
     autonomy: Autonomy
     learn: LearnRules
@@ -237,6 +249,13 @@ class Policy(_Strict):
     weights: Weights
     behaviour: BehaviourRules
     merge: MergeRules
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_learn(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "autonomy" in data and "learn" not in data:
+            return {**data, "learn": LEARN_BEFORE_ISSUE_20}
+        return data
 
     @model_validator(mode="after")
     def _has_source(self) -> Policy:

@@ -10,10 +10,11 @@ A kind of change is the fixer's for ``lint`` and ``revert``, otherwise the riski
 policy category among the files it touches (:func:`kind_of`). Within the window:
 
 - every merge of the kind adds one to its streak of clean merges;
-- a revert of one of its merges (when the revert merged) counts against it, and so does
-  a pull request of the kind that a person closed without merging it; reaching
-  ``demote_after_reverts`` or ``demote_after_rejections`` demotes the kind: its streak
-  starts again from nothing and its autonomy is ``review`` at most;
+- a revert of one of its merges (when the revert merged) ends the streak and counts
+  against it, and so does a pull request of the kind that a person closed without
+  merging it; reaching ``demote_after_reverts`` or ``demote_after_rejections`` demotes
+  the kind: its streak starts again from nothing and its autonomy is ``review`` at most
+  until the streak reaches ``promote_after`` again;
 - a streak of ``promote_after`` promotes a kind listed in ``learn.categories`` to the
   ceiling (when the ceiling is above the repository's ``autonomy``).
 
@@ -91,12 +92,14 @@ _EARNED = {
 
 
 def kind_of(fixer: str | None, categories: Iterable[str], weights: Mapping[str, float]) -> str:
-    """The kind of a change: ``lint`` or ``revert`` by its fixer, otherwise the riskiest
-    of the policy ``categories`` its files are in (``source`` when there are none)."""
-    if fixer in FIXER_CATEGORIES:
-        return str(fixer)
+    """The kind of a change: the riskiest of the policy ``categories`` its files are in
+    (``source`` when there are none), or ``lint`` / ``revert`` by its fixer when none of
+    them weighs more than ``source`` (a lint fix in ``auth/`` is a ``security`` change)."""
     touched = sorted(categories, key=lambda c: (-weights.get(c, 0.0), c))
-    return touched[0] if touched else "source"
+    riskiest = touched[0] if touched else "source"
+    if fixer in FIXER_CATEGORIES and weights.get(riskiest, 0.0) <= weights.get("source", 1.0):
+        return str(fixer)
+    return riskiest
 
 
 def standing(
@@ -141,6 +144,7 @@ def standing(
         if what == "reverted":
             reverts += 1
             total_reverts += 1
+            streak = 0  # a revert is a setback even below the demotion threshold
         else:
             rejections += 1
             total_rejections += 1

@@ -370,7 +370,7 @@ def score(
         ceiling = "automerge"
     if ladder_min(risk_decision, ceiling) != risk_decision:
         why = f"the repository's autonomy is `{policy.autonomy}`"
-        if learned is not None and learned.state == "demoted":
+        if learned is not None and learned.state != "base":
             why = learned.explanation
         rule("autonomy", ceiling, why)
     if reverts == "human" and ladder_min(risk_decision, ceiling, "review") != ladder_min(

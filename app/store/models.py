@@ -195,7 +195,7 @@ class TrustEvent:
     a maintainer's ``trust reset`` (``category`` ``*``: every kind)."""
 
     repo: str
-    what: str  # "rejected" | "reset"
+    what: str  # "rejected" | "reverted" (by a person's pull request) | "reset"
     category: str
     at: float
     actor: str | None = None

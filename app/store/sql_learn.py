@@ -53,12 +53,14 @@ class SQLLearn(SQLReports):
                 f"trust.{event.what}",
                 actor=event.actor,
                 repo=event.repo,
-                reason=(
-                    f"#{event.pr_number} closed without a merge"
-                    if event.what == "rejected"
-                    else "every kind of change starts again"
+                reason={
+                    "rejected": f"#{event.pr_number} closed without a merge",
+                    "reverted": f"#{event.pr_number} reverted by a person's pull request",
+                }.get(
+                    event.what,
+                    "every kind of change starts again"
                     if event.category == "*"
-                    else f"{event.category} changes start again"
+                    else f"{event.category} changes start again",
                 ),
                 details={"category": event.category, "pr": event.pr_number},
                 at=event.at,

@@ -9,6 +9,7 @@ so an event arriving twice, late or out of order changes nothing.
 
 from __future__ import annotations
 
+import functools
 import time
 
 from gidgethub import sansio
@@ -17,6 +18,8 @@ from gidgethub.routing import Router
 from app.github import GitHubClient
 from app.github.repos import role_for
 from app.jobs.kinds import DashboardJob, MergeJob, MergeReason, RevertJob
+from app.policy.config import FIXER_CATEGORIES, Policy, load_policy
+from app.sessions.policyfile import default_policy_text
 from app.store import TrustEvent
 from app.webhooks import triggers
 from app.webhooks.access import answer_once
@@ -33,6 +36,11 @@ from app.webhooks.payloads import (
 )
 
 router = Router()
+
+
+@functools.cache
+def default_policy() -> Policy:
+    return load_policy(default_policy_text())
 
 
 async def _enqueue_merge(
@@ -156,14 +164,21 @@ async def _trust(
         )
         await _reply(gh, ctx, data, text, key=key)
         return
-    if await ctx.store.claim_once(f"trust:{key}"):  # a replayed delivery resets nothing more
-        event = TrustEvent(repo=repo, what="reset", category=kind, at=time.time(), actor=login)
-        await ctx.store.add_trust_event(event)
+    known = await _known_kinds(ctx, repo)
+    if kind != "*" and kind not in known:
+        text = (
+            f"@{login}, `{kind}` is no kind of change Patchwarden knows here, so nothing was "
+            f"reset. The kinds: {', '.join(f'`{k}`' for k in sorted(known))}."
+        )
+        await _reply(gh, ctx, data, text, key=key)
+        return
+    event = TrustEvent(repo=repo, what="reset", category=kind, at=time.time(), actor=login)
+    await _record_once(ctx, f"trust:{key}", event)
     what = "every kind of change" if kind == "*" else f"`{kind}` changes"
     text = (
         f"Trust reset by @{login}: {what} start again from the repository's `autonomy`. "
-        "What was earned is forgotten; only clean merges from now on earn it again "
-        "(`learn` in `.github/patchwarden.yml`)."
+        "What was earned and the setbacks alike are forgotten; only what happens from now "
+        "on counts (`learn` in `.github/patchwarden.yml`)."
     )
     await _reply(gh, ctx, data, text, key=key)
 
@@ -196,9 +211,54 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
         await _closed_unmerged(ctx, data, repo=repo, pr=pr, actor=actor)
         return
     if not await _ours(ctx, repo, pr):
-        await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=_not_ours(pr))
+        if not await _reverts_ours(ctx, data, repo=repo, pr=pr, actor=actor):
+            await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=_not_ours(pr))
         return
     await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor)
+
+
+async def _known_kinds(ctx: HandlerContext, repo: str) -> set[str]:
+    """Kinds of change a reset may name: the fixers', the default policy's categories
+    and every kind recorded in the repository (its own categories)."""
+    recorded = {o.category for o in await ctx.store.find_outcomes(repo=repo) if o.category}
+    return {*FIXER_CATEGORIES, *default_policy().categories, *recorded}
+
+
+async def _reverts_ours(
+    ctx: HandlerContext, data: PullRequestEvent, *, repo: str, pr: int, actor: str | None
+) -> bool:
+    """A person's pull request made with GitHub's *Revert* button ("Reverts owner/name#N"),
+    merged: when #N is Patchwarden's merged change, that counts against its kind as a
+    revert Patchwarden opened would. True when it was one."""
+    reverted = triggers.reverted_by_button(data.pull_request.body, repo=repo)
+    if reverted is None:
+        return False
+    ours = await ctx.store.find_outcomes(repo=repo, pr_number=reverted)
+    merged = [o for o in ours if o.merged_at is not None and o.category and o.kind != "revert"]
+    if not merged:
+        return False
+    event = TrustEvent(
+        repo=repo,
+        what="reverted",
+        category=str(merged[-1].category),
+        at=time.time(),
+        actor=actor,
+        pr_number=reverted,
+    )
+    await _record_once(ctx, f"reverted:{repo}#{reverted}", event)
+    return True
+
+
+async def _record_once(ctx: HandlerContext, key: str, event: TrustEvent) -> None:
+    """Record ``event`` once for ``key`` (a replayed delivery records nothing more); a
+    failure lets a retry record it."""
+    if not await ctx.store.claim_once(key):
+        return
+    try:
+        await ctx.store.add_trust_event(event)
+    except BaseException:
+        await ctx.store.release_once(key)
+        raise
 
 
 async def _closed_unmerged(
@@ -208,26 +268,28 @@ async def _closed_unmerged(
     counts against its kind of change (earned autonomy). Patchwarden closing its own
     does not."""
     ours = await ctx.store.find_outcomes(repo=repo, pr_number=pr)
-    kinds = {o.category for o in ours if o.category is not None and o.kind != "revert"}
+    latest = ours[-1] if ours else None
+    category = latest.category if latest is not None and latest.kind != "revert" else None
     person = actor is not None and not triggers.is_bot(
         data.sender.model_dump() if data.sender else None
     )
-    if not kinds or not person:
-        why = f"#{pr} closed without a merge" + ("" if kinds else f"; {_not_ours(pr)}")
+    why = None
+    if latest is None or category is None:
+        why = f"#{pr} closed without a merge; {_not_ours(pr)}"
+    elif not person:
+        why = f"#{pr} closed without a merge by a bot: no rejection"
+    elif latest.status != "published":
+        # Patchwarden said the patch no longer stands (its update failed, or found
+        # nothing left to change): closing it rejects nothing
+        why = f"#{pr} closed without a merge after its update ended {latest.status}"
+    if why is not None or category is None:
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=why)
         return
-    if await ctx.store.claim_once(f"rejected:{repo}#{pr}"):  # closed, reopened, closed: once
-        for kind in sorted(kinds):
-            await ctx.store.add_trust_event(
-                TrustEvent(
-                    repo=repo,
-                    what="rejected",
-                    category=kind,
-                    at=time.time(),
-                    actor=actor,
-                    pr_number=pr,
-                )
-            )
+    event = TrustEvent(
+        repo=repo, what="rejected", category=category, at=time.time(), actor=actor, pr_number=pr
+    )
+    # closed, reopened, closed again: one rejection
+    await _record_once(ctx, f"rejected:{repo}#{pr}", event)
 
 
 @router.register("check_run", action="completed")

@@ -109,6 +109,7 @@ class PullRequest(_Model):
     number: Number
     merged: bool | None = None
     merge_commit_sha: Sha | None = None
+    body: Body | None = None
 
 
 class Review(_Model):

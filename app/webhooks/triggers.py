@@ -151,8 +151,21 @@ def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Sc
     return Screen("check_permission", f"{command.name} requested", command)
 
 
+_REVERTS = re.compile(r"\AReverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d{1,10})\s*\Z")
+
+
+def reverted_by_button(body: str | None, *, repo: str) -> int | None:
+    """The pull request a pull request made with GitHub's *Revert* button reverts: its
+    body is exactly ``Reverts owner/name#N`` (of the same repository), until someone
+    edits it; None otherwise."""
+    found = _REVERTS.match((body or "").strip())
+    if found is None or found.group(1).lower() != repo.lower():
+        return None
+    return int(found.group(2))
+
+
 MAINTAINER_COMMANDS = frozenset({"pause", "resume", "trust"})
-TRUST_KIND = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+TRUST_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 
 
 def parse_trust(instructions: str) -> str | None:
@@ -163,7 +176,7 @@ def parse_trust(instructions: str) -> str | None:
         return None
     if len(words) == 1:
         return "*"
-    kind = words[1].lower().strip("`")
+    kind = words[1].strip("`")  # as the policy names it: categories keep their case
     return kind if TRUST_KIND.fullmatch(kind) else None
 
 

@@ -20,7 +20,7 @@ from app.jobs.kinds import AlertJob
 from tests.conftest import INSTALLATION, REPO, Harness
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sentry"
-CLIENT_SECRET = "3b0f1a7c9e5d4f2a8b6c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a"
+CLIENT_SECRET = "the-integrations-client-secret"
 ROUTES = {"sentry_project=front-end": REPO}
 
 

@@ -8,8 +8,10 @@ sessions in bubblewrap, pushes over HTTP, the forge's required CI, signed webhoo
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -110,24 +112,103 @@ async def test_rejections_demote_earning_it_back_promotes_and_a_maintainer_reset
 
     # Two clean merges earn it back (promote_after: 2): the fifth merges itself.
     await forge.post_comment(REPO, third, "@patchwarden ship it", author="carol")
+    await settle(pw)
+    assert forge.pull(REPO, third).merged
     fourth = await lint_round(pw, 4)
     await forge.post_comment(REPO, fourth, "@patchwarden ship it", author="carol")
     await settle(pw)
-    assert forge.pull(REPO, third).merged
     assert forge.pull(REPO, fourth).merged
     fifth = await lint_round(pw, 5)
     assert forge.pull(REPO, fifth).merged
     assert "lint fixes merge themselves here: 2 merged" in body(forge, fifth)
     assert (await trust_actions(pw))[-1] == "trust.promoted"
 
-    # A writer cannot reset trust; a maintainer can, and it is audited.
+    # A writer cannot reset trust; a maintainer can, only for a kind there is.
     await forge.post_comment(REPO, fifth, "@patchwarden trust reset", author="carol")
+    await forge.post_comment(REPO, fifth, "@patchwarden trust reset lnit", author="alice")
     await settle(pw)
-    assert any("needs more access" in c for c in bot_comments(forge, fifth))
+    said = bot_comments(forge, fifth)
+    assert any("needs more access" in c for c in said)
+    assert any("`lnit` is no kind of change" in c and "`lint`" in c for c in said)
+    assert "trust.reset" not in await trust_actions(pw)
+
+    # A lint fix scored to merge itself waits on CI; the maintainer resets trust before
+    # its checks finish: it no longer merges by itself.
+    gate = pw.runtime.settings.cache_dir / "ci-gate"
+    waiter = (
+        f"import pathlib,time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.05)"
+    )
+    forge.require_check(REPO, "gate", [sys.executable, "-c", waiter])
+    await forge.push(REPO, {"mod6.py": "import os\n\n\ndef f6():\n    return 6\n"}, author="alice")
+    issue = forge.open_issue(REPO, "mod6.py imports os and never uses it", author="bob")
+    await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+    sixth = await until(lambda: scored_automerge(pw, issue.number))
     await forge.post_comment(REPO, fifth, "@patchwarden trust reset lint", author="alice")
+    await until(lambda: reset_recorded(pw))
+    gate.write_text("open")
     await settle(pw)
     assert any("Trust reset by @alice: `lint` changes" in c for c in bot_comments(forge, fifth))
-    assert (await trust_actions(pw))[-1] == "trust.reset"
-    sixth = await lint_round(pw, 6)
-    assert not forge.pull(REPO, sixth).merged  # the record it had earned by is forgotten
-    assert "0 merged in 30 days" in body(forge, sixth)
+    assert not forge.pull(REPO, sixth).merged
+    assert "approval" in merge_said(forge, sixth)
+    assert "merge.held" in [
+        e.action for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=1_000_000))
+    ]
+    seventh = await lint_round(pw, 7)
+    assert not forge.pull(REPO, seventh).merged  # the record it had earned by is forgotten
+    assert "0 merged in 30 days" in body(forge, seventh)
+
+
+async def until(found: Callable[[], Awaitable[Any]], within: float = 120.0) -> Any:
+    """Poll ``found`` until it returns something truthy (the server runs meanwhile)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while asyncio.get_running_loop().time() < deadline:
+        value = await found()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise TimeoutError("not found in time")
+
+
+async def scored_automerge(pw: Harness, issue: int) -> int | None:
+    """The pull request opened for ``issue`` once its outcome says it may merge itself."""
+    for o in await pw.store.find_outcomes(repo=REPO):
+        if o.issue_number == issue and o.pr_number and o.decision == "automerge":
+            return int(o.pr_number)
+    return None
+
+
+async def reset_recorded(pw: Harness) -> bool:
+    return any(e.what == "reset" for e in await pw.store.trust_events(REPO))
+
+
+async def test_a_persons_revert_made_with_githubs_revert_button_counts_too(
+    story: Callable[..., Awaitable[Harness]],  # noqa: F811
+) -> None:
+    pw = await story(autonomy="review", extra=LEARN.format(n=1))
+    forge = pw.forge
+    first = await lint_round(pw, 1)
+    await forge.post_comment(REPO, first, "@patchwarden ship it", author="carol")
+    await settle(pw)
+    second = await lint_round(pw, 2)
+    assert forge.pull(REPO, second).merged  # earned with one clean merge
+    # GitHub's Revert button: a branch with the revert, a pull request whose body is
+    # "Reverts owner/name#N", merged by a person.
+    git = forge.repos[REPO].git
+    git.create_ref("refs/heads/revert-2", str(git.resolve("refs/heads/main")))
+    module = "import os\n\n\ndef f2():\n    return 2\n"
+    await forge.push(REPO, {"mod2.py": module}, author="alice", branch="revert-2")
+    revert = await forge.open_pull(
+        REPO,
+        head="revert-2",
+        base="main",
+        title='Revert "mod2.py imports os and never uses it"',
+        body=f"Reverts {REPO}#{second}",
+        author="alice",
+    )
+    await settle(pw)
+    await forge.merge_by(REPO, revert.number, by="alice")
+    await settle(pw)
+    assert "trust.reverted" in await trust_actions(pw)
+    third = await lint_round(pw, 3)
+    assert not forge.pull(REPO, third).merged
+    assert "after a setback" in body(forge, third)

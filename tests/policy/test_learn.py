@@ -89,6 +89,13 @@ REJECTED = Past(kind="lint", rejected_at=ago(3))
             {},
             ("earned", "automerge"),
         ),
+        # any revert ends the streak, even below the demotion threshold
+        (
+            [*merged(10, start=20), REVERTED],
+            ON + "  demote_after_reverts: 2\n",
+            {},
+            ("base", "review"),
+        ),
         # a reset forgets what came before it: merges and setbacks alike
         (merged(12), ON, {"resets": {"lint": ago(1)}}, ("base", "review")),
         (merged(12), ON, {"resets": {ALL: ago(1)}}, ("base", "review")),
@@ -134,7 +141,10 @@ def test_standings_covers_every_kind_seen_and_every_kind_that_may_earn() -> None
     ("fixer", "categories", "kind"),
     [
         ("lint", ["source", "tests"], "lint"),
-        ("revert", ["dependencies"], "revert"),
+        ("revert", ["source", "docs"], "revert"),
+        # a fixer's change in a riskier category is that category's, not the fixer's
+        ("lint", ["security", "source"], "security"),
+        ("revert", ["dependencies"], "dependencies"),
         ("llm", ["docs"], "docs"),
         ("llm", ["docs", "tests"], "tests"),
         ("llm", ["tests", "source"], "source"),
@@ -268,3 +278,79 @@ def test_a_persons_change_is_never_judged_by_a_record() -> None:
     p = policy_with(ON)
     s = score(extract(parse_diff(LINT_FIX), p), p, trigger=Trigger("human"), history=EARNED)
     assert s.learned is None
+
+
+def test_a_session_result_stored_before_learning_existed_still_loads() -> None:
+    """Results an older Patchwarden saved (its merge job renders the final body from
+    them, its update job carries them) have no ``learn`` in their policy."""
+    from app.sessions.result import SessionResult
+    from tests.policy_helpers import result_for
+
+    stored = result_for(LINT_FIX).to_json()
+    del stored["policy"]["learn"]
+    loaded = SessionResult.load(stored)
+    assert loaded.policy is not None
+    assert loaded.policy.learn.ceiling == "review"  # learning off
+    assert loaded.policy.learn.categories == []
+
+
+def test_the_record_read_from_outcomes_and_trust_events() -> None:
+    from app.jobs.rules import record_of
+    from app.store.models import Outcome, TrustEvent
+
+    def change(job: int, pr: int, **kw: Any) -> Outcome:
+        return Outcome(
+            job_id=job,
+            repo="o/r",
+            kind="fix",
+            trigger="comment",
+            created_at=ago(20),
+            pr_number=pr,
+            category="lint",
+            **kw,
+        )
+
+    outcomes = [
+        change(1, 11, merged_at=ago(10), reverted_by_pr=21),  # reverted: the revert merged
+        change(2, 12, merged_at=ago(9), reverted_by_pr=22),  # its revert never merged
+        change(3, 13, merged_at=ago(8)),  # reverted with GitHub's Revert button
+        change(4, 14, merged_at=ago(7)),  # closed, reopened, merged after all
+        change(5, 15),  # closed for good
+        Outcome(
+            job_id=6,
+            repo="o/r",
+            kind="revert",
+            trigger="request",
+            created_at=ago(6),
+            pr_number=21,
+            merged_at=ago(5),
+            category="revert",
+        ),
+        Outcome(
+            job_id=7,
+            repo="o/r",
+            kind="revert",
+            trigger="request",
+            created_at=ago(6),
+            pr_number=22,
+            category="revert",
+        ),
+    ]
+    events = [
+        TrustEvent("o/r", "reverted", "lint", ago(4), actor="carol", pr_number=13),
+        TrustEvent("o/r", "rejected", "lint", ago(6), actor="carol", pr_number=14),
+        TrustEvent("o/r", "rejected", "lint", ago(3), actor="carol", pr_number=15),
+        TrustEvent("o/r", "reset", "*", ago(30), actor="alice"),
+        TrustEvent("o/r", "reset", "*", ago(2), actor="alice"),
+        TrustEvent("o/r", "reset", "docs", ago(1), actor="alice"),
+    ]
+    past, resets = record_of(outcomes, events)
+    lint = [p for p in past if p.kind == "lint"]
+    assert [(p.merged_at, p.reverted_at, p.rejected_at) for p in lint] == [
+        (ago(10), ago(5), None),
+        (ago(9), None, None),
+        (ago(8), ago(4), None),
+        (ago(7), None, None),
+        (None, None, ago(3)),
+    ]
+    assert resets == (("*", ago(2)), ("docs", ago(1)))

@@ -341,7 +341,7 @@ def test_pausing_takes_a_maintainer(role: str | None, verdict: str) -> None:
     [
         ("@patchwarden trust reset", "*"),
         ("@patchwarden trust reset lint", "lint"),
-        ("@patchwarden trust RESET `Docs`", "docs"),
+        ("@patchwarden trust RESET `Docs`", "Docs"),  # as the policy names it
         ("@patchwarden trust reset lint docs", None),  # one kind at a time
         ("@patchwarden trust", None),
         ("@patchwarden trust me", None),
