@@ -265,6 +265,21 @@ class DashboardJob(JobKind):
         return f"dashboard:{self.repo}:{self.window}"
 
 
+class WatchJob(JobKind):
+    """Read the default branch's check history and bring the watch's issues up to date.
+    Queued when a check completes there, to run when its window (the dashboard's) ends:
+    the checks of a window share one run."""
+
+    kind: ClassVar[str] = "watch"
+    queue: ClassVar[str] = EVENTS_QUEUE
+    repo: str
+    window: int  # time.time() // PATCHWARDEN_DASHBOARD_SECONDS when a check completed
+
+    @property
+    def key(self) -> str:
+        return f"watch:{self.repo}:{self.window}"
+
+
 KINDS: dict[str, type[JobKind]] = {
     k.kind: k
     for k in (
@@ -276,6 +291,7 @@ KINDS: dict[str, type[JobKind]] = {
         MergeJob,
         FailureNotice,
         DashboardJob,
+        WatchJob,
     )
 }
 

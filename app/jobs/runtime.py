@@ -19,7 +19,7 @@ import aiohttp
 from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
-from app.jobs import alert, dashboard, fix, merge, notice, revert, update
+from app.jobs import alert, dashboard, fix, merge, notice, revert, update, watch
 from app.jobs.context import JobContext
 from app.jobs.kinds import (
     AlertJob,
@@ -31,6 +31,7 @@ from app.jobs.kinds import (
     MergeJob,
     RevertJob,
     UpdateJob,
+    WatchJob,
 )
 from app.metrics import Metrics
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
@@ -51,6 +52,7 @@ JOBS: tuple[
     (MergeJob, merge.merge_job),
     (FailureNotice, notice.failure_notice_job),
     (DashboardJob, dashboard.dashboard_job),
+    (WatchJob, watch.watch_job),
 )
 # Jobs after which the repository's dashboard issue is brought up to date. Not after a
 # delivery: GitHub sends the App the `issues.edited` of its own dashboard edit, and an
@@ -78,6 +80,7 @@ class Runtime:
             delivery_id=delivery.id,
             on_enqueued=self.pool.wake,
             paused_globally=self.settings.paused,
+            batch_seconds=self.settings.dashboard_seconds,
         )
         handled = await route_delivery(delivery, app=self.github, ctx=ctx)
         return {"handlers": handled}

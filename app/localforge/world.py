@@ -1,6 +1,9 @@
 """The forge's world, as tests and the demo drive it: users, repositories and
 installations; people opening issues, commenting, labelling, reviewing and pushing (as
-they do on github.com, without HTTP); reading its state; misbehaving on purpose."""
+they do on github.com, without HTTP); reading its state; misbehaving on purpose.
+
+Over ~400 lines on purpose: it is one vocabulary, everything a test says a person or
+an outside system does; each method is a few lines over the rules in ``rules.py``."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from app.localforge.base import (
     Violation,
 )
 from app.localforge.git import BareRepo, Person
+from app.localforge.rest import check_run_changed, suite_for
 from app.localforge.rules import GitHubRules
 from app.localforge.state import (
     ROLES,
@@ -254,6 +258,37 @@ class World(GitHubRules):
         )
         await self.flush()
         return pull
+
+    async def report_check(
+        self,
+        repo: str,
+        sha: str,
+        name: str,
+        *,
+        conclusion: str,
+        started_at: float,
+        completed_at: float,
+        app: str = "outside-ci",
+    ) -> CheckRun:
+        """An outside CI app reports a check run on ``sha`` that ran from ``started_at``
+        to ``completed_at``; GitHub sends ``check_run`` ``completed`` (and the suite's)."""
+        r = self.repos[repo]
+        suite = suite_for(self, r, sha, app, r.default_branch)
+        run = CheckRun(
+            self.next_id(),
+            name,
+            sha,
+            suite,
+            app,
+            status="completed",
+            conclusion=conclusion,
+            started_at=started_at,
+            completed_at=completed_at,
+        )
+        r.check_runs.append(run)
+        await check_run_changed(self, r, run, "completed", self.user(f"{app}[bot]"))
+        await self.flush()
+        return run
 
     async def merge_by(self, repo: str, number: int, *, by: str, method: str = "merge") -> str:
         """A user presses *Merge* on an open pull request (GitHub's rules apply: required

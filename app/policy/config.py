@@ -218,6 +218,19 @@ class LearnRules(_Strict):
     demote_after_rejections: int = Field(ge=1)  # its pull requests closed unmerged
 
 
+class WatchRules(_Strict):
+    """What the watch on the default branch reports (docs/policy.md#the-watch)."""
+
+    enabled: bool  # one issue per finding; false: none (checks are still recorded)
+    recent_runs: int = Field(ge=3, le=1000)  # a check's last runs, compared with...
+    baseline_runs: int = Field(ge=3, le=10_000)  # ...the runs before them
+    failure_rate_jump: float = Field(gt=0, le=1)  # recent failure rate above the baseline's
+    min_failures: int = Field(ge=1)  # failures among the recent runs, at least
+    duration_ratio: float = Field(gt=1)  # recent p95 duration / the baseline's
+    min_duration_seconds: float = Field(ge=0)  # a baseline p95 shorter is noise
+    flaky_days: float = Field(gt=0, le=365)  # a check failed and passed on one commit
+
+
 # What a change is, for learning: the fixer that wrote it for these, else the riskiest
 # policy category among the files it touches.
 FIXER_CATEGORIES = ("lint", "revert")
@@ -235,9 +248,22 @@ LEARN_BEFORE_ISSUE_20: dict[str, Any] = {
 }
 
 
+WATCH_BEFORE_ISSUE_20: dict[str, Any] = {
+    "enabled": False,
+    "recent_runs": 20,
+    "baseline_runs": 100,
+    "failure_rate_jump": 0.3,
+    "min_failures": 3,
+    "duration_ratio": 2.0,
+    "min_duration_seconds": 10,
+    "flaky_days": 14,
+}
+
+
 class Policy(_Strict):
     autonomy: Autonomy
     learn: LearnRules
+    watch: WatchRules
     dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
     commit_signing: Literal["git", "api"]  # api: commits made (and signed) by GitHub
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
@@ -253,8 +279,12 @@ class Policy(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _stored_before_learn(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "autonomy" in data and "learn" not in data:
-            return {**data, "learn": LEARN_BEFORE_ISSUE_20}
+        if isinstance(data, dict) and "autonomy" in data:
+            data = {
+                "learn": LEARN_BEFORE_ISSUE_20,
+                "watch": WATCH_BEFORE_ISSUE_20,
+                **data,
+            }
         return data
 
     @model_validator(mode="after")

@@ -101,21 +101,28 @@ class Publisher:
     async def upsert_dashboard(self, number: int | None, title: str, body: str) -> int:
         """Edit the dashboard issue ``number`` (its title and body only: a maintainer may
         have closed it, and it stays closed), or open it; its number."""
+        made, _ = await self.upsert_issue(number, title, body)
+        return made
+
+    async def upsert_issue(self, number: int | None, title: str, body: str) -> tuple[int, str]:
+        """Edit Patchwarden's own issue ``number`` (title and body only: a maintainer may
+        have closed it, and it stays closed), or open it (also when it was deleted or
+        transferred); its number and state (``open`` / ``closed``)."""
         if number is not None:
             try:
-                await self.gh.patch(
+                edited = await self.gh.patch(
                     "/repos/{owner}/{repo}/issues/{number}",
                     {**self.vars, "number": number},
                     data={"title": title, "body": body},
                 )
-                return number
+                return number, str(edited.get("state") or "open")
             except gidgethub.BadRequest as exc:
                 if exc.status_code not in (404, 410):  # deleted or transferred: a new one
                     raise
         created = await self.gh.post(
             "/repos/{owner}/{repo}/issues", self.vars, data={"title": title, "body": body}
         )
-        return int(created["number"])
+        return int(created["number"]), "open"
 
     async def repository(self) -> dict[str, Any]:
         answer: dict[str, Any] = await self.gh.getitem("/repos/{owner}/{repo}", self.vars)

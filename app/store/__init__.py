@@ -9,6 +9,7 @@ from app.store.base import Store
 from app.store.models import (
     AuditEntry,
     AuditQuery,
+    CheckRecord,
     Delivery,
     Job,
     JobState,
@@ -19,12 +20,14 @@ from app.store.models import (
     Pause,
     TrustEvent,
     TrustStanding,
+    WatchFinding,
 )
 from app.store.urls import mask_url
 
 __all__ = [
     "AuditEntry",
     "AuditQuery",
+    "CheckRecord",
     "Delivery",
     "Job",
     "JobState",
@@ -36,6 +39,7 @@ __all__ = [
     "Store",
     "TrustEvent",
     "TrustStanding",
+    "WatchFinding",
     "mask_url",
     "open_store",
     "store_for_url",

@@ -12,6 +12,7 @@ from typing import Any
 from app.store.models import (
     AuditEntry,
     AuditQuery,
+    CheckRecord,
     Delivery,
     Job,
     MetricsSnapshot,
@@ -21,6 +22,7 @@ from app.store.models import (
     Pause,
     TrustEvent,
     TrustStanding,
+    WatchFinding,
 )
 
 
@@ -236,6 +238,25 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def standings(self, repo: str | None = None) -> list[TrustStanding]:
         """The standings last scored, by repository and kind."""
+
+    # -- the watch on the default branch (app/policy/watch.py) --------------------
+    @abc.abstractmethod
+    async def record_check(self, record: CheckRecord) -> bool:
+        """Keep a check completed on the default branch; False when GitHub's run or
+        status (``source`` + ``external_id``) is recorded already (a redelivery)."""
+
+    @abc.abstractmethod
+    async def check_history(self, repo: str, *, since: float) -> list[CheckRecord]:
+        """``repo``'s checks completed at ``since`` or later, oldest first."""
+
+    @abc.abstractmethod
+    async def watch_findings(self, repo: str) -> list[WatchFinding]:
+        """The issues kept for ``repo``'s findings, by key."""
+
+    @abc.abstractmethod
+    async def save_finding(self, finding: WatchFinding, *, audit: str | None = None) -> None:
+        """Keep ``finding`` (insert or update by repository and key); with ``audit``, an
+        audit entry of that action in the same transaction."""
 
     # -- metrics ---------------------------------------------------------------
     @abc.abstractmethod

@@ -231,4 +231,34 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        9,
+        "the watch: checks completed on default branches, and the issue of each finding",
+        """
+        CREATE TABLE check_history (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            repo         TEXT NOT NULL,
+            check_name   TEXT NOT NULL,
+            sha          TEXT NOT NULL,
+            conclusion   TEXT NOT NULL,
+            completed_at REAL NOT NULL,
+            started_at   REAL,
+            source       TEXT NOT NULL,
+            external_id  TEXT NOT NULL,
+            UNIQUE (repo, source, external_id)
+        );
+        CREATE INDEX check_history_repo ON check_history (repo, completed_at);
+        CREATE TABLE watch_findings (
+            repo         TEXT NOT NULL,
+            finding      TEXT NOT NULL,
+            issue_number INTEGER NOT NULL,
+            state        TEXT NOT NULL,
+            title        TEXT NOT NULL,
+            first_seen   REAL NOT NULL,
+            last_seen    REAL NOT NULL,
+            body_sha     TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (repo, finding)
+        );
+        """,
+    ),
 )

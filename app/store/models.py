@@ -213,3 +213,32 @@ class TrustStanding:
     state: str  # base | earned | demoted
     explanation: str
     at: float
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """A check run or commit status that completed on a repository's default branch,
+    as GitHub reported it: what the watch reads (app/policy/watch.py)."""
+
+    repo: str
+    check: str  # the check run's name, or the status's context
+    sha: str
+    conclusion: str  # success, failure, timed_out, cancelled, neutral, skipped, error
+    completed_at: float
+    started_at: float | None = None
+    source: str = "check_run"  # check_run | status
+    external_id: str = ""  # GitHub's id of the run or status: a redelivery is one record
+
+
+@dataclass(frozen=True)
+class WatchFinding:
+    """The issue Patchwarden keeps for one finding of the watch (``key``: kind:check)."""
+
+    repo: str
+    key: str
+    issue_number: int
+    state: str  # open | ignored | closed
+    title: str
+    first_seen: float
+    last_seen: float
+    body_sha: str = ""  # the body last written (an edit that changes nothing is skipped)

@@ -30,13 +30,14 @@ from app.store.sql_base import (
     _outcome,
     _pause,
 )
-from app.store.sql_learn import SQLLearn
+from app.store.sql_watch import SQLWatch
 
 
-class SQLStore(SQLLearn):
+class SQLStore(SQLWatch):
     """Deliveries and jobs (:class:`~app.store.sql_jobs.SQLJobs`), the dashboard issues
     and the metrics (:class:`~app.store.sql_reports.SQLReports`), earned autonomy's
-    records (:class:`~app.store.sql_learn.SQLLearn`), and the rest:
+    records (:class:`~app.store.sql_learn.SQLLearn`), the watch's
+    (:class:`~app.store.sql_watch.SQLWatch`), and the rest:
     audit, installations, model spend, answers given once, outcomes, pauses.
     :class:`~app.store.sqlite.SQLiteStore` and
     :class:`~app.store.postgres.PostgresStore` give it a connection."""

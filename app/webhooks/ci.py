@@ -1,21 +1,28 @@
 """A check run, workflow run or commit status that failed on the default branch becomes
-an ``alert`` job.
+an ``alert`` job — unless the watch knows the check as flaky there.
 
-One job per failing commit: several failed checks on the same head share it.
+One job per failing commit: several failed checks on the same head share it. Every
+check run and final status on the default branch is also kept for the watch
+(app/policy/watch.py), which a ``watch`` job runs at the end of the window.
 """
 
 from __future__ import annotations
+
+import time
 
 from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.github import GitHubClient
-from app.jobs.kinds import AlertJob
+from app.jobs.kinds import AlertJob, WatchJob
+from app.policy.watch import Run, flaky_checks
+from app.store import CheckRecord
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
 from app.webhooks.payloads import Envelope, typed
 
 router = Router()
+FLAKY_DAYS = 14.0
 
 
 @router.register("check_run", action="completed")
@@ -25,9 +32,24 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     data = typed(Envelope, event.data)
     repo = data.repository.full_name if data.repository else None
     actor = data.sender.login if data.sender else None
+    installation = data.installation.id if data.installation else None
+    done = triggers.screen_check_done(event.event, event.data, bot_name=ctx.bot_name)
+    if not isinstance(done, str):
+        await _keep(ctx, done, installation=installation)
     failure = triggers.screen_ci_failure(event.event, event.data, bot_name=ctx.bot_name)
     if isinstance(failure, str):
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=failure)
+        return
+    flaky = await _flaky(ctx, failure.repo, failure.name)
+    if flaky:
+        await ctx.audit(
+            "trigger.ignored",
+            actor=actor,
+            repo=failure.repo,
+            reason=f"{failure.name} is flaky here: it failed and passed on "
+            f"{len(flaky)} commit(s) lately (the watch); a flaky check is not a bug to fix",
+            details={"via": event.event, "sha": failure.sha},
+        )
         return
     await ctx.audit(
         "trigger.accepted",
@@ -46,5 +68,40 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         conclusion=failure.conclusion,
         url=failure.url,
     )
-    installation = data.installation.id if data.installation else None
     await ctx.enqueue(alert, installation_id=installation, actor=actor)
+
+
+async def _keep(ctx: HandlerContext, done: triggers.CheckDone, *, installation: int | None) -> None:
+    """Keep the check for the watch, and run the watch at the end of the window."""
+    record = CheckRecord(
+        repo=done.repo,
+        check=done.check,
+        sha=done.sha,
+        conclusion=done.conclusion,
+        completed_at=done.completed_at,
+        started_at=done.started_at,
+        source=done.source,
+        external_id=done.external_id,
+    )
+    if not await ctx.store.record_check(record):
+        return  # a redelivery
+    window = int(time.time() // ctx.batch_seconds)
+    watch = WatchJob(repo=done.repo, window=window)
+    await ctx.enqueue(
+        watch,
+        installation_id=installation,
+        actor=None,
+        run_after=(window + 1) * ctx.batch_seconds,
+    )
+
+
+async def _flaky(ctx: HandlerContext, repo: str, check: str) -> list[str]:
+    """The commits ``check`` failed and passed on in the last FLAKY_DAYS (the default
+    policy's ``watch.flaky_days``: a handler reads no repository file)."""
+    now = time.time()
+    runs = [
+        Run(check=r.check, sha=r.sha, conclusion=r.conclusion, completed_at=r.completed_at)
+        for r in await ctx.store.check_history(repo, since=now - FLAKY_DAYS * 86400)
+        if r.check == check
+    ]
+    return flaky_checks(runs, days=FLAKY_DAYS, now=now).get(check, [])

@@ -18,6 +18,7 @@ class HandlerContext:
     delivery_id: str
     on_enqueued: Callable[[str], None] = field(default=lambda queue: None)
     paused_globally: bool = False  # PATCHWARDEN_PAUSED
+    batch_seconds: float = 30.0  # PATCHWARDEN_DASHBOARD_SECONDS: a window jobs share
 
     async def paused(self, repo: str) -> str | None:
         """Why no new job may start on ``repo`` now, or None."""
@@ -47,10 +48,17 @@ class HandlerContext:
         )
 
     async def enqueue(
-        self, kind: JobKind, *, installation_id: int | None, actor: str | None
+        self,
+        kind: JobKind,
+        *,
+        installation_id: int | None,
+        actor: str | None,
+        run_after: float | None = None,
     ) -> tuple[Job, bool]:
         """Queue ``kind`` for this delivery unless a job with its key exists."""
-        job = kind.new_job(installation_id=installation_id, delivery_id=self.delivery_id)
+        job = kind.new_job(
+            installation_id=installation_id, delivery_id=self.delivery_id, run_after=run_after
+        )
         created = await self.store.enqueue(job, actor=actor)
         if created[1]:
             self.on_enqueued(job.queue)

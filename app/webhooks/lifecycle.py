@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 
 from gidgethub import sansio
 from gidgethub.routing import Router
@@ -128,6 +129,9 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
     if name == "trust":
         await _trust(gh, ctx, data, screen.command.instructions, login=login, key=key)
         return
+    if name == "ignore":
+        await _ignore(gh, ctx, data, login=login, key=key)
+        return
     if not await _ours(ctx, repo, number):
         await ctx.audit(
             "trigger.ignored", actor=login, repo=repo, reason=f"#{number} is not Patchwarden's"
@@ -215,6 +219,29 @@ async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
             await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=_not_ours(pr))
         return
     await _enqueue_merge(data, ctx, repo=repo, pr=pr, reason="merged", actor=actor)
+
+
+async def _ignore(
+    gh: GitHubClient, ctx: HandlerContext, data: IssueCommentEvent, *, login: str, key: str
+) -> None:
+    """``ignore`` on an issue of the watch: that finding is not raised again."""
+    repo, number = data.repository.full_name, data.issue.number
+    found = [f for f in await ctx.store.watch_findings(repo) if f.issue_number == number]
+    if not found:
+        text = f"@{login}, this is not an issue of Patchwarden's watch: nothing to ignore."
+        await _reply(gh, ctx, data, text, key=key)
+        return
+    for finding in found:
+        if finding.state != "ignored":
+            await ctx.store.save_finding(
+                replace(finding, state="ignored", last_seen=time.time()), audit="watch.ignored"
+            )
+    text = (
+        f"Ignored by @{login}: the watch will not raise this again (the issue stays as it "
+        "is; close it when you like). The thresholds are `watch` in "
+        "`.github/patchwarden.yml`."
+    )
+    await _reply(gh, ctx, data, text, key=key)
 
 
 async def _known_kinds(ctx: HandlerContext, repo: str) -> set[str]:

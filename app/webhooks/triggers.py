@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
@@ -67,6 +68,7 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
         ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),
         ("resume", re.compile(rf"^{mention}\s+resume{end}", re.I)),
         ("trust", re.compile(rf"^{mention}\s+trust{end}", re.I)),
+        ("ignore", re.compile(rf"^{mention}\s+ignore{end}", re.I)),
     ]
 
 
@@ -208,6 +210,75 @@ def decide_permission(role: str | None, *, error: str | None = None) -> Decision
     if role in WRITE_ROLES:
         return Decision("trigger", f"{role} access")
     return Decision("refuse", f"{role or 'no'} access; admin, maintain or write is needed")
+
+
+@dataclass(frozen=True)
+class CheckDone:
+    """A check run or commit status that completed on the default branch (the watch)."""
+
+    repo: str
+    check: str
+    sha: str
+    conclusion: str
+    completed_at: float
+    started_at: float | None
+    source: str  # check_run | status
+    external_id: str
+
+
+def _when(value: Any) -> float | None:
+    """GitHub's ISO 8601 time (``2026-11-26T09:13:11Z``) as epoch seconds, or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def screen_check_done(event: str, payload: Mapping[str, Any], *, bot_name: str) -> CheckDone | str:
+    """A completed check run, or a final commit status, on the default branch; or why
+    it is not one the watch keeps."""
+    repo = payload.get("repository") or {}
+    default, name = repo.get("default_branch"), repo.get("full_name")
+    if not default or not name:
+        return "payload has no repository or default branch"
+    if event == "status":
+        state = payload.get("state")
+        if state not in ("success", "failure", "error"):
+            return f"status {state!r} is not final"
+        branches = [str(b.get("name")) for b in payload.get("branches") or []]
+        if default not in branches:
+            return "status not on the default branch"
+        check, sha = payload.get("context"), payload.get("sha")
+        completed, started, conclusion = _when(payload.get("updated_at")), None, str(state)
+        external = payload.get("id")
+    elif event == "check_run":
+        run = payload.get("check_run") or {}
+        suite = run.get("check_suite") or {}
+        if payload.get("action") != "completed" or run.get("status") != "completed":
+            return "check run not completed"
+        if (run.get("app") or {}).get("slug") == bot_name:
+            return "check run is Patchwarden's own"
+        if suite.get("head_branch") != default or suite.get("pull_requests"):
+            return "check run not on the default branch"
+        check, sha, external = run.get("name"), run.get("head_sha"), run.get("id")
+        completed, started = _when(run.get("completed_at")), _when(run.get("started_at"))
+        conclusion = str(run.get("conclusion"))
+    else:
+        return f"{event} is not a check the watch keeps"
+    if not check or not sha or completed is None or external is None:
+        return "check has no name, commit, completion time or id"
+    return CheckDone(
+        repo=str(name),
+        check=str(check)[:200],
+        sha=str(sha),
+        conclusion=conclusion[:40],
+        completed_at=completed,
+        started_at=started,
+        source=event,
+        external_id=str(external)[:40],
+    )
 
 
 @dataclass(frozen=True)

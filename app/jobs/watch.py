@@ -1,0 +1,167 @@
+"""``watch``: the default branch's check history read by rule, one issue per finding.
+
+After the checks of a window complete on the default branch (app/webhooks/ci.py keeps
+them), this job reads the repository's history and policy (``watch`` on the default
+branch), asks the pure :func:`app.policy.watch.watch`, and for each finding opens an
+issue or edits the one it opened before (never a second: the store keeps the issue of
+each finding's key). A finding a maintainer answered with ``@patchwarden ignore``, or
+whose issue they closed, is left alone. :func:`render` is pure; the job gathers and
+publishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import gidgethub
+
+from app.errors import RepoConfigError
+from app.jobs.context import JobContext
+from app.jobs.kinds import WatchJob
+from app.policy.config import REPO_SOURCE, WatchRules, load_policy
+from app.policy.watch import Finding, Run, watch
+from app.publish.body import inline
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from app.store import CheckRecord, Job, WatchFinding
+
+HISTORY_DAYS = 180  # the most history a run reads
+
+
+def marker(finding: Finding) -> str:
+    return f"<!-- patchwarden:watch={finding.key} -->"
+
+
+def _text(value: str) -> str:
+    """A check's name (from the repository's CI) on one line, inert: no markup, no
+    @mention, no link."""
+    out = inline(value)
+    for char in "[]()!":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+def _day(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_WHAT_FIX_DOES = {
+    "flaky": "a fixer looks for what makes it pass or fail at random (order, time, "
+    "shared state, the network)",
+    "failure_rate": "the culprit finder and the fixers look for the change behind it",
+    "duration": "a fixer looks for what made it slower",
+}
+
+
+def render(finding: Finding, *, bot: str, first_seen: float, rules: WatchRules) -> str:
+    """The finding's issue body: what was measured, what to answer."""
+    lines = [
+        marker(finding),
+        f"@{bot}'s watch on the default branch noticed this in the check runs and commit "
+        "statuses GitHub reports (a rule, no model). This issue is updated while it lasts; "
+        "editing it changes nothing.",
+        "",
+        f"**{_text(finding.title)}**",
+        "",
+        *(f"- {inline(fact)}" for fact in finding.facts),  # our words and numbers
+    ]
+    if finding.shas:
+        lines.append("- commits: " + ", ".join(f"`{sha[:12]}`" for sha in finding.shas))
+    if finding.kind == "flaky":
+        lines.append(
+            "- its failures on the default branch are not handed to a fixer as a bug while "
+            "it is flaky"
+        )
+    lines += [
+        "",
+        f"First noticed {_day(first_seen)}.",
+        "",
+        f"- `@{bot} fix this`: {_WHAT_FIX_DOES[finding.kind]}, and opens a pull request.",
+        f"- `@{bot} ignore`: hear no more of this one.",
+        "",
+        f"Thresholds: `watch` in `{REPO_SOURCE}` (now: {rules.recent_runs} recent runs "
+        f"against {rules.baseline_runs}, failure rate +{100 * rules.failure_rate_jump:.0f} "
+        f"points, duration x{rules.duration_ratio:g}, flaky within {rules.flaky_days:g} days).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def runs_of(records: list[CheckRecord]) -> list[Run]:
+    return [
+        Run(
+            check=r.check,
+            sha=r.sha,
+            conclusion=r.conclusion,
+            completed_at=r.completed_at,
+            seconds=(r.completed_at - r.started_at) if r.started_at is not None else None,
+        )
+        for r in records
+    ]
+
+
+async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
+    kind = WatchJob.of(job)
+    repo = kind.repo
+    if await ctx.paused(repo):
+        return {"status": "paused"}
+    pub = ctx.publisher(job)
+    text = await pub.default_branch_file(REPO_SOURCE)
+    try:
+        policy = load_policy(
+            default_policy_text(ctx.settings.default_policy or DEFAULT_POLICY), text
+        )
+    except RepoConfigError as exc:
+        return {"status": "skipped", "reason": f"the policy does not load: {exc}"}
+    if not policy.watch.enabled:
+        return {"status": "off"}
+    now = time.time()
+    records = await ctx.store.check_history(repo, since=now - HISTORY_DAYS * 86400)
+    findings = watch(runs_of(records), policy.watch, now=now)
+    kept = {f.key: f for f in await ctx.store.watch_findings(repo)}
+    said: dict[str, str] = {}
+    for finding in findings:
+        old = kept.get(finding.key)
+        if old is not None and old.state != "open":
+            said[finding.key] = old.state  # ignored, or closed by a maintainer
+            continue
+        first = old.first_seen if old is not None else now
+        body = render(finding, bot=ctx.bot, first_seen=first, rules=policy.watch)
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        if old is not None and old.body_sha == digest:
+            said[finding.key] = "unchanged"
+            continue
+        if old is None and not await ctx.store.claim_once(f"watch:{repo}:{finding.key}"):
+            said[finding.key] = "another worker opens it"
+            continue
+        try:
+            number, state = await pub.upsert_issue(
+                old.issue_number if old is not None else None,
+                f"Patchwarden watch: {finding.title}"[:200],
+                body,
+            )
+        except gidgethub.BadRequest as exc:
+            if old is None:
+                await ctx.store.release_once(f"watch:{repo}:{finding.key}")
+            if exc.status_code in (403, 410):  # issues are turned off in this repository
+                return {
+                    "status": "skipped",
+                    "reason": f"GitHub refused the issue ({exc.status_code})",
+                }
+            raise
+        await ctx.store.save_finding(
+            WatchFinding(
+                repo=repo,
+                key=finding.key,
+                issue_number=number,
+                state="closed" if state == "closed" else "open",
+                title=finding.title,
+                first_seen=first,
+                last_seen=now,
+                body_sha=digest,
+            ),
+            audit="watch.opened" if old is None else None,
+        )
+        said[finding.key] = "opened" if old is None else f"updated #{number}"
+    return {"status": "watched", "runs": len(records), "findings": said}

@@ -1,0 +1,72 @@
+"""The watch's records, on SQLite and on a real PostgreSQL server: checks completed on
+the default branch (a redelivery is one record) and the issue kept per finding."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.store import AuditQuery, CheckRecord, Store, WatchFinding, store_for_url
+
+REPO = "octo-org/widgets"
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = store_for_url(store_url)
+    await s.open()
+    yield s
+    await s.close()
+
+
+def check(i: int, **kw: object) -> CheckRecord:
+    values: dict[str, object] = {
+        "repo": REPO,
+        "check": "tests",
+        "sha": f"{i:040x}",
+        "conclusion": "success",
+        "completed_at": T0 + i,
+        "started_at": T0 + i - 30,
+        "external_id": str(1000 + i),
+    }
+    values.update(kw)
+    return CheckRecord(**values)  # type: ignore[arg-type]
+
+
+async def test_checks_are_kept_once_each_oldest_first(store: Store) -> None:
+    assert await store.record_check(check(2))
+    assert await store.record_check(check(1, conclusion="failure"))
+    assert not await store.record_check(check(1, conclusion="failure"))  # redelivered
+    # a status with the same id is another record: ids are per source
+    assert await store.record_check(check(3, source="status", external_id="1001", started_at=None))
+    assert await store.record_check(check(4, repo="someone/else"))
+    got = await store.check_history(REPO, since=T0)
+    assert [(c.sha[-1], c.conclusion, c.source) for c in got] == [
+        ("1", "failure", "check_run"),
+        ("2", "success", "check_run"),
+        ("3", "success", "status"),
+    ]
+    assert got[0].started_at == T0 - 29
+    assert got[2].started_at is None
+    assert [c.sha[-1] for c in await store.check_history(REPO, since=T0 + 2)] == ["2", "3"]
+
+
+async def test_a_finding_keeps_its_issue_and_is_audited_when_asked(store: Store) -> None:
+    first = WatchFinding(REPO, "flaky:tests", 12, "open", "Flaky check: tests", T0, T0, "a")
+    await store.save_finding(first, audit="watch.opened")
+    await store.save_finding(
+        WatchFinding(REPO, "flaky:tests", 12, "ignored", "Flaky check: tests", T0 + 9, T0 + 5, "b"),
+        audit="watch.ignored",
+    )
+    (kept,) = await store.watch_findings(REPO)
+    assert (kept.state, kept.first_seen, kept.last_seen, kept.body_sha) == (
+        "ignored",
+        T0,
+        T0 + 5,
+        "b",
+    )
+    actions = [e.action for e in await store.query_audit(AuditQuery(repo=REPO))]
+    assert actions == ["watch.opened", "watch.ignored"]
+    assert await store.watch_findings("someone/else") == []
