@@ -22,10 +22,10 @@ from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import WatchJob
 from app.policy.config import REPO_SOURCE, WatchRules, load_policy
-from app.policy.watch import Finding, Run, watch
+from app.policy.watch import Finding, watch
 from app.publish.body import inline
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
-from app.store import CheckRecord, Job, WatchFinding
+from app.store import Job, WatchFinding
 
 HISTORY_DAYS = 180  # the most history a run reads
 
@@ -88,19 +88,6 @@ def render(finding: Finding, *, bot: str, first_seen: float, rules: WatchRules) 
     return "\n".join(lines) + "\n"
 
 
-def runs_of(records: list[CheckRecord]) -> list[Run]:
-    return [
-        Run(
-            check=r.check,
-            sha=r.sha,
-            conclusion=r.conclusion,
-            completed_at=r.completed_at,
-            seconds=(r.completed_at - r.started_at) if r.started_at is not None else None,
-        )
-        for r in records
-    ]
-
-
 async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     kind = WatchJob.of(job)
     repo = kind.repo
@@ -118,7 +105,7 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         return {"status": "off"}
     now = time.time()
     records = await ctx.store.check_history(repo, since=now - HISTORY_DAYS * 86400)
-    findings = watch(runs_of(records), policy.watch, now=now)
+    findings = watch(records, policy.watch, now=now)
     kept = {f.key: f for f in await ctx.store.watch_findings(repo)}
     said: dict[str, str] = {}
     for finding in findings:

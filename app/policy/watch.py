@@ -20,33 +20,39 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, Protocol
 
 from app.policy.config import WatchRules
 
 FAILED = frozenset({"failure", "timed_out", "startup_failure", "error"})
-PASSED = frozenset({"success"})
+PASSED = "success"
 Kind = Literal["flaky", "failure_rate", "duration"]
 
 
-@dataclass(frozen=True)
-class Run:
+class Completed(Protocol):
+    """A completed check as the watch reads it (the store's records are these)."""
+
+    @property
+    def check(self) -> str: ...
+    @property
+    def sha(self) -> str: ...
+    @property
+    def conclusion(self) -> str: ...
+    @property
+    def completed_at(self) -> float: ...
+    @property
+    def started_at(self) -> float | None: ...
+
+
+class Run(NamedTuple):
     """One completed check on the default branch."""
 
     check: str  # the check run's name, or the status's context
     sha: str
     conclusion: str  # success, failure, timed_out, cancelled, neutral, skipped, error
     completed_at: float
-    seconds: float | None = None  # None: a commit status, or no start time
-
-    @property
-    def failed(self) -> bool:
-        return self.conclusion in FAILED
-
-    @property
-    def passed(self) -> bool:
-        return self.conclusion in PASSED
+    started_at: float | None = None  # None: a commit status, or no start time
 
 
 @dataclass(frozen=True)
@@ -70,37 +76,52 @@ def p95(values: Sequence[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def _by_check(runs: Iterable[Run]) -> dict[str, list[Run]]:
-    grouped: dict[str, list[Run]] = {}
-    for run in runs:
-        grouped.setdefault(run.check, []).append(run)
-    return grouped
+@dataclass
+class _Seen:
+    """One check's history as read newest first, up to what the rules need."""
+
+    decided: list[bool] = field(default_factory=list)  # failed?, newest first
+    times: list[float] = field(default_factory=list)  # successful runs' seconds
+    failed: set[str] = field(default_factory=set)  # commits, within the flaky window
+    passed: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)  # those commits, newest first
 
 
-def _flaky_shas(runs: Sequence[Run], since: float) -> list[str]:
-    failed: set[str] = set()
-    passed: set[str] = set()
-    order: list[str] = []
-    for run in runs:
-        if run.completed_at < since:
+def _read(runs: Sequence[Completed], *, need: int, since: float, now: float) -> dict[str, _Seen]:
+    """One pass over ``runs`` (oldest first), newest first, keeping per check only the
+    last ``need`` decided runs and successful durations and the commits of ``since``."""
+    seen: dict[str, _Seen] = {}
+    for run in reversed(runs):
+        at = run.completed_at
+        if at > now:
             continue
-        if run.failed:
-            failed.add(run.sha)
-        elif run.passed:
-            passed.add(run.sha)
-        else:
+        mine = seen.get(run.check)
+        if mine is None:
+            mine = seen[run.check] = _Seen()
+        conclusion = run.conclusion
+        failed = conclusion in FAILED
+        passed = conclusion == PASSED
+        if not (failed or passed):
             continue
-        if run.sha not in order:
-            order.append(run.sha)
-    return [sha for sha in order if sha in failed and sha in passed]
+        if at >= since:
+            if run.sha not in mine.failed and run.sha not in mine.passed:
+                mine.order.append(run.sha)
+            (mine.failed if failed else mine.passed).add(run.sha)
+        if len(mine.decided) < need:
+            mine.decided.append(failed)
+        started = run.started_at
+        if passed and started is not None and len(mine.times) < need:
+            mine.times.append(at - started)
+    return seen
 
 
-def flaky_checks(runs: Iterable[Run], *, days: float, now: float) -> dict[str, list[str]]:
-    """Checks that failed and passed on one commit within ``days``: name -> commits."""
+def flaky_checks(runs: Iterable[Completed], *, days: float, now: float) -> dict[str, list[str]]:
+    """Checks that failed and passed on one commit within ``days``: name -> commits,
+    oldest first."""
     since = now - days * 86400
     found = {}
-    for check, mine in _by_check(runs).items():
-        shas = _flaky_shas(mine, since)
+    for check, mine in _read(list(runs), need=0, since=since, now=now).items():
+        shas = [sha for sha in reversed(mine.order) if sha in mine.failed and sha in mine.passed]
         if shas:
             found[check] = shas
     return found
@@ -114,13 +135,16 @@ def _seconds(value: float) -> str:
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
 
-def watch(runs: Iterable[Run], rules: WatchRules, *, now: float) -> list[Finding]:
-    """What the history shows, per check, in check order (flaky, failure rate, duration)."""
+def watch(runs: Sequence[Completed], rules: WatchRules, *, now: float) -> list[Finding]:
+    """What the history (oldest first) shows, per check by name: flaky, failure rate,
+    duration."""
     findings: list[Finding] = []
-    since = now - rules.flaky_days * 86400
-    for check, mine in sorted(_by_check(runs).items()):
-        mine = [r for r in mine if r.completed_at <= now]
-        shas = _flaky_shas(mine, since)
+    recent_n = rules.recent_runs
+    need = recent_n + rules.baseline_runs
+    seen = _read(runs, need=need, since=now - rules.flaky_days * 86400, now=now)
+    for check in sorted(seen):
+        mine = seen[check]
+        shas = [sha for sha in reversed(mine.order) if sha in mine.failed and sha in mine.passed]
         if shas:
             findings.append(
                 Finding(
@@ -135,13 +159,11 @@ def watch(runs: Iterable[Run], rules: WatchRules, *, now: float) -> list[Finding
                     shas=tuple(shas[-10:]),
                 )
             )
-        decided = [r for r in mine if r.failed or r.passed]
-        recent = decided[-rules.recent_runs :]
-        baseline = decided[-(rules.recent_runs + rules.baseline_runs) : -rules.recent_runs]
-        if len(recent) == rules.recent_runs and len(baseline) >= rules.recent_runs:
-            failures = sum(r.failed for r in recent)
+        recent, baseline = mine.decided[:recent_n], mine.decided[recent_n:]
+        if len(recent) == recent_n and len(baseline) >= recent_n:
+            failures = sum(recent)
             rate = failures / len(recent)
-            before = sum(r.failed for r in baseline) / len(baseline)
+            before = sum(baseline) / len(baseline)
             if failures >= rules.min_failures and rate - before >= rules.failure_rate_jump:
                 findings.append(
                     Finding(
@@ -155,13 +177,8 @@ def watch(runs: Iterable[Run], rules: WatchRules, *, now: float) -> list[Finding
                         ),
                     )
                 )
-        timed = [r for r in mine if r.passed and r.seconds is not None]
-        now_times = [float(r.seconds or 0) for r in timed[-rules.recent_runs :]]
-        base_times = [
-            float(r.seconds or 0)
-            for r in timed[-(rules.recent_runs + rules.baseline_runs) : -rules.recent_runs]
-        ]
-        enough = max(2, rules.recent_runs // 2)
+        now_times, base_times = mine.times[:recent_n], mine.times[recent_n:]
+        enough = max(2, recent_n // 2)
         if len(now_times) >= enough and len(base_times) >= enough:
             late, usual = p95(now_times), p95(base_times)
             if usual >= rules.min_duration_seconds and late >= rules.duration_ratio * usual:

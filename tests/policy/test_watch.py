@@ -31,7 +31,7 @@ def runs(
             sha=sha or f"{i:040x}",
             conclusion=names[o],
             completed_at=start + i * HOUR,
-            seconds=times[i],
+            started_at=start + i * HOUR - times[i],
         )
         for i, o in enumerate(outcomes)
     ]
@@ -97,10 +97,10 @@ def test_a_check_that_failed_and_passed_on_one_commit_is_flaky() -> None:
     same = "a" * 40
     history = [
         *runs("tests", "." * 30),
-        Run("tests", same, "failure", NOW - 5 * HOUR, 60.0),
-        Run("tests", same, "success", NOW - 4 * HOUR, 60.0),
-        Run("lint", "b" * 40, "failure", NOW - 3 * HOUR, 5.0),  # failed, fixed by a commit
-        Run("lint", "c" * 40, "success", NOW - 2 * HOUR, 5.0),
+        Run("tests", same, "failure", NOW - 5 * HOUR),
+        Run("tests", same, "success", NOW - 4 * HOUR),
+        Run("lint", "b" * 40, "failure", NOW - 3 * HOUR),  # failed, fixed by a commit
+        Run("lint", "c" * 40, "success", NOW - 2 * HOUR),
     ]
     (found,) = watch(history, RULES, now=NOW)
     assert (found.key, found.shas) == ("flaky:tests", (same,))
