@@ -22,6 +22,7 @@ import gidgethub
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import DashboardJob
+from app.jobs.weekly import update_weekly
 from app.policy.config import REPO_SOURCE, load_policy
 from app.publish.body import inline
 from app.redact import redact
@@ -188,8 +189,11 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         )
     except RepoConfigError as exc:
         return {"status": "skipped", "reason": f"the policy does not load: {exc}"}
+    weekly = None
+    if policy.weekly_report:
+        weekly = await update_weekly(ctx.store, pub, repo=kind.repo, bot=ctx.bot, now=time.time())
     if not policy.dashboard:
-        return {"status": "off"}
+        return {"status": "off", "weekly": weekly}
     now = time.time()
     since = now - WINDOW_DAYS * 86400
     failed = [

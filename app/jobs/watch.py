@@ -21,6 +21,7 @@ import gidgethub
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import WatchJob
+from app.jobs.weekly import update_weekly
 from app.policy.config import REPO_SOURCE, WatchRules, load_policy
 from app.policy.watch import Finding, watch
 from app.publish.body import inline
@@ -106,7 +107,7 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     now = time.time()
     records = await ctx.store.check_history(repo, since=now - HISTORY_DAYS * 86400)
     findings = watch(records, policy.watch, now=now)
-    kept = {f.key: f for f in await ctx.store.watch_findings(repo)}
+    kept = {f.key: f for f in await ctx.store.watch_findings(repo)}  # and the weekly reports
     said: dict[str, str] = {}
     for finding in findings:
         old = kept.get(finding.key)
@@ -151,4 +152,7 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
             audit="watch.opened" if old is None else None,
         )
         said[finding.key] = "opened" if old is None else f"updated #{number}"
-    return {"status": "watched", "runs": len(records), "findings": said}
+    weekly = None
+    if policy.weekly_report:  # what the watch noticed is in this week's report
+        weekly = await update_weekly(ctx.store, pub, repo=repo, bot=ctx.bot, now=now)
+    return {"status": "watched", "runs": len(records), "findings": said, "weekly": weekly}

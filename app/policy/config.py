@@ -265,6 +265,7 @@ class Policy(_Strict):
     learn: LearnRules
     watch: WatchRules
     dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
+    weekly_report: bool  # one issue per repository per week (app/jobs/weekly.py)
     commit_signing: Literal["git", "api"]  # api: commits made (and signed) by GitHub
     protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
     unprotect: list[str]
@@ -283,6 +284,7 @@ class Policy(_Strict):
             data = {
                 "learn": LEARN_BEFORE_ISSUE_20,
                 "watch": WATCH_BEFORE_ISSUE_20,
+                "weekly_report": False,
                 **data,
             }
         return data

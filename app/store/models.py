@@ -106,6 +106,7 @@ class AuditQuery:
     job_id: int | None = None
     since: float | None = None
     limit: int = 1000
+    action_prefix: str | None = None  # "trust.": only those actions
 
 
 @dataclass(frozen=True)

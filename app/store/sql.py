@@ -33,6 +33,14 @@ from app.store.sql_base import (
 from app.store.sql_watch import SQLWatch
 
 
+def _like_prefix(prefix: str | None) -> str | None:
+    """``prefix`` as a LIKE pattern that matches it literally at the start."""
+    if prefix is None:
+        return None
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
 class SQLStore(SQLWatch):
     """Deliveries and jobs (:class:`~app.store.sql_jobs.SQLJobs`), the dashboard issues
     and the metrics (:class:`~app.store.sql_reports.SQLReports`), earned autonomy's
@@ -72,7 +80,8 @@ class SQLStore(SQLWatch):
         def q() -> list[AuditEntry]:
             rows = self._db.execute(
                 "SELECT * FROM audit WHERE (? IS NULL OR repo = ?) AND (? IS NULL OR job_id = ?)"
-                " AND (? IS NULL OR at >= ?) ORDER BY id LIMIT ?",
+                " AND (? IS NULL OR at >= ?) AND (? IS NULL OR action LIKE ? ESCAPE '\\')"
+                " ORDER BY id LIMIT ?",
                 (
                     query.repo,
                     query.repo,
@@ -80,6 +89,8 @@ class SQLStore(SQLWatch):
                     query.job_id,
                     query.since,
                     query.since,
+                    query.action_prefix,
+                    _like_prefix(query.action_prefix),
                     query.limit,
                 ),
             ).fetchall()

@@ -226,7 +226,11 @@ async def _ignore(
 ) -> None:
     """``ignore`` on an issue of the watch: that finding is not raised again."""
     repo, number = data.repository.full_name, data.issue.number
-    found = [f for f in await ctx.store.watch_findings(repo) if f.issue_number == number]
+    found = [
+        f
+        for f in await ctx.store.watch_findings(repo)
+        if f.issue_number == number and not f.key.startswith("report:")  # a weekly report
+    ]
     if not found:
         text = f"@{login}, this is not an issue of Patchwarden's watch: nothing to ignore."
         await _reply(gh, ctx, data, text, key=key)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
+from app.jobs.weekly import week_of
 from app.localforge import LocalForge
 from app.store import AuditQuery
 from tests.conftest import REPO, Harness
@@ -24,7 +26,15 @@ pytestmark = [
 
 HOUR = 3600.0
 # Small windows keep the history short: 5 recent runs against the 20 before.
-WATCH = "watch:\n  recent_runs: 5\n  baseline_runs: 20\n  min_failures: 3\n"
+WATCH = "watch:\n  recent_runs: 5\n  baseline_runs: 20\n  min_failures: 3\nweekly_report: true\n"
+
+
+def weekly_reports(forge: LocalForge) -> list[Any]:
+    return [
+        i
+        for i in forge.repos[REPO].issues.values()
+        if i.title.startswith("Patchwarden weekly report:")
+    ]
 
 
 def watch_issues(forge: LocalForge) -> dict[str, int]:
@@ -104,6 +114,12 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     assert "150 s, against 60 s" in slower
     audit = [e.action for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=100_000))]
     assert audit.count("watch.opened") == 3
+    # This week's report (weekly_report: true) says what the watch noticed.
+    (report,) = weekly_reports(forge)
+    noticed = report.body or ""
+    assert f"Patchwarden weekly report: {week_of(time.time())[0]}" == report.title
+    for title, number in issues.items():
+        assert f"{title.removeprefix('Patchwarden watch: ')} (#{number}, open)" in noticed
 
     # More of the same: the issues are edited, never repeated.
     await forge.report_check(
@@ -145,6 +161,7 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     )
     await settle(pw)
     assert len(await pw.jobs("alert")) == alerts
+    assert len(weekly_reports(forge)) == 1  # edited through the week, never repeated
     reasons = [
         e.reason or "" for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=100_000))
     ]

@@ -83,3 +83,12 @@ async def test_an_outcome_keeps_its_kind_of_change(store: Store) -> None:
     got = await store.get_outcome(job.id)
     assert got is not None
     assert got.category == "lint"
+
+
+async def test_the_audit_reads_by_action_prefix_literally(store: Store) -> None:
+    for action in ("trust.reset", "trust_x.reset", "watch.opened", "trust.promoted"):
+        await store.audit(action, repo=REPO)
+    got = await store.query_audit(AuditQuery(repo=REPO, action_prefix="trust."))
+    assert [e.action for e in got] == ["trust.reset", "trust.promoted"]
+    got = await store.query_audit(AuditQuery(repo=REPO, action_prefix="trust_"))
+    assert [e.action for e in got] == ["trust_x.reset"]

@@ -1,0 +1,173 @@
+"""The weekly report (``weekly_report: true``): one issue per repository per ISO week.
+
+Edited in place as the week goes (after the dashboard's window and after each watch):
+what the watch noticed, what Patchwarden did (jobs, pull requests, merges, reverts,
+rejections), what it learned (promotions, demotions, resets) and what it spent. The
+store keeps each week's issue as it keeps the watch's (key ``report:<year>-W<week>``),
+so a week never gets a second issue. :func:`render` is pure; :func:`update_weekly`
+gathers and publishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.policy.config import REPO_SOURCE
+from app.publish.body import inline
+from app.publish.github import Publisher
+from app.store import AuditEntry, AuditQuery, Outcome, Store, WatchFinding
+
+LEARNED = {
+    "trust.promoted": "promoted",
+    "trust.demoted": "demoted",
+    "trust.restored": "back to the repository's autonomy",
+    "trust.reset": "trust reset",
+}
+
+
+def week_of(at: float) -> tuple[str, float, float]:
+    """The ISO week holding ``at``: its label (``2026-W48``), start and end (UTC)."""
+    day = datetime.fromtimestamp(at, UTC)
+    year, week, weekday = day.isocalendar()
+    start = (day - timedelta(days=weekday - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return f"{year}-W{week:02d}", start.timestamp(), (start + timedelta(days=7)).timestamp()
+
+
+@dataclass(frozen=True)
+class Week:
+    """Everything one week's report shows."""
+
+    repo: str
+    bot: str
+    label: str
+    start: float
+    now: float
+    outcomes: Sequence[Outcome]  # created this week
+    merged: Sequence[Outcome]  # merged this week (whenever created)
+    learned: Sequence[AuditEntry]  # trust.* this week
+    rejected: int  # pull requests closed unmerged by a person this week
+    noticed: Sequence[WatchFinding]  # the watch's findings seen this week
+
+
+def _day(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%a %d %b")
+
+
+def _text(value: str) -> str:
+    out = inline(value)
+    for char in "[]()!":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+def render(week: Week) -> str:
+    changes = [o for o in week.outcomes if o.kind != "revert"]
+    merged = [o for o in week.merged if o.kind != "revert"]
+    reverts = [o for o in week.merged if o.kind == "revert"]
+    cost = math.fsum(o.cost_usd for o in week.outcomes)
+    out = [
+        f"<!-- patchwarden:weekly={week.label} -->",
+        f"What @{week.bot} noticed, did, learned and spent here in {week.label} (from "
+        f"{_day(week.start)}, UTC), kept up to date through the week. Turn it off with "
+        f"`weekly_report: false` in `{REPO_SOURCE}`.",
+        "",
+        "### Noticed",
+        "",
+    ]
+    if week.noticed:
+        out += [
+            f"- {_text(f.title)} (#{f.issue_number}, {f.state})"
+            for f in sorted(week.noticed, key=lambda f: f.key)
+        ]
+    else:
+        out.append("Nothing new on the default branch.")
+    out += [
+        "",
+        "### Did",
+        "",
+        f"- jobs: {len(week.outcomes)}",
+        f"- pull requests opened: {sum(o.pr_number is not None for o in changes)}",
+        f"- merged: {len(merged)} ({sum(o.merged_how == 'auto' for o in merged)} by "
+        f"themselves, {sum(o.merged_how == 'approved' for o in merged)} approved, "
+        f"{sum(o.merged_how == 'manual' for o in merged)} by hand)",
+        f"- reverts merged: {len(reverts)}",
+        f"- rejected by the policy: {sum(o.status == 'rejected' for o in week.outcomes)}",
+        f"- closed unmerged by a person: {week.rejected}",
+        "",
+        "### Learned",
+        "",
+    ]
+    learned = [e for e in week.learned if e.action in LEARNED]
+    if learned:
+        for e in learned:
+            kind = str((e.details or {}).get("category") or "")
+            out.append(
+                f"- {_day(e.at)}: `{_text(kind)}` {LEARNED[e.action]}"
+                + (f": {_text(e.reason)}" if e.reason else "")
+            )
+    else:
+        out.append("No kind of change was promoted or demoted.")
+    out += [
+        "",
+        "### Spent",
+        "",
+        f"- tokens: {sum(o.tokens for o in week.outcomes):,}",
+        f"- model cost: ${cost:.2f}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+async def update_weekly(
+    store: Store, pub: Publisher, *, repo: str, bot: str, now: float
+) -> dict[str, Any]:
+    """Bring this week's report issue up to date (open it the first time)."""
+    label, start, _ = week_of(now)
+    since = start - 90 * 86400  # merged this week, created before it
+    outcomes = await store.find_outcomes(repo=repo, since=since)
+    trust = await store.query_audit(
+        AuditQuery(repo=repo, since=start, action_prefix="trust.", limit=10_000)
+    )
+    findings = await store.watch_findings(repo)
+    week = Week(
+        repo=repo,
+        bot=bot,
+        label=label,
+        start=start,
+        now=now,
+        outcomes=[o for o in outcomes if o.created_at >= start],
+        merged=[o for o in outcomes if o.merged_at is not None and o.merged_at >= start],
+        learned=trust,
+        rejected=sum(e.action == "trust.rejected" for e in trust),
+        noticed=[f for f in findings if f.last_seen >= start and not f.key.startswith("report:")],
+    )
+    body = render(week)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    key = f"report:{label}"
+    kept = next((f for f in findings if f.key == key), None)
+    if kept is not None and kept.body_sha == digest:
+        return {"status": "unchanged", "issue": kept.issue_number}
+    if kept is None and not await store.claim_once(f"weekly:{repo}:{label}"):
+        return {"status": "another worker opens it"}
+    title = f"Patchwarden weekly report: {label}"
+    number, state = await pub.upsert_issue(
+        kept.issue_number if kept is not None else None, title, body
+    )
+    await store.save_finding(
+        WatchFinding(
+            repo=repo,
+            key=key,
+            issue_number=number,
+            state="closed" if state == "closed" else "open",
+            title=title,
+            first_seen=kept.first_seen if kept is not None else now,
+            last_seen=now,
+            body_sha=digest,
+        ),
+        audit="report.opened" if kept is None else None,
+    )
+    return {"status": "updated", "issue": number}
