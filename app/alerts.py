@@ -247,13 +247,17 @@ def _sentry_event(event: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[di
     return labels, issue
 
 
-def parse_sentry(body: Any, *, resource: str, routes: Mapping[str, str]) -> ParsedAlerts:
+def parse_sentry(
+    body: Any, *, resource: str, routes: Mapping[str, str], day: str = ""
+) -> ParsedAlerts:
     """A Sentry webhook (``Sentry-Hook-Resource: resource``) as at most one alert.
 
     ``event_alert`` (an issue alert rule fired) and ``error`` carry the event: its
     exception, stack frames and release; ``issue`` (``created`` or ``unresolved``: new,
     or back) carries the issue alone. Other resources and actions start nothing, said in
-    ``skipped``. Raises :class:`AlertFormatError` on a body that is not Sentry's."""
+    ``skipped``. ``day`` (``2026-11-26``, when it arrived) is part of the key: one job
+    per Sentry issue per day. Raises :class:`AlertFormatError` on a body that is not
+    Sentry's."""
     if not isinstance(body, Mapping) or not isinstance(body.get("data"), Mapping):
         raise AlertFormatError("Sentry webhook: the body must be an object with 'data'")
     data, action = body["data"], _text(body.get("action"), 40)
@@ -339,7 +343,10 @@ def parse_sentry(body: Any, *, resource: str, routes: Mapping[str, str]) -> Pars
         repo=repo,
         title=title or f"Sentry {resource} in {labels.get('sentry_project', 'a project')}",
         body="\n".join(lines)[:MAX_TEXT],
-        key=f"sentry:{labels.get('sentry_project_id') or labels.get('sentry_project')}:{identity}",
+        # One job per Sentry issue per day (UTC): an alert rule firing again, or the issue
+        # coming back after it was resolved, on a later day is a new job.
+        key=f"sentry:{labels.get('sentry_project_id') or labels.get('sentry_project')}:"
+        f"{identity}:{day}",
         source="sentry",
         labels=labels,
         url=url,

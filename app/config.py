@@ -235,7 +235,19 @@ class Settings(BaseSettings):
             return None
         return value
 
-    @field_validator("llm_model", "llm_base_url", "llm_azure_api_version", mode="before")
+    # An empty secret (``PATCHWARDEN_SENTRY_CLIENT_SECRET=`` from a compose file whose
+    # variable is unset) is no secret, since anyone can sign with it: it is unset, and
+    # what it guards stays off.
+    @field_validator(
+        "llm_model",
+        "llm_base_url",
+        "llm_azure_api_version",
+        "webhook_secret",
+        "alerts_secret",
+        "sentry_client_secret",
+        "metrics_token",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

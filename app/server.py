@@ -239,7 +239,10 @@ async def _sentry(request: web.Request, resource: str) -> web.Response:
     Secret, an HMAC-SHA256 of the body in hex (Sentry-Hook-Signature), as Sentry
     documents: https://docs.sentry.io/organization/integrations/integration-platform/webhooks/"""
     settings = request.app[SETTINGS]
-    if settings.sentry_client_secret is None:
+    if (
+        settings.sentry_client_secret is None
+        or not settings.sentry_client_secret.get_secret_value()
+    ):
         return _error(
             503,
             "Sentry webhooks are disabled: set PATCHWARDEN_SENTRY_CLIENT_SECRET to the "
@@ -263,7 +266,8 @@ async def _sentry(request: web.Request, resource: str) -> web.Response:
     if isinstance(data, web.Response):
         return data
     try:
-        parsed = parse_sentry(data, resource=resource, routes=settings.alert_routes)
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        parsed = parse_sentry(data, resource=resource, routes=settings.alert_routes, day=day)
     except AlertFormatError as exc:
         return _error(422, str(exc))
     if not parsed.items:

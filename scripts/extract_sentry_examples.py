@@ -10,7 +10,7 @@ block in the page's Markdown (``docs/organization/integrations/integration-platf
 webhooks/*.mdx``). This script takes the first ``json`` block of each page in ``PAGES``
 whose ``action`` is the one wanted, checks that it parses, and writes it unchanged to
 ``tests/fixtures/sentry/<resource>.json``, with ``index.json`` saying where each came
-from: the repository, the page and the commit of the checkout.
+from: the repository, the page and that page's last commit in the checkout.
 
 The fixtures in this repository came from these pages of ``getsentry/sentry-docs``
 (which has no releases: its commit is its version), under ``FOLDER``:
@@ -61,16 +61,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkout", type=Path, help="a clone of github.com/getsentry/sentry-docs")
     args = parser.parse_args()
-    commit = subprocess.run(
-        ["git", "-C", str(args.checkout), "rev-parse", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    ).stdout.strip()
     OUT.mkdir(parents=True, exist_ok=True)
     index = {}
     for fixture, (page, action) in PAGES.items():
+        # each page's own last commit: the version of that example
+        commit = subprocess.run(
+            ["git", "-C", str(args.checkout), "log", "-1", "--format=%H", "--", f"{FOLDER}/{page}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
         text = (args.checkout / FOLDER / page).read_text(encoding="utf-8")
         (OUT / fixture).write_text(example(text, action), encoding="utf-8")
         index[fixture] = {"repository": REPOSITORY, "page": f"{FOLDER}/{page}", "commit": commit}

@@ -24,7 +24,7 @@ from app.jobs.kinds import WatchJob
 from app.jobs.weekly import update_weekly
 from app.policy.config import REPO_SOURCE, WatchRules, load_policy
 from app.policy.watch import Finding, watch
-from app.publish.body import inline
+from app.publish.body import _code, inline
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 from app.store import Job, WatchFinding
 
@@ -32,7 +32,9 @@ HISTORY_DAYS = 180  # the most history a run reads
 
 
 def marker(finding: Finding) -> str:
-    return f"<!-- patchwarden:watch={finding.key} -->"
+    """The issue's marker: a hash of the key, since a check's name is the CI's text and
+    could close the comment (``-->``)."""
+    return f"<!-- patchwarden:watch={hashlib.sha256(finding.key.encode()).hexdigest()[:16]} -->"
 
 
 def _text(value: str) -> str:
@@ -48,6 +50,7 @@ def _day(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+_HEADLINE = {"flaky": "Flaky check:", "failure_rate": "Failing more often:", "duration": "Slower:"}
 _WHAT_FIX_DOES = {
     "flaky": "a fixer looks for what makes it pass or fail at random (order, time, "
     "shared state, the network)",
@@ -64,7 +67,7 @@ def render(finding: Finding, *, bot: str, first_seen: float, rules: WatchRules) 
         "statuses GitHub reports (a rule, no model). This issue is updated while it lasts; "
         "editing it changes nothing.",
         "",
-        f"**{_text(finding.title)}**",
+        f"**{_HEADLINE[finding.kind]}** {_code(finding.check)}",
         "",
         *(f"- {inline(fact)}" for fact in finding.facts),  # our words and numbers
     ]
@@ -89,6 +92,33 @@ def render(finding: Finding, *, bot: str, first_seen: float, rules: WatchRules) 
     return "\n".join(lines) + "\n"
 
 
+async def _gone(ctx: JobContext, pub: Any, old: WatchFinding, *, now: float) -> str:
+    """A finding the watch no longer sees: its issue says so (once), and stays open for
+    a person to close; if it comes back, the same issue is updated again."""
+    text = (
+        f"**No longer seen** by the watch as of {_day(now)}: {_text(old.title)} no longer "
+        "meets its rule. Close this issue when you are satisfied; if it comes back, this "
+        "issue is updated again.\n"
+    )
+    number, state = await pub.upsert_issue(
+        old.issue_number, f"Patchwarden watch: {old.title}"[:200], text
+    )
+    await ctx.store.save_finding(
+        WatchFinding(
+            repo=old.repo,
+            key=old.key,
+            issue_number=number,
+            state="closed" if state == "closed" else "gone",
+            title=old.title,
+            first_seen=old.first_seen,
+            last_seen=now,
+            body_sha=hashlib.sha256(text.encode()).hexdigest(),
+        ),
+        audit="watch.gone",
+    )
+    return "gone"
+
+
 async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     kind = WatchJob.of(job)
     repo = kind.repo
@@ -111,7 +141,7 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     said: dict[str, str] = {}
     for finding in findings:
         old = kept.get(finding.key)
-        if old is not None and old.state != "open":
+        if old is not None and old.state not in ("open", "gone"):
             said[finding.key] = old.state  # ignored, or closed by a maintainer
             continue
         first = old.first_seen if old is not None else now
@@ -129,10 +159,11 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
                 f"Patchwarden watch: {finding.title}"[:200],
                 body,
             )
-        except gidgethub.BadRequest as exc:
-            if old is None:
+        except BaseException as exc:
+            if old is None:  # a retry may open it
                 await ctx.store.release_once(f"watch:{repo}:{finding.key}")
-            if exc.status_code in (403, 410):  # issues are turned off in this repository
+            if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
+                # issues are turned off in this repository
                 return {
                     "status": "skipped",
                     "reason": f"GitHub refused the issue ({exc.status_code})",
@@ -152,6 +183,10 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
             audit="watch.opened" if old is None else None,
         )
         said[finding.key] = "opened" if old is None else f"updated #{number}"
+    found = {f.key for f in findings}
+    for old in kept.values():
+        if old.state == "open" and old.key not in found and not old.key.startswith("report:"):
+            said[old.key] = await _gone(ctx, pub, old, now=now)
     weekly = None
     if policy.weekly_report:  # what the watch noticed is in this week's report
         weekly = await update_weekly(ctx.store, pub, repo=repo, bot=ctx.bot, now=now)

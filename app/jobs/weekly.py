@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import gidgethub
+
 from app.policy.config import REPO_SOURCE
 from app.publish.body import inline
 from app.publish.github import Publisher
@@ -143,7 +145,13 @@ async def update_weekly(
         merged=[o for o in outcomes if o.merged_at is not None and o.merged_at >= start],
         learned=trust,
         rejected=sum(e.action == "trust.rejected" for e in trust),
-        noticed=[f for f in findings if f.last_seen >= start and not f.key.startswith("report:")],
+        # what the watch raised this week, and what it still sees
+        noticed=[
+            f
+            for f in findings
+            if not f.key.startswith("report:")
+            and (f.first_seen >= start or (f.state == "open" and f.last_seen >= start - 7 * 86400))
+        ],
     )
     body = render(week)
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -154,9 +162,16 @@ async def update_weekly(
     if kept is None and not await store.claim_once(f"weekly:{repo}:{label}"):
         return {"status": "another worker opens it"}
     title = f"Patchwarden weekly report: {label}"
-    number, state = await pub.upsert_issue(
-        kept.issue_number if kept is not None else None, title, body
-    )
+    try:
+        number, state = await pub.upsert_issue(
+            kept.issue_number if kept is not None else None, title, body
+        )
+    except BaseException as exc:
+        if kept is None:  # a retry may open it
+            await store.release_once(f"weekly:{repo}:{label}")
+        if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
+            return {"status": "skipped", "reason": f"GitHub refused the issue ({exc.status_code})"}
+        raise
     await store.save_finding(
         WatchFinding(
             repo=repo,

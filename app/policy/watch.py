@@ -164,7 +164,8 @@ def watch(runs: Sequence[Completed], rules: WatchRules, *, now: float) -> list[F
             failures = sum(recent)
             rate = failures / len(recent)
             before = sum(baseline) / len(baseline)
-            if failures >= rules.min_failures and rate - before >= rules.failure_rate_jump:
+            jumped = rate - before >= rules.failure_rate_jump - 1e-9  # 0.7 - 0.4 is 0.2999...
+            if failures >= rules.min_failures and jumped:
                 findings.append(
                     Finding(
                         kind="failure_rate",

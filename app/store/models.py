@@ -238,7 +238,7 @@ class WatchFinding:
     repo: str
     key: str
     issue_number: int
-    state: str  # open | ignored | closed
+    state: str  # open | gone (no longer seen) | ignored | closed
     title: str
     first_seen: float
     last_seen: float

@@ -86,8 +86,12 @@ class SQLWatch(SQLLearn):
                 "INSERT INTO watch_findings (repo, finding, issue_number, state, title,"
                 " first_seen, last_seen, body_sha) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (repo, finding) DO UPDATE SET issue_number ="
-                " excluded.issue_number, state = excluded.state, title = excluded.title,"
-                " last_seen = excluded.last_seen, body_sha = excluded.body_sha",
+                " excluded.issue_number, title = excluded.title,"
+                " last_seen = excluded.last_seen, body_sha = excluded.body_sha,"
+                # `ignore` is a person's answer: a watch run that read the finding before
+                # it, and writes after it, does not take it back
+                " state = CASE WHEN watch_findings.state = 'ignored' THEN 'ignored'"
+                " ELSE excluded.state END",
                 (
                     finding.repo,
                     finding.key,

@@ -15,7 +15,8 @@ from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.jobs.kinds import AlertJob, WatchJob
-from app.policy.watch import Run, flaky_checks
+from app.jobs.rules import watched_merges
+from app.policy.watch import FAILED, flaky_checks
 from app.store import CheckRecord
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext
@@ -40,14 +41,15 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     if isinstance(failure, str):
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=failure)
         return
-    flaky = await _flaky(ctx, failure.repo, failure.name)
+    flaky = await _only_flaky(ctx, failure, check_run=event.event == "check_run")
     if flaky:
         await ctx.audit(
             "trigger.ignored",
             actor=actor,
             repo=failure.repo,
-            reason=f"{failure.name} is flaky here: it failed and passed on "
-            f"{len(flaky)} commit(s) lately (the watch); a flaky check is not a bug to fix",
+            reason=f"{flaky} flaky here: each failed and passed on one commit lately (the "
+            f"watch), and nothing else failed at {failure.sha[:12]}; a flaky check is not a "
+            "bug to fix",
             details={"via": event.event, "sha": failure.sha},
         )
         return
@@ -95,13 +97,26 @@ async def _keep(ctx: HandlerContext, done: triggers.CheckDone, *, installation: 
     )
 
 
-async def _flaky(ctx: HandlerContext, repo: str, check: str) -> list[str]:
-    """The commits ``check`` failed and passed on in the last FLAKY_DAYS (the default
-    policy's ``watch.flaky_days``: a handler reads no repository file)."""
+async def _only_flaky(
+    ctx: HandlerContext, failure: triggers.CiFailure, *, check_run: bool
+) -> str | None:
+    """The flaky checks (``"unit is"``, ``"unit and e2e are"``) when every check that
+    failed on the failing commit is flaky in the last FLAKY_DAYS (the default policy's
+    ``watch.flaky_days``: a handler reads no repository file); None otherwise, and
+    always while one of Patchwarden's merges is in its canary window (a flaky check may
+    still be the one its merge broke: the canary decides). A workflow run's failure is
+    judged by the failed check runs of its jobs on that commit."""
     now = time.time()
-    runs = [
-        Run(check=r.check, sha=r.sha, conclusion=r.conclusion, completed_at=r.completed_at)
-        for r in await ctx.store.check_history(repo, since=now - FLAKY_DAYS * 86400)
-        if r.check == check
-    ]
-    return flaky_checks(runs, days=FLAKY_DAYS, now=now).get(check, [])
+    records = await ctx.store.check_history(failure.repo, since=now - FLAKY_DAYS * 86400)
+    failed = {r.check for r in records if r.sha == failure.sha and r.conclusion in FAILED}
+    if check_run:
+        failed.add(failure.name)
+    if not failed:
+        return None
+    flaky = flaky_checks(records, days=FLAKY_DAYS, now=now)
+    if not failed <= set(flaky):
+        return None
+    if watched_merges(await ctx.store.find_outcomes(repo=failure.repo), now=now):
+        return None
+    names = sorted(failed)
+    return " and ".join(names) + (" is" if len(names) == 1 else " are")

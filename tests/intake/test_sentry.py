@@ -49,9 +49,9 @@ def python_error() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("resource", "title", "key"),
     [
-        ("event_alert", "ReferenceError: heck is not defined", "sentry:1:1117540176"),
-        ("error", "ReferenceError: blooopy is not defined", "sentry:1:1170820242"),
-        ("issue", "ReferenceError: blooopy is not defined", "sentry:1:1170820242"),
+        ("event_alert", "ReferenceError: heck is not defined", "sentry:1:1117540176:"),
+        ("error", "ReferenceError: blooopy is not defined", "sentry:1:1170820242:"),
+        ("issue", "ReferenceError: blooopy is not defined", "sentry:1:1170820242:"),
     ],
 )
 def test_each_documented_payload_becomes_one_alert_routed_by_its_project(
@@ -66,6 +66,15 @@ def test_each_documented_payload_becomes_one_alert_routed_by_its_project(
         assert item.url is not None
         assert item.url.startswith("https://sentry.io/organizations/test-org/issues/")
         assert "  at /js/prod/runner-4.1.7.min.js:1" in item.body or "  at /runner:3" in item.body
+
+
+def test_one_job_per_sentry_issue_per_day() -> None:
+    body = documented("event_alert")
+    keys = {
+        parse_sentry(body, resource="event_alert", routes=ROUTES, day=day).items[0].key
+        for day in ("2026-11-26", "2026-11-26", "2026-11-27")
+    }
+    assert keys == {"sentry:1:1117540176:2026-11-26", "sentry:1:1117540176:2026-11-27"}
 
 
 def test_the_project_id_routes_too_and_an_unrouted_project_says_how_to_route_it() -> None:
@@ -235,9 +244,15 @@ async def test_a_mis_signed_payload_is_refused_and_starts_nothing(
     assert await sentry_pw.jobs("alert") == []
 
 
-async def test_sentry_is_off_until_its_client_secret_is_set(pw: Harness) -> None:
+@pytest.mark.parametrize("secret", [None, "", "   "], ids=["unset", "empty", "blank"])
+async def test_sentry_is_off_until_its_client_secret_is_set(
+    make_pw: Callable[..., Awaitable[Harness]], secret: str | None
+) -> None:
+    """An empty secret is no secret: anyone can sign a body with it."""
+    pw = await make_pw(sentry_client_secret=secret, alert_routes=ROUTES)
+    assert pw.runtime.settings.sentry_client_secret is None
     body = json.dumps(documented("error")).encode()
-    status, answer = await post_sentry(pw, body, resource="error", signature=sign(body))
+    status, answer = await post_sentry(pw, body, resource="error", signature=sign(body, ""))
     assert status == 503
     assert "PATCHWARDEN_SENTRY_CLIENT_SECRET" in answer["error"]
     assert await pw.jobs("alert") == []

@@ -356,15 +356,18 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     assert cleared
     assert f"bisect blamed {broken[:12]}" in (cleared[-1].reason or "")
 
-    # The outcome feeds back: the next change here carries the revert in its score.
+    # The outcome feeds back: the next change here carries the revert in its score, and
+    # lint fixes, demoted by it (learn), wait for a person even under autonomy automerge.
     await forge.push(REPO, {"test_broken.py": None}, author="carol", message="Undo")
     await fix_this(pw)
     await settle(pw)
-    newest = forge.pulls(REPO)[3]  # the new fix (smoke then reverts it too)
+    newest = forge.pulls(REPO)[3]
     body = forge.issue(REPO, newest.number).body or ""
     assert "1 change Patchwarden merged here in the last 30 days was reverted" in body
+    assert "lint fixes wait for a review here after a setback" in body
+    assert not newest.merged
     got = await assert_metrics_match_the_store(pw)
-    assert got[("patchwarden_reverts_total", ())] == 2  # the first fix and the newest
+    assert got[("patchwarden_reverts_total", ())] == 1  # the first fix only
 
 
 async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(

@@ -26,7 +26,10 @@ pytestmark = [
 
 HOUR = 3600.0
 # Small windows keep the history short: 5 recent runs against the 20 before.
-WATCH = "watch:\n  recent_runs: 5\n  baseline_runs: 20\n  min_failures: 3\nweekly_report: true\n"
+WATCH = (
+    "watch:\n  enabled: true\n  recent_runs: 5\n  baseline_runs: 20\n  min_failures: 3\n"
+    "weekly_report: true\n"
+)
 
 
 def weekly_reports(forge: LocalForge) -> list[Any]:
@@ -135,6 +138,16 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     failing = forge.issue(REPO, issues["Patchwarden watch: Failing more often: e2e"]).body or ""
     # F . F . F F: the last five hold 3 failures, the twenty before now hold the first
     assert "failed 3 of its last 5 runs (60 %), against 5 % over the 20 runs before" in failing
+
+    # e2e passes again on five new commits: its issue says the watch no longer sees it.
+    healed = [await forge.push(REPO, {"notes.md": f"w{i}\n"}, author="alice") for i in range(5)]
+    await settle(pw)
+    for sha in healed:
+        await history(forge, "e2e", ".", [sha], seconds=[40.0])
+    await settle(pw)
+    failing = forge.issue(REPO, issues["Patchwarden watch: Failing more often: e2e"]).body or ""
+    assert failing.startswith("**No longer seen** by the watch")
+    assert watch_issues(forge) == issues
 
     # A writer answers `ignore` on the build issue: it is left alone from then on.
     build = issues["Patchwarden watch: Slower: build"]

@@ -59,3 +59,19 @@ def test_the_report_says_what_was_noticed_done_learned_and_spent() -> None:
     assert "`lint` promoted: lint fixes merge themselves here: 10 merged" in text
     assert "- tokens: 1,200" in text
     assert "- model cost: $0.75" in text
+
+
+def test_a_hostile_check_name_stays_inert_in_the_watch_issue() -> None:
+    from app.jobs.watch import render as render_watch
+    from app.policy.watch import Finding
+    from tests.policy_helpers import default_policy
+
+    name = "ci --> @octo-org/everyone **[click](https://evil.example)** <!--"
+    finding = Finding("flaky", name, f"Flaky check: {name}", ("failed and passed",))
+    body = render_watch(finding, bot="patchwarden", first_seen=MON, rules=default_policy().watch)
+    first = body.splitlines()[0]
+    assert first.startswith("<!-- patchwarden:watch=")
+    assert "-->" not in first.removesuffix("-->")  # the name never closes the marker
+    assert name not in body.splitlines()[0]
+    headline = next(line for line in body.splitlines() if line.startswith("**Flaky check:**"))
+    assert headline.count("`") >= 2  # the name as inline code: no mention, no link

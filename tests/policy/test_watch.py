@@ -68,6 +68,13 @@ def test_what_is_not_a_failure_rate_jump(outcomes: str, why: str) -> None:
     assert kinds(watch(runs("tests", outcomes), RULES, now=NOW)) == [], why
 
 
+def test_a_jump_of_exactly_the_threshold_counts() -> None:
+    """14 of 20 against 40 of 100 is 30 points, though 0.7 - 0.4 is 0.29999... in floats."""
+    baseline = ("F" * 4 + "." * 6) * 10
+    recent = "F" * 14 + "." * 6
+    assert kinds(watch(runs("tests", baseline + recent), RULES, now=NOW)) == ["failure_rate:tests"]
+
+
 def test_a_duration_that_doubles_is_found() -> None:
     times = [60.0] * 100 + [150.0] * 20
     (found,) = watch(runs("build", "." * 120, seconds=times), RULES, now=NOW)

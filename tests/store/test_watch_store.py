@@ -67,6 +67,12 @@ async def test_a_finding_keeps_its_issue_and_is_audited_when_asked(store: Store)
         T0 + 5,
         "b",
     )
+    # a watch run that read it as open before the ignore, and writes after: still ignored
+    await store.save_finding(
+        WatchFinding(REPO, "flaky:tests", 12, "open", "Flaky check: tests", T0, T0 + 7, "c")
+    )
+    (kept,) = await store.watch_findings(REPO)
+    assert (kept.state, kept.body_sha) == ("ignored", "c")
     actions = [e.action for e in await store.query_audit(AuditQuery(repo=REPO))]
     assert actions == ["watch.opened", "watch.ignored"]
     assert await store.watch_findings("someone/else") == []
