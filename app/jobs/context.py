@@ -21,9 +21,11 @@ from app.jobs.kinds import JobKind
 from app.jobs.report import Report
 from app.jobs.rules import pause_reason, record_of
 from app.metrics import Metrics
+from app.policy.config import REPO_SOURCE, Policy, load_policy
 from app.policy.score import HISTORY_DAYS, History
 from app.publish import audit_page
 from app.publish.github import Publisher
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionRunner
 from app.store import Job, Outcome, Store
@@ -76,6 +78,15 @@ class JobContext:
         if created and self.wake is not None:
             self.wake(job.queue)
         return created
+
+    async def default_branch_policy(self, pub: Publisher) -> Policy:
+        """The policy as the default branch has it now (the default policy with
+        ``.github/patchwarden.yml`` merged over it); :class:`RepoConfigError` when it
+        does not load. For jobs that act on the repository rather than on a change."""
+        text = await pub.default_branch_file(REPO_SOURCE)
+        return load_policy(
+            default_policy_text(self.settings.default_policy or DEFAULT_POLICY), text
+        )
 
     async def history(self, repo: str, *, window_days: float = HISTORY_DAYS) -> History:
         """Outcomes feed back into the risk (Patchwarden's merges reverted lately) and

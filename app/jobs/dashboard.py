@@ -23,10 +23,9 @@ from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import DashboardJob
 from app.jobs.weekly import update_weekly
-from app.policy.config import REPO_SOURCE, load_policy
-from app.publish.body import inline
+from app.policy.config import REPO_SOURCE
+from app.publish.body import inert
 from app.redact import redact
-from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 from app.store import Job, ModelSpend, Outcome
 from app.store.outcomes import format_duration, reverted, summarise_outcomes
 
@@ -55,15 +54,6 @@ def _day(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _text(value: str) -> str:
-    """Untrusted text on one line: inline (HTML escaped, no @mention pings) and no
-    Markdown link or image a stranger could plant in a bot-written issue."""
-    out = inline(value)
-    for char in "[]()!":
-        out = out.replace(char, "\\" + char)
-    return out
-
-
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f} %"
 
@@ -78,7 +68,7 @@ def render(view: View) -> str:
         "",
     ]
     if view.paused:
-        out += [f"**Paused**: {_text(view.paused)}. `@{view.bot} resume` resumes.", ""]
+        out += [f"**Paused**: {inert(view.paused)}. `@{view.bot} resume` resumes.", ""]
     else:
         out += [f"**Running.** `@{view.bot} pause` stops new work here.", ""]
 
@@ -96,7 +86,7 @@ def render(view: View) -> str:
         waits = (outcome.merge_said if outcome else None) or "waits for a maintainer's review"
         draft = " (draft)" if pull.get("draft") else ""
         out.append(
-            f"- #{number}{draft} {_text(str(pull.get('title', '')))}: {risk}; {_text(waits)}"
+            f"- #{number}{draft} {inert(str(pull.get('title', '')))}: {risk}; {inert(waits)}"
         )
     if view.open_pulls:
         out.append("")
@@ -112,7 +102,7 @@ def render(view: View) -> str:
         )
         mark = f" — **reverted** by #{o.reverted_by_pr}" if o.job_id in undone else ""
         out.append(
-            f"- #{o.pr_number} {_text(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
+            f"- #{o.pr_number} {inert(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
         )
     if merges:
         out.append("")
@@ -133,7 +123,7 @@ def render(view: View) -> str:
         out += ["None.", ""]
     for job in view.failed[:RECENT]:
         error = redact(job.last_error or "no reason recorded", known=view.secrets)
-        why = _text(error.splitlines()[0][:200])
+        why = inert(error.splitlines()[0][:200])
         out.append(
             f"- job {job.id} ({job.kind}), {_day(job.updated_at)}: {why} "
             f"(`patchwarden audit --job {job.id}`)"
@@ -182,11 +172,8 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     """Gather the view and edit (or open) the dashboard issue, unless turned off."""
     kind = DashboardJob.of(job)
     pub = ctx.publisher(job)
-    text = await pub.default_branch_file(REPO_SOURCE)
     try:
-        policy = load_policy(
-            default_policy_text(ctx.settings.default_policy or DEFAULT_POLICY), text
-        )
+        policy = await ctx.default_branch_policy(pub)
     except RepoConfigError as exc:
         return {"status": "skipped", "reason": f"the policy does not load: {exc}"}
     weekly = None

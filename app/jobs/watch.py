@@ -22,10 +22,9 @@ from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.kinds import WatchJob
 from app.jobs.weekly import update_weekly
-from app.policy.config import REPO_SOURCE, WatchRules, load_policy
+from app.policy.config import REPO_SOURCE, WatchRules
 from app.policy.watch import Finding, watch
-from app.publish.body import _code, inline
-from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from app.publish.body import _code, inert, inline
 from app.store import Job, WatchFinding
 
 HISTORY_DAYS = 180  # the most history a run reads
@@ -35,15 +34,6 @@ def marker(finding: Finding) -> str:
     """The issue's marker: a hash of the key, since a check's name is the CI's text and
     could close the comment (``-->``)."""
     return f"<!-- patchwarden:watch={hashlib.sha256(finding.key.encode()).hexdigest()[:16]} -->"
-
-
-def _text(value: str) -> str:
-    """A check's name (from the repository's CI) on one line, inert: no markup, no
-    @mention, no link."""
-    out = inline(value)
-    for char in "[]()!":
-        out = out.replace(char, "\\" + char)
-    return out
 
 
 def _day(at: float) -> str:
@@ -96,7 +86,7 @@ async def _gone(ctx: JobContext, pub: Any, old: WatchFinding, *, now: float) -> 
     """A finding the watch no longer sees: its issue says so (once), and stays open for
     a person to close; if it comes back, the same issue is updated again."""
     text = (
-        f"**No longer seen** by the watch as of {_day(now)}: {_text(old.title)} no longer "
+        f"**No longer seen** by the watch as of {_day(now)}: {inert(old.title)} no longer "
         "meets its rule. Close this issue when you are satisfied; if it comes back, this "
         "issue is updated again.\n"
     )
@@ -125,11 +115,8 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     if await ctx.paused(repo):
         return {"status": "paused"}
     pub = ctx.publisher(job)
-    text = await pub.default_branch_file(REPO_SOURCE)
     try:
-        policy = load_policy(
-            default_policy_text(ctx.settings.default_policy or DEFAULT_POLICY), text
-        )
+        policy = await ctx.default_branch_policy(pub)
     except RepoConfigError as exc:
         return {"status": "skipped", "reason": f"the policy does not load: {exc}"}
     if not policy.watch.enabled:

@@ -20,7 +20,7 @@ from typing import Any
 import gidgethub
 
 from app.policy.config import REPO_SOURCE
-from app.publish.body import inline
+from app.publish.body import inert
 from app.publish.github import Publisher
 from app.store import AuditEntry, AuditQuery, Outcome, Store, WatchFinding
 
@@ -60,13 +60,6 @@ def _day(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%a %d %b")
 
 
-def _text(value: str) -> str:
-    out = inline(value)
-    for char in "[]()!":
-        out = out.replace(char, "\\" + char)
-    return out
-
-
 def render(week: Week) -> str:
     changes = [o for o in week.outcomes if o.kind != "revert"]
     merged = [o for o in week.merged if o.kind != "revert"]
@@ -83,7 +76,7 @@ def render(week: Week) -> str:
     ]
     if week.noticed:
         out += [
-            f"- {_text(f.title)} (#{f.issue_number}, {f.state})"
+            f"- {inert(f.title)} (#{f.issue_number}, {f.state})"
             for f in sorted(week.noticed, key=lambda f: f.key)
         ]
     else:
@@ -109,8 +102,8 @@ def render(week: Week) -> str:
         for e in learned:
             kind = str((e.details or {}).get("category") or "")
             out.append(
-                f"- {_day(e.at)}: `{_text(kind)}` {LEARNED[e.action]}"
-                + (f": {_text(e.reason)}" if e.reason else "")
+                f"- {_day(e.at)}: `{inert(kind)}` {LEARNED[e.action]}"
+                + (f": {inert(e.reason)}" if e.reason else "")
             )
     else:
         out.append("No kind of change was promoted or demoted.")

@@ -44,6 +44,15 @@ def _cell(text: object) -> str:
     return _inline(text).replace("|", "\\|")
 
 
+def inert(text: str) -> str:
+    """Untrusted text on one line of a bot-written issue: :func:`inline` (HTML escaped,
+    no @mention pings) and no Markdown link or image a stranger could plant."""
+    out = _inline(text)
+    for char in "[]()!":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
 def _code(text: object) -> str:
     """``text`` as inline code, with a backtick fence longer than any run inside it."""
     value = " ".join(str(text).split())

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +27,6 @@ from tests.cli.test_cli import clean_env, run
 REPO_A = "octo-org/widgets"
 REPO_B = "octo-org/gadgets"
 T0 = 1_700_000_000.0
-
-
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = store_for_url(store_url)
-    await s.open()
-    yield s
-    await s.close()
 
 
 def outcome(job_id: int, repo: str = REPO_A, **fields: Any) -> Outcome:

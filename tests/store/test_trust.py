@@ -3,22 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from app.store import AuditQuery, NewJob, Outcome, Store, TrustEvent, TrustStanding, store_for_url
+from app.store import AuditQuery, NewJob, Outcome, Store, TrustEvent, TrustStanding
 
 REPO = "octo-org/widgets"
 T0 = 1_800_000_000.0
-
-
-@pytest.fixture
-async def store(store_url: str) -> AsyncIterator[Store]:
-    s = store_for_url(store_url)
-    await s.open()
-    yield s
-    await s.close()
 
 
 def lint(state: str, autonomy: str, at: float) -> TrustStanding:
