@@ -15,7 +15,7 @@ import pytest
 from app.cli.doctor import _pause_check
 from app.config import load_settings
 from app.jobs.rules import watched_merges
-from app.store import AuditQuery, NewJob, Outcome, Pause, Store, store_for_url
+from app.store import AuditQuery, NewJob, Outcome, Pause, Store, TrustStanding, store_for_url
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.outcomes import (
     format_duration,
@@ -512,6 +512,35 @@ def test_audit_outcomes_prints_a_table(tmp_path: Path, outcomes_db: str) -> None
     assert "1h05m" in b.split()
     assert a.split()[0] == REPO_A
     assert {"42s", "3m10s", "2,000", "$0.25"} <= set(a.split())
+
+
+def test_audit_outcomes_shows_what_each_kind_of_change_has_earned(
+    tmp_path: Path, outcomes_db: str
+) -> None:
+    why = "lint fixes merge themselves here: 10 merged in 30 days, 0 reverted, 0 closed unmerged"
+
+    async def promote() -> None:
+        store = store_for_url(outcomes_db)
+        await store.open()
+        try:
+            await store.set_standing(
+                TrustStanding(REPO_A, "lint", "automerge", "earned", why, time.time())
+            )
+        finally:
+            await store.close()
+
+    asyncio.run(promote())
+    (a,) = outcome_rows(tmp_path, outcomes_db, "--repo", REPO_A)
+    assert [(e["kind"], e["autonomy"], e["state"], e["why"]) for e in a["earned"]] == [
+        ("lint", "automerge", "earned", why)
+    ]
+    done = run(
+        "audit", "--outcomes", cwd=tmp_path, env=clean_env(PATCHWARDEN_DATABASE_URL=outcomes_db)
+    )
+    assert "autonomy by kind of change, as last scored:" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if x.strip().startswith(REPO_A + "  lint"))
+    assert line.split()[2:4] == ["automerge", "earned"]
+    assert line.endswith(why)
 
 
 def test_audit_outcomes_says_when_there_are_none(tmp_path: Path, outcomes_db: str) -> None:
