@@ -73,19 +73,9 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     await ctx.enqueue(alert, installation_id=installation, actor=actor)
 
 
-async def _keep(ctx: HandlerContext, done: triggers.CheckDone, *, installation: int | None) -> None:
+async def _keep(ctx: HandlerContext, done: CheckRecord, *, installation: int | None) -> None:
     """Keep the check for the watch, and run the watch at the end of the window."""
-    record = CheckRecord(
-        repo=done.repo,
-        check=done.check,
-        sha=done.sha,
-        conclusion=done.conclusion,
-        completed_at=done.completed_at,
-        started_at=done.started_at,
-        source=done.source,
-        external_id=done.external_id,
-    )
-    if not await ctx.store.record_check(record):
+    if not await ctx.store.record_check(done):
         return  # a redelivery
     window = int(time.time() // ctx.batch_seconds)
     watch = WatchJob(repo=done.repo, window=window)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
+from app.store.models import CheckRecord
 from app.untrusted.markdown import visible_text
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
@@ -212,20 +213,6 @@ def decide_permission(role: str | None, *, error: str | None = None) -> Decision
     return Decision("refuse", f"{role or 'no'} access; admin, maintain or write is needed")
 
 
-@dataclass(frozen=True)
-class CheckDone:
-    """A check run or commit status that completed on the default branch (the watch)."""
-
-    repo: str
-    check: str
-    sha: str
-    conclusion: str
-    completed_at: float
-    started_at: float | None
-    source: str  # check_run | status
-    external_id: str
-
-
 def _when(value: Any) -> float | None:
     """GitHub's ISO 8601 time (``2026-11-26T09:13:11Z``) as epoch seconds, or None."""
     if not isinstance(value, str) or not value:
@@ -236,7 +223,9 @@ def _when(value: Any) -> float | None:
         return None
 
 
-def screen_check_done(event: str, payload: Mapping[str, Any], *, bot_name: str) -> CheckDone | str:
+def screen_check_done(
+    event: str, payload: Mapping[str, Any], *, bot_name: str
+) -> CheckRecord | str:
     """A completed check run, or a final commit status, on the default branch; or why
     it is not one the watch keeps."""
     repo = payload.get("repository") or {}
@@ -269,7 +258,7 @@ def screen_check_done(event: str, payload: Mapping[str, Any], *, bot_name: str) 
         return f"{event} is not a check the watch keeps"
     if not check or not sha or completed is None or external is None:
         return "check has no name, commit, completion time or id"
-    return CheckDone(
+    return CheckRecord(
         repo=str(name),
         check=str(check)[:200],
         sha=str(sha),
