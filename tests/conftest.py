@@ -34,6 +34,8 @@ from app.sessions.session import SessionRunner
 from app.store import JobState
 from tests.postgres_server import PostgresServer, Unavailable
 
+pytest_plugins = ["tests.profiling"]  # --profile-json: where the time goes (make test-profile)
+
 APP_ID = 4242
 INSTALLATION = 7
 REPO = "octo-org/widgets"
