@@ -34,7 +34,13 @@ from app.sessions.files import read_confined
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
-from app.sessions.verify import DEFAULT_RULES, RULES_MOUNT, TOOL_OUTPUT_BYTES
+from app.sessions.verify import (
+    DEFAULT_RULES,
+    RULES_MOUNT,
+    TOOL_OUTPUT_BYTES,
+    rule_packs,
+    semgrep_scan,
+)
 
 AUTOFIX_RULES = DEFAULT_RULES / "autofix"
 SEMGREP_AUTOFIX_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")
@@ -150,10 +156,13 @@ class LintFixer(Fixer):
         )
 
     async def _semgrep(self, ws: FixContext, python_files: list[str]) -> Counter[str]:
-        semgrep = f"{ws.sandbox.toolchain.bin_dir}/semgrep"
+        packs = rule_packs(self.autofix_rules)
+        if not packs:
+            return Counter()
         # Files named one by one: walking a directory, semgrep would skip tests/.
         targets = [f"{WORKSPACE}/{p}" for p in python_files]
-        argv = [semgrep, "scan", "--config", ".", "--autofix", "--json", *SEMGREP_AUTOFIX_FLAGS]
+        flags = ("--autofix", *SEMGREP_AUTOFIX_FLAGS)
+        argv = semgrep_scan(ws.sandbox.toolchain.bin_dir, packs, *flags)
         done = await ws.run(
             [*argv, *targets],
             name="semgrep-autofix",

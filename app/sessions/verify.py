@@ -44,6 +44,9 @@ SEMGREP_FLAGS = (
     "--no-git-ignore",
     "--disable-nosem",
 )
+# osemgrep, semgrep's own OCaml command line, instead of its Python one: the same rules,
+# results and JSON, started in 0.2 s instead of 2.2 s (docs/decisions/010).
+SEMGREP_ENGINE = "--experimental"
 DEFAULT_RULES = SHIPPED_POLICIES / "semgrep"
 Parser = Callable[..., list[tuple[Tree, Finding]]]
 TOOL_OUTPUT_BYTES = 64 * 1024 * 1024
@@ -194,9 +197,7 @@ class Verifier:
         if all_targets and packs:
             # Run from the rules directory, naming each top-level pack (not the directory:
             # semgrep would also load autofix/ and prefix rule ids with their folder).
-            semgrep = [f"{bin_dir}/semgrep", "scan", *(a for p in packs for a in ("--config", p))]
-            semgrep.append("--json")
-            semgrep += [*SEMGREP_FLAGS, *all_targets]
+            semgrep = semgrep_scan(bin_dir, packs, *SEMGREP_FLAGS, *all_targets)
             semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
             jobs.append(("semgrep", semgrep, semgrep_mounts, RULES_MOUNT, reports.parse_semgrep))
         results = await asyncio.gather(*(self._tool(*job, roots, reader) for job in jobs))
@@ -243,6 +244,13 @@ def _redacted(finding: Finding, secrets: Sequence[str]) -> Finding:
             "message": redact(finding.message, known=secrets),
         }
     )
+
+
+def semgrep_scan(bin_dir: str, packs: Sequence[str], *args: str) -> list[str]:
+    """``semgrep scan --json`` with each rule file of ``packs`` (names, run from their
+    folder: semgrep prefixes the ids of rules found through a path with that path)."""
+    configs = [a for pack in packs for a in ("--config", pack)]
+    return [f"{bin_dir}/semgrep", "scan", SEMGREP_ENGINE, *configs, "--json", *args]
 
 
 def rule_packs(rules_dir: Path) -> list[str]:

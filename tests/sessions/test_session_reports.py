@@ -28,6 +28,7 @@ from app.sessions.reports import (
     parse_semgrep,
 )
 from app.sessions.result import Tree
+from app.sessions.verify import semgrep_scan
 
 BIN = Path(sys.executable).parent  # the project's .venv/bin
 ROOTS: dict[str, Tree] = {"/base": "base", "/workspace": "head"}
@@ -127,10 +128,10 @@ def scan(tmp_path_factory: pytest.TempPathFactory) -> Scan:
         ),
         "bandit": _run([str(BIN / "bandit"), "-f", "json", "-q", *targets], cwd=tmp, home=home),
         "semgrep": _run(
-            [
-                *(str(BIN / "semgrep"), "scan", "--json", "--quiet", "--config", "rules.yml"),
-                *("--metrics=off", "--disable-version-check", *targets),
-            ],
+            semgrep_scan(
+                str(BIN), ["rules.yml"], "--quiet", "--metrics=off", "--disable-version-check"
+            )
+            + targets,
             cwd=tmp,
             home=home,
         ),
