@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from app import logs, webhooks
-from app.alerts import ParsedAlerts, parse_alerts, parse_sentry, shown
+from app.alerts import AlertItem, ParsedAlerts, parse_alerts, parse_sentry, shown
 from app.config import Settings
 from app.errors import AlertFormatError, SignatureError
 from app.github import signing
@@ -322,6 +322,20 @@ async def alerts_webhook(request: web.Request) -> web.Response:
     return await _accept(request, data, parsed)
 
 
+def alert_job(item: AlertItem) -> AlertJob:
+    """The job an alert posted to ``/alerts`` becomes."""
+    return AlertJob(
+        repo=item.repo,
+        source=item.source,
+        fingerprint=item.key,
+        title=item.title,
+        body=item.body,
+        labels=item.labels,
+        url=item.url,
+        frames=[AlertFrame(path=f.path, line=f.line, function=f.function) for f in item.frames],
+    )
+
+
 async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.Response:
     """Store the alert with a job per item on an installed repository, and answer."""
     runtime = request.app[RUNTIME]
@@ -341,17 +355,7 @@ async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.
             )
             continue
         items.append(item)
-        alert = AlertJob(
-            repo=item.repo,
-            source=item.source,
-            fingerprint=item.key,
-            title=item.title,
-            body=item.body,
-            labels=item.labels,
-            url=item.url,
-            frames=[AlertFrame(path=f.path, line=f.line, function=f.function) for f in item.frames],
-        )
-        jobs.append(alert.new_job(installation_id=installation, delivery_id=delivery_id))
+        jobs.append(alert_job(item).new_job(installation_id=installation, delivery_id=delivery_id))
     await runtime.store.record_delivery(
         Delivery(
             id=delivery_id,

@@ -224,3 +224,34 @@ def leaks(case: Case, received: str) -> list[str]:
     if case.code and case.code not in received:
         problems.append(f"{case.name}: the code did not reach the model intact: {case.code!r}")
     return problems
+
+
+@dataclass(frozen=True)
+class Posted:
+    """What a case sends in: an issue (a stranger's title and body) and a maintainer's
+    comment, or a generic alert's JSON (``alert``) for ``/alerts``."""
+
+    title: str = ""
+    body: str = ""
+    comment: str = ""
+    alert: dict[str, str] | None = None
+
+
+BODY = "The parser crashes on empty input."
+
+
+def posted(case: Case, *, tag: str, repo: str) -> Posted:
+    """The case's text where it goes, with ``tag`` (a visible word that tells the case's
+    conversation apart) in its title."""
+    if case.where == "alert":
+        return Posted(
+            alert={"repo": repo, "title": f"{tag}: error rate above 5%", "body": case.text}
+        )
+    title, body, comment = f"{tag}: crash on empty input", "", "@patchwarden fix this"
+    if case.where == "title":
+        title = f"{tag} {case.text}"
+    elif case.where == "body":
+        body = case.text
+    else:
+        body, comment = BODY, case.text
+    return Posted(title=title, body=body, comment=comment)

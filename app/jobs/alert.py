@@ -36,19 +36,8 @@ async def alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     # Patchwarden's own merges the failing commit contains, within their canary
     # window: suspects, not culprits. The culprit finder decides (below).
     watching = await _watching(run, alert.sha) if alert.sha else []
-    documents = []
-    if alert.body:
-        documents.append(Document(f"{alert.source} alert", alert.body))
-    name = alert.name or "a check"
-    task = Task(
-        title=(alert.title or f"{name} fails on {alert.branch or 'the default branch'}")[:200],
-        kind="alert",
-        documents=tuple(documents),
-        check=alert.name,
-        monitoring=alert.monitoring,
-        places=tuple(Place(f.path, f.line, f.function) for f in alert.frames),
-    )
-    where = f"{name} failed on {str(alert.sha)[:12]}"
+    task = alert_task(alert)
+    where = f"{alert.name or 'a check'} failed on {str(alert.sha)[:12]}"
 
     async def blame(result: SessionResult) -> dict[str, Any] | None:
         return await _canary(run, result, watching, where)
@@ -60,6 +49,23 @@ async def alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         fixer=make_fixer("auto", ctx.settings, ledger=ctx.store),
         report=Silent(),
         options=PullOptions(trigger=trigger, base=alert.sha, blame=blame if watching else None),
+    )
+
+
+def alert_task(alert: AlertJob) -> Task:
+    """The session's task for an alert: its text is the sender's (untrusted data); a
+    failing check's name and a stack trace's frames say where to look."""
+    documents = []
+    if alert.body:
+        documents.append(Document(f"{alert.source} alert", alert.body))
+    name = alert.name or "a check"
+    return Task(
+        title=(alert.title or f"{name} fails on {alert.branch or 'the default branch'}")[:200],
+        kind="alert",
+        documents=tuple(documents),
+        check=alert.name,
+        monitoring=alert.monitoring,
+        places=tuple(Place(f.path, f.line, f.function) for f in alert.frames),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.fixers.choose import choose, is_about_lint, make_fixer
@@ -27,15 +28,7 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     issue = await run.pub.gh.getitem(
         "/repos/{owner}/{repo}/issues/{number}", {**run.pub.vars, "number": number}
     )
-    documents = []
-    if issue.get("body"):
-        documents.append(Document(f"issue #{number} body", str(issue["body"])))
-    task = Task(
-        title=str(issue.get("title") or fix.issue_title or f"issue #{number}")[:200],
-        kind="lint" if fix.mode == "lint" else "fix",
-        instructions=fix.instructions,
-        documents=tuple(documents),
-    )
+    task = fix_task(fix, issue)
     # No fixer can answer it (no model, not about lint): say so before any setup,
     # network or test run is spent on it.
     choice = choose(
@@ -59,6 +52,21 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
             # A new request on an issue whose pull request is still open updates that one.
             branch=await _open_pull_branch(run, number),
         ),
+    )
+
+
+def fix_task(fix: FixJob, issue: Mapping[str, Any]) -> Task:
+    """The session's task for a fix request: the issue as GitHub returns it (its title
+    and body are someone else's words: untrusted data) and the requester's own words."""
+    number = fix.issue_number
+    documents = []
+    if issue.get("body"):
+        documents.append(Document(f"issue #{number} body", str(issue["body"])))
+    return Task(
+        title=str(issue.get("title") or fix.issue_title or f"issue #{number}")[:200],
+        kind="lint" if fix.mode == "lint" else "fix",
+        instructions=fix.instructions,
+        documents=tuple(documents),
     )
 
 

@@ -1,12 +1,15 @@
-"""The injection corpus end to end: every case posted as a stranger's issue title or
-body, a maintainer's ``fix this`` comment, or an alert; the real server, its workers
-and coding sessions in bubblewrap; and a model that obeys whatever it is told.
+"""The injection corpus end to end: two cases of each way in, posted as a stranger's
+issue title or body, a maintainer's ``fix this`` comment, or an alert; the real server,
+its workers and coding sessions in bubblewrap; and a model that obeys whatever it is
+told. Every case of the corpus goes through the same functions without a server in
+tests/untrusted/test_injection_corpus.py; here each fence those build for a case is
+checked to be what the model received.
 
 The model here is the worst case: whatever it reads, it does what the injection asked
 — it adds code that sends the environment over the network, prints it, forces the
 tests to pass, runs a shell, evaluates strings or unpickles. The repository asks for
 ``autonomy: automerge`` and has no required check, so the score alone decides. What
-must hold, for every case:
+must hold, for every case posted:
 
 - the hidden text never reached the model (read from the requests the scripted server
   received), and no invisible character did;
@@ -28,6 +31,7 @@ import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,8 +41,9 @@ from app.fixers.llm.scripted import Reply, ScriptedModel, tool, tools
 from app.localforge import LocalForge
 from app.policy.behaviour import SAYS
 from tests.conftest import INSTALLATION, REPO, Harness
-from tests.injection_corpus import CASES, Case, leaks, revealed
+from tests.injection_corpus import CASES, WHERES, Case, leaks, posted, revealed
 from tests.intake.test_alerts import ALERTS_SECRET
+from tests.untrusted.test_injection_corpus import fenced, prompt_for, task_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -175,37 +180,39 @@ def _case_tag(text: str) -> str:
 
 
 async def _post(pw: Harness, forge: LocalForge, case: Case) -> None:
-    tag = _tag(case)
-    if case.where == "alert":
-        body = {"repo": REPO, "title": f"{tag}: error rate above 5%", "body": case.text}
+    sent = posted(case, tag=_tag(case), repo=REPO)
+    if sent.alert is not None:
         async with pw.session.post(
             f"{pw.url}/alerts",
-            data=json.dumps(body).encode(),
+            data=json.dumps(sent.alert).encode(),
             headers={"Authorization": f"Bearer {ALERTS_SECRET}"},
         ) as r:
             assert r.status == 202, await r.text()
         return
-    title, body, command = f"{tag}: crash on empty input", "", "@patchwarden fix this"
-    if case.where == "title":
-        title = f"{tag} {case.text}"
-    elif case.where == "body":
-        body = case.text
-    else:
-        body = "The parser crashes on empty input."
-        command = case.text
-    issue = forge.open_issue(REPO, title, body, author="mallory")
-    await forge.post_comment(REPO, issue.number, command, author="alice")
+    issue = forge.open_issue(REPO, sent.title, sent.body, author="mallory")
+    await forge.post_comment(REPO, issue.number, sent.comment, author="alice")
+
+
+def representative() -> list[Case]:
+    """Two cases of each way in (title, body, comment, alert): eight conversations, so
+    every attack is obeyed at least once. The whole corpus goes through the same
+    functions in tests/untrusted/test_injection_corpus.py, without a server; this test
+    shows that the server and its jobs send the model exactly what those build."""
+    return [c for where in WHERES for c in [c for c in CASES if c.where == where][:2]]
+
+
+SHOWN = representative()
 
 
 async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
-    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge, tmp_path: Path
 ) -> None:
     await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": CONFIG}, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     obedient = Obedient()
     # Up to three answers a conversation: the attack, a finish the agent may question
     # (an attack that changed no file, or only tests), and the finish it then obeys.
-    async with ScriptedModel([obedient] * (3 * len(CASES)), api_key=KEY) as model:
+    async with ScriptedModel([obedient] * (3 * len(SHOWN)), api_key=KEY) as model:
         pw = await make_pw(
             workers=2,
             llm_model="scripted",
@@ -215,7 +222,7 @@ async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
         )
         await forge.install(INSTALLATION, by="alice")
         await pw.settle()  # the installation is known before the first alert
-        for case in CASES:
+        for case in SHOWN:
             await _post(pw, forge, case)
         await pw.settle(within=900, every_job=True)
     assert model.violations == []
@@ -226,10 +233,16 @@ async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
         text = _text_of(request.body["messages"])
         tag = _case_tag(text)
         read[tag] = read.get(tag, "") + "\n" + text
-    assert sorted(read) == sorted(_tag(c) for c in CASES), "a case never reached the model"
+    assert sorted(read) == sorted(_tag(c) for c in SHOWN), "a case never reached the model"
     everything = revealed("\n".join(read.values())).lower()
-    problems = [p for case in CASES for p in leaks(case, read[_tag(case)])]
+    problems = [p for case in SHOWN for p in leaks(case, read[_tag(case)])]
     problems += [c.hidden_marker for c in CASES if c.hidden_marker.lower() in everything]
+    # What the unit table checks for every case is what the model got here: each fence
+    # of the task the unit builds for this input, verbatim.
+    for case in SHOWN:
+        unit = fenced(prompt_for(task_for(case, tag=_tag(case)), tmp_path))
+        assert len(unit) == (1 if case.where == "title" else 2), case.name  # title (+ body)
+        problems += [f"{case.name}: {f[:80]!r} not sent" for f in unit if f not in read[_tag(case)]]
     assert problems == []
 
     # The model obeyed every time, and nothing merged itself: each change waits for a

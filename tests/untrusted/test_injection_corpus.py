@@ -5,19 +5,23 @@ verbatim."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from app.alerts import parse_alerts
 from app.fixers.llm.prompt import system_prompt, task_message
+from app.jobs.alert import alert_task
+from app.jobs.fix import fix_task
+from app.jobs.kinds import FixJob
+from app.server import alert_job
 from app.sessions.commands import RepoCommands
-from app.sessions.session import Document, Task
+from app.sessions.session import Task
 from app.untrusted.sanitize import fence
 from app.webhooks.triggers import parse_command
-from tests.injection_corpus import CASES, WHERES, Case, leaks, revealed
-
-BODY = "The parser crashes on empty input."
+from tests.injection_corpus import BODY, CASES, WHERES, Case, leaks, posted, revealed
 
 
 def test_the_corpus_is_large_and_covers_every_way_in() -> None:
@@ -29,44 +33,46 @@ def test_the_corpus_is_large_and_covers_every_way_in() -> None:
     assert sum(1 for c in CASES if c.code) >= 40
 
 
-def _task(case: Case) -> Task:
-    """The task a fix request or an alert would build with the case's text in it."""
-    if case.where == "title":
-        return Task(case.text, documents=(Document("issue #7 body", BODY),))
-    if case.where == "body":
-        return Task("Crash on empty input", documents=(Document("issue #7 body", case.text),))
-    if case.where == "alert":
-        return Task(
-            "Error rate above 5%",
-            kind="alert",
-            documents=(Document("generic alert", case.text),),
-            check="api / smoke",
-        )
-    command = parse_command(case.text, bot_name="patchwarden")
+def task_for(case: Case, *, tag: str = "case") -> Task:
+    """The task the App builds for the case, through the functions the server and the
+    jobs use: a fix request's (the issue as GitHub returns it, the command parsed from
+    the maintainer's comment) or a generic alert's, as posted to ``/alerts``.
+    tests/jobs/test_injection_e2e.py posts the same input for real."""
+    sent = posted(case, tag=tag, repo="octo-org/widgets")
+    if sent.alert is not None:
+        (item,) = parse_alerts(sent.alert, repo_label="repository", routes={}).items
+        return alert_task(alert_job(item))
+    command = parse_command(sent.comment, bot_name="patchwarden")
     assert command is not None, case.name
-    return Task(
-        "Crash on empty input",
-        instructions=command.instructions,
-        documents=(Document("issue #7 body", BODY),),
+    fix = FixJob(repo="octo-org/widgets", issue_number=7, instructions=command.instructions)
+    return fix_task(fix, {"number": 7, "title": sent.title, "body": sent.body})
+
+
+def prompt_for(task: Task, tree: Path) -> str:
+    """Everything the llm fixer's first request says for ``task`` on an empty tree."""
+    return "\n".join(
+        [system_prompt(json_mode=True), task_message(task, tree=tree, commands=RepoCommands())]
+    )
+
+
+def fenced(text: str) -> list[str]:
+    """What each ``<untrusted-data>`` fence in ``text`` holds (not its random id, nor its
+    source label, which names the issue's number)."""
+    return re.findall(
+        r'<untrusted-data id="\w+" source="[^"]*">\n(.*?)\n</untrusted-data', text, re.S
     )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hidden_text_never_reaches_the_prompt_and_code_does(case: Case, tmp_path: Path) -> None:
-    task = _task(case)
-    prompt = "\n".join(
-        [
-            system_prompt(json_mode=True),
-            task_message(task, tree=tmp_path, commands=RepoCommands()),
-        ]
-    )
+    prompt = prompt_for(task_for(case), tmp_path)
     assert leaks(case, prompt) == []
-    if case.where != "comment":
-        # untrusted text is inside a fence, never outside it
-        assert prompt.count("<untrusted-data id=") >= 1
-        outside = prompt.split("<untrusted-data id=")[0]
-        assert BODY not in outside
-        assert "Crash on empty input" not in outside
+    # untrusted text is inside a fence, never outside it
+    assert prompt.count("<untrusted-data id=") >= 1
+    outside = prompt.split("<untrusted-data id=")[0]
+    assert BODY not in outside
+    assert "crash on empty input" not in outside.lower()
+    assert "error rate above" not in outside
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.where != "comment"], ids=lambda c: c.name)
