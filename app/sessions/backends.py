@@ -19,6 +19,7 @@ from app.sessions.sandbox import (
     BACKENDS,
     ETC_FILES,
     ETC_NETWORK_FILES,
+    SANDBOX_SHM,
     SANDBOX_TMP,
     SYSTEM_DIRS,
     Backend,
@@ -138,6 +139,10 @@ class BwrapSandbox(Sandbox):
             "/etc",
         ]
         args += ["--size", str(call.limits.tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
+        # POSIX shared memory and semaphores (multiprocessing's locks and queues,
+        # concurrent.futures' process pools) live in /dev/shm: a private tmpfs as /tmp is,
+        # within the same cap (Docker gives its containers one too).
+        args += ["--size", str(call.limits.tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_SHM]
         made.add(SANDBOX_TMP)
         made.add("/etc")
         binds = [Mount(Path(p), p) for p in self.toolchain.paths] + list(call.mounts)

@@ -57,6 +57,7 @@ BACKENDS: tuple[Backend, ...] = ("bwrap", "docker", "unsafe-local")
 
 WORKSPACE = "/workspace"  # where the session's tree appears inside the sandbox
 SANDBOX_TMP = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs, not the host's
+SANDBOX_SHM = "/dev/shm"  # noqa: S108 - likewise: POSIX shared memory, private and capped
 
 # The environment inside is this allowlist plus what the caller passes explicitly.
 BASE_ENV = {

@@ -449,12 +449,11 @@ class TestInsideTheSandbox:
             f"/{probe}",
             f"/root/{probe}",
             f"/dev/{probe}",
-            f"/dev/shm/{probe}",
             f"{venv}/{probe}",
             f"{venv}/bin/{probe}",
         ]
         opened = ["/usr/bin/env", "/etc/passwd", "/etc/hosts", sb.toolchain.python]
-        allowed = [f"/workspace/{probe}", f"/tmp/{probe}"]
+        allowed = [f"/workspace/{probe}", f"/tmp/{probe}", f"/dev/shm/{probe}"]
 
         argv = python(sb, WRITE, *created, *opened, *allowed)
         inside = report(await sb.run(argv, mounts=mounts))
@@ -468,6 +467,7 @@ class TestInsideTheSandbox:
         assert inside["mounts"][WORKSPACE] == "rw"
         assert inside[f"/workspace/{probe}"] == "written"
         assert inside[f"/tmp/{probe}"] == "written"
+        assert inside[f"/dev/shm/{probe}"] == "written"  # private tmpfs (test below)
         for path in created:
             assert not on_host(path), path
         made = workspace / probe
@@ -475,6 +475,7 @@ class TestInsideTheSandbox:
         if host_uid(sb) is not None:
             assert made.stat().st_uid == sb.uid
         assert not on_host(f"/tmp/{probe}")  # the sandbox's /tmp is its own
+        assert not on_host(f"/dev/shm/{probe}")  # and so is its /dev/shm
 
     @pytest.mark.skipif(not AS_ROOT, reason="RLIMIT_NPROC per sandbox uid needs root (setpriv)")
     async def test_forking_stops_at_the_process_limit(
@@ -637,6 +638,27 @@ class TestInsideTheSandbox:
         assert not on_host(name)  # not the host's /tmp
         second = await sb.run(["/bin/sh", "-c", f"test -e {name}; echo $?"], mounts=mounts)
         assert second.stdout == "1\n"  # and gone for the next command
+
+    async def test_multiprocessing_works_in_a_private_capped_dev_shm(
+        self, sb: BwrapSandbox, mounts: list[Mount]
+    ) -> None:
+        """Locks, queues and process pools need POSIX shared memory (/dev/shm): without
+        it a project that uses them fails its tests here and nowhere else (toolz's did)."""
+        pool = (
+            "import multiprocessing, concurrent.futures as cf\n"
+            "lock = multiprocessing.Lock()\n"
+            "with cf.ProcessPoolExecutor(2) as pool: print(sum(pool.map(abs, [-1, -2, 3])))"
+        )
+        done = await sb.run(python(sb, pool), mounts=mounts)
+        assert (done.exit_code, done.stdout) == (0, "6\n"), done.stderr
+        name = f"/dev/shm/pw-private-{uuid.uuid4().hex}"
+        wrote = await sb.run(["/bin/sh", "-c", f"echo one > {name} && cat {name}"], mounts=mounts)
+        assert (wrote.exit_code, wrote.stdout) == (0, "one\n")
+        assert not on_host(name)  # not the host's
+        fill = ["/bin/sh", "-c", "head -c 3M /dev/zero > /dev/shm/fill; echo $?"]
+        done = await sb.run(fill, mounts=mounts, limits=Limits(tmp_bytes=1 * MiB))
+        assert done.stdout == "1\n"
+        assert "No space left on device" in done.stderr
 
     async def test_tmp_memory_and_cpu_are_capped(
         self, sb: BwrapSandbox, mounts: list[Mount]
