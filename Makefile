@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 # postgresql: the store's tests start their own server (tests/postgres_server.py).
 DEB_PACKAGES := git bubblewrap postgresql
 
-.PHONY: help venv system-deps test check demo serve bench model model-stop eval lint fmt clean
+.PHONY: help venv system-deps test test-profile check demo serve bench model model-stop eval lint fmt clean
 
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
 	@echo "make test   - the whole test suite"
+	@echo "make test-profile - where the suite's time goes (by module, fixture, sandboxed tool)"
 	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes or GitHub double)"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
@@ -42,8 +43,26 @@ system-deps:
 	  else echo "missing system packages:$$missing (install them, e.g. sudo apt-get install$$missing)"; fi; \
 	fi
 
+# The independent tests on TEST_WORKERS processes (pytest-xdist), then the `serial` ones
+# (they measure time or watch every process on the host) alone; branch coverage of app/
+# over both, every Python process included (docs/testing.md). PYTEST_ARGS narrows it.
+TEST_WORKERS ?= auto
 test: venv system-deps
-	$(BIN)/python -m pytest -q
+	@rm -f .coverage .coverage.*
+	@status=0; \
+	$(BIN)/coverage run -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/coverage run -m pytest -q -p no:xdist -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
+	$(BIN)/coverage combine -q; \
+	total=$$($(BIN)/coverage report --format=total); covered=$$?; \
+	echo "branch coverage of app/: $$total% (its floor: fail_under in pyproject.toml)"; \
+	if [ $$status != 0 ]; then echo "make test: pytest failed (exit $$status)"; exit $$status; fi; \
+	if [ $$covered != 0 ] && [ -z "$(PYTEST_ARGS)" ]; then \
+	  echo "make test: coverage fell below its floor; $(BIN)/coverage report -m --skip-covered shows what lost its tests"; exit 2; fi
+
+# Where the suite's time goes, as tables (scripts/test_profile.py; any pytest arguments
+# in PYTEST_ARGS, e.g. PYTEST_ARGS="tests/jobs -n 0").
+test-profile: venv system-deps
+	$(BIN)/python scripts/test_profile.py $(PYTEST_ARGS)
 
 check: venv
 	$(BIN)/python -m pytest -q -m "not slow and not forge" --durations=5

@@ -578,6 +578,7 @@ async def test_mutations_are_serialised_per_installation(
     assert all(b - a >= 0.18 for a, b in itertools.pairwise(finished))
 
 
+@pytest.mark.serial  # an upper bound on the time taken
 async def test_reads_are_not_serialised(
     forge: LocalForge, make_app: Callable[..., GitHubApp]
 ) -> None:
@@ -595,6 +596,7 @@ async def test_reads_are_not_serialised(
     assert elapsed < 0.5
 
 
+@pytest.mark.serial  # an upper bound on the time taken
 async def test_mutations_of_different_installations_run_together(
     forge: LocalForge, make_app: Callable[..., GitHubApp]
 ) -> None:

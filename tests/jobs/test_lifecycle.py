@@ -556,6 +556,7 @@ async def test_a_refused_merge_is_audited_reported_and_not_retried(
 MARKERS = ("ghs_", base64.b64encode(b"x-access-token:ghs").decode())
 
 
+@pytest.mark.serial  # reads every host process's argv for any installation token
 async def test_the_token_never_reaches_argv_logs_or_github_text(
     story: Callable[..., Awaitable[Harness]], caplog: pytest.LogCaptureFixture
 ) -> None:

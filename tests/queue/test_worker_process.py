@@ -23,7 +23,9 @@ from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET
 from tests.postgres_server import PostgresServer
 
 # Real `patchwarden serve` and `worker` processes, started, killed and drained.
-pytestmark = pytest.mark.slow
+# Workers killed mid-job and leases that expire: alone, so a lease is never late because
+# another test had the cores.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 PATCHWARDEN = str(Path(sys.executable).parent / "patchwarden")
 

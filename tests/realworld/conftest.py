@@ -14,7 +14,9 @@ import shutil
 import tarfile
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +40,8 @@ def sdist(project: Project) -> Path:
     if cached.is_file() and _sha256(cached) == project.sha256:
         return cached
     url = _sdist_url(project)
-    partial = cached.with_suffix(".part")
+    # Its own partial file: two test workers may fetch the same sdist at once.
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
     try:
         with urllib.request.urlopen(url, timeout=60) as answer, partial.open("wb") as out:  # noqa: S310 - https from the index
             shutil.copyfileobj(answer, out)
@@ -49,7 +52,7 @@ def sdist(project: Project) -> Path:
     if _sha256(partial) != project.sha256:
         partial.unlink()
         pytest.fail(f"{project.id}: the sdist's sha256 is not the pinned one; refusing it")
-    partial.rename(cached)
+    partial.replace(cached)
     return cached
 
 
@@ -141,10 +144,17 @@ def breaking_history(
     return shas
 
 
-@pytest.fixture(scope="module")
+def by_project(projects: Sequence[Project]) -> list[Any]:
+    """``projects`` as parameters, each project's tests kept on one test worker
+    (``make test`` runs them with ``--dist loadgroup``): there the environment its first
+    session builds is the one its later sessions find, and no two workers fetch into
+    the same mirror at once."""
+    return [pytest.param(p, id=p.id, marks=pytest.mark.xdist_group(p.name)) for p in projects]
+
+
+@pytest.fixture(scope="session")
 def realworld_runner(tmp_path_factory: pytest.TempPathFactory) -> SessionRunner:
-    """One cache per module: the environment a project's first session builds is the
-    one its later sessions find."""
+    """One cache per test process (see :func:`by_project`)."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     root = tmp_path_factory.mktemp("realworld")

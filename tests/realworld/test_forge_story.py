@@ -1,7 +1,13 @@
-"""A fix request on each real project, end to end on LocalForge: the App, its workers,
+"""A fix request on a real project, end to end on LocalForge: the App, its workers,
 a session on the pinned sdist (pushed with its release tag), and the pull request a
 reviewer reads. No model is configured: the issue is about lint, so the lint fixer
-answers it, touching only the file the issue names."""
+answers it, touching only the file the issue names.
+
+Two projects of different kinds go the whole way: humanize (src layout, a hatch-vcs
+version from the pushed tag, a test extra) and toolz (flat, setup.py with versioneer,
+its tests inside the package). What differs from project to project is the session,
+and tests/realworld/test_projects.py runs that on every project: the same lint fix,
+the tests on both trees, nothing broken, only the named file changed."""
 
 from __future__ import annotations
 
@@ -19,7 +25,10 @@ from tests.realworld.projects import PROJECTS, Project
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
 
-@pytest.mark.parametrize("project", PROJECTS, ids=[p.id for p in PROJECTS])
+WHOLE_WAY = [p for p in PROJECTS if p.name in ("humanize", "toolz")]
+
+
+@pytest.mark.parametrize("project", WHOLE_WAY, ids=[p.id for p in WHOLE_WAY])
 async def test_a_fix_request_on_a_real_project_opens_a_verified_pull_request(
     project: Project,
     make_pw: Callable[..., Awaitable[Harness]],

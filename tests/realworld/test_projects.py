@@ -24,14 +24,18 @@ from app.policy.config import Policy
 from app.policy.score import Trigger, score_session
 from app.sessions.session import SessionRunner, SessionSpec, Task
 from tests.conftest import git_commit
-from tests.realworld.conftest import as_repository, breaking_history, inject_unused_import
+from tests.realworld.conftest import (
+    as_repository,
+    breaking_history,
+    by_project,
+    inject_unused_import,
+)
 from tests.realworld.projects import PROJECTS, Project
 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
-ids = [p.id for p in PROJECTS]
 
 
-@pytest.mark.parametrize("project", PROJECTS, ids=ids)
+@pytest.mark.parametrize("project", by_project(PROJECTS))
 async def test_the_lint_fixer_removes_an_injected_unused_import_and_nothing_else(
     project: Project, realworld_runner: SessionRunner, tmp_path: Path
 ) -> None:
@@ -74,7 +78,7 @@ async def test_the_lint_fixer_removes_an_injected_unused_import_and_nothing_else
     assert result.fix.rules_fixed == {"F401": 1}
 
 
-@pytest.mark.parametrize("project", PROJECTS, ids=ids)
+@pytest.mark.parametrize("project", by_project(PROJECTS))
 async def test_the_culprit_finder_blames_the_breaking_commit(
     project: Project, realworld_runner: SessionRunner, tmp_path: Path
 ) -> None:
@@ -96,6 +100,7 @@ async def test_the_culprit_finder_blames_the_breaking_commit(
     assert [f.path for f in result.diff.files] == [project.breaks[0]]
 
 
+@pytest.mark.xdist_group("humanize")
 async def test_the_same_input_gets_the_same_decision_cold_or_cached(
     realworld_runner: SessionRunner, tmp_path: Path
 ) -> None:
