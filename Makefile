@@ -51,7 +51,7 @@ test: venv system-deps
 	@rm -f .coverage .coverage.*
 	@status=0; \
 	$(BIN)/coverage run -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || status=$$?; \
-	$(BIN)/coverage run -m pytest -q -p no:xdist -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
+	$(BIN)/coverage run -m pytest -q -n 0 -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
 	$(BIN)/coverage combine -q; \
 	total=$$($(BIN)/coverage report --format=total); covered=$$?; \
 	echo "branch coverage of app/: $$total% (its floor: fail_under in pyproject.toml)"; \

@@ -35,6 +35,9 @@ async def run_command(check: RequiredCheck, workdir: Path) -> tuple[str, int | N
         "LANG": "C.UTF-8",
         "CI": "true",
         "GITHUB_ACTIONS": "true",
+        # The runner is the forge's own interpreter: the pytest plugins installed beside
+        # it are not the repository's, and a GitHub runner would not have them.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     try:
         proc = await asyncio.create_subprocess_exec(

@@ -17,7 +17,8 @@ import yaml
 
 from tests.conftest import git_commit
 
-pytestmark = pytest.mark.slow
+# One worker builds the wheel once for all three (make test spreads tests over workers).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -150,9 +150,10 @@ async def test_only_the_lease_holder_completes(store: Store) -> None:
     job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
     assert job is not None
     await asyncio.sleep(0.1)  # A's lease expires: a crash; the job waits a backoff
-    backoff = {"crash_backoff_seconds": 0.1}
+    # (a whole second: "not yet" must hold on a busy machine too)
+    backoff = {"crash_backoff_seconds": 1.0}
     assert not await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=1, **backoff)
-    await asyncio.sleep(0.15)
+    await asyncio.sleep(1.05)
     retaken = await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=30)
     assert retaken is not None
     assert retaken.id == job.id
@@ -298,13 +299,15 @@ async def test_pool_retries_then_fails_with_the_reason(store: Store) -> None:
 
 async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
     async def slow(job: Job) -> dict[str, Any]:
-        await asyncio.sleep(0.5)  # ten lease lengths
+        await asyncio.sleep(1.5)  # five lease lengths
         return {"slow": True}
 
-    pool = WorkerPool(store, {"work": ("q", slow)}, [Lane("q", 1)], lease_seconds=0.05)
+    # A lease of 0.3 s is beaten every 0.1 s: a beat may be 0.2 s late on a busy machine
+    # (with 0.05 s, the beat's own interval, one late beat lost the lease).
+    pool = WorkerPool(store, {"work": ("q", slow)}, [Lane("q", 1)], lease_seconds=0.3)
     await store.enqueue(_job("k"))
     runner = asyncio.create_task(pool.run_until_idle())
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(0.75)
     # another worker looking now finds nothing to steal
     assert await store.claim(queue="q", kinds=["work"], owner="thief", lease_seconds=1) is None
     await runner
