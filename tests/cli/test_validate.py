@@ -110,6 +110,7 @@ def test_the_published_schema_is_the_generated_one() -> None:
     )
 
 
+@pytest.mark.slow  # `patchwarden` processes
 def test_the_commands_exit_codes_and_output(tmp_path: Path) -> None:
     (tmp_path / ".github").mkdir()
     (tmp_path / ".github/patchwarden.yml").write_text(BAD)

@@ -723,6 +723,7 @@ async def test_the_read_only_view_shows_the_pr(forge: LocalForge, gh: GitHubClie
     assert "<h2>Risk: low</h2>" in text
 
 
+@pytest.mark.slow  # a forge process
 async def test_python_m_app_localforge_serves_a_repository(
     app_keys: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -24,6 +24,9 @@ TOKEN = "ghs_test-token"
 OLD = "2001-02-03T04:05:06+02:00"
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 
+# git over HTTP against git http-backend processes
+pytestmark = pytest.mark.slow
+
 
 def cli(cwd: Path, *args: str, **extra_env: str) -> str:
     """The real git CLI, isolated like the module's own calls; Alice unless extra_env says."""

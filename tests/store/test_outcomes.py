@@ -476,6 +476,7 @@ def outcome_rows(tmp_path: Path, url: str, *args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow  # a `patchwarden audit` process
 def test_audit_outcomes_as_json_one_object_per_repo(tmp_path: Path, outcomes_db: str) -> None:
     rows = outcome_rows(tmp_path, outcomes_db)
     assert [(r["repo"], r["jobs"], r["prs"], r["merged"]) for r in rows] == [
@@ -489,6 +490,7 @@ def test_audit_outcomes_as_json_one_object_per_repo(tmp_path: Path, outcomes_db:
     assert rows[0]["median_seconds_to_merge"] is None
 
 
+@pytest.mark.slow  # a `patchwarden audit` process
 def test_audit_outcomes_filters_by_repo_and_since(tmp_path: Path, outcomes_db: str) -> None:
     assert [r["repo"] for r in outcome_rows(tmp_path, outcomes_db, "--repo", REPO_A)] == [REPO_A]
     recent = outcome_rows(tmp_path, outcomes_db, "--since", "1h")
@@ -501,6 +503,7 @@ def test_audit_outcomes_filters_by_repo_and_since(tmp_path: Path, outcomes_db: s
     assert outcome_rows(tmp_path, outcomes_db, "--repo", "nobody/nothing") == []
 
 
+@pytest.mark.slow  # a `patchwarden audit` process
 def test_audit_outcomes_prints_a_table(tmp_path: Path, outcomes_db: str) -> None:
     env = clean_env(PATCHWARDEN_DATABASE_URL=outcomes_db)
     done = run("audit", "--outcomes", cwd=tmp_path, env=env)
@@ -514,6 +517,7 @@ def test_audit_outcomes_prints_a_table(tmp_path: Path, outcomes_db: str) -> None
     assert {"42s", "3m10s", "2,000", "$0.25"} <= set(a.split())
 
 
+@pytest.mark.slow  # a `patchwarden audit` process
 def test_audit_outcomes_shows_what_each_kind_of_change_has_earned(
     tmp_path: Path, outcomes_db: str
 ) -> None:
@@ -543,6 +547,7 @@ def test_audit_outcomes_shows_what_each_kind_of_change_has_earned(
     assert line.endswith(why)
 
 
+@pytest.mark.slow  # a `patchwarden audit` process
 def test_audit_outcomes_says_when_there_are_none(tmp_path: Path, outcomes_db: str) -> None:
     env = clean_env(PATCHWARDEN_DATABASE_URL=outcomes_db)
     none = run("audit", "--outcomes", "--repo", "nobody/nothing", cwd=tmp_path, env=env)

@@ -145,6 +145,7 @@ async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
     await b.close()
 
 
+@pytest.mark.slow  # waits leases and backoffs out
 async def test_only_the_lease_holder_completes(store: Store) -> None:
     await store.enqueue(_job("k"))
     job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
@@ -170,6 +171,7 @@ async def test_only_the_lease_holder_completes(store: Store) -> None:
 FAST = {"crash_backoff_seconds": 0.005}
 
 
+@pytest.mark.slow  # waits leases and backoffs out
 async def test_crashes_are_not_the_job_s_errors_and_back_off(store: Store) -> None:
     """A worker that dies mid-job is a crash: the job runs again after a backoff that
     doubles, whatever its max_attempts; at MAX_CRASHES it fails, visibly."""
@@ -297,6 +299,7 @@ async def test_pool_retries_then_fails_with_the_reason(store: Store) -> None:
     assert "the delivery is gone" in (doomed_job.last_error or "")
 
 
+@pytest.mark.slow  # waits leases and backoffs out
 async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
     async def slow(job: Job) -> dict[str, Any]:
         await asyncio.sleep(1.5)  # five lease lengths
