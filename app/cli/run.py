@@ -86,7 +86,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         commands=overrides,
         budget=budget_from(settings),
     )
-    fixer = make_fixer(args.fixer, settings)
+    fixer = make_fixer(args.fixer, settings, strategy=args.strategy)
     runner = runner_from(settings)
     try:
         result = await runner.run(spec, fixer, progress=clock.show)

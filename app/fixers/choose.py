@@ -25,9 +25,11 @@ from app.fixers import FIXERS
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.config import fixer_settings
 from app.fixers.lint import LintFixer
-from app.fixers.llm.agent import LlmFixer
+from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.client import ModelClient
+from app.fixers.llm.repair import RepairFixer
 from app.fixers.llm.spend import Ledger
+from app.fixers.llm.strategy import LlmFixer, Strategy
 from app.fixers.revert import RevertFixer
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
@@ -155,8 +157,10 @@ def make_fixer(
     *,
     ledger: Ledger | None = None,
     audit: Audit = no_audit,
+    strategy: Strategy | None = None,
 ) -> Fixer:
-    """The fixer called ``name`` (one of :data:`FIXERS`), configured from ``settings``."""
+    """The fixer called ``name`` (one of :data:`FIXERS`), configured from ``settings``;
+    ``strategy``: the llm fixer's, whatever the repository's configuration says."""
     if name == "lint":
         return LintFixer()
     if name == "revert":
@@ -175,7 +179,7 @@ def make_fixer(
             max_output_tokens=settings.llm_max_output_tokens,
             audit=audit,
         )
-        return LlmFixer(
+        agent = AgentFixer(
             client,
             prices=settings.llm_prices,
             tool_mode=settings.llm_tool_mode,
@@ -184,10 +188,19 @@ def make_fixer(
             ledger=ledger,
             audit=audit,
         )
+        repair = RepairFixer(
+            client,
+            prices=settings.llm_prices,
+            samples=settings.llm_samples,
+            prefill=settings.llm_prefill,
+            ledger=ledger,
+            audit=audit,
+        )
+        return LlmFixer(repair=repair, agent=agent, strategy=strategy)
     if name == "auto":
 
         def make(chosen: FixerName) -> Fixer:
-            return make_fixer(chosen, settings, ledger=ledger, audit=audit)
+            return make_fixer(chosen, settings, ledger=ledger, audit=audit, strategy=strategy)
 
         return AutoFixer(make, llm_configured=settings.llm_configured, bot=settings.bot_name)
     raise ConfigError(f"unknown fixer {name!r}: choose one of {', '.join(FIXERS)}")

@@ -3,6 +3,8 @@
 ```yaml
 fixers:
   llm_on_alerts: false     # alert jobs may go to the llm fixer when revert cannot help
+  llm:
+    strategy: auto         # repair | agent | auto (repair first, the agent if it found nothing)
 lint:
   unsafe_fixes: false      # ruff --unsafe-fixes
   format: auto             # ruff format: auto (if the repo already is), true, false
@@ -45,8 +47,16 @@ class RevertConfig(_Section):
     checks: dict[str, str] = Field(default_factory=dict)
 
 
+class LlmConfig(_Section):
+    # repair: localize, reproduce, sample whole functions, let the tests choose (made
+    # for small models); agent: the tool loop (for strong ones); auto: repair first, the
+    # agent only when repair found no verified fix and the job's budget allows.
+    strategy: Literal["repair", "agent", "auto"] = "auto"
+
+
 class FixersConfig(_Section):
     llm_on_alerts: bool = False
+    llm: LlmConfig = Field(default_factory=LlmConfig)
 
 
 class FixerSettings(BaseModel):

@@ -43,6 +43,34 @@ def parse_junit(data: bytes) -> JUnitReport:
     ``xml.etree`` is safe enough for the rest: it resolves no external entities, and
     the expat bundled with Python (>= 2.4.1) stops entity-expansion bombs.
     """
+    outcomes: dict[str, Outcome] = {}
+    for test_id, case in _cases(data):
+        outcome = _outcome(case)
+        if test_id not in outcomes or _RANK[outcome] > _RANK[outcomes[test_id]]:
+            outcomes[test_id] = outcome
+    counts = TestCounts(
+        passed=sum(1 for o in outcomes.values() if o == "passed"),
+        failed=sum(1 for o in outcomes.values() if o == "failed"),
+        errored=sum(1 for o in outcomes.values() if o == "errored"),
+        skipped=sum(1 for o in outcomes.values() if o == "skipped"),
+    )
+    return JUnitReport(counts=counts, outcomes=outcomes)
+
+
+def failures(data: bytes, *, limit: int = 4000) -> dict[str, str]:
+    """What each failed or errored test of the report printed: the failure's message,
+    then its text (pytest's traceback and assertion), the last ``limit`` characters."""
+    found: dict[str, str] = {}
+    for test_id, case in _cases(data):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                text = "\n".join(p for p in (child.get("message"), child.text) if p)
+                found[test_id] = text[-limit:]
+    return found
+
+
+def _cases(data: bytes) -> list[tuple[str, ElementTree.Element]]:
+    """(test id, testcase element) of a report, refused as :func:`parse_junit` says."""
     if len(data) > MAX_JUNIT_BYTES:
         raise ReportError(
             f"junit report is {len(data)} bytes; more than {MAX_JUNIT_BYTES} is refused"
@@ -55,20 +83,11 @@ def parse_junit(data: bytes) -> JUnitReport:
         raise ReportError(f"junit report is not well-formed XML ({exc}): {_start(data)}") from None
     if root.tag not in ("testsuites", "testsuite"):
         raise ReportError(f"junit report has root <{root.tag}>, not <testsuites>: {_start(data)}")
-    outcomes: dict[str, Outcome] = {}
+    cases = []
     for case in root.iter("testcase"):
         classname, name = case.get("classname") or "", case.get("name") or ""
-        test_id = f"{classname}::{name}" if classname else name
-        outcome = _outcome(case)
-        if test_id not in outcomes or _RANK[outcome] > _RANK[outcomes[test_id]]:
-            outcomes[test_id] = outcome
-    counts = TestCounts(
-        passed=sum(1 for o in outcomes.values() if o == "passed"),
-        failed=sum(1 for o in outcomes.values() if o == "failed"),
-        errored=sum(1 for o in outcomes.values() if o == "errored"),
-        skipped=sum(1 for o in outcomes.values() if o == "skipped"),
-    )
-    return JUnitReport(counts=counts, outcomes=outcomes)
+        cases.append((f"{classname}::{name}" if classname else name, case))
+    return cases
 
 
 def _outcome(case: ElementTree.Element) -> Outcome:

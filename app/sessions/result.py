@@ -122,6 +122,22 @@ class Culprit(_Model):
     bisect_log: str = ""
 
 
+class RepairReport(_Model):
+    """What the llm fixer's repair strategy did, for the pull request and the eval."""
+
+    suspects: list[str] = Field(default_factory=list)  # "f (path:3-9): evidence; ..."
+    reproduction: str | None = None  # the test file it wrote and kept, in the patch
+    reproduction_note: str = ""  # how it failed on the base, how many samples agreed
+    target: str | None = None  # the function the chosen fix rewrote
+    rounds: int = 0
+    samples: int = 0  # answers read
+    candidates: int = 0  # distinct, parseable changes that were tested
+    passed: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)  # why answers never ran: counts
+    failed: dict[str, int] = Field(default_factory=dict)  # why tested candidates failed
+    chosen: str = ""  # why this candidate
+
+
 class FixOutcome(_Model):
     """What a fixer did: its summary for the PR, success or why not, and what it used."""
 
@@ -138,6 +154,7 @@ class FixOutcome(_Model):
     # Why the fixer stopped before it finished, when the change is the one it had made
     # then (the coding agent lost after changing the code): never merged by itself.
     unfinished: str | None = None
+    repair: RepairReport | None = None  # the llm fixer's repair strategy: what it tried
 
     def redacted(self, known: list[str]) -> FixOutcome:
         """Every text the fixer produced, with credentials masked."""

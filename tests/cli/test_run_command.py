@@ -204,6 +204,8 @@ async def test_run_with_a_model_fixes_the_bug(tmp_path: Path) -> None:
             str(repo),
             "--task",
             LONG_TASK,
+            "--strategy",
+            "agent",
             PATCHWARDEN_LLM_MODEL="scripted",
             PATCHWARDEN_LLM_BASE_URL=model.base_url,
             PATCHWARDEN_LLM_API_KEY="sk-local-test-key-1234567890",

@@ -18,7 +18,7 @@ import pytest
 from app.config import LlmProvider, Price
 from app.fixers.base import Fixer
 from app.fixers.choose import AutoFixer
-from app.fixers.llm.agent import FINISH_NO_TEST, LlmFixer, _untimed, _why_unfinished
+from app.fixers.llm.agent import FINISH_NO_TEST, AgentFixer, _untimed, _why_unfinished
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
@@ -66,7 +66,7 @@ def provider(model: ScriptedModel, name: str = "scripted") -> LlmProvider:
     )
 
 
-MakeFixer = Callable[..., LlmFixer]
+MakeFixer = Callable[..., AgentFixer]
 MakeClient = Callable[..., ModelClient]
 
 
@@ -86,15 +86,15 @@ async def make_client() -> AsyncIterator[MakeClient]:
 
 @pytest.fixture
 def fixer_for(make_client: MakeClient) -> MakeFixer:
-    """An LlmFixer on the scripted models given, tried in order."""
+    """An AgentFixer on the scripted models given, tried in order."""
 
-    def make(*models: ScriptedModel, **kw: Any) -> LlmFixer:
+    def make(*models: ScriptedModel, **kw: Any) -> AgentFixer:
         client = make_client(
             *(provider(m, f"model-{i}") for i, m in enumerate(models)),
             retry_base_seconds=0.01,
             **({"audit": kw.pop("audit")} if "audit" in kw else {}),
         )
-        return LlmFixer(client, **kw)
+        return AgentFixer(client, **kw)
 
     return make
 

@@ -53,7 +53,9 @@ pytestmark = [
 ]
 
 KEY = "local-scripted-model"
-CONFIG = "autonomy: automerge\nfixers:\n  llm_on_alerts: true\n"
+# The agent strategy: the obeying model answers with tool calls (the repair strategy's
+# prompts go through the same fences: tests/untrusted/test_injection_corpus.py).
+CONFIG = "autonomy: automerge\nfixers:\n  llm_on_alerts: true\n  llm:\n    strategy: agent\n"
 GREET = "def greet(name):\n    return 'hello ' + name\n"
 
 

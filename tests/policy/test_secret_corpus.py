@@ -746,9 +746,8 @@ async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves
     the code (and says it in its summary). Under autonomy automerge nothing is pushed or
     opened, the issue says why, and the token is in no stored or shown text."""
     caplog.set_level(logging.DEBUG)
-    await forge.push(
-        REPO, {**SAMPLE, ".github/patchwarden.yml": "autonomy: automerge\n"}, author="alice"
-    )
+    config = "autonomy: automerge\nfixers:\n  llm:\n    strategy: agent\n"  # the script's
+    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     old = "    return 'hello ' + name\n"
     script = [

@@ -150,7 +150,9 @@ class _Run:
         self.transcript.append(TranscriptEntry(role=role, content=content, **extra))
 
 
-class LlmFixer(Fixer):
+class AgentFixer(Fixer):
+    """The ``agent`` strategy of the llm fixer: the tool loop, for strong models."""
+
     name = "llm"
 
     def __init__(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     estimated: bool  # the server sent no usage: tokens estimated from the text
+    choices: tuple[str, ...] = ()  # every choice's text when several were asked for (n)
 
 
 def price_for(model: str, prices: dict[str, Price]) -> Price | None:
@@ -106,6 +108,7 @@ class ModelClient:
         self._secrets = [p.api_key.get_secret_value() for p in self.providers if p.api_key]
         self._limit_param = "max_tokens"
         self._fixed_temperature: set[str] = set()  # endpoints that refused a temperature
+        self._single_choice: set[str] = set()  # endpoints that refused n > 1
 
     async def close(self) -> None:
         for client in self._clients:
@@ -117,10 +120,15 @@ class ModelClient:
         *,
         tools: list[dict[str, Any]] | None = None,
         temperature: float | None = None,
+        n: int = 1,
+        seed: int | None = None,
     ) -> Completion:
         """One answer, from the first endpoint that gives one. ``temperature``, when
         given, is asked for; an endpoint that refuses it (some reasoning models take only
-        their own) is asked again without, and never asked with one again."""
+        their own) is asked again without, and never asked with one again. ``n`` asks
+        for several choices in one request (``Completion.choices``; an endpoint may give
+        fewer, and one that refuses ``n`` is asked for one from then on); ``seed``, for
+        a reproducible sample where the endpoint honours it."""
         failures: list[str] = []
         wait = 0.0
         attempt = 0
@@ -134,7 +142,9 @@ class ModelClient:
                 attempt += 1
                 started = time.monotonic()
                 try:
-                    response = await self._create(client, provider, messages, tools, temperature)
+                    response = await self._create(
+                        client, provider, messages, tools, temperature, n=n, seed=seed
+                    )
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     outcome = _outcome(status)
@@ -174,6 +184,9 @@ class ModelClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         temperature: float | None = None,
+        *,
+        n: int = 1,
+        seed: int | None = None,
     ) -> Any:
         extra: dict[str, Any] = {self._limit_param: self.max_output_tokens}
         if tools:
@@ -181,6 +194,10 @@ class ModelClient:
             extra["tool_choice"] = "auto"
         if temperature is not None and provider.label not in self._fixed_temperature:
             extra["temperature"] = temperature
+        if n > 1 and provider.label not in self._single_choice:
+            extra["n"] = n
+        if seed is not None:
+            extra["seed"] = seed
         try:
             payload: Any = messages  # plain dicts, as the API takes them
             return await client.chat.completions.create(
@@ -193,7 +210,10 @@ class ModelClient:
                 return await self._create(client, provider, messages, tools, temperature)
             if "temperature" in extra and "temperature" in str(exc):
                 self._fixed_temperature.add(provider.label)
-                return await self._create(client, provider, messages, tools)
+                return await self._create(client, provider, messages, tools, n=n, seed=seed)
+            if "n" in extra and re.search(r"\bn\b|choice", str(exc)):
+                self._single_choice.add(provider.label)  # one choice per request from now
+                return await self._create(client, provider, messages, tools, temperature)
             raise
 
     def _detail(self, exc: Exception) -> str:
@@ -246,6 +266,9 @@ def _retry_after(headers: Any) -> float | None:
 
 
 def _completion(provider: LlmProvider, response: Any, messages: list[dict[str, Any]]) -> Completion:
+    texts = tuple(
+        (c.message.content or "") for c in (response.choices or []) if c.message is not None
+    )
     choice = response.choices[0] if response.choices else None
     message = choice.message if choice is not None else None
     content = (message.content or "") if message is not None else ""
@@ -259,7 +282,7 @@ def _completion(provider: LlmProvider, response: Any, messages: list[dict[str, A
         prompt, completion, estimated = usage.prompt_tokens, usage.completion_tokens or 0, False
     else:
         prompt = len(json.dumps(messages)) // 4
-        completion = (len(content) + sum(len(c.arguments) for c in calls)) // 4
+        completion = (sum(map(len, texts)) + sum(len(c.arguments) for c in calls)) // 4
         estimated = True
     return Completion(
         provider=provider.label,
@@ -269,4 +292,5 @@ def _completion(provider: LlmProvider, response: Any, messages: list[dict[str, A
         prompt_tokens=prompt,
         completion_tokens=completion,
         estimated=estimated,
+        choices=texts,
     )

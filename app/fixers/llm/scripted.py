@@ -114,10 +114,14 @@ class ScriptedModel:
         *,
         api_key: str | None = None,
         served: Sequence[str] = ("scripted",),
+        max_choices: int | None = None,
     ) -> None:
+        """``max_choices``: the most choices one request gets whatever its ``n`` asks
+        (1: a server that ignores ``n``, as some do)."""
         self.script: list[Entry] = list(script)
         self.api_key = api_key
         self.served = list(served)  # the model ids GET /v1/models lists
+        self.max_choices = max_choices
         self.requests: list[Received] = []
         self.violations: list[str] = []
         self._runner: web.AppRunner | None = None
@@ -202,13 +206,20 @@ class ScriptedModel:
         if not self.script:
             self.violations.append("the script ran out: the agent asked for one more answer")
             return _error(500, "the scripted model has no more answers")
-        entry = self.script.pop(0)
-        reply = entry(body) if callable(entry) else entry
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-        if reply.message is None:
-            return _error(reply.status, reply.error, headers=reply.headers)
-        return web.json_response(_completion(body, reply), headers=reply.headers)
+        # One script entry per choice: ``n`` asks for several (an error entry answers
+        # the whole request).
+        wanted = body.get("n", 1)
+        count = min(wanted, self.max_choices or wanted, len(self.script))
+        replies: list[Reply] = []
+        for _ in range(count):
+            entry = self.script.pop(0)
+            reply = entry(body) if callable(entry) else entry
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            if reply.message is None:
+                return _error(reply.status, reply.error, headers=reply.headers)
+            replies.append(reply)
+        return web.json_response(_completion(body, replies), headers=replies[0].headers)
 
     def _authorised(self, request: web.Request) -> bool:
         if request.headers.get("Authorization") == f"Bearer {self.api_key}":
@@ -248,31 +259,34 @@ def _check(body: Any) -> str | None:
             )
         if role != "assistant" and not isinstance(m.get("content"), str):
             return f"messages[{i}].content must be a string"
+    n = body.get("n", 1)
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128:
+        return f"'n' must be an integer from 1 to 128, not {n!r}"
     return None
 
 
-def _completion(body: Json, reply: Reply) -> Json:
-    assert reply.message is not None
+def _completion(body: Json, replies: list[Reply]) -> Json:
+    choices = []
+    for index, reply in enumerate(replies):
+        assert reply.message is not None
+        finish = "tool_calls" if reply.message.get("tool_calls") else "stop"
+        choices.append({"index": index, "message": reply.message, "finish_reason": finish})
     answer: Json = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": reply.message,
-                "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop",
-            }
-        ],
+        "choices": choices,
     }
-    if reply.usage == "auto":
-        prompt, completion = estimate_tokens(body["messages"]), estimate_tokens(reply.message)
-    elif reply.usage is None:
+    first = replies[0]
+    if first.usage == "auto":
+        prompt = estimate_tokens(body["messages"])
+        completion = sum(estimate_tokens(r.message) for r in replies)
+    elif first.usage is None:
         return answer
     else:
-        assert isinstance(reply.usage, tuple)
-        prompt, completion = reply.usage
+        assert isinstance(first.usage, tuple)
+        prompt, completion = first.usage
     answer["usage"] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -1,0 +1,326 @@
+"""Where the bug is, found without the model: a ranked short list of functions.
+
+A small model cannot search a repository; the system can. The repository's Python
+files are read (confined, never run) into a symbol index — every function and method,
+with its docstring and line range (:func:`index`) — and ranked against the task
+(:func:`localize`) by what points at each one:
+
+- **frames**: a stack trace's frames in the repository (an alert's, or a failing
+  test's traceback), the innermost first;
+- **named**: identifiers the task writes as code or calls (``is_leap_year(1900)``,
+  ``calendar_utils.dates.is_leap_year``, ``Inventory.remove``), and files it names;
+- **tested**: what a failing (or reproducing) test calls;
+- **words**: BM25 of the task's words against each function's name, docstring, body
+  identifiers and path (no embeddings service: it runs anywhere, in milliseconds).
+
+Each suspect carries its evidence, which the pull request shows. Tests are indexed for
+what they call, never suspected themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from app.fixers.base import walk_files
+from app.fixers.llm.context import file_for, looks_like_test, names_in
+from app.sessions.files import read_confined
+from app.sessions.session import Place, Task
+
+MAX_FILES = 3000
+MAX_FILE_BYTES = 512 * 1024
+MAX_SUSPECTS = 5
+K1, B = 1.5, 0.75  # BM25's usual constants
+# Evidence, in points on top of the word score (which is at most 1).
+FRAME = 3.0
+INNERMOST = 1.0
+NAMED = 2.5
+QUALIFIED = 1.0  # the task names Class.method or module.function, not just the name
+PATH = 1.0
+TESTED = 1.5
+
+_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
+_STOP = frozenset(
+    re.findall(
+        r"\S+",
+        "the a an and or of to in on for is it its be by as at with from that this when "
+        "not no should must does do did but if else then than return returns returned "
+        "get set value values self cls none true false def class import test tests "
+        "we our us they them it's i you your have has was were are will would can could",
+    )
+)
+# A frame as pytest prints it (`src/pkg/mod.py:42: in parse`) or Python does
+# (`File "/srv/app/pkg/mod.py", line 42, in parse`).
+_PYTEST_FRAME = re.compile(r"^([\w./-]+\.py):(\d+): (?:in (\w+)|\w)", re.M)
+_PYTHON_FRAME = re.compile(r'File "([^"\n]+\.py)", line (\d+)(?:, in (\w+))?')
+_PATH = re.compile(r"\b([\w./-]+\.py)\b")
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A function or method of the repository, by its lines (1-based, inclusive,
+    decorators included)."""
+
+    path: str
+    qualname: str  # "parse", "Inventory.remove"
+    start: int
+    end: int
+    kind: Literal["function", "method"]
+    doc: str = ""
+    calls: tuple[str, ...] = ()  # names it calls (``f(...)``, ``obj.f(...)``: "f")
+    words: tuple[str, ...] = ()  # its name, docstring, identifiers and path, as words
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.start}-{self.end}"
+
+
+@dataclass(frozen=True)
+class Suspect:
+    symbol: Symbol
+    score: float
+    evidence: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"{self.symbol.qualname} ({self.symbol.where}): " + "; ".join(self.evidence)
+
+
+@dataclass
+class Index:
+    """The repository's functions, and its tests' (for what those call)."""
+
+    symbols: list[Symbol] = field(default_factory=list)
+    tests: list[Symbol] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # path -> text, as read
+
+    def find(self, path: str, qualname: str) -> Symbol | None:
+        for s in self.symbols:
+            if s.path == path and s.qualname == qualname:
+                return s
+        return None
+
+    def lines(self, symbol: Symbol) -> list[str]:
+        return self.sources[symbol.path].splitlines()[symbol.start - 1 : symbol.end]
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of ``text``, identifiers split (``parseDate``, ``parse_date``:
+    ``parse``, ``date``), without the most common English and Python words."""
+    found = [w.lower() for w in _WORD.findall(text)]
+    return [w for w in found if len(w) > 1 and w not in _STOP]
+
+
+def index(tree: Path) -> Index:
+    """Every function and method of the tree's Python files (tests apart)."""
+    out = Index()
+    for n, (rel, link) in enumerate(walk_files(tree, tree)):
+        if n >= MAX_FILES:
+            break
+        if link or not rel.endswith(".py"):
+            continue
+        data = read_confined(tree, rel, limit=MAX_FILE_BYTES + 1)
+        if data is None or len(data) > MAX_FILE_BYTES:
+            continue
+        text = data.decode("utf-8", "replace")
+        try:
+            module = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        out.sources[rel] = text
+        found = list(_symbols(module, rel))
+        (out.tests if looks_like_test(rel) else out.symbols).extend(found)
+    return out
+
+
+def _symbols(module: ast.Module, path: str) -> Iterable[Symbol]:
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield _symbol(node, path, node.name, "function")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield _symbol(item, path, f"{node.name}.{item.name}", "method")
+
+
+def _symbol(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    path: str,
+    qualname: str,
+    kind: Literal["function", "method"],
+) -> Symbol:
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    doc = ast.get_docstring(node) or ""
+    calls: list[str] = []
+    idents: list[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if isinstance(name, str):
+                calls.append(name)
+        elif isinstance(sub, ast.Name):
+            idents.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            idents.append(sub.attr)
+        elif isinstance(sub, ast.arg):
+            idents.append(sub.arg)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and len(sub.value) <= 80:
+            idents.append(sub.value)
+    text = " ".join([qualname, qualname, doc, path.replace("/", " "), *idents])
+    return Symbol(
+        path=path,
+        qualname=qualname,
+        start=start,
+        end=node.end_lineno or node.lineno,
+        kind=kind,
+        doc=doc,
+        calls=tuple(dict.fromkeys(calls)),
+        words=tuple(words(text)),
+    )
+
+
+def frames_in(text: str) -> list[Place]:
+    """The stack frames a test's or a program's output shows, in the order printed
+    (outermost first, as both pytest and Python print them)."""
+    found = []
+    for m in _PYTEST_FRAME.finditer(text):
+        found.append((m.start(), Place(m.group(1), int(m.group(2)), m.group(3))))
+    for m in _PYTHON_FRAME.finditer(text):
+        found.append((m.start(), Place(m.group(1), int(m.group(2)), m.group(3))))
+    return [p for _, p in sorted(found, key=lambda f: f[0])]
+
+
+def localize(
+    idx: Index,
+    task: Task,
+    *,
+    frames: Sequence[Place] = (),
+    tests: Sequence[str] = (),
+    limit: int = MAX_SUSPECTS,
+) -> list[Suspect]:
+    """The functions most likely at fault, best first, each with its evidence.
+
+    ``frames``: stack frames seen beyond the task's own (a failing test's traceback),
+    innermost last; ``tests``: the source of failing or reproducing tests."""
+    if not idx.symbols:
+        return []
+    text = task.words
+    points: dict[Symbol, float] = dict.fromkeys(idx.symbols, 0.0)
+    evidence: dict[Symbol, list[str]] = {s: [] for s in idx.symbols}
+
+    def give(symbol: Symbol, amount: float, why: str) -> None:
+        points[symbol] += amount
+        if why not in evidence[symbol]:
+            evidence[symbol].append(why)
+
+    files = sorted(idx.sources)
+    # Frames: the task's (innermost first) and the failing tests' (innermost last).
+    ordered = [*task.places, *reversed(frames)]
+    seen_frame = False
+    for place in ordered:
+        path = file_for(place.path, files)
+        if path is None or looks_like_test(path) or not place.line:
+            continue
+        for s in idx.symbols:
+            if s.path == path and s.start <= place.line <= s.end:
+                bonus = INNERMOST if not seen_frame else 0.0
+                give(s, FRAME + bonus, f"a stack frame is in it ({path}:{place.line})")
+                seen_frame = True
+    # Names the task writes as code, and files it names.
+    cited = _cited(text)
+    for s in idx.symbols:
+        module = s.path.removesuffix(".py").replace("/", ".")
+        for name in cited:
+            parts = name.split(".")
+            if parts[-1] != s.name:
+                continue
+            qualified = ".".join(parts[-2:]) == s.qualname or (
+                len(parts) > 1 and module.endswith(".".join(parts[:-1]))
+            )
+            give(s, NAMED + (QUALIFIED if qualified else 0.0), f"the task names `{name}`")
+    for path in {p.removeprefix("./") for p in _PATH.findall(text)}:
+        for s in idx.symbols:
+            if s.path == path or s.path.endswith("/" + path):
+                give(s, PATH, f"the task names {path}")
+    # What the failing tests call.
+    called = {c for source in tests for c in _called_names(source)}
+    for s in idx.symbols:
+        if s.name in called:
+            give(s, TESTED, f"a failing test calls {s.name}()")
+    # Words.
+    for s, score in _bm25(idx.symbols, words(text)).items():
+        if score > 0:
+            points[s] += score
+    ranked = sorted(idx.symbols, key=lambda s: (-points[s], s.path, s.start))
+    out = []
+    for s in ranked[:limit]:
+        if points[s] <= 0:
+            break
+        why = evidence[s] or ["its words match the task's"]
+        out.append(Suspect(s, round(points[s], 3), tuple(why)))
+    return out
+
+
+def _cited(text: str) -> list[str]:
+    """Dotted names the task writes as code or calls, whole (``dates.is_leap_year``)."""
+    found: list[str] = []
+    for pattern in (r"`([^`\n]{2,120})`", r"\b([A-Za-z_][\w.]{1,80})\("):
+        for m in re.finditer(pattern, text):
+            head = re.split(r"[(\s\[]", m.group(1).strip(), maxsplit=1)[0]
+            dotted = ".".join(p for p in head.split(".") if p.isidentifier())
+            if dotted and dotted not in found:
+                found.append(dotted)
+    for name in names_in(text):
+        if name not in found:
+            found.append(name)
+    return found
+
+
+def _called_names(source: str) -> list[str]:
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if isinstance(name, str) and not name.startswith("assert"):
+                out.append(name)
+    return out
+
+
+def _bm25(symbols: Sequence[Symbol], query: Sequence[str]) -> dict[Symbol, float]:
+    """Each symbol's BM25 score for ``query``, scaled so the best is 1."""
+    if not query:
+        return {}
+    n = len(symbols)
+    average = sum(len(s.words) for s in symbols) / n or 1.0
+    df: Counter[str] = Counter()
+    for s in symbols:
+        df.update(set(s.words))
+    terms = Counter(query)
+    scores: dict[Symbol, float] = {}
+    for s in symbols:
+        tf = Counter(s.words)
+        total = 0.0
+        for term, times in terms.items():
+            if term not in tf:
+                continue
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            f = tf[term]
+            total += times * idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(s.words) / average))
+        scores[s] = total
+    best = max(scores.values(), default=0.0)
+    return {s: v / best for s, v in scores.items()} if best > 0 else {}
