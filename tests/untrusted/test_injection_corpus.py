@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from app.alerts import parse_alerts
+from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.prompt import system_prompt, task_message
+from app.fixers.llm.repair import _Job, _repair_prompt, _repro_prompt, _target
 from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
 from app.jobs.kinds import FixJob
@@ -96,3 +99,21 @@ def test_a_failing_check_name_is_fenced_data(tmp_path: Path) -> None:
     message = task_message(task, tree=tmp_path, commands=RepoCommands())
     assert "PWNED" not in message
     assert 'source="failing check name">\nlint  / ruff\n</untrusted-data' in message
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_repair_strategys_prompts_hold_too(case: Case, tmp_path: Path) -> None:
+    """The llm fixer's repair strategy builds its own prompts (the reproduction test's,
+    each round's): the same fences, the same verdict on every case."""
+    (tmp_path / "parser.py").write_text("def parse(text):\n    return text.split()\n")
+    idx = index(tmp_path)
+    job = _Job(ws=cast(Any, None), task=task_for(case), meter=cast(Any, None), idx=idx)
+    target = _target(idx, idx.symbols[0])
+    assert target is not None
+    suspect = Suspect(idx.symbols[0], 1.0, ("named",))
+    for messages in (_repro_prompt(job, [suspect]), _repair_prompt(job, target, [], None, [])):
+        prompt = "\n".join(m["content"] for m in messages)
+        assert leaks(case, prompt) == []
+        outside = prompt.split("<untrusted-data id=")[0]
+        assert BODY not in outside
+        assert "crash on empty input" not in outside.lower()

@@ -213,7 +213,7 @@ class ModelClient:
                 return await self._create(client, provider, messages, tools, n=n, seed=seed)
             if "n" in extra and re.search(r"\bn\b|choice", str(exc)):
                 self._single_choice.add(provider.label)  # one choice per request from now
-                return await self._create(client, provider, messages, tools, temperature)
+                return await self._create(client, provider, messages, tools, temperature, seed=seed)
             raise
 
     def _detail(self, exc: Exception) -> str:

@@ -45,7 +45,7 @@ QUALIFIED = 1.0  # the task names Class.method or module.function, not just the 
 PATH = 1.0
 TESTED = 1.5
 
-_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset(
     re.findall(
         r"\S+",
@@ -102,6 +102,8 @@ class Index:
     symbols: list[Symbol] = field(default_factory=list)
     tests: list[Symbol] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # path -> text, as read
+    # Names the repository's modules define at their top (functions, classes), and where.
+    defines: dict[str, list[str]] = field(default_factory=dict)
 
     def find(self, path: str, qualname: str) -> Symbol | None:
         for s in self.symbols:
@@ -137,6 +139,10 @@ def index(tree: Path) -> Index:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         out.sources[rel] = text
+        if not looks_like_test(rel):
+            for node in module.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.defines.setdefault(node.name, []).append(rel)
         found = list(_symbols(module, rel))
         (out.tests if looks_like_test(rel) else out.symbols).extend(found)
     return out

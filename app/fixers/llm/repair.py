@@ -292,7 +292,7 @@ class RepairFixer(Fixer):
             if source is None:
                 reasons["no test in the answer"] += 1
                 continue
-            source = _with_imports(source, job.idx, suspects)
+            source = _with_imports(source, job.idx)
             key = normalised(source)
             if key in seen:
                 kept += [(s, why) for s, why in kept if normalised(s) == key][:1]
@@ -305,7 +305,7 @@ class RepairFixer(Fixer):
                 tests = await _run_tests(ws, extra=[rel], name="repair-reproduce")
             finally:
                 remove_confined(ws.tree, rel)
-            verdict, why = _reproduces(tests, job.task)
+            verdict, why = _reproduces(tests, job.task, job.idx)
             if verdict:
                 kept.append((source, why))
             else:
@@ -348,7 +348,9 @@ class RepairFixer(Fixer):
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             messages = _repair_prompt(job, target, must_pass, before, misses)
-            prefill = f"```python\ndef {target.symbol.name}(" if self.prefill else ""
+            # The answer starts as the function does, signature and all: a small model
+            # given only `def name(` renamed parameters its callers pass by keyword.
+            prefill = f"```python\n{_header(job.idx, target.symbol)}\n" if self.prefill else ""
             answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
             candidates = self._candidates(job, target, answers, prefill)
             tested: list[Candidate] = []
@@ -388,6 +390,9 @@ class RepairFixer(Fixer):
             found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
             if found.function is None:
                 report.dropped[found.problem] += 1
+                continue
+            if not _keeps_parameters(original[""], found.function):
+                report.dropped["changed its parameters"] += 1
                 continue
             constants = {
                 k: v for k, v in found.constants.items() if normalised(v) != normalised(original[k])
@@ -612,6 +617,37 @@ def _callees(idx: Index, symbol: Symbol) -> list[str]:
     return out
 
 
+def _header(idx: Index, symbol: Symbol) -> str:
+    """The function's decorators and ``def`` line(s), up to the colon, at column 0."""
+    out = []
+    for line in _dedent(idx.lines(symbol)):
+        out.append(line)
+        if not line.lstrip().startswith("@") and line.rstrip().endswith(":"):
+            break
+    return "\n".join(out)
+
+
+def _keeps_parameters(original: str, candidate: str) -> bool:
+    """Whether the candidate takes the original's parameters, by name and in order (it
+    may add new ones after them): callers pass them by position and by keyword."""
+
+    def parameters(source: str) -> list[str] | None:
+        module = parse(source)
+        node = module.body[0] if module is not None and module.body else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        a = node.args
+        names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+        names += [f"*{a.vararg.arg}"] if a.vararg else []
+        names += [f"**{a.kwarg.arg}"] if a.kwarg else []
+        return names
+
+    before, after = parameters(original), parameters(candidate)
+    if before is None or after is None:
+        return True  # not for this check to say
+    return after[: len(before)] == before
+
+
 def _signature(lines: list[str]) -> str:
     out = []
     for line in _dedent(lines):
@@ -752,8 +788,10 @@ def _failed_in(tests: Tests | None, test: str) -> bool:
     return tests.run.outcomes.get(test, "missing") != "passed"
 
 
-def _reproduces(tests: Tests | None, task: Task) -> tuple[bool, str]:
-    """Whether a reproduction test failed on the base for the bug's reason, and how."""
+def _reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
+    """Whether a reproduction test failed on the base for the bug's reason, and how: an
+    assertion, an exception the task names, or one the repository's own code defines
+    (``SignupError`` for "the form says the address is invalid")."""
     if tests is None:
         return False, "did not run"
     outcomes = tests.run.outcomes
@@ -772,7 +810,7 @@ def _reproduces(tests: Tests | None, task: Task) -> tuple[bool, str]:
         kind = _exception(text)
         if kind in _WRONG_REASONS or any(w in text[:300] for w in _WRONG_REASONS[:5]):
             return False, f"fails with {kind}, not because of the bug"
-        if kind == "AssertionError" or (kind and kind in task.words):
+        if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {_first_line(text)[:120]}"
         return False, f"fails with {kind or 'an error'} the task does not name"
     return False, "no test failed"
@@ -852,9 +890,10 @@ def _test_file(answer: str) -> str | None:
     return None
 
 
-def _with_imports(source: str, idx: Index, suspects: Sequence[Suspect]) -> str:
-    """The test with the imports it forgot: a name it uses and never defines that is a
-    suspect's (or its class's), from the suspect's module; ``pytest``."""
+def _with_imports(source: str, idx: Index) -> str:
+    """The test with the imports it forgot: ``pytest``, and any name it uses but never
+    defines that one module of the repository defines (a model writes
+    ``pytest.raises(SignupError)`` and imports only ``signup``)."""
     module = parse(source)
     if module is None:
         return source
@@ -871,13 +910,11 @@ def _with_imports(source: str, idx: Index, suspects: Sequence[Suspect]) -> str:
     used = {
         n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
-    missing = used - defined
-    lines = ["import pytest"] if "pytest" in missing else []
-    for suspect in suspects:
-        name = suspect.symbol.qualname.split(".")[0]
-        if name in missing:
-            lines.append(f"from {_module_name(suspect.symbol.path, idx)} import {name}")
-            missing.discard(name)
+    lines = ["import pytest"] if "pytest" in used - defined else []
+    for name in sorted(used - defined - {"pytest"}):
+        paths = idx.defines.get(name, [])
+        if len(paths) == 1:
+            lines.append(f"from {_module_name(paths[0], idx)} import {name}")
     return "\n".join([*lines, source]) if lines else source
 
 

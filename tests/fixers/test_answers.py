@@ -1,0 +1,149 @@
+"""Reading code out of a small model's answers (app/fixers/llm/answers.py), and putting a
+corrected function back into its file (app/fixers/llm/repair.py), table by table.
+
+The answer shapes are the ones a 1.5B model writes: prose around the code, a fence
+opened, then ``path: x.py`` and a second fence, a fence never closed, the whole module,
+the method inside its class, the continuation of a prefilled ``def``, and llama.cpp's
+echo of the prefill with the continuation."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.fixers.llm.answers import code_blocks, definitions, normalised
+from app.fixers.llm.localize import Symbol
+from app.fixers.llm.repair import Target, _keeps_parameters, _splice
+
+FIXED = "def add(a, b):\n    return a + b\n"
+
+ANSWERS = [
+    ("fenced", "```python\ndef add(a, b):\n    return a + b\n```", FIXED),
+    ("prose around", "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```\nDone.", FIXED),
+    (
+        "path line between two fences",
+        "```python\npath: calc.py\n```python\ndef add(a, b):\n    return a + b\n```",
+        FIXED,
+    ),
+    ("never closed", "```python\ndef add(a, b):\n    return a + b\n", FIXED),
+    ("no fence", "def add(a, b):\n    return a + b\n", FIXED),
+    (
+        "the whole module",
+        "```python\nimport os\n\n\ndef mul(a, b):\n    return a * b\n\n\n"
+        "def add(a, b):\n    return a + b\n```",
+        FIXED,
+    ),
+    (
+        "corrected in a second block",
+        "```python\ndef add(a, b):\n    return a - b\n```\nOops:\n"
+        "```python\ndef add(a, b):\n    return a + b\n```",
+        FIXED,
+    ),
+    (
+        "decorated",
+        "```python\n@cache\ndef add(a, b):\n    return a + b\n```",
+        "@cache\ndef add(a, b):\n    return a + b\n",
+    ),
+    (
+        "indented",
+        "```python\n    def add(a, b):\n        return a + b\n```",
+        FIXED,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "function"), [a[1:] for a in ANSWERS], ids=[a[0] for a in ANSWERS]
+)
+def test_the_function_is_read_however_it_is_wrapped(answer: str, function: str) -> None:
+    found = definitions(answer, "add")
+    assert found.function == function
+    assert found.problem == ""
+
+
+def test_a_method_is_taken_out_of_its_class() -> None:
+    answer = "```python\nclass Cart:\n    def total(self):\n        return sum(self.items)\n```"
+    assert definitions(answer, "total").function == "def total(self):\n    return sum(self.items)\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "a, b):\n    return a + b\n```",  # the continuation alone
+        # llama.cpp's server answers with the prefill and its continuation; one that
+        # does not continue an assistant turn answers whole: the same text
+        "```python\ndef add(a, b):\n    return a + b\n```",
+    ],
+    ids=["continuation", "with-the-prefill"],
+)
+def test_a_prefilled_answer_is_read_with_its_start(answer: str) -> None:
+    assert definitions(answer, "add", prefill="```python\ndef add(").function == FIXED
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ("```python\ndef add(a, b):\n    return a +\n```", "unparseable"),
+        ("```python\ndef plus(a, b):\n    return a + b\n```", "renamed"),
+        ("```python\ndef test_add():\n    assert True\n```", "renamed"),  # a test, no fix
+        ("The function looks right to me.", "unparseable"),
+        ("```python\nx = 1\n```", "no function"),
+        ("", "empty"),
+    ],
+)
+def test_what_is_not_the_function_says_why(answer: str, problem: str) -> None:
+    found = definitions(answer, "add")
+    assert found.function is None
+    assert found.problem == problem
+
+
+def test_constants_asked_for_are_read_beside_the_function() -> None:
+    answer = (
+        "```python\nVALUES = [(10, 'X'), (9, 'IX'), (5, 'V')]\nOTHER = 2\n\n"
+        "def to_roman(n):\n    return n\n```"
+    )
+    found = definitions(answer, "to_roman", constants=["VALUES"])
+    assert found.constants == {"VALUES": "VALUES = [(10, 'X'), (9, 'IX'), (5, 'V')]"}
+
+
+def test_blocks_without_code_are_not_blocks() -> None:
+    assert code_blocks("```\n```\n```python\nx = 1\n```") == ["x = 1"]
+
+
+def test_layout_comments_and_docstrings_do_not_make_answers_differ() -> None:
+    a = 'def f(x):\n    """Doc."""\n    return x  # same\n'
+    b = "def f(x):\n\n    return (x)\n"
+    c = "def f(x):\n    return x + 1\n"
+    assert normalised(a) == normalised(b)
+    assert normalised(a) != normalised(c)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "keeps"),
+    [
+        ("def merge(base, override):\n    pass\n", True),
+        ("def merge(base, override, *, deep=True):\n    pass\n", True),  # added after
+        ("def merge(merged, override):\n    pass\n", False),  # renamed: keyword callers break
+        ("def merge(override, base):\n    pass\n", False),  # reordered
+        ("def merge(base):\n    pass\n", False),
+    ],
+)
+def test_a_candidate_keeps_the_parameters_callers_use(candidate: str, keeps: bool) -> None:
+    assert _keeps_parameters("def merge(base, override):\n    pass\n", candidate) is keeps
+
+
+def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
+    """Two methods with the same body: only the one at fault changes, at its own
+    indentation, and a rewritten constant with it."""
+    text = (
+        "LIMIT = 3\n\n\nclass A:\n    def f(self, x):\n        return x - LIMIT\n\n"
+        "    def g(self, x):\n        return x - LIMIT\n"
+    )
+    target = Target(Symbol("m.py", "A.g", 8, 9, "method"), constants=(("LIMIT", 1, 1),))
+    spliced = _splice(
+        text, target, "def g(self, x):\n    return x + LIMIT\n", {"LIMIT": "LIMIT = 4"}
+    )
+    assert spliced == (
+        "LIMIT = 4\n\n\nclass A:\n    def f(self, x):\n        return x - LIMIT\n\n"
+        "    def g(self, x):\n        return x + LIMIT\n"
+    )
+    assert _splice(text, target, "def g(self, x):\nreturn\n", {}) is None  # must parse

@@ -1,0 +1,157 @@
+"""Localisation without the model (app/fixers/llm/localize.py): the function at fault is
+among the first three suspects, from the task's words, a stack trace or what a failing
+test calls — on every task of the eval set (bench/agent_tasks: the hidden test and the
+solution are not shown to it; the solution only says which function was wrong)."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from app.fixers.llm.localize import frames_in, index, localize, words
+from app.sessions.session import Document, Place, Task
+from tests.conftest import make_project
+
+TASKS = Path(__file__).resolve().parents[2] / "bench" / "agent_tasks"
+
+
+def _units(path: Path) -> dict[str, tuple[str, set[str]]]:
+    """Each function and method of a module: its syntax dump and the names it reads;
+    and each module-level assignment, by name, under "=name"."""
+    module = ast.parse(path.read_text())
+    out: dict[str, tuple[str, set[str]]] = {}
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = (
+                ast.dump(node),
+                {n.id for n in ast.walk(node) if isinstance(n, ast.Name)},
+            )
+        elif isinstance(node, ast.ClassDef):
+            for m in node.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names = {n.id for n in ast.walk(m) if isinstance(n, ast.Name)}
+                    out[f"{node.name}.{m.name}"] = (ast.dump(m), names)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out[f"={t.id}"] = (ast.dump(node), set())
+    return out
+
+
+def at_fault(task: Path) -> set[tuple[str, str]]:
+    """(path, qualname) of the functions the reference fix changes, or that read a
+    module constant it changes."""
+    found = set()
+    for fixed in (task / "solution").rglob("*.py"):
+        rel = fixed.relative_to(task / "solution").as_posix()
+        before, after = _units(task / "repo" / rel), _units(fixed)
+        changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+        constants = {k[1:] for k in changed if k.startswith("=")}
+        for name, (_, reads) in before.items():
+            if not name.startswith("=") and (name in changed or reads & constants):
+                found.add((rel, name))
+    return found
+
+
+def eval_tasks() -> list[Path]:
+    return sorted(p for p in TASKS.iterdir() if (p / "task.toml").is_file())
+
+
+@pytest.mark.parametrize("task", eval_tasks(), ids=lambda p: p.name)
+def test_the_function_at_fault_is_among_the_first_three(task: Path) -> None:
+    meta = tomllib.loads((task / "task.toml").read_text())
+    wanted = at_fault(task)
+    assert wanted, f"{task.name}: the reference fix changes no function"
+    issue = Task(
+        meta["title"], instructions="fix this", documents=(Document("issue", meta["issue"]),)
+    )
+    suspects = localize(index(task / "repo"), issue)
+    top = [(s.symbol.path, s.symbol.qualname) for s in suspects[:3]]
+    assert wanted & set(top), f"{task.name}: {sorted(wanted)} not in {top}"
+    assert all(s.evidence for s in suspects)
+
+
+def test_the_eval_set_is_all_there() -> None:
+    assert len(eval_tasks()) >= 23
+
+
+LIB = {
+    "shop/__init__.py": "",
+    "shop/prices.py": (
+        "RATE = 0.2\n\n\n"
+        'def gross(net):\n    """The price with value added tax."""\n'
+        "    return net * (1 + RATE)\n\n\n"
+        "def rounded(amount):\n    return round(amount, 2)\n"
+    ),
+    "shop/cart.py": (
+        "from shop.prices import gross, rounded\n\n\n"
+        "class Cart:\n    def __init__(self):\n        self.items = []\n\n"
+        "    def add(self, name, net, quantity=1):\n"
+        "        self.items.append((name, net, quantity))\n\n"
+        "    def total(self):\n        return rounded(sum(gross(n) for _, n, q in self.items))\n"
+    ),
+    "tests/test_cart.py": (
+        "from shop.cart import Cart\n\n\ndef test_total():\n    c = Cart()\n"
+        "    c.add('tea', 10.0, quantity=2)\n    assert c.total() == 24.0\n"
+    ),
+}
+
+
+def test_a_stack_frame_points_at_its_function(tmp_path: Path) -> None:
+    tree = make_project(tmp_path / "shop", LIB)
+    task = Task("checkout crashes", documents=(Document("alert", "TypeError in production"),))
+    frames = [Place("/srv/app/shop/cart.py", 12, "total")]
+    suspects = localize(index(tree), Task(task.title, places=tuple(frames)))
+    assert suspects[0].symbol.qualname == "Cart.total"
+    assert any("stack frame" in e for e in suspects[0].evidence)
+
+
+def test_what_a_failing_test_calls_is_suspected(tmp_path: Path) -> None:
+    tree = make_project(tmp_path / "shop", LIB)
+    test = (tree / "tests" / "test_cart.py").read_text()
+    suspects = localize(index(tree), Task("CI fails on main"), tests=[test])
+    names = [s.symbol.qualname for s in suspects[:3]]
+    assert "Cart.total" in names
+    assert "Cart.add" in names
+
+
+def test_the_words_of_the_task_find_a_function_it_does_not_name(tmp_path: Path) -> None:
+    tree = make_project(tmp_path / "shop", LIB)
+    task = Task("Value added tax is charged twice on the price")
+    suspects = localize(index(tree), task)
+    assert suspects[0].symbol.qualname == "gross"  # its docstring says "value added tax"
+    assert suspects[0].evidence == ("its words match the task's",)
+
+
+def test_named_code_beats_words_and_tests_are_never_suspects(tmp_path: Path) -> None:
+    tree = make_project(tmp_path / "shop", LIB)
+    task = Task("`shop.prices.rounded(2.675)` gives 2.67", documents=(Document("issue", "total"),))
+    suspects = localize(index(tree), task)
+    assert suspects[0].symbol.qualname == "rounded"
+    assert "the task names `shop.prices.rounded`" in suspects[0].evidence
+    assert not any(s.symbol.path.startswith("tests/") for s in suspects)
+
+
+def test_frames_are_read_from_pytest_and_python_tracebacks() -> None:
+    pytest_output = (
+        "tests/test_cart.py:7: in test_total\n    assert c.total() == 24.0\n"
+        "shop/cart.py:12: in total\n    return rounded(...)\nE   TypeError: boom\n"
+        "shop/prices.py:10: TypeError\n"
+    )
+    python_output = 'Traceback:\n  File "/srv/shop/prices.py", line 6, in gross\n    return x\n'
+    assert frames_in(pytest_output) == [
+        Place("tests/test_cart.py", 7, "test_total"),
+        Place("shop/cart.py", 12, "total"),
+        Place("shop/prices.py", 10, None),
+    ]
+    assert frames_in(python_output) == [Place("/srv/shop/prices.py", 6, "gross")]
+
+
+def test_words_split_identifiers_and_drop_the_common_ones() -> None:
+    assert words("parseDate returns the wrong HTTPServer value") == [
+        "parse", "date", "wrong", "http", "server",
+    ]  # fmt: skip
+    assert words("is_leap_year(1900)") == ["leap", "year", "1900"]

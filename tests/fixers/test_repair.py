@@ -1,0 +1,272 @@
+"""The llm fixer's repair strategy end to end: the real session (bubblewrap, the tests on
+base and patch, ruff, bandit, semgrep, the score) against a scripted model over HTTP,
+answering as a small model does — unparseable code, a renamed function, a test instead
+of the fix, a change that breaks another test, and one right answer.
+
+The project: ``fahrenheit_to_celsius`` multiplies by 9/5 where it should by 5/9, and no
+test catches it, so the fixer must first have a test that shows the bug written."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.fixers.llm.repair import RepairFixer
+from app.fixers.llm.scripted import ScriptedModel, fail, text
+from app.git import Remote
+from app.localforge import LocalForge
+from app.policy.score import Trigger, score_session
+from app.publish.body import render_body
+from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+from tests.conftest import INSTALLATION, REPO, Harness, make_project
+from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
+    MakeClient,
+    MakeModel,
+    make_client,
+    make_model,
+    provider,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+]
+
+TEMPS = (
+    "def fahrenheit_to_celsius(f):\n"
+    '    """Degrees Fahrenheit in degrees Celsius."""\n'
+    "    return (f - 32) * 9 / 5\n"
+)
+TESTS = (
+    "from temps import fahrenheit_to_celsius\n\n\n"
+    "def test_freezing():\n    assert fahrenheit_to_celsius(32) == 0\n"
+)
+KEY = "sk-local-test-key-0123456789"
+ISSUE = "`fahrenheit_to_celsius(212)` returns 324.0; water boils at 100 degrees Celsius."
+
+
+def block(code: str, prose: str = "") -> Any:
+    return text(f"{prose}```python\n{code}```\n")
+
+
+# Reproduction tests as a small model writes them: one that cannot import, one that
+# asserts what the bug does (it passes on the base), one without its import (added).
+REPRO_WRONG_IMPORT = block(
+    "from temps import to_celsius\n\n\ndef test_boiling():\n    assert to_celsius(212) == 100\n"
+)
+REPRO_ASSERTS_THE_BUG = block(
+    "from temps import fahrenheit_to_celsius\n\n\n"
+    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 324.0\n"
+)
+REPRO_RIGHT = block("def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n")
+
+UNPARSEABLE = block("def fahrenheit_to_celsius(f):\n    return (f - 32) * 5 /\n")
+RENAMED = block("def f_to_c(f):\n    return (f - 32) * 5 / 9\n")
+EDITS_THE_TEST = block(
+    "def test_boiling():\n    assert True\n", prose="The test is wrong; use this one:\n"
+)
+BREAKS_FREEZING = block("def fahrenheit_to_celsius(f):\n    return f * 100 / 212\n")
+RIGHT = block(
+    'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n'
+    "    return (f - 32) * 5 / 9\n",
+    prose="path: temps.py\n",
+)
+
+
+def task() -> Task:
+    return Task(
+        "fahrenheit_to_celsius is wrong",
+        instructions="fix this",
+        documents=(Document("issue #3 body", ISSUE),),
+    )
+
+
+async def _repair(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    *script: Any,
+    samples: int,
+) -> Any:
+    project = make_project(tmp_path / "temps", {"temps.py": TEMPS, "test_temps.py": TESTS})
+    model = await make_model(*script)
+    client = make_client(provider(model), retry_base_seconds=0.01)
+    fixer = RepairFixer(client, samples=samples)
+    result = await runner.run(
+        SessionSpec(remote=Remote("octo/temps", str(project)), task=task()), fixer
+    )
+    return result, model
+
+
+async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        REPRO_RIGHT,
+        UNPARSEABLE,
+        RENAMED,
+        BREAKS_FREEZING,
+        EDITS_THE_TEST,
+        BREAKS_FREEZING,  # twice: the most votes, and still out
+        RIGHT,
+        samples=6,
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.ok
+    report = fix.repair
+    assert report is not None
+    assert report.suspects[0].startswith("fahrenheit_to_celsius (temps.py:1-3)")
+    assert report.reproduction == "tests/test_fahrenheit_to_celsius_issue.py"
+    assert "fails on the base (AssertionError" in report.reproduction_note
+    assert "1 of 3 samples" in report.reproduction_note
+    assert (report.samples, report.candidates, report.passed) == (6, 2, 1)
+    assert report.dropped == {"unparseable": 1, "renamed": 2, "duplicate": 1}
+    assert report.failed == {"breaks": 1}
+    assert report.target == "fahrenheit_to_celsius"
+
+    # The patch: the function and the reproduction test, nothing else.
+    assert sorted(f.path for f in result.diff.files) == [
+        "temps.py",
+        "tests/test_fahrenheit_to_celsius_issue.py",
+    ]
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    assert "from temps import fahrenheit_to_celsius" in result.diff.unified  # import added
+    # Verification found it independently: the new test fails on the base code.
+    assert result.tests is not None
+    assert result.tests.broken == []
+    assert any("test_boiling" in t for t in result.tests.reproduced)
+
+    # What a reviewer reads.
+    assert result.policy is not None
+    score = score_session(result, result.policy, trigger=Trigger("comment"))
+    assert score.decision == "review"  # a model's change: the default policy wants a person
+    body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
+    assert "Rewrote `fahrenheit_to_celsius` in temps.py." in body
+    assert "Reproduction: tests/test_fahrenheit_to_celsius_issue.py" in body
+    assert "6 answers in 1 round(s), 2 distinct change(s) tested, 1 passed" in body
+    assert "Chosen: 1 of 6 answers wrote this change" in body
+
+    # One prompt per round, the issue fenced in it, the first answer greedy.
+    repair_requests = [r.body for r in model.requests if "Write the corrected" in str(r.body)]
+    assert repair_requests[0]["temperature"] == 0.0
+    assert all(r["temperature"] == 0.8 for r in repair_requests[1:])
+    prompt = repair_requests[0]["messages"][-1]["content"]
+    assert '<untrusted-data id="' in prompt
+    assert "This test must pass (tests/test_fahrenheit_to_celsius_issue.py)" in prompt
+
+
+async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    syntax_error = block("def test_boiling(:\n    assert fahrenheit_to_celsius(212) == 100\n")
+    not_named = block(
+        "from temps import fahrenheit_to_celsius\n\n\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(int('boiling')) == 100\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_WRONG_IMPORT,
+        syntax_error,
+        not_named,
+        samples=3,
+    )
+    fix = result.fix
+    assert fix is not None
+    assert not fix.ok
+    assert result.status == "failed"
+    assert fix.reason is not None
+    assert fix.reason.startswith("no verified fix: nothing shows the problem")
+    assert fix.repair is not None
+    note = fix.repair.reproduction_note
+    assert "errored before it ran" in note  # the ImportError: collection
+    assert "no test in the answer" in note  # the SyntaxError: never ran
+    assert "ValueError the task does not name" in note
+    assert fix.repair.reproduction is None
+    assert fix.repair.samples == 0  # no repair was asked for
+    assert result.diff.files == []  # nothing left behind
+
+
+async def test_a_server_that_refuses_n_is_asked_once_per_sample(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """llama.cpp's server answers n > 1 with a 400: the rest come one request each."""
+    n_refused = fail(400, "Field 'n': Value must be between 1 <= value <= 1, but got 2")
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_RIGHT,
+        n_refused,
+        REPRO_ASSERTS_THE_BUG,
+        REPRO_WRONG_IMPORT,
+        RIGHT,
+        RENAMED,
+        samples=2,
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    asked = [r.body.get("n", 1) for r in model.requests]
+    assert asked == [1, 2, 1, 1, 1, 1]  # refused once, then one choice a request
+    seeds = [r.body.get("seed") for r in model.requests]
+    assert seeds[0] is None  # the greedy answer
+    assert len({s for s in seeds[2:4] if s is not None}) == 2  # hot ones, each its own seed
+
+
+async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
+) -> None:
+    """Two rounds, every candidate wrong (the second round is shown the first one's
+    miss): the issue hears why, and nothing is pushed or opened."""
+    config = "fixers:\n  llm:\n    strategy: repair\n"  # auto would try the agent next
+    files = {"temps.py": TEMPS, "test_temps.py": TESTS, ".github/patchwarden.yml": config}
+    await forge.push(REPO, files, author="alice")
+    forge.add_user(REPO, "alice", "maintain")
+    junk = text("I think the function is fine.")
+    script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
+    async with ScriptedModel(script, api_key=KEY) as model:
+        pw = await make_pw(
+            workers=1,
+            llm_model="scripted",
+            llm_base_url=model.base_url,
+            llm_api_key=KEY,
+            llm_samples=2,
+        )
+        await forge.install(INSTALLATION, by="alice")
+        issue = forge.open_issue(REPO, "fahrenheit_to_celsius is wrong", ISSUE, author="bob")
+        await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+        await pw.settle(within=300, every_job=True)
+    assert model.violations == []
+    assert model.remaining == 0
+    second_round = model.requests[-2].body["messages"][-1]["content"]
+    assert "An earlier attempt (1) was wrong (breaks: " in second_round
+    assert "return f * 100 / 212" in second_round
+    assert forge.pulls(REPO) == []
+    assert not [r for r in forge.repos[REPO].git.refs() if "patchwarden/" in r]
+    said = "\n".join(c.body for c in forge.comments(REPO, issue.number) if c.user.type == "Bot")
+    assert "no verified fix" in said
+    assert "none made the reproduction test pass with every other test still passing" in said
