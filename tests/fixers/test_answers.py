@@ -147,3 +147,25 @@ def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
         "    def g(self, x):\n        return x + LIMIT\n"
     )
     assert _splice(text, target, "def g(self, x):\nreturn\n", {}) is None  # must parse
+
+
+def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None:
+    from app.fixers.llm.localize import Suspect
+    from app.fixers.llm.repair import examples
+    from app.sessions.session import Document, Task
+
+    suspect = Suspect(Symbol("units.py", "to_celsius", 1, 2, "function"), 1.0)
+    task = Task(
+        "`units.to_celsius(212)` is wrong",
+        documents=(
+            Document(
+                "issue",
+                "Also `to_celsius(f=32.0)`; not `to_celsius(x)`, `os.system('rm')`, "
+                "`to_celsius(*args)`, or `other(1)`.",
+            ),
+        ),
+    )
+    assert [(e, n) for e, n, _ in examples(task, [suspect])] == [
+        ("units.to_celsius(212)", "to_celsius"),
+        ("to_celsius(f=32.0)", "to_celsius"),
+    ]

@@ -162,6 +162,12 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     assert "6 answers in 1 round(s), 2 distinct change(s) tested, 1 passed" in body
     assert "Chosen: 1 of 6 answers wrote this change" in body
 
+    # The reproduction's prompt says what the issue's example gives now (run in the
+    # sandbox): a small model asked for the right result otherwise copies the wrong one.
+    first_prompt = model.requests[0].body["messages"][-1]["content"]
+    assert "Run now, `fahrenheit_to_celsius(212)` gives `324.0`: that is the bug" in first_prompt
+    assert any(s.name == "repair-observe" for s in result.steps)
+
     # One prompt per round, the issue fenced in it, the first answer greedy.
     repair_requests = [r.body for r in model.requests if "Write the corrected" in str(r.body)]
     assert repair_requests[0]["temperature"] == 0.0

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 import posixpath
 import re
 import tempfile
@@ -281,7 +282,8 @@ class RepairFixer(Fixer):
     async def _reproduce(self, job: _Job, suspects: Sequence[Suspect]) -> str | None:
         ws, report = job.ws, job.report
         ws.progress("fix: a test that shows the problem")
-        messages = _repro_prompt(job, suspects)
+        observed = await _observe(job, suspects)
+        messages = _repro_prompt(job, suspects, observed)
         answers = await self._sample(job, messages, k=REPRO_SAMPLES, prefill="")
         folder = _tests_folder(job.idx)
         kept: list[tuple[str, str]] = []  # (source, how it failed)
@@ -512,6 +514,78 @@ class RepairFixer(Fixer):
         return answers
 
 
+# -- what the issue's example does now -------------------------------------------------
+
+MAX_EXAMPLES = 3
+MAX_SHOWN = 200  # characters of a value shown
+
+
+def examples(task: Task, suspects: Sequence[Suspect]) -> list[tuple[str, str, ast.Call]]:
+    """The calls the task writes as code (``units.fahrenheit_to_celsius(212)``) of a
+    suspected module-level function, with literal arguments only: (the expression as
+    written, the function's name, the call)."""
+    names = {s.symbol.name for s in suspects if s.symbol.kind == "function"}
+    found: list[tuple[str, str, ast.Call]] = []
+    for span in re.findall(r"`([^`\n]{3,200})`", task.words):
+        try:
+            node = ast.parse(span.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if name not in names or any(not _literal(a) for a in [*node.args, *node.keywords]):
+            continue
+        if span not in [f[0] for f in found]:
+            found.append((span.strip(), name, node))
+    return found[:MAX_EXAMPLES]
+
+
+def _literal(node: ast.AST) -> bool:
+    value = node.value if isinstance(node, ast.keyword) else node
+    if isinstance(node, ast.keyword) and node.arg is None:
+        return False  # **kwargs
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+async def _observe(job: _Job, suspects: Sequence[Suspect]) -> list[tuple[str, str]]:
+    """What the task's example calls return on the base, run in the sandbox (the calls
+    are rebuilt from their literals, never run as the task wrote them): a small model
+    asked for the right result copies the wrong one the issue quotes, unless told."""
+    calls = examples(job.task, suspects)
+    if not calls:
+        return []
+    paths = {s.symbol.name: s.symbol.path for s in suspects}
+    lines = ["import json", "out = []"]
+    for _, name, call in calls:
+        module = _module_name(paths[name], job.idx)
+        args = ", ".join(
+            [ast.unparse(a) for a in call.args]
+            + [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
+        )
+        lines += [
+            "try:",
+            f"    from {module} import {name}",
+            f"    out.append(repr({name}({args})))",
+            "except Exception as e:",
+            "    out.append('raises ' + type(e).__name__ + ': ' + str(e)[:100])",
+        ]
+    lines.append("print(json.dumps(out))")
+    done = await job.ws.run(["python", "-c", "\n".join(lines)], name="repair-observe", timeout=60)
+    try:
+        values = json.loads(done.stdout.strip().splitlines()[-1]) if done.ok else []
+    except (ValueError, IndexError):
+        values = []
+    return [
+        (expr, str(value)[:MAX_SHOWN]) for (expr, _, _), value in zip(calls, values, strict=False)
+    ]
+
+
 # -- prompts ------------------------------------------------------------------------
 
 
@@ -524,7 +598,9 @@ def _issue(task: Task) -> str:
     return "\n\n".join(parts)
 
 
-def _repro_prompt(job: _Job, suspects: Sequence[Suspect]) -> list[dict[str, Any]]:
+def _repro_prompt(
+    job: _Job, suspects: Sequence[Suspect], observed: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, Any]]:
     top = suspects[0].symbol
     lines = job.idx.lines(top)
     module = _module_name(top.path, job.idx)
@@ -541,6 +617,11 @@ def _repro_prompt(job: _Job, suspects: Sequence[Suspect]) -> list[dict[str, Any]
             if example
             else ""
         )
+        + "".join(
+            f"Run now, `{expr}` gives `{value}`: that is the bug, not the right result.\n"
+            for expr, value in observed
+        )
+        + ("\n" if observed else "")
         + f"Write one pytest test file that shows the bug: import {call.split('(')[0]}, call "
         "it as the issue's example does, and assert the CORRECT result the issue asks for "
         "(not what the code returns now: that is the bug). The test must fail now and pass "
