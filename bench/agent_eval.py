@@ -41,6 +41,7 @@ import tarfile
 import tempfile
 import time
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,14 +53,20 @@ from app.fixers.choose import budget_from, make_fixer
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
+from app.sessions.commands import detect
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+from app.sessions.verify import repo_test_command, tree_mounts
+from tests.realworld import sdists
+from tests.realworld.projects import PROJECTS, Project
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "agent_tasks"
+REAL_TASKS = HERE / "real_tasks"
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # tests.realworld: the pinned sdists of the real-project tasks
 DEFAULT_REPORT = ROOT / ".eval" / "agent_eval.json"
 GIT = shutil.which("git") or "/usr/bin/git"
 HIDDEN_TIMEOUT = 120.0
@@ -76,6 +83,10 @@ class EvalTask:
     difficulty: str
     kind: str  # "issue" or "ci"
     folder: Path
+    # A real-project task: the project (tests/realworld/projects.py) whose pinned sdist is
+    # the repository, and the edits that put the bug in, (file, old text, new text).
+    project: str | None = None
+    bug: tuple[tuple[str, str, str], ...] = ()
 
     def files(self, part: str) -> dict[str, str]:
         top = self.folder / part
@@ -98,6 +109,8 @@ def load_tasks(folder: Path = TASKS, names: list[str] | None = None) -> list[Eva
                 difficulty=meta["difficulty"],
                 kind=meta.get("kind", "issue"),
                 folder=d,
+                project=meta.get("project"),
+                bug=tuple((b["file"], b["old"], b["new"]) for b in meta.get("bug", [])),
             )
         )
     if names:
@@ -113,7 +126,7 @@ def reference_fix(task: EvalTask) -> list[Reply]:
     """What the scripted model answers for ``task``, as the agent is asked to work: a
     test that reproduces the bug (the hidden test's text, under another name), run;
     the reference fix as whole-file edits; the tests; finish."""
-    base = task.files("repo")
+    base = task.files("repo") if task.project is None else {}
     (hidden,) = task.files("hidden").values()
     repro = f"tests/test_reproduce_{task.name.replace('-', '_')}.py"
     replies = [
@@ -121,6 +134,8 @@ def reference_fix(task: EvalTask) -> list[Reply]:
         tool("create_file", path=repro, content=hidden),
         tool("run_tests", selector=repro),
     ]
+    for rel, old, new in task.bug:  # a real-project task: undo the bug's edits
+        replies.append(tool("edit", path=rel, old=new, new=old))
     for path, text in task.files("solution").items():
         if path in base:
             replies.append(tool("edit", path=path, old=base[path], new=text))
@@ -138,6 +153,8 @@ def _git(repo: Path, *args: str) -> bytes:
 
 
 def make_repo(task: EvalTask, path: Path) -> Path:
+    if task.project is not None:
+        return make_real_repo(task, path)
     for rel, text in task.files("repo").items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
@@ -145,6 +162,86 @@ def make_repo(task: EvalTask, path: Path) -> Path:
     _git(path, "add", "-A")
     _git(path, "-c", "user.name=Eval", "-c", "user.email=eval@example.com", "commit", "-qm", "init")
     return path
+
+
+def project_of(task: EvalTask) -> Project:
+    found = [p for p in PROJECTS if p.name == task.project]
+    if not found:
+        raise SystemExit(f"{task.name}: no project {task.project!r} in tests/realworld/projects.py")
+    return found[0]
+
+
+def make_real_repo(task: EvalTask, path: Path) -> Path:
+    """The project's pinned sdist as a git repository (its release tagged), then one
+    commit that puts the bug in."""
+    sdists.as_repository(project_of(task), path)
+    for rel, old, new in task.bug:
+        text = (path / rel).read_text()
+        if text.count(old) != 1:
+            raise SystemExit(f"{task.name}: {old!r} is not in {rel} exactly once")
+        (path / rel).write_text(text.replace(old, new))
+    sdists.commit(path, f"{task.title} (the regression)", author="Dev <dev@example.com>")
+    return path
+
+
+def at_fault(task: EvalTask) -> set[str]:
+    """The functions (qualified names) the bug is in: those the reference fix changes,
+    or that read a module constant it changes; for a real-project task, those holding the
+    bug's edit."""
+    found: set[str] = set()
+    if task.project is not None:
+        tree = Path(tempfile.mkdtemp(prefix="at-fault-"))
+        try:
+            sdists.unpack(project_of(task), tree / "p")
+            for rel, old, _ in task.bug:
+                text = (tree / "p" / rel).read_text()
+                line = text[: text.index(old)].count("\n") + 1
+                found |= {q for q, (a, b, _, _) in _units(text).items() if a <= line <= b}
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+        return found
+    for fixed in (task.folder / "solution").rglob("*.py"):
+        rel = fixed.relative_to(task.folder / "solution")
+        before = _units((task.folder / "repo" / rel).read_text())
+        after = _units(fixed.read_text())
+        changed = {
+            k
+            for k in before.keys() | after.keys()
+            if (before[k][2] if k in before else None) != (after[k][2] if k in after else None)
+        }
+        constants = {k[1:] for k in changed if k.startswith("=")}
+        for name, (_, _, _, reads) in before.items():
+            if not name.startswith("=") and (name in changed or reads & constants):
+                found.add(name)
+    return found
+
+
+def _units(text: str) -> dict[str, tuple[int, int, str, set[str]]]:
+    """Functions and methods of a module (first line, last line, syntax dump, names it
+    reads), and its top-level assignments under "=name"."""
+    import ast
+
+    out: dict[str, tuple[int, int, str, set[str]]] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            items = [(node.name, node)]
+        elif isinstance(node, ast.ClassDef):
+            items = [
+                (f"{node.name}.{m.name}", m)
+                for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        else:
+            items = []
+        for name, fn in items:
+            reads = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+            out[name] = (fn.lineno, fn.end_lineno or fn.lineno, ast.dump(fn), reads)
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    end = node.end_lineno or node.lineno
+                    out[f"={t.id}"] = (node.lineno, end, ast.dump(node), set())
+    return out
 
 
 def spec_for(task: EvalTask, repo: Path, settings: Settings) -> SessionSpec:
@@ -175,6 +272,8 @@ async def hidden_check(
     )
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
+    if task.project is not None:
+        return await _hidden_check_real(task, runner, result, tree)
     for part in ("repo", "hidden"):
         for rel, text in task.files(part).items():
             if part == "hidden" or rel.startswith("tests/"):
@@ -224,11 +323,15 @@ async def run_task(
         if model is not None:
             await model.stop()
     wall = time.monotonic() - started
-    fixed, tail = await hidden_check(task, runner, result, scratch)
+    hidden_passes, tail = await hidden_check(task, runner, result, scratch)
     decision = score = None
     if result.head_sha and result.policy is not None:
         scored = score_session(result, result.policy, trigger=Trigger("comment"))
         decision, score = scored.decision, scored.score
+    # Fixed: the hidden test passes AND the session would publish the change (a patch the
+    # guard rejects helps nobody, however right).
+    published = result.status == "patched" and decision not in (None, "reject")
+    fixed = hidden_passes and published
     usage = result.fix.usage if result.fix is not None else None
     stopped = None
     if result.fix is not None and not result.fix.ok:
@@ -237,6 +340,7 @@ async def run_task(
         await asyncio.to_thread(save_transcript, transcripts / f"{task.name}.json", result)
     return {
         "task": task.name,
+        "real": task.project is not None,
         "difficulty": task.difficulty,
         "kind": task.kind,
         "fixed": fixed,
@@ -254,7 +358,65 @@ async def run_task(
         "score": score,
         "stopped": stopped or result.error,
         "check": tail if not fixed else "",
+        "broken": list(result.tests.broken) if result.tests else [],
+        "published": published,
+        "ending": ending_of(task, result, hidden_passes=hidden_passes, decision=decision),
+        "repair": result.fix.repair.model_dump() if result.fix and result.fix.repair else None,
     }
+
+
+async def _hidden_check_real(
+    task: EvalTask, runner: SessionRunner, result: SessionResult, tree: Path
+) -> tuple[bool, str]:
+    """A real project's hidden test, run with the project's environment (the one its
+    session built, found in the cache by the same inputs); its own tests are the
+    session's verification's (``broken`` must be empty)."""
+    commands = detect(tree, base_python=runner.sandbox.toolchain.base_python, overrides={})
+    env = await runner.environments.ensure(result.repo, commands, tree, steps=[], secrets=[])
+    if env is not None:
+        env.apply(tree)
+    for rel, text in task.files("hidden").items():
+        (tree / "patchwarden_hidden" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / "patchwarden_hidden" / rel).write_text(text)
+    runner.sandbox.prepare_writable(tree)
+    hidden = [f"patchwarden_hidden/{rel}" for rel in task.files("hidden")]
+    env_dir = env.path if env is not None else None
+    _, variables = repo_test_command(commands, env_dir)
+    argv = ["python", "-m", "pytest", "-q", *hidden]  # the hidden test alone
+    done = await runner.sandbox.run(
+        argv, mounts=tree_mounts(tree, env_dir), env=variables, timeout=HIDDEN_TIMEOUT
+    )
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
+    broken = result.tests.broken if result.tests else []
+    if broken:
+        tail = f"the patch breaks {', '.join(broken[:5])}\n{tail}"
+    return done.exit_code == 0 and not done.timed_out and not broken, tail
+
+
+def ending_of(
+    task: EvalTask, result: SessionResult, *, hidden_passes: bool, decision: str | None
+) -> str:
+    """How a task ended, in one of a few words: fixed, wrong but passing (published,
+    and the hidden test fails), rejected, or why no patch came: no reproduction, wrong
+    function (the one at fault was not among those tried), unparseable / unchanged /
+    renamed (no answer was a usable change), test failed (candidates ran, none passed)."""
+    if result.status == "patched":
+        if decision == "reject":
+            return "rejected"
+        return "fixed" if hidden_passes else "wrong but passing"
+    fix = result.fix
+    report = fix.repair if fix is not None else None
+    if report is None:
+        return "no change" if result.status == "no-change" else "agent gave up"
+    if report.samples == 0:
+        return "no reproduction" if report.suspects else "nothing localised"
+    tried = {s.split(" (")[0] for s in report.suspects[:2]}
+    if not tried & at_fault(task):
+        return "wrong function"
+    if report.candidates == 0:
+        dropped = {k: v for k, v in report.dropped.items() if k != "duplicate"}
+        return max(dropped, key=lambda k: dropped[k]) if dropped else "unchanged"
+    return "test failed"
 
 
 def save_transcript(path: Path, result: SessionResult) -> None:
@@ -296,6 +458,26 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for d in sorted({r["difficulty"] for r in rows})
         },
         "dialects": _sum_dicts(r.get("dialects", {}) for r in rows),
+        "median_seconds_per_task": (
+            round(statistics.median(r["wall_seconds"] for r in rows), 1) if rows else None
+        ),
+        "candidates_tried": sum((r.get("repair") or {}).get("candidates", 0) for r in rows),
+        "answers_read": sum((r.get("repair") or {}).get("samples", 0) for r in rows),
+        # Published, and the hidden test fails: what a reviewer would be asked to trust.
+        "wrong_but_published": sum(1 for r in rows if r.get("ending") == "wrong but passing"),
+        "endings": dict(Counter(r.get("ending", "?") for r in rows).most_common()),
+    }
+
+
+def by_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of the project's own task set and of the real-project tasks, apart."""
+    return {
+        name: totals(chosen)
+        for name, chosen in (
+            ("bench", [r for r in rows if not r.get("real")]),
+            ("real", [r for r in rows if r.get("real")]),
+        )
+        if chosen
     }
 
 
@@ -319,24 +501,32 @@ def _sum_dicts(dicts: Any) -> dict[str, int]:
 
 
 def report_text(doc: dict[str, Any]) -> str:
-    lines = [f"agent eval: {doc['model']} (Patchwarden {doc['revision']})", ""]
-    lines.append("  task                 diff    fixed turns  prompt  compl  wall s  decision")
+    lines = [
+        f"llm fixer eval: {doc['model']}, strategy {doc.get('strategy', 'agent')} "
+        f"(Patchwarden {doc['revision']})",
+        "",
+    ]
+    lines.append(
+        "  task                        diff    fixed calls  prompt  compl  wall s  decision  ending"
+    )
     for r in doc["rows"]:
         lines.append(
-            f"  {r['task']:<20} {r['difficulty']:<7} {'yes' if r['fixed'] else 'no':<5} "
+            f"  {r['task']:<27} {r['difficulty']:<7} {'yes' if r['fixed'] else 'no':<5} "
             f"{r['turns']:>5} {r['prompt_tokens']:>7} {r['completion_tokens']:>6} "
             f"{r['wall_seconds']:>7.1f}  {r['decision'] or '-'} {_or_blank(r['score'])}"
+            f"  {r.get('ending', '')}"
         )
-    t = doc["totals"]
-    lines += [
-        "",
-        f"fixed {t['fixed']}/{t['tasks']} ({t['fix_rate']:.0%}); "
-        f"by difficulty {t['by_difficulty']}",
-        f"tokens per fix {t['tokens_per_fix']}; per fix: median {t['median_seconds_per_fix']} s, "
-        f"{t['median_turns_per_fix']} turns",
-        f"median seconds by turn: {t['turn_seconds_median_by_turn']}",
-        f"turn 10 / turn 1: {t['turn10_over_turn1']}; dialects: {t['dialects']}",
-    ]
+    for name, t in by_set(doc["rows"]).items():
+        lines += [
+            "",
+            f"{name}: fixed {t['fixed']}/{t['tasks']} ({t['fix_rate']:.0%}); "
+            f"by difficulty {t['by_difficulty']}; wrong but published: "
+            f"{t['wrong_but_published']}",
+            f"  tokens per fix {t['tokens_per_fix']}; median s per task "
+            f"{t['median_seconds_per_task']}, per fix {t['median_seconds_per_fix']}; "
+            f"answers read {t['answers_read']}, candidates tried {t['candidates_tried']}",
+            f"  endings: {t['endings']}",
+        ]
     return "\n".join(lines)
 
 
@@ -378,6 +568,13 @@ def settings_for(args: argparse.Namespace) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--tasks", help="comma-separated task names (default: all)")
+    p.add_argument(
+        "--set",
+        choices=("bench", "real", "all"),
+        default="all",
+        help="the project's own tasks (bench/agent_tasks), the real-project ones "
+        "(bench/real_tasks: pinned PyPI sdists), or both (default)",
+    )
     p.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="the JSON report")
     p.add_argument("--fresh", action="store_true", help="run every task again")
     p.add_argument("--scripted", action="store_true", help="replay the reference fixes")
@@ -394,14 +591,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    tasks = load_tasks(names=[n for n in (args.tasks or "").split(",") if n.strip()] or None)
+    names = [n for n in (args.tasks or "").split(",") if n.strip()] or None
+    folders = {"bench": [TASKS], "real": [REAL_TASKS], "all": [TASKS, REAL_TASKS]}[args.set]
+    tasks = [t for folder in folders for t in load_tasks(folder)]
+    if names:
+        unknown = sorted(set(names) - {t.name for t in tasks})
+        if unknown:
+            raise SystemExit(f"unknown task(s): {', '.join(unknown)}")
+        tasks = [t for t in tasks if t.name in names]
     settings = settings_for(args)
     model = "scripted" if args.scripted else f"{settings.llm_model} at {settings.llm_base_url}"
     rev = revision()
-    doc: dict[str, Any] = {"bench": "agent_eval", "model": model, "revision": rev, "rows": []}
+    strategy = "agent" if args.scripted else args.strategy
+    doc: dict[str, Any] = {
+        "bench": "agent_eval",
+        "model": model,
+        "revision": rev,
+        "strategy": strategy,
+        "rows": [],
+    }
     if args.report.exists() and not args.fresh:
         old = json.loads(args.report.read_text())
-        if old.get("model") == model and old.get("revision") == rev:
+        same = (old.get("model"), old.get("revision"), old.get("strategy"))
+        if same == (model, rev, strategy):
             doc["rows"] = [r for r in old.get("rows", []) if r["task"] in {t.name for t in tasks}]
     done = {r["task"] for r in doc["rows"]}
     args.report.parent.mkdir(parents=True, exist_ok=True)
@@ -420,11 +632,11 @@ def main(argv: list[str] | None = None) -> int:
                     scratch,
                     replies=replies,
                     transcripts=args.report.with_suffix(".transcripts"),
-                    strategy="agent" if args.scripted else args.strategy,
+                    strategy=strategy,
                 )
             )
         doc["rows"].append(row)
-        doc["totals"] = totals(doc["rows"])
+        doc["totals"] = by_set(doc["rows"])
         tmp_report = args.report.with_suffix(".tmp")
         tmp_report.write_text(json.dumps(doc, indent=2))
         tmp_report.replace(args.report)
@@ -433,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{task.name}: {'FIXED' if row['fixed'] else 'not fixed'} in {row['turns']} turns, "
             f"{row['wall_seconds']:.0f} s ({row['stopped'] or row['decision']})",
         )
-    doc["totals"] = totals(doc["rows"])
+    doc["totals"] = by_set(doc["rows"])
     args.report.write_text(json.dumps(doc, indent=2))
     print(report_text(doc))
     print(f"report: {args.report}")

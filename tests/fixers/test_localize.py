@@ -14,6 +14,8 @@ import pytest
 from app.fixers.llm.localize import frames_in, index, localize, words
 from app.sessions.session import Document, Place, Task
 from tests.conftest import make_project
+from tests.realworld.conftest import unpack
+from tests.realworld.projects import PROJECTS
 
 TASKS = Path(__file__).resolve().parents[2] / "bench" / "agent_tasks"
 
@@ -155,3 +157,44 @@ def test_words_split_identifiers_and_drop_the_common_ones() -> None:
         "parse", "date", "wrong", "http", "server",
     ]  # fmt: skip
     assert words("is_leap_year(1900)") == ["leap", "year", "1900"]
+
+
+REAL_TASKS = TASKS.parent / "real_tasks"
+
+
+def real_tasks() -> list[Path]:
+    return sorted(p for p in REAL_TASKS.iterdir() if (p / "task.toml").is_file())
+
+
+@pytest.mark.slow
+@pytest.mark.realworld
+@pytest.mark.parametrize("task", real_tasks(), ids=lambda p: p.name)
+def test_in_real_projects_the_function_at_fault_is_among_the_first_three(
+    task: Path, tmp_path: Path
+) -> None:
+    """A real project (the pinned sdist, tests/realworld/projects.py: from 19 functions
+    in iniconfig to hundreds in toolz, six and dateutil), one bug put in by the task, the
+    issue a user would write."""
+    meta = tomllib.loads((task / "task.toml").read_text())
+    project = next(p for p in PROJECTS if p.name == meta["project"])
+    tree = unpack(project, tmp_path / project.name)
+    lines_at_fault = []
+    for bug in meta["bug"]:
+        text = (tree / bug["file"]).read_text()
+        assert text.count(bug["old"]) == 1, f"{task.name}: the bug's text is not there once"
+        lines_at_fault.append((bug["file"], text[: text.index(bug["old"])].count("\n") + 1))
+        (tree / bug["file"]).write_text(text.replace(bug["old"], bug["new"]))
+    idx = index(tree)
+    assert len(idx.symbols) >= 15
+    wanted = {
+        (s.path, s.qualname)
+        for s in idx.symbols
+        for path, line in lines_at_fault
+        if s.path == path and s.start <= line <= s.end
+    }
+    issue = Task(
+        meta["title"], instructions="fix this", documents=(Document("issue", meta["issue"]),)
+    )
+    suspects = localize(idx, issue)
+    top = [(s.symbol.path, s.symbol.qualname) for s in suspects[:3]]
+    assert wanted & set(top), f"{task.name}: {sorted(wanted)} not in {top}"

@@ -1,19 +1,13 @@
 """Real projects from PyPI, as git repositories, for the real-world suite.
 
 Sdists are downloaded once by pinned version and checked against PyPI's sha256, then
-cached (``$PATCHWARDEN_TEST_CACHE``, default ``~/.cache/patchwarden-tests``). The
-tests skip, saying so, only when PyPI cannot be reached.
+cached (tests/realworld/sdists.py, which bench/agent_eval.py uses too). The tests skip,
+saying so, only when PyPI cannot be reached.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import shutil
-import tarfile
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,87 +17,30 @@ import pytest
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
-from tests.conftest import git_commit, git_in
+from tests.conftest import git_commit
+from tests.realworld import sdists
 from tests.realworld.projects import Project
-
-INDEX = os.environ.get("PATCHWARDEN_TEST_PYPI", "https://pypi.org/simple")
-CACHE = Path(
-    os.environ.get("PATCHWARDEN_TEST_CACHE") or Path.home() / ".cache" / "patchwarden-tests"
-)
 
 
 def sdist(project: Project) -> Path:
-    """The project's sdist, from the cache or PyPI, checked against its sha256."""
-    folder = CACHE / "sdists"
-    folder.mkdir(parents=True, exist_ok=True)
-    cached = folder / f"{project.id}.tar.gz"
-    if cached.is_file() and _sha256(cached) == project.sha256:
-        return cached
-    url = _sdist_url(project)
-    # Its own partial file: two test workers may fetch the same sdist at once.
-    partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
+    """The project's sdist (tests/realworld/sdists.py); the test is skipped, saying so,
+    when PyPI cannot be reached, and fails when the file is not the pinned one."""
     try:
-        with urllib.request.urlopen(url, timeout=60) as answer, partial.open("wb") as out:  # noqa: S310 - https from the index
-            shutil.copyfileobj(answer, out)
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        pytest.skip(
-            f"PyPI cannot be reached for {project.id} ({exc}); the real-world suite needs it"
-        )
-    if _sha256(partial) != project.sha256:
-        partial.unlink()
-        pytest.fail(f"{project.id}: the sdist's sha256 is not the pinned one; refusing it")
-    partial.replace(cached)
-    return cached
-
-
-def _sdist_url(project: Project) -> str:
-    request = urllib.request.Request(  # noqa: S310 - https, the index is pinned above
-        f"{INDEX}/{project.name.lower().replace('_', '-')}/",
-        headers={"Accept": "application/vnd.pypi.simple.v1+json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310
-            files = json.load(answer)["files"]
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError) as exc:
-        pytest.skip(f"PyPI cannot be reached ({exc}); the real-world suite needs it")
-    for entry in files:
-        if entry.get("hashes", {}).get("sha256") == project.sha256:
-            return str(entry["url"])
-    pytest.fail(f"PyPI lists no file of {project.id} with the pinned sha256")
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sdists.sdist(project)
+    except sdists.Unavailable as exc:
+        pytest.skip(str(exc))
+    except sdists.Mismatch as exc:
+        pytest.fail(str(exc))
 
 
 def unpack(project: Project, into: Path) -> Path:
-    """The sdist's tree at ``into``, less the files a git checkout would not have."""
-    with tarfile.open(sdist(project)) as tar:
-        tar.extractall(into.parent / f".{into.name}-unpacked", filter="data")
-    top = next((into.parent / f".{into.name}-unpacked").iterdir())
-    for name in project.drop:
-        target = top / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-    top.rename(into)
-    return into
+    sdist(project)
+    return sdists.unpack(project, into)
 
 
 def as_repository(project: Project, path: Path) -> str:
-    """A git repository (branch main) of the project at ``path``: one commit, tagged
-    ``v<version>``; its sha."""
-    unpack(project, path)
-    if project.config:
-        (path / ".github").mkdir(exist_ok=True)
-        (path / ".github" / "patchwarden.yml").write_text(project.config)
-    git_in(path, "init", "-q", "-b", "main")
-    sha = git_commit(path, f"{project.id} from its sdist")
-    # The release tag, as the real repository has it: setuptools-scm and hatch-vcs
-    # versions come from it (pytest needs iniconfig >= 1, not 0.1.dev1).
-    git_in(path, "tag", f"v{project.version}")
-    return sha
+    sdist(project)
+    return sdists.as_repository(project, path)
 
 
 def inject_unused_import(path: Path) -> str:

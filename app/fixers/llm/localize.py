@@ -149,13 +149,24 @@ def index(tree: Path) -> Index:
 
 
 def _symbols(module: ast.Module, path: str) -> Iterable[Symbol]:
+    """The module's functions and methods; an ``@overload`` stub is not one (the
+    implementation after it is)."""
     for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _overload(node):
             yield _symbol(node, path, node.name, "function")
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _overload(
+                    item
+                ):
                     yield _symbol(item, path, f"{node.name}.{item.name}", "method")
+
+
+def _overload(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(
+        (d.id if isinstance(d, ast.Name) else getattr(d, "attr", "")) == "overload"
+        for d in node.decorator_list
+    )
 
 
 def _symbol(
