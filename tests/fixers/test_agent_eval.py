@@ -125,3 +125,52 @@ async def _main(argv: list[str]) -> int:
     import asyncio
 
     return await asyncio.to_thread(agent_eval.main, argv)
+
+
+REAL = agent_eval.load_tasks(agent_eval.REAL_TASKS)
+
+
+def test_there_are_six_real_project_tasks_on_six_projects() -> None:
+    assert len(REAL) >= 6
+    assert len({t.project for t in REAL}) >= 6
+    assert all(t.bug and t.files("hidden") for t in REAL)
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize("task", REAL, ids=lambda t: t.name)
+def test_each_real_hidden_test_passes_on_the_release_and_fails_with_the_bug(
+    task: agent_eval.EvalTask, tmp_path: Path
+) -> None:
+    from tests.realworld.conftest import unpack
+
+    project = agent_eval.project_of(task)
+    six = next(p for p in agent_eval.PROJECTS if p.name == "six")
+    helper = unpack(six, tmp_path / "six")  # python-dateutil imports six
+    for state in ("release", "bug"):
+        tree = unpack(project, tmp_path / state)
+        if state == "bug":
+            for rel, old, new in task.bug:
+                text = (tree / rel).read_text()
+                assert text.count(old) == 1
+                (tree / rel).write_text(text.replace(old, new))
+        for rel, text in task.files("hidden").items():
+            (tmp_path / f"hidden-{state}" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / f"hidden-{state}" / rel).write_text(text)
+        for dropped in project.drop:  # what setuptools-scm / hatch-vcs write at build
+            if dropped.endswith("_version.py"):
+                v = project.version
+                (tree / dropped).write_text(
+                    f"version = __version__ = {v!r}\nversion_tuple = __version_tuple__ = ()\n"
+                )
+        src = tree / "src" if (tree / "src").is_dir() else tree
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "."],
+            cwd=tmp_path / f"hidden-{state}",
+            capture_output=True,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                "PYTHONPATH": f"{src}:{helper}",
+            },
+        )
+        assert done.returncode == (0 if state == "release" else 1), done.stdout[-1500:]
