@@ -282,7 +282,9 @@ def running() -> dict[str, object] | None:
     return dict(state)
 
 
-def start(size: str, *, threads: int | None = None) -> dict[str, object]:
+def start(size: str, *, threads: int | None = None, parallel: int = 1) -> dict[str, object]:
+    """Serve the model; ``parallel``: llama-server's slots (-np), requests it decodes
+    at once (each gets the context divided by it)."""
     state = running()
     if state is not None:
         say(f"already running: pid {state['pid']} on port {state['port']}")
@@ -298,7 +300,8 @@ def start(size: str, *, threads: int | None = None) -> dict[str, object]:
     port = _free_port()
     log = cache_dir() / "server.log"
     argv = [
-        str(binary), "-m", str(model), "--jinja", "-c", str(CONTEXT), "-np", "1",
+        str(binary), "-m", str(model), "--jinja", "-c", str(CONTEXT * parallel),
+        "-np", str(parallel),
         "-t", str(threads or os.cpu_count() or 2), "--temp", "0.2", "--host", "127.0.0.1",
         "--port", str(port), "--alias", MODELS[size].alias,
     ]  # fmt: skip
