@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Price
-from app.fixers.base import Audit, Fixer, no_audit
+from app.fixers.base import Audit, no_audit
 from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
 from app.fixers.llm.context import example_path, looks_like_test
 from app.fixers.llm.dialects import parse
 from app.fixers.llm.meant import MAX_FILE_BYTES
 from app.fixers.llm.prompt import system_prompt, task_message
-from app.fixers.llm.spend import Ledger, Meter
+from app.fixers.llm.spend import Ledger, Meter, ModelFixer
 from app.fixers.llm.tools import (
     TOOL_PARAMETERS,
     TOOL_SCHEMAS,
@@ -150,10 +150,8 @@ class _Run:
         self.transcript.append(TranscriptEntry(role=role, content=content, **extra))
 
 
-class AgentFixer(Fixer):
+class AgentFixer(ModelFixer):
     """The ``agent`` strategy of the llm fixer: the tool loop, for strong models."""
-
-    name = "llm"
 
     def __init__(
         self,
@@ -167,28 +165,15 @@ class AgentFixer(Fixer):
         audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.client = client
-        self.prices = prices or {}
+        super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.tool_mode = tool_mode
         self.context_tokens = context_tokens
         self.max_output_tokens = max_output_tokens
-        self.ledger = ledger
-        self.audit = audit
-        self.clock = clock
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         run = _Run(
             box=ToolBox(workspace),
-            meter=Meter(
-                budget,
-                self.prices,
-                ledger=self.ledger,
-                installation_id=workspace.spec.installation_id,
-                clock=self.clock,
-            ),
+            meter=self.meter(budget, workspace),
             json_mode=self.tool_mode == "json",
         )
         run.example = example_path(workspace.tree)

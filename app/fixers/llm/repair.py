@@ -48,12 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Price
-from app.fixers.base import Audit, Fixer, no_audit
+from app.fixers.base import Audit, no_audit
 from app.fixers.llm.answers import code_blocks, definitions, normalised, parse
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.context import looks_like_test
 from app.fixers.llm.localize import Index, Suspect, Symbol, frames_in, index, localize
-from app.fixers.llm.spend import Ledger, Meter
+from app.fixers.llm.spend import Ledger, Meter, ModelFixer
 from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.files import read_confined, remove_confined, write_confined
@@ -173,8 +173,8 @@ class _Job:
         self.transcript.append(TranscriptEntry(role=role, content=content))
 
 
-class RepairFixer(Fixer):
-    name = "llm"
+class RepairFixer(ModelFixer):
+    """The ``repair`` strategy of the llm fixer (this module's docstring)."""
 
     def __init__(
         self,
@@ -187,27 +187,14 @@ class RepairFixer(Fixer):
         audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``prefill``: start the model's answer with the opening fence and ``def name(``
-        (servers that continue an assistant turn, as llama.cpp's does)."""
-        self.client = client
-        self.prices = prices or {}
+        """``prefill``: start the model's answer with the opening fence and the function's
+        signature (servers that continue an assistant turn, as llama.cpp's does)."""
+        super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.samples = max(1, samples)
         self.prefill = prefill
-        self.ledger = ledger
-        self.audit = audit
-        self.clock = clock
-
-    async def aclose(self) -> None:
-        await self.client.close()
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        meter = Meter(
-            budget,
-            self.prices,
-            ledger=self.ledger,
-            installation_id=workspace.spec.installation_id,
-            clock=self.clock,
-        )
+        meter = self.meter(budget, workspace)
         job = _Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
         try:
             outcome = await self._repair(job)

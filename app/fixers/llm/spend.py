@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.config import Price
-from app.fixers.llm.client import Completion, price_for
+from app.fixers.base import Audit, Fixer, no_audit
+from app.fixers.llm.client import Completion, ModelClient, price_for
 from app.policy.evidence import ModelUsage
-from app.sessions.session import Budget
+from app.sessions.session import Budget, FixContext
 from app.store.models import ModelSpend
 
 
@@ -98,3 +99,38 @@ class Meter:
                     "(PATCHWARDEN_LLM_DAILY_BUDGET_USD); it resets at 00:00 UTC"
                 )
         return None
+
+
+class ModelFixer(Fixer):
+    """A fixer that talks to a model: its client, what the tokens cost, where each
+    installation's daily spend is kept, and a :class:`Meter` per job (both strategies
+    of the llm fixer are one)."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        prices: dict[str, Price] | None = None,
+        ledger: Ledger | None = None,
+        audit: Audit = no_audit,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.prices = prices or {}
+        self.ledger = ledger
+        self.audit = audit
+        self.clock = clock
+
+    def meter(self, budget: Budget, workspace: FixContext) -> Meter:
+        return Meter(
+            budget,
+            self.prices,
+            ledger=self.ledger,
+            installation_id=workspace.spec.installation_id,
+            clock=self.clock,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
