@@ -1,5 +1,5 @@
 """Reading code out of a small model's answers (app/fixers/llm/answers.py), and putting a
-corrected function back into its file (app/fixers/llm/repair.py), table by table.
+corrected function back into its file (app/fixers/llm/splice.py), table by table.
 
 The answer shapes are the ones a 1.5B model writes: prose around the code, a fence
 opened, then ``path: x.py`` and a second fence, a fence never closed, the whole module,
@@ -12,7 +12,7 @@ import pytest
 
 from app.fixers.llm.answers import code_blocks, definitions, normalised
 from app.fixers.llm.localize import Symbol
-from app.fixers.llm.repair import Target, _keeps_parameters, _splice
+from app.fixers.llm.splice import Target, keeps_parameters, splice
 
 FIXED = "def add(a, b):\n    return a + b\n"
 
@@ -128,7 +128,7 @@ def test_layout_comments_and_docstrings_do_not_make_answers_differ() -> None:
     ],
 )
 def test_a_candidate_keeps_the_parameters_callers_use(candidate: str, keeps: bool) -> None:
-    assert _keeps_parameters("def merge(base, override):\n    pass\n", candidate) is keeps
+    assert keeps_parameters("def merge(base, override):\n    pass\n", candidate) is keeps
 
 
 def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
@@ -139,19 +139,19 @@ def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
         "    def g(self, x):\n        return x - LIMIT\n"
     )
     target = Target(Symbol("m.py", "A.g", 8, 9, "method"), constants=(("LIMIT", 1, 1),))
-    spliced = _splice(
+    spliced = splice(
         text, target, "def g(self, x):\n    return x + LIMIT\n", {"LIMIT": "LIMIT = 4"}
     )
     assert spliced == (
         "LIMIT = 4\n\n\nclass A:\n    def f(self, x):\n        return x - LIMIT\n\n"
         "    def g(self, x):\n        return x + LIMIT\n"
     )
-    assert _splice(text, target, "def g(self, x):\nreturn\n", {}) is None  # must parse
+    assert splice(text, target, "def g(self, x):\nreturn\n", {}) is None  # must parse
 
 
 def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None:
     from app.fixers.llm.localize import Suspect
-    from app.fixers.llm.repair import examples
+    from app.fixers.llm.reproduction import examples
     from app.sessions.session import Document, Task
 
     suspect = Suspect(Symbol("units.py", "to_celsius", 1, 2, "function"), 1.0)

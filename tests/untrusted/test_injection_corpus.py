@@ -8,14 +8,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
 from app.alerts import parse_alerts
 from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.prompt import system_prompt, task_message
-from app.fixers.llm.repair import _Job, _repair_prompt, _repro_prompt, _target
+from app.fixers.llm.repair_prompt import repair_prompt
+from app.fixers.llm.reproduction import repro_prompt
+from app.fixers.llm.splice import target_of
 from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
 from app.jobs.kinds import FixJob
@@ -107,11 +108,15 @@ def test_the_repair_strategys_prompts_hold_too(case: Case, tmp_path: Path) -> No
     each round's): the same fences, the same verdict on every case."""
     (tmp_path / "parser.py").write_text("def parse(text):\n    return text.split()\n")
     idx = index(tmp_path)
-    job = _Job(ws=cast(Any, None), task=task_for(case), meter=cast(Any, None), idx=idx)
-    target = _target(idx, idx.symbols[0])
+    task = task_for(case)
+    target = target_of(idx, idx.symbols[0])
     assert target is not None
     suspect = Suspect(idx.symbols[0], 1.0, ("named",))
-    for messages in (_repro_prompt(job, [suspect]), _repair_prompt(job, target, [], None, [])):
+    prompts = (
+        repro_prompt(task, idx, [suspect]),
+        repair_prompt(task, idx, tmp_path, target, [], None, []),
+    )
+    for messages in prompts:
         prompt = "\n".join(m["content"] for m in messages)
         assert leaks(case, prompt) == []
         outside = prompt.split("<untrusted-data id=")[0]

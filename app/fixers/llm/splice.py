@@ -1,0 +1,150 @@
+"""Putting a corrected function back where it was: by its line range, never by text.
+
+A repair rewrites one function and, where it reads them, its module's constants
+(:class:`Target`). The answer is re-indented to the original's column (a method stays
+in its class), each piece replaced by its own lines from the bottom up, and the file
+must still parse. A candidate must keep the original's parameters, by name and in
+order: callers pass them by position and by keyword.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass
+
+from app.fixers.llm.answers import parse
+from app.fixers.llm.localize import Index, Symbol
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a repair round may rewrite: a function, and the module constants it reads."""
+
+    symbol: Symbol
+    constants: tuple[tuple[str, int, int], ...]  # (name, first line, last line)
+
+
+def target_of(idx: Index, symbol: Symbol) -> Target | None:
+    """The function and the module-level constants it reads (assigned once, at the top
+    of its module)."""
+    module = parse(idx.sources.get(symbol.path, ""))
+    if module is None:
+        return None
+    function = next(
+        (
+            n
+            for n in ast.walk(module)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name == symbol.name
+            and n.lineno >= symbol.start
+            and (n.end_lineno or n.lineno) <= symbol.end
+        ),
+        None,
+    )
+    if function is None:
+        return None
+    read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+    constants = []
+    for node in module.body:
+        names: set[str] = set()
+        if isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = {node.target.id}
+        for name in sorted(names & read):
+            constants.append((name, node.lineno, node.end_lineno or node.lineno))
+    return Target(symbol, tuple(constants))
+
+
+def unit_sources(text: str, target: Target) -> dict[str, str]:
+    """The target's pieces as the file has them: "" the function, else each constant."""
+    lines = text.splitlines()
+    s = target.symbol
+    out = {"": "\n".join(dedent(lines[s.start - 1 : s.end]))}
+    for name, start, end in target.constants:
+        out[name] = "\n".join(lines[start - 1 : end])
+    return out
+
+
+def splice(text: str, target: Target, function: str, constants: dict[str, str]) -> str | None:
+    """The file with the function (and any rewritten constant) replaced by line range,
+    re-indented as the original; None when the result does not parse."""
+    lines = text.splitlines(keepends=True)
+    s = target.symbol
+    indent = re.match(r"[ \t]*", lines[s.start - 1]).group(0)  # type: ignore[union-attr]
+    edits = [(s.start, s.end, _indented(function, indent))]
+    for name, start, end in target.constants:
+        if name in constants:
+            edits.append((start, end, constants[name].rstrip("\n") + "\n"))
+    for start, end, new in sorted(edits, reverse=True):
+        lines[start - 1 : end] = [new]
+    spliced = "".join(lines)
+    if not text.endswith("\n"):
+        spliced = spliced.rstrip("\n")
+    return spliced if parse(spliced) is not None else None
+
+
+def _indented(source: str, indent: str) -> str:
+    return (
+        "".join(
+            (indent + line if line.strip() else line) for line in source.splitlines(keepends=True)
+        ).rstrip("\n")
+        + "\n"
+    )
+
+
+def changed_lines(a: str, b: str) -> int:
+    return sum(
+        1
+        for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+
+
+def header(idx: Index, symbol: Symbol) -> str:
+    """The function's decorators and ``def`` line(s), up to the colon, at column 0."""
+    out = []
+    for line in dedent(idx.lines(symbol)):
+        out.append(line)
+        if not line.lstrip().startswith("@") and line.rstrip().endswith(":"):
+            break
+    return "\n".join(out)
+
+
+def keeps_parameters(original: str, candidate: str) -> bool:
+    """Whether the candidate takes the original's parameters, by name and in order (it
+    may add new ones after them): callers pass them by position and by keyword."""
+
+    def parameters(source: str) -> list[str] | None:
+        module = parse(source)
+        node = module.body[0] if module is not None and module.body else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        a = node.args
+        names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+        names += [f"*{a.vararg.arg}"] if a.vararg else []
+        names += [f"**{a.kwarg.arg}"] if a.kwarg else []
+        return names
+
+    before, after = parameters(original), parameters(candidate)
+    if before is None or after is None:
+        return True  # not for this check to say
+    return after[: len(before)] == before
+
+
+def signature(lines: list[str]) -> str:
+    out = []
+    for line in dedent(lines):
+        if line.lstrip().startswith("@"):
+            continue
+        out.append(line)
+        if line.rstrip().endswith(":"):
+            break
+    return "\n".join(out)
+
+
+def dedent(lines: list[str]) -> list[str]:
+    indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    return [x[indent:] for x in lines]

@@ -1,0 +1,228 @@
+"""The repair strategy's runs of the repository's tests, in the sandbox, and the test
+files it reads and writes.
+
+A run is the repository's own test command (plus paths), with a JUnit report read back
+into per-test outcomes and what each failing test printed (:class:`Tests`); a test id
+(``tests.test_calc::test_add``) is found back to its file, and its source shown to the
+model; a failure is trimmed to what a model needs (pytest's ``E`` lines).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.fixers.llm.answers import parse
+from app.fixers.llm.context import looks_like_test
+from app.fixers.llm.localize import Index
+from app.fixers.llm.splice import dedent
+from app.policy.evidence import TestRun
+from app.sessions import junit
+from app.sessions.files import read_confined, write_confined
+from app.sessions.reports import ReportError
+from app.sessions.sandbox import Mount
+from app.sessions.session import FixContext
+from app.sessions.verify import REPORTS_MOUNT, repo_test_command
+
+MAX_TEST_CHARS = 2500
+
+MAX_OUTPUT_CHARS = 1500
+
+MAX_FILE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Tests:
+    """One test run in the sandbox, read from its JUnit report."""
+
+    run: TestRun
+    failures: dict[str, str]  # test id -> what it printed
+
+    def failing(self) -> list[str]:
+        return sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
+
+    def passing(self) -> set[str]:
+        return {t for t, o in self.run.outcomes.items() if o == "passed"}
+
+
+async def run_tests(ws: FixContext, *, extra: Sequence[str] = (), name: str) -> Tests | None:
+    """The repository's test command (plus ``extra``) on the tree, in the sandbox, read
+    from its JUnit report; None when no report came back (not pytest, or it crashed)."""
+    if not ws.commands.test:
+        return None
+    reports = Path(tempfile.mkdtemp(prefix="repair-", dir=ws.workspace.root))
+    ws.sandbox.prepare_writable(reports)
+    report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
+    argv, env = repo_test_command(ws.commands, ws.env_dir, extra, addopts=report)
+    done = await ws.run(
+        argv,
+        name=name,
+        env=env,
+        mounts=[*ws.mounts, Mount(reports, REPORTS_MOUNT, writable=True)],
+        timeout=ws.timeouts.tests,
+    )
+    xml = read_confined(reports, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
+    run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
+    if not xml:
+        return Tests(run, {}) if done.ok else None
+    try:
+        counts, outcomes = junit.parse_junit(xml)
+        failures = junit.failures(xml)
+    except ReportError:
+        return None
+    return Tests(run.model_copy(update={"counts": counts, "outcomes": outcomes}), failures)
+
+
+def failed_in(tests: Tests | None, test: str) -> bool:
+    """Whether ``test`` (an id, or a reproduction file's path) did not pass."""
+    if tests is None:
+        return True
+    if test.endswith(".py"):
+        module = test.removesuffix(".py").replace("/", ".")
+        mine = {t: o for t, o in tests.run.outcomes.items() if t.split("::")[0].endswith(module)}
+        return not mine or any(o != "passed" for o in mine.values())
+    return tests.run.outcomes.get(test, "missing") != "passed"
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def trim(text: str) -> str:
+    """The part of a failure a model needs: the assertion and its explanation (pytest's
+    ``E`` lines, the failing line), capped."""
+    lines = text.splitlines()
+    keep = [ln for ln in lines if ln.startswith(("E ", ">")) or re.match(r"^[\w./-]+\.py:\d+:", ln)]
+    return "\n".join(keep or lines[-15:])[-MAX_OUTPUT_CHARS:]
+
+
+def path_of_test(test: str, idx: Index) -> str | None:
+    """The file of a test id (``tests.test_calc::test_add``), or a path as it is."""
+    if test.endswith(".py"):
+        return test
+    module = test.split("::")[0]
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:n]) + ".py"
+        for path in idx.sources:
+            if path == candidate or path.endswith("/" + candidate):
+                return path
+    return None
+
+
+def source_of_test(tree: Path, test: str, idx: Index, *, whole: bool = True) -> str:
+    """A test's source: the whole file (``whole``), or its imports and the test."""
+    path = path_of_test(test, idx)
+    if path is None:
+        return ""
+    data = read_confined(tree, path, limit=MAX_FILE_BYTES)
+    if data is None:
+        return ""
+    text = data.decode("utf-8", "replace")
+    if whole or test.endswith(".py"):
+        return text
+    name = test.split("::")[-1].split("[")[0]
+    module = parse(text)
+    if module is None:
+        return text[:MAX_TEST_CHARS]
+    lines = text.splitlines()
+    imports = [
+        "\n".join(lines[n.lineno - 1 : n.end_lineno or n.lineno])
+        for n in module.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+    ]
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            body = "\n".join(dedent(lines[node.lineno - 1 : node.end_lineno or node.lineno]))
+            return "\n".join([*imports, "", body])
+    return text[:MAX_TEST_CHARS]
+
+
+def tests_folder(idx: Index) -> str:
+    folders = Counter(posixpath.dirname(p) for p in idx.sources if looks_like_test(p))
+    folders.pop("", None)
+    return folders.most_common(1)[0][0] if folders else "tests"
+
+
+def free_path(tree: Path, rel: str) -> str:
+    stem = rel.removesuffix(".py")
+    for n in ["", *map(str, range(2, 100))]:
+        candidate = f"{stem}{n}.py"
+        if read_confined(tree, candidate, limit=0) is None:
+            return candidate
+    return f"{stem}_{uuid.uuid4().hex[:6]}.py"
+
+
+def module_name(path: str) -> str:
+    parts = path.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def import_example(idx: Index) -> str:
+    for path, text in idx.sources.items():
+        if looks_like_test(path) and posixpath.basename(path).startswith("test"):
+            imports = [ln for ln in text.splitlines()[:30] if ln.startswith(("import ", "from "))]
+            if imports:
+                return "\n".join(imports[:8])
+    return ""
+
+
+async def try_change(
+    ws: FixContext,
+    idx: Index,
+    *,
+    path: str,
+    text: str,
+    must_pass: Sequence[str],
+    passed_before: set[str],
+) -> tuple[str, str]:
+    """Put ``text`` at ``path`` and run the tests that must pass (failing or reproducing)
+    first, then all: ("passed", "") leaves the change in the tree; otherwise the file
+    is put back, and the verdict (``test failed: <id>``, ``breaks: <id>`` for a test that
+    passed before) comes with that test's trimmed output."""
+    original = idx.sources[path]
+    write_confined(ws.tree, path, text.encode())
+    ws.sandbox.prepare_writable(ws.tree)
+    verdict, output = "tests did not run", ""
+    try:
+        files = sorted({p for p in (path_of_test(t, idx) for t in must_pass) if p})
+        if files:
+            tests = await run_tests(ws, extra=files, name="repair-candidate")
+            still = [t for t in must_pass if failed_in(tests, t)]
+            if tests is None or still:
+                name = still[0] if still else "the tests"
+                output = trim(tests.failures.get(name, "")) if tests else ""
+                verdict = f"test failed: {name}"
+                return verdict, output
+        whole = await run_tests(ws, name="repair-candidate-all")
+        if whole is None:
+            return verdict, output
+        broken = [
+            t
+            for t in sorted(passed_before)
+            if t in whole.run.outcomes and whole.run.outcomes[t] != "passed"
+        ]
+        still = [t for t in must_pass if failed_in(whole, t)]
+        if broken:
+            verdict, output = f"breaks: {broken[0]}", trim(whole.failures.get(broken[0], ""))
+        elif still:
+            verdict, output = f"test failed: {still[0]}", trim(whole.failures.get(still[0], ""))
+        elif not whole.run.outcomes and not whole.run.ok:
+            verdict = f"tests failed (exit code {whole.run.exit_code})"
+        else:
+            verdict = "passed"
+        return verdict, output
+    finally:
+        if verdict != "passed":
+            write_confined(ws.tree, path, original.encode())
