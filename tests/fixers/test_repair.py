@@ -175,6 +175,9 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     prompt = repair_requests[0]["messages"][-1]["content"]
     assert '<untrusted-data id="' in prompt
     assert "This test must pass (tests/test_fahrenheit_to_celsius_issue.py)" in prompt
+    failing_now = prompt.split("It fails now:\n```\n")[1].split("```")[0]  # on the base
+    assert "E       assert 324.0 == 100" in failing_now
+    assert "tests/test_fahrenheit_to_celsius_issue.py:" in failing_now  # its name in the patch
 
 
 async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(

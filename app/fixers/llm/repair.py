@@ -116,6 +116,7 @@ class _Job:
     report: _Report = field(default_factory=_Report)
     transcript: list[TranscriptEntry] = field(default_factory=list)
     stopped: str | None = None  # why no more model calls may be made
+    printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
 
     def note(self, role: Any, content: str) -> None:
         if len(content) > TRANSCRIPT_ENTRY_CHARS:
@@ -193,6 +194,7 @@ class RepairFixer(ModelFixer):
             repro = found.path
             if repro is not None:
                 must_pass = [repro]
+                job.printed[repro] = found.output
         if not must_pass:
             why = report.reproduction_note or "no test fails"
             return self.gave_up(
@@ -241,7 +243,7 @@ class RepairFixer(ModelFixer):
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             messages = repair_prompt(
-                job.task, job.idx, job.ws.tree, target, must_pass, before, misses
+                job.task, job.idx, job.ws.tree, target, must_pass, before, misses, job.printed
             )
             # The answer starts as the function does, signature and all: a small model
             # given only `def name(` renamed parameters its callers pass by keyword.

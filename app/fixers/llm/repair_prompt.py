@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from app.fixers.llm.localize import Index, Symbol
 from app.fixers.llm.reproduction import issue_text
 from app.fixers.llm.splice import Target, dedent, signature
-from app.fixers.llm.testruns import MAX_TEST_CHARS, Tests, source_of_test, trim
+from app.fixers.llm.testruns import MAX_TEST_CHARS, Tests, failure_of, source_of_test
 from app.sessions.session import Task
 
 
@@ -46,7 +46,11 @@ def repair_prompt(
     must_pass: list[str],
     before: Tests | None,
     misses: Sequence[Miss],
+    printed: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
+    """``printed``: what tests printed failing that ``before`` did not run (the
+    reproduction, written after it)."""
+    printed = printed or {}
     symbol = target.symbol
     text = idx.sources[symbol.path]
     lines = text.splitlines()
@@ -66,7 +70,7 @@ def repair_prompt(
         parts.append("It calls:\n```python\n" + "\n".join(called) + "\n```")
     for test in must_pass[:2]:
         source = source_of_test(tree, test, idx, whole=False)
-        output = trim(before.failures.get(test, "")) if before else ""
+        output = printed.get(test) or failure_of(before, test)
         if source:
             parts.append(
                 f"This test must pass ({test}):\n```python\n{source[:MAX_TEST_CHARS]}\n```"

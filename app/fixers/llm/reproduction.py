@@ -29,6 +29,7 @@ from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.testruns import (
     Tests,
+    failure_of,
     first_line,
     free_path,
     import_example,
@@ -48,6 +49,7 @@ Sample = Callable[[list[dict[str, Any]], int], Awaitable[list[str]]]
 class Reproduction:
     path: str | None  # the kept test, in the tree; None when none was kept
     note: str  # how it failed on the base and how many samples agreed, or why none
+    output: str = ""  # what it printed failing on the base, trimmed (for the repair prompt)
 
 
 REPRO_SAMPLES = 3
@@ -309,6 +311,7 @@ async def reproduce(
     kept: list[tuple[str, str]] = []  # (source, how it failed)
     seen: set[str] = set()
     reasons: Counter[str] = Counter()
+    printed: dict[str, str] = {}  # source -> what it printed failing on the base
     for n, answer in enumerate(answers):
         source = test_in_answer(answer)
         if source is None:
@@ -330,6 +333,7 @@ async def reproduce(
         verdict, why = reproduces(tests, task, idx)
         if verdict:
             kept.append((source, why))
+            printed[source] = failure_of(tests, rel).replace(rel, "{path}")
         else:
             reasons[why] += 1
     chosen = majority(kept)
@@ -353,4 +357,5 @@ async def reproduce(
         rel,
         f"fails on the base ({why}); {len(kept)} of {len(answers)} samples failed for "
         f"the bug's reason, {agree} agree on what it should do",
+        printed.get(source, "").replace("{path}", rel),
     )

@@ -80,15 +80,27 @@ async def run_tests(ws: FixContext, *, extra: Sequence[str] = (), name: str) -> 
     return Tests(run.model_copy(update={"counts": counts, "outcomes": outcomes}), failures)
 
 
+def _ids(tests: Tests, test: str) -> list[str]:
+    """The ids a test stands for: itself, or every test of a file given by its path."""
+    if not test.endswith(".py"):
+        return [test]
+    module = test.removesuffix(".py").replace("/", ".")
+    return [t for t in tests.run.outcomes if t.split("::")[0].endswith(module)]
+
+
 def failed_in(tests: Tests | None, test: str) -> bool:
     """Whether ``test`` (an id, or a reproduction file's path) did not pass."""
     if tests is None:
         return True
-    if test.endswith(".py"):
-        module = test.removesuffix(".py").replace("/", ".")
-        mine = {t: o for t, o in tests.run.outcomes.items() if t.split("::")[0].endswith(module)}
-        return not mine or any(o != "passed" for o in mine.values())
-    return tests.run.outcomes.get(test, "missing") != "passed"
+    ids = _ids(tests, test)
+    return not ids or any(tests.run.outcomes.get(t, "missing") != "passed" for t in ids)
+
+
+def failure_of(tests: Tests | None, test: str) -> str:
+    """What ``test`` (an id, or a file's path: its failing tests) printed, trimmed."""
+    if tests is None:
+        return ""
+    return trim("\n".join(tests.failures[t] for t in _ids(tests, test) if t in tests.failures))
 
 
 def first_line(text: str) -> str:
@@ -202,7 +214,7 @@ async def try_change(
             still = [t for t in must_pass if failed_in(tests, t)]
             if tests is None or still:
                 name = still[0] if still else "the tests"
-                output = trim(tests.failures.get(name, "")) if tests else ""
+                output = failure_of(tests, name)
                 verdict = f"test failed: {name}"
                 return verdict, output
         whole = await run_tests(ws, name="repair-candidate-all")
@@ -217,7 +229,7 @@ async def try_change(
         if broken:
             verdict, output = f"breaks: {broken[0]}", trim(whole.failures.get(broken[0], ""))
         elif still:
-            verdict, output = f"test failed: {still[0]}", trim(whole.failures.get(still[0], ""))
+            verdict, output = f"test failed: {still[0]}", failure_of(whole, still[0])
         elif not whole.run.outcomes and not whole.run.ok:
             verdict = f"tests failed (exit code {whole.run.exit_code})"
         else:
