@@ -79,8 +79,9 @@ async def test_the_reference_fix_counts_as_fixed_and_the_report_resumes(
         assert row["dialects"] == {"native": 6}
         assert row["decision"] in {"automerge", "review"}
         assert row["reproduced"]  # the session saw the new test fail on the base code
-    assert doc["totals"]["fixed"] == 2
-    assert doc["totals"]["fix_rate"] == 1.0
+    assert set(doc["totals"]) == {"bench"}  # no real-project task was asked for
+    assert doc["totals"]["bench"]["fixed"] == 2
+    assert doc["totals"]["bench"]["fix_rate"] == 1.0
     assert "fixed 2/2 (100%)" in capsys.readouterr().out
 
     # Run again: nothing is redone; --fresh starts over.
@@ -108,14 +109,14 @@ async def test_editing_the_failing_test_or_giving_up_is_not_a_fix(tmp_path: Path
         tool("finish", summary="the test was wrong"),
     ]
     (tmp_path / "a").mkdir()
-    row = await agent_eval.run_task(task, settings, tmp_path / "a", replies=cheat)
+    row = await agent_eval.run_task(task, settings, tmp_path / "a", replies=cheat, strategy="agent")
     assert row["status"] == "patched"
     assert row["fixed"] is False
     assert "test_accents" in row["check"]
 
     (tmp_path / "b").mkdir()
     quits = [tool("finish", summary="cannot"), tool("finish", summary="cannot, really")]
-    row = await agent_eval.run_task(task, settings, tmp_path / "b", replies=quits)
+    row = await agent_eval.run_task(task, settings, tmp_path / "b", replies=quits, strategy="agent")
     assert row["fixed"] is False
     assert row["status"] == "no-change"
 

@@ -395,6 +395,10 @@ async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(
     assert not [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
 
 
+# The "crash" here is in-process: the server is closed while a delivery and a session
+# are in flight, and the interrupted connection's transport is collected unclosed (a
+# process that dies closes its sockets). What the test proves is the story, not that.
+@pytest.mark.filterwarnings("ignore:Exception ignored in:pytest.PytestUnraisableExceptionWarning")
 async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     story: Callable[..., Awaitable[Harness]], make_pw: Callable[..., Awaitable[Harness]]
 ) -> None:
