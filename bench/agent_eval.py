@@ -59,14 +59,16 @@ from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task
 from app.sessions.verify import repo_test_command, tree_mounts
-from tests.realworld import sdists
-from tests.realworld.projects import PROJECTS, Project
 
 HERE = Path(__file__).resolve().parent
-TASKS = HERE / "agent_tasks"
-REAL_TASKS = HERE / "real_tasks"
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # tests.realworld: the pinned sdists of the real-project tasks
+
+from tests.realworld import sdists  # noqa: E402
+from tests.realworld.projects import PROJECTS, Project  # noqa: E402
+
+TASKS = HERE / "agent_tasks"
+REAL_TASKS = HERE / "real_tasks"
 DEFAULT_REPORT = ROOT / ".eval" / "agent_eval.json"
 GIT = shutil.which("git") or "/usr/bin/git"
 HIDDEN_TIMEOUT = 120.0

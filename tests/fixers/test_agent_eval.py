@@ -4,6 +4,7 @@ fix from a non-fix, end to end through real sessions with the scripted model."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,20 @@ def test_each_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
     assert _pytest(bug, "tests") == (0 if task.kind == "issue" else 1)
     assert _pytest(base, "tests/test_patchwarden_hidden.py") == 1
     assert _pytest(fixed, "tests") == 0
+
+
+def test_the_eval_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
+    """``make eval`` runs the file, not the module: its imports must not need pytest's path."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "agent_eval.py"), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--strategy" in done.stdout
 
 
 async def test_the_reference_fix_counts_as_fixed_and_the_report_resumes(
