@@ -190,7 +190,8 @@ def repro_prompt(
 def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
     """Whether a reproduction test failed on the base for the bug's reason, and how: an
     assertion, an exception the task names, or one the repository's own code defines
-    (``SignupError`` for "the form says the address is invalid")."""
+    (``SignupError`` for "the form says the address is invalid") — raised where it should
+    not be, or expected by ``pytest.raises`` and not raised ("should raise OutOfStock")."""
     if tests is None:
         return False, "did not run"
     outcomes = tests.run.outcomes
@@ -204,6 +205,12 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
         if outcome != "failed":
             continue
         text = tests.failures.get(test, "")
+        expected = _DID_NOT_RAISE.match(text.strip())
+        if expected:  # pytest.raises(X) and the code did not raise: the bug, if X is meant
+            name = expected.group(1).rsplit(".", 1)[-1]
+            if name in task.words or name in idx.defines:
+                return True, f"the code does not raise {name}: {first_line(text)[:120]}"
+            return False, f"expects {name}, which the task does not name"
         kind = _exception(text)
         if kind in _WRONG_REASONS or any(w in text[:300] for w in _WRONG_REASONS[:5]):
             return False, f"fails with {kind}, not because of the bug"
@@ -211,6 +218,9 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
             return True, f"{kind}: {first_line(text)[:120]}"
         return False, f"fails with {kind or 'an error'} the task does not name"
     return False, "no test failed"
+
+
+_DID_NOT_RAISE = re.compile(r"Failed: DID NOT RAISE (?:<class ')?([A-Za-z_][\w.]*)")
 
 
 def _exception(text: str) -> str:

@@ -42,6 +42,7 @@ MAX_FILE_BYTES = 1024 * 1024
 class Tests:
     """One test run in the sandbox, read from its JUnit report."""
 
+    __test__ = False  # not a pytest test class
     run: TestRun
     failures: dict[str, str]  # test id -> what it printed
 
