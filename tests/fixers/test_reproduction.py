@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.fixers.llm.localize import Index
-from app.fixers.llm.reproduction import reproduces, with_imports
+from app.fixers.llm.localize import Index, Suspect, Symbol
+from app.fixers.llm.reproduction import is_decorator, repro_prompt, reproduces, with_imports
 from app.fixers.llm.testruns import Tests
 from app.policy.evidence import TestRun
 from app.sessions.session import Task
@@ -53,3 +53,35 @@ def test_a_test_gets_the_repository_names_it_uses_but_forgot_to_import() -> None
     fixed = with_imports(source, IDX)
     assert fixed.splitlines()[:2] == ["import pytest", "from shop.errors import OutOfStock"]
     assert with_imports(fixed, IDX) == fixed  # nothing twice
+
+
+MEMOIZE = """\
+def memoize(fn):
+    cache = {}
+
+    @functools.wraps(fn)
+    def inner(*args, **kwargs):
+        if args not in cache:
+            cache[args] = fn(*args, **kwargs)
+        return cache[args]
+
+    return inner
+"""
+
+
+def test_a_decorator_is_tested_on_a_function_the_test_defines() -> None:
+    """A 1.5B model wrote ``memoize(price)(10)`` with no ``price`` anywhere, three times
+    (bench task memoize-kwargs): for a decorator the prompt says what to decorate."""
+    assert is_decorator(MEMOIZE)
+    assert is_decorator(
+        "    def wrap(self, fn):\n        def w():\n            pass\n        return w\n"
+    )
+    assert not is_decorator("def median(xs):\n    def key(x):\n        return x\n    return 1\n")
+    idx = Index(sources={"caching.py": MEMOIZE})
+    symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=10, kind="function")
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "define a small function decorated with `@memoize`" in prompt
+    idx.sources["caching.py"] = "def memoize(fn):\n    return fn\n"
+    symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=2, kind="function")
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "decorated" not in prompt

@@ -19,6 +19,7 @@ import builtins
 import json
 import posixpath
 import re
+import textwrap
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -179,12 +180,35 @@ def repro_prompt(
             for expr, value in observed
         )
         + ("\n" if observed else "")
+        + (
+            f"`{name}` is a decorator: in the test, define a small function decorated with "
+            f'`@{name}` whose result its arguments decide (say, `return f"{{a}} {{b}}"`), '
+            "call it as the issue's example does, and assert what it returns.\n\n"
+            if top.kind == "function" and is_decorator("\n".join(lines))
+            else ""
+        )
         + f"Write one pytest test file that shows the bug: import {call.split('(')[0]}, call "
         "it as the issue's example does, and assert the CORRECT result the issue asks for "
         "(not what the code returns now: that is the bug). The test must fail now and pass "
         "once the bug is fixed. One ```python block, nothing else."
     )
     return [{"role": "system", "content": REPRO_SYSTEM}, {"role": "user", "content": content}]
+
+
+def is_decorator(source: str) -> bool:
+    """Whether a function returns a function it defines (``def memoize(fn): ... return
+    inner``): a small model tests one by calling it on a name that does not exist."""
+    module = parse(textwrap.dedent(source))
+    if module is None or not module.body:
+        return False
+    fn = module.body[0]
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    inner = {n.name for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+        for n in fn.body
+    )
 
 
 def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
