@@ -161,7 +161,9 @@ def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None
             Document(
                 "issue",
                 "Also `to_celsius(f=32.0)`; not `to_celsius(x)`, `os.system('rm')`, "
-                "`to_celsius(*args)`, or `other(1)`.",
+                "`to_celsius(*args)`, `other(1)`, or `to_celsius()`: with no arguments its "
+                "result is the environment's (`settings.load()` with FEATURE_X unset "
+                "looked like the bug to a 1.5B model).",
             ),
         ),
     )

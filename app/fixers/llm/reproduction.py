@@ -81,8 +81,8 @@ MAX_SHOWN = 200  # characters of a value shown
 
 def examples(task: Task, suspects: Sequence[Suspect]) -> list[tuple[str, str, ast.Call]]:
     """The calls the task writes as code (``units.fahrenheit_to_celsius(212)``) of a
-    suspected module-level function, with literal arguments only: (the expression as
-    written, the function's name, the call)."""
+    suspected module-level function, with literal arguments only, at least one: (the
+    expression as written, the function's name, the call)."""
     names = {s.symbol.name for s in suspects if s.symbol.kind == "function"}
     found: list[tuple[str, str, ast.Call]] = []
     for span in re.findall(r"`([^`\n]{3,200})`", task.words):
@@ -94,7 +94,9 @@ def examples(task: Task, suspects: Sequence[Suspect]) -> list[tuple[str, str, as
             continue
         func = node.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        if name not in names or any(not _literal(a) for a in [*node.args, *node.keywords]):
+        arguments = [*node.args, *node.keywords]
+        # No arguments: what it returns is the environment's, not the issue's example.
+        if name not in names or not arguments or any(not _literal(a) for a in arguments):
             continue
         if span not in [f[0] for f in found]:
             found.append((span.strip(), name, node))
