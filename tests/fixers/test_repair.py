@@ -246,6 +246,41 @@ async def test_a_server_that_refuses_n_is_asked_once_per_sample(
     assert len({s for s in seeds[2:4] if s is not None}) == 2  # hot ones, each its own seed
 
 
+async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """slug-accents with the 1.5B model: shown the failing test, it wrote the function back
+    unchanged in 4 of 4 answers, and the fixer stopped there."""
+    unchanged = block(TEMPS)
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_RIGHT] * 3,
+        unchanged,
+        unchanged,
+        RIGHT,
+        unchanged,
+        samples=2,
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert (report.rounds, report.samples, report.passed) == (2, 4, 1)
+    assert report.dropped["unchanged"] == 3
+    prompts = [
+        r.body["messages"][-1]["content"]
+        for r in model.requests
+        if "Write the corrected" in str(r.body)
+    ]
+    assert "Every earlier answer wrote" not in prompts[0]
+    assert "Every earlier answer wrote `fahrenheit_to_celsius` exactly as it is" in prompts[-1]
+
+
 async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
 ) -> None:

@@ -26,7 +26,8 @@ The steps, each in its module:
 5. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all of them; a candidate that breaks a test that passed before is out. The most
    voted candidate that passes wins, the smallest diff among equals. If none passes,
-   one more round shows the model its two nearest misses and their output.
+   one more round shows the model its two nearest misses and their output (or, when
+   every answer wrote the function back unchanged, says that code is the bug).
 6. **Nothing verified, nothing proposed**: no test that shows the problem, or no
    candidate that passes it, ends the job with an honest answer — never a pull request.
 """
@@ -237,19 +238,36 @@ class RepairFixer(ModelFixer):
     ) -> Candidate | None:
         report = job.report
         misses: list[Candidate] = []
+        repeated = False  # every answer of the round was the code as it is
         for round_ in (1, 2):
-            if round_ == 2 and not misses:
+            if round_ == 2 and not misses and not repeated:
                 return None  # nothing came near: another suspect, not another round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             messages = repair_prompt(
-                job.task, job.idx, job.ws.tree, target, must_pass, before, misses, job.printed
+                job.task,
+                job.idx,
+                job.ws.tree,
+                target,
+                must_pass,
+                before,
+                misses,
+                job.printed,
+                repeated=repeated,
             )
             # The answer starts as the function does, signature and all: a small model
             # given only `def name(` renamed parameters its callers pass by keyword.
             prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
             answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
+            unchanged = report.dropped["unchanged"]
             candidates = self._candidates(job, target, answers, prefill)
+            # A 1.5B model shown the test's failure often writes the function back as it
+            # is, every sample alike (slug-accents): once, it is told that is the bug.
+            repeated = (
+                round_ == 1
+                and bool(answers)
+                and report.dropped["unchanged"] - unchanged == len(answers)
+            )
             tested: list[Candidate] = []
             for candidate in sorted(candidates, key=lambda c: (-c.votes, c.changed_lines)):
                 await self._validate(job, target, candidate, must_pass, passed_before)

@@ -47,9 +47,12 @@ def repair_prompt(
     before: Tests | None,
     misses: Sequence[Miss],
     printed: dict[str, str] | None = None,
+    *,
+    repeated: bool = False,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
-    reproduction, written after it)."""
+    reproduction, written after it); ``repeated``: every earlier answer was the code as
+    it is."""
     printed = printed or {}
     symbol = target.symbol
     text = idx.sources[symbol.path]
@@ -81,6 +84,11 @@ def repair_prompt(
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
             + (f"\nIt gave:\n```\n{miss.output}\n```" if miss.output else "")
+        )
+    if repeated:
+        parts.append(
+            f"Every earlier answer wrote `{symbol.name}` exactly as it is above: that code is "
+            "the bug, and it gives the failure shown. Change what makes the test fail."
         )
     also = (
         " If a constant shown above is wrong, write it too, in the same block."
