@@ -350,6 +350,7 @@ def env_lines(state: dict[str, object]) -> str:
             "export PATCHWARDEN_LLM_TIMEOUT_SECONDS=600",
             "export PATCHWARDEN_LLM_MAX_OUTPUT_TOKENS=1024",
             "export PATCHWARDEN_LLM_TOOL_MODE=json",
+            "export PATCHWARDEN_LLM_PREFILL=true",  # llama.cpp continues a prefilled answer
             "export PATCHWARDEN_LLM_PRICES='{\"" + str(state["model"]) + '": '
             '{"input": 0, "output": 0}}\'',
         ]

@@ -83,4 +83,5 @@ def test_the_printed_settings_are_settings_patchwarden_accepts(
     (provider,) = settings.llm_providers()
     assert (provider.model, provider.base_url) == ("qwen-x", "http://127.0.0.1:8123/v1")
     assert settings.llm_timeout_seconds == 600
+    assert settings.llm_prefill is True  # the docs say make model prints it
     assert settings.llm_prices["qwen-x"].input == 0
