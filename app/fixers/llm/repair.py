@@ -225,8 +225,6 @@ class RepairFixer(ModelFixer):
             + (f" ({job.stopped})" if job.stopped else "")
         )
 
-    # -- reproduce -------------------------------------------------------------
-
     # -- repair ----------------------------------------------------------------
     async def _rounds(
         self,
@@ -239,22 +237,13 @@ class RepairFixer(ModelFixer):
         report = job.report
         misses: list[Candidate] = []
         repeated = False  # every answer of the round was the code as it is
+        asked = (job.task, job.idx, job.ws.tree, target, must_pass, before)
         for round_ in (1, 2):
             if round_ == 2 and not misses and not repeated:
                 return None  # nothing came near: another suspect, not another round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            messages = repair_prompt(
-                job.task,
-                job.idx,
-                job.ws.tree,
-                target,
-                must_pass,
-                before,
-                misses,
-                job.printed,
-                repeated=repeated,
-            )
+            messages = repair_prompt(*asked, misses, job.printed, repeated=repeated)
             # The answer starts as the function does, signature and all: a small model
             # given only `def name(` renamed parameters its callers pass by keyword.
             prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
@@ -397,18 +386,6 @@ class RepairFixer(ModelFixer):
             for answer in got:
                 job.note("assistant", answer if answer.startswith(prefill) else prefill + answer)
         return answers
-
-
-# -- what the example does now -------------------------------------------------
-
-
-# -- prompts ------------------------------------------------------------------------
-
-
-# -- splicing -----------------------------------------------------------------------
-
-
-# -- tests ----------------------------------------------------------------------------
 
 
 def _names(tests: Sequence[str]) -> str:
