@@ -15,13 +15,15 @@ from typing import Any
 
 import pytest
 
+from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.repair import RepairFixer
-from app.fixers.llm.scripted import ScriptedModel, fail, text
+from app.fixers.llm.scripted import ScriptedModel, fail, text, tool
+from app.fixers.llm.strategy import LlmFixer
 from app.git import Remote
 from app.localforge import LocalForge
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
-from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
 from tests.conftest import INSTALLATION, REPO, Harness, make_project
 from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
     MakeClient,
@@ -279,6 +281,52 @@ async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so
     ]
     assert "Every earlier answer wrote" not in prompts[0]
     assert "Every earlier answer wrote `fahrenheit_to_celsius` exactly as it is" in prompts[-1]
+
+
+AGENT_FIX = [
+    tool("edit", path="temps.py", old="(f - 32) * 9 / 5", new="(f - 32) * 5 / 9"),
+    tool("finish", summary="the factor was upside down"),
+    tool("finish", summary="the factor was upside down; 212 F is 100 C now"),
+]
+
+
+@pytest.mark.parametrize(("max_steps", "agent_ran"), [(30, True), (6, False)])
+async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    max_steps: int,
+    agent_ran: bool,
+) -> None:
+    """strategy auto (the default): repair finds nothing to check a change against (every
+    test the model writes asserts the bug), then the agent gets what the budget leaves:
+    enough for it with 30 model calls, not with 6 (2 spent on reproduction)."""
+    project = make_project(tmp_path / "temps", {"temps.py": TEMPS, "test_temps.py": TESTS})
+    model = await make_model(*[REPRO_ASSERTS_THE_BUG] * 3, *AGENT_FIX)
+    client = make_client(provider(model), retry_base_seconds=0.01)
+    fixer = LlmFixer(repair=RepairFixer(client, samples=2), agent=AgentFixer(client))
+    spec = SessionSpec(
+        remote=Remote("octo/temps", str(project)), task=task(), budget=Budget(max_steps=max_steps)
+    )
+    result = await runner.run(spec, fixer)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert fix.repair.reproduction is None  # repair's part: nothing shows the problem
+    if agent_ran:
+        assert result.status == "patched", (result.error, fix.reason)
+        assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+        assert "Then the agent." in fix.summary  # the PR says repair came first
+        assert fix.usage.calls == 5  # 2 requests of repair (3 answers), 3 of the agent
+        assert next(e.tool for e in fix.transcript if e.role == "tool") == "edit"
+    else:
+        assert result.status == "failed"
+        assert fix.reason is not None
+        assert fix.reason.startswith("no verified fix: nothing shows the problem")
+        assert fix.reason.endswith("the budget left no room for the agent")
+        assert len(model.requests) == 2  # 3 answers in 2 requests (n=2); the agent was never asked
+        assert result.diff.files == []
 
 
 async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
