@@ -171,3 +171,46 @@ def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None
         ("units.to_celsius(212)", "to_celsius"),
         ("to_celsius(f=32.0)", "to_celsius"),
     ]
+
+
+MODULE = '''\
+import functools
+
+LIMIT: int = 10
+SEPARATOR = ", "
+UNUSED = 1
+
+
+class Cart:
+    @functools.lru_cache
+    @staticmethod
+    def total(
+        prices: list[float],
+        tax: float = 0.2,
+    ) -> float:
+        """The sum with tax, capped."""
+        return min(sum(prices) * (1 + tax), LIMIT) if prices else SEPARATOR
+'''
+
+
+def test_the_prefill_and_the_callee_signature_are_the_defs_head() -> None:
+    """The prefill (what the answer starts with) keeps decorators and every line of a
+    long ``def``; a callee's signature shown in the prompt drops the decorators."""
+    from app.fixers.llm.localize import Index
+    from app.fixers.llm.splice import header, signature, target_of
+
+    idx = Index(sources={"cart.py": MODULE})
+    total = Symbol("cart.py", "Cart.total", 9, 16, "method")
+    assert header(idx, total) == (
+        "@functools.lru_cache\n@staticmethod\ndef total(\n"
+        "    prices: list[float],\n    tax: float = 0.2,\n) -> float:"
+    )
+    assert signature(idx.lines(total)) == (
+        "def total(\n    prices: list[float],\n    tax: float = 0.2,\n) -> float:"
+    )
+    # The constants it reads come with it (annotated or not); the one it does not, not.
+    target = target_of(idx, total)
+    assert target is not None
+    assert target.constants == (("LIMIT", 3, 3), ("SEPARATOR", 4, 4))
+    assert target_of(idx, Symbol("cart.py", "Cart.gone", 9, 16, "method")) is None
+    assert target_of(Index(sources={"cart.py": "def ("}), total) is None
