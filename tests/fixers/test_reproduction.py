@@ -3,11 +3,13 @@ fail on the base for the bug's reason, which is read from what pytest reported."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.reproduction import is_decorator, repro_prompt, reproduces, with_imports
-from app.fixers.llm.testruns import Tests
+from app.fixers.llm.testruns import Tests, path_of_test, source_of_test
 from app.policy.evidence import TestRun
 from app.sessions.session import Task
 
@@ -85,3 +87,29 @@ def test_a_decorator_is_tested_on_a_function_the_test_defines() -> None:
     symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=2, kind="function")
     prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
     assert "decorated" not in prompt
+
+
+def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path) -> None:
+    """A CI failure names a test by its id (``tests.test_slugs::test_accents``): the
+    prompt shows that test with the file's imports, not the whole file."""
+    test_file = (
+        "import re\nfrom blog.slugs import slugify\n\n\n"
+        "def test_plain():\n    assert slugify('a b') == 'a-b'\n\n\n"
+        "class TestAccents:\n"
+        "    def test_accents(self):\n        assert slugify('Crème') == 'creme'\n"
+    )
+    (tmp_path / "src/blog").mkdir(parents=True)
+    (tmp_path / "src/blog/tests").mkdir()
+    (tmp_path / "src/blog/tests/test_slugs.py").write_text(test_file)
+    idx = Index(sources={"src/blog/tests/test_slugs.py": test_file, "src/blog/slugs.py": ""})
+    test = "blog.tests.test_slugs::TestAccents::test_accents[x]"
+    assert path_of_test(test, idx) == "src/blog/tests/test_slugs.py"
+    assert path_of_test("nowhere.test_x::test_y", idx) is None
+    assert path_of_test("tests/test_new.py", idx) == "tests/test_new.py"  # a path, as it is
+    shown = source_of_test(tmp_path, test, idx, whole=False)
+    assert shown == (
+        "import re\nfrom blog.slugs import slugify\n\n"
+        "def test_accents(self):\n    assert slugify('Crème') == 'creme'"
+    )
+    assert source_of_test(tmp_path, test, idx) == test_file
+    assert source_of_test(tmp_path, "nowhere.test_x::test_y", idx) == ""
