@@ -94,15 +94,20 @@ async def _repair(
     make_client: MakeClient,  # noqa: F811
     *script: Any,
     samples: int,
+    auto: bool = False,
+    budget: Budget | None = None,
 ) -> Any:
+    """The session on the temps project with ``script`` answering; ``auto``: the llm
+    fixer's auto strategy (repair, then the agent) instead of repair alone."""
     project = make_project(tmp_path / "temps", {"temps.py": TEMPS, "test_temps.py": TESTS})
     model = await make_model(*script)
     client = make_client(provider(model), retry_base_seconds=0.01)
-    fixer = RepairFixer(client, samples=samples)
-    result = await runner.run(
-        SessionSpec(remote=Remote("octo/temps", str(project)), task=task()), fixer
+    repair = RepairFixer(client, samples=samples)
+    fixer = LlmFixer(repair=repair, agent=AgentFixer(client)) if auto else repair
+    spec = SessionSpec(
+        remote=Remote("octo/temps", str(project)), task=task(), budget=budget or Budget()
     )
-    return result, model
+    return await runner.run(spec, fixer), model
 
 
 async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
@@ -302,14 +307,17 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
     """strategy auto (the default): repair finds nothing to check a change against (every
     test the model writes asserts the bug), then the agent gets what the budget leaves:
     enough for it with 30 model calls, not with 6 (2 spent on reproduction)."""
-    project = make_project(tmp_path / "temps", {"temps.py": TEMPS, "test_temps.py": TESTS})
-    model = await make_model(*[REPRO_ASSERTS_THE_BUG] * 3, *AGENT_FIX)
-    client = make_client(provider(model), retry_base_seconds=0.01)
-    fixer = LlmFixer(repair=RepairFixer(client, samples=2), agent=AgentFixer(client))
-    spec = SessionSpec(
-        remote=Remote("octo/temps", str(project)), task=task(), budget=Budget(max_steps=max_steps)
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_ASSERTS_THE_BUG] * 3,
+        *AGENT_FIX,
+        samples=2,
+        auto=True,
+        budget=Budget(max_steps=max_steps),
     )
-    result = await runner.run(spec, fixer)
     fix = result.fix
     assert fix is not None
     assert fix.repair is not None
