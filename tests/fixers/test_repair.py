@@ -172,7 +172,10 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     # The reproduction's prompt says what the issue's example gives now (run in the
     # sandbox): a small model asked for the right result otherwise copies the wrong one.
     first_prompt = model.requests[0].body["messages"][-1]["content"]
-    assert "Run now, `fahrenheit_to_celsius(212)` gives `324.0`: that is the bug" in first_prompt
+    assert "the issue's example gives this: that is the bug" in first_prompt
+    observed = first_prompt.split("that is the bug, not the right result.\n")[1]
+    assert observed.startswith('<untrusted-data id="')  # the repository's output: data
+    assert "fahrenheit_to_celsius(212) -> 324.0\n</untrusted-data" in observed
     assert any(s.name == "repair-observe" for s in result.steps)
 
     # One prompt per round, the issue fenced in it, the first answer greedy.
@@ -182,7 +185,7 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     prompt = repair_requests[0]["messages"][-1]["content"]
     assert '<untrusted-data id="' in prompt
     assert "This test must pass (tests/test_fahrenheit_to_celsius_issue.py)" in prompt
-    failing_now = prompt.split("It fails now:\n```\n")[1].split("```")[0]  # on the base
+    failing_now = prompt.split("It fails now:\n<untrusted-data")[1].split("</untrusted-data")[0]
     assert "E       assert 324.0 == 100" in failing_now
     assert "tests/test_fahrenheit_to_celsius_issue.py:" in failing_now  # its name in the patch
 

@@ -18,6 +18,7 @@ from app.fixers.llm.reproduction import issue_text
 from app.fixers.llm.splice import Target, dedent, signature
 from app.fixers.llm.testruns import MAX_TEST_CHARS, Tests, failure_of, source_of_test
 from app.sessions.session import Task
+from app.untrusted.sanitize import fence
 
 
 class Miss(Protocol):
@@ -79,11 +80,12 @@ def repair_prompt(
                 f"This test must pass ({test}):\n```python\n{source[:MAX_TEST_CHARS]}\n```"
             )
         if output:
-            parts.append(f"It fails now:\n```\n{output}\n```")
+            # Test output carries what the code under test printed: data, fenced.
+            parts.append("It fails now:\n" + fence(output, source=f"{test} on the code above"))
     for n, miss in enumerate(misses, 1):
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
-            + (f"\nIt gave:\n```\n{miss.output}\n```" if miss.output else "")
+            + ("\nIt gave:\n" + fence(miss.output, source="its test run") if miss.output else "")
         )
     if repeated:
         parts.append(

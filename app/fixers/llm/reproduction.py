@@ -40,7 +40,7 @@ from app.fixers.llm.testruns import (
 )
 from app.sessions.files import remove_confined, write_confined
 from app.sessions.session import FixContext, Task
-from app.untrusted.sanitize import fence
+from app.untrusted.sanitize import fence, sanitize
 
 # k answers to one prompt (the first greedy): what the fixer's sampling gives
 Sample = Callable[[list[dict[str, Any]], int], Awaitable[list[str]]]
@@ -150,11 +150,15 @@ async def observe(
 
 
 def issue_text(task: Task) -> str:
-    parts = [fence(task.title, source="task title")]
-    if task.instructions:
-        parts.append(f"The maintainer asks: {task.instructions[:MAX_ISSUE_CHARS]}")
+    """The task as the repair prompts show it: everything a user or a payload wrote is
+    sanitised, and fenced but for the maintainer's own words (as the agent's prompt)."""
+    parts = [fence(task.title, source="task title", limit=300)]
+    if task.kind == "alert" and task.check:
+        parts.append(fence(task.check, source="failing check name", limit=100))
+    if task.instructions.strip():
+        parts.append(f"The maintainer asks: {sanitize(task.instructions, limit=MAX_ISSUE_CHARS)}")
     for d in task.documents:
-        parts.append(fence(d.text[:MAX_ISSUE_CHARS], source=d.source))
+        parts.append(fence(d.text, source=d.source, limit=MAX_ISSUE_CHARS))
     return "\n\n".join(parts)
 
 
@@ -177,11 +181,18 @@ def repro_prompt(
             if example
             else ""
         )
-        + "".join(
-            f"Run now, `{expr}` gives `{value}`: that is the bug, not the right result.\n"
-            for expr, value in observed
+        + (
+            # The call is the issue's and the value the repository's code made: data.
+            "Run now on the code above, the issue's example gives this: that is the bug, "
+            "not the right result.\n"
+            + fence(
+                "\n".join(f"{expr} -> {value}" for expr, value in observed),
+                source="the issue's example calls, run on the base",
+            )
+            + "\n\n"
+            if observed
+            else ""
         )
-        + ("\n" if observed else "")
         + (
             f"`{name}` is a decorator: in the test, define a small function decorated with "
             f'`@{name}` whose result its arguments decide (say, `return f"{{a}} {{b}}"`), '
