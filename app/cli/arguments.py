@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.fixers import FIXERS
+from app.fixers import FIXERS, STRATEGIES
 
 FAIL_ON = ("reject", "draft", "review", "never")
 
@@ -27,7 +27,7 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--strategy",
-        choices=("repair", "agent", "auto"),
+        choices=STRATEGIES,
         help="the llm fixer's strategy for this run, instead of the repository's "
         "fixers.llm.strategy: repair (localize, reproduce, sample whole functions, the "
         "tests choose), agent (a tool loop, for strong models), auto (repair, then the agent)",

@@ -7,5 +7,11 @@ by bisecting in the sandbox and prepares its revert. They share one interface
 (:class:`app.fixers.base.Fixer`); :mod:`app.fixers.choose` picks one for a job.
 """
 
+from typing import Literal, get_args
+
 # The fixers a person can name (`patchwarden run --fixer`); ``auto`` lets choose.py pick.
 FIXERS = ("auto", "llm", "lint", "revert")
+
+# The llm fixer's strategies (`fixers.llm.strategy`, `patchwarden run --strategy`).
+Strategy = Literal["repair", "agent", "auto"]
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)

@@ -21,7 +21,7 @@ from typing import Literal
 
 from app.config import Settings
 from app.errors import ConfigError
-from app.fixers import FIXERS
+from app.fixers import FIXERS, Strategy
 from app.fixers.base import Audit, Fixer, no_audit
 from app.fixers.config import fixer_settings
 from app.fixers.lint import LintFixer
@@ -29,7 +29,7 @@ from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.client import ModelClient
 from app.fixers.llm.repair import RepairFixer
 from app.fixers.llm.spend import Ledger
-from app.fixers.llm.strategy import LlmFixer, Strategy
+from app.fixers.llm.strategy import LlmFixer
 from app.fixers.revert import RevertFixer
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task

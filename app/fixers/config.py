@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.fixers import Strategy
 from app.policy.config import invalid
 from app.sessions.commands import CONFIG_PATH, read_config_lines
 
@@ -51,7 +52,7 @@ class LlmConfig(_Section):
     # repair: localize, reproduce, sample whole functions, let the tests choose (made
     # for small models); agent: the tool loop (for strong ones); auto: repair first, the
     # agent only when repair found no verified fix and the job's budget allows.
-    strategy: Literal["repair", "agent", "auto"] = "auto"
+    strategy: Strategy = "auto"
 
 
 class FixersConfig(_Section):

@@ -198,3 +198,13 @@ def test_in_real_projects_the_function_at_fault_is_among_the_first_three(
     suspects = localize(idx, issue)
     top = [(s.symbol.path, s.symbol.qualname) for s in suspects[:3]]
     assert wanted & set(top), f"{task.name}: {sorted(wanted)} not in {top}"
+
+
+def test_a_file_that_is_not_utf8_is_left_out_of_the_index(tmp_path: Path) -> None:
+    """A candidate is spliced into the file's text and written back whole: a file read
+    with replacement characters would be written back damaged."""
+    (tmp_path / "latin.py").write_bytes(b"# caf\xe9\ndef greet():\n    return 1\n")
+    (tmp_path / "ok.py").write_text("def wave():\n    return 2\n")
+    idx = index(tmp_path)
+    assert sorted(idx.sources) == ["ok.py"]
+    assert [s.qualname for s in idx.symbols] == ["wave"]

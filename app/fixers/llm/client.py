@@ -207,11 +207,13 @@ class ModelClient:
             # Newer OpenAI models refuse max_tokens and want max_completion_tokens.
             if self._limit_param == "max_tokens" and "max_completion_tokens" in str(exc):
                 self._limit_param = "max_completion_tokens"
-                return await self._create(client, provider, messages, tools, temperature)
+                return await self._create(
+                    client, provider, messages, tools, temperature, n=n, seed=seed
+                )
             if "temperature" in extra and "temperature" in str(exc):
                 self._fixed_temperature.add(provider.label)
                 return await self._create(client, provider, messages, tools, n=n, seed=seed)
-            if "n" in extra and re.search(r"\bn\b|choice", str(exc)):
+            if "n" in extra and re.search(r"\bn\b", str(exc)):
                 self._single_choice.add(provider.label)  # one choice per request from now
                 return await self._create(client, provider, messages, tools, temperature, seed=seed)
             raise

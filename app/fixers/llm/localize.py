@@ -33,8 +33,9 @@ from app.fixers.llm.context import file_for, looks_like_test, names_in
 from app.sessions.files import read_confined
 from app.sessions.session import Place, Task
 
-MAX_FILES = 3000
+MAX_FILES = 3000  # Python files
 MAX_FILE_BYTES = 512 * 1024
+MAX_INDEX_BYTES = 32 * 1024 * 1024  # Python read in all, as meant.MAX_SCANNED_BYTES
 MAX_SUSPECTS = 5
 K1, B = 1.5, 0.75  # BM25's usual constants
 # Evidence, in points on top of the word score (which is at most 1).
@@ -125,15 +126,21 @@ def words(text: str) -> list[str]:
 def index(tree: Path) -> Index:
     """Every function and method of the tree's Python files (tests apart)."""
     out = Index()
-    for n, (rel, link) in enumerate(walk_files(tree, tree)):
-        if n >= MAX_FILES:
-            break
+    files = read = 0
+    for rel, link in walk_files(tree, tree):
         if link or not rel.endswith(".py"):
             continue
+        files += 1
+        if files > MAX_FILES or read > MAX_INDEX_BYTES:
+            break
         data = read_confined(tree, rel, limit=MAX_FILE_BYTES + 1)
         if data is None or len(data) > MAX_FILE_BYTES:
             continue
-        text = data.decode("utf-8", "replace")
+        read += len(data)
+        try:  # strictly: a candidate is spliced into this text and written back whole
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
         try:
             module = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -12,8 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
+from app.fixers import Strategy
 from app.fixers.base import Fixer
 from app.fixers.config import fixer_settings
 from app.fixers.llm.agent import AgentFixer
@@ -22,8 +21,6 @@ from app.policy.evidence import ModelUsage
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
 
-Strategy = Literal["repair", "agent", "auto"]
-STRATEGIES: tuple[Strategy, ...] = ("repair", "agent", "auto")
 MIN_AGENT_STEPS = 5  # fewer model calls left than this: the agent is not started
 MIN_AGENT_TOKENS = 20_000
 
