@@ -106,12 +106,6 @@ class Index:
     # Names the repository's modules define at their top (functions, classes), and where.
     defines: dict[str, list[str]] = field(default_factory=dict)
 
-    def find(self, path: str, qualname: str) -> Symbol | None:
-        for s in self.symbols:
-            if s.path == path and s.qualname == qualname:
-                return s
-        return None
-
     def lines(self, symbol: Symbol) -> list[str]:
         return self.sources[symbol.path].splitlines()[symbol.start - 1 : symbol.end]
 
