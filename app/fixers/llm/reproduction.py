@@ -19,7 +19,6 @@ import builtins
 import json
 import posixpath
 import re
-import textwrap
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 
 from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import (
     Tests,
     failure_of,
@@ -206,22 +206,6 @@ def repro_prompt(
         "once the bug is fixed. One ```python block, nothing else."
     )
     return [{"role": "system", "content": REPRO_SYSTEM}, {"role": "user", "content": content}]
-
-
-def is_decorator(source: str) -> bool:
-    """Whether a function returns a function it defines (``def memoize(fn): ... return
-    inner``): a small model tests one by calling it on a name that does not exist."""
-    module = parse(textwrap.dedent(source))
-    if module is None or not module.body:
-        return False
-    fn = module.body[0]
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    inner = {n.name for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
-        for n in fn.body
-    )
 
 
 def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:

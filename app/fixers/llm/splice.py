@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import textwrap
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import parse
@@ -148,3 +149,19 @@ def signature(lines: list[str]) -> str:
 def dedent(lines: list[str]) -> list[str]:
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
     return [x[indent:] for x in lines]
+
+
+def is_decorator(source: str) -> bool:
+    """Whether a function returns a function it defines (``def memoize(fn): ... return
+    inner``): a small model tests one by calling it on a name that does not exist."""
+    module = parse(textwrap.dedent(source))
+    if module is None or not module.body:
+        return False
+    fn = module.body[0]
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    inner = {n.name for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+        for n in fn.body
+    )
