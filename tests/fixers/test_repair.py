@@ -49,6 +49,8 @@ TESTS = (
 )
 KEY = "sk-local-test-key-0123456789"
 ISSUE = "`fahrenheit_to_celsius(212)` returns 324.0; water boils at 100 degrees Celsius."
+# No example a test could be written from without the model: no call with its result.
+VAGUE = "`fahrenheit_to_celsius` is upside down: water boils at 100 degrees Celsius."
 
 
 def block(code: str, prose: str = "") -> Any:
@@ -79,11 +81,11 @@ RIGHT = block(
 )
 
 
-def task() -> Task:
+def task(issue: str = ISSUE) -> Task:
     return Task(
         "fahrenheit_to_celsius is wrong",
         instructions="fix this",
-        documents=(Document("issue #3 body", ISSUE),),
+        documents=(Document("issue #3 body", issue),),
     )
 
 
@@ -96,6 +98,7 @@ async def _repair(
     samples: int,
     auto: bool = False,
     budget: Budget | None = None,
+    issue: str = ISSUE,
 ) -> Any:
     """The session on the temps project with ``script`` answering; ``auto``: the llm
     fixer's auto strategy (repair, then the agent) instead of repair alone."""
@@ -105,7 +108,7 @@ async def _repair(
     repair = RepairFixer(client, samples=samples)
     fixer = LlmFixer(repair=repair, agent=AgentFixer(client)) if auto else repair
     spec = SessionSpec(
-        remote=Remote("octo/temps", str(project)), task=task(), budget=budget or Budget()
+        remote=Remote("octo/temps", str(project)), task=task(issue), budget=budget or Budget()
     )
     return await runner.run(spec, fixer), model
 
@@ -210,6 +213,7 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
         syntax_error,
         not_named,
         samples=3,
+        issue=VAGUE,
     )
     fix = result.fix
     assert fix is not None
@@ -225,6 +229,41 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
     assert fix.repair.reproduction is None
     assert fix.repair.samples == 0  # no repair was asked for
     assert result.diff.files == []  # nothing left behind
+
+
+async def test_the_issues_own_example_is_the_reproduction_when_the_model_asserts_the_bug(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """version-compare with the 1.5B model: told what the example gives now, it asserted
+    exactly that, three times in three. The issue's words make the test instead: the
+    call, and the value it says it should be; the model's assertion of the bug goes."""
+    issue = "`fahrenheit_to_celsius(212)` returns `324.0`, it should be `100.0`."
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_ASSERTS_THE_BUG] * 3,
+        BREAKS_FREEZING,
+        RIGHT,
+        samples=2,
+        issue=issue,
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert report.reproduction == "tests/test_fahrenheit_to_celsius_issue.py"
+    note = report.reproduction_note
+    assert "the issue's own example fails on the base (AssertionError" in note
+    assert "3 assertion(s) of what the issue says is the bug taken out" in note  # 1 each
+    # The patch holds the test the issue's words gave, and no assertion of the bug.
+    assert "+    assert fahrenheit_to_celsius(212) == 100.0" in result.diff.unified
+    assert "== 324.0" not in result.diff.unified
+    assert result.tests is not None
+    assert any("test_issue_example_1" in t for t in result.tests.reproduced)
 
 
 async def test_a_server_that_refuses_n_is_asked_once_per_sample(
@@ -320,6 +359,7 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
         samples=2,
         auto=True,
         budget=Budget(max_steps=max_steps),
+        issue=VAGUE,
     )
     fix = result.fix
     assert fix is not None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 import posixpath
 import re
 import uuid
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.fixers.llm.answers import code_blocks, normalised, parse
+from app.fixers.llm.examples import Example, example_test, examples, observe, strip_contradictions
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import (
@@ -74,80 +74,6 @@ _WRONG_REASONS = (
     "collect",
 )
 
-MAX_EXAMPLES = 3
-
-MAX_SHOWN = 200  # characters of a value shown
-
-
-def examples(task: Task, suspects: Sequence[Suspect]) -> list[tuple[str, str, ast.Call]]:
-    """The calls the task writes as code (``units.fahrenheit_to_celsius(212)``) of a
-    suspected module-level function, with literal arguments only, at least one: (the
-    expression as written, the function's name, the call)."""
-    names = {s.symbol.name for s in suspects if s.symbol.kind == "function"}
-    found: list[tuple[str, str, ast.Call]] = []
-    for span in re.findall(r"`([^`\n]{3,200})`", task.words):
-        try:
-            node = ast.parse(span.strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        arguments = [*node.args, *node.keywords]
-        # No arguments: what it returns is the environment's, not the issue's example.
-        if name not in names or not arguments or any(not _literal(a) for a in arguments):
-            continue
-        if span not in [f[0] for f in found]:
-            found.append((span.strip(), name, node))
-    return found[:MAX_EXAMPLES]
-
-
-def _literal(node: ast.AST) -> bool:
-    value = node.value if isinstance(node, ast.keyword) else node
-    if isinstance(node, ast.keyword) and node.arg is None:
-        return False  # **kwargs
-    try:
-        ast.literal_eval(value)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-async def observe(
-    ws: FixContext, task: Task, idx: Index, suspects: Sequence[Suspect]
-) -> list[tuple[str, str]]:
-    """What the task's example calls return on the base, run in the sandbox (the calls
-    are rebuilt from their literals, never run as the task wrote them): a small model
-    asked for the right result copies the wrong one the issue quotes, unless told."""
-    calls = examples(task, suspects)
-    if not calls:
-        return []
-    paths = {s.symbol.name: s.symbol.path for s in suspects}
-    lines = ["import json", "out = []"]
-    for _, name, call in calls:
-        module = module_name(paths[name])
-        args = ", ".join(
-            [ast.unparse(a) for a in call.args]
-            + [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
-        )
-        lines += [
-            "try:",
-            f"    from {module} import {name}",
-            f"    out.append(repr({name}({args})))",
-            "except Exception as e:",
-            "    out.append('raises ' + type(e).__name__ + ': ' + str(e)[:100])",
-        ]
-    lines.append("print(json.dumps(out))")
-    done = await ws.run(["python", "-c", "\n".join(lines)], name="repair-observe", timeout=60)
-    try:
-        values = json.loads(done.stdout.strip().splitlines()[-1]) if done.ok else []
-    except (ValueError, IndexError):
-        values = []
-    return [
-        (expr, str(value)[:MAX_SHOWN]) for (expr, _, _), value in zip(calls, values, strict=False)
-    ]
-
 
 def issue_text(task: Task) -> str:
     """The task as the repair prompts show it: everything a user or a payload wrote is
@@ -163,7 +89,7 @@ def issue_text(task: Task) -> str:
 
 
 def repro_prompt(
-    task: Task, idx: Index, suspects: Sequence[Suspect], observed: Sequence[tuple[str, str]] = ()
+    task: Task, idx: Index, suspects: Sequence[Suspect], observed: Sequence[Example] = ()
 ) -> list[dict[str, Any]]:
     top = suspects[0].symbol
     lines = idx.lines(top)
@@ -186,7 +112,7 @@ def repro_prompt(
             "Run now on the code above, the issue's example gives this: that is the bug, "
             "not the right result.\n"
             + fence(
-                "\n".join(f"{expr} -> {value}" for expr, value in observed),
+                "\n".join(f"{e.written} -> {e.shown}" for e in observed),
                 source="the issue's example calls, run on the base",
             )
             + "\n\n"
@@ -264,6 +190,43 @@ def test_in_answer(answer: str) -> str | None:
     return None
 
 
+# What a test uses without importing it, from the standard library: a name's module
+# ("" for a module itself); `datetime.timedelta(...)` is the module, `datetime(...)` the class.
+_STDLIB = {
+    **dict.fromkeys(["date", "datetime", "timedelta", "timezone"], "datetime"),
+    "Decimal": "decimal",
+    "Fraction": "fractions",
+    **dict.fromkeys(
+        ["OrderedDict", "defaultdict", "Counter", "deque", "namedtuple"], "collections"
+    ),
+    **dict.fromkeys(["partial", "wraps", "reduce"], "functools"),
+    "Path": "pathlib",
+    "mock": "unittest",
+    **dict.fromkeys(
+        [
+            "math",
+            "re",
+            "os",
+            "sys",
+            "json",
+            "time",
+            "itertools",
+            "functools",
+            "collections",
+            "string",
+            "random",
+            "io",
+            "operator",
+            "copy",
+            "decimal",
+            "textwrap",
+            "unittest",
+        ],
+        "",
+    ),
+}
+
+
 def with_imports(source: str, idx: Index) -> str:
     """The test with the imports it forgot: ``pytest``, and any name it uses but never
     defines that one module of the repository defines (a model writes
@@ -289,6 +252,19 @@ def with_imports(source: str, idx: Index) -> str:
         paths = idx.defines.get(name, [])
         if len(paths) == 1:
             lines.append(f"from {module_name(paths[0])} import {name}")
+        elif not paths and name in _STDLIB:  # `date(2023, 1, 1)` and no import of it
+            module_use = any(
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == name
+                and n.attr in _STDLIB
+                for n in ast.walk(module)
+            )
+            lines.append(
+                f"import {name}"
+                if module_use or not _STDLIB[name]
+                else f"from {_STDLIB[name]} import {name}"
+            )
     return "\n".join([*lines, source]) if lines else source
 
 
@@ -330,45 +306,80 @@ def majority(kept: list[tuple[str, str]]) -> tuple[str, str] | None:
     return max(kept, key=lambda pair: (agrees(pair[0]), -kept.index(pair)))
 
 
+async def _on_base(ws: FixContext, folder: str, n: str, source: str) -> tuple[Tests | None, str]:
+    """The test run alone on the base, and what it printed failing (its throwaway path
+    written ``{path}``)."""
+    rel = posixpath.join(folder, f"test_patchwarden_repro_{n}_{uuid.uuid4().hex[:6]}.py")
+    write_confined(ws.tree, rel, source.encode())
+    ws.sandbox.prepare_writable(ws.tree)
+    try:
+        tests = await run_tests(ws, extra=[rel], name="repair-reproduce")
+    finally:
+        remove_confined(ws.tree, rel)
+    return tests, failure_of(tests, rel).replace(rel, "{path}")
+
+
+def merged(model: str | None, imports: list[str], own: list[str]) -> str:
+    """One file: the model's test (if one was kept), then the issue's examples' tests,
+    with the imports they need and the model's file lacks, at the top."""
+    if model is None:
+        return "\n".join(imports) + "\n\n\n" + "\n\n".join(own)
+    if not own:
+        return model
+    have = {
+        a.asname or a.name
+        for node in ast.walk(parse(model) or ast.Module(body=[], type_ignores=[]))
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    lines = [i for i in imports if i.rsplit(" ", 1)[-1] not in have]
+    head = "\n".join(lines) + "\n" if lines else ""
+    return head + model.rstrip("\n") + "\n\n\n" + "\n\n".join(own)
+
+
 async def reproduce(
     ws: FixContext, task: Task, idx: Index, suspects: Sequence[Suspect], sample: Sample
 ) -> Reproduction:
     """A test that shows the bug, kept in the tree (the patch will have it), or None
-    and why not (see the module's docstring)."""
+    and why not (see the module's docstring and app/fixers/llm/examples.py)."""
     ws.progress("fix: a test that shows the problem")
-    observed = await observe(ws, task, idx, suspects)
-    answers = await sample(repro_prompt(task, idx, suspects, observed), REPRO_SAMPLES)
+    found = await observe(ws, examples(task, idx, suspects))
+    answers = await sample(repro_prompt(task, idx, suspects, found), REPRO_SAMPLES)
     folder = tests_folder(idx)
-    kept: list[tuple[str, str]] = []  # (source, how it failed)
-    seen: set[str] = set()
     reasons: Counter[str] = Counter()
     printed: dict[str, str] = {}  # source -> what it printed failing on the base
+    # The issue's own words make a test without the model: kept on the same terms.
+    imports, own = example_test(found)
+    own_why = own_printed = ""
+    if own:
+        tests, own_printed = await _on_base(ws, folder, "example", merged(None, imports, own))
+        verdict, own_why = reproduces(tests, task, idx)
+        if not verdict:
+            reasons[f"the issue's example {own_why}"] += 1
+            own = []
+    kept: list[tuple[str, str]] = []  # (source, how it failed)
+    seen: set[str] = set()
+    stripped = 0
     for n, answer in enumerate(answers):
         source = test_in_answer(answer)
         if source is None:
             reasons["no test in the answer"] += 1
             continue
-        source = with_imports(source, idx)
+        source, gone = strip_contradictions(with_imports(source, idx), found)
+        stripped += gone
         key = normalised(source)
         if key in seen:
             kept += [(s, why) for s, why in kept if normalised(s) == key][:1]
             continue
         seen.add(key)
-        rel = posixpath.join(folder, f"test_patchwarden_repro_{n}_{uuid.uuid4().hex[:6]}.py")
-        write_confined(ws.tree, rel, source.encode())
-        ws.sandbox.prepare_writable(ws.tree)
-        try:
-            tests = await run_tests(ws, extra=[rel], name="repair-reproduce")
-        finally:
-            remove_confined(ws.tree, rel)
+        tests, printed[source] = await _on_base(ws, folder, str(n), source)
         verdict, why = reproduces(tests, task, idx)
         if verdict:
             kept.append((source, why))
-            printed[source] = failure_of(tests, rel).replace(rel, "{path}")
         else:
             reasons[why] += 1
     chosen = majority(kept)
-    if chosen is None:
+    if chosen is None and not own:
         return Reproduction(
             None,
             "no test the model wrote failed on the base for the "
@@ -376,17 +387,33 @@ async def reproduce(
                 "bug's reason: " + "; ".join(f"{n} x {r}" for r, n in reasons.most_common(3))
                 if reasons
                 else "bug's reason"
+            )
+            + (
+                f" ({stripped} assertion(s) of what the issue says is the bug taken out)"
+                if stripped
+                else ""
             ),
         )
-    source, why = chosen
     name = suspects[0].symbol.qualname.replace(".", "_").lower()
     rel = free_path(ws.tree, posixpath.join(folder, f"test_{name}_issue.py"))
+    source = merged(chosen[0] if chosen else None, imports, own)
     write_confined(ws.tree, rel, source.encode())
     ws.sandbox.prepare_writable(ws.tree)
-    agree = sum(1 for s, _ in kept if expectations(s) == expectations(source))
-    return Reproduction(
-        rel,
-        f"fails on the base ({why}); {len(kept)} of {len(answers)} samples failed for "
-        f"the bug's reason, {agree} agree on what it should do",
-        printed.get(source, "").replace("{path}", rel),
-    )
+    notes = []
+    if chosen:
+        agree = sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0]))
+        notes.append(
+            f"fails on the base ({chosen[1]}); {len(kept)} of {len(answers)} samples failed "
+            f"for the bug's reason, {agree} agree on what it should do"
+        )
+    if own:
+        notes.append(
+            f"the issue's own example{'s' if len(own) > 1 else ''} "
+            + ("also " if chosen else "")
+            + f"fail{'' if len(own) > 1 else 's'} on the base ({own_why}) "
+            "in a test Patchwarden wrote from the issue's words"
+        )
+    if stripped:
+        notes.append(f"{stripped} assertion(s) of what the issue says is the bug taken out")
+    output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
+    return Reproduction(rel, "; ".join(notes), output.strip().replace("{path}", rel))
