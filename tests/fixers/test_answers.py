@@ -109,6 +109,24 @@ def test_blocks_without_code_are_not_blocks() -> None:
     assert code_blocks("```\n```\n```python\nx = 1\n```") == ["x = 1"]
 
 
+def test_a_docstrings_fenced_example_is_code_not_a_fence() -> None:
+    """humanize-ordinal-teens: ``ordinal``'s docstring holds a ```` ```pycon ```` example;
+    all 8 answers of the 1.5B model were read as cut there, unparseable."""
+    function = (
+        "def ordinal(value):\n"
+        '    """Its ordinal.\n\n    Examples:\n        ```pycon\n        >>> ordinal(1)\n'
+        '        \'1st\'\n        ```\n    """\n    return str(value)\n'
+    )
+    found = definitions(
+        function.split("\n", 1)[1] + "```\n",
+        "ordinal",
+        prefill="```python\n" + function.split("\n", 1)[0] + "\n",
+    )
+    assert found.function == function
+    # an answer indented as a whole (a list item's block) still opens and closes
+    assert code_blocks("1. Fix:\n   ```python\n   x = 1\n   ```\nDone.") == ["   x = 1"]
+
+
 def test_layout_comments_and_docstrings_do_not_make_answers_differ() -> None:
     a = 'def f(x):\n    """Doc."""\n    return x  # same\n'
     b = "def f(x):\n\n    return (x)\n"
@@ -150,8 +168,8 @@ def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
 
 
 def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None:
-    from app.fixers.llm.localize import Suspect
-    from app.fixers.llm.reproduction import examples
+    from app.fixers.llm.examples import examples
+    from app.fixers.llm.localize import Index, Suspect
     from app.sessions.session import Document, Task
 
     suspect = Suspect(Symbol("units.py", "to_celsius", 1, 2, "function"), 1.0)
@@ -167,7 +185,8 @@ def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None
             ),
         ),
     )
-    assert [(e, n) for e, n, _ in examples(task, [suspect])] == [
+    idx = Index(defines={"to_celsius": ["units.py"], "other": ["units.py"]})
+    assert [(e.written, e.name) for e in examples(task, idx, [suspect])] == [
         ("units.to_celsius(212)", "to_celsius"),
         ("to_celsius(f=32.0)", "to_celsius"),
     ]

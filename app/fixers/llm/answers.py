@@ -24,18 +24,22 @@ _PATH_LINE = re.compile(r"^\s*(?:#\s*)?(?:path|file(?:name)?)\s*:\s*\S+\s*$", re
 def code_blocks(answer: str) -> list[str]:
     """The code an answer holds: each fenced block (a block whose fence is never closed
     runs to the end), with stray ``path: x.py`` lines and empty fences dropped; the
-    whole answer when it has no fence at all."""
+    whole answer when it has no fence at all. Inside a block, a fence indented 4 spaces
+    or more past the block's own is code (a docstring's ```` ```pycon ```` example)."""
     lines = answer.replace("\r\n", "\n").split("\n")
     blocks: list[list[str]] = []
     current: list[str] | None = None
+    indent = 0  # the open block's fence's
     for line in lines:
         fence = _FENCE.match(line)
-        if fence:
+        margin = len(line) - len(line.lstrip())
+        if fence and (current is None or margin < indent + 4):
             # A fence that names a language always opens a block (``` python after a
             # `path:` line inside a block is a second opening, not a close).
             if current is not None:
                 blocks.append(current)
             current = [] if current is None or fence.group(2) else None
+            indent = margin
             continue
         if current is not None and not _PATH_LINE.match(line):
             current.append(line)
