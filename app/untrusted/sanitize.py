@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 
-from app.untrusted.markdown import visible_text
+from app.untrusted.markdown import strip_invisible, visible_text
 
 MAX_CHARS = 20_000  # per document; the rest is cut with a marker
 # Removing markup can join what is left into new markup (`<<b>b>` → `<b>`), and text
@@ -38,16 +38,31 @@ def sanitize(text: str, *, limit: int = MAX_CHARS) -> str:
         before, text = text, visible_text(text)
         if text == before:
             break
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
     if len(text) > limit:
         cut = len(text) - limit
         text = text[:limit] + f"\n[... {cut} characters cut by Patchwarden ...]"
     return text
 
 
-def fence(text: str, *, source: str, nonce: str | None = None, limit: int = MAX_CHARS) -> str:
+def fence(
+    text: str,
+    *,
+    source: str,
+    nonce: str | None = None,
+    limit: int = MAX_CHARS,
+    verbatim: bool = False,
+) -> str:
     """``text`` (sanitised) between markers it cannot forge: the nonce is random and
-    any occurrence of it inside the text is removed."""
+    any occurrence of it inside the text is removed. ``verbatim``: what a program
+    printed (test output, a value's repr) is not markdown, and no page hides any of it:
+    only invisible characters go (read as markdown, ``'&amp;lt;b&amp;gt;'`` — the very
+    value html-escape's test compares — became an empty string)."""
     nonce = nonce or secrets.token_hex(6)
-    body = sanitize(text, limit=limit).replace(nonce, "")
+    body = _cut(strip_invisible(text), limit) if verbatim else sanitize(text, limit=limit)
+    body = body.replace(nonce, "")
     label = sanitize(source, limit=200).replace('"', "'").replace("\n", " ").replace(nonce, "")
     return f'<untrusted-data id="{nonce}" source="{label}">\n{body}\n</untrusted-data id="{nonce}">'

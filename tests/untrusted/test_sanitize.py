@@ -211,6 +211,20 @@ def test_a_nonce_inside_code_is_removed_too() -> None:
     assert fenced.count(nonce) == 2
 
 
+def test_what_a_program_printed_is_fenced_as_printed_but_for_invisible_characters() -> None:
+    """html-escape: pytest printed `assert '&amp;lt;b&amp;gt;' == '&lt;b&gt;'`; read as
+    markdown (entities decoded, then `<b>` taken for a tag) the model was shown
+    `assert '' == ''` and could not see what was wrong."""
+    nonce = "feedc0de1234"
+    printed = f"E  assert '&amp;lt;b&amp;gt;' == '&lt;b&gt;' <!-- x -->\u200b {nonce}"
+    fenced = fence(printed, source="test output", nonce=nonce, verbatim=True, limit=70)
+    body = fenced.split("\n")[1]
+    assert body == "E  assert '&amp;lt;b&amp;gt;' == '&lt;b&gt;' <!-- x --> "
+    assert fenced.count(nonce) == 2  # still cannot be closed from inside
+    assert "characters cut" in fence("t" * 100, source="x", limit=10, verbatim=True)
+    assert "'' == ''" in fence(printed, source="test output")  # what markdown made of it
+
+
 def test_fence_cuts_at_its_limit() -> None:
     assert "90 characters cut" in fence("t" * 100, source="title", limit=10)
 

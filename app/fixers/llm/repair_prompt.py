@@ -81,11 +81,17 @@ def repair_prompt(
             )
         if output:
             # Test output carries what the code under test printed: data, fenced.
-            parts.append("It fails now:\n" + fence(output, source=f"{test} on the code above"))
+            parts.append(
+                "It fails now:\n" + fence(output, source=f"{test} on the code above", verbatim=True)
+            )
     for n, miss in enumerate(misses, 1):
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
-            + ("\nIt gave:\n" + fence(miss.output, source="its test run") if miss.output else "")
+            + (
+                "\nIt gave:\n" + fence(miss.output, source="its test run", verbatim=True)
+                if miss.output
+                else ""
+            )
         )
     if repeated:
         parts.append(

@@ -114,6 +114,7 @@ def repro_prompt(
             + fence(
                 "\n".join(f"{e.written} -> {e.shown}" for e in observed),
                 source="the issue's example calls, run on the base",
+                verbatim=True,  # code spans of the issue, and values a program printed
             )
             + "\n\n"
             if observed
