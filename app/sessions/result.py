@@ -126,6 +126,7 @@ class RepairReport(_Model):
     """What the llm fixer's repair strategy did, for the pull request and the eval."""
 
     suspects: list[str] = Field(default_factory=list)  # "f (path:3-9): evidence; ..."
+    picked: str = ""  # the suspect the model picked to try first, and how the vote went
     reproduction: str | None = None  # the test file it wrote and kept, in the patch
     reproduction_note: str = ""  # how it failed on the base, how many samples agreed
     target: str | None = None  # the function the chosen fix rewrote

@@ -233,3 +233,54 @@ def test_the_prefill_and_the_callee_signature_are_the_defs_head() -> None:
     assert target.constants == (("LIMIT", 3, 3), ("SEPARATOR", 4, 4))
     assert target_of(idx, Symbol("cart.py", "Cart.gone", 9, 16, "method")) is None
     assert target_of(Index(sources={"cart.py": "def ("}), total) is None
+
+
+BUCKET = (
+    """\
+class TokenBucket:
+    def __init__(self, rate):
+        self.rate = rate
+        self.tokens = rate
+
+    def _refill(self) -> None:
+        self.tokens = min(self.rate, self.tokens + 0.001)
+
+    def _long(self):
+"""
+    + "        x = 1\n" * 12
+    + """
+    def allow(self) -> bool:
+        self._refill()
+        self._long()
+        return self.tokens >= 1
+"""
+)
+
+
+def test_a_short_helper_the_function_calls_comes_with_it_and_may_be_rewritten() -> None:
+    """token-bucket: the issue names `allow()`; the bug is in `_refill`, which `allow`
+    calls. A short helper is shown whole and an answer may rewrite it, re-indented to
+    its class; a long one stays a signature."""
+    from app.fixers.llm.localize import Index
+    from app.fixers.llm.splice import target_of, unit_sources
+
+    idx = Index(sources={"bucket.py": BUCKET})
+    allow = Symbol("bucket.py", "TokenBucket.allow", 23, 26, "method")
+    target = target_of(idx, allow)
+    assert target is not None
+    assert target.constants == (("_refill", 6, 7),)  # not _long (13 lines), not __init__
+    assert unit_sources(BUCKET, target)["_refill"].startswith("def _refill(self) -> None:")
+    answer = (
+        "```python\ndef _refill(self) -> None:\n    self.tokens = min(self.rate, self.tokens + 1)\n"
+        "```"
+    )
+    found = definitions(answer, "allow", constants=["_refill"])
+    assert (found.function, found.problem) == (None, "no function")  # only the helper
+    assert "self.tokens + 1" in found.constants["_refill"]
+    spliced = splice(BUCKET, target, unit_sources(BUCKET, target)[""], found.constants)
+    assert spliced is not None
+    assert (
+        "    def _refill(self) -> None:\n        self.tokens = min(self.rate, self.tokens + 1)\n"
+        in spliced
+    )
+    assert spliced.count("def allow") == 1

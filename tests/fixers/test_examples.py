@@ -11,7 +11,7 @@ import pytest
 
 from app.fixers.llm.examples import Example, example_test, examples, strip_contradictions
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.reproduction import with_imports
+from app.fixers.llm.testruns import with_imports
 from app.sessions.session import Document, Task
 
 IDX = Index(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.reproduction import repro_prompt, reproduces, with_imports
+from app.fixers.llm.reproduction import repro_prompt, reproduces
 from app.fixers.llm.splice import is_decorator
-from app.fixers.llm.testruns import Tests, path_of_test, source_of_test
+from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
 from app.sessions.session import Task
 

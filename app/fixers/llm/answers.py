@@ -103,6 +103,8 @@ def _read(blocks: Sequence[str], name: str, constants: Sequence[str]) -> Definit
         for node in _defs(module):
             if node.name == name:
                 function = _segment(source, node)
+            elif node.name in constants:  # a helper it calls, rewritten with it
+                found[node.name] = _segment(source, node)
             else:
                 other_defs = True
         for statement in module.body:

@@ -8,27 +8,27 @@ does (localize → repair by sampling → validate → select):
 
 The steps, each in its module:
 
-1. **The tests as they are** (:mod:`testruns`). The repository's tests run once on the
-   untouched tree: which fail, and how (their tracebacks point at code; those that
-   pass must keep passing).
+1. **The tests as they are** (:mod:`testruns`): which fail, and how (their tracebacks
+   point at code; those that pass must keep passing).
 2. **Localize** without the model (:mod:`localize`): frames, names the task cites,
    what failing tests call, BM25 over a symbol index.
-3. **Reproduce** when no test fails yet (:mod:`reproduction`): a test from the issue's
-   example, kept only if it fails on the base for the bug's reason.
-4. **Repair by sampling**: one prompt with the function's whole source (and the module
+3. **Reproduce** when no test fails yet (:mod:`reproduction`, :mod:`examples`): a test
+   from the issue's example, by the model and from the issue's own words, kept only if
+   it fails on the base for the bug's reason.
+4. **Pick** (:mod:`pick`): the model names the suspect to try first.
+5. **Repair by sampling**: one prompt with the function's whole source (and the module
    constants it reads, the signatures of what it calls, the failing test and its
-   trimmed output, the issue capped), asking for the whole corrected function; k
-   samples (the first greedy), all from the same prompt so the server's prompt cache
-   serves them. Answers that do not parse, change nothing or rename the function are
-   dropped before anything runs; the rest are grouped by normalised syntax tree, which
-   counts the votes. The change is spliced in by the function's line range
-   (:mod:`splice`).
-5. **Validate and select** in the sandbox: the failing and reproducing tests first,
-   then all of them; a candidate that breaks a test that passed before is out. The most
-   voted candidate that passes wins, the smallest diff among equals. If none passes,
-   one more round shows the model its two nearest misses and their output (or, when
-   every answer wrote the function back unchanged, says that code is the bug).
-6. **Nothing verified, nothing proposed**: no test that shows the problem, or no
+   output, the issue capped), asking for the whole corrected function; k samples (the
+   first greedy) of one prompt, so the server's prompt cache serves them. Answers that
+   do not parse, change nothing or rename the function are dropped before anything
+   runs; the rest are grouped by normalised syntax tree, which counts the votes, and
+   spliced in by the function's line range (:mod:`splice`).
+6. **Validate and select** in the sandbox: the failing and reproducing tests first,
+   then all; a candidate that breaks a test that passed before is out. The most voted
+   candidate that passes wins, the smallest diff among equals. If none passes, one
+   more round shows the model its two nearest misses (or, when every answer wrote the
+   function back unchanged, says that code is the bug).
+7. **Nothing verified, nothing proposed**: no test that shows the problem, or no
    candidate that passes it, ends the job with an honest answer — never a pull request.
 """
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.config import Price
@@ -45,6 +45,7 @@ from app.fixers.base import Audit, no_audit
 from app.fixers.llm.answers import definitions, normalised
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
+from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
 from app.fixers.llm.spend import Ledger, Meter, ModelFixer
@@ -57,19 +58,13 @@ from app.fixers.llm.splice import (
     target_of,
     unit_sources,
 )
-from app.fixers.llm.testruns import (
-    Tests,
-    run_tests,
-    source_of_test,
-    try_change,
-)
+from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
 from app.sessions.files import remove_confined
 from app.sessions.result import FixOutcome, RepairReport, TranscriptEntry
 from app.sessions.session import Budget, FixContext, Task
 
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
 HOT = 0.8
-TARGETS = 2  # suspects tried, best first
 TRANSCRIPT_ENTRY_CHARS = 4000
 
 
@@ -89,6 +84,7 @@ class _Report:
     """What a repair found out so far (the fields of :class:`RepairReport`)."""
 
     suspects: list[str] = field(default_factory=list)
+    picked: str = ""
     reproduction: str | None = None
     reproduction_note: str = ""
     target: str | None = None
@@ -135,6 +131,7 @@ class RepairFixer(ModelFixer):
         prices: dict[str, Price] | None = None,
         samples: int = SAMPLES,
         prefill: bool = False,
+        pick: bool = True,
         ledger: Ledger | None = None,
         audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
@@ -144,6 +141,7 @@ class RepairFixer(ModelFixer):
         super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.samples = max(1, samples)
         self.prefill = prefill
+        self.pick = pick
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         meter = self.meter(budget, workspace)
@@ -184,12 +182,11 @@ class RepairFixer(ModelFixer):
         ws.progress(f"fix: suspects {', '.join(s.symbol.qualname for s in suspects[:3])}")
         must_pass = list(failing)
         repro: str | None = None
+
+        async def sample(messages: list[dict[str, Any]], k: int) -> list[str]:
+            return await self._sample(job, messages, k=k, prefill="")
+
         if not failing and ws.commands.is_pytest and ws.commands.test:
-            ws.progress("fix: a test that shows the problem")
-
-            async def sample(messages: list[dict[str, Any]], k: int) -> list[str]:
-                return await self._sample(job, messages, k=k, prefill="")
-
             found = await reproduce(ws, job.task, job.idx, suspects, sample)
             report.reproduction, report.reproduction_note = found.path, found.note
             repro = found.path
@@ -205,7 +202,10 @@ class RepairFixer(ModelFixer):
                 "Patchwarden try again"
             )
         passed_before = before.passing() if before is not None else set()
-        for suspect in suspects[:TARGETS]:
+        printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
+        how = sample if self.pick else None
+        order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
+        for suspect in order:
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
@@ -219,7 +219,7 @@ class RepairFixer(ModelFixer):
         tried = report.candidates
         return self.gave_up(
             f"no verified fix: {report.samples} answers, {tried} distinct change(s) tried on "
-            f"{', '.join(s.symbol.qualname for s in suspects[:TARGETS])}; none made "
+            f"{', '.join(s.symbol.qualname for s in order)}; none made "
             + ("the reproduction test pass" if repro else "the failing tests pass")
             + " with every other test still passing"
             + (f" ({job.stopped})" if job.stopped else "")
@@ -292,10 +292,13 @@ class RepairFixer(ModelFixer):
         by_key: dict[str, Candidate] = {}
         for answer in answers:
             found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
+            if found.function is None and found.problem == "no function" and found.constants:
+                found = replace(found, function=original[""])  # only a helper rewritten
             if found.function is None:
                 report.dropped[found.problem] += 1
                 continue
-            if not keeps_parameters(original[""], found.function):
+            units = {**found.constants, "": found.function}
+            if not all(keeps_parameters(original[k], v) for k, v in units.items()):
                 report.dropped["changed its parameters"] += 1
                 continue
             constants = {
@@ -344,11 +347,11 @@ class RepairFixer(ModelFixer):
     def _apply(self, job: _Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
         # The winner is in the tree already (validation leaves a passing candidate).
         report = job.report
-        lines = [
-            f"Rewrote `{target.symbol.qualname}` in {target.symbol.path}.",
-            "",
-            "Where: " + (report.suspects[0] if report.suspects else target.symbol.where),
-        ]
+        where = [d for d in report.suspects if d.startswith(f"{target.symbol.qualname} (")]
+        lines = [f"Rewrote `{target.symbol.qualname}` in {target.symbol.path}.", ""]
+        lines.append("Where: " + (where or [target.symbol.where])[0])
+        if report.picked:
+            lines.append(f"Picked by the model among the suspects: {report.picked}.")
         if repro:
             lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
         lines.append(

@@ -58,9 +58,8 @@ def repair_prompt(
     symbol = target.symbol
     text = idx.sources[symbol.path]
     lines = text.splitlines()
-    code = ["\n".join(lines[start - 1 : end]) for _, start, end in target.constants] + [
-        "\n".join(dedent(lines[symbol.start - 1 : symbol.end]))
-    ]
+    units = sorted([(symbol.start, symbol.end), *((a, b) for _, a, b in target.constants)])
+    code = ["\n".join(dedent(lines[start - 1 : end])) for start, end in units]
     where = f"`{symbol.qualname}`"
     if symbol.kind == "method":
         where = f"the method `{symbol.name}` of class `{symbol.qualname.split('.')[0]}`"
@@ -69,7 +68,7 @@ def repair_prompt(
         f"The issue:\n{issue_text(task)}",
         f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```",
     ]
-    called = callees(idx, symbol)
+    called = callees(idx, symbol, shown={name for name, _, _ in target.constants})
     if called:
         parts.append("It calls:\n```python\n" + "\n".join(called) + "\n```")
     for test in must_pass[:2]:
@@ -99,7 +98,7 @@ def repair_prompt(
             "the bug, and it gives the failure shown. Change what makes the test fail."
         )
     also = (
-        " If a constant shown above is wrong, write it too, in the same block."
+        " If a constant or another function shown above is wrong, write it too, in the same block."
         if target.constants
         else ""
     )
@@ -110,10 +109,14 @@ def repair_prompt(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def callees(idx: Index, symbol: Symbol) -> list[str]:
+def callees(
+    idx: Index, symbol: Symbol, shown: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
+    """The signatures (and first docstring lines) of what the function calls, but for
+    those ``shown`` whole."""
     out = []
     for name in symbol.calls:
-        if name == symbol.name:
+        if name == symbol.name or name in shown:
             continue
         found = [s for s in idx.symbols if s.name == name]
         found.sort(key=lambda s: s.path != symbol.path)

@@ -1,10 +1,11 @@
 """Putting a corrected function back where it was: by its line range, never by text.
 
-A repair rewrites one function and, where it reads them, its module's constants
-(:class:`Target`). The answer is re-indented to the original's column (a method stays
-in its class), each piece replaced by its own lines from the bottom up, and the file
-must still parse. A candidate must keep the original's parameters, by name and in
-order: callers pass them by position and by keyword.
+A repair rewrites one function and, where it reads them, its module's constants and
+calls them, its small helpers (:class:`Target`). Each piece of the answer is
+re-indented to its original's column (a method stays in its class) and replaced by its
+own lines from the bottom up, and the file must still parse. A candidate (and a helper
+rewritten with it) must keep the original's parameters, by name and in order: callers
+pass them by position and by keyword.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ from app.fixers.llm.localize import Index, Symbol
 
 @dataclass(frozen=True)
 class Target:
-    """What a repair round may rewrite: a function, and the module constants it reads."""
+    """What a repair round may rewrite: a function, the module constants it reads, and
+    the small functions of its module (methods of its class) it calls."""
 
     symbol: Symbol
     constants: tuple[tuple[str, int, int], ...]  # (name, first line, last line)
+
+
+# A helper this long or shorter is shown whole and may be rewritten with the function:
+# version-compare's bug is in `parse` (one line), which `is_newer` calls and a model
+# shown only `def parse(version: str): ...` could not know returns strings.
+HELPER_LINES = 12
+MAX_HELPERS = 3
 
 
 def target_of(idx: Index, symbol: Symbol) -> Target | None:
@@ -56,7 +65,34 @@ def target_of(idx: Index, symbol: Symbol) -> Target | None:
             names = {node.target.id}
         for name in sorted(names & read):
             constants.append((name, node.lineno, node.end_lineno or node.lineno))
-    return Target(symbol, tuple(constants))
+    return Target(symbol, tuple(constants) + _helpers(module, function, symbol))
+
+
+def _helpers(
+    module: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef, symbol: Symbol
+) -> tuple[tuple[str, int, int], ...]:
+    """The short functions of the module (methods of the class, for a method) that the
+    function calls by name (``parse(x)``, ``self._refill()``)."""
+    called = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(function)
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+    }
+    scope: list[ast.stmt] = module.body
+    if symbol.kind == "method":
+        owner = symbol.qualname.split(".")[0]
+        scope = next(
+            (n.body for n in module.body if isinstance(n, ast.ClassDef) and n.name == owner), []
+        )
+    out = []
+    for node in scope:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        if node.name in called and node.name != symbol.name and end - start < HELPER_LINES:
+            out.append((node.name, start, end))
+    return tuple(out[:MAX_HELPERS])
 
 
 def unit_sources(text: str, target: Target) -> dict[str, str]:
@@ -65,7 +101,7 @@ def unit_sources(text: str, target: Target) -> dict[str, str]:
     s = target.symbol
     out = {"": "\n".join(dedent(lines[s.start - 1 : s.end]))}
     for name, start, end in target.constants:
-        out[name] = "\n".join(lines[start - 1 : end])
+        out[name] = "\n".join(dedent(lines[start - 1 : end]))
     return out
 
 
@@ -78,7 +114,8 @@ def splice(text: str, target: Target, function: str, constants: dict[str, str]) 
     edits = [(s.start, s.end, _indented(function, indent))]
     for name, start, end in target.constants:
         if name in constants:
-            edits.append((start, end, constants[name].rstrip("\n") + "\n"))
+            margin = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
+            edits.append((start, end, _indented(textwrap.dedent(constants[name]), margin)))
     for start, end, new in sorted(edits, reverse=True):
         lines[start - 1 : end] = [new]
     spliced = "".join(lines)

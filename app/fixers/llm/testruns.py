@@ -10,6 +10,7 @@ model; a failure is trimmed to what a model needs (pytest's ``E`` lines).
 from __future__ import annotations
 
 import ast
+import builtins
 import posixpath
 import re
 import tempfile
@@ -239,3 +240,81 @@ async def try_change(
     finally:
         if verdict != "passed":
             write_confined(ws.tree, path, original.encode())
+
+
+# What a test uses without importing it, from the standard library: a name's module
+# ("" for a module itself); `datetime.timedelta(...)` is the module, `datetime(...)` the class.
+_STDLIB = {
+    **dict.fromkeys(["date", "datetime", "timedelta", "timezone"], "datetime"),
+    "Decimal": "decimal",
+    "Fraction": "fractions",
+    **dict.fromkeys(
+        ["OrderedDict", "defaultdict", "Counter", "deque", "namedtuple"], "collections"
+    ),
+    **dict.fromkeys(["partial", "wraps", "reduce"], "functools"),
+    "Path": "pathlib",
+    "mock": "unittest",
+    **dict.fromkeys(
+        [
+            "math",
+            "re",
+            "os",
+            "sys",
+            "json",
+            "time",
+            "itertools",
+            "functools",
+            "collections",
+            "string",
+            "random",
+            "io",
+            "operator",
+            "copy",
+            "decimal",
+            "textwrap",
+            "unittest",
+        ],
+        "",
+    ),
+}
+
+
+def with_imports(source: str, idx: Index) -> str:
+    """The test with the imports it forgot: ``pytest``, and any name it uses but never
+    defines that one module of the repository defines (a model writes
+    ``pytest.raises(SignupError)`` and imports only ``signup``)."""
+    module = parse(source)
+    if module is None:
+        return source
+    defined = set(dir(builtins))
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+    used = {
+        n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    lines = ["import pytest"] if "pytest" in used - defined else []
+    for name in sorted(used - defined - {"pytest"}):
+        paths = idx.defines.get(name, [])
+        if len(paths) == 1:
+            lines.append(f"from {module_name(paths[0])} import {name}")
+        elif not paths and name in _STDLIB:  # `date(2023, 1, 1)` and no import of it
+            module_use = any(
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == name
+                and n.attr in _STDLIB
+                for n in ast.walk(module)
+            )
+            lines.append(
+                f"import {name}"
+                if module_use or not _STDLIB[name]
+                else f"from {_STDLIB[name]} import {name}"
+            )
+    return "\n".join([*lines, source]) if lines else source
