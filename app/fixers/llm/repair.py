@@ -244,9 +244,13 @@ class RepairFixer(ModelFixer):
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             messages = repair_prompt(*asked, misses, job.printed, repeated=repeated)
-            # The answer starts as the function does, signature and all: a small model
-            # given only `def name(` renamed parameters its callers pass by keyword.
-            prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
+            # The answer starts as the function does, signature and all (given only `def
+            # name(` a small model renamed parameters); not after a round of copies, so a
+            # table above it (roman-subtractive's bug) can come first.
+            head = (
+                f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
+            )
+            prefill = f"```python\n{head}" if self.prefill else ""
             answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
             unchanged = report.dropped["unchanged"]
             candidates = self._candidates(job, target, answers, prefill)
