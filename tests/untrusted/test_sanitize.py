@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.untrusted.markdown import visible_text
@@ -288,5 +288,9 @@ hiding = st.sampled_from(
 def test_hidden_text_never_survives_among_prose(
     before: str, template: str, after: str, gap: str
 ) -> None:
+    # A line indented 4 spaces after a blank one (or first) is a code block: github.com
+    # shows `<!-- x -->` in it, as code.
+    *previous, last = (before + gap).split("\n")
+    assume(not (last.startswith("    ") and not (previous or [""])[-1].strip()))
     text = before + gap + template.format(m="HIDDENWORD") + gap + after
     assert "HIDDENWORD" not in sanitize(text)
