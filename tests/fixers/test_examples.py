@@ -201,3 +201,21 @@ def test_a_test_gets_the_standard_library_names_it_forgot() -> None:
     ]
     # `date` is ambiguous in IDX (two modules define it): not imported from the stdlib either
     assert "import date" not in with_imports("def test():\n    date(1, 1, 1)\n", IDX)
+
+
+def test_the_body_says_more_than_the_title() -> None:
+    """The title writes the call, the body what it gives and should: the body's reading
+    is the example's; a None the issue asks for is asserted with `is` (ruff's E711 would
+    flag `== None` in the patch)."""
+    task = Task(
+        "`stats.median([1, 2, 3, 4])` is wrong",
+        documents=(
+            Document("b", "`stats.median([1, 2, 3, 4])` raises `TypeError`, it should be `None`"),
+        ),
+    )
+    found = examples(task, IDX, SUSPECTS)
+    assert [(e.raises, e.expected) for e in found] == [("TypeError", None)]
+    raised = replace(found[0], raised="TypeError")
+    assert example_test([raised])[1] == [
+        "def test_issue_example_1():\n    assert median([1, 2, 3, 4]) is None\n"
+    ]

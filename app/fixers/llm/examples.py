@@ -93,7 +93,9 @@ class Example:
         if expected is not _NONE:
             if _same(expected, self.value):
                 return None  # the base gives what the issue asks for: it shows nothing
-            return f"assert {call} == {expected!r}"
+            # `is` for None and the bools: ruff (E711, E712) flags `== None` in the patch
+            op = "is" if expected is None or isinstance(expected, bool) else "=="
+            return f"assert {call} {op} {expected!r}"
         if not self.confirmed or self.raises:
             return None
         if isinstance(self.now, bool):
@@ -209,13 +211,22 @@ def examples(task: Task, idx: Index, suspects: Sequence[Suspect]) -> list[Exampl
         for n, (m, node) in enumerate(calls):
             imports: list[str] = []
             call = _rebuild(node, idx, imports)
-            if call is None or any(e.call == call for e in found):
+            if call is None:
                 continue
             end = calls[n + 1][0].start() if n + 1 < len(calls) else len(doc)
             paragraph = doc.find("\n\n", m.end())
             after = doc[m.end() : min(end, paragraph if paragraph >= 0 else end, m.end() + 400)]
-            found.append(_read(after, m.group(1).strip(), node, call, tuple(imports)))
+            example = _read(after, m.group(1).strip(), node, call, tuple(imports))
+            same = [i for i, e in enumerate(found) if e.call == call]
+            if not same:
+                found.append(example)
+            elif _says(example) and not _says(found[same[0]]):  # the title's, then the body's
+                found[same[0]] = example
     return found[:MAX_EXAMPLES]
+
+
+def _says(e: Example) -> bool:
+    return e.now is not _NONE or bool(e.raises) or e.expected is not _NONE
 
 
 def _has_args(node: ast.Call) -> bool:
