@@ -99,10 +99,11 @@ async def _repair(
     auto: bool = False,
     budget: Budget | None = None,
     issue: str = ISSUE,
+    temps: str = TEMPS,
 ) -> Any:
     """The session on the temps project with ``script`` answering; ``auto``: the llm
     fixer's auto strategy (repair, then the agent) instead of repair alone."""
-    project = make_project(tmp_path / "temps", {"temps.py": TEMPS, "test_temps.py": TESTS})
+    project = make_project(tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS})
     model = await make_model(*script)
     client = make_client(provider(model), retry_base_seconds=0.01)
     repair = RepairFixer(client, samples=samples)
@@ -264,6 +265,48 @@ async def test_the_issues_own_example_is_the_reproduction_when_the_model_asserts
     assert "== 324.0" not in result.diff.unified
     assert result.tests is not None
     assert any("test_issue_example_1" in t for t in result.tests.reproduced)
+
+
+async def test_a_bug_in_a_short_helper_is_fixed_in_the_helper(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """version-compare: the bug is in a one-line helper the named function calls. The
+    helper is shown whole beside it, and an answer that rewrites the helper alone is a
+    candidate; the model was asked first which suspect to try (it named the first)."""
+    temps = (
+        "def factor():\n    return 9 / 5\n\n\n"
+        "def fahrenheit_to_celsius(f):\n    return (f - 32) * factor()\n"
+    )
+    helper_fixed = block("def factor():\n    return 5 / 9\n")
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_RIGHT] * 3,
+        *[text("`fahrenheit_to_celsius`"), text("factor"), text("fahrenheit_to_celsius")],
+        helper_fixed,
+        helper_fixed,
+        samples=2,
+        temps=temps,
+        issue=ISSUE + " Is `factor()` upside down?",  # two suspects: the model picks
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert report.picked == "fahrenheit_to_celsius (2 of 3 answers named it)"
+    assert report.target == "fahrenheit_to_celsius"
+    assert "-    return 9 / 5\n+    return 5 / 9" in result.diff.unified
+    assert "def fahrenheit_to_celsius(f):\n-" not in result.diff.unified  # unchanged
+    pick = next(r for r in model.requests if "Which one of them" in str(r.body))
+    assert "def factor():\n    return 9 / 5" in pick.body["messages"][-1]["content"]
+    repair = next(r for r in model.requests if "Write the corrected" in str(r.body))
+    prompt = repair.body["messages"][-1]["content"]
+    assert "def factor():\n    return 9 / 5\n\ndef fahrenheit_to_celsius(f):" in prompt
+    assert "write it too, in the same block" in prompt
 
 
 async def test_a_server_that_refuses_n_is_asked_once_per_sample(
