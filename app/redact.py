@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from app import credentials
+from app import credentials, fold
 from app.credentials import SecretMatch, mask
 
 __all__ = ["find_secrets", "mask", "redact"]
@@ -36,6 +36,7 @@ def redact(text: str, *, known: Iterable[str] = (), allow: Sequence[str] = ()) -
     the stored diff the policy scores again; everywhere else an example is masked too."""
     for secret in sorted({k for k in known if k and len(k) >= 4}, key=len, reverse=True):
         text = text.replace(secret, mask("secret"))
+    text = _mask_folded(text, allow)  # first: the pieces whole, before any is masked
     # Overlapping matches are masked one per pass (a token inside a header), so repeat
     # until nothing changes: the result is then a fixed point, redact(redact(x)) == redact(x).
     for _ in range(_MAX_PASSES):
@@ -44,6 +45,42 @@ def redact(text: str, *, known: Iterable[str] = (), allow: Sequence[str] = ()) -
             break
         text = masked
     return text
+
+
+def _mask_folded(text: str, allow: Sequence[str]) -> str:
+    """Every piece of a credential written in pieces (``"ghp_" + "…"``, over lines too,
+    or inside a string that holds code) or encoded (base64, hex) masked: what the
+    detectors find in the folded text (app/fold.py)."""
+    at = len(text) + 1
+    for (start, end), kind in sorted(_folded_spans(text, allow).items(), reverse=True):
+        if end <= at:  # overlapping spans (a run and its own line): masked once
+            text, at = text[:start] + mask(kind) + text[end:], start
+    return text
+
+
+def _folded_spans(text: str, allow: Sequence[str], depth: int = 0) -> dict[tuple[int, int], str]:
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    runs = [(n, n) for n in range(len(lines))] + list(fold.chunks(lines))
+    spans: dict[tuple[int, int], str] = {}
+    for first, last in runs:
+        view, pieces = fold.folded("\n".join(lines[first : last + 1]))
+        for m in find_secrets(view, allow=allow) if pieces else []:
+            for piece in pieces:
+                if piece.start < m.end and m.start < piece.end:
+                    for start, end in piece.sources:
+                        spans[(starts[first] + start, starts[first] + end)] = m.kind
+    if depth < 2:  # code inside a string: a tool call's arguments, JSON in a log line
+        for n, line in enumerate(lines):
+            nested = ("'" in line and '"' in line) or '\\"' in line
+            if not nested or not fold.worth_folding(line):
+                continue
+            for offset, body in fold.inner(line):
+                for (start, end), kind in _folded_spans(body, allow, depth + 1).items():
+                    spans[(starts[n] + offset + start, starts[n] + offset + end)] = kind
+    return spans
 
 
 def _mask_once(text: str, allow: Sequence[str]) -> str:

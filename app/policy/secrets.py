@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from app import credentials
+from app import credentials, fold
 from app.credentials import random_looking
 from app.policy.evidence import SecretFound
 
@@ -92,13 +92,24 @@ def scan_line(
     allow: Sequence[str] = (),
     previous: str = "",
     pragma: bool = True,
+    folding: bool = True,
 ) -> list[str]:
-    """The kinds of credential on one added line of ``path`` (empty: none).
+    """The kinds of credential on one added line of ``path`` (empty: none), read as it
+    is and folded (``"ghp_" + "…"`` as one literal, base64 decoded: app/fold.py).
 
     ``allow``: the policy's ``secrets.allow`` patterns; ``previous``: the added line
     right before this one, for ``pragma: allowlist nextline secret``; ``pragma``: whether
     that comment counts (not in a change a fixer wrote: it would waive its own
     credential — an obeyed injection could add the comment)."""
+    view, _ = fold.folded(text) if folding else ("", [])
+    if view:
+        return [
+            kind
+            for line in (text, view)
+            for kind in scan_line(
+                line, path=path, allow=allow, previous=previous, pragma=pragma, folding=False
+            )
+        ]
     lowered = text.lower()
     if not credentials.worth_a_look(text, lowered):
         return []
@@ -134,10 +145,23 @@ def scan_added(
     ``pragma=False`` for a change a fixer wrote (see :func:`scan_line`)."""
     found: list[SecretFound] = []
     last, previous = -1, ""
-    for number, text in lines:
+    numbered = list(lines)
+    for number, text in numbered:
         before = previous if number == last + 1 else ""
         kinds = scan_line(text, path=path, allow=allow, previous=before, pragma=pragma)
         for kind in dict.fromkeys(kinds):
             found.append(SecretFound(path=path, line=number, kind=kind))
         last, previous = number, text
+    # A constant over several lines (`"ghp_" \` then `"…"`): the run, folded.
+    texts = [t for _, t in numbered]
+    for first, end in fold.chunks(texts):
+        if numbered[end][0] - numbered[first][0] != end - first:
+            continue  # not consecutive lines of the file
+        view, _ = fold.folded("\n".join(texts[first : end + 1]))
+        seen = {f.kind for f in found if numbered[first][0] <= f.line <= numbered[end][0]}
+        kinds = (
+            scan_line(view, path=path, allow=allow, pragma=pragma, folding=False) if view else []
+        )
+        for kind in dict.fromkeys(k for k in kinds if k not in seen):
+            found.append(SecretFound(path=path, line=numbered[first][0], kind=kind))
     return found

@@ -403,7 +403,67 @@ def build_corpus(seed: int = SEED) -> list[Entry]:
             Entry("authorization", f"curl-{i}", k("authorization", "bearer"), "scripts/call.sh",
                   f'curl -H "Authorization: Bearer {bearer}" https://api.example.com', bearer),
         ]  # fmt: skip
-    return entries
+    return entries + folded_entries(rng)
+
+
+# Formats written in pieces or encoded, under neutral names (issue 32: `T = "ghp_" + "…"`
+# merged itself): the scan folds the pieces and decodes before it looks.
+FOLDED_VENDORS = [
+    "github-classic",
+    "github-fine-grained",
+    "aws-access-key",
+    "slack-bot",
+    "stripe",
+    "google",
+    "openai-project",
+    "anthropic",
+    "npm",
+    "pypi",
+    "gitlab",
+    "huggingface",
+    "sendgrid",
+]
+
+
+def folded_entries(rng: random.Random) -> list[Entry]:
+    out = []
+    for vendor in [v for v in TOKENS if v.name in FOLDED_VENDORS]:
+        for form in ("plus", "side-by-side", "join", "fstring", "lines"):
+            value = vendor.make(rng)
+            cut = max(4, len(value) // 3)
+            a, b = value[:cut], value[cut:]
+            text = {
+                "plus": f'T = "{a}" + "{b}"',
+                "side-by-side": f'T = ("{a}" "{b}")',
+                "join": f'T = "".join(["{a}", "{b}"])',
+                "fstring": f"T = f\"{a}{{'{b}'}}\"",
+                "lines": f'T = "{a}" \\\n    "{b}"',
+            }[form]
+            out.append(Entry(vendor.name, f"folded-{form}", vendor.kinds, "src/tokens.py", text, b))
+        for form in ("base64", "hex"):
+            for context in ("python", "json", "yaml", "ini", "dotenv"):
+                value = vendor.make(rng)
+                raw = value.encode()
+                encoded = base64.b64encode(raw).decode() if form == "base64" else raw.hex()
+                text = {
+                    "python": f'T = "{encoded}"',
+                    "json": f'{{\n  "k": "{encoded}"\n}}',
+                    "yaml": f"data:\n  k: {encoded}",
+                    "ini": f"[x]\nk = {encoded}",
+                    "dotenv": f"K={encoded}",
+                }[context]
+                path = {"python": "src/t.py", "json": "c.json", "yaml": "v.yml", "ini": "c.ini"}
+                out.append(
+                    Entry(
+                        vendor.name,
+                        f"{form}-{context}",
+                        vendor.kinds,
+                        path.get(context, "app.env"),
+                        text,
+                        encoded,
+                    )
+                )
+    return out
 
 
 CORPUS = build_corpus()
@@ -424,6 +484,8 @@ def added(entry: Entry) -> list[tuple[int, str]]:
 def test_every_credential_is_found(entry: Entry) -> None:
     hits = scan_added(entry.path, added(entry))
     assert {h.kind for h in hits} & entry.kinds, hits
+    if entry.context == "folded-lines":
+        return  # no line alone holds it: the run of lines does (above)
     # One line alone, path unknown, says so too.
     kinds = {kind for _, line in added(entry) for kind in scan_line(line)}
     assert kinds & entry.kinds, kinds
@@ -539,6 +601,9 @@ ON_PURPOSE = {
     "tests/intake/test_alerts.py",
     "tests/fixers/test_fixer_llm.py",
     "tests/cli/test_run_command.py",
+    # tokens written in pieces so that scanners pass them by: folded, they are tokens
+    "tests/publish/test_audit_page.py",
+    "tests/policy/test_learn.py",
     "tests/sessions/test_pkgconfig.py",
     "tests/fixtures/semgrep/secrets.env",
     "tests/fixtures/semgrep/secrets.keys.pem",
@@ -736,24 +801,28 @@ async def test_a_session_that_writes_a_token_is_rejected_and_the_token_stored_no
 
 
 @sandboxed
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "in-two-pieces"])
 async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves_no_trace(
     make_pw: Callable[..., Awaitable[Harness]],
     forge: LocalForge,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    split: bool,
 ) -> None:
     """The whole pipeline: an issue, ``fix this``, a model that writes a Slack token into
     the code (and says it in its summary). Under autonomy automerge nothing is pushed or
-    opened, the issue says why, and the token is in no stored or shown text."""
+    opened, the issue says why, and the token is in no stored or shown text. In two
+    pieces (`'xoxb-…' + '…'`, issue 32: a GitHub token so written merged itself) too."""
     caplog.set_level(logging.DEBUG)
     config = "autonomy: automerge\nfixers:\n  llm:\n    strategy: agent\n"  # the script's
     await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     old = "    return 'hello ' + name\n"
+    written = f"'{SLACK[:10]}' + '{SLACK[10:]}'" if split else f"'{SLACK}'"
     script = [
-        tool("edit", path="util.py", old=old, new=f"{old}\n\nSLACK_TOKEN = '{SLACK}'\n"),
-        tool("finish", summary=f"greet() can post to Slack now, with {SLACK}"),
-        tool("finish", summary=f"greet() can post to Slack now, with {SLACK}"),  # asked again
+        tool("edit", path="util.py", old=old, new=f"{old}\n\nSLACK_TOKEN = {written}\n"),
+        tool("finish", summary=f"greet() can post to Slack now, with {written}"),
+        tool("finish", summary=f"greet() can post to Slack now, with {written}"),  # again
     ]
     key = "sk-local-test-key-0123456789"
     async with ScriptedModel(script, api_key=key) as model:
@@ -785,3 +854,4 @@ async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves
         "outcome": json.dumps(dataclasses.asdict(outcome)),
     }
     assert [name for name, text in texts.items() if SLACK in text] == []
+    assert [name for name, text in texts.items() if SLACK[10:] in text] == []  # no piece
