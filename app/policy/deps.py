@@ -1,7 +1,9 @@
 """Dependencies a change adds, removes or moves to another version, read from the diff.
 
-Manifests (direct dependencies): ``requirements*.txt`` and ``constraints*.txt``,
-``pyproject.toml`` (PEP 508 strings, and Poetry tables), ``Pipfile``, ``package.json``,
+Manifests (direct dependencies): ``requirements*.txt``/``.in`` and ``constraints*.txt``,
+``pyproject.toml`` (PEP 508 strings — PEP 621 and PEP 735 groups — and Poetry tables),
+``setup.py`` (``install_requires``, ``extras_require``, ``tests_require``,
+``setup_requires``), ``setup.cfg`` (the same options), ``Pipfile``, ``package.json``,
 ``go.mod``, ``Cargo.toml``. Lockfiles (what gets installed, transitive dependencies
 included): ``poetry.lock``, ``uv.lock``, ``Cargo.lock``, ``Pipfile.lock``,
 ``package-lock.json``, ``npm-shrinkwrap.json``, ``yarn.lock``, ``go.sum``.
@@ -68,7 +70,30 @@ _NOT_NPM_DEPS = _NOT_DEPS | {
 _REQUIREMENTS = re.compile(
     r"(?:^|/)(?:[\w.-]*requirements[\w.-]*|constraints[\w.-]*|requirements/[\w.-]+)\.(?:txt|in)$"
 )
-MANIFESTS = ("pyproject.toml", "Pipfile", "package.json", "go.mod", "Cargo.toml")
+MANIFESTS = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Pipfile",
+    "package.json",
+    "go.mod",
+    "Cargo.toml",
+)
+# Words near a Python manifest's lines that say they are requirements.
+_REQUIRES = re.compile(
+    r"(?i)dependencies|dependency-groups|install_requires|extras_require|tests_require"
+    r"|setup_requires|\brequires\b"
+)
+# setup.cfg keys that are not an extra's name ([metadata], [options])
+_CFG_NOT_DEPS = frozenset(
+    {
+        *("name", "version", "description", "long_description", "author", "author_email"),
+        *("maintainer", "license", "url", "project_urls", "classifiers", "keywords"),
+        *("platforms", "python_requires", "packages", "package_dir", "zip_safe"),
+        *("include_package_data", "py_modules", "scripts"),
+    }
+)
+_SETUP_KEYWORD = re.compile(r"(?:install|tests|setup)_requires|extras_require")
 LOCKFILES = (
     "poetry.lock",
     "uv.lock",
@@ -101,6 +126,10 @@ def dependency_changes(f: ChangedFile) -> list[DepChange]:
         reader = _requirements
     elif name == "pyproject.toml":
         reader = _pyproject
+    elif name == "setup.py":
+        reader = _setup_py
+    elif name == "setup.cfg":
+        reader = _setup_cfg
     elif name in ("Pipfile", "Cargo.toml"):
         reader = _toml_table
     elif name == "package.json":
@@ -116,7 +145,12 @@ def dependency_changes(f: ChangedFile) -> list[DepChange]:
         )
     else:
         return []
-    in_deps = any("dependencies" in c.lower() for c in f.context)
+    near = [*f.context, *(t for _, t in f.added_lines), *f.removed_lines]
+    in_deps = (
+        any(_REQUIRES.search(c) for c in near)
+        if name in ("pyproject.toml", "setup.py", "setup.cfg")
+        else any("dependencies" in c.lower() for c in f.context)
+    )
     new = reader([t for _, t in f.added_lines], in_deps)
     old = reader(list(f.removed_lines), in_deps)
     return _compare(f.path, new, old, direct=True)
@@ -168,6 +202,56 @@ def _pyproject(lines: list[str], in_deps: bool) -> dict[str, str]:
                 out[found[0]] = found[1]
         if in_deps and not stripped.startswith(('"', "'")):
             out.update(_toml_table([line], True))
+    return out
+
+
+def _setup_py(lines: list[str], in_deps: bool) -> dict[str, str]:
+    """``install_requires=["a>=1", ...]`` and the like: the quoted requirements on a line
+    that names the keyword, and list items (a line that starts quoted) near one."""
+    out: dict[str, str] = {}
+    for line in lines:
+        stripped = line.strip()
+        keyword = _SETUP_KEYWORD.search(stripped)
+        if keyword:
+            rest = stripped[keyword.end() :]
+        elif in_deps and stripped.startswith(('"', "'")):
+            rest = stripped
+        else:
+            continue
+        # an extra's name (`{"test": [...]}`) is a dict key, not a requirement
+        quoted = [
+            m.group(1) for m in _QUOTED.finditer(rest) if not re.match(r"\s*:", rest[m.end() :])
+        ]
+        for text in quoted:
+            found = _pep508(text)
+            if found and not found[0][0].isdigit():
+                out[found[0]] = found[1]
+    return out
+
+
+def _setup_cfg(lines: list[str], in_deps: bool) -> dict[str, str]:
+    """``install_requires =`` and its indented lines, ``extra = req`` under
+    ``[options.extras_require]`` (INI: unquoted, one requirement a line)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        text = (
+            line.split("#", 1)[0].split(";", 1)[0]
+            if not line.lstrip().startswith(("#", ";"))
+            else ""
+        )
+        stripped = text.strip()
+        if not stripped or stripped.startswith("["):
+            continue
+        if "=" in stripped and not re.match(r"^[A-Za-z0-9._-]+\s*(?:[<>=!~]=|===)", stripped):
+            key, _, value = stripped.partition("=")
+            if not (in_deps or _SETUP_KEYWORD.search(key)) or key.strip() in _CFG_NOT_DEPS:
+                continue
+            stripped = value.strip()
+        elif not (in_deps and line[:1].isspace()):
+            continue
+        found = _pep508(stripped) if stripped else None
+        if found and not found[0][0].isdigit():
+            out[found[0]] = found[1]
     return out
 
 

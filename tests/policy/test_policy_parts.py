@@ -359,6 +359,25 @@ DEPS = {
                  '+   "version": "4.17.21",', ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
     "yarn-bump": ("yarn.lock", ' lodash@^4.17.20:\n-  version "4.17.20"\n+  version "4.17.21"',
                   ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
+    # setup.py, setup.cfg and PEP 735 (issue 32: a typosquat in install_requires went unseen)
+    "setup-py-inline": ("setup.py", '-    install_requires=["requests>=2"],\n'
+                        '+    install_requires=["requests>=2", "reqeusts"],',
+                        ["+reqeusts"]),
+    "setup-py-list": ("setup.py", '     install_requires=[\n         "requests>=2",\n'
+                      '+        "reqeusts",\n     ],\n-    version="1.0",\n+    version="1.1",',
+                      ["+reqeusts"]),
+    "setup-py-extras": ("setup.py", '+    extras_require={"test": ["pytest>=8", "pytset"]},',
+                        ["+pytest >=8", "+pytset"]),
+    "setup-py-not-deps": ("setup.py", '-    version="1.0",\n+    version="1.1",\n'
+                          '+    packages=["widgets"],', []),
+    "setup-cfg": ("setup.cfg", " [options]\n install_requires =\n     requests>=2\n"
+                  "+    reqeusts\n-python_requires = >=3.8\n+python_requires = >=3.9",
+                  ["+reqeusts"]),
+    "setup-cfg-extras": ("setup.cfg", " [options.extras_require]\n-test = pytest>=7\n"
+                         "+test = pytest>=8", ["pytest >=7 -> >=8"]),
+    "pep735-group": ("pyproject.toml", "+[dependency-groups]\n+dev = [\n+    \"pytset\",\n+]",
+                     ["+pytset"]),
+    "requirements-in": ("requirements-dev.in", "+reqeusts", ["+reqeusts"]),
     "npm-nested": ("package-lock.json", '+ "node_modules/a/node_modules/b": {\n+   "version": "2",',
                    ["lock:+b 2"], Bug("nested node_modules/a/node_modules/b entries are skipped")),
 }  # fmt: skip
