@@ -187,7 +187,7 @@ _NEEDLES = frozenset(
         *(a.rsplit(".", 1)[-1] for a in _ATTRS),
         *_BUILTINS,
         "environ", "install", "urlopen", "npm", "yarn", "pnpm", "poetry", "conda", "mamba",
-        "uv", "gem", "cargo",
+        "uv", "gem", "cargo", "shell", "verify",
     }
 )  # fmt: skip
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -273,6 +273,8 @@ class _Visitor(ast.NodeVisitor):
             for arg in node.args[:1]:
                 self.visit(arg)
             return
+        for kind, what in _worse(node, name):
+            self._add(node, kind, what)
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -301,6 +303,40 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node.value, str):
             for kind, what in _literal(node.value):
                 self._add(node, kind, what)
+
+
+def _worse(call: ast.Call, name: str | None) -> Iterator[tuple[Kind, str]]:
+    """How a call is made more dangerous than the same call plain: through a shell, with a
+    command built from values, without TLS verification. Each is its own ``what``, so
+    the removed line's plain call does not cancel it (issue 32: `subprocess.run([...])`
+    turned into `subprocess.run(f"{name} --version", shell=True)` scored 5, low)."""
+    label = name or "a call"
+    for keyword in call.keywords:
+        value = keyword.value
+        if keyword.arg == "shell" and not (isinstance(value, ast.Constant) and not value.value):
+            yield "process", f"{label}(shell=True)"
+        if keyword.arg == "verify" and isinstance(value, ast.Constant) and value.value is False:
+            yield "network", f"{label}(verify=False)"
+    named = _named(name) if name else None
+    if named is not None and named[0] == "process" and call.args and _built(call.args[0]):
+        yield "process", f"{label}(a command built from values)"
+
+
+def _built(node: ast.expr) -> bool:
+    """A string made from values at run time: an f-string with fields, `%`, `.format`,
+    or `+` with something that is not a literal."""
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod | ast.Add):
+        sides = (node.left, node.right)
+        text = any(isinstance(s, ast.Constant) and isinstance(s.value, str) for s in sides)
+        return text and not all(isinstance(s, ast.Constant) for s in sides)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+    )
 
 
 def _safe_loader(call: ast.Call) -> bool:
@@ -624,10 +660,10 @@ def behaviours(f: ChangedFile) -> list[Behaviour]:
     for number, kind, what in added:
         if (number, kind) in seen:
             continue  # one of a kind per line
-        seen.add((number, kind))
         if removed[(kind, what)]:
             removed[(kind, what)] -= 1
-            continue
+            continue  # moved, or the same call as before (a worse one is another `what`)
+        seen.add((number, kind))
         # `what` is a piece of the change: shown in code spans, so no backticks in it
         out.append(Behaviour(kind, f.path, number, what.replace("`", "'").strip()[:60]))
     return out
