@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,9 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     run = Running.start(ctx, job, FixJob)
     fix = run.kind
     number = fix.issue_number
+    coalesced = await _coalesced(run)
+    if coalesced is not None:
+        return coalesced
     outcome = await run.outcome(kind="fix", trigger=fix.trigger, issue_number=number)
     report = job_comment(run.pub, number, job.id)
     refused = await run.refused_if_paused(outcome, report, "Not started")
@@ -53,6 +57,104 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
             branch=await _open_pull_branch(run, number),
         ),
     )
+
+
+# One session per intent: how long a request waits for an earlier one on the same
+# issue to finish, between looks, and how many looks before it runs anyway.
+WAIT_SECONDS = 30.0
+MAX_WAITS = 60
+
+
+async def _coalesced(run: Running[FixJob]) -> dict[str, Any] | None:
+    """Repeated requests for one issue make one session (issue 32: 75 label deliveries
+    queued 75). A request with a newer one queued for the same issue gives way to it
+    (the latest words win; the audit keeps each). One that finds an earlier one still
+    running waits for it (queued again, a little later). One that finds the pull
+    request open, made for the same words, has nothing new to ask: it ends there."""
+    fix, job, store = run.kind, run.job, run.ctx.store
+    same = [
+        j
+        for state in ("queued", "running")
+        for j in await store.list_jobs(kind="fix", state=state)
+        if j.id != job.id
+        and j.repo == job.repo
+        and j.payload.get("issue_number") == fix.issue_number
+    ]
+    newer = [j for j in same if j.id > job.id and j.state == "queued"]
+    if newer:
+        into = max(j.id for j in newer)
+        await run.audit(
+            "fix.coalesced",
+            reason=f"a newer request for #{fix.issue_number} (job {into}) runs instead",
+            into=into,
+        )
+        return {"status": "coalesced", "into": into}
+    earlier = [j for j in same if j.id < job.id and j.state == "running"]
+    waits = int(fix.ref.rsplit(":wait", 1)[1]) if ":wait" in fix.ref else 0
+    asked_at = await _asked_at(run)
+    if earlier and waits < MAX_WAITS:
+        ref = f"{fix.ref.split(':wait')[0]}:wait{waits + 1}"
+        later = fix.model_copy(update={"ref": ref, "asked_at": asked_at})
+        await run.ctx.enqueue(
+            later, installation_id=job.installation_id, run_after=time.time() + WAIT_SECONDS
+        )
+        await run.audit(
+            "fix.waits",
+            reason=f"job {earlier[0].id} works on #{fix.issue_number}: this request runs after it",
+        )
+        return {"status": "waiting", "for": earlier[0].id}
+    return await _answered(run, asked_at)
+
+
+async def _asked_at(run: Running[FixJob]) -> float:
+    """When the request was made: GitHub's delivery of it reached Patchwarden (its
+    job may have been queued later, behind other deliveries)."""
+    if run.kind.asked_at is not None:
+        return run.kind.asked_at
+    delivery = (
+        await run.ctx.store.get_delivery(run.job.delivery_id) if run.job.delivery_id else None
+    )
+    return delivery.received_at if delivery is not None else run.job.created_at
+
+
+async def _answered(run: Running[FixJob], asked_at: float) -> dict[str, Any] | None:
+    """Whether an earlier request for the issue, in the same words and mode, already
+    answers this one: it ran while this one was queued (whatever it found), or its
+    pull request is open. Then this one ends, audited, with no session."""
+    fix, store = run.kind, run.ctx.store
+    for o in reversed(await store.find_outcomes(repo=run.repo)):
+        if o.kind != "fix" or o.issue_number != fix.issue_number or o.job_id == run.job.id:
+            continue
+        earlier = await store.get_job(o.job_id) if o.job_id is not None else None
+        asked = earlier.payload if earlier is not None else {}
+        if (asked.get("instructions", ""), asked.get("mode", "fix")) != (
+            fix.instructions,
+            fix.mode,
+        ):
+            return None  # other words: a new session (it updates an open pull request)
+        if (
+            earlier is not None
+            and earlier.state in ("succeeded", "failed")
+            and run.job.created_at <= earlier.updated_at
+        ):
+            await run.audit(
+                "fix.answered",
+                reason=f"job {earlier.id} answered the same request meanwhile ({o.status})",
+                by=earlier.id,
+            )
+            return {"status": "answered", "by": earlier.id}
+        if o.pr_number is None or o.merged_at is not None or not o.branch:
+            return None  # asked again after no pull request, or after a merge
+        pull = await run.pub.find_pull(o.branch)
+        if pull is None or pull.get("state") != "open":
+            return None
+        await run.audit(
+            "fix.unchanged",
+            reason=f"pull request #{o.pr_number} already answers this request",
+            pull=o.pr_number,
+        )
+        return {"status": "unchanged", "pull": o.pr_number}
+    return None
 
 
 def fix_task(fix: FixJob, issue: Mapping[str, Any]) -> Task:

@@ -113,6 +113,7 @@ class FixJob(JobKind):
     requested_by: str | None = None
     instructions: str = ""
     mode: Literal["fix", "lint"] = "fix"
+    asked_at: float | None = None  # when the request was made (kept by a request that waits)
 
     @property
     def key(self) -> str:
