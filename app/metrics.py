@@ -8,8 +8,9 @@ Two kinds of figures:
   (all share the database, workers on other hosts included) and they are the numbers
   the audit log and ``audit --outcomes`` show. Totals that only grow are counters.
 - **From this process**: webhook requests by outcome (refused ones never reach the
-  database), session phase durations (the sessions this process ran) and GitHub's
-  rate-limit remaining per installation (as the last answer said).
+  database), session phase durations (the sessions this process ran), GitHub's
+  rate-limit remaining per installation (as the last answer said), and the rate-limit
+  pauses this process's gates made and the requests they held (app/github/client.py).
 
 Labels are event names, job kinds, states, decisions and installation ids: never a
 repository name, an issue's text or anything a stranger could put in a label.
@@ -18,7 +19,8 @@ repository name, an issue's text or anything a stranger could put in a label.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -101,6 +103,29 @@ class _FromDatabase(Collector):
         )
 
 
+class _Gates(Collector):
+    def __init__(self, gates: Mapping[int | None, Any]) -> None:
+        self.gates = gates
+
+    def collect(self) -> Iterator[Metric]:
+        pauses = CounterMetricFamily(
+            "patchwarden_github_rate_limit_pauses",
+            "Rate limits that paused every request of an installation (app: the App's)",
+            labels=["installation"],
+        )
+        held = CounterMetricFamily(
+            "patchwarden_github_rate_limit_held",
+            "Requests held at an installation's gate for another's rate limit",
+            labels=["installation"],
+        )
+        for installation, gate in sorted(self.gates.items(), key=lambda kv: str(kv[0])):
+            label = "app" if installation is None else str(installation)
+            pauses.add_metric([label], gate.pauses)
+            held.add_metric([label], gate.held)
+        yield pauses
+        yield held
+
+
 class Metrics:
     """One process's metrics: a registry of its own (tests run many in one process)."""
 
@@ -128,6 +153,10 @@ class Metrics:
             ["installation"],
             registry=self.registry,
         )
+
+    def watch_gates(self, gates: Mapping[int | None, Any]) -> None:
+        """Count the GitHub rate-limit gates' pauses and held requests at each scrape."""
+        self.registry.register(_Gates(gates))
 
     async def render(self, store: Store, *, max_age: float = CACHE_SECONDS) -> bytes:
         """The text a scrape gets: the database as read at most ``max_age`` seconds ago

@@ -6,7 +6,11 @@ What this adds to gidgethub:
 - rate limits handled as GitHub documents them (see ``ratelimit.py``), with bounded
   retries, through gidgethub's ``handle_rate_limit_error`` hook;
 - mutating requests (POST/PATCH/PUT/DELETE) serialised per installation, as GitHub
-  asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests).
+  asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests);
+- one rate-limit gate per installation (and one for the App's JWT calls): a rate limit
+  one request meets pauses every request of that installation in this process until
+  GitHub's reset, as GitHub asks ("stop making requests until the reset"), not just the
+  request that met it (issue 32: a second write left 0.01 s after the first's 429).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import aiohttp
@@ -29,6 +34,24 @@ log = logging.getLogger(__name__)
 
 MUTATING = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 USER_AGENT = f"patchwarden/{__version__}"
+
+
+# The pause this task already slept through (its own rate limit): its retry goes at once.
+_WAITED: ContextVar[float] = ContextVar("patchwarden_github_waited", default=0.0)
+
+
+class Gate:
+    """Until when no request of one installation (or of the App) may leave."""
+
+    def __init__(self) -> None:
+        self.until = 0.0  # epoch seconds
+        self.pauses = 0  # rate limits that moved it (for /metrics)
+        self.held = 0  # requests that waited at it for another's rate limit
+
+    def pause(self, until: float) -> None:
+        if until > self.until:
+            self.until = until
+            self.pauses += 1
 
 
 @dataclass(frozen=True)
@@ -50,6 +73,7 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
         refresh: Callable[[], None] | None = None,
         scheme: str = "token",
         mutation_lock: asyncio.Lock | None = None,
+        gate: Gate | None = None,
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.time,
@@ -59,6 +83,7 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
         self._refresh = refresh
         self._scheme = scheme
         self._mutation_lock = mutation_lock
+        self.gate = gate or Gate()
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._clock = clock
@@ -81,8 +106,19 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
     ) -> tuple[int, Mapping[str, str], bytes]:
         if self._mutation_lock is not None and method.upper() in MUTATING:
             async with self._mutation_lock:
+                await self._at_gate(method, url)
                 return await self._request_with_auth(method, url, headers, body)
+        await self._at_gate(method, url)
         return await self._request_with_auth(method, url, headers, body)
+
+    async def _at_gate(self, method: str, url: str) -> None:
+        """Wait out a rate limit another request of this installation met."""
+        gate = self.gate
+        delay = gate.until - self._clock()
+        if delay > 0 and gate.until > _WAITED.get():
+            gate.held += 1
+            log.info("%s %s: held %.1fs, the installation is rate limited", method, url, delay)
+            await self.sleep(delay)
 
     async def _request_with_auth(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes
@@ -131,6 +167,8 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
             "%s %s: rate limited (HTTP %s); waiting %.1fs", method, url, exception.status_code, wait
         )
         self.waits.append(wait)
+        self.gate.pause(self._clock() + wait)  # every request of the installation waits
+        _WAITED.set(self.gate.until)
         await self.sleep(wait)
         return True
 
@@ -160,6 +198,7 @@ class GitHubApp:
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._locks: dict[int, asyncio.Lock] = {}
+        self.gates: dict[int | None, Gate] = {}  # None: the App's own (JWT) calls
 
     def installation(self, installation_id: int) -> GitHubClient:
         """A client acting as the installation (an installation access token)."""
@@ -173,6 +212,7 @@ class GitHubApp:
             token=token,
             refresh=lambda: self.auth.invalidate(installation_id),
             mutation_lock=self._locks.setdefault(installation_id, asyncio.Lock()),
+            gate=self.gates.setdefault(installation_id, Gate()),
             policy=self.policy,
             sleep=self._sleep,
         )
@@ -188,6 +228,7 @@ class GitHubApp:
             base_url=self.api_url,
             token=token,
             scheme="Bearer",
+            gate=self.gates.setdefault(None, Gate()),
             policy=self.policy,
             sleep=self._sleep,
         )

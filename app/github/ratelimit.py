@@ -27,8 +27,12 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 def _retry_after(value: str, *, now: float) -> float | None:
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    try:  # seconds, whole or not (`1.5`: issue 32 found the base wait used instead)
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if seconds >= 0 and seconds == seconds else None
     try:  # RFC 9110 also allows an HTTP date
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

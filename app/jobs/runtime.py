@@ -69,6 +69,9 @@ class Runtime:
     pool: WorkerPool
     metrics: Metrics = field(default_factory=Metrics)
 
+    def __post_init__(self) -> None:
+        self.metrics.watch_gates(self.github.gates)
+
     async def handle_delivery(self, job: Job) -> dict[str, Any]:
         delivery_id = DeliveryJob.of(job).delivery_id
         delivery = await self.store.get_delivery(delivery_id)

@@ -261,6 +261,38 @@ async def test_primary_rate_limit_waits_until_reset(
     assert calls[1].at >= reset  # not one request before GitHub resets the quota
 
 
+async def test_a_rate_limit_holds_every_request_of_the_installation_until_the_reset(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    """Issue 32: a second write left 0.01 s after the first request's 429, and a
+    `retry-after: 1.5` was read as no header (the base wait was used). GitHub asks an
+    integration to stop every request until the reset: the installation's gate holds
+    them; the App's own calls (another gate) are not held."""
+    forge.add_user(REPO, "alice", "write")
+    app = make_app(policy=RetryPolicy(base_seconds=30.0))
+    gh = app.installation(INSTALLATION)
+    comment = await new_comment(forge)
+    await get_permission(gh)  # the token minted: only the two requests below remain
+    forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow down")
+    first = asyncio.create_task(get_permission(gh))
+    for _ in range(500):  # until the 429 is in
+        if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
+            break
+        await asyncio.sleep(0.01)
+    await app.as_app().getitem("/app")  # the App's JWT: not this installation's limit
+    await react(gh, comment.id)  # another write of the same installation, meanwhile
+    assert (await first)["permission"] == "write"
+    limited = next(c.at for c in forge.calls("GET", PERMISSION_RE) if c.status == 429)
+    (wrote,) = forge.calls("POST", "/reactions$")
+    (own,) = forge.calls("GET", "/app$")
+    assert wrote.at >= limited + 1.4  # held until GitHub's reset, not sent beside it
+    assert own.at < limited + 1.0
+    assert gh.waits == [1.5]  # GitHub's number, not the 30 s base wait
+    gate = app.gates[INSTALLATION]
+    assert (gate.pauses, gate.held) == (1, 1)
+    assert rate_limit_wait(429, {"Retry-After": "0.25"}, "", attempt=1, now=NOW) == 0.25
+
+
 # -- 3. bounded retries --------------------------------------------------------------------
 
 

@@ -188,6 +188,9 @@ async def test_fix_this_to_automerge_closes_the_issue(
     phases = {dict(k[1])["phase"] for k in got if k[0] == "patchwarden_session_phase_seconds_count"}
     assert {"setup", "verify"} & phases
     assert ("patchwarden_github_rate_limit_remaining", (("installation", "7"),)) in got
+    # the installation's rate-limit gate: no pause in this story, and none held
+    assert got[("patchwarden_github_rate_limit_pauses_total", (("installation", "7"),))] == 0
+    assert got[("patchwarden_github_rate_limit_held_total", (("installation", "7"),))] == 0
     assert "Risk" in (ours[-1].output.title if ours[-1].output else "")
     said = bot_comments(forge, number)
     assert len(said) == 1, said  # one comment, edited in place
