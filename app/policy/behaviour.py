@@ -17,7 +17,10 @@ change adds and names the behaviours they introduce, each with where and what:
   ``[[tool.uv.index]]``: where packages come from;
 - ``conda_dependencies``: an ``environment.yml``'s dependencies;
 - ``action``: an ``action.yml`` anywhere (code a workflow runs);
-- ``gitattributes``: ``.gitattributes`` (diff, merge and filter drivers; hidden diffs).
+- ``gitattributes``: ``.gitattributes`` (diff, merge and filter drivers; hidden diffs);
+- ``opaque_literal``: a random-looking string of credential length in Python code that
+  no credential detector knows (a key of an unknown format, or one written to pass
+  them); named by its length only, never shown.
 
 Python is read with :mod:`ast`, not with regular expressions over text, so a comment or
 a string that mentions ``subprocess`` is not a process, and ``import socket as s;
@@ -43,6 +46,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from app import credentials
 from app.policy.diff import ChangedFile
 
 Kind = Literal[
@@ -58,6 +62,7 @@ Kind = Literal[
     "conda_dependencies",
     "action",
     "gitattributes",
+    "opaque_literal",
 ]
 KINDS: tuple[Kind, ...] = get_args(Kind)  # in the order the PR body lists them
 # What the PR body says for each kind: "adds <this>: …".
@@ -74,6 +79,7 @@ SAYS: dict[Kind, str] = {
     "conda_dependencies": "changes to a conda environment's dependencies",
     "action": "changes to a GitHub Action",
     "gitattributes": "changes to .gitattributes",
+    "opaque_literal": "random-looking strings no credential detector knows",
 }
 
 
@@ -200,6 +206,7 @@ def _needed(text: str) -> bool:
         not _NEEDLES.isdisjoint(_WORD.findall(text))
         or "pytest_" in text
         or _PATH_START.search(text) is not None
+        or _OPAQUE_RUN.search(text) is not None
     )
 
 
@@ -350,8 +357,31 @@ def _safe_loader(call: ast.Call) -> bool:
     return False
 
 
+# A run that could be key material: a quoted string of 20+ such characters.
+_OPAQUE_RUN = re.compile(r"""["'][A-Za-z0-9+/=_.-]{20,}""")
+_KEY_CHARS = re.compile(r"[A-Za-z0-9+/=_.-]{20,300}")
+_HASH_OR_ID = re.compile(
+    r"[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+# Words and numbers joined by separators: a header or constant name (`X-Api-Version-2`).
+_NAMEISH = re.compile(r"(?:[A-Za-z][a-z]*|[A-Z]+|\d+)(?:[-_.](?:[A-Za-z][a-z]*|[A-Z]+|\d+))+")
+
+
+def _opaque(text: str) -> bool:
+    """Random-looking, credential-sized, of key characters: letters of both cases and
+    digits, high entropy; not a hex digest, a UUID or a name made of words."""
+    if not _KEY_CHARS.fullmatch(text) or _HASH_OR_ID.fullmatch(text) or _NAMEISH.fullmatch(text):
+        return False
+    mixed = all(re.search(c, text) for c in ("[a-z]", "[A-Z]", "[0-9]"))
+    return mixed and credentials.random_looking(text) and credentials.entropy(text) >= 4.0
+
+
 def _literal(value: str) -> Iterator[tuple[Kind, str]]:
     text = value.strip()
+    if _opaque(text):
+        yield "opaque_literal", f"a {len(text)}-character random-looking string"
     if _ENV_PATH.search(text):
         yield "environment", text[:60]
     elif _OUTSIDE_PATH.match(text):

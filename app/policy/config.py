@@ -188,6 +188,7 @@ class BehaviourWeights(_Strict):
     conda_dependencies: float = Field(ge=0)
     action: float = Field(ge=0)
     gitattributes: float = Field(ge=0)
+    opaque_literal: float = Field(ge=0)
 
 
 class BehaviourRules(_Strict):
