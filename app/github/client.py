@@ -8,9 +8,11 @@ What this adds to gidgethub:
 - mutating requests (POST/PATCH/PUT/DELETE) serialised per installation, as GitHub
   asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests);
 - one rate-limit gate per installation (and one for the App's JWT calls): a rate limit
-  one request meets pauses every request of that installation in this process until
-  GitHub's reset, as GitHub asks ("stop making requests until the reset"), not just the
-  request that met it (issue 32: a second write left 0.01 s after the first's 429).
+  one request meets pauses every request of that installation until GitHub's reset, as
+  GitHub asks ("stop making requests until the reset"), not just the request that met
+  it (issue 32: a second write left 0.01 s after the first's 429) — in this process,
+  and through the store (``shared``) in every other process of the deployment, which
+  looks at most once a second per installation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol
 
 import aiohttp
 import gidgethub
@@ -40,6 +43,17 @@ USER_AGENT = f"patchwarden/{__version__}"
 _WAITED: ContextVar[float] = ContextVar("patchwarden_github_waited", default=0.0)
 
 
+SHARED_CHECK_SECONDS = 1.0  # how often a process reads the other processes' pauses
+
+
+class SharedPauses(Protocol):
+    """Where the processes of a deployment tell each other of rate limits (the store)."""
+
+    async def pause_requests(self, scope: str, until: float) -> None: ...
+
+    async def requests_paused_until(self, scope: str) -> float: ...
+
+
 class Gate:
     """Until when no request of one installation (or of the App) may leave."""
 
@@ -47,6 +61,7 @@ class Gate:
         self.until = 0.0  # epoch seconds
         self.pauses = 0  # rate limits that moved it (for /metrics)
         self.held = 0  # requests that waited at it for another's rate limit
+        self.checked = 0.0  # when the shared pauses were last read
 
     def pause(self, until: float) -> None:
         if until > self.until:
@@ -74,11 +89,15 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
         scheme: str = "token",
         mutation_lock: asyncio.Lock | None = None,
         gate: Gate | None = None,
+        shared: SharedPauses | None = None,
+        scope: str = "app",
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(session, USER_AGENT, base_url=base_url)
+        self._shared = shared
+        self._scope = scope
         self._token = token
         self._refresh = refresh
         self._scheme = scheme
@@ -112,8 +131,16 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
         return await self._request_with_auth(method, url, headers, body)
 
     async def _at_gate(self, method: str, url: str) -> None:
-        """Wait out a rate limit another request of this installation met."""
+        """Wait out a rate limit another request of this installation met (in this
+        process, or in another: read from the store at most once a second)."""
         gate = self.gate
+        now = self._clock()
+        if self._shared is not None and now - gate.checked >= SHARED_CHECK_SECONDS:
+            gate.checked = now
+            try:
+                gate.until = max(gate.until, await self._shared.requests_paused_until(self._scope))
+            except Exception as exc:  # the database blinked: this process's own gate holds
+                log.warning("rate-limit pauses unreadable from the store: %s", exc)
         delay = gate.until - self._clock()
         if delay > 0 and gate.until > _WAITED.get():
             gate.held += 1
@@ -169,6 +196,11 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
         self.waits.append(wait)
         self.gate.pause(self._clock() + wait)  # every request of the installation waits
         _WAITED.set(self.gate.until)
+        if self._shared is not None:  # ... in every process
+            try:
+                await self._shared.pause_requests(self._scope, self.gate.until)
+            except Exception as exc:
+                log.warning("rate-limit pause not shared through the store: %s", exc)
         await self.sleep(wait)
         return True
 
@@ -185,8 +217,10 @@ class GitHubApp:
         session: aiohttp.ClientSession,
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        shared: SharedPauses | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        self.shared = shared
         self.session = session
         self.auth = AppAuth(
             app_id=app_id,
@@ -213,6 +247,8 @@ class GitHubApp:
             refresh=lambda: self.auth.invalidate(installation_id),
             mutation_lock=self._locks.setdefault(installation_id, asyncio.Lock()),
             gate=self.gates.setdefault(installation_id, Gate()),
+            shared=self.shared,
+            scope=str(installation_id),
             policy=self.policy,
             sleep=self._sleep,
         )
@@ -229,6 +265,8 @@ class GitHubApp:
             token=token,
             scheme="Bearer",
             gate=self.gates.setdefault(None, Gate()),
+            shared=self.shared,
+            scope="app",
             policy=self.policy,
             sleep=self._sleep,
         )

@@ -192,6 +192,7 @@ async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Run
         retry_base_seconds=settings.retry_base_seconds,
         drain_seconds=settings.drain_seconds,
     )
+    gh.shared = store  # a rate limit one process meets pauses the installation in all
     runtime = Runtime(settings=settings, store=store, session=session, github=gh, pool=pool)
     pool.handlers.update(runtime.handlers())
     if start_workers:

@@ -204,6 +204,16 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get_pause(self, repo: str) -> Pause | None: ...
 
+    # -- GitHub's rate limits, shared by every process ----------------------
+    @abc.abstractmethod
+    async def pause_requests(self, scope: str, until: float) -> None:
+        """No GitHub request of ``scope`` (an installation id, or ``app``) leaves before
+        ``until`` (epoch seconds), in any process; a later ``until`` only extends it."""
+
+    @abc.abstractmethod
+    async def requests_paused_until(self, scope: str) -> float:
+        """Until when ``scope``'s GitHub requests wait (0 when they do not)."""
+
     @abc.abstractmethod
     async def pauses(self) -> list[Pause]:
         """Every paused repository, by name."""

@@ -261,4 +261,14 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        10,
+        "rate limits: until when each installation's GitHub requests wait (every process)",
+        """
+        CREATE TABLE rate_limits (
+            scope TEXT PRIMARY KEY,
+            until REAL NOT NULL
+        );
+        """,
+    ),
 )

@@ -330,6 +330,25 @@ class SQLStore(SQLWatch):
 
         return await self._run(q)
 
+    async def pause_requests(self, scope: str, until: float) -> None:
+        def tx(db: DB) -> None:
+            db.execute(
+                "INSERT INTO rate_limits (scope, until) VALUES (?, ?) ON CONFLICT (scope)"
+                " DO UPDATE SET until = excluded.until WHERE excluded.until > rate_limits.until",
+                (scope, until),
+            )
+
+        await self._run(self._write(tx))
+
+    async def requests_paused_until(self, scope: str) -> float:
+        def q() -> float:
+            row = self._db.execute(
+                "SELECT until FROM rate_limits WHERE scope = ?", (scope,)
+            ).fetchone()
+            return float(row[0]) if row else 0.0
+
+        return await self._run(q)
+
     async def pauses(self) -> list[Pause]:
         def q() -> list[Pause]:
             rows = self._db.execute(

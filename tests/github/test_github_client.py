@@ -293,6 +293,42 @@ async def test_a_rate_limit_holds_every_request_of_the_installation_until_the_re
     assert rate_limit_wait(429, {"Retry-After": "0.25"}, "", attempt=1, now=NOW) == 0.25
 
 
+async def test_a_rate_limit_one_process_meets_holds_the_installation_in_another(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    tmp_path: Any,
+) -> None:
+    """Two processes of one deployment (two Apps, each with its own gates) share only the
+    store: the 429 the first meets holds the second's request of the same installation
+    until GitHub's reset."""
+    from app.store import store_for_url
+
+    store = store_for_url(f"sqlite:///{tmp_path / 'pw.db'}")
+    await store.open()
+    try:
+        forge.add_user(REPO, "alice", "write")
+        one, two = make_app(shared=store), make_app(shared=store)
+        first, second = one.installation(INSTALLATION), two.installation(INSTALLATION)
+        comment = await new_comment(forge)
+        await get_permission(first)
+        await get_permission(second)  # both have tokens; both read the store once
+        forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow")
+        task = asyncio.create_task(get_permission(first))
+        for _ in range(500):
+            if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.0)  # the other process looks at the store once a second
+        await react(second, comment.id)
+        await task
+    finally:
+        await store.close()
+    limited = next(c.at for c in forge.calls("GET", PERMISSION_RE) if c.status == 429)
+    (wrote,) = forge.calls("POST", "/reactions$")
+    assert wrote.at >= limited + 1.4
+    assert two.gates[INSTALLATION].held == 1
+
+
 # -- 3. bounded retries --------------------------------------------------------------------
 
 
