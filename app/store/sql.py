@@ -332,11 +332,21 @@ class SQLStore(SQLWatch):
 
     async def pause_requests(self, scope: str, until: float) -> None:
         def tx(db: DB) -> None:
-            db.execute(
+            cur = db.execute(
                 "INSERT INTO rate_limits (scope, until) VALUES (?, ?) ON CONFLICT (scope)"
                 " DO UPDATE SET until = excluded.until WHERE excluded.until > rate_limits.until",
                 (scope, until),
             )
+            if cur.rowcount:  # a new pause, or a longer one: audited once
+                wait = max(until - time.time(), 0.0)
+                self._audit_row(
+                    db,
+                    "github.rate_limited",
+                    reason=f"GitHub asked to wait {wait:.1f}s: every request of "
+                    + ("the App" if scope == "app" else f"installation {scope}")
+                    + " waits",
+                    details={"scope": scope, "until": until},
+                )
 
         await self._run(self._write(tx))
 

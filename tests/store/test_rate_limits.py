@@ -3,7 +3,7 @@ a pause one process records holds for every process, and only ever grows."""
 
 from __future__ import annotations
 
-from app.store import Store
+from app.store import AuditQuery, Store
 
 
 async def test_a_pause_is_read_back_and_only_extended(store: Store) -> None:
@@ -14,3 +14,6 @@ async def test_a_pause_is_read_back_and_only_extended(store: Store) -> None:
     await store.pause_requests("7", 1200.0)
     assert await store.requests_paused_until("7") == 1200.0
     assert await store.requests_paused_until("app") == 0.0  # each scope its own
+    said = [e for e in await store.query_audit(AuditQuery()) if e.action == "github.rate_limited"]
+    assert len(said) == 2  # the pause and its extension; the shorter one changed nothing
+    assert "every request of installation 7 waits" in (said[0].reason or "")
