@@ -211,6 +211,9 @@ def _detectors() -> tuple[_Detector, ...]:
             for p in lib["gitlab"]
         ),
         *(d("pypi-token", p, ("pypi-ag",), before=A) for p in lib["pypi"]),
+        # Ours: any macaroon PyPI (or TestPyPI) issues starts `pypi-AgE`; detect-secrets
+        # asks for 70 more characters, and a token cut shorter (issue 32) went through.
+        d("pypi-token", re.compile(r"pypi-AgE[A-Za-z0-9_-]{24,}"), ("pypi-ag",), before=A),
         d("npm-token", re.compile(r"npm_[A-Za-z0-9]{36}"), ("npm_",), before=A, after=A),
         d("npm-token", lib["npm"][0], ("_authtoken",)),
         # OpenAI: detect-secrets' pattern (the T3BlbkFJ marker), then project, service
