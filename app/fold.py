@@ -109,12 +109,10 @@ def inner(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _encoded(line: str) -> bool:
-    """A run that could be base64 (letters of both cases and a digit: not a name like
-    `test_the_right_candidate`) or hex."""
+    """A run that could be base64 (letters of both cases: not a name like
+    `test_the_right_candidate`; base64 of `AKIA…` may have no digit) or hex."""
     return bool(_HEX.search(line)) or any(
-        re.search(r"\d", m.group())
-        and re.search(r"[a-z]", m.group())
-        and re.search(r"[A-Z]", m.group())
+        re.search(r"[a-z]", m.group()) and re.search(r"[A-Z]", m.group())
         for m in _BASE64.finditer(line)
     )
 
