@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "logs": 0,
     "config": 0,
     "credentials": 0,
+    "fold": 0,
     "redact": 0,
     "untrusted": 0,
     "git": 0,
