@@ -329,6 +329,37 @@ async def test_a_rate_limit_one_process_meets_holds_the_installation_in_another(
     assert two.gates[INSTALLATION].held == 1
 
 
+class BrokenStore:
+    """A store that cannot be reached: every read and write of a pause fails."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def pause_requests(self, scope: str, until: float) -> None:
+        self.asked += 1
+        raise OSError("database is locked")
+
+    async def requests_paused_until(self, scope: str) -> float:
+        self.asked += 1
+        raise OSError("database is locked")
+
+
+async def test_a_store_that_fails_leaves_the_processs_own_gate(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    """The shared pauses are a courtesy between processes: when the database blinks, a
+    request still goes, and a rate limit still holds this process's requests."""
+    store = BrokenStore()
+    forge.add_user(REPO, "alice", "write")
+    gh = make_app(policy=RetryPolicy(base_seconds=0.2), shared=store).installation(INSTALLATION)
+    forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "0.3"}, message="Slow")
+    assert (await get_permission(gh))["permission"] == "write"
+    calls = forge.calls("GET", PERMISSION_RE)
+    assert [c.status for c in calls] == [429, 200]
+    assert calls[1].at - calls[0].at >= 0.3
+    assert store.asked >= 2  # it was asked, and its failures were not the request's
+
+
 # -- 3. bounded retries --------------------------------------------------------------------
 
 

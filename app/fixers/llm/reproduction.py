@@ -8,8 +8,11 @@ give now. A written test is kept only if it fails on the base for the bug's reas
 assertion, an exception the task names, or one the repository's own code defines — and
 never for an ImportError, a NameError, a SyntaxError or a missing fixture; the imports
 it forgot are added. Where kept tests expect different results of one call, the
-majority's expectation wins. The kept test stays in the tree: it is the patch's
-reproduction, checked again by the session against the base.
+majority's expectation wins. Beside the model's tests, the issue's own words make one
+where they say what a call gives and should (app/fixers/llm/examples.py), and a model's
+assertion of the bug's own result is taken out of its test. The kept tests stay in the
+tree, in one file: the patch's reproduction, checked again by the session against the
+base.
 """
 
 from __future__ import annotations
