@@ -89,7 +89,9 @@ async def _coalesced(run: Running[FixJob]) -> dict[str, Any] | None:
             into=into,
         )
         return {"status": "coalesced", "into": into}
-    earlier = [j for j in same if j.id < job.id and j.state == "running"]
+    # Any other running: a request waiting out an earlier one is queued again with a
+    # higher id, and a newer one may have started meanwhile.
+    earlier = [j for j in same if j.state == "running"]
     waits = int(fix.ref.rsplit(":wait", 1)[1]) if ":wait" in fix.ref else 0
     asked_at = await _asked_at(run)
     if earlier and waits < MAX_WAITS:

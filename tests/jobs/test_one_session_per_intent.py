@@ -55,19 +55,22 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
         for _ in range(TRIGGERS):
             await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
         await pw.settle(within=240, every_job=True)
+        # Once more, after the pull request opened: nothing new is asked of it.
+        await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
+        await pw.settle(within=60, every_job=True)
     assert model.violations == []
     assert model.remaining == 0  # exactly one session's answers were asked for
 
     jobs = await pw.jobs("fix")
-    assert len(jobs) >= TRIGGERS  # every delivery queued its request (waits add more)
+    assert len(jobs) >= TRIGGERS + 1  # every delivery queued its request (waits add more)
     ended = Counter(str((j.result or {}).get("status")) for j in jobs)
     no_session = ("coalesced", "answered", "unchanged", "waiting")
-    assert sum(ended[s] for s in no_session[:3]) >= TRIGGERS - 1, ended
+    assert sum(ended[s] for s in no_session[:3]) >= TRIGGERS, ended
     sessions = [j for j in jobs if (j.result or {}).get("status") not in no_session]
     assert len(sessions) == 1, ended
     audit = await pw.store.query_audit(AuditQuery(repo=REPO))
     said = Counter(e.action for e in audit)
-    assert said["fix.coalesced"] + said["fix.answered"] + said["fix.unchanged"] >= TRIGGERS - 1
+    assert said["fix.coalesced"] + said["fix.answered"] + said["fix.unchanged"] >= TRIGGERS
     assert said["fix.waits"] == ended["waiting"]
-    assert len(forge.pulls(REPO)) == 1  # and a request after it opened asks nothing new
-    assert ended["unchanged"] + ended["answered"] >= 1
+    assert len(forge.pulls(REPO)) == 1
+    assert ended["unchanged"] >= 1  # the request after the pull request opened
