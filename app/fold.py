@@ -76,13 +76,16 @@ def chunks(lines: list[str]) -> Iterator[tuple[int, int]]:
     """Runs of lines (first, last index) that continue one expression over line breaks
     (``"ghp_" \\`` then ``"…"``, a ``+`` at either end, an open bracket): each a piece of
     text :func:`folded` reads whole. Runs of one line are left out."""
+    # Each line's last and first characters, taken once (most files: thousands of lines).
+    ends = [line.rstrip()[-1:] for line in lines]
+    firsts = [line.lstrip()[:1] for line in lines]
     n = 0
     while n < len(lines):
         last = n
         while (
             last + 1 < len(lines)
             and last - n + 1 < MAX_CHUNK_LINES
-            and _continues(lines[last], lines[last + 1])
+            and _continues(ends[last], firsts[last + 1], lines[last + 1])
         ):
             last += 1
         if last > n:
@@ -90,13 +93,16 @@ def chunks(lines: list[str]) -> Iterator[tuple[int, int]]:
         n = last + 1
 
 
-def _continues(line: str, following: str) -> bool:
-    end, start = line.rstrip(), following.lstrip().lstrip("+-").lstrip()
-    return (
-        end.endswith(("\\", "+", "(", "[", ","))
-        or following.lstrip().startswith(("+", ")", "]"))
-        or (end.endswith(("'", '"')) and start.startswith(("'", '"')))
-    )
+def _continues(end: str, first: str, following: str) -> bool:
+    """Whether a line ending in ``end`` goes on in ``following`` (which starts ``first``)."""
+    if end in _OPEN_ENDS or first in _CLOSE_STARTS:
+        return True
+    return end in _QUOTES and following.lstrip().lstrip("+-").lstrip()[:1] in _QUOTES
+
+
+_OPEN_ENDS = frozenset(("\\", "+", "(", "[", ","))
+_CLOSE_STARTS = frozenset(("+", ")", "]"))
+_QUOTES = frozenset(("'", '"'))
 
 
 def inner(text: str) -> Iterator[tuple[int, str]]:

@@ -196,6 +196,7 @@ _NEEDLES = frozenset(
         "uv", "gem", "cargo", "shell", "verify",
     }
 )  # fmt: skip
+_HEADS = frozenset(name.split(".", 1)[0] for name in (*_ATTRS, *_MODULES))
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _PATH_START = re.compile(r"[\"'](?:/|~|[A-Za-z]:\\\\|\\\\)")
 
@@ -401,6 +402,8 @@ def _prefixes(name: str) -> Iterator[str]:
 def _named(name: str) -> tuple[Kind, str] | None:
     """The behaviour a dotted name (``os.environ.get``) stands for, by its longest known
     prefix (an attribute before a module), with that prefix; None for none."""
+    if name.split(".", 1)[0] not in _HEADS:
+        return None  # most names: no known name starts like them
     for prefix in _prefixes(name):
         kind = _ATTRS.get(prefix) or _MODULES.get(prefix)
         if kind is not None:

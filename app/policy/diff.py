@@ -1,13 +1,17 @@
 """A unified diff as the policy reads it: per file, its paths, status, mode and lines.
 
-Parsed with ``unidiff``. Any text is accepted: what does not parse comes back as a
-:class:`ParsedDiff` with ``error`` set (the scorer rejects it, fail closed), never as an
-exception.
+Parsed with ``unidiff`` in its metadata-only mode (paths, renames, modes, binary files,
+hunk headers checked against their bodies' lengths: about a third of its full parse's
+cost), then each hunk's lines read here by the same counting rule; a hunk found here that
+does not agree with unidiff's is an error. Any text is accepted: what does not parse
+comes back as a :class:`ParsedDiff` with ``error`` set (the scorer rejects it, fail
+closed), never as an exception.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -67,8 +71,9 @@ def parse_diff(text: str) -> ParsedDiff:
     if truncated:
         text = text[: text.rindex(TRUNCATION_MARK)]
     try:
-        patch = PatchSet(text)
-        files = tuple(_file(p) for p in patch)
+        patch = PatchSet(text, metadata_only=True)
+        lines = text.split("\n")  # as unidiff reads it: StringIO splits at "\n" only
+        files = tuple(_file(p, lines) for p in patch)
     except Exception as exc:  # unidiff raises several kinds on malformed input
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return ParsedDiff(error=f"the diff does not parse: {reason}", truncated=truncated)
@@ -103,7 +108,64 @@ def _strip(name: str | None) -> str:
     return name
 
 
-def _file(p: PatchedFile) -> ChangedFile:
+class _HunkMismatch(ValueError):
+    pass
+
+
+def _hunks(p: PatchedFile, lines: list[str]) -> tuple[list[tuple[int, str]], list[str], list[str]]:
+    """The added (with their new line numbers), removed and context lines of ``p``'s
+    hunks, read from ``lines`` (the diff's) after its header line."""
+    added: list[tuple[int, str]] = []
+    removed: list[str] = []
+    context: list[str] = []
+    i = (p.diff_line_no or 1) - 1  # 1-based: the file's first header line
+    for hunk in p:
+        while i < len(lines) and not lines[i].startswith("@@ "):
+            i += 1  # headers, "\ No newline" markers, blank separators
+        if i >= len(lines):
+            raise _HunkMismatch("a hunk unidiff read was not found")
+        header = _HUNK_HEADER.match(lines[i])
+        if header is None or tuple(int(n) for n in header.groups("1")) != (
+            hunk.source_start,
+            hunk.source_length,
+            hunk.target_start,
+            hunk.target_length,
+        ):
+            raise _HunkMismatch(f"hunk header {lines[i][:80]!r} read two ways")
+        if hunk.section_header:
+            context.append(hunk.section_header)
+        i += 1
+        source, target = hunk.source_length, hunk.target_length
+        number = hunk.target_start
+        while i < len(lines):
+            line = lines[i]
+            i += 1
+            kind = line[:1]
+            if kind == "+":
+                added.append((number, line[1:]))
+                number += 1
+                target -= 1
+            elif kind == "-":
+                removed.append(line[1:])
+                source -= 1
+            elif kind == "\\":
+                pass
+            else:  # " ", or a blank line ("\r" too) as unidiff reads it: context
+                context.append(line[1:] if kind == " " else kind)
+                number += 1
+                source -= 1
+                target -= 1
+            if source <= 0 and target <= 0:
+                break
+        if source != 0 or target != 0:
+            raise _HunkMismatch("a hunk's lines do not match its header")
+    return added, removed, context
+
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))?\ @@")
+
+
+def _file(p: PatchedFile, lines: list[str]) -> ChangedFile:
     old_mode = new_mode = None
     for info in str(p.patch_info or "").splitlines():
         if info.startswith(("old mode ", "deleted file mode ")):
@@ -124,19 +186,7 @@ def _file(p: PatchedFile) -> ChangedFile:
     path = _strip(p.source_file) if status == "removed" else _strip(p.target_file)
     if not path or path == "/dev/null":
         path = p.path
-    added: list[tuple[int, str]] = []
-    removed: list[str] = []
-    context: list[str] = []
-    for hunk in p:
-        if hunk.section_header:
-            context.append(hunk.section_header)
-        for line in hunk:
-            if line.is_added:
-                added.append((line.target_line_no or 0, line.value.rstrip("\n")))
-            elif line.is_removed:
-                removed.append(line.value.rstrip("\n"))
-            elif line.is_context:
-                context.append(line.value.rstrip("\n"))
+    added, removed, context = _hunks(p, lines)
     return ChangedFile(
         path=path,
         status=status,

@@ -71,13 +71,21 @@ class GlobSet:
 
     def __init__(self, patterns: Iterable[str]) -> None:
         self.patterns = tuple(patterns)
-        self._compiled = [(p, compile_glob(p)) for p in self.patterns]
+        # One expression, one group per pattern in order: an alternation is tried left
+        # to right, so the group that matched is the first pattern that matches (and the
+        # path is read once, not once per pattern). A glob's expression has no groups
+        # of its own (only `(?:…)`), so group n+1 is pattern n.
+        self._any = (
+            re.compile("|".join(f"({compile_glob(p).pattern})" for p in self.patterns))
+            if self.patterns
+            else None
+        )
+        if self._any is not None and self._any.groups != len(self.patterns):
+            raise ValueError(f"a glob in {self.patterns!r} compiled to a capturing group")
 
     def match(self, path: str) -> str | None:
-        for pattern, regex in self._compiled:
-            if regex.match(path):
-                return pattern
-        return None
+        m = self._any.match(path) if self._any is not None else None
+        return self.patterns[m.lastindex - 1] if m is not None and m.lastindex else None
 
     def __bool__(self) -> bool:
         return bool(self.patterns)

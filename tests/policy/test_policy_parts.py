@@ -205,6 +205,99 @@ def test_parse_truncation_mark() -> None:
     assert cut.error is not None
 
 
+def _unidiff_lines(text: str) -> list[tuple[str, tuple[object, ...]]] | None:
+    """Each file's path and lines as unidiff's full parse reads them (its Line objects),
+    or None where it raises: the reading parse_diff's own hunk reader must agree with."""
+    from unidiff import PatchSet
+
+    try:
+        patch = PatchSet(text)
+    except Exception:
+        return None
+    out = []
+    for p in patch:
+        added, removed, context = [], [], []
+        for hunk in p:
+            context += [hunk.section_header] if hunk.section_header else []
+            for line in hunk:
+                value = line.value.rstrip("\n")
+                if line.is_added:
+                    added.append((line.target_line_no, value))
+                elif line.is_removed:
+                    removed.append(value)
+                elif line.is_context:
+                    context.append(value)
+        out.append((p.path, (tuple(added), tuple(removed), tuple(context))))
+    return out
+
+
+def test_hunks_read_as_unidiff_reads_them(tmp_path: Path) -> None:
+    """parse_diff reads hunk bodies itself (unidiff only checks the structure: a third of
+    the cost); on a real diff with many hunks, CRLF lines, blank lines, a missing final
+    newline, and 600 seeded mutations of it, it finds exactly the lines unidiff's full
+    parse finds, or reports an error where unidiff cannot read the text."""
+    import random
+
+    body = "\n".join(f"line {n}" for n in range(1, 80)) + "\n"
+    before: dict[str, str | bytes] = {
+        "a.py": "def f():\n" + body, "b.txt": b"one\r\ntwo\r\n\r\nthree\r\n",
+        "c.md": "x\n\n\ny\n", "d.txt": "no newline",
+    }  # fmt: skip
+
+    def edit(r: Path) -> None:
+        (r / "a.py").write_text(
+            "def f():\n" + body.replace("line 5\n", "five\n\n").replace("line 60\n", "")
+        )
+        (r / "b.txt").write_bytes(b"one\r\n2\r\n\r\nthree\r\nfour")
+        (r / "c.md").write_text("x\n\n+\n\ny\n-\n")
+        (r / "d.txt").write_text("no newline, still")
+
+    text = git_diff(tmp_path / "r", before, edit)
+    rng = random.Random(20261127)
+    lines = text.split("\n")
+    variants = [text]
+    for _ in range(600):
+        mutated = list(lines)
+        at = rng.randrange(len(mutated))
+        pick = rng.randrange(4)
+        if pick == 0:
+            del mutated[at]
+        elif pick == 1:
+            mutated.insert(
+                at,
+                rng.choice(
+                    [
+                        "+x",
+                        "-y",
+                        " z",
+                        "",
+                        "\\ No newline at end of file",
+                        "@@ -1 +1 @@",
+                        "\r",
+                        "@@ -3,2 +3,2 @@ def",
+                    ]
+                ),
+            )
+        elif pick == 2:
+            mutated[at] = mutated[at][:1] + "\r" + mutated[at][1:]
+        else:
+            mutated[at] = ""
+        variants.append("\n".join(mutated))
+    agreed = errors = 0
+    for variant in variants:
+        parsed, reference = parse_diff(variant), _unidiff_lines(variant)
+        if reference is None or parsed.error is not None:
+            # Never more lenient than unidiff: its error is ours (or one of our own).
+            assert parsed.error is not None, variant
+            errors += 1
+            continue
+        got = [(f.path, (f.added_lines, f.removed_lines, f.context)) for f in parsed.files]
+        assert got == reference, variant
+        agreed += 1
+    assert agreed > 200  # the mutations reach both outcomes
+    assert errors > 100
+
+
 # --- secrets ----------------------------------------------------------------------------
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
