@@ -18,6 +18,8 @@ change adds and names the behaviours they introduce, each with where and what:
 - ``conda_dependencies``: an ``environment.yml``'s dependencies;
 - ``action``: an ``action.yml`` anywhere (code a workflow runs);
 - ``gitattributes``: ``.gitattributes`` (diff, merge and filter drivers; hidden diffs);
+- ``file_mode``: a file or directory made world-writable, setuid or setgid
+  (``os.chmod(p, 0o777)``, ``Path.mkdir(mode=…)``, ``os.umask(0)``, ``chmod 777``/``+s``);
 - ``opaque_literal``: a random-looking string of credential length in Python code that
   no credential detector knows (a key of an unknown format, or one written to pass
   them); named by its length only, never shown.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import ast
 import re
+import stat
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -62,6 +65,7 @@ Kind = Literal[
     "conda_dependencies",
     "action",
     "gitattributes",
+    "file_mode",
     "opaque_literal",
 ]
 KINDS: tuple[Kind, ...] = get_args(Kind)  # in the order the PR body lists them
@@ -79,6 +83,7 @@ SAYS: dict[Kind, str] = {
     "conda_dependencies": "changes to a conda environment's dependencies",
     "action": "changes to a GitHub Action",
     "gitattributes": "changes to .gitattributes",
+    "file_mode": "world-writable, setuid or setgid file modes",
     "opaque_literal": "random-looking strings no credential detector knows",
 }
 
@@ -193,7 +198,8 @@ _NEEDLES = frozenset(
         *(a.rsplit(".", 1)[-1] for a in _ATTRS),
         *_BUILTINS,
         "environ", "install", "urlopen", "npm", "yarn", "pnpm", "poetry", "conda", "mamba",
-        "uv", "gem", "cargo", "shell", "verify",
+        "uv", "gem", "cargo", "shell", "verify", "chmod", "fchmod", "lchmod", "mkdir",
+        "makedirs", "umask", "weights_only", "allow_pickle",
     }
 )  # fmt: skip
 _HEADS = frozenset(name.split(".", 1)[0] for name in (*_ATTRS, *_MODULES))
@@ -318,16 +324,81 @@ def _worse(call: ast.Call, name: str | None) -> Iterator[tuple[Kind, str]]:
     command built from values, without TLS verification. Each is its own ``what``, so
     the removed line's plain call does not cancel it (issue 32: `subprocess.run([...])`
     turned into `subprocess.run(f"{name} --version", shell=True)` scored 5, low)."""
-    label = name or "a call"
+    func = call.func
+    label = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
     for keyword in call.keywords:
         value = keyword.value
         if keyword.arg == "shell" and not (isinstance(value, ast.Constant) and not value.value):
             yield "process", f"{label}(shell=True)"
         if keyword.arg == "verify" and isinstance(value, ast.Constant) and value.value is False:
             yield "network", f"{label}(verify=False)"
+        if keyword.arg == "weights_only" and _falsy(value):
+            yield "deserialisation", f"{label}(weights_only=False)"
+        if keyword.arg == "allow_pickle" and _truthy(value):
+            yield "deserialisation", f"{label}(allow_pickle=True)"
     named = _named(name) if name else None
     if named is not None and named[0] == "process" and call.args and _built(call.args[0]):
         yield "process", f"{label}(a command built from values)"
+    if named is not None and named[0] == "deserialisation" and name in _LOADS:
+        yield "deserialisation", f"{name}() (loads data)"  # `pickle.dumps` did not
+    mode = _mode_of(call)
+    if mode is not None:
+        yield "file_mode", f"{label}({mode})"
+
+
+# Calls that load (run) serialised data: worse than the same module's `dumps`.
+_LOADS = frozenset(
+    f"{module}.{call}"
+    for module in ("pickle", "cPickle", "_pickle", "dill", "cloudpickle", "marshal", "jsonpickle")
+    for call in ("load", "loads", "Unpickler", "decode")
+)
+_CHMODS = frozenset(("chmod", "fchmod", "lchmod"))
+_MKDIRS = frozenset(("mkdir", "makedirs"))
+# World-writable, setuid, setgid: the bits no file a fix writes should need.
+_WIDE = stat.S_IWOTH | stat.S_ISUID | stat.S_ISGID
+
+
+def _mode_of(call: ast.Call) -> str | None:
+    """``mode 0o777`` when ``call`` gives a file a world-writable, setuid or setgid mode
+    (``os.chmod(p, 0o777)``, ``p.chmod(0o4755)``, ``os.makedirs(d, 0o777)``,
+    ``Path(d).mkdir(mode=0o777)``) or clears the umask's world-write bit (``os.umask(0)``)."""
+    func = call.func
+    verb = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    given = {k.arg: k.value for k in call.keywords if k.arg}
+    arg: ast.expr | None = given.get("mode")
+    if verb == "umask":
+        bits = _bits(call.args[0]) if call.args else _bits(given.get("mask"))
+        return oct(bits) if bits is not None and not bits & stat.S_IWOTH else None
+    if arg is None and call.args:
+        if verb in _CHMODS:
+            arg = call.args[-1]
+        elif verb in _MKDIRS and isinstance(func, ast.Attribute) and len(call.args) >= 2:
+            arg = call.args[1]  # os.makedirs(path, mode)
+    if verb not in (*_CHMODS, *_MKDIRS) or arg is None:
+        return None
+    bits = _bits(arg)
+    return f"mode {oct(bits)}" if bits is not None and bits & _WIDE else None
+
+
+def _bits(node: ast.expr | None) -> int | None:
+    """The value of a mode written as a number, ``stat.S_I…`` names, and ``|`` of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Attribute) and node.attr.startswith("S_I"):
+        value = getattr(stat, node.attr, None)
+        return value if isinstance(value, int) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _bits(node.left), _bits(node.right)
+        return left | right if left is not None and right is not None else None
+    return None
+
+
+def _falsy(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and not node.value
+
+
+def _truthy(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and bool(node.value)
 
 
 def _built(node: ast.expr) -> bool:
@@ -541,8 +612,14 @@ def _string_value(token: str) -> str:
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ps1", ".bat", ".cmd")
 _JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
 _JS_NET_MODULES = r"""['"](?:node:)?(?:https?|net|tls|dgram|axios|node-fetch|got)['"]"""
+# `chmod 777`, `chmod -R 0666`, `chmod 4755`, `chmod o+w`, `chmod a=rwx`, `chmod u+s`
+_CHMOD_WIDE = re.compile(
+    r"\bchmod\s+(?:-\w+\s+)*(?:0?[0-7]?[0-7][0-7][2367]\b|0?[2-7][0-7]{3}\b"
+    r"|[ugoa]*[oa][ugoa]*[+=][rwxXt]*w|[ugoa]*[+=][rwxXt]*s)"
+)
 _TEXT_RULES: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
     "shell": (
+        ("file_mode", _CHMOD_WIDE),
         (
             "network",
             re.compile(r"\b(?:curl|wget|nc|ncat|netcat|socat|ssh|scp|rsync|ftp)\b|/dev/tcp/"),
@@ -571,6 +648,7 @@ _TEXT_RULES: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
         ("outside_files", re.compile(r"['\"`](?:/etc|/root|/home|/proc|~)/|os\.homedir\s*\(")),
     ),
     "make": (
+        ("file_mode", _CHMOD_WIDE),
         ("network", re.compile(r"\b(?:curl|wget|nc|ssh|scp)\b")),
         ("package_install", _INSTALL_WORDS),
         ("environment", re.compile(r"^\t\s*(?:@\s*)?(?:printenv|env)\s*$")),

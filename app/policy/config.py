@@ -154,6 +154,7 @@ class Weights(_Strict):
     binary_file: float = Field(ge=0)
     executable_bit: float = Field(ge=0)
     new_dependency: float = Field(ge=0)
+    typosquat_dependency: float = Field(ge=0)
     changed_dependency: float = Field(ge=0)
     removed_dependency: float = Field(ge=0)
     lockfile_max: float = Field(ge=0)
@@ -188,6 +189,7 @@ class BehaviourWeights(_Strict):
     conda_dependencies: float = Field(ge=0)
     action: float = Field(ge=0)
     gitattributes: float = Field(ge=0)
+    file_mode: float = Field(ge=0)
     opaque_literal: float = Field(ge=0)
 
 

@@ -31,6 +31,7 @@ from app.policy.diff import parse_diff
 from app.policy.evidence import FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
 from app.policy.learn import Past, Standing, kind_of, may_earn, standing
+from app.policy.typosquat import possible_typosquats
 
 Risk = Literal["low", "medium", "high"]
 TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]
@@ -289,6 +290,21 @@ def score(
     ]  # fmt: skip
     for factor, items, each, says in counted:
         add(factor, str(len(items)), len(items) * each, f"{says} {_list(items)}")
+    squats = possible_typosquats(features.dependencies)
+    add(
+        "typosquat_dependencies",
+        str(len(squats)),
+        len(squats) * w.typosquat_dependency,
+        "adds " + _list([f"{d.name}` (one letter from `{near}`)" for d, near in squats]),
+    )
+    if squats:
+        rule(
+            "typosquat",
+            "review",
+            "a dependency it adds is one letter from a popular PyPI project and is not one "
+            f"itself: {_list([f'{d.name}` (not `{near}`?)' for d, near in squats])}; check it "
+            "is the package meant",
+        )
     locked = [d.name for d in features.dependencies if not d.direct]
     add(
         "lockfile",

@@ -12,6 +12,7 @@ import email.utils
 import itertools
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -31,6 +32,7 @@ PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"
 PERMISSION_RE = "/collaborators/alice/permission$"
 COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
 NOW = 1_700_000_000.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- fixtures and helpers ------------------------------------------------------------------
@@ -327,6 +329,65 @@ async def test_a_rate_limit_one_process_meets_holds_the_installation_in_another(
     (wrote,) = forge.calls("POST", "/reactions$")
     assert wrote.at >= limited + 1.4
     assert two.gates[INSTALLATION].held == 1
+
+
+async def test_a_rate_limit_holds_the_installation_in_another_worker_process(
+    forge: LocalForge,
+    make_app: Callable[..., GitHubApp],
+    app_keys: tuple[str, str],
+    tmp_path: Any,
+) -> None:
+    """Issue 32, as deployed: two OS processes share the SQLite store file. The 429 this
+    process meets holds the other process's write until GitHub's reset, though that
+    process never saw the 429."""
+    import json
+    import os
+    import sys
+
+    from app.store import store_for_url
+
+    root = ROOT
+    db, key = tmp_path / "pw.db", tmp_path / "app.pem"
+    key.write_text(app_keys[0])
+    key.chmod(0o600)
+    store = store_for_url(f"sqlite:///{db}")
+    await store.open()
+    forge.add_user(REPO, "alice", "write")
+    comment = await new_comment(forge)
+    first = make_app(shared=store).installation(INSTALLATION)
+    await get_permission(first)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.github.second_process",
+        forge.url, str(key), str(db), str(comment.id),
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        ready = await asyncio.wait_for(child.stdout.readline(), 60)
+        assert ready.strip() == b"ready"
+        forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow")
+        task = asyncio.create_task(get_permission(first))
+        for _ in range(500):  # until the 429 is in
+            if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
+                break
+            await asyncio.sleep(0.01)
+        child.stdin.write(b"go\n")
+        await child.stdin.drain()
+        report = json.loads(await asyncio.wait_for(child.stdout.readline(), 60))
+        await task
+        assert await child.wait() == 0
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+        await store.close()
+    limited = next(c.at for c in forge.calls("GET", PERMISSION_RE) if c.status == 429)
+    (wrote,) = forge.calls("POST", "/reactions$")
+    assert report["asked"] < limited + 1.4  # it asked to write before the reset ...
+    assert wrote.at >= limited + 1.4  # ... and its gate held the request until then
+    assert report["held"] == 1
 
 
 class BrokenStore:

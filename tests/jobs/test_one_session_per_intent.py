@@ -2,10 +2,12 @@
 queued 75 fix jobs, each a whole coding session updating the same pull request. Now a
 request that finds a newer one queued for the same issue gives way to it, one that finds
 an earlier one running waits for it, and one that finds the pull request open, made for
-the same words, ends there: one session, one pull request, every request audited."""
+the same words, ends there: one session, one pull request, every request audited. Other
+words after the pull request opened are a new session that updates that pull request."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from collections import Counter
@@ -14,7 +16,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from app.cli.demo import SAMPLE
-from app.fixers.llm.scripted import ScriptedModel, tool
+from app.fixers.llm.scripted import ScriptedModel, stall, tool
 from app.jobs import fix
 from app.localforge import LocalForge
 from app.store import AuditQuery
@@ -45,6 +47,10 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
         tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}'),
         tool("finish", summary="greet() says what it does"),
         tool("finish", summary="greet() says what it does"),
+        # The second session, for other words: it updates the same pull request.
+        tool("edit", path="util.py", old=old, new=f'    """Say hello to name."""\n{old}'),
+        tool("finish", summary="the docstring names the argument"),
+        tool("finish", summary="the docstring names the argument"),
     ]
     async with ScriptedModel(script, api_key=KEY) as model:
         pw = await make_pw(
@@ -58,8 +64,14 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
         # Once more, after the pull request opened: nothing new is asked of it.
         await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
         await pw.settle(within=60, every_job=True)
+        (pull,) = forge.pulls(REPO)
+        head = pull.head_sha
+        # Other words after the pull request opened: one more session, the same pull.
+        words = "@patchwarden fix this\nThe docstring should name the argument."
+        await forge.post_comment(REPO, issue.number, words, author="alice")
+        await pw.settle(within=120, every_job=True)
     assert model.violations == []
-    assert model.remaining == 0  # exactly one session's answers were asked for
+    assert model.remaining == 0  # exactly two sessions' answers were asked for
 
     jobs = await pw.jobs("fix")
     assert len(jobs) >= TRIGGERS + 1  # every delivery queued its request (waits add more)
@@ -67,10 +79,53 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
     no_session = ("coalesced", "answered", "unchanged", "waiting")
     assert sum(ended[s] for s in no_session[:3]) >= TRIGGERS, ended
     sessions = [j for j in jobs if (j.result or {}).get("status") not in no_session]
-    assert len(sessions) == 1, ended
+    assert len(sessions) == 2, ended  # the labels' one, and the other words' one
     audit = await pw.store.query_audit(AuditQuery(repo=REPO))
     said = Counter(e.action for e in audit)
     assert said["fix.coalesced"] + said["fix.answered"] + said["fix.unchanged"] >= TRIGGERS
     assert said["fix.waits"] == ended["waiting"]
-    assert len(forge.pulls(REPO)) == 1
+    (updated,) = forge.pulls(REPO)
     assert ended["unchanged"] >= 1  # the request after the pull request opened
+    assert updated.number == pull.number
+    assert updated.head_sha != head  # the other words' session pushed to it
+
+
+async def test_a_request_behind_a_stuck_session_runs_after_its_last_look(
+    make_pw: Callable[..., Awaitable[Harness]],
+    forge: LocalForge,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request waits for an earlier session on its issue at most MAX_WAITS looks: one
+    that hangs (its model answers after seconds) does not hold the other for ever."""
+    monkeypatch.setattr(fix, "WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(fix, "MAX_WAITS", 2)
+    config = "fixers:\n  llm:\n    strategy: agent\n"
+    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
+    forge.add_user(REPO, "alice", "maintain")
+    old = "    return 'hello ' + name\n"
+    edit = tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}')
+    done = tool("finish", summary="greet() says what it does")
+    # Whichever session asks first waits 6 s for its answer; the other gets its own.
+    script = [stall(6.0, edit), edit, done, done, done, done]
+    async with ScriptedModel(script, api_key=KEY) as model:
+        pw = await make_pw(
+            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
+        )
+        await forge.install(INSTALLATION, by="alice")
+        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
+        for _ in range(200):  # until the first session is waiting for its model
+            if model.requests:
+                break
+            await asyncio.sleep(0.05)
+        words = "@patchwarden fix this\nA one-line docstring."
+        await forge.post_comment(REPO, issue.number, words, author="alice")
+        await pw.settle(within=120, every_job=True)
+    assert model.violations == []
+    jobs = await pw.jobs("fix")
+    ended = Counter(str((j.result or {}).get("status")) for j in jobs)
+    assert ended["waiting"] == 2, ended  # two looks, then it ran beside the stuck one
+    sessions = [j for j in jobs if (j.result or {}).get("status") not in ("waiting",)]
+    assert len(sessions) == 2, ended
+    audit = await pw.store.query_audit(AuditQuery(repo=REPO))
+    assert Counter(e.action for e in audit)["fix.waits"] == 2

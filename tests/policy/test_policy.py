@@ -156,6 +156,7 @@ FACTORS = [
     ("binary", gdiff("img/logo.png", binary=True), "binary_files", 10.0),
     ("exec", gdiff("run.sh", mode=("100644", "100755")), "executable_bit", 10.0),
     ("new-dep", gdiff("requirements.txt", ["requests==2.32.0"]), "new_dependencies", 10.0),
+    ("typosquat", gdiff("requirements.txt", ["reqeusts==2.32.0"]), "typosquat_dependencies", 30.0),
     (
         "changed-dep",
         gdiff("requirements.txt", ["Flask==3.0.3"], ["flask==2.3.0"]),
@@ -202,6 +203,42 @@ def test_each_factor_adds_its_points(diff: str, factor: str, expected: float) ->
     assert points(s, factor) == pytest.approx(expected, abs=0.01), s.contributions
     reason = next(c.reason for c in s.contributions if c.factor == factor)
     assert reason  # every contribution says why
+
+
+# (manifest, added lines): each adds a possible typosquat of `near`
+SQUATS = {
+    "setup-py": ("setup.py", ['    install_requires=["flask>=3", "reqeusts>=2"],'], "requests"),
+    "setup-cfg": ("setup.cfg", ["install_requires =", "    urlib3"], "urllib3"),
+    "pyproject": ("pyproject.toml", ["dependencies = [", '    "colourama",', "]"], "colorama"),
+    "requirements-in": ("requirements/dev.in", ["pytset"], "pytest"),
+    "swapped": ("dev-requirements.txt", ["pnadas==2.2"], "pandas"),
+}
+
+
+@pytest.mark.parametrize(("path", "lines", "near"), SQUATS.values(), ids=SQUATS.keys())
+def test_a_typosquat_is_named_and_never_merges_itself(
+    path: str, lines: list[str], near: str
+) -> None:
+    policy = default_policy().model_copy(
+        update={"caps": default_policy().caps.model_copy(update={"new_dependencies": 9})}
+    )  # the default cap (0 new) alone would hold it already
+    s = scored(gdiff(path, lines), v=verification(fixer="lint"), policy=policy)
+    (reason,) = [c.reason for c in s.contributions if c.factor == "typosquat_dependencies"]
+    assert f"(one letter from `{near}`)" in reason
+    assert s.decision != "automerge"
+    assert any(r.rule == "typosquat" and r.decision == "review" for r in s.rules)
+
+
+def test_popular_names_and_their_near_misses() -> None:
+    from app.policy.typosquat import near_popular
+
+    # The popular names themselves, names far from any, short names, other separators.
+    for name in ("requests", "Django", "python_dateutil", "zope.interface", "my-company-lib",
+                 "six", "boto"):  # fmt: skip
+        assert near_popular(name) is None, name
+    assert near_popular("Djnago") == "django"  # swapped neighbours, any case
+    assert near_popular("numpyy") == "numpy"  # a letter added
+    assert near_popular("python-dateutl") == "python-dateutil"  # a letter dropped
 
 
 def _finding(severity: str) -> Finding:
