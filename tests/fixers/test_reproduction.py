@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.reproduction import repro_prompt, reproduces
+from app.fixers.llm.repair_prompt import repro_prompt
+from app.fixers.llm.reproduction import reproduces
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
-from app.sessions.session import Task
+from app.sessions.session import Document, Task
 
 TASK = Task(
     title="stock can go negative",
@@ -88,6 +89,77 @@ def test_a_decorator_is_tested_on_a_function_the_test_defines() -> None:
     symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=2, kind="function")
     prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
     assert "decorated" not in prompt
+
+
+RETRY = """\
+def retry(attempts=3):
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            for attempt in range(1, attempts):
+                try:
+                    return fn(*args, **kwargs)
+                except Exception:
+                    if attempt == attempts - 1:
+                        raise
+        return inner
+    return wrap
+"""
+
+
+def test_a_decorator_that_should_survive_failures_is_tested_on_a_function_that_fails() -> None:
+    """bench task retry-count: told to decorate `return f"{a} {b}"`, all three tests the
+    model wrote passed on the base (the bug shows only when the function raises)."""
+    idx = Index(sources={"retry.py": RETRY})
+    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
+    task = Task(
+        title="@retry(attempts=3) only tries twice",
+        documents=(Document("issue #1 body", "A function that fails twice still raises."),),
+    )
+    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "raises `ValueError` the first times it is called" in prompt
+    assert "how many times it was called" in prompt
+    assert 'return f"{a} {b}"' not in prompt
+
+
+BUCKET = """\
+import time
+
+
+class TokenBucket:
+    def __init__(self, rate, capacity, clock=time.monotonic):
+        self.clock = clock
+        self.tokens = capacity
+
+    def _refill(self):
+        self.tokens += 0
+
+    def allow(self, cost=1.0):
+        self._refill()
+        return self.tokens >= cost
+"""
+
+
+def test_a_methods_short_class_is_shown_whole() -> None:
+    """bench task token-bucket: shown only `allow`, the model never injected the clock
+    the issue says is injectable; `__init__` shows how, `_refill` what `allow` calls."""
+    idx = Index(sources={"ratelimit.py": BUCKET})
+    symbol = Symbol(path="ratelimit.py", qualname="TokenBucket.allow", start=12, end=14,
+                    kind="method")  # fmt: skip
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "def __init__(self, rate, capacity, clock=time.monotonic):" in prompt
+    assert "def _refill(self):" in prompt
+    # A long class: its line, its __init__ and the method, not the rest.
+    filler = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))
+    long = BUCKET.replace("    def _refill", filler + "    def _refill")
+    idx = Index(sources={"ratelimit.py": long})
+    start = long.splitlines().index("    def allow(self, cost=1.0):") + 1
+    symbol = Symbol(path="ratelimit.py", qualname="TokenBucket.allow", start=start,
+                    end=start + 2, kind="method")  # fmt: skip
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "class TokenBucket:" in prompt
+    assert "def __init__(self, rate, capacity, clock=time.monotonic):" in prompt
+    assert "def m7(self):" not in prompt
+    assert "def allow(self, cost=1.0):" in prompt
 
 
 def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path) -> None:

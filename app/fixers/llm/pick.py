@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.reproduction import Sample, issue_text
+from app.fixers.llm.repair_prompt import issue_text
+from app.fixers.llm.reproduction import Sample
 from app.fixers.llm.splice import dedent
 from app.sessions.session import Task
 from app.untrusted.sanitize import fence
