@@ -90,6 +90,15 @@ async def new_comment(forge: LocalForge, repo: str = REPO) -> Comment:
     return await forge.post_comment(repo, issue.number, "hi", author="alice", send=False)
 
 
+async def until_refused(forge: LocalForge) -> None:
+    """Until the forge has answered the permission request with its injected 429."""
+    for _ in range(500):
+        if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the forge never answered 429")
+
+
 def mints(forge: LocalForge) -> int:
     return len(forge.calls("POST", "/access_tokens$"))
 
@@ -277,10 +286,7 @@ async def test_a_rate_limit_holds_every_request_of_the_installation_until_the_re
     await get_permission(gh)  # the token minted: only the two requests below remain
     forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow down")
     first = asyncio.create_task(get_permission(gh))
-    for _ in range(500):  # until the 429 is in
-        if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
-            break
-        await asyncio.sleep(0.01)
+    await until_refused(forge)
     await app.as_app().getitem("/app")  # the App's JWT: not this installation's limit
     await react(gh, comment.id)  # another write of the same installation, meanwhile
     assert (await first)["permission"] == "write"
@@ -316,10 +322,7 @@ async def test_a_rate_limit_one_process_meets_holds_the_installation_in_another(
         await get_permission(second)  # both have tokens; both read the store once
         forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow")
         task = asyncio.create_task(get_permission(first))
-        for _ in range(500):
-            if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
-                break
-            await asyncio.sleep(0.01)
+        await until_refused(forge)
         await asyncio.sleep(1.0)  # the other process looks at the store once a second
         await react(second, comment.id)
         await task
@@ -369,10 +372,7 @@ async def test_a_rate_limit_holds_the_installation_in_another_worker_process(
         assert ready.strip() == b"ready"
         forge.fail("GET", PERMISSION_RE, 429, headers={"retry-after": "1.5"}, message="Slow")
         task = asyncio.create_task(get_permission(first))
-        for _ in range(500):  # until the 429 is in
-            if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
-                break
-            await asyncio.sleep(0.01)
+        await until_refused(forge)
         child.stdin.write(b"go\n")
         await child.stdin.drain()
         report = json.loads(await asyncio.wait_for(child.stdout.readline(), 60))
