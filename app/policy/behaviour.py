@@ -341,7 +341,7 @@ def _worse(call: ast.Call, name: str | None) -> Iterator[tuple[Kind, str]]:
         yield "process", f"{label}(a command built from values)"
     if named is not None and named[0] == "deserialisation" and name in _LOADS:
         yield "deserialisation", f"{name}() (loads data)"  # `pickle.dumps` did not
-    mode = _mode_of(call)
+    mode = _mode_of(call, name or "")
     if mode is not None:
         yield "file_mode", f"{label}({mode})"
 
@@ -358,10 +358,13 @@ _MKDIRS = frozenset(("mkdir", "makedirs"))
 _WIDE = stat.S_IWOTH | stat.S_ISUID | stat.S_ISGID
 
 
-def _mode_of(call: ast.Call) -> str | None:
-    """``mode 0o777`` when ``call`` gives a file a world-writable, setuid or setgid mode
-    (``os.chmod(p, 0o777)``, ``p.chmod(0o4755)``, ``os.makedirs(d, 0o777)``,
-    ``Path(d).mkdir(mode=0o777)``) or clears the umask's world-write bit (``os.umask(0)``)."""
+def _mode_of(call: ast.Call, name: str) -> str | None:
+    """``mode 0o777`` when ``call`` (``name``, as far as it is known) gives a file a
+    world-writable, setuid or setgid mode (``os.chmod(p, 0o777)``, ``p.chmod(0o4755)``,
+    ``os.chmod(p, st.st_mode | stat.S_IWOTH)``, ``os.makedirs(d, 0o777)``,
+    ``Path(d).mkdir(0o777)``) or clears the umask's world-write bit (``os.umask(0)``;
+    also the idiom that reads the umask by setting it and putting it back: a person
+    reviews that)."""
     func = call.func
     verb = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     given = {k.arg: k.value for k in call.keywords if k.arg}
@@ -372,24 +375,32 @@ def _mode_of(call: ast.Call) -> str | None:
     if arg is None and call.args:
         if verb in _CHMODS:
             arg = call.args[-1]
-        elif verb in _MKDIRS and isinstance(func, ast.Attribute) and len(call.args) >= 2:
-            arg = call.args[1]  # os.makedirs(path, mode)
+        elif verb == "mkdir" and not name.startswith("os.") and name != "mkdir":
+            arg = call.args[0]  # Path(d).mkdir(mode, parents, exist_ok)
+        elif verb in _MKDIRS and len(call.args) >= 2:
+            arg = call.args[1]  # os.makedirs(path, mode), os.mkdir(path, mode)
     if verb not in (*_CHMODS, *_MKDIRS) or arg is None:
         return None
-    bits = _bits(arg)
+    bits = _bits(arg, at_least=True)
     return f"mode {oct(bits)}" if bits is not None and bits & _WIDE else None
 
 
-def _bits(node: ast.expr | None) -> int | None:
-    """The value of a mode written as a number, ``stat.S_I…`` names, and ``|`` of them."""
+def _bits(node: ast.expr | None, *, at_least: bool = False) -> int | None:
+    """The value of a mode written as a number, ``stat.S_I…`` names (``S_IWOTH`` too, as
+    ``from stat import *`` leaves it), and ``|`` of them. ``at_least``: the bits an ``|``
+    surely sets when one side is not known (``st.st_mode | stat.S_IWOTH``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
-    if isinstance(node, ast.Attribute) and node.attr.startswith("S_I"):
-        value = getattr(stat, node.attr, None)
+    attr = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    if isinstance(node, ast.Attribute | ast.Name) and attr.startswith("S_I"):
+        value = getattr(stat, attr, None)
         return value if isinstance(value, int) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        left, right = _bits(node.left), _bits(node.right)
-        return left | right if left is not None and right is not None else None
+        left = _bits(node.left, at_least=at_least)
+        right = _bits(node.right, at_least=at_least)
+        if left is not None and right is not None:
+            return left | right
+        return (left if left is not None else right) if at_least else None
     return None
 
 
@@ -612,10 +623,11 @@ def _string_value(token: str) -> str:
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ps1", ".bat", ".cmd")
 _JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
 _JS_NET_MODULES = r"""['"](?:node:)?(?:https?|net|tls|dgram|axios|node-fetch|got)['"]"""
-# `chmod 777`, `chmod -R 0666`, `chmod 4755`, `chmod o+w`, `chmod a=rwx`, `chmod u+s`
+# `chmod 777`, `chmod -R 0666`, `chmod --recursive 4755`, `chmod u+rwx,o+w`, `chmod a=rwx`,
+# `chmod u+s`
 _CHMOD_WIDE = re.compile(
-    r"\bchmod\s+(?:-\w+\s+)*(?:0?[0-7]?[0-7][0-7][2367]\b|0?[2-7][0-7]{3}\b"
-    r"|[ugoa]*[oa][ugoa]*[+=][rwxXt]*w|[ugoa]*[+=][rwxXt]*s)"
+    r"\bchmod\s+(?:-{1,2}[\w-]*\s+)*(?:0?[0-7]?[0-7][0-7][2367]\b|0?[2-7][0-7]{3}\b"
+    r"|(?:[ugoa]*[+=-][rwxXst]*,)*(?:[ugoa]*[oa][ugoa]*[+=][rwxXt]*w|[ugoa]*[+=][rwxXt]*s))"
 )
 _TEXT_RULES: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
     "shell": (
