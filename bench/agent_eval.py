@@ -547,7 +547,9 @@ def revision() -> str:
 
 def settings_for(args: argparse.Namespace) -> Settings:
     """The model to evaluate: --scripted, the configured one, or ``make model``'s."""
-    overrides: dict[str, Any] = {"llm_max_steps": args.max_steps, "llm_max_cost_usd": None}
+    overrides: dict[str, Any] = {"llm_max_cost_usd": None}
+    if args.max_steps is not None:  # else the product's default, as a user gets it
+        overrides["llm_max_steps"] = args.max_steps
     if args.scripted:
         return load_settings(llm_model="scripted", llm_base_url="http://127.0.0.1:9", **overrides)
     if not os.environ.get("PATCHWARDEN_LLM_MODEL"):
@@ -580,7 +582,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="the JSON report")
     p.add_argument("--fresh", action="store_true", help="run every task again")
     p.add_argument("--scripted", action="store_true", help="replay the reference fixes")
-    p.add_argument("--max-steps", type=int, default=15, help="model turns per task")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="model calls per task (default: PATCHWARDEN_LLM_MAX_STEPS's default, 40)",
+    )
     p.add_argument(
         "--strategy",
         choices=("repair", "agent", "auto"),

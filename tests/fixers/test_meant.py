@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm import meant
+from app.fixers.llm.imports import with_import_lines
 
 
 def tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -149,7 +150,11 @@ def test_a_large_repository_gets_no_path_guess(
             "#!/usr/bin/env python\nimport x\ndef test(): pass\n",
         ),
         ('"""Doc."""', '"""Doc."""\nimport x\n'),  # no final newline
+        (
+            '"""Doc."""\nfrom __future__ import annotations\nX = 1\n',
+            '"""Doc."""\nfrom __future__ import annotations\nimport x\nX = 1\n',
+        ),
     ],
 )
 def test_imports_go_where_python_reads_them(content: str, after: str) -> None:
-    assert meant.with_imports(content, ["import x"]) == after
+    assert with_import_lines(content, ["import x"]) == after

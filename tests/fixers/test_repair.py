@@ -100,10 +100,14 @@ async def _repair(
     budget: Budget | None = None,
     issue: str = ISSUE,
     temps: str = TEMPS,
+    files: dict[str, str] | None = None,
 ) -> Any:
-    """The session on the temps project with ``script`` answering; ``auto``: the llm
-    fixer's auto strategy (repair, then the agent) instead of repair alone."""
-    project = make_project(tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS})
+    """The session on the temps project (and ``files``) with ``script`` answering;
+    ``auto``: the llm fixer's auto strategy (repair, then the agent) instead of repair
+    alone."""
+    project = make_project(
+        tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS, **(files or {})}
+    )
     model = await make_model(*script)
     client = make_client(provider(model), retry_base_seconds=0.01)
     repair = RepairFixer(client, samples=samples)
@@ -307,6 +311,38 @@ async def test_a_bug_in_a_short_helper_is_fixed_in_the_helper(
     prompt = repair.body["messages"][-1]["content"]
     assert "def factor():\n    return 9 / 5\n\ndef fahrenheit_to_celsius(f):" in prompt
     assert "write it too, in the same block" in prompt
+
+
+async def test_a_right_change_that_forgot_an_import_gets_it(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """inventory-negative: every answer raised `OutOfStock` in a module that never
+    imported it, and each failed with a NameError the model could not read. The one
+    module that defines the name is imported from, and the body says so."""
+    uses_scale = block(
+        "def fahrenheit_to_celsius(f):\n    return scale(f - 32, 5, 9) + math.floor(0)\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_RIGHT] * 3,
+        uses_scale,
+        samples=1,
+        files={"convert.py": "def scale(x, num, den):\n    return x * num / den\n"},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    diff = result.diff.unified
+    assert "+import math\n+from convert import scale\n def fahrenheit_to_celsius(f):" in diff
+    assert result.fix is not None
+    assert (
+        "Imports it uses that the answer left out, added: `import math`; "
+        "`from convert import scale`." in result.fix.summary
+    )
 
 
 async def test_a_server_that_refuses_n_is_asked_once_per_sample(

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.fixers.llm.answers import parse
+from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.testruns import module_name
 from app.sessions.session import FixContext, Task
 
 MAX_EXAMPLES = 4

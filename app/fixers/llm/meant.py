@@ -12,7 +12,6 @@ confined tree, never follow a symlink.
 from __future__ import annotations
 
 import ast
-import builtins
 import difflib
 import posixpath
 import re
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from app.fixers.base import walk_files
 from app.fixers.llm.context import looks_like_test
+from app.fixers.llm.imports import module_name, unbound
 from app.sessions.files import read_confined
 from app.sessions.sandbox import WORKSPACE
 
@@ -211,30 +211,10 @@ def missing_imports(tree: Path, content: str) -> list[str]:
     module = _parse(content)
     if module is None:
         return []
-    bound = set(dir(builtins))
-    used: dict[str, bool] = {}  # name -> used as `name.attr`
-    for node in ast.walk(module):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                used.setdefault(node.id, False)
-            else:
-                bound.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            used[node.value.id] = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
     lines = []
     wanted = []
-    for name, as_module in sorted(used.items()):
-        if name in bound:
-            continue
-        if as_module and (name in sys.stdlib_module_names or name == "pytest"):
+    for name, attrs in sorted(unbound(module).items()):
+        if attrs and (name in sys.stdlib_module_names or name == "pytest"):
             lines.append(f"import {name}")
         else:
             wanted.append(name)
@@ -264,35 +244,6 @@ def _defined_in(tree: Path, names: list[str]) -> dict[str, str]:
     for name, where in found.items():
         if len(where) != 1:
             continue
-        parts = where[0].removesuffix(".py").split("/")
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        if parts and parts[0] == "src":
-            parts = parts[1:]
-        if parts:
-            modules[name] = ".".join(parts)
+        if module_name(where[0]):
+            modules[name] = module_name(where[0])
     return modules
-
-
-def with_imports(content: str, lines: list[str]) -> str:
-    """``content`` with import ``lines`` added after its shebang, encoding line and
-    docstring, where Python reads imports."""
-    if not lines:
-        return content
-    at = 0
-    source = content.splitlines(keepends=True)
-    while at < len(source) and source[at].startswith(("#!", "# -*-", "# vim:", "# coding")):
-        at += 1
-    module = _parse(content)
-    first = module.body[0] if module is not None and module.body else None
-    if (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and isinstance(first.value.value, str)
-        and first.end_lineno is not None
-    ):
-        at = max(at, first.end_lineno)
-    added = "".join(f"{line}\n" for line in lines)
-    if at and not source[at - 1].endswith("\n"):
-        added = "\n" + added
-    return "".join(source[:at]) + added + "".join(source[at:])

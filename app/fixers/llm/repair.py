@@ -21,8 +21,9 @@ The steps, each in its module:
    output, the issue capped), asking for the whole corrected function; k samples (the
    first greedy) of one prompt, so the server's prompt cache serves them. Answers that
    do not parse, change nothing or rename the function are dropped before anything
-   runs; the rest are grouped by normalised syntax tree, which counts the votes, and
-   spliced in by the function's line range (:mod:`splice`).
+   runs; the rest are grouped by normalised syntax tree, which counts the votes,
+   spliced in by the function's line range (:mod:`splice`) and given the imports they
+   forgot (:mod:`candidates`, :mod:`imports`).
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all; a candidate that breaks a test that passed before is out. The most voted
    candidate that passes wins, the smallest diff among equals. If none passes, one
@@ -37,12 +38,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Price
 from app.fixers.base import Audit, no_audit
-from app.fixers.llm.answers import definitions, normalised
+from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
 from app.fixers.llm.pick import order_of
@@ -51,12 +52,8 @@ from app.fixers.llm.reproduction import reproduce
 from app.fixers.llm.spend import Ledger, Meter, ModelFixer
 from app.fixers.llm.splice import (
     Target,
-    changed_lines,
     header,
-    keeps_parameters,
-    splice,
     target_of,
-    unit_sources,
 )
 from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
 from app.sessions.files import remove_confined
@@ -66,17 +63,6 @@ from app.sessions.session import Budget, FixContext, Task
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
 HOT = 0.8
 TRANSCRIPT_ENTRY_CHARS = 4000
-
-
-@dataclass
-class Candidate:
-    function: str
-    constants: dict[str, str]
-    votes: int = 1
-    text: str = ""  # the file as it would be with the candidate spliced in
-    changed_lines: int = 0
-    verdict: str = ""  # "passed", or why not
-    output: str = ""  # the failing test's trimmed output, for the next round
 
 
 @dataclass
@@ -253,7 +239,9 @@ class RepairFixer(ModelFixer):
             prefill = f"```python\n{head}" if self.prefill else ""
             answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
             unchanged = report.dropped["unchanged"]
-            candidates = self._candidates(job, target, answers, prefill)
+            report.samples += len(answers)
+            candidates = candidates_of(job.idx, target, answers, prefill, report.dropped)
+            report.candidates += len(candidates)
             # A 1.5B model shown the test's failure often writes the function back as it
             # is, every sample alike (slug-accents): once, it is told that is the bug.
             repeated = (
@@ -284,52 +272,6 @@ class RepairFixer(ModelFixer):
                 (c for c in tested if c.output), key=lambda c: (c.verdict.startswith("breaks"),)
             )[:2]
         return None
-
-    def _candidates(
-        self, job: _Job, target: Target, answers: Sequence[str], prefill: str
-    ) -> list[Candidate]:
-        report = job.report
-        report.samples += len(answers)
-        text = job.idx.sources[target.symbol.path]
-        original = unit_sources(text, target)
-        names = [c[0] for c in target.constants]
-        by_key: dict[str, Candidate] = {}
-        for answer in answers:
-            found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
-            if found.function is None and found.problem == "no function" and found.constants:
-                found = replace(found, function=original[""])  # only a helper rewritten
-            if found.function is None:
-                report.dropped[found.problem] += 1
-                continue
-            units = {**found.constants, "": found.function}
-            if not all(keeps_parameters(original[k], v) for k, v in units.items()):
-                report.dropped["changed its parameters"] += 1
-                continue
-            constants = {
-                k: v for k, v in found.constants.items() if normalised(v) != normalised(original[k])
-            }
-            key = normalised(found.function) + "".join(
-                normalised(constants[k]) for k in sorted(constants)
-            )
-            if normalised(found.function) == normalised(original[""]) and not constants:
-                report.dropped["unchanged"] += 1
-                continue
-            if key in by_key:
-                by_key[key].votes += 1
-                report.dropped["duplicate"] += 1
-                continue
-            spliced = splice(text, target, found.function, constants)
-            if spliced is None:
-                report.dropped["does not fit"] += 1
-                continue
-            by_key[key] = Candidate(
-                function=found.function,
-                constants=constants,
-                text=spliced,
-                changed_lines=changed_lines(text, spliced),
-            )
-        report.candidates += len(by_key)
-        return list(by_key.values())
 
     async def _validate(
         self,
@@ -363,6 +305,9 @@ class RepairFixer(ModelFixer):
             f"{report.candidates} distinct change(s) tested, {report.passed} passed."
         )
         lines.append(f"Chosen: {report.chosen}.")
+        if winner.imports:
+            added = "; ".join(f"`{line}`" for line in winner.imports)
+            lines.append(f"Imports it uses that the answer left out, added: {added}.")
         return FixOutcome(fixer=self.name, summary="\n".join(lines))
 
     # -- the model -------------------------------------------------------------

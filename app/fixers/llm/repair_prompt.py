@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import Example
+from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.splice import Target, dedent, is_decorator, signature
 from app.fixers.llm.testruns import (
@@ -30,7 +31,6 @@ from app.fixers.llm.testruns import (
     Tests,
     failure_of,
     import_example,
-    module_name,
     source_of_test,
 )
 from app.sessions.session import Task

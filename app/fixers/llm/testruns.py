@@ -10,7 +10,6 @@ model; a failure is trimmed to what a model needs (pytest's ``E`` lines).
 from __future__ import annotations
 
 import ast
-import builtins
 import posixpath
 import re
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.context import looks_like_test
+from app.fixers.llm.imports import defined_by, import_lines, unbound
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import dedent
 from app.policy.evidence import TestRun
@@ -174,15 +174,6 @@ def free_path(tree: Path, rel: str) -> str:
     return f"{stem}_{uuid.uuid4().hex[:6]}.py"
 
 
-def module_name(path: str) -> str:
-    parts = path.removesuffix(".py").split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if parts and parts[0] == "src" and len(parts) > 1:
-        parts = parts[1:]
-    return ".".join(parts)
-
-
 def import_example(idx: Index) -> str:
     for path, text in idx.sources.items():
         if looks_like_test(path) and posixpath.basename(path).startswith("test"):
@@ -242,43 +233,6 @@ async def try_change(
             write_confined(ws.tree, path, original.encode())
 
 
-# What a test uses without importing it, from the standard library: a name's module
-# ("" for a module itself); `datetime.timedelta(...)` is the module, `datetime(...)` the class.
-_STDLIB = {
-    **dict.fromkeys(["date", "datetime", "timedelta", "timezone"], "datetime"),
-    "Decimal": "decimal",
-    "Fraction": "fractions",
-    **dict.fromkeys(
-        ["OrderedDict", "defaultdict", "Counter", "deque", "namedtuple"], "collections"
-    ),
-    **dict.fromkeys(["partial", "wraps", "reduce"], "functools"),
-    "Path": "pathlib",
-    "mock": "unittest",
-    **dict.fromkeys(
-        [
-            "math",
-            "re",
-            "os",
-            "sys",
-            "json",
-            "time",
-            "itertools",
-            "functools",
-            "collections",
-            "string",
-            "random",
-            "io",
-            "operator",
-            "copy",
-            "decimal",
-            "textwrap",
-            "unittest",
-        ],
-        "",
-    ),
-}
-
-
 def with_imports(source: str, idx: Index) -> str:
     """The test with the imports it forgot: ``pytest``, and any name it uses but never
     defines that one module of the repository defines (a model writes
@@ -286,35 +240,7 @@ def with_imports(source: str, idx: Index) -> str:
     module = parse(source)
     if module is None:
         return source
-    defined = set(dir(builtins))
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            defined.add(node.id)
-        elif isinstance(node, ast.arg):
-            defined.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
-    used = {
-        n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
-    lines = ["import pytest"] if "pytest" in used - defined else []
-    for name in sorted(used - defined - {"pytest"}):
-        paths = idx.defines.get(name, [])
-        if len(paths) == 1:
-            lines.append(f"from {module_name(paths[0])} import {name}")
-        elif not paths and name in _STDLIB:  # `date(2023, 1, 1)` and no import of it
-            module_use = any(
-                isinstance(n, ast.Attribute)
-                and isinstance(n.value, ast.Name)
-                and n.value.id == name
-                and n.attr in _STDLIB
-                for n in ast.walk(module)
-            )
-            lines.append(
-                f"import {name}"
-                if module_use or not _STDLIB[name]
-                else f"from {_STDLIB[name]} import {name}"
-            )
+    free = unbound(module)
+    lines = ["import pytest"] if free.pop("pytest", None) is not None else []
+    lines += import_lines(free, lambda name: defined_by(idx, name))
     return "\n".join([*lines, source]) if lines else source

@@ -27,6 +27,7 @@ from typing import Any
 from app.fixers.base import SKIP_DIRS, walk_files
 from app.fixers.llm.context import looks_like_test
 from app.fixers.llm.edits import EditError, apply_edit, syntax_error
+from app.fixers.llm.imports import with_import_lines
 from app.fixers.llm.meant import (
     MAX_FILE_BYTES,
     closest_file,
@@ -36,7 +37,6 @@ from app.fixers.llm.meant import (
     is_file,
     missing_imports,
     tests_in,
-    with_imports,
 )
 from app.sessions.files import read_confined, write_confined
 from app.sessions.sandbox import WORKSPACE
@@ -324,7 +324,7 @@ class ToolBox:
         added = []
         if rel.endswith(".py") and looks_like_test(rel) and "__future__" not in content:
             added = missing_imports(self.ctx.tree, content)
-            content = with_imports(content, added)
+            content = with_import_lines(content, added)
         self._write(rel, content, new=True)
         said = f"; added the imports it lacked: {'; '.join(added)}" if added else ""
         return ToolResult(f"created {rel} ({len(content.splitlines())} lines{said})")

@@ -1,0 +1,79 @@
+"""From a round's answers to the distinct changes worth a test run.
+
+An answer that does not parse, changes nothing or changes the function's parameters is
+dropped before anything runs (``dropped`` counts why); the rest are grouped by
+normalised syntax tree, which counts the votes, spliced in by the function's line range
+(:mod:`splice`), and given the imports they forgot (:mod:`imports`: ``raise
+OutOfStock`` in a module that never imported it is a right change all the same).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from app.fixers.llm.answers import definitions, normalised
+from app.fixers.llm.imports import defined_by, forgotten, with_import_lines
+from app.fixers.llm.localize import Index
+from app.fixers.llm.splice import Target, changed_lines, keeps_parameters, splice, unit_sources
+
+
+@dataclass
+class Candidate:
+    function: str
+    constants: dict[str, str]
+    votes: int = 1
+    text: str = ""  # the file as it would be with the candidate spliced in
+    changed_lines: int = 0
+    verdict: str = ""  # "passed", or why not
+    output: str = ""  # the failing test's trimmed output, for the next round
+    imports: tuple[str, ...] = ()  # import lines added for names it uses
+
+
+def candidates_of(
+    idx: Index, target: Target, answers: Sequence[str], prefill: str, dropped: Counter[str]
+) -> list[Candidate]:
+    """The distinct changes the answers write, each with its votes."""
+    text = idx.sources[target.symbol.path]
+    original = unit_sources(text, target)
+    names = [c[0] for c in target.constants]
+    by_key: dict[str, Candidate] = {}
+    for answer in answers:
+        found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
+        if found.function is None and found.problem == "no function" and found.constants:
+            found = replace(found, function=original[""])  # only a helper rewritten
+        if found.function is None:
+            dropped[found.problem] += 1
+            continue
+        units = {**found.constants, "": found.function}
+        if not all(keeps_parameters(original[k], v) for k, v in units.items()):
+            dropped["changed its parameters"] += 1
+            continue
+        constants = {
+            k: v for k, v in found.constants.items() if normalised(v) != normalised(original[k])
+        }
+        key = normalised(found.function) + "".join(
+            normalised(constants[k]) for k in sorted(constants)
+        )
+        if normalised(found.function) == normalised(original[""]) and not constants:
+            dropped["unchanged"] += 1
+            continue
+        if key in by_key:
+            by_key[key].votes += 1
+            dropped["duplicate"] += 1
+            continue
+        spliced = splice(text, target, found.function, constants)
+        if spliced is None:
+            dropped["does not fit"] += 1
+            continue
+        added = forgotten(text, spliced, lambda name: defined_by(idx, name))
+        spliced = with_import_lines(spliced, added)
+        by_key[key] = Candidate(
+            function=found.function,
+            constants=constants,
+            text=spliced,
+            changed_lines=changed_lines(text, spliced),
+            imports=tuple(added),
+        )
+    return list(by_key.values())
