@@ -92,11 +92,18 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         result = await runner.run(spec, fixer, progress=clock.show)
     finally:
         await fixer.aclose()
-    if result.head_sha and result.policy is not None:
-        await _leave_branch(top, runner.cache.mirror_path(result.repo), result)
+    policy = result.policy
+    if result.head_sha and policy is not None:
+        branch = await _leave_branch(top, runner.cache.mirror_path(result.repo), result)
+        if branch != result.branch:
+            clock.show(
+                f"{result.branch} has commits Patchwarden did not make (or is checked out): "
+                f"left as it is; the patch is on {branch}"
+            )
+            result = result.model_copy(update={"branch": branch})
         score = score_session(
             result,
-            result.policy,
+            policy,
             trigger=Trigger("manual"),
             max_tokens=spec.budget.max_tokens,
             max_cost_usd=spec.budget.max_cost_usd,
@@ -156,12 +163,43 @@ def _repo_name(top: Path) -> str:
     return f"local/{slug}"
 
 
-async def _leave_branch(top: Path, mirror: Path, result: SessionResult) -> None:
-    """Fetch the patch commit from the session's mirror into the user's repository."""
-    refspec = f"+refs/patchwarden/{result.branch}:refs/heads/{result.branch}"
-    await run_git(
-        ["-C", str(top), "fetch", "--quiet", "--no-tags", str(mirror), refspec],
-        env=git_env(Path.home()),
+ZERO_SHA = "0" * 40  # `git update-ref NEW ZERO`: only if the branch does not exist yet
+MAX_NAMES = 100
+
+
+async def _leave_branch(top: Path, mirror: Path, result: SessionResult) -> str:
+    """Put the patch commit in the user's repository as ``result.branch``, and return
+    the branch name used.
+
+    The branch moves only when its head is the commit Patchwarden itself left there
+    (recorded as ``refs/patchwarden/left/<branch>``) and it is not checked out: a
+    commit a person made on it since, or a branch Patchwarden never left, is never
+    overwritten — the patch goes to the first free ``<branch>-2``, ``-3``… instead.
+    Each move is a compare-and-swap (``git update-ref NEW OLD``)."""
+    env = git_env(Path.home())
+
+    async def git(*args: str, check: bool = True) -> str:
+        done = await run_git(["-C", str(top), *args], env=env, check=check)
+        return done.stdout.decode().strip() if done.returncode == 0 else ""
+
+    await git("fetch", "--quiet", "--no-tags", str(mirror), f"refs/patchwarden/{result.branch}")
+    new = await git("rev-parse", "--verify", "FETCH_HEAD^{commit}")
+    current_branch = await git("symbolic-ref", "--quiet", "HEAD", check=False)
+    for n in range(1, MAX_NAMES + 1):
+        name = result.branch if n == 1 else f"{result.branch}-{n}"
+        ref = f"refs/heads/{name}"
+        head = await git("rev-parse", "--verify", "--quiet", ref, check=False)
+        left = await git(
+            "rev-parse", "--verify", "--quiet", f"refs/patchwarden/left/{name}", check=False
+        )
+        if head and (head not in (left, new) or ref == current_branch):
+            continue  # a person's commit, or the branch they are on: not Patchwarden's
+        await git("update-ref", "-m", "patchwarden run", ref, new, head or ZERO_SHA)
+        await git("update-ref", f"refs/patchwarden/left/{name}", new)
+        return name
+    raise BadInput(
+        f"{result.branch} and {MAX_NAMES - 1} numbered names after it hold commits that are "
+        f"not Patchwarden's: delete the ones you no longer need (git branch -D)"
     )
 
 

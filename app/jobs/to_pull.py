@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.choose import budget_from, is_about_lint
 from app.git import Remote
@@ -186,11 +187,11 @@ async def session_to_pull(
         return await _rejected(run, outcome, report, score)
     # The branch first: with commit_signing: api GitHub makes (and signs) a new commit,
     # and that is the head the body, the check run and the merge guard name.
-    head = await _push(run, spec.remote, result, policy.commit_signing)
-    if head != result.head_sha:
-        result = result.model_copy(update={"head_sha": head})
+    branch, head = await _push(run, spec.remote, result, policy.commit_signing)
+    if (branch, head) != (result.branch, result.head_sha):
+        result = result.model_copy(update={"head_sha": head, "branch": branch})
         ctx.save_result(result)  # the merge job renders the final body from it
-    outcome = replace(outcome, head_sha=head)
+    outcome = replace(outcome, head_sha=head, branch=branch)
     links = options.links
     if links is None:
         # Merging closes the issue only when the patch is what the issue asked for:
@@ -214,30 +215,66 @@ async def session_to_pull(
     return await _publish(run, outcome, report, result, score, draft)
 
 
-async def _push(run: Running[Any], remote: Remote, result: SessionResult, signing: str) -> str:
-    """Put the patch on its branch on GitHub; the head GitHub has."""
+async def _push(
+    run: Running[Any], remote: Remote, result: SessionResult, signing: str
+) -> tuple[str, str]:
+    """Put the patch on its branch on GitHub; the branch and the head GitHub has."""
     assert result.head_sha is not None
     pub, cache = run.pub, run.ctx.runner.cache
     mirror = cache.mirror_path(pub.repo)
-    if signing == "api":
-        head = await commit_through_api(
-            pub.gh,
-            pub.vars,
-            mirror=mirror,
-            home=cache.home,
-            head=result.head_sha,
+    branch, lease = await _own_branch(run, result)
+    if branch != result.branch:
+        await run.audit(
+            "branch.kept",
+            reason=f"{result.branch} has commits Patchwarden did not push; the patch goes "
+            f"to {branch}",
             branch=result.branch,
+            head=lease,
+        )
+    if signing == "api":
+        # The Git Data API moves a ref with no expected value: the head was checked
+        # just now (_own_branch), which is as close as the API allows.
+        head = await commit_through_api(
+            pub.gh, pub.vars, mirror=mirror, home=cache.home, head=result.head_sha, branch=branch
         )
         await run.audit(
             "branch.pushed",
             reason="made and signed by GitHub (commit_signing: api)",
-            branch=result.branch,
+            branch=branch,
             head=head,
             patch=result.head_sha,
         )
-        return head
-    await pub.push_branch(mirror=mirror, branch=result.branch, remote=remote, home=cache.home)
-    return result.head_sha
+        return branch, head
+    await pub.push_branch(
+        mirror=mirror,
+        source=result.branch,
+        branch=branch,
+        lease=lease,
+        remote=remote,
+        home=cache.home,
+    )
+    return branch, result.head_sha
+
+
+MAX_BRANCH_NAMES = 20
+
+
+async def _own_branch(run: Running[Any], result: SessionResult) -> tuple[str, str | None]:
+    """The branch to push to and its head now (None: new): the session's branch when it
+    does not exist yet or its head is a commit Patchwarden pushed (an outcome of this
+    repository has it as its head); otherwise, so that no one's commit is lost (a
+    maintainer's fix on the pull request's branch), the first such ``<branch>-2``, ``-3``…"""
+    for n in range(1, MAX_BRANCH_NAMES + 1):
+        name = result.branch if n == 1 else f"{result.branch}-{n}"
+        head = await run.pub.branch_head(name)
+        if head is None or head == result.head_sha:
+            return name, head
+        if await run.ctx.store.find_outcomes(repo=run.repo, head_sha=head):
+            return name, head
+    raise PermanentJobError(
+        f"{result.branch} and {MAX_BRANCH_NAMES - 1} numbered branches after it hold commits "
+        "Patchwarden did not push: delete the ones no longer needed, then ask again"
+    )
 
 
 async def ended(

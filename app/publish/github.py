@@ -3,7 +3,8 @@ the ``patchwarden`` Check Run, marker comments, and the merge.
 
 Every write is idempotent, so a retried job (a worker restarted mid-job, a redelivered
 event) finds what an earlier attempt made instead of making a second one:
-- the branch name is deterministic and pushed with ``--force`` from the mirror;
+- the branch name is deterministic, and moved only from a head Patchwarden pushed
+  (``--force-with-lease``; app/jobs/to_pull.py picks another name otherwise);
 - a pull request is found by its head branch before one is opened;
 - a comment carries an HTML marker (``<!-- patchwarden:… -->``) and is edited in place,
   or, for an answer to a request, posted once and left as it is;
@@ -134,11 +135,36 @@ class Publisher:
         )
         return str(answer["commit"]["sha"])
 
-    async def push_branch(self, *, mirror: Path, branch: str, remote: Remote, home: Path) -> None:
-        """Force-push the session's patch commit (kept in the mirror) as ``branch``."""
-        refspec = f"+refs/patchwarden/{branch}:refs/heads/{branch}"
+    async def branch_head(self, branch: str) -> str | None:
+        """The commit ``branch`` points at on GitHub; None when there is no such branch."""
+        try:
+            return await self.branch_sha(branch)
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+
+    async def push_branch(
+        self,
+        *,
+        mirror: Path,
+        source: str,
+        branch: str,
+        lease: str | None,
+        remote: Remote,
+        home: Path,
+    ) -> None:
+        """Push the session's patch commit (kept in the mirror as ``refs/patchwarden/
+        <source>``) as ``branch``, only if GitHub's ``branch`` is still at ``lease`` (or
+        absent, for None): ``--force-with-lease``, checked by GitHub as it updates."""
+        refspec = f"refs/patchwarden/{source}:refs/heads/{branch}"
         await run_git(
-            ["--git-dir", str(mirror), "push", "--quiet", "--no-verify", remote.url, refspec],
+            [
+                *("--git-dir", str(mirror), "push", "--quiet", "--no-verify"),
+                f"--force-with-lease=refs/heads/{branch}:{lease or ''}",
+                remote.url,
+                refspec,
+            ],
             env=git_env(home, remote=remote),
             secrets=[remote.token] if remote.token else (),
         )

@@ -145,6 +145,48 @@ async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> Non
 
 
 @sandboxed
+async def test_run_again_never_moves_a_branch_a_person_committed_to(tmp_path: Path) -> None:
+    """The branch is Patchwarden's to move only while its head is what Patchwarden left
+    there: a second run moves it; after a person's commit on it, the next run leaves it
+    alone and says where the patch went instead."""
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS})
+    args = ("--repo", str(repo), "--task", "Fix the lint", "--fixer", "lint")
+    code, _, err = await run(tmp_path, *args)
+    assert code == 0, err
+    code, _, err = await run(tmp_path, *args)  # again: its own branch, moved
+    assert code == 0, err
+    assert "fix-the-lint-2" not in err
+    assert "branch patchwarden/fix-the-lint in" in err
+
+    # A person builds on the branch.
+    git(repo, "checkout", "-q", "patchwarden/fix-the-lint")
+    (repo / "NOTES.md").write_text("reviewed\n")
+    git(repo, "add", "NOTES.md")
+    git(repo, "-c", "user.name=Ann", "-c", "user.email=ann@example.com", "commit", "-qm", "notes")
+    theirs = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-")
+    code, _, err = await run(tmp_path, *args)
+    assert code == 0, err
+    assert git(repo, "rev-parse", "patchwarden/fix-the-lint").strip() == theirs  # kept
+    assert (
+        "patchwarden/fix-the-lint has commits Patchwarden did not make (or is checked out): "
+        "left as it is; the patch is on patchwarden/fix-the-lint-2" in err
+    )
+    assert 'return "hello"' in git(repo, "show", "patchwarden/fix-the-lint-2:greet.py")
+    body = (repo / ".git" / "patchwarden" / "patchwarden-fix-the-lint-2.md").read_text()
+    assert "git push origin --delete patchwarden/fix-the-lint-2" in body
+
+    # A branch of that name Patchwarden never left (made by hand) is not taken either.
+    git(repo, "branch", "patchwarden/lint", "HEAD")
+    code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
+    assert code == 0, err
+    assert "the patch is on patchwarden/lint-2" in err
+    assert (
+        git(repo, "rev-parse", "patchwarden/lint").strip() == git(repo, "rev-parse", "HEAD").strip()
+    )
+
+
+@sandboxed
 async def test_run_in_a_linked_worktree_keeps_its_work_tree_clean(tmp_path: Path) -> None:
     """In a worktree (or a submodule) .git is a file: the PR body goes to git's own
     directory for it, not into the work tree."""

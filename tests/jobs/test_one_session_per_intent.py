@@ -129,3 +129,60 @@ async def test_a_request_behind_a_stuck_session_runs_after_its_last_look(
     assert len(sessions) == 2, ended
     audit = await pw.store.query_audit(AuditQuery(repo=REPO))
     assert Counter(e.action for e in audit)["fix.waits"] == 2
+
+
+async def test_a_maintainers_commit_on_the_pull_requests_branch_is_never_overwritten(
+    make_pw: Callable[..., Awaitable[Harness]],
+    forge: LocalForge,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35: a push must not lose a person's commit. The session for other words
+    updates the open pull request's branch, which was still at Patchwarden's head when
+    the session began; a maintainer commits to it while the session runs. The push is
+    a lease (``--force-with-lease`` from the head Patchwarden pushed): her commit stays,
+    the patch goes to a new branch and pull request, and the audit says why."""
+    monkeypatch.setattr(fix, "WAIT_SECONDS", 0.2)
+    config = "fixers:\n  llm:\n    strategy: agent\n"
+    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
+    forge.add_user(REPO, "alice", "maintain")
+    old = "    return 'hello ' + name\n"
+    first_done = tool("finish", summary="greet() says what it does")
+    second_done = tool("finish", summary="the docstring names the argument")
+    script = [
+        tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}'),
+        first_done,
+        first_done,
+        # The second session's first answer comes late: she commits meanwhile.
+        stall(3.0, tool("edit", path="util.py", old=old, new=f'    """Hello, name."""\n{old}')),
+        second_done,
+        second_done,
+    ]
+    async with ScriptedModel(script, api_key=KEY) as model:
+        pw = await make_pw(
+            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
+        )
+        await forge.install(INSTALLATION, by="alice")
+        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
+        await pw.settle(within=120, every_job=True)
+        (pull,) = forge.pulls(REPO)
+        asked = len(model.requests)
+        words = "@patchwarden fix this\nThe docstring should say hello to name."
+        await forge.post_comment(REPO, issue.number, words, author="alice")
+        for _ in range(300):  # until the second session waits for its first answer
+            if len(model.requests) > asked:
+                break
+            await asyncio.sleep(0.05)
+        theirs = await forge.push(
+            REPO, {"NOTES.md": "reviewed\n"}, author="alice", branch=pull.head
+        )
+        await pw.settle(within=120, every_job=True)
+    assert model.violations == []
+    first, second = sorted(forge.pulls(REPO), key=lambda p: p.number)
+    assert first.number == pull.number
+    assert first.head_sha == theirs  # alice's commit is where she left it
+    assert second.head == f"{pull.head}-2"
+    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="branch.kept"))
+    assert [e.reason for e in audit] == [
+        f"{pull.head} has commits Patchwarden did not push; the patch goes to {pull.head}-2"
+    ]
