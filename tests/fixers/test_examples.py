@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.fixers.llm.examples import Example, example_test, examples, strip_contradictions
+from app.fixers.llm.contradictions import strip_contradictions
+from app.fixers.llm.examples import Example, example_test, examples
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.testruns import with_imports
 from app.sessions.session import Document, Task
@@ -25,9 +26,13 @@ IDX = Index(
         "count_words": ["textstats.py"],
         "format_duration": ["timefmt.py"],
         "date": ["app/models.py", "app/views.py"],  # two modules: never guessed
+        "unique": ["collections_extra.py"],
     }
 )
-NAMES = ["is_newer", "median", "take_nth", "ensure_text", "get", "to_roman", "count_words"]
+NAMES = [
+    *("is_newer", "median", "take_nth", "ensure_text", "get", "to_roman", "count_words"),
+    "unique",
+]
 SUSPECTS = [
     Suspect(Symbol(path="x.py", qualname=n, start=1, end=2, kind="function"), 1.0)
     for n in [*NAMES, "format_duration"]
@@ -182,6 +187,29 @@ def test_a_models_assertion_of_the_bug_is_taken_out() -> None:
         )[1]
         == 0
     )
+
+
+def test_an_assertion_through_names_is_read_as_what_they_hold() -> None:
+    """dedupe-order: the model wrote `result = unique([...])`, `expected = ["b", "c",
+    "a"]`, `assert result == expected` — another value than the issue asks for, so no
+    fix could pass the reproduction (16 answers, none passed). Read through the names
+    assigned once, it is taken out like a direct one; names assigned twice, or the
+    right value, stay."""
+    issue = '`collections_extra.unique(["b", "a", "b", "c"])` should be `["b", "a", "c"]`'
+    found = read(issue, ["c", "a", "b"])
+    wrong = (
+        "def test_bug():\n    result = unique(['b', 'a', 'b', 'c'])\n"
+        "    expected = ['b', 'c', 'a']\n    assert result == expected, 'order'\n"
+    )
+    kept, gone = strip_contradictions(wrong, found)
+    assert gone == 1
+    assert kept.splitlines()[3] == "    pass"
+    reversed_ = wrong.replace("assert result == expected", "assert expected == result")
+    assert strip_contradictions(reversed_, found)[1] == 1
+    right = wrong.replace("['b', 'c', 'a']", "['b', 'a', 'c']")
+    assert strip_contradictions(right, found) == (right, 0)
+    twice = wrong.replace("    assert", "    expected = []\n    assert")
+    assert strip_contradictions(twice, found) == (twice, 0)
 
 
 def test_a_test_gets_the_standard_library_names_it_forgot() -> None:

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.fixers.llm.answers import parse
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect
 from app.sessions.session import FixContext, Task
@@ -32,7 +31,7 @@ MAX_SHOWN = 200  # characters of a value shown to the model
 
 MAX_VALUE_CHARS = 2000  # a longer value is shown, never compared
 
-_NONE = object()  # "the issue does not say" (None is a value an issue can quote)
+NOT_SAID = object()  # "the issue does not say" (None is a value an issue can quote)
 
 # What may wrap a literal argument: `chunked(list(range(7)), 3)` is as literal as it gets.
 _PURE = frozenset({"list", "tuple", "set", "frozenset", "dict", "range", "sorted", "str"})
@@ -61,12 +60,12 @@ class Example:
     name: str  # the function or method called last (a suspect's name)
     call: str  # the call rebuilt from its literals, module prefixes dropped
     imports: tuple[str, ...]  # what the rebuilt call needs
-    now: Any = _NONE  # what the issue says it gives now (the bug), when it quotes it
+    now: Any = NOT_SAID  # what the issue says it gives now (the bug), when it quotes it
     raises: str = ""  # ... or the exception it says it raises now
-    expected: Any = _NONE  # what the issue says it should give
+    expected: Any = NOT_SAID  # what the issue says it should give
     # observed on the base (filled by ``observe``)
     shown: str = ""  # repr, or "raises X: message"
-    value: Any = _NONE  # the repr read back, when it is a literal
+    value: Any = NOT_SAID  # the repr read back, when it is a literal
     raised: str = ""
     listed: bool = False  # it gave an iterator; ``value`` is its list
     args: tuple[str, ...] = field(default=(), compare=False)  # ast dumps of its arguments
@@ -76,22 +75,22 @@ class Example:
         """The base does what the issue says it does: the example shows the bug."""
         if self.raises:
             return self.raised == self.raises
-        return self.now is not _NONE and not self.raised and _same(self.now, self.value)
+        return self.now is not NOT_SAID and not self.raised and same_value(self.now, self.value)
 
     @property
     def wanted(self) -> Any:
         """What the issue says it should give, when that can be what the call gives (a
         `1.10 > 1.9` after "must compare" is no result of ``is_newer``)."""
-        if self.expected is not _NONE and (self.raised or _kin(self.expected, self.value)):
+        if self.expected is not NOT_SAID and (self.raised or _kin(self.expected, self.value)):
             return self.expected
-        return _NONE
+        return NOT_SAID
 
     def assertion(self) -> str | None:
         """The test line the issue's words give, or None when they give none."""
         call = f"list({self.call})" if self.listed else self.call
         expected = self.wanted
-        if expected is not _NONE:
-            if _same(expected, self.value):
+        if expected is not NOT_SAID:
+            if same_value(expected, self.value):
                 return None  # the base gives what the issue asks for: it shows nothing
             # `is` for None and the bools: ruff (E711, E712) flags `== None` in the patch
             op = "is" if expected is None or isinstance(expected, bool) else "=="
@@ -105,8 +104,8 @@ class Example:
         return f"assert {call} != {self.now!r}"
 
 
-def _same(a: Any, b: Any) -> bool:
-    if b is _NONE or a is _NONE:
+def same_value(a: Any, b: Any) -> bool:
+    if b is NOT_SAID or a is NOT_SAID:
         return False
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -178,7 +177,7 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(f"{prefix}.") or module.endswith(f".{prefix}")
 
 
-def _last_name(node: ast.Call) -> str:
+def last_name(node: ast.Call) -> str:
     func = node.func
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
 
@@ -206,7 +205,7 @@ def examples(task: Task, idx: Index, suspects: Sequence[Suspect]) -> list[Exampl
                 node = ast.parse(m.group(1).strip(), mode="eval").body
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
-            if isinstance(node, ast.Call) and _last_name(node) in names and _has_args(node):
+            if isinstance(node, ast.Call) and last_name(node) in names and _has_args(node):
                 calls.append((m, node))
         for n, (m, node) in enumerate(calls):
             imports: list[str] = []
@@ -226,7 +225,7 @@ def examples(task: Task, idx: Index, suspects: Sequence[Suspect]) -> list[Exampl
 
 
 def _says(e: Example) -> bool:
-    return e.now is not _NONE or bool(e.raises) or e.expected is not _NONE
+    return e.now is not NOT_SAID or bool(e.raises) or e.expected is not NOT_SAID
 
 
 def _has_args(node: ast.Call) -> bool:
@@ -239,7 +238,7 @@ def _has_args(node: ast.Call) -> bool:
 def _read(after: str, written: str, node: ast.Call, call: str, imports: tuple[str, ...]) -> Example:
     example = Example(
         written,
-        _last_name(node),
+        last_name(node),
         call,
         imports,
         args=tuple(ast.dump(a) for a in [*node.args, *node.keywords]),
@@ -290,9 +289,9 @@ async def observe(ws: FixContext, found: list[Example]) -> list[Example]:
             seen.append(replace(e, raised=raised, shown=shown))
             continue
         text = str(v.get("repr", ""))
-        value = _value(text) if len(text) <= MAX_VALUE_CHARS else _NONE
-        if value is not _NONE and isinstance(value, str) and value == text:
-            value = _NONE  # not a literal: an object's repr
+        value = _value(text) if len(text) <= MAX_VALUE_CHARS else NOT_SAID
+        if value is not NOT_SAID and isinstance(value, str) and value == text:
+            value = NOT_SAID  # not a literal: an object's repr
         listed = bool(v.get("listed"))
         shown = f"list(...) gives {text}" if listed else text
         seen.append(replace(e, shown=shown[:MAX_SHOWN], value=value, listed=listed))
@@ -310,54 +309,3 @@ def example_test(found: Sequence[Example]) -> tuple[list[str], list[str]]:
         imports += [i for i in e.imports if i not in imports]
         tests.append(f"def test_issue_example_{len(tests) + 1}():\n    {line}\n")
     return imports, tests
-
-
-def strip_contradictions(source: str, found: Sequence[Example]) -> tuple[str, int]:
-    """The test without its assertions of what the issue calls the bug, or of another
-    value than the issue asks for (each becomes ``pass``); and how many went."""
-    module = parse(source)
-    if module is None:
-        return source, 0
-    lines = source.splitlines()
-    gone = 0
-    for node in ast.walk(module):
-        if isinstance(node, ast.Assert) and any(_contradicts(node.test, e) for e in found):
-            indent = lines[node.lineno - 1][: node.col_offset]
-            lines[node.lineno - 1] = f"{indent}pass"
-            for n in range(node.lineno, node.end_lineno or node.lineno):
-                lines[n] = ""
-            gone += 1
-    return ("\n".join(lines) + "\n" if gone else source), gone
-
-
-def _contradicts(test: ast.expr, e: Example) -> bool:
-    asserted: Any = _NONE
-    call: ast.expr = test
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        call, asserted = test.operand, False
-    elif (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], (ast.Eq, ast.Is))
-    ):
-        call = test.left
-        try:
-            asserted = ast.literal_eval(test.comparators[0])
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-            return False
-    elif isinstance(test, ast.Call):
-        asserted = True
-    listed = False
-    if isinstance(call, ast.Call) and _last_name(call) == "list" and call.args:
-        call, listed = call.args[0], True
-    if asserted is _NONE or not isinstance(call, ast.Call) or _last_name(call) != e.name:
-        return False
-    if tuple(ast.dump(a) for a in [*call.args, *call.keywords]) != e.args:
-        return False
-    if e.listed and not listed and isinstance(asserted, list):
-        return True  # an iterator is never equal to a list: no fix could pass it
-    if e.confirmed and not e.raises and _same(asserted, e.now):
-        return True
-    if isinstance(test, ast.Compare) and e.wanted is not _NONE:
-        return not _same(asserted, e.wanted)
-    return isinstance(e.wanted, bool) and not _same(asserted, e.wanted)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.fixers.llm.answers import code_blocks, normalised, parse
-from app.fixers.llm.examples import example_test, examples, observe, strip_contradictions
+from app.fixers.llm.contradictions import strip_contradictions
+from app.fixers.llm.examples import example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.repair_prompt import repro_prompt
 from app.fixers.llm.testruns import (
