@@ -223,7 +223,11 @@ def _verdict(result: SessionResult) -> tuple[bool, str]:
     tests = result.tests
     if tests is not None and tests.broken:
         return False, f"the patch breaks {', '.join(tests.broken[:5])}"
-    if tests is not None and (tests.head is None or not tests.head.ok):
+    if tests is not None and not tests.passing:
         return False, "the patch does not pass the tests"
     checked = "the tests pass" if tests is not None else "no test command is known"
+    if tests is not None and tests.only_already_failing:
+        n, names = len(tests.already_failing), ", ".join(tests.already_failing[:3])
+        more = " and more" if n > 3 else ""
+        checked += f" but for {n} already failing on the base alike ({names}{more})"
     return True, f"verified patch {result.head_sha and result.head_sha[:12]}: {checked}"

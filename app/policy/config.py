@@ -163,6 +163,7 @@ class Weights(_Strict):
     test_skipped: float = Field(ge=0)
     tests_not_run: float = Field(ge=0)
     tests_still_failing: float = Field(ge=0)
+    tests_already_failing: float = Field(ge=0)
     tests_fixed: float = Field(le=0)
     tests_fixed_max: float = Field(le=0)
     not_reproduced: float = Field(ge=0)

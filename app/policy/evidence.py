@@ -94,6 +94,28 @@ class TestDelta(_Model):
     # Whether the session could check such tests (pytest) and should (not an alert):
     # only then does the score count a fix that nothing reproduces.
     reproducible: bool = False
+    # Failing or erroring on the base and on the patch alike: not the patch's doing.
+    already_failing: list[str] = Field(default_factory=list)
+
+    @property
+    def only_already_failing(self) -> bool:
+        """Whether the patch's tests fail only where the base's fail the same way (a
+        few: where most fail, the environment is broken, not a test), and break none."""
+        base, head = self.base, self.head
+        if base is None or head is None or head.ok or head.timed_out or self.broken:
+            return False
+        if base.counts is None or head.counts is None:
+            return False
+        failing = {t for t, o in head.outcomes.items() if o in ("failed", "errored")}
+        if not failing or not failing <= set(self.already_failing):
+            return False
+        bad = base.counts.failed + base.counts.errored
+        return 2 * bad <= base.counts.passed + bad  # most, not half
+
+    @property
+    def passing(self) -> bool:
+        """The patch passes the tests, but for those already failing on the base."""
+        return self.head is not None and (self.head.ok or self.only_already_failing)
 
 
 class ModelUsage(_Model):

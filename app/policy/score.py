@@ -489,8 +489,24 @@ def _verification(
             rule(
                 "tests_broken", "reject", f"breaks tests that passed before: {_list(tests.broken)}"
             )
+        elif tests.only_already_failing:
+            n = len(tests.already_failing)
+            add(
+                "tests_already_failing",
+                str(n),
+                w.tests_already_failing,
+                f"{n} test{'s' if n > 1 else ''} fail{'' if n > 1 else 's'} on the base and "
+                f"on the patch alike, not because of it: {_list(tests.already_failing)}",
+            )
         elif not tests.head.ok:
             what = "timed out" if tests.head.timed_out else f"exit code {tests.head.exit_code}"
+            base = tests.base.counts if tests.base is not None else None
+            ran = base.total - base.skipped if base is not None else 0
+            if base is not None and ran and 2 * (base.failed + base.errored) > ran:
+                what += (
+                    f"; {base.failed + base.errored} of {ran} fail on the "
+                    "base too: the test environment looks broken"
+                )
             add(
                 "tests_still_failing",
                 what,
@@ -516,7 +532,7 @@ def _verification(
                 f"makes failing tests pass: {_list(tests.fixed)}",
             )
         unproven = tests.reproducible and not tests.fixed and not tests.reproduced
-        if v.fixer == "llm" and tests.head.ok and unproven:
+        if v.fixer == "llm" and tests.passing and unproven:
             add(
                 "not_reproduced",
                 "no",

@@ -188,7 +188,10 @@ def _tests(tests: TestDelta | None) -> str:
     if tests is None:
         return "no test command is known (set `test:` in .github/patchwarden.yml)"
     text = f"tests {_run(tests.base)} → {_run(tests.head)}"
-    text += f" ({len(tests.fixed)} fixed, {len(tests.broken)} broken)"
+    text += f" ({len(tests.fixed)} fixed, {len(tests.broken)} broken"
+    if tests.only_already_failing:
+        text += f", {len(tests.already_failing)} already failing on the base"
+    text += ")"
     if tests.reproduced:
         n = len(tests.reproduced)
         text += f"; {n} new test{'s' if n > 1 else ''} reproduce{'' if n > 1 else 's'} the problem"
@@ -211,7 +214,12 @@ def _checks(result: SessionResult) -> list[str]:
     tests = result.tests
     if tests is not None:
         lines.append(f"Test command: {_code(' '.join(tests.command))} ({tests.source})")
-        for label, names in (("Fixed", tests.fixed), ("Broken", tests.broken)):
+        already = tests.already_failing if tests.only_already_failing else []
+        for label, names in (
+            ("Fixed", tests.fixed),
+            ("Broken", tests.broken),
+            ("Already failing on the base (and still, not because of this change)", already),
+        ):
             if names:
                 lines.append(f"{label}: " + ", ".join(_code(n) for n in names[:10]))
         if tests.reproduced:

@@ -109,7 +109,8 @@ def test_delta(
 ) -> TestDelta:
     """Which tests the patch fixed, broke, added and removed (sorted ids).
 
-    Fixed: failed/errored on base, passed on head. Broken: passed on base, failed/errored
+    Fixed: failed/errored on base, passed on head. Already failing: failed/errored on
+    both. Broken: passed on base, failed/errored
     on head — or gone from head because their module no longer imports (a collection
     error names the module, and pytest then runs nothing of it). Added/removed: ids only
     on head/only on base (collection errors are not tests). The lists stay empty unless
@@ -134,6 +135,7 @@ def test_delta(
             [t for t in both if before[t] == "passed" and after[t] in bad]
             + [t for t in unimportable if before[t] == "passed"]
         ),
+        already_failing=sorted(t for t in both if before[t] in bad and after[t] in bad),
         added=sorted(after.keys() - before.keys() - set(uncollected)),
         removed=sorted(gone - unimportable - set(collection_errors(base))),
     )

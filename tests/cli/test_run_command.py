@@ -187,6 +187,31 @@ async def test_run_again_never_moves_a_branch_a_person_committed_to(tmp_path: Pa
 
 
 @sandboxed
+async def test_a_test_already_failing_on_the_base_does_not_make_a_fix_unverified(
+    tmp_path: Path,
+) -> None:
+    """toolz: one test failing on the base and the patch alike made a lint fix that broke
+    nothing exit 1 with "the patch does not pass the tests". It is reported, not
+    blamed: the fix is verified and says which test was already failing."""
+    old = "\n\ndef test_old_bug():\n    assert greet() == 'hi'\n"
+    repo = make_project(tmp_path / "greet", {"greet.py": LINTY, "test_greet.py": LINTY_TESTS + old})
+    code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
+    assert code == 0, err
+    verdict = err.splitlines()[-1].split("] ", 1)[1]
+    assert verdict.startswith("verified patch "), verdict
+    assert verdict.endswith(
+        ": the tests pass but for 1 already failing on the base alike (test_greet::test_old_bug)"
+    ), verdict
+    body = (repo / ".git" / "patchwarden" / "patchwarden-lint.md").read_text()
+    assert "1 passed, 1 failed → 1 passed, 1 failed (0 fixed, 0 broken, 1 already failing" in body
+    assert (
+        "Already failing on the base (and still, not because of this change): "
+        "`test_greet::test_old_bug`" in body
+    )
+    assert "| 1 test fails on the base and on the patch alike, not because of it:" in body
+
+
+@sandboxed
 async def test_run_in_a_linked_worktree_keeps_its_work_tree_clean(tmp_path: Path) -> None:
     """In a worktree (or a submodule) .git is a file: the PR body goes to git's own
     directory for it, not into the work tree."""

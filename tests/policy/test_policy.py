@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.policy.config import LADDER, PolicyError, load_policy
 from app.policy.diff import TRUNCATION_MARK, parse_diff
-from app.policy.evidence import Finding, FindingsDelta, ModelUsage, TestDelta
+from app.policy.evidence import Finding, FindingsDelta, ModelUsage, TestCounts, TestDelta, TestRun
 from app.policy.features import extract
 from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
 from app.sessions.policyfile import default_policy_text
@@ -247,8 +247,33 @@ def _finding(severity: str) -> Finding:
     )  # type: ignore[arg-type]
 
 
+def outcomes(passing: int, failing: int) -> TestRun:
+    """A run with per-test outcomes: t::p0… passed, t::f0… failed."""
+    found: dict[str, Any] = {f"t::p{i}": "passed" for i in range(passing)}
+    found.update({f"t::f{i}": "failed" for i in range(failing)})
+    counts = TestCounts(passed=passing, failed=failing)
+    return TestRun(exit_code=1 if failing else 0, counts=counts, outcomes=found)
+
+
+def already(passing: int, failing: int) -> Verification:
+    """The same tests failing on the base and on the patch."""
+    return verification(
+        tests=TestDelta(
+            command=PY_CMD,
+            source="detected",
+            base=outcomes(passing, failing),
+            head=outcomes(passing, failing),
+            already_failing=[f"t::f{i}" for i in range(failing)],
+        )
+    )
+
+
 VERIFY = [
     ("llm", verification(fixer="llm"), "fixer", 15.0, None),
+    # toolz: one test failing on both trees is reported, not blamed on the patch ...
+    ("already-failing", already(9, 1), "tests_already_failing", 3.0, None),
+    # ... unless most fail on the base: that is a broken environment, not a test
+    ("mostly-failing", already(1, 4), "tests_still_failing", 25.0, ("tests_failing", "draft")),
     ("lint", verification(fixer="lint"), "fixer", 3.0, None),
     ("revert", verification(fixer="revert"), "fixer", 5.0, None),
     ("no-tests", verification(tests=None), "tests_not_run", 20.0, ("tests_not_run", "review")),
@@ -372,6 +397,15 @@ def test_what_the_session_checked_scores_and_rules(
         hit = next(r for r in s.rules if r.rule == rule[0])
         assert hit.decision == rule[1]
         assert LADDER.index(s.decision) <= LADDER.index(rule[1])  # type: ignore[arg-type]
+
+
+def test_tests_failing_on_both_trees_are_named_and_a_broken_base_is_said() -> None:
+    s = scored(SRC, v=already(9, 1))
+    (reason,) = [c.reason for c in s.contributions if c.factor == "tests_already_failing"]
+    assert reason == "1 test fails on the base and on the patch alike, not because of it: `t::f0`"
+    s = scored(SRC, v=already(1, 4))
+    (hit,) = [r for r in s.rules if r.rule == "tests_failing"]
+    assert "4 of 5 fail on the base too: the test environment looks broken" in hit.reason
 
 
 def test_tests_made_to_pass_by_editing_only_the_tests_earn_no_credit() -> None:
