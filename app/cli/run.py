@@ -92,6 +92,8 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         result = await runner.run(spec, fixer, progress=clock.show)
     finally:
         await fixer.aclose()
+    if result.error_kind == "config":  # what `patchwarden validate` would refuse
+        raise BadInput(f"{result.error} (check it with: patchwarden validate)")
     policy = result.policy
     if result.head_sha and policy is not None:
         branch = await _leave_branch(top, runner.cache.mirror_path(result.repo), result)

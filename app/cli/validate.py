@@ -48,11 +48,14 @@ def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) ->
     for key, value in raw.items():
         line = lines.get((key,))
         if key in COMMAND_KEYS:
-            for i, command in enumerate(value if isinstance(value, list) else [value]):
+            # `setup` is one command line or a list of them; `test` is one, as the
+            # session reads them (app/sessions/commands.py).
+            several = key == "setup" and isinstance(value, list)
+            for i, command in enumerate(value if several else [value]):
                 try:
                     split_command(command, key)
                 except RepoConfigError as exc:
-                    where = lines.get((key, i), line) if isinstance(value, list) else line
+                    where = lines.get((key, i), line) if several else line
                     problem = str(exc).removeprefix(f"{REPO_SOURCE}: ")
                     errors.append(PolicyError(source, where, problem))
         elif key in FIXER_KEYS:
@@ -68,12 +71,12 @@ def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) ->
     except PolicyError as exc:
         errors.append(exc)
     except ValidationError as exc:
-        errors += every_error(exc, (source, lines), (DEFAULT_SOURCE, default_lines))
+        errors += every_error(exc, (source, lines), (DEFAULT_SOURCE, default_lines), model=Policy)
     fixer_part = {k: v for k, v in raw.items() if k in FIXER_KEYS and v is not None}
     try:
         FixerSettings.model_validate(fixer_part)
     except ValidationError as exc:
-        errors += every_error(exc, (source, lines))
+        errors += every_error(exc, (source, lines), model=FixerSettings)
     return sorted(errors, key=lambda e: (e.line or 0, e.problem))
 
 

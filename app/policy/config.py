@@ -16,8 +16,11 @@ and where an error points); split, each part would be read only beside the other
 
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import re
+import types
+import typing
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -339,20 +342,50 @@ def load_policy(
 
 def invalid(exc: ValidationError, *files: tuple[str, Lines]) -> PolicyError:
     """A schema error as the file and line a person has to change (the first error)."""
-    first, *rest = every_error(exc, *files)
+    first, *rest = every_error(exc, *files, model=Policy)
     more = f" (and {len(rest)} more)" if rest else ""
     return PolicyError(first.source, first.line, f"{first.problem}{more}")
 
 
-def every_error(exc: ValidationError, *files: tuple[str, Lines]) -> list[PolicyError]:
-    """Each schema error as the file and line a person has to change (``validate``)."""
+def every_error(
+    exc: ValidationError, *files: tuple[str, Lines], model: type[BaseModel] | None = None
+) -> list[PolicyError]:
+    """Each schema error as the file and line a person has to change (``validate``);
+    an unknown key at any depth gets the closest key ``model`` allows there."""
     found = []
     for err in exc.errors():
         loc = tuple(err["loc"])
         source, line = locate(loc, *files)
         where = ".".join(str(p) for p in loc) or "the top level"
-        found.append(PolicyError(source, line, f"`{where}`: {_message(err)}"))
+        problem = _message(err)
+        if err["type"] == "extra_forbidden" and loc:
+            close = difflib.get_close_matches(str(loc[-1]), _keys_at(model, loc[:-1]), n=1)
+            problem += f"; did you mean `{close[0]}`?" if close else ""
+        found.append(PolicyError(source, line, f"`{where}`: {problem}"))
     return found
+
+
+def _keys_at(model: Any, path: tuple[Any, ...]) -> list[str]:
+    """The keys ``model`` allows at ``path`` (through nested models, mappings and
+    optionals); [] when that is not a model."""
+    current, parts = model, list(path)
+    while current is not None:
+        args = typing.get_args(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            if not parts:
+                return list(current.model_fields)
+            field = current.model_fields.get(str(parts.pop(0)))
+            current = field.annotation if field is not None else None
+        elif typing.get_origin(current) in (dict, collections.abc.Mapping) and parts:
+            parts.pop(0)  # a key of the mapping: its value's model next
+            current = args[1] if len(args) == 2 else None
+        elif args and typing.get_origin(current) in (typing.Union, types.UnionType, Annotated):
+            current = next(
+                (a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[0]
+            )
+        else:
+            return []
+    return []
 
 
 def merge_repo(

@@ -96,6 +96,11 @@ def _text(tree: Path, name: str) -> str | None:
 
 def split_command(value: Any, key: str) -> list[str]:
     """``setup``/``test`` as argv, or a RepoConfigError saying what is wrong."""
+    if isinstance(value, list) and key == "test":
+        raise RepoConfigError(
+            f"{CONFIG_PATH}: `test` is one command line such as 'python -m pytest -q', not "
+            f"a list ({value!r}); only `setup` takes a list, of command lines"
+        )
     if not isinstance(value, str) or not value.strip():
         raise RepoConfigError(
             f"{CONFIG_PATH}: `{key}` must be a command line such as "

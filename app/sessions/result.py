@@ -196,6 +196,9 @@ class SessionResult(_Model):
     head_sha: str | None = None  # the patch commit on ``branch``; None if no change
     status: Literal["patched", "no-change", "failed"]
     error: str | None = None
+    # "config": the repository's .github/patchwarden.yml cannot be used (a usage error:
+    # `patchwarden run` exits 2, as `validate` would refuse the file).
+    error_kind: Literal["config"] | None = None
     sandbox: SandboxInfo
     fix: FixOutcome | None = None
     diff: Diff = Field(default_factory=Diff)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from app.errors import PatchwardenError
+from app.errors import PatchwardenError, RepoConfigError
 from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
@@ -271,6 +271,7 @@ class SessionRunner:
         except (PatchwardenError, OSError) as exc:
             state.error = redact(str(exc), known=secrets)
             state.status = "failed"
+            state.error_kind = "config" if isinstance(exc, RepoConfigError) else None
             log.warning("session for %s failed: %s", spec.remote.repo, state.error)
         finally:
             # Work still running (the base tests when the fixer raised) is killed, and
@@ -290,6 +291,7 @@ class SessionRunner:
             head_sha=state.head_sha,
             status=state.status,
             error=state.error,
+            error_kind=state.error_kind,
             sandbox=self.sandbox.info(),
             fix=state.fix,
             diff=state.diff,
@@ -486,6 +488,7 @@ class _State:
     branch: str
     status: Literal["patched", "no-change", "failed"] = "failed"
     error: str | None = None
+    error_kind: Literal["config"] | None = None
     head_sha: str | None = None
     fix: FixOutcome | None = None
     diff: Diff = field(default_factory=Diff)

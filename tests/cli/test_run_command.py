@@ -343,6 +343,22 @@ async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
 
 
 @sandboxed
+async def test_a_configuration_validate_refuses_is_a_usage_error(tmp_path: Path) -> None:
+    """`test: [...]` failed `run` with exit 1, the code for "the fixer gave up"."""
+    config = 'test: ["python", "-m", "pytest", "-q"]\n'
+    repo = make_project(
+        tmp_path / "greet",
+        {"greet.py": LINTY, "test_greet.py": LINTY_TESTS, ".github/patchwarden.yml": config},
+    )
+    code, out, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
+    assert code == 2, err
+    assert out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("patchwarden run: .github/patchwarden.yml: `test` is one command line")
+    assert last.endswith("(check it with: patchwarden validate)")
+
+
+@sandboxed
 async def test_setup_and_test_can_be_given_for_one_run_and_a_failure_shows_its_last_lines(
     tmp_path: Path,
 ) -> None:

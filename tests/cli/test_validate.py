@@ -5,6 +5,7 @@ published in docs/ for editors."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -12,7 +13,10 @@ import pytest
 import yaml
 
 from app.cli.validate import config_errors, config_schema
-from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
+from app.errors import RepoConfigError
+from app.fixers.config import fixer_settings
+from app.sessions.commands import detect
+from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text, policy_for_tree
 from tests.cli.test_cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +105,71 @@ def test_the_schema_refuses_what_validate_refuses(text: str) -> None:
     assert config_errors(text, default_text=default_policy_text()) != []
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(yaml.safe_load(text), config_schema())
+
+
+def _runtime_errors(text: str, tmp_path: Path) -> list[str]:
+    """What a session reading the file from a base tree refuses: its commands, its
+    policy, its fixers' settings (each reader the App uses)."""
+    (tmp_path / ".github").mkdir(exist_ok=True)
+    (tmp_path / ".github" / "patchwarden.yml").write_text(text)
+    refused = []
+    for read in (
+        lambda: detect(tmp_path, base_python=sys.executable),
+        lambda: policy_for_tree(tmp_path),
+        lambda: fixer_settings(tmp_path),
+    ):
+        try:
+            read()
+        except RepoConfigError as exc:
+            refused.append(str(exc))
+    return refused
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("autonomy: review\ntest: python -m pytest -q\n", True),
+        ("setup: [pip install -e ., pip install pytest]\n", True),
+        ("merge:\n  methd: squash\n", False),  # a nested typo
+        ("caps:\n  files: five\n", False),  # a wrong type
+        ('test: ["python", "-m", "pytest", "-q"]\n', False),  # a list where one line goes
+        ("setup: 42\n", False),
+        ("autonomy: yolo\ntset: pytest\ncaps:\n  files: -1\n", False),  # three at once
+    ],
+)
+def test_validate_the_schema_and_the_session_agree(text: str, valid: bool, tmp_path: Path) -> None:
+    """Issue 35: `test: [...]` was valid for validate, refused by the schema, and failed
+    `run` as if the fixer had given up. The three read one file the same way."""
+    problems = config_errors(text, default_text=default_policy_text())
+    assert (problems == []) is valid, problems
+    schema_ok = jsonschema.Draft202012Validator(config_schema()).is_valid(yaml.safe_load(text))
+    assert schema_ok is valid
+    assert (_runtime_errors(text, tmp_path) == []) is valid
+    if "tset" in text:
+        assert len(problems) == 3, problems  # every problem at once
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("merge:\n  methd: squash\n", "`merge.methd`: unknown key; did you mean `method`?"),
+        (
+            "categories:\n  docs:\n    wieght: 3\n",
+            "`categories.docs.wieght`: unknown key; did you mean `weight`?",
+        ),
+        (
+            "weights:\n  finding:\n    meduim: 3\n",
+            "`weights.finding.meduim`: unknown key; did you mean `medium`?",
+        ),
+        (
+            "fixers:\n  llm:\n    stratgy: repair\n",
+            "`fixers.llm.stratgy`: unknown key; did you mean `strategy`?",
+        ),
+    ],
+)
+def test_a_typo_at_any_depth_gets_the_closest_key(text: str, problem: str) -> None:
+    [error] = config_errors(text, default_text=default_policy_text())
+    assert error.problem == problem
 
 
 def test_the_published_schema_is_the_generated_one() -> None:
