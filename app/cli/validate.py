@@ -127,8 +127,21 @@ def config_schema() -> dict[str, Any]:
     )
 
 
+def found_config(start: Path) -> Path | None:
+    """The repository's ``.github/patchwarden.yml`` seen from ``start`` or any folder
+    below the repository's top (the nearest folder up that has one, not past a ``.git``)."""
+    for folder in (start, *start.parents):
+        if (folder / REPO_SOURCE).is_file():
+            return folder / REPO_SOURCE
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
 def run_validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
+    if args.file == REPO_SOURCE and not path.exists():
+        path = found_config(Path.cwd()) or path  # run from a subfolder of the repository
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -137,7 +150,7 @@ def run_validate(args: argparse.Namespace) -> int:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path} cannot be read: {exc}") from None
-    errors = config_errors(text, source=str(args.file), default_text=default_policy_text())
+    errors = config_errors(text, source=str(path), default_text=default_policy_text())
     if args.json:
         print(
             json.dumps(
@@ -149,10 +162,11 @@ def run_validate(args: argparse.Namespace) -> int:
         print(error, file=sys.stdout)
     if errors:
         if not args.json:
-            print(f"{len(errors)} problem(s) in {args.file}", file=sys.stderr)
+            n = len(errors)
+            print(f"{n} problem{'s' if n > 1 else ''} in {path}", file=sys.stderr)
         return 1
     if not args.json:
-        print(f"{args.file}: valid")
+        print(f"{path}: valid")
     return 0
 
 

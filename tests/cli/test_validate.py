@@ -188,7 +188,13 @@ def test_the_commands_exit_codes_and_output(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[0] == (
         ".github/patchwarden.yml:1: `autonomy`: Input should be 'propose', 'review' or 'automerge'"
     )
-    assert "9 problem(s)" in done.stderr
+    assert "9 problems in .github/patchwarden.yml" in done.stderr
+    # From a folder of the repository, the repository's file (its path as found).
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    below = run("validate", cwd=tmp_path / "src" / "pkg")
+    assert below.returncode == 1
+    assert below.stdout.splitlines()[0].startswith(f"{tmp_path}/.github/patchwarden.yml:1: ")
     as_json = json.loads(run("validate", "--json", cwd=tmp_path).stdout)
     assert [p["line"] for p in as_json] == [line for line, _ in EXPECTED]
     (tmp_path / "ok.yml").write_text("autonomy: review\n")
