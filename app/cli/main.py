@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -62,8 +63,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = load_settings(**overrides)
-    logs.configure(settings.log_level, secrets=settings.secret_values(), fmt=settings.log_format)
     verify = not args.insecure_no_signature
+    problems = settings.serve_problems(verify_signatures=verify)
+    if problems:  # every one at once, before any banner or worker
+        raise ConfigError(
+            "serve cannot start:\n"
+            + "".join(f"  - {p}\n" for p in problems)
+            + "`patchwarden setup` creates the App and writes these settings to .env "
+            "(docs/install.md)"
+        )
+    # The port first: taken, nothing else has started (aiohttp starts the workers
+    # before it binds the address it is given).
+    try:
+        sock = _listen(settings.host, settings.port)
+    except OSError as exc:
+        raise ConfigError(_listen_error(exc, settings.host, settings.port)) from None
+    logs.configure(settings.log_level, secrets=settings.secret_values(), fmt=settings.log_format)
     app = create_app(settings, verify_signatures=verify, start_workers=not args.no_workers)
     if not verify:
         log.warning(
@@ -77,18 +92,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "patchwarden %s listening on http://%s:%s", __version__, settings.host, settings.port
         )
 
-    try:
-        web.run_app(
-            app,
-            host=settings.host,
-            port=settings.port,
-            print=listening,
-            access_log=None,
-            shutdown_timeout=settings.drain_seconds + 5,
-        )
-    except OSError as exc:
-        raise ConfigError(_listen_error(exc, settings.host, settings.port)) from None
+    web.run_app(
+        app,
+        sock=sock,
+        print=listening,
+        access_log=None,
+        shutdown_timeout=settings.drain_seconds + 5,
+    )
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (its first address), as aiohttp would."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
 
 
 def _listen_error(exc: OSError, host: str, port: int) -> str:

@@ -190,10 +190,26 @@ def configured_env(tmp_path: Path, key_pem: str) -> dict[str, str]:
 
 
 @pytest.mark.slow  # a real `serve` process
-def test_serve_without_anything_set_also_names_the_secret(tmp_path: Path) -> None:
+def test_serve_without_anything_set_names_every_missing_setting_at_once(tmp_path: Path) -> None:
+    """Issue 35: serve revealed missing settings one at a time, after six banner lines
+    (`… as App None`). Now every one is said at once, before anything starts."""
     done = run("serve", "--port", str(free_port()), cwd=tmp_path, timeout=30)
-    assert done.returncode != 0
-    assert "PATCHWARDEN_WEBHOOK_SECRET" in done.stderr
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "patchwarden: serve cannot start:"
+    assert [ln.split(":")[0] for ln in lines[1:4]] == [
+        "  - PATCHWARDEN_WEBHOOK_SECRET is not set",
+        "  - PATCHWARDEN_APP_ID is not set",
+        "  - PATCHWARDEN_PRIVATE_KEY_PATH (or PATCHWARDEN_PRIVATE_KEY) is not set",
+    ]
+    assert lines[-1].startswith("`patchwarden setup` creates the App")
+    assert "as App None" not in done.stderr
+    assert "Traceback" not in done.stderr
+    # A key file that is not there is said with the rest.
+    env = clean_env(PATCHWARDEN_PRIVATE_KEY_PATH=str(tmp_path / "gone.pem"))
+    done = run("serve", "--port", str(free_port()), cwd=tmp_path, env=env, timeout=30)
+    assert f"  - cannot read PATCHWARDEN_PRIVATE_KEY_PATH={tmp_path / 'gone.pem'}" in done.stderr
+    assert "PATCHWARDEN_APP_ID is not set" in done.stderr
 
 
 @pytest.mark.slow
