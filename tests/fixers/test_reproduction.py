@@ -37,6 +37,24 @@ T = "tests/test_issue.py::test_remove"
         ("failed", "TypeError: remove() missing 1 required positional", False, "TypeError"),
         ("errored", "fixture 'inventory' not found", False, "errored before it ran"),
         ("passed", "", False, "passes on the base"),
+        # fahrenheit: `== expected_result`, a fixture the test never requested
+        (
+            "failed",
+            "assert 324.0 == <pytest_fixture(<function expected_result at 0x7f>)>\n"
+            ">       assert f(212) == expected_result\n"
+            "E       assert 324.0 == <pytest_fixture(<function expected_result at 0x7f>)>\n"
+            "E        +  where 324.0 = f(212)\ntests/t.py:9: AssertionError",
+            False,
+            "compares with a function object",
+        ),
+        # ... but a function named in pytest's explanation of a call is fine
+        (
+            "failed",
+            "assert 324.0 == 100\n>       assert f(212) == 100\n"
+            "E       assert 324.0 == 100\nE        +  where 324.0 = <function f at 0x7f>(212)",
+            True,
+            "AssertionError",
+        ),
     ],
 )
 def test_a_reproduction_is_kept_only_for_the_bugs_reason(

@@ -6,8 +6,9 @@ quotes as the expected one, so the example's calls (literal arguments only, rebu
 run as written) are run on the base in the sandbox first and the prompt says what they
 give now. A written test is kept only if it fails on the base for the bug's reason — an
 assertion, an exception the task names, or one the repository's own code defines — and
-never for an ImportError, a NameError, a SyntaxError or a missing fixture; the imports
-it forgot are added. Where kept tests expect different results of one call, the
+never for an ImportError, a NameError, a SyntaxError, a missing fixture or an assertion
+that compares with a function (a fixture used as a value: no fix could pass it); the
+imports it forgot are added. Where kept tests expect different results of one call, the
 majority's expectation wins. Beside the model's tests, the issue's own words make one
 where they say what a call gives and should (app/fixers/llm/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
@@ -95,12 +96,22 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
         kind = _exception(text)
         if kind in _WRONG_REASONS or any(w in text[:300] for w in _WRONG_REASONS[:5]):
             return False, f"fails with {kind}, not because of the bug"
+        if kind == "AssertionError" and _FUNCTION_VALUE.search(text):
+            # `== expected_result` where that is a fixture never requested: it compares
+            # with a function, which no fix can equal (fahrenheit: chosen, then 16 answers
+            # failed it)
+            return False, "compares with a function object, not a value: no fix could pass it"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
         return False, f"fails with {kind or 'an error'} the task does not name"
     return False, "no test failed"
 
 
+# A function as a compared value in pytest's report of the assertion itself (not in its
+# "+  where" lines): `assert 324.0 == <pytest_fixture(...)>`, `== <function f at 0x…>`.
+_FUNCTION_VALUE = re.compile(
+    r"^E\s+assert .*(?:<pytest_fixture\(|<function \w|<bound method )", re.M
+)
 _DID_NOT_RAISE = re.compile(r"Failed: DID NOT RAISE (?:<class ')?([A-Za-z_][\w.]*)")
 
 
