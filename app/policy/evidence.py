@@ -99,12 +99,18 @@ class TestDelta(_Model):
 
     @property
     def only_already_failing(self) -> bool:
-        """Whether the patch's tests fail only where the base's fail the same way (a
-        few: where most fail, the environment is broken, not a test), and break none."""
+        """Whether the patch's tests fail only where the base's fail the same way, and
+        break none. Not for an alert (the failing tests are what it must fix: then
+        ``reproducible`` is False), not where most fail on the base (the environment is
+        broken), not when the run stopped early (``-x``) or failed for another reason
+        than failing tests (pytest's exit code 1 is "some tests failed"), and only when
+        the patch ran every test the base ran."""
         base, head = self.base, self.head
         if base is None or head is None or head.ok or head.timed_out or self.broken:
             return False
-        if base.counts is None or head.counts is None:
+        if not self.reproducible or head.exit_code != 1 or _stops_early(self.command):
+            return False
+        if base.counts is None or head.counts is None or base.outcomes.keys() - head.outcomes:
             return False
         failing = {t for t, o in head.outcomes.items() if o in ("failed", "errored")}
         if not failing or not failing <= set(self.already_failing):
@@ -116,6 +122,14 @@ class TestDelta(_Model):
     def passing(self) -> bool:
         """The patch passes the tests, but for those already failing on the base."""
         return self.head is not None and (self.head.ok or self.only_already_failing)
+
+
+def _stops_early(command: list[str]) -> bool:
+    """Whether a test command stops at the first failures (pytest's -x, --maxfail)."""
+    return any(
+        a == "--exitfirst" or a.startswith("--maxfail") or (a[:1] == "-" != a[1:2] and "x" in a)
+        for a in command
+    )
 
 
 class ModelUsage(_Model):

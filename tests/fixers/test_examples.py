@@ -210,6 +210,13 @@ def test_an_assertion_through_names_is_read_as_what_they_hold() -> None:
     assert strip_contradictions(right, found) == (right, 0)
     twice = wrong.replace("    assert", "    expected = []\n    assert")
     assert strip_contradictions(twice, found) == (twice, 0)
+    # changed in place after it was assigned: no longer what the assignment says
+    grown = right.replace("['b', 'a', 'c']", "['b', 'a']").replace(
+        "    assert", "    expected.append('c')\n    assert"
+    )
+    assert strip_contradictions(grown, found) == (grown, 0)
+    after = "def test_bug():\n    assert unique(['b', 'a', 'b', 'c']) == expected\n"
+    assert strip_contradictions(after + "expected = ['b', 'c', 'a']\n", found)[1] == 0
 
 
 def test_a_test_gets_the_standard_library_names_it_forgot() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.fixers.llm.imports import forgotten, module_name, with_import_lines
+from app.fixers.llm.imports import forgotten, importable, module_name, with_import_lines
 
 BEFORE = (
     '"""Stock."""\n'
@@ -89,3 +89,35 @@ def test_imports_go_after_the_docstring_and_future_imports() -> None:
 )
 def test_a_file_is_imported_by_its_module_path(path: str, module: str) -> None:
     assert module_name(path) == module
+
+
+@pytest.mark.parametrize(
+    ("module", "ok"),
+    [
+        ("shop.errors", True),
+        ("", False),  # a root __init__.py
+        ("migrations.0001_initial", False),
+        ("scripts.build-docs", False),
+        ("scripts.release", False),  # a script, not the project's code
+        ("setup", False),
+        ("pkg.conftest", False),
+    ],
+)
+def test_only_the_projects_own_modules_are_imported_from(module: str, ok: bool) -> None:
+    assert importable(module) is ok
+
+
+def test_names_a_match_pattern_binds_are_bound() -> None:
+    changed_ = changed(
+        "        match sku:\n"
+        "            case {'x': Point, **rest}:\n                return Point, rest\n"
+        "            case [first, *others]:\n                return first, others\n"
+    )
+    compile(changed_, "inventory.py", "exec")  # the test is about a module that parses
+    assert forgotten(BEFORE, changed_, lambda name: ["geo"]) == []
+
+
+def test_a_form_feed_in_the_docstring_does_not_move_the_import_into_it() -> None:
+    content = '"""Stock.\x0c\nmore."""\nX = 1\n'
+    out = with_import_lines(content, ["import os"])
+    assert out == '"""Stock.\x0c\nmore."""\nimport os\nX = 1\n'

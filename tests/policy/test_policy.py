@@ -255,15 +255,19 @@ def outcomes(passing: int, failing: int) -> TestRun:
     return TestRun(exit_code=1 if failing else 0, counts=counts, outcomes=found)
 
 
-def already(passing: int, failing: int) -> Verification:
-    """The same tests failing on the base and on the patch."""
+def already(
+    passing: int, failing: int, *, alert: bool = False, command: list[str] = PY_CMD
+) -> Verification:
+    """The same tests failing on the base and on the patch (of an alert: the failing
+    tests are what it must fix)."""
     return verification(
         tests=TestDelta(
-            command=PY_CMD,
+            command=command,
             source="detected",
             base=outcomes(passing, failing),
             head=outcomes(passing, failing),
             already_failing=[f"t::f{i}" for i in range(failing)],
+            reproducible=not alert,
         )
     )
 
@@ -274,6 +278,15 @@ VERIFY = [
     ("already-failing", already(9, 1), "tests_already_failing", 3.0, None),
     # ... unless most fail on the base: that is a broken environment, not a test
     ("mostly-failing", already(1, 4), "tests_still_failing", 25.0, ("tests_failing", "draft")),
+    # ... or they are what an alert asks to fix, or the run stopped at the first failure
+    ("alert", already(9, 1, alert=True), "tests_still_failing", 25.0, ("tests_failing", "draft")),
+    (
+        "stops-early",
+        already(9, 1, command=[*PY_CMD, "-x"]),
+        "tests_still_failing",
+        25.0,
+        ("tests_failing", "draft"),
+    ),
     ("lint", verification(fixer="lint"), "fixer", 3.0, None),
     ("revert", verification(fixer="revert"), "fixer", 5.0, None),
     ("no-tests", verification(tests=None), "tests_not_run", 20.0, ("tests_not_run", "review")),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import definitions, normalised
-from app.fixers.llm.imports import defined_by, forgotten, with_import_lines
+from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import Target, changed_lines, keeps_parameters, splice, unit_sources
 
@@ -36,6 +36,7 @@ def candidates_of(
 ) -> list[Candidate]:
     """The distinct changes the answers write, each with its votes."""
     text = idx.sources[target.symbol.path]
+    home = module_name(target.symbol.path).split(".")[0]
     original = unit_sources(text, target)
     names = [c[0] for c in target.constants]
     by_key: dict[str, Candidate] = {}
@@ -67,7 +68,7 @@ def candidates_of(
         if spliced is None:
             dropped["does not fit"] += 1
             continue
-        added = forgotten(text, spliced, lambda name: defined_by(idx, name))
+        added = forgotten(text, spliced, lambda name: _near(defined_by(idx, name), home))
         spliced = with_import_lines(spliced, added)
         by_key[key] = Candidate(
             function=found.function,
@@ -77,3 +78,12 @@ def candidates_of(
             imports=tuple(added),
         )
     return list(by_key.values())
+
+
+def _near(modules: list[str], home: str) -> list[str]:
+    """Of the modules defining a name, those in the changed module's own top-level
+    package (for a module at the top, those at the top): the product's code imports
+    from itself, not from a test helper elsewhere."""
+    if "." not in home and not any("." in m for m in modules):
+        return modules
+    return [m for m in modules if m.split(".")[0] == home]

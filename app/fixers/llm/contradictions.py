@@ -28,7 +28,7 @@ def strip_contradictions(source: str, found: Sequence[Example]) -> tuple[str, in
     lines = source.splitlines()
     gone = 0
     for function, node in _asserts(module):
-        test = _resolved(node.test, _assigned_once(function))
+        test = _resolved(node.test, _assigned_once(function, before=node.lineno))
         if any(_contradicts(test, e) for e in found):
             indent = lines[node.lineno - 1][: node.col_offset]
             lines[node.lineno - 1] = f"{indent}pass"
@@ -53,18 +53,23 @@ def _asserts(module: ast.Module) -> list[tuple[ast.AST, ast.Assert]]:
     return out
 
 
-def _assigned_once(scope: ast.AST) -> dict[str, ast.expr]:
-    """Names the function binds exactly once, by ``name = value`` (``result =
-    unique([...])``, ``expected = [...]``): a small model asserts through them."""
+def _assigned_once(scope: ast.AST, *, before: int) -> dict[str, ast.expr]:
+    """Names the function binds exactly once, by ``name = value`` above line ``before``
+    (``result = unique([...])``, ``expected = [...]``): a small model asserts through
+    them. Not a name changed in place later (``expected.append(...)``, ``expected[0] =
+    ...``, ``del expected``): its value is no longer what was assigned."""
     values: dict[str, ast.expr] = {}
+    changed: set[str] = set()
+    stores: Counter[str] = Counter()
     for node in ast.walk(scope):
         target = node.targets[0] if isinstance(node, ast.Assign) else None
-        if isinstance(node, ast.Assign) and isinstance(target, ast.Name):
+        if isinstance(node, ast.Assign) and isinstance(target, ast.Name) and node.lineno < before:
             values[target.id] = node.value
-    stores = Counter(
-        n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    )
-    return {k: v for k, v in values.items() if stores[k] == 1}
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] += 1
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name):
+            changed.add(node.value.id)  # a method call or an item: perhaps a change
+    return {k: v for k, v in values.items() if stores[k] == 1 and k not in changed}
 
 
 def _resolved(test: ast.expr, assigned: dict[str, ast.expr]) -> ast.expr:

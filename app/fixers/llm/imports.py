@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
 from collections.abc import Callable
 
@@ -84,6 +85,10 @@ def unbound(module: ast.Module) -> dict[str, frozenset[str]]:
             bound.add(node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             bound.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
     return {name: frozenset(attrs) for name, attrs in used.items() if name not in bound}
 
 
@@ -140,7 +145,11 @@ def with_import_lines(content: str, lines: list[str]) -> str:
     if not lines:
         return content
     at = 0
-    source = content.splitlines(keepends=True)
+    # Lines as Python counts them (not str.splitlines, which also breaks at a form feed
+    # or U+2028 inside a docstring).
+    source = re.split(r"(?<=\n)", content)
+    if source and source[-1] == "":
+        source.pop()
     while at < len(source) and source[at].startswith(("#!", "# -*-", "# vim:", "# coding")):
         at += 1
     module = parse(content)
@@ -171,6 +180,23 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
+# Files that are no module of the project, whatever pytest's rootdir lets import.
+_NOT_MODULES = frozenset({"setup", "noxfile", "conftest", "manage", "fabfile", "tasks"})
+_NOT_PACKAGES = frozenset({"docs", "doc", "scripts", "examples", "bench", "benchmarks", "tools"})
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` is an import path of the project's own code: every part a
+    name (not ``0001_initial``, ``build-docs``), not a script or an example."""
+    parts = module.split(".")
+    return (
+        bool(module)
+        and all(p.isidentifier() for p in parts)
+        and parts[0] not in _NOT_PACKAGES
+        and parts[-1] not in _NOT_MODULES
+    )
+
+
 def defined_by(idx: Index, name: str) -> list[str]:
-    """The modules (as import paths) that define ``name`` at their top."""
-    return [module_name(p) for p in idx.defines.get(name, [])]
+    """The importable modules (as import paths) that define ``name`` at their top."""
+    return [m for m in map(module_name, idx.defines.get(name, [])) if importable(m)]
