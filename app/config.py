@@ -327,33 +327,6 @@ class Settings(BaseSettings):
         values += [p.api_key for p in self.llm_providers()]
         return [v.get_secret_value() for v in values if v is not None]
 
-    def serve_problems(self, *, verify_signatures: bool) -> list[str]:
-        """Every setting ``serve`` cannot start without, each with what to do (none:
-        ready). Checked before anything starts, so all of them are said at once."""
-        problems = []
-        if verify_signatures and self.webhook_secret is None:
-            problems.append(
-                "PATCHWARDEN_WEBHOOK_SECRET is not set: the App's webhook secret, which "
-                "every delivery is checked against (--insecure-no-signature: local "
-                "experiments only)"
-            )
-        if self.app_id is None:
-            problems.append("PATCHWARDEN_APP_ID is not set: the App's id (its settings page)")
-        try:
-            key = self.app_private_key()
-        except ConfigError as exc:
-            problems.append(str(exc))
-        else:
-            if key is None:
-                problems.append(
-                    "PATCHWARDEN_PRIVATE_KEY_PATH (or PATCHWARDEN_PRIVATE_KEY) is not set: "
-                    "the App's private key, the .pem file GitHub gave you"
-                )
-            elif "PRIVATE KEY-----" not in key:
-                where = self.private_key_path or "PATCHWARDEN_PRIVATE_KEY"
-                problems.append(f"{where} is not a PEM private key (-----BEGIN … PRIVATE KEY-----)")
-        return problems
-
     def missing_for_github(self) -> list[str]:
         """Names of the variables still needed to act on GitHub as the App."""
         missing = []

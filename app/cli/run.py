@@ -165,7 +165,6 @@ def _repo_name(top: Path) -> str:
     return f"local/{slug}"
 
 
-ZERO_SHA = "0" * 40  # `git update-ref NEW ZERO`: only if the branch does not exist yet
 MAX_NAMES = 100
 
 
@@ -174,31 +173,55 @@ async def _leave_branch(top: Path, mirror: Path, result: SessionResult) -> str:
     the branch name used.
 
     The branch moves only when its head is the commit Patchwarden itself left there
-    (recorded as ``refs/patchwarden/left/<branch>``) and it is not checked out: a
-    commit a person made on it since, or a branch Patchwarden never left, is never
-    overwritten — the patch goes to the first free ``<branch>-2``, ``-3``… instead.
-    Each move is a compare-and-swap (``git update-ref NEW OLD``)."""
+    (recorded as ``refs/patchwarden/left/<branch>``) and no work tree has it checked
+    out: a commit a person made on it since, or a branch Patchwarden never left, is
+    never overwritten — the patch goes to the first free ``<branch>-2``, ``-3``…
+    instead. The branch and the record move together, only from the head seen (one
+    ``git update-ref --stdin`` transaction: a compare-and-swap)."""
+    assert result.head_sha is not None
     env = git_env(Path.home())
 
-    async def git(*args: str, check: bool = True) -> str:
-        done = await run_git(["-C", str(top), *args], env=env, check=check)
+    async def git(*args: str, stdin: bytes | None = None) -> str:
+        done = await run_git(["-C", str(top), *args], env=env, check=False, stdin=stdin)
         return done.stdout.decode().strip() if done.returncode == 0 else ""
 
-    await git("fetch", "--quiet", "--no-tags", str(mirror), f"refs/patchwarden/{result.branch}")
-    new = await git("rev-parse", "--verify", "FETCH_HEAD^{commit}")
-    current_branch = await git("symbolic-ref", "--quiet", "HEAD", check=False)
+    await run_git(
+        [
+            "-C",
+            str(top),
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            str(mirror),
+            f"refs/patchwarden/{result.branch}",
+        ],
+        env=env,
+    )
+    new = result.head_sha  # not FETCH_HEAD: another fetch may have written it since
+    worktrees = await git("worktree", "list", "--porcelain")
+    checked_out = {
+        ln.removeprefix("branch ") for ln in worktrees.splitlines() if ln.startswith("branch ")
+    }
     for n in range(1, MAX_NAMES + 1):
         name = result.branch if n == 1 else f"{result.branch}-{n}"
         ref = f"refs/heads/{name}"
-        head = await git("rev-parse", "--verify", "--quiet", ref, check=False)
-        left = await git(
-            "rev-parse", "--verify", "--quiet", f"refs/patchwarden/left/{name}", check=False
+        head = await git("rev-parse", "--verify", "--quiet", ref)
+        left = await git("rev-parse", "--verify", "--quiet", f"refs/patchwarden/left/{name}")
+        if head and (head not in (left, new) or ref in checked_out):
+            continue  # a person's commit, or a branch someone works on: not Patchwarden's
+        # An empty old value: the ref must not exist yet (SHA-1 and SHA-256 alike).
+        moves = (
+            f"start\nupdate {ref} {new} {head}\nupdate refs/patchwarden/left/{name} {new}\ncommit\n"
         )
-        if head and (head not in (left, new) or ref == current_branch):
-            continue  # a person's commit, or the branch they are on: not Patchwarden's
-        await git("update-ref", "-m", "patchwarden run", ref, new, head or ZERO_SHA)
-        await git("update-ref", f"refs/patchwarden/left/{name}", new)
-        return name
+        done = await run_git(
+            ["-C", str(top), "update-ref", "-m", "patchwarden run", "--stdin"],
+            env=env,
+            check=False,
+            stdin=moves.encode(),
+        )
+        if done.returncode == 0:
+            return name
+        # It moved since we looked (or the name cannot be a branch): the next name.
     raise BadInput(
         f"{result.branch} and {MAX_NAMES - 1} numbered names after it hold commits that are "
         f"not Patchwarden's: delete the ones you no longer need (git branch -D)"

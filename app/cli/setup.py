@@ -229,7 +229,7 @@ async def serve_setup(setup: Setup, host: str, port: int) -> dict[str, Any]:
 
 
 def run_setup(args: Any, settings: Settings) -> int:
-    from app.cli.main import _listen_error
+    from app.cli.serve import listen_error
 
     env_file, key_file = Path(args.env_file), Path(args.key_file)
     why = configured(settings, env_file)
@@ -259,7 +259,7 @@ def run_setup(args: Any, settings: Settings) -> int:
     try:
         created = asyncio.run(serve_setup(setup, args.host or settings.host, port))
     except OSError as exc:
-        raise ConfigError(_listen_error(exc, args.host or settings.host, port)) from None
+        raise ConfigError(listen_error(exc, args.host or settings.host, port)) from None
     print(
         f"The App {created['slug']} (id {created['id']}) is set up: {env_file} and "
         f"{args.key_file} hold its settings and key. Next: patchwarden serve, then install "

@@ -191,8 +191,8 @@ async def _open_pull_branch(run: Running[FixJob], number: int) -> str | None:
         pull = await run.pub.find_pull(outcome.branch)
         if pull is None or pull.get("state") != "open":
             continue
-        # Only a branch still at the patch Patchwarden pushed: a person's commits
-        # on it would be lost to the force-push.
+        # Only a branch still at the patch Patchwarden pushed: a person's commits on
+        # it are theirs (the push would go to a new branch: app/jobs/branch.py).
         if (pull.get("head") or {}).get("sha") == outcome.head_sha:
             return outcome.branch
         return None

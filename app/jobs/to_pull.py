@@ -17,16 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.errors import PermanentJobError
 from app.fixers.base import Fixer
 from app.fixers.choose import budget_from, is_about_lint
-from app.git import Remote
+from app.jobs.branch import push_patch
 from app.jobs.context import Running
 from app.jobs.kinds import JobKind, MergeJob
 from app.jobs.report import Report, Silent, Ticker
 from app.policy.score import Score, Trigger, score_session
 from app.publish.body import inline, labels_for, render_body, verdict
-from app.publish.commits import commit_through_api
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
 from app.sessions.workspace import branch_name
@@ -187,7 +185,7 @@ async def session_to_pull(
         return await _rejected(run, outcome, report, score)
     # The branch first: with commit_signing: api GitHub makes (and signs) a new commit,
     # and that is the head the body, the check run and the merge guard name.
-    branch, head = await _push(run, spec.remote, result, policy.commit_signing)
+    branch, head = await push_patch(run, spec.remote, result, policy.commit_signing)
     if (branch, head) != (result.branch, result.head_sha):
         result = result.model_copy(update={"head_sha": head, "branch": branch})
         ctx.save_result(result)  # the merge job renders the final body from it
@@ -213,68 +211,6 @@ async def session_to_pull(
         base=str(repository.get("default_branch") or "main"),
     )
     return await _publish(run, outcome, report, result, score, draft)
-
-
-async def _push(
-    run: Running[Any], remote: Remote, result: SessionResult, signing: str
-) -> tuple[str, str]:
-    """Put the patch on its branch on GitHub; the branch and the head GitHub has."""
-    assert result.head_sha is not None
-    pub, cache = run.pub, run.ctx.runner.cache
-    mirror = cache.mirror_path(pub.repo)
-    branch, lease = await _own_branch(run, result)
-    if branch != result.branch:
-        await run.audit(
-            "branch.kept",
-            reason=f"{result.branch} has commits Patchwarden did not push; the patch goes "
-            f"to {branch}",
-            branch=result.branch,
-            head=lease,
-        )
-    if signing == "api":
-        # The Git Data API moves a ref with no expected value: the head was checked
-        # just now (_own_branch), which is as close as the API allows.
-        head = await commit_through_api(
-            pub.gh, pub.vars, mirror=mirror, home=cache.home, head=result.head_sha, branch=branch
-        )
-        await run.audit(
-            "branch.pushed",
-            reason="made and signed by GitHub (commit_signing: api)",
-            branch=branch,
-            head=head,
-            patch=result.head_sha,
-        )
-        return branch, head
-    await pub.push_branch(
-        mirror=mirror,
-        source=result.branch,
-        branch=branch,
-        lease=lease,
-        remote=remote,
-        home=cache.home,
-    )
-    return branch, result.head_sha
-
-
-MAX_BRANCH_NAMES = 20
-
-
-async def _own_branch(run: Running[Any], result: SessionResult) -> tuple[str, str | None]:
-    """The branch to push to and its head now (None: new): the session's branch when it
-    does not exist yet or its head is a commit Patchwarden pushed (an outcome of this
-    repository has it as its head); otherwise, so that no one's commit is lost (a
-    maintainer's fix on the pull request's branch), the first such ``<branch>-2``, ``-3``…"""
-    for n in range(1, MAX_BRANCH_NAMES + 1):
-        name = result.branch if n == 1 else f"{result.branch}-{n}"
-        head = await run.pub.branch_head(name)
-        if head is None or head == result.head_sha:
-            return name, head
-        if await run.ctx.store.find_outcomes(repo=run.repo, head_sha=head):
-            return name, head
-    raise PermanentJobError(
-        f"{result.branch} and {MAX_BRANCH_NAMES - 1} numbered branches after it hold commits "
-        "Patchwarden did not push: delete the ones no longer needed, then ask again"
-    )
 
 
 async def ended(

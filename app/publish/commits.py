@@ -23,12 +23,17 @@ from pathlib import Path
 
 import gidgethub
 
-from app.errors import PermanentJobError
+from app.errors import PatchwardenError, PermanentJobError
 from app.git import git_env, run_git
 from app.github import GitHubClient
 
 _NO_MESSAGE = "Patchwarden patch\n"  # GitHub wants a message; a session always writes one
 _TYPES = {"160000": "commit"}  # a submodule's gitlink; every other file mode is a blob
+
+
+class BranchMoved(PatchwardenError):
+    """The branch changed on GitHub between the check and the push: the job runs again
+    (not a permanent error) and finds it (a person's commit is never overwritten)."""
 
 
 @dataclass(frozen=True)
@@ -75,9 +80,11 @@ async def commit_through_api(
     home: Path,
     head: str,
     branch: str,
+    lease: str | None,
 ) -> str:
     """Make ``head`` (in ``mirror``) again on GitHub through the Git Data API and point
-    ``branch`` at it; the new commit's sha (GitHub's, signed)."""
+    ``branch`` at it (create it for ``lease`` None); the new commit's sha (GitHub's,
+    signed)."""
     parents = (await _git(mirror, home, "rev-parse", f"{head}^@")).decode().split()
     if len(parents) != 1:
         raise PermanentJobError(
@@ -120,7 +127,7 @@ async def commit_through_api(
         },
     )
     sha = str(commit["sha"])
-    await _point(gh, url_vars, branch, sha)
+    await _point(gh, url_vars, branch, sha, lease)
     return sha
 
 
@@ -163,8 +170,24 @@ async def _entries(
     return entries
 
 
-async def _point(gh: GitHubClient, url_vars: dict[str, str], branch: str, sha: str) -> None:
-    """Force-move ``branch`` to ``sha``, or create it (the branch is Patchwarden's own)."""
+async def _point(
+    gh: GitHubClient, url_vars: dict[str, str], branch: str, sha: str, lease: str | None
+) -> None:
+    """Create ``branch`` at ``sha`` when ``lease`` is None (GitHub refuses if it exists by
+    now), else force-move it there: the Git Data API takes no expected old value, so the
+    head was checked as late as it can be (app/jobs/branch.py)."""
+    if lease is None:
+        try:
+            await gh.post(
+                "/repos/{owner}/{repo}/git/refs",
+                url_vars,
+                data={"ref": f"refs/heads/{branch}", "sha": sha},
+            )
+            return
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 422 and "already exists" in str(exc):
+                raise BranchMoved(f"{branch} was created by someone else meanwhile") from None
+            raise
     try:
         await gh.patch(
             "/repos/{owner}/{repo}/git/refs/{+ref}",

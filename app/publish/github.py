@@ -136,13 +136,17 @@ class Publisher:
         return str(answer["commit"]["sha"])
 
     async def branch_head(self, branch: str) -> str | None:
-        """The commit ``branch`` points at on GitHub; None when there is no such branch."""
+        """The commit ``branch`` points at on GitHub; None when there is no such branch
+        (the exact ref: ``GET /branches/`` follows a renamed branch's redirect)."""
         try:
-            return await self.branch_sha(branch)
+            answer = await self.gh.getitem(
+                "/repos/{owner}/{repo}/git/ref/{+ref}", {**self.vars, "ref": f"heads/{branch}"}
+            )
         except gidgethub.BadRequest as exc:
             if exc.status_code == 404:
                 return None
             raise
+        return str(answer["object"]["sha"])
 
     async def push_branch(
         self,

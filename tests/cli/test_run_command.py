@@ -185,6 +185,13 @@ async def test_run_again_never_moves_a_branch_a_person_committed_to(tmp_path: Pa
         git(repo, "rev-parse", "patchwarden/lint").strip() == git(repo, "rev-parse", "HEAD").strip()
     )
 
+    # Nor a branch checked out in another work tree (its files would no longer match).
+    git(repo, "worktree", "add", "-q", str(tmp_path / "other"), "patchwarden/lint-2")
+    code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
+    assert code == 0, err
+    assert "the patch is on patchwarden/lint-3" in err
+    assert git(tmp_path / "other", "status", "--porcelain") == ""
+
 
 @sandboxed
 async def test_a_test_already_failing_on_the_base_does_not_make_a_fix_unverified(

@@ -186,3 +186,36 @@ async def test_a_maintainers_commit_on_the_pull_requests_branch_is_never_overwri
     assert [e.reason for e in audit] == [
         f"{pull.head} has commits Patchwarden did not push; the patch goes to {pull.head}-2"
     ]
+
+
+async def test_a_retried_job_updates_its_own_branch_not_a_new_one(
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
+) -> None:
+    """The push moves only from a head Patchwarden pushed: a job retried after its push
+    (the pull request could not be opened) finds its first attempt's commit on the
+    branch, recorded in its audit before the push, and moves it: one branch, one pull
+    request, nothing 'kept'."""
+    config = "fixers:\n  llm:\n    strategy: agent\n"
+    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
+    forge.add_user(REPO, "alice", "maintain")
+    old = "    return 'hello ' + name\n"
+    edit = tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}')
+    done = tool("finish", summary="greet() says what it does")
+    forge.fail("POST", r"/repos/[^/]+/[^/]+/pulls$", 502, times=1)
+    async with ScriptedModel([edit, done, done] * 2, api_key=KEY) as model:
+        pw = await make_pw(
+            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
+        )
+        await forge.install(INSTALLATION, by="alice")
+        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
+        await pw.settle(within=120, every_job=True)
+    assert model.violations == []
+    assert model.remaining == 0  # two attempts, two sessions
+    (pull,) = forge.pulls(REPO)
+    assert not pull.head.endswith("-2")
+    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="branch."))
+    pushes = [e for e in audit if e.action == "branch.pushed"]
+    assert len(pushes) == 2  # each attempt recorded its push
+    assert [e for e in audit if e.action == "branch.kept"] == []
+    assert pull.head_sha == pushes[-1].details["head"]
