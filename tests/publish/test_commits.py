@@ -19,7 +19,7 @@ from app.git import git_env
 from app.github.client import GitHubApp, GitHubClient
 from app.github.repos import repo_vars
 from app.localforge import LocalForge
-from app.publish.commits import commit_through_api
+from app.publish.commits import BranchMoved, commit_through_api
 from tests.conftest import APP_ID, INSTALLATION, REPO
 
 
@@ -71,7 +71,13 @@ async def test_every_kind_of_change_arrives_exactly_and_signed(
 ) -> None:
     mirror, head = patched
     sha = await commit_through_api(
-        gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/1-fix"
+        gh,
+        repo_vars(REPO),
+        mirror=mirror,
+        home=tmp_path,
+        head=head,
+        branch="patchwarden/1-fix",
+        lease=None,
     )
     repo = forge.repos[REPO]
     assert sha != head  # GitHub's own commit...
@@ -87,12 +93,30 @@ async def test_every_kind_of_change_arrives_exactly_and_signed(
     assert blob.body["encoding"] == "base64"
     assert len(forge.calls("POST", r"/git/trees$")) == 1
 
-    # Again (a retried job): the branch is force-moved to an equal commit, not refused.
+    # Again (a retried job, its own head seen): moved to an equal commit, not refused.
     again = await commit_through_api(
-        gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/1-fix"
+        gh,
+        repo_vars(REPO),
+        mirror=mirror,
+        home=tmp_path,
+        head=head,
+        branch="patchwarden/1-fix",
+        lease=sha,
     )
     assert repo.git.resolve("refs/heads/patchwarden/1-fix") == again
     assert repo.git.commit(again).tree == ours
+    # Seen absent, created meanwhile by someone else: refused, and left as it is.
+    with pytest.raises(BranchMoved, match="created by someone else"):
+        await commit_through_api(
+            gh,
+            repo_vars(REPO),
+            mirror=mirror,
+            home=tmp_path,
+            head=head,
+            branch="patchwarden/1-fix",
+            lease=None,
+        )
+    assert repo.git.resolve("refs/heads/patchwarden/1-fix") == again
 
 
 async def test_a_tree_built_otherwise_from_inline_text_is_sent_again_as_exact_blobs(
@@ -101,7 +125,13 @@ async def test_a_tree_built_otherwise_from_inline_text_is_sent_again_as_exact_bl
     mirror, head = patched
     forge.fail("POST", r"/git/trees$", 201, message="not the tree you sent", times=1)
     sha = await commit_through_api(
-        gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/3-y"
+        gh,
+        repo_vars(REPO),
+        mirror=mirror,
+        home=tmp_path,
+        head=head,
+        branch="patchwarden/3-y",
+        lease=None,
     )
     ours = git(tmp_path, "--git-dir", str(mirror), "rev-parse", f"{head}^{{tree}}")
     assert forge.repos[REPO].git.commit(sha).tree == ours
@@ -116,7 +146,13 @@ async def test_a_tree_that_is_not_the_scored_one_moves_no_branch(
     forge.fail("POST", r"/git/trees$", 201, message="a tree GitHub did not build", times=2)
     with pytest.raises(PermanentJobError, match="not the scored"):
         await commit_through_api(
-            gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/2-x"
+            gh,
+            repo_vars(REPO),
+            mirror=mirror,
+            home=tmp_path,
+            head=head,
+            branch="patchwarden/2-x",
+            lease=None,
         )
     assert forge.repos[REPO].git.resolve("refs/heads/patchwarden/2-x") is None
     assert not forge.calls("POST", r"/git/commits$")
@@ -137,6 +173,12 @@ async def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(
     head = git(tmp_path, "--git-dir", str(mirror), "rev-parse", "HEAD")
     with pytest.raises(PermanentJobError, match="not UTF-8"):
         await commit_through_api(
-            gh, repo_vars(REPO), mirror=mirror, home=tmp_path, head=head, branch="patchwarden/4-z"
+            gh,
+            repo_vars(REPO),
+            mirror=mirror,
+            home=tmp_path,
+            head=head,
+            branch="patchwarden/4-z",
+            lease=None,
         )
     assert not forge.calls("POST", r"/git/")
