@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def run_score(args: argparse.Namespace, *, settings: Settings | None = None) -> 
         print("patchwarden score: the change is empty: nothing to score", file=sys.stderr)
         return 2
     score = score_diff(text, policy, trigger=Trigger("human"))
-    markdown = render_score(score)
+    markdown = render_score(score, person=True)
     if args.summary is not None:
         try:
             with args.summary.open("a", encoding="utf-8") as out:
@@ -56,6 +57,9 @@ def run_score(args: argparse.Namespace, *, settings: Settings | None = None) -> 
     else:
         print(markdown, end="")
     return 1 if fails(score, args.fail_on) else 0
+
+
+_DIFF_LINE = re.compile(r"^(?:diff --git |--- |\+\+\+ |Binary files )", re.M)
 
 
 def fails(score: Score, fail_on: str) -> bool:
@@ -97,6 +101,11 @@ async def _inputs(args: argparse.Namespace, default_policy: Path) -> tuple[Polic
         if args.base:
             raise BadInput("--base goes with --repo; a --diff file is scored as it is")
         text = sys.stdin.read() if args.diff == "-" else _read(Path(args.diff), "--diff")
+        if text.strip() and not _DIFF_LINE.search(text):
+            raise BadInput(
+                f"{args.diff} is not a diff (no `diff --git` or `---`/`+++` lines): give "
+                "the output of `git diff`, or --repo with --base"
+            )
     try:
         policy = load_policy(default, repo_text, repo_source=repo_source)
     except PolicyError as exc:

@@ -91,23 +91,41 @@ def labels_for(score: Score) -> list[str]:
     return ["patchwarden", f"risk:{score.risk}"]
 
 
-def verdict(score: Score) -> str:
-    return f"Patchwarden risk {score.score}/100 ({score.risk}): {_VERDICT[score.decision]}."
+# A person's change: Patchwarden merges none of them, so the words say what it means.
+_PERSON_VERDICT: dict[Decision, str] = {
+    "automerge": "within the line under which Patchwarden merges its own changes",
+    "review": "worth a maintainer's review",
+    "draft": "risky: a careful review before it merges",
+    "reject": "over what the policy allows (a hard rule or the draft threshold)",
+}
+_RISK_OF: dict[Decision, str] = {"automerge": "low", "review": "medium"}
 
 
-def _score_context(score: Score) -> dict[str, object]:
+def verdict(score: Score, *, person: bool = False) -> str:
+    """One line: the number, the risk word (and, where a rule and not the number set it,
+    that it did: "0/100 (high)" read as a contradiction), and what happens."""
+    band = _RISK_OF.get(score.by_score, "high")
+    risk = score.risk if score.risk == band else f"{score.risk}, by a rule below"
+    what = (_PERSON_VERDICT if person else _VERDICT)[score.decision]
+    return f"Patchwarden risk {score.score}/100 ({risk}): {what}."
+
+
+def _score_context(score: Score, *, person: bool = False) -> dict[str, object]:
     t = score.thresholds
+    merge = "Patchwarden's own may merge" if person else "may merge itself"
     return {
         "score": score,
-        "verdict": verdict(score),
+        "verdict": verdict(score, person=person),
         "factors": sorted(score.contributions, key=lambda c: (-abs(c.points), c.factor)),
-        "thresholds": f"≤{t.automerge} may merge itself, ≤{t.review} review, ≤{t.draft} draft",
+        "thresholds": f"≤{t.automerge} {merge}, ≤{t.review} review, ≤{t.draft} draft",
     }
 
 
-def render_score(score: Score) -> str:
-    """The verdict, the deciding rules and the factor table (``patchwarden score``)."""
-    return _tidy(_env().get_template("score.md.j2").render(**_score_context(score)))
+def render_score(score: Score, *, person: bool = False) -> str:
+    """The verdict, the deciding rules and the factor table (``patchwarden score``;
+    ``person``: of a person's change, which Patchwarden never merges)."""
+    context = _score_context(score, person=person)
+    return _tidy(_env().get_template("score.md.j2").render(**context))
 
 
 def revert_command(merge_sha: str | None, *, merge_commit: bool = True) -> str:

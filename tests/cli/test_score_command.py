@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,7 +106,26 @@ def test_fail_on_is_configurable(repo: Path) -> None:
     assert pw("--repo", str(repo), "--base", base, cwd=repo).returncode == 0
     done = pw("--repo", str(repo), "--base", base, "--fail-on", "review", cwd=repo)
     assert done.returncode == 1
-    assert "needs a maintainer's approval" in done.stdout
+    # A person's change: words for it (Patchwarden merges none), not "may merge itself".
+    assert "Patchwarden risk 14/100 (medium): worth a maintainer's review." in done.stdout
+    assert "merge itself" not in done.stdout
+
+
+def test_a_file_that_is_no_diff_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("these are my notes, not a patch\n")
+    done = pw("--diff", str(notes), cwd=repo)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"patchwarden score: {notes} is not a diff")
+
+
+def test_the_risk_word_says_when_a_rule_and_not_the_number_set_it(repo: Path) -> None:
+    """A credential: 0-ish points, rejected by a rule: the word follows the rule, and says so."""
+    base = _head(repo)
+    change(repo, {"src/settings.py": f'TOKEN = "{TOKEN}"\n'})
+    done = pw("--repo", str(repo), "--base", base, cwd=repo)
+    first = done.stdout.splitlines()[0]
+    assert re.match(r"\*\*Patchwarden risk \d+/100 \(high, by a rule below\): over what", first)
 
 
 def test_a_diff_from_stdin_and_a_policy_file(repo: Path, tmp_path: Path) -> None:
