@@ -106,16 +106,6 @@ async def create_commit(call: Call) -> Answer:
     return Answer(201, call.forge.render.git_commit(repo, repo.git.commit(sha)))
 
 
-@op("git/get-ref")
-async def get_ref(call: Call) -> Answer:
-    repo = call.repo
-    ref = "refs/" + call.params["ref"]
-    sha = repo.git.refs().get(ref)
-    if sha is None:
-        raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.git_ref(repo, ref, sha))
-
-
 @op("git/update-ref")
 async def update_ref(call: Call) -> Answer:
     repo = call.repo

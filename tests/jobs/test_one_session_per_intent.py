@@ -19,6 +19,7 @@ from app.cli.demo import SAMPLE
 from app.fixers.llm.scripted import ScriptedModel, stall, tool
 from app.jobs import fix
 from app.localforge import LocalForge
+from app.localforge.state import Issue
 from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
 
@@ -33,15 +34,31 @@ KEY = "sk-local-test-key-0123456789"
 TRIGGERS = 75
 
 
+async def _sample_repository(forge: LocalForge) -> None:
+    """The sample project with the agent strategy, and alice, a maintainer."""
+    config = "fixers:\n  llm:\n    strategy: agent\n"
+    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
+    forge.add_user(REPO, "alice", "maintain")
+
+
+async def _installed(
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge, model: ScriptedModel
+) -> tuple[Harness, Issue]:
+    """Patchwarden on ``model``, installed by alice, and her issue."""
+    pw = await make_pw(
+        workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
+    )
+    await forge.install(INSTALLATION, by="alice")
+    return pw, forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+
+
 async def test_many_label_deliveries_for_one_issue_make_one_session(
     make_pw: Callable[..., Awaitable[Harness]],
     forge: LocalForge,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(fix, "WAIT_SECONDS", 0.2)  # a request behind a running one
-    config = "fixers:\n  llm:\n    strategy: agent\n"
-    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
-    forge.add_user(REPO, "alice", "maintain")
+    await _sample_repository(forge)
     old = "    return 'hello ' + name\n"
     script = [  # one session's worth of answers: a second session would find none
         tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}'),
@@ -53,11 +70,7 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
         tool("finish", summary="the docstring names the argument"),
     ]
     async with ScriptedModel(script, api_key=KEY) as model:
-        pw = await make_pw(
-            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
-        )
-        await forge.install(INSTALLATION, by="alice")
-        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        pw, issue = await _installed(make_pw, forge, model)
         for _ in range(TRIGGERS):
             await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
         await pw.settle(within=240, every_job=True)
@@ -99,20 +112,14 @@ async def test_a_request_behind_a_stuck_session_runs_after_its_last_look(
     that hangs (its model answers after seconds) does not hold the other for ever."""
     monkeypatch.setattr(fix, "WAIT_SECONDS", 0.2)
     monkeypatch.setattr(fix, "MAX_WAITS", 2)
-    config = "fixers:\n  llm:\n    strategy: agent\n"
-    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
-    forge.add_user(REPO, "alice", "maintain")
+    await _sample_repository(forge)
     old = "    return 'hello ' + name\n"
     edit = tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}')
     done = tool("finish", summary="greet() says what it does")
     # Whichever session asks first waits 6 s for its answer; the other gets its own.
     script = [stall(6.0, edit), edit, done, done, done, done]
     async with ScriptedModel(script, api_key=KEY) as model:
-        pw = await make_pw(
-            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
-        )
-        await forge.install(INSTALLATION, by="alice")
-        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        pw, issue = await _installed(make_pw, forge, model)
         await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
         for _ in range(200):  # until the first session is waiting for its model
             if model.requests:
@@ -142,9 +149,7 @@ async def test_a_maintainers_commit_on_the_pull_requests_branch_is_never_overwri
     a lease (``--force-with-lease`` from the head Patchwarden pushed): her commit stays,
     the patch goes to a new branch and pull request, and the audit says why."""
     monkeypatch.setattr(fix, "WAIT_SECONDS", 0.2)
-    config = "fixers:\n  llm:\n    strategy: agent\n"
-    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
-    forge.add_user(REPO, "alice", "maintain")
+    await _sample_repository(forge)
     old = "    return 'hello ' + name\n"
     first_done = tool("finish", summary="greet() says what it does")
     second_done = tool("finish", summary="the docstring names the argument")
@@ -158,11 +163,7 @@ async def test_a_maintainers_commit_on_the_pull_requests_branch_is_never_overwri
         second_done,
     ]
     async with ScriptedModel(script, api_key=KEY) as model:
-        pw = await make_pw(
-            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
-        )
-        await forge.install(INSTALLATION, by="alice")
-        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        pw, issue = await _installed(make_pw, forge, model)
         await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
         await pw.settle(within=120, every_job=True)
         (pull,) = forge.pulls(REPO)
@@ -195,19 +196,13 @@ async def test_a_retried_job_updates_its_own_branch_not_a_new_one(
     (the pull request could not be opened) finds its first attempt's commit on the
     branch, recorded in its audit before the push, and moves it: one branch, one pull
     request, nothing 'kept'."""
-    config = "fixers:\n  llm:\n    strategy: agent\n"
-    await forge.push(REPO, {**SAMPLE, ".github/patchwarden.yml": config}, author="alice")
-    forge.add_user(REPO, "alice", "maintain")
+    await _sample_repository(forge)
     old = "    return 'hello ' + name\n"
     edit = tool("edit", path="util.py", old=old, new=f'    """Say hello."""\n{old}')
     done = tool("finish", summary="greet() says what it does")
     forge.fail("POST", r"/repos/[^/]+/[^/]+/pulls$", 502, times=1)
     async with ScriptedModel([edit, done, done] * 2, api_key=KEY) as model:
-        pw = await make_pw(
-            workers=2, llm_model="scripted", llm_base_url=model.base_url, llm_api_key=KEY
-        )
-        await forge.install(INSTALLATION, by="alice")
-        issue = forge.open_issue(REPO, "greet() needs a docstring", author="alice")
+        pw, issue = await _installed(make_pw, forge, model)
         await forge.add_label(REPO, issue.number, "patchwarden:fix", actor="alice")
         await pw.settle(within=120, every_job=True)
     assert model.violations == []

@@ -66,19 +66,20 @@ async def patched(forge: LocalForge, tmp_path: Path) -> tuple[Path, str]:
     return mirror, git(tmp_path, "--git-dir", str(mirror), "rev-parse", "HEAD")
 
 
+async def commit(
+    gh: GitHubClient, mirror: Path, home: Path, head: str, branch: str, *, lease: str | None
+) -> str:
+    """``head`` made again through the Git Data API as ``branch`` (seen at ``lease``)."""
+    return await commit_through_api(
+        gh, repo_vars(REPO), mirror=mirror, home=home, head=head, branch=branch, lease=lease
+    )
+
+
 async def test_every_kind_of_change_arrives_exactly_and_signed(
     forge: LocalForge, gh: GitHubClient, patched: tuple[Path, str], tmp_path: Path
 ) -> None:
     mirror, head = patched
-    sha = await commit_through_api(
-        gh,
-        repo_vars(REPO),
-        mirror=mirror,
-        home=tmp_path,
-        head=head,
-        branch="patchwarden/1-fix",
-        lease=None,
-    )
+    sha = await commit(gh, mirror, tmp_path, head, "patchwarden/1-fix", lease=None)
     repo = forge.repos[REPO]
     assert sha != head  # GitHub's own commit...
     assert repo.git.resolve("refs/heads/patchwarden/1-fix") == sha
@@ -94,28 +95,12 @@ async def test_every_kind_of_change_arrives_exactly_and_signed(
     assert len(forge.calls("POST", r"/git/trees$")) == 1
 
     # Again (a retried job, its own head seen): moved to an equal commit, not refused.
-    again = await commit_through_api(
-        gh,
-        repo_vars(REPO),
-        mirror=mirror,
-        home=tmp_path,
-        head=head,
-        branch="patchwarden/1-fix",
-        lease=sha,
-    )
+    again = await commit(gh, mirror, tmp_path, head, "patchwarden/1-fix", lease=sha)
     assert repo.git.resolve("refs/heads/patchwarden/1-fix") == again
     assert repo.git.commit(again).tree == ours
     # Seen absent, created meanwhile by someone else: refused, and left as it is.
     with pytest.raises(BranchMoved, match="created by someone else"):
-        await commit_through_api(
-            gh,
-            repo_vars(REPO),
-            mirror=mirror,
-            home=tmp_path,
-            head=head,
-            branch="patchwarden/1-fix",
-            lease=None,
-        )
+        await commit(gh, mirror, tmp_path, head, "patchwarden/1-fix", lease=None)
     assert repo.git.resolve("refs/heads/patchwarden/1-fix") == again
 
 
@@ -124,15 +109,7 @@ async def test_a_tree_built_otherwise_from_inline_text_is_sent_again_as_exact_bl
 ) -> None:
     mirror, head = patched
     forge.fail("POST", r"/git/trees$", 201, message="not the tree you sent", times=1)
-    sha = await commit_through_api(
-        gh,
-        repo_vars(REPO),
-        mirror=mirror,
-        home=tmp_path,
-        head=head,
-        branch="patchwarden/3-y",
-        lease=None,
-    )
+    sha = await commit(gh, mirror, tmp_path, head, "patchwarden/3-y", lease=None)
     ours = git(tmp_path, "--git-dir", str(mirror), "rev-parse", f"{head}^{{tree}}")
     assert forge.repos[REPO].git.commit(sha).tree == ours
     # logo.png on the first pass; then every new file's exact bytes (4) on the second
@@ -145,15 +122,7 @@ async def test_a_tree_that_is_not_the_scored_one_moves_no_branch(
     mirror, head = patched
     forge.fail("POST", r"/git/trees$", 201, message="a tree GitHub did not build", times=2)
     with pytest.raises(PermanentJobError, match="not the scored"):
-        await commit_through_api(
-            gh,
-            repo_vars(REPO),
-            mirror=mirror,
-            home=tmp_path,
-            head=head,
-            branch="patchwarden/2-x",
-            lease=None,
-        )
+        await commit(gh, mirror, tmp_path, head, "patchwarden/2-x", lease=None)
     assert forge.repos[REPO].git.resolve("refs/heads/patchwarden/2-x") is None
     assert not forge.calls("POST", r"/git/commits$")
 
@@ -172,13 +141,5 @@ async def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(
     git(tmp_path, *gd, "commit", "--quiet", "-m", "Add a file")
     head = git(tmp_path, "--git-dir", str(mirror), "rev-parse", "HEAD")
     with pytest.raises(PermanentJobError, match="not UTF-8"):
-        await commit_through_api(
-            gh,
-            repo_vars(REPO),
-            mirror=mirror,
-            home=tmp_path,
-            head=head,
-            branch="patchwarden/4-z",
-            lease=None,
-        )
+        await commit(gh, mirror, tmp_path, head, "patchwarden/4-z", lease=None)
     assert not forge.calls("POST", r"/git/")
