@@ -89,6 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     logs.configure("WARNING", secrets=settings.secret_values())
+    # A failed session is said once, by the verdict line ("no patch: ..."), not also
+    # by the session's own warning (which a server's log keeps).
+    logging.getLogger("app.sessions.session").setLevel(logging.ERROR)
     return run_local(args, settings=settings)
 
 

@@ -363,6 +363,7 @@ async def test_a_configuration_validate_refuses_is_a_usage_error(tmp_path: Path)
     last = err.strip().splitlines()[-1]
     assert last.startswith("patchwarden run: .github/patchwarden.yml: `test` is one command line")
     assert last.endswith("(check it with: patchwarden validate)")
+    assert err.count("only `setup` takes a list") == 1  # said once, not also as a log line
 
 
 @sandboxed
