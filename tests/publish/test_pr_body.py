@@ -136,7 +136,8 @@ def test_a_workflow_edit_is_rejected_with_the_reason() -> None:
     body, labels = body_of(workflow_edit())
     lines = body.splitlines()
     assert lines[0] == (
-        "**Patchwarden risk 31/100 (high): rejected: Patchwarden will not open it as a pull "
+        "**Patchwarden risk 31/100 (high, by a rule below): rejected: Patchwarden will not open "
+        "it as a pull "
         "request.**"
     )
     assert lines[2] == (
