@@ -601,6 +601,7 @@ async def http_backend(
     assert stdout is not None
     assert stderr is not None
     response: web.StreamResponse | None = None
+    answered = False
     try:
         async with asyncio.timeout(BACKEND_TIMEOUT), asyncio.TaskGroup() as tasks:
             tasks.create_task(_feed(first, body, stdin))
@@ -615,14 +616,29 @@ async def http_backend(
             while chunk := await stdout.read(1 << 16):
                 await response.write(chunk)
             await response.write_eof()
+            answered = True
             return response
     except TimeoutError:
         if response is None:
             return web.Response(status=504, text="git http-backend timed out\n")
         raise
     finally:
-        if proc.returncode is None:
-            proc.kill()
+        await _reap(proc, kill=not answered)
+
+
+async def _reap(proc: asyncio.subprocess.Process, *, kill: bool) -> None:
+    """Wait for the backend to exit; kill it first only when the answer was not given.
+
+    A backend that has answered is exiting: killing it now would reap it in
+    ``Popen.send_signal`` before asyncio's child watcher does, and the watcher would
+    log "Unknown child process pid N, will report returncode 255".
+    """
+    if kill and proc.returncode is None:
+        proc.kill()
+    try:
+        await asyncio.wait_for(proc.wait(), timeout=BACKEND_TIMEOUT)
+    except TimeoutError:
+        proc.kill()
         await proc.wait()
 
 

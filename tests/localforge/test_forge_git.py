@@ -386,3 +386,16 @@ async def test_wrong_token_is_refused(repo: BareRepo, tmp_path: Path) -> None:
         before, served = repo.refs(), len(seen)
         assert await client(work, "push", "origin", "HEAD:sneaky", token="wrong", check=False)
         assert (repo.refs(), len(seen)) == (before, served)
+
+
+async def test_every_backend_is_reaped_by_asyncio(
+    repo: BareRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A backend that answered exits on its own: killing it then raced asyncio's child
+    watcher, which logged "Unknown child process pid N, will report returncode 255"."""
+    caplog.set_level("WARNING", logger="asyncio")
+    async with serve(repo.path.parent.parent) as (url, seen):
+        for _ in range(30):
+            await client(tmp_path, "ls-remote", "-q", url)
+    assert len(seen) >= 12  # protocol v2: info/refs, then ls-refs
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
