@@ -33,19 +33,26 @@ from app.sessions.commands import CONFIG_PATH, read_config_lines
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Each field's docstring is its description in `patchwarden schema`.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LintConfig(_Section):
     unsafe_fixes: bool = False
+    """Apply ruff's unsafe fixes too (`ruff --unsafe-fixes`)."""
     format: Literal["auto"] | bool = "auto"
+    """Run `ruff format`: `auto` only where the base already passes `ruff format --check`."""
     semgrep: bool = True
+    """Apply Patchwarden's semgrep autofix rules (policies/semgrep/autofix/)."""
 
 
 class RevertConfig(_Section):
     reruns: int = Field(default=3, ge=1, le=20)
+    """Runs (1-20) of the failing check's command on the failing commit before any blame."""
     max_commits: int = Field(default=1000, ge=2, le=100_000)
+    """How far back (first-parent commits) a passing commit is looked for."""
     checks: dict[str, str] = Field(default_factory=dict)
+    """A failing check's name mapped to the command that reproduces it (else `test`)."""
 
 
 class LlmConfig(_Section):
@@ -53,21 +60,27 @@ class LlmConfig(_Section):
     # for small models); agent: the tool loop (for strong ones); auto: repair first, the
     # agent only when repair found no verified fix and the job's budget allows.
     strategy: Strategy = "auto"
+    """`repair` (for small models), `agent` (a tool loop) or `auto`: repair, then agent."""
 
 
 class FixersConfig(_Section):
     llm_on_alerts: bool = False
+    """Alert jobs may go to the llm fixer when the revert cannot help."""
     llm: LlmConfig = Field(default_factory=LlmConfig)
+    """How the llm fixer works."""
 
 
 class FixerSettings(BaseModel):
     """The fixers' part of the repository's configuration (other keys are other rooms')."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     fixers: FixersConfig = Field(default_factory=FixersConfig)
+    """Which fixers a job may use, and how the llm fixer works."""
     lint: LintConfig = Field(default_factory=LintConfig)
+    """The lint fixer: ruff's and semgrep's automatic fixes."""
     revert: RevertConfig = Field(default_factory=RevertConfig)
+    """The culprit finder: reproducing a failing check, bisecting, reverting."""
 
 
 def fixer_settings(base_tree: Path) -> FixerSettings:

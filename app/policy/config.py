@@ -9,9 +9,10 @@ Merging: mappings merge key by key and a value replaces the default, except
 patterns out (each must be one of them, written exactly). The default file is complete,
 so the model has no defaults of its own: one place says what the defaults are.
 
-Over ~400 lines on purpose: every section's model with its checks, the merge and the
-YAML reader that keeps each key's line are one contract (what a maintainer may write,
-and where an error points); split, each part would be read only beside the others.
+Over ~400 lines on purpose: every section's model with its checks and each key's
+description (``patchwarden schema``), the merge and the YAML reader that keeps each
+key's line are one contract (what a maintainer may write, and where an error points);
+split, each part would be read only beside the others.
 """
 
 from __future__ import annotations
@@ -64,19 +65,28 @@ class PolicyError(RepoConfigError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # Each field's docstring is its description in `patchwarden schema` (an editor's tooltip).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, use_attribute_docstrings=True
+    )
 
 
 class Category(_Strict):
     weight: float = Field(ge=0, le=10)
+    """Risk multiplier (0-10) of this kind of file; the highest among matching categories wins."""
     paths: list[str]
+    """Globs of the files of this kind (`source` also takes every file no category claims)."""
 
 
 class Caps(_Strict):
     files: int = Field(ge=1)
+    """The most files one change may touch; more is over the cap (see `over`)."""
     changed_lines: int = Field(ge=1)
+    """The most lines one change may add plus remove; more is over the cap."""
     new_dependencies: int = Field(ge=0)
+    """The most dependencies one change may add (a version change is not new)."""
     over: Literal["draft", "reject"]
+    """What a change over any cap is at best: `draft`, or `reject` to refuse it."""
 
 
 def _regex(pattern: str) -> str:
@@ -113,16 +123,17 @@ def _narrow(pattern: str) -> str:
 class SecretRules(_Strict):
     """What the credential scan leaves alone (docs/policy.md#secrets)."""
 
-    # Regular expressions of values that are known examples, not credentials (AWS's
-    # documented example key, a test fixture's fake token); each must match the whole
-    # value the scan found.
     allow: list[Annotated[str, AfterValidator(_regex), AfterValidator(_narrow)]]
+    """Regular expressions of known example values, each matching a found value whole."""
 
 
 class Thresholds(_Strict):
     automerge: int = Field(ge=0, le=100)
+    """The highest score (0-100) that may merge itself once every check is green."""
     review: int = Field(ge=0, le=100)
+    """The highest score (0-100) for a pull request that waits for an approval."""
     draft: int = Field(ge=0, le=100)
+    """The highest score (0-100) for a draft pull request; above it, rejected."""
 
     @model_validator(mode="after")
     def _ordered(self) -> Thresholds:
@@ -136,106 +147,174 @@ class Thresholds(_Strict):
 
 class FixerWeights(_Strict):
     llm: float = Field(ge=0)
+    """Points for a change a model wrote (read it as a stranger's patch)."""
     revert: float = Field(ge=0)
+    """Points for a git revert of one commit (bisected, or named by `@patchwarden revert`)."""
     lint: float = Field(ge=0)
+    """Points for a change made by the ruff/semgrep autofix rules."""
     human: float = Field(ge=0)
+    """Points for a person's change scored with `patchwarden score`."""
 
 
 class FindingWeights(_Strict):
     medium: float = Field(ge=0)
+    """Points per new medium-severity finding on the changed files (a high one rejects)."""
     low: float = Field(ge=0)
+    """Points per new low-severity finding on the changed files."""
     info: float = Field(ge=0)
+    """Points per new informational finding on the changed files."""
 
 
 class Weights(_Strict):
     touch: float = Field(ge=0)
+    """Points for touching a category, times the category's weight."""
     per_10_lines: float = Field(ge=0)
+    """Points per 10 changed lines in a category, times the category's weight."""
     category_max: float = Field(ge=0)
+    """The most points one category can add."""
     fixer: FixerWeights
+    """Points for who wrote the change, by fixer."""
     deleted_file: float = Field(ge=0)
+    """Points per file deleted (a test file counts under `test_deleted`)."""
     renamed_file: float = Field(ge=0)
+    """Points per file renamed or moved."""
     binary_file: float = Field(ge=0)
+    """Points per binary file: nobody can review it in the diff."""
     executable_bit: float = Field(ge=0)
+    """Points per file made executable."""
     new_dependency: float = Field(ge=0)
+    """Points per direct dependency added."""
     typosquat_dependency: float = Field(ge=0)
+    """Points per added Python dependency one letter from a popular one."""
     changed_dependency: float = Field(ge=0)
+    """Points per dependency whose version changed (lockfile packages too)."""
     removed_dependency: float = Field(ge=0)
+    """Points per dependency removed."""
     lockfile_max: float = Field(ge=0)
+    """The most points changed lockfile packages can add."""
     test_deleted: float = Field(ge=0)
+    """Points per test file deleted."""
     test_removed: float = Field(ge=0)
+    """Points per test function removed from a test file that stays."""
     test_skipped: float = Field(ge=0)
+    """Points per skip/xfail/only marker added."""
     tests_not_run: float = Field(ge=0)
+    """Points when no test command is known, or the tests did not run."""
     tests_still_failing: float = Field(ge=0)
+    """Points when the tests fail on the patch (and failed before it too)."""
     tests_already_failing: float = Field(ge=0)
+    """Points when the patch passes but for tests failing on the base alike."""
     tests_fixed: float = Field(le=0)
+    """Credit (0 or less) per test failing before the change and passing after."""
     tests_fixed_max: float = Field(le=0)
+    """The most credit (0 or less) `tests_fixed` can give."""
     not_reproduced: float = Field(ge=0)
+    """Points for a model's fix that no test shows failing before and passing after."""
     finding: FindingWeights
+    """Points per new ruff/semgrep/bandit finding on the changed files, by severity."""
     findings_max: float = Field(ge=0)
+    """The most points new findings can add."""
     tool_failed: float = Field(ge=0)
+    """Points when a verification tool did not run or its output did not parse."""
     budget_heavy: float = Field(ge=0)
+    """Points when the fixer used over 75% of its token or cost budget."""
     reverted_recently: float = Field(ge=0)
+    """Points per Patchwarden merge here in the last 30 days that was reverted."""
     reverted_recently_max: float = Field(ge=0)
+    """The most points recently reverted merges can add."""
 
 
 class BehaviourWeights(_Strict):
     """Points for each behaviour a change adds (app/policy/behaviour.py), once per kind."""
 
     network: float = Field(ge=0)
+    """Points for network use: sockets, HTTP clients, urlopen, curl/wget."""
     process: float = Field(ge=0)
+    """Points for running processes: subprocess, os.system/exec*/spawn*, `| sh`."""
     environment: float = Field(ge=0)
+    """Points for reading the environment: os.environ, getenv, process.env."""
     outside_files: float = Field(ge=0)
+    """Points for paths outside the repository: /etc, ~, Path.home()."""
     dynamic_code: float = Field(ge=0)
+    """Points for dynamic code: eval, exec, compile, __import__, importlib, ctypes."""
     deserialisation: float = Field(ge=0)
+    """Points for unsafe loading: pickle, marshal, yaml.load without a safe loader."""
     package_install: float = Field(ge=0)
+    """Points for installing packages at run time (pip/npm/conda install)."""
     test_harness: float = Field(ge=0)
+    """Points for the test harness: conftest.py, pytest config and hooks, .pth files."""
     package_index: float = Field(ge=0)
+    """Points for package sources: pip.conf, .npmrc, --extra-index-url, `-e git+...`."""
     conda_dependencies: float = Field(ge=0)
+    """Points for an environment.yml's dependencies."""
     action: float = Field(ge=0)
+    """Points for an action.yml anywhere: code a workflow runs."""
     gitattributes: float = Field(ge=0)
+    """Points for .gitattributes: diff, merge and filter drivers."""
     file_mode: float = Field(ge=0)
+    """Points for world-writable, setuid or setgid modes (chmod 777, os.umask(0))."""
     opaque_literal: float = Field(ge=0)
+    """Points for a random-looking string no credential detector knows."""
 
 
 class BehaviourRules(_Strict):
     """What a change makes the code do (docs/policy.md#behaviour)."""
 
     weights: BehaviourWeights
-    # Fixers whose changes never merge themselves when they add any behaviour.
+    """Points per kind of behaviour a change adds, each kind counted once."""
     never_automerge: list[Literal["llm", "lint", "revert"]]
+    """Fixers whose changes never merge themselves when they add any behaviour."""
 
 
 class MergeRules(_Strict):
     """How Patchwarden merges, and what it does after a merge (docs/policy.md#merging)."""
 
     method: Literal["merge", "squash", "rebase"]
-    two_person: bool  # the person who asked for the fix cannot be its only approver
-    canary_minutes: float = Field(ge=0)  # a failure on the default branch within it reverts
-    revert_automerge: bool  # a clean revert of Patchwarden's own merge may merge itself
+    """GitHub's merge method: `merge` (a merge commit), `squash` or `rebase`."""
+    two_person: bool
+    """Whoever asked for the change cannot be its only approver (a second writer approves)."""
+    canary_minutes: float = Field(ge=0)
+    """Minutes after a merge the canary watches the default branch to revert it; 0: off."""
+    revert_automerge: bool
+    """The revert of Patchwarden's own merge may merge itself whatever `autonomy` says."""
 
 
 class LearnRules(_Strict):
     """Autonomy a kind of change earns from its record here (docs/policy.md#learning)."""
 
-    ceiling: Autonomy  # the most any category may earn; `review`: nothing is earned
-    categories: list[str]  # which kinds of change may earn it (demotion applies to all)
-    promote_after: int = Field(ge=1)  # clean merges in the window that earn it
+    ceiling: Autonomy
+    """The most autonomy a kind of change may earn; `review` earns nothing."""
+    categories: list[str]
+    """Kinds (categories, `lint`, `revert`) that may earn it; demotion applies to all."""
+    promote_after: int = Field(ge=1)
+    """Clean merges of a kind within the window that earn it the ceiling."""
     window_days: float = Field(gt=0, le=365)
-    demote_after_reverts: int = Field(ge=1)  # reverts of its merges in the window
-    demote_after_rejections: int = Field(ge=1)  # its pull requests closed unmerged
+    """Days (up to 365) of the record that promotion and demotion count."""
+    demote_after_reverts: int = Field(ge=1)
+    """Reverts of a kind's merges within the window that demote it (`review` at most)."""
+    demote_after_rejections: int = Field(ge=1)
+    """Pull requests of a kind closed unmerged by a person in the window that demote it."""
 
 
 class WatchRules(_Strict):
     """What the watch on the default branch reports (docs/policy.md#the-watch)."""
 
-    enabled: bool  # one issue per finding; false: none (checks are still recorded)
-    recent_runs: int = Field(ge=3, le=1000)  # a check's last runs, compared with...
-    baseline_runs: int = Field(ge=3, le=10_000)  # ...the runs before them
-    failure_rate_jump: float = Field(gt=0, le=1)  # recent failure rate above the baseline's
-    min_failures: int = Field(ge=1)  # failures among the recent runs, at least
-    duration_ratio: float = Field(gt=1)  # recent p95 duration / the baseline's
-    min_duration_seconds: float = Field(ge=0)  # a baseline p95 shorter is noise
-    flaky_days: float = Field(gt=0, le=365)  # a check failed and passed on one commit
+    enabled: bool
+    """Open one issue per finding; false: none (the checks are still recorded)."""
+    recent_runs: int = Field(ge=3, le=1000)
+    """A check's latest runs (3-1000), compared with the baseline runs before them."""
+    baseline_runs: int = Field(ge=3, le=10_000)
+    """The runs (3-10000) before the recent ones that make a check's baseline."""
+    failure_rate_jump: float = Field(gt=0, le=1)
+    """Rise in failure rate over the baseline's (0-1; 0.3: 30 points) to report."""
+    min_failures: int = Field(ge=1)
+    """The fewest failures among the recent runs for a failure-rate rise to count."""
+    duration_ratio: float = Field(gt=1)
+    """Recent p95 duration over the baseline's (above 1) that reports a check slower."""
+    min_duration_seconds: float = Field(ge=0)
+    """Seconds: a baseline p95 duration shorter than this is noise."""
+    flaky_days: float = Field(gt=0, le=365)
+    """Days within which failing and passing on one commit makes a check flaky."""
 
 
 # What a change is, for learning: the fixer that wrote it for these, else the riskiest
@@ -269,20 +348,35 @@ WATCH_BEFORE_ISSUE_20: dict[str, Any] = {
 
 class Policy(_Strict):
     autonomy: Autonomy
+    """The most Patchwarden may do: `propose` (drafts), `review`, or `automerge`."""
     learn: LearnRules
+    """Autonomy a kind of change earns, or loses, from its record in this repository."""
     watch: WatchRules
-    dashboard: bool  # the per-repository "Patchwarden dashboard" issue (app/jobs/dashboard.py)
-    weekly_report: bool  # one issue per repository per week (app/jobs/weekly.py)
-    commit_signing: Literal["git", "api"]  # api: commits made (and signed) by GitHub
-    protected_paths: list[str]  # effective: default + repository's, minus ``unprotect``
+    """The watch on the default branch: flaky, more often failing and slower checks."""
+    dashboard: bool  # app/jobs/dashboard.py
+    """Keep the "Patchwarden dashboard" issue up to date; false: no such issue."""
+    weekly_report: bool  # app/jobs/weekly.py
+    """Keep one weekly report issue per ISO week, edited in place."""
+    commit_signing: Literal["git", "api"]
+    """How commits reach GitHub: `git` (unsigned) or `api` (GitHub signs them)."""
+    protected_paths: list[str]
+    """Globs no fixer may change: the default's and the file's, minus `unprotect`."""
     unprotect: list[str]
+    """Default protected patterns to drop, written exactly as the default has them."""
     secrets: SecretRules
+    """What the credential scan leaves alone (a credential added is rejected)."""
     categories: dict[str, Category]
+    """Kinds of file by glob, each with a risk weight; `source` takes the rest."""
     caps: Caps
+    """Limits on a single change; over one, it is a draft at best (or rejected)."""
     thresholds: Thresholds
+    """Score bands of the decision: automerge, review, draft; above them, reject."""
     weights: Weights
+    """Points each factor adds; the score is their sum, kept within 0-100."""
     behaviour: BehaviourRules
+    """What a change makes the code do: points, and fixers that wait for a person."""
     merge: MergeRules
+    """How Patchwarden merges, and what it does after a merge."""
 
     @model_validator(mode="before")
     @classmethod

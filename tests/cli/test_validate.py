@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -177,6 +178,54 @@ def test_the_published_schema_is_the_generated_one() -> None:
     assert published == config_schema(), (
         "regenerate: patchwarden schema > docs/patchwarden.schema.json"
     )
+
+
+def _undescribed(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
+    """The key paths under ``node`` whose property has no ``description`` (through
+    ``$ref``, a mapping's values as ``*``, list items and ``anyOf`` branches)."""
+    if "$ref" in node:
+        node = {**defs[node["$ref"].removeprefix("#/$defs/")], **node}
+        del node["$ref"]
+    found = []
+    for name, sub in node.get("properties", {}).items():
+        key = f"{path}.{name}" if path else name
+        found += [] if sub.get("description") else [key]
+        found += _undescribed(sub, defs, key)
+    values = node.get("additionalProperties")
+    subs = [(values, f"{path}.*")] if isinstance(values, dict) else []
+    subs += [(node["items"], path)] if isinstance(node.get("items"), dict) else []
+    subs += [(branch, path) for branch in node.get("anyOf", [])]
+    for sub, at in subs:
+        found += _undescribed(sub, defs, at)
+    return found
+
+
+def test_every_key_of_the_schema_has_a_description() -> None:
+    """Issue 35: an editor shows each key's description; a new setting needs one (a
+    docstring under its field, or ``description`` in app/cli/validate.py)."""
+    schema = config_schema()
+    assert _undescribed(schema, schema["$defs"]) == []
+
+
+def test_a_key_without_a_description_is_named_at_any_depth() -> None:
+    defs = {
+        "Cat": {"properties": {"weight": {}, "paths": {"description": "globs"}}},
+        "Deep": {"properties": {"x": {"$ref": "#/$defs/Cat", "description": "d"}}},
+    }
+    schema = {
+        "properties": {
+            "categories": {"additionalProperties": {"$ref": "#/$defs/Cat"}},
+            "deep": {"$ref": "#/$defs/Deep", "description": "d"},
+            "setup": {"anyOf": [{"type": "string"}, {"items": {"$ref": "#/$defs/Deep"}}]},
+        }
+    }
+    assert _undescribed(schema, defs) == [
+        "categories",
+        "categories.*.weight",
+        "deep.x.weight",
+        "setup",
+        "setup.x.weight",
+    ]
 
 
 @pytest.mark.slow  # `patchwarden` processes
