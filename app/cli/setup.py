@@ -1,16 +1,22 @@
 """``patchwarden setup``: create the GitHub App from its manifest, as Probot apps do.
 
 It serves ``GET /setup`` (a page with one button that posts the manifest to GitHub),
-and ``GET /setup/callback``, where GitHub sends the person back with a code. The code
-is exchanged (``POST /app-manifests/{code}/conversions``) for the App's id, private key
-and webhook secret, which are written next to each other with mode 0600: the key to
-``app.pem`` and the settings to ``.env`` (``patchwarden serve`` reads it from its
-working folder). Then the page says what to do next, and the command ends.
+and ``GET /setup/callback``, where GitHub sends the person back with a code. GitHub
+sends the *browser* back (a redirect, not a call from its servers), so the manifest's
+``redirect_url`` is the address the browser reached the page on (``http://localhost:
+PORT`` on a laptop or through ``ssh -L``), while its webhook URL is the public one
+(``--url``): setup needs no public URL that works yet. The code is exchanged
+(``POST /app-manifests/{code}/conversions``) for the App's id, private key and webhook
+secret, which are written next to each other with mode 0600: the key to ``app.pem``
+and the settings to ``.env`` (``patchwarden serve`` reads it from its working folder).
+Then the page says what to do next, and the command ends.
 
 Only the person who started the command can use the page: its address carries a
 one-time token printed on the terminal (it is also the ``state`` GitHub sends back), so
-a stranger who finds the port cannot bind this server to an App of theirs. Once the
-App is configured (settings or ``.env``), setup refuses to run.
+a stranger who finds the port cannot bind this server to an App of theirs, and the
+first browser to open it keeps it (a cookie). A link from an earlier run, or opened in
+a second browser, is refused with a page that says so and what to do: run setup again.
+Once the App is configured (settings or ``.env``), setup refuses to run.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import hmac
 import html
+import ipaddress
 import json
 import logging
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +44,7 @@ from app.github.manifest import (
     CALLBACK_PATH,
     LOCAL_HOSTS,
     SETUP_PATH,
+    apps_url,
     build_manifest,
     convert_manifest,
     new_app_url,
@@ -44,6 +53,11 @@ from app.github.manifest import (
 
 log = logging.getLogger("patchwarden")
 COOKIE = "patchwarden_setup"
+AGAIN = "run <code>patchwarden setup</code> again: it prints a new link"
+# A Host header as a browser sends it: a name or an address, and a port.
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?"
+)
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Patchwarden setup</title>
@@ -63,6 +77,36 @@ def page(title: str, body: str, status: int = 200) -> web.Response:
         content_type="text/html",
         headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
     )
+
+
+def browser_address(
+    *, public: str, scheme: str, host: str, forwarded_host: str = "", forwarded_proto: str = ""
+) -> str | None:
+    """The base URL the browser reached the setup page on, for GitHub to send it back
+    to: ``scheme://host`` (``http://localhost:8080``, or the port ``ssh -L`` forwards),
+    as a proxy in front saw them (``X-Forwarded-Host``, ``-Proto``), or ``public``
+    itself (with its path) when that is the host. None for a host no browser sends.
+    Only the holder of the link gets this far: the headers cannot send others away."""
+    host = forwarded_host.split(",")[0].strip() or host
+    if forwarded_proto in {"http", "https"}:
+        scheme = forwarded_proto
+    if host.lower() == urlsplit(public).netloc.lower():
+        return public
+    if not _HOST.fullmatch(host):
+        return None
+    return f"{scheme}://{host}"
+
+
+def local_link(host: str, port: int) -> str:
+    """The setup page's address on the machine it listens on."""
+    try:
+        address = ipaddress.ip_address(host)
+        local = address.is_loopback or address.is_unspecified
+    except ValueError:
+        local = host in {"", *LOCAL_HOSTS}
+    shown = "localhost" if local else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}{SETUP_PATH}"
 
 
 def configured(settings: Settings, env_file: Path) -> str | None:
@@ -121,36 +165,81 @@ class Setup:
     # then on (a link seen in a proxy's log or over a shoulder is not enough).
     browser: str | None = None
 
-    def authorised(self, request: web.Request, name: str) -> bool:
+    def refusal(self, request: web.Request, name: str) -> str | None:
+        """Why this request may not use the setup: ``missing`` or ``unknown`` (not this
+        run's token: an earlier run's, or made up), ``used`` (the right token in a
+        browser other than the first one); None when it may."""
         given = request.query.get(name, "")
+        if not given:
+            return "missing"
         if not hmac.compare_digest(given.encode(), self.token.encode()):
-            return False
+            return "unknown"
         if self.browser is None:
-            return name == "token"  # the first visit binds the browser
+            return None if name == "token" else "used"  # the first visit binds the browser
         cookie = request.cookies.get(COOKIE, "")
-        return hmac.compare_digest(cookie.encode(), self.browser.encode())
+        return None if hmac.compare_digest(cookie.encode(), self.browser.encode()) else "used"
+
+    def finished(self) -> web.Response | None:
+        why = configured(self.settings, self.env_file)
+        if why is None and self.created is None:
+            return None
+        said = html.escape(why or "this setup created the App")
+        return page("Already set up", f"<p>Nothing to do: {said}.</p>", 409)
 
     async def form(self, request: web.Request) -> web.Response:
-        why = configured(self.settings, self.env_file)
-        if why or self.created is not None:
+        if (done := self.finished()) is not None:
+            return done
+        refused = self.refusal(request, "token")
+        if refused == "missing":
             return page(
-                "Already set up", f"<p>Nothing to do: {html.escape(why or 'done')}.</p>", 409
-            )
-        if not self.authorised(request, "token"):
-            return page(
-                "Not this link",
-                "<p>Open the address <code>patchwarden setup</code> printed on its "
-                "terminal: it carries a one-time token.</p>",
+                "This page needs its link",
+                "<p>Open the address <code>patchwarden setup</code> printed on its terminal:"
+                f" it carries a one-time token. If that terminal is gone, {AGAIN}.</p>",
                 403,
             )
-        manifest = build_manifest(url=self.base, name=self.name, public=self.public)
+        if refused == "unknown":
+            return page(
+                "This link has expired",
+                "<p>It is not the link this <code>patchwarden setup</code> printed: each run"
+                " prints a new one, and a link from an earlier run (or a mistyped one) no"
+                " longer works. Open the link on the terminal where setup runs now, or"
+                f" {AGAIN}.</p>",
+                403,
+            )
+        if refused == "used":
+            return page(
+                "This link was used already",
+                "<p>Another browser opened it first, and only that browser may go on (a"
+                " link seen in a log or over a shoulder must not be enough). Go on in that"
+                " browser, or stop setup (Ctrl-C on its terminal) and"
+                f" {AGAIN}.</p>",
+                410,
+            )
+        back = browser_address(
+            public=self.base,
+            scheme=request.scheme,
+            host=request.host,
+            forwarded_host=request.headers.get("X-Forwarded-Host", ""),
+            forwarded_proto=request.headers.get("X-Forwarded-Proto", ""),
+        )
+        if back is None:
+            return page(
+                "Not an address to come back to",
+                f"<p>GitHub cannot send a browser back to <code>{html.escape(request.host)}</code>:"
+                " open the link <code>patchwarden setup</code> printed.</p>",
+                400,
+            )
+        manifest = build_manifest(url=self.base, name=self.name, public=self.public, back_to=back)
         action = new_app_url(self.settings.github_api_url, org=self.org, state=self.token)
         value = html.escape(json.dumps(manifest), quote=True)
         owner = f"the organisation <b>{html.escape(self.org)}</b>" if self.org else "your account"
         body = (
             f"<p>This creates the GitHub App <b>{html.escape(self.name)}</b>, owned by {owner},"
-            f" sending webhooks to <code>{html.escape(manifest['hook_attributes']['url'])}</code>."
-            " GitHub shows what it asks for before you confirm.</p>"
+            f" sending webhooks to <code>{html.escape(manifest['hook_attributes']['url'])}</code>"
+            " (GitHub's servers post there once <code>patchwarden serve</code> runs; it need"
+            " not work yet). GitHub shows what it asks for before you confirm, then sends this"
+            f" browser back to <code>{html.escape(manifest['redirect_url'])}</code>, the"
+            " address you opened this page on.</p>"
             f'<form action="{html.escape(action, quote=True)}" method="post">'
             f'<input type="hidden" name="manifest" value="{value}">'
             "<button type=submit>Create the GitHub App</button></form>"
@@ -164,13 +253,29 @@ class Setup:
         return answer
 
     async def callback(self, request: web.Request) -> web.Response:
-        why = configured(self.settings, self.env_file)
-        if why or self.created is not None:
+        if (done := self.finished()) is not None:
+            return done
+        refused = self.refusal(request, "state")
+        if refused == "used":
             return page(
-                "Already set up", f"<p>Nothing to do: {html.escape(why or 'done')}.</p>", 409
+                "Not the browser that started setup",
+                "<p>Only the browser that first opened the setup link may finish it, and"
+                " nothing was exchanged yet. Copy this page's address into that browser (the"
+                f" code in it works once, for an hour), or {AGAIN}.</p>",
+                403,
             )
-        if not self.authorised(request, "state"):
-            return page("Not this request", "<p>The state does not match this setup.</p>", 403)
+        if refused is not None:
+            apps = apps_url(self.settings.github_api_url, org=self.org)
+            return page(
+                "Not this setup's request",
+                "<p>GitHub sent you back with a state this <code>patchwarden setup</code>"
+                " did not issue: the form came from an earlier run (each run has its own"
+                " link) or from someone else. Nothing was exchanged. GitHub may have created"
+                f' the App all the same: delete it in <a href="{html.escape(apps, quote=True)}">'
+                "your GitHub Apps</a> (its name stays taken while it exists), then"
+                f" {AGAIN}.</p>",
+                403,
+            )
         code = request.query.get("code", "")
         if not code:
             return page(
@@ -216,8 +321,11 @@ async def serve_setup(setup: Setup, host: str, port: int) -> dict[str, Any]:
     try:
         await web.TCPSite(runner, host, port).start()
         print(
-            f"Open {setup.base}{SETUP_PATH}?token={setup.token} in your browser "
-            f"(listening on {host}:{port}; Ctrl-C to stop).",
+            f"Open {local_link(host, port)}?token={setup.token} in your browser "
+            f"(listening on {host}:{port}; Ctrl-C to stop).\n"
+            "GitHub sends your browser back to the address you open, so localhost works, "
+            f"also from your laptop through `ssh -L {port}:127.0.0.1:{port} THIS-SERVER`;\n"
+            f"webhooks will go to {setup.base}/webhooks/github (it need not answer yet).",
             flush=True,
         )
         await setup.done.wait()

@@ -66,16 +66,35 @@ def public_base(url: str, *, option: str = "--url") -> tuple[str, list[str]]:
     return url.rstrip("/"), warnings
 
 
-def build_manifest(*, url: str, name: str = "Patchwarden", public: bool = False) -> dict[str, Any]:
-    """The manifest for ``url``, the server's public base URL. GitHub sends the person
-    who creates the App back to ``redirect_url`` (``/setup/callback``) with a code that
-    ``patchwarden setup`` exchanges for the App's id, key and webhook secret."""
+def browser_base(url: str) -> str:
+    """A base URL only the person's browser goes to (never GitHub's servers): plain
+    ``http://`` on any host is fine, as for the setup page itself."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(f"not a base URL a browser can go back to: {url!r}")
+    return url.rstrip("/")
+
+
+def build_manifest(
+    *, url: str, name: str = "Patchwarden", public: bool = False, back_to: str | None = None
+) -> dict[str, Any]:
+    """The manifest for ``url``, the server's public base URL: the App's homepage and
+    ``hook_attributes.url``, where GitHub's servers post webhooks.
+
+    GitHub sends the person who creates the App back to ``redirect_url``
+    (``back_to`` + ``/setup/callback``, ``url`` by default) with a code that
+    ``patchwarden setup`` exchanges for the App's id, key and webhook secret. That is a
+    redirect of the person's browser, not a call from GitHub's servers, so ``back_to``
+    may be the address the browser reached setup on, e.g. ``http://localhost:8080``
+    (GitHub's docs: "The full URL to redirect to after a user initiates the
+    registration of a GitHub App from a manifest")."""
     base, _ = public_base(url)
+    back = base if back_to is None else browser_base(back_to)
     return {
         "name": name,
         "url": base,
         "hook_attributes": {"url": f"{base}/webhooks/github", "active": True},
-        "redirect_url": f"{base}{CALLBACK_PATH}",
+        "redirect_url": f"{back}{CALLBACK_PATH}",
         "description": "Guarded auto-PRs: risk-scored, verified, reversible fixes.",
         "public": public,
         "default_permissions": dict(PERMISSIONS),
@@ -92,10 +111,15 @@ def web_url(api_url: str) -> str:
     return api.removesuffix("/api/v3")
 
 
+def apps_url(api_url: str, *, org: str | None) -> str:
+    """The settings page listing the Apps of the person, or of ``org``."""
+    owner = f"/organizations/{quote(org, safe='')}" if org else ""
+    return f"{web_url(api_url)}{owner}/settings/apps"
+
+
 def new_app_url(api_url: str, *, org: str | None, state: str) -> str:
     """Where the manifest form is posted: a personal App, or one owned by ``org``."""
-    owner = f"/organizations/{quote(org, safe='')}" if org else ""
-    return f"{web_url(api_url)}{owner}/settings/apps/new?state={quote(state, safe='')}"
+    return f"{apps_url(api_url, org=org)}/new?state={quote(state, safe='')}"
 
 
 async def convert_manifest(session: Any, api_url: str, code: str) -> dict[str, Any]:
