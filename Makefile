@@ -71,7 +71,7 @@ check: venv
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow and not forge" --durations=5
 
 demo: venv system-deps
-	$(BIN)/patchwarden demo
+	$(BIN)/patchwarden demo $(ARGS)
 
 serve: venv
 	$(BIN)/patchwarden serve

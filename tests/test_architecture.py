@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "config": 0,
     "credentials": 0,
     "fold": 0,
+    "words": 0,
     "redact": 0,
     "untrusted": 0,
     "git": 0,

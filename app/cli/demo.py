@@ -27,6 +27,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -112,7 +113,8 @@ class Story:
                     continue
                 self.seen.add(key)
                 first = next((ln for ln in comment.body.splitlines() if ln.strip()), "")
-                self.say(f"{comment.user.login} on {kind} #{issue.number}: {first[:140]}")
+                first = textwrap.shorten(first, 140, placeholder=" …")
+                self.say(f"{comment.user.login} on {kind} #{issue.number}: {first}")
         for run in repo.check_runs:
             if run.status != "completed":
                 continue
@@ -260,8 +262,15 @@ async def _demo(folder: Path, *, keep: bool) -> int:
             )
             return 1
         story.say("Every step happened.")
+        if not keep:
+            print(
+                "\nThe forge's pages close with the demo; to look around them afterwards:"
+                " patchwarden demo --keep (or make demo ARGS=--keep)."
+            )
         if keep:
-            print(f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.")
+            print(
+                f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.", flush=True
+            )
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.Event().wait()
         return 0

@@ -20,6 +20,7 @@ from app.config import Settings
 from app.errors import NoDatabase, PatchwardenError
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
 from app.store import Pause, mask_url, store_for_url
+from app.words import plural
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def _setup_packages_check(settings: Settings) -> Check:
         "setup packages",
         "ok",
         f"from {', '.join(packages.sources)}; the setup phase gets {shown}; "
-        f"{len(packages.mounts)} read-only mount(s); {len(packages.secrets)} credential(s) "
+        f"{plural(len(packages.mounts), 'read-only mount')}; "
+        f"{plural(len(packages.secrets), 'credential')} "
         "masked (PATCHWARDEN_SETUP_PASSENV chooses)",
     )
 

@@ -32,6 +32,7 @@ from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
+from app.words import plural
 
 
 def run_local(args: argparse.Namespace, *, settings: Settings | None = None) -> int:
@@ -153,7 +154,8 @@ async def _work_tree(path: Path) -> _Checkout:
     if status.stdout.strip():
         changed = len(status.stdout.decode().splitlines())
         raise BadInput(
-            f"{top} has uncommitted changes ({changed} file(s)): commit or stash them first; "
+            f"{top} has uncommitted changes ({plural(changed, 'file')}): "
+            "commit or stash them first; "
             "the session starts from HEAD and would not see them"
         )
     git_dir = await run_git(["-C", str(top), "rev-parse", "--absolute-git-dir"], env=env)

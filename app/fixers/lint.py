@@ -41,6 +41,7 @@ from app.sessions.verify import (
     rule_packs,
     semgrep_scan,
 )
+from app.words import plural
 
 AUTOFIX_RULES = DEFAULT_RULES / "autofix"
 SEMGREP_AUTOFIX_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")
@@ -111,7 +112,7 @@ class LintFixer(Fixer):
         left = Counter(rule for rule, _, _ in after.elements())
         rules = dict(sorted((fixed + semgrep_fixed).items()))
         scope = (
-            f"Scope: the file(s) the task names ({', '.join(files)})."
+            f"Scope: the files the task names ({', '.join(files)})."
             if scoped
             else "Scope: the whole repository (the task names no file)."
         )
@@ -227,7 +228,7 @@ def _summary(
 ) -> str:
     parts = []
     if ruff:
-        parts.append(f"ruff fixed {sum(ruff.values())} problem(s): {_counts(ruff)}.")
+        parts.append(f"ruff fixed {plural(sum(ruff.values()), 'problem')}: {_counts(ruff)}.")
     if semgrep:
         parts.append(f"semgrep fixed {sum(semgrep.values())}: {_counts(semgrep)}.")
     if not parts:

@@ -55,6 +55,7 @@ from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Budget, FixContext, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
+from app.words import plural
 
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
 # git inside the sandbox: no hooks, no system config, quiet.
@@ -383,7 +384,7 @@ class _Search:
         if not self.target:
             return f"`{self.shown}` fails"
         names = sorted(self.target)
-        more = f" and {len(names) - 1} more test(s)" if len(names) > 1 else ""
+        more = f" and {plural(len(names) - 1, 'more test')}" if len(names) > 1 else ""
         return f"`{names[0]}`{more} of `{self.shown}` fail"
 
     async def _revert(self, sha: str, good: str, log: str, *, why: str | None = None) -> FixOutcome:

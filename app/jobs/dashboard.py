@@ -28,6 +28,7 @@ from app.publish.body import inert
 from app.redact import redact
 from app.store import Job, ModelSpend, Outcome
 from app.store.outcomes import format_duration, reverted, summarise_outcomes
+from app.words import plural
 
 TITLE = "Patchwarden dashboard"
 WINDOW_DAYS = 30
@@ -139,7 +140,7 @@ def render(view: View) -> str:
     out += [
         "## Spend today",
         "",
-        f"${view.spend.cost_usd:.2f}{budget}: {view.spend.calls} model call(s), "
+        f"${view.spend.cost_usd:.2f}{budget}: {plural(view.spend.calls, 'model call')}, "
         f"{view.spend.prompt_tokens + view.spend.completion_tokens:,} tokens "
         "(the installation's, UTC day).",
         "",
@@ -152,7 +153,7 @@ def render(view: View) -> str:
     else:
         row = rows[0]
         out += [
-            "| | |",
+            "| measure | value |",
             "|---|---|",
             f"| pull requests opened | {row['prs']} |",
             f"| accepted (merged) | {_pct(row['acceptance_rate'])} ({row['merged']}) |",

@@ -11,6 +11,7 @@ from app.jobs.report import report_for
 from app.publish.body import inline
 from app.redact import redact
 from app.store import Job
+from app.words import plural
 
 
 async def failure_notice_job(ctx: JobContext, job: Job) -> dict[str, Any]:
@@ -32,7 +33,7 @@ async def failure_notice_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     }.get(failed.kind, "Ask again")
     report = report_for(ctx.publisher(failed), failed.kind, failed.id, number)
     await report.say(
-        f"Stopped: this {failed.kind} job failed after {failed.attempts} run(s) and "
+        f"Stopped: this {failed.kind} job failed after {plural(failed.attempts, 'run')} and "
         f"will not go on by itself. What failed: {inline(why)}. {again}; if it keeps "
         f"failing, a maintainer can run `patchwarden audit --job {failed.id}`."
     )

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from app.localforge.http import HTTPFront
 from app.localforge.render import Renderer
+from app.words import plural
 
 
 class LocalForge(HTTPFront):
@@ -83,7 +84,8 @@ class LocalForge(HTTPFront):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise TimeoutError(
-                    f"forge still busy: {len(self._tasks)} CI run(s), {self._in_flight} deliveries"
+                    f"forge still busy: {plural(len(self._tasks), 'CI run')}, "
+                    f"{plural(self._in_flight, 'delivery', 'deliveries')}"
                 )
             if self._tasks:
                 await asyncio.wait(list(self._tasks), timeout=remaining)

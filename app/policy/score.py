@@ -32,6 +32,7 @@ from app.policy.evidence import FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
 from app.policy.learn import Past, Standing, kind_of, may_earn, standing
 from app.policy.typosquat import possible_typosquats
+from app.words import plural
 
 Risk = Literal["low", "medium", "high"]
 TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]
@@ -179,10 +180,6 @@ def score_diff(text: str, policy: Policy, *, trigger: Trigger | None = None) -> 
     return score(extract(parse_diff(text), policy), policy, trigger=trigger)
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
 def _list(items: list[str], limit: int = 3) -> str:
     shown = ", ".join(f"`{i}`" for i in items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
@@ -233,7 +230,7 @@ def score(
         points = min(raw, w.category_max)
         add(
             f"category:{name}",
-            f"{_n(stats.files, 'file')}, +{stats.added} -{stats.removed}",
+            f"{plural(stats.files, 'file')}, +{stats.added} -{stats.removed}",
             points,
             f"changes {name} files (weight {weight:g})",
         )
@@ -342,7 +339,7 @@ def score(
             "reverted_recently",
             str(n),
             min(n * w.reverted_recently, w.reverted_recently_max),
-            f"{_n(n, 'change')} Patchwarden merged here in the last {HISTORY_DAYS} days "
+            f"{plural(n, 'change')} Patchwarden merged here in the last {HISTORY_DAYS} days "
             f"{'was' if n == 1 else 'were'} reverted",
         )
 
@@ -442,7 +439,7 @@ def _behaviour(
             places = [f"{b.what}` at `{b.where}" if b.line else b.where for b in found]
             tally.add(
                 f"behaviour:{kind}",
-                _n(len(found), "place"),
+                plural(len(found), "place"),
                 getattr(rules.weights, kind),
                 f"adds {SAYS[kind]}: {_list(places)}",
             )

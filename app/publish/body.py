@@ -19,6 +19,7 @@ from app.policy.config import Decision
 from app.policy.evidence import FindingsDelta, TestDelta, TestRun
 from app.policy.score import Score
 from app.sessions.result import SessionResult
+from app.words import plural
 
 MAX_FILES = 30
 _VERDICT: dict[Decision, str] = {
@@ -82,7 +83,9 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(inline=_inline, cell=_cell, code=_code, fenced=_fenced, points=_points)
+    env.filters.update(
+        inline=_inline, cell=_cell, code=_code, fenced=_fenced, points=_points, plural=plural
+    )
     return env
 
 

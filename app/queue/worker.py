@@ -31,6 +31,7 @@ from app import logs
 from app.errors import PermanentJobError
 from app.store import Job, Store
 from app.store.models import backoff
+from app.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +272,7 @@ class WorkerPool:
             await self.store.fail(
                 job.id,
                 owner=self.owner,
-                error=f"gave up after {job.errors} attempt(s); last error: {error}",
+                error=f"gave up after {plural(job.errors, 'attempt')}; last error: {error}",
             )
             return
         delay = backoff(self.retry_base_seconds, job.errors)

@@ -55,6 +55,7 @@ from app.sessions.verify import (
     tree_mounts,
 )
 from app.sessions.workspace import Workspace, branch_name
+from app.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +412,7 @@ class SessionRunner:
         state.diff = await ws.diff(head, known_secrets=secrets, allow=policy.secrets.allow)
         await ws.keep_branch(head)
         progress(
-            f"commit: {head[:12]} on {ws.branch} ({_files(len(state.diff.files))}, "
+            f"commit: {head[:12]} on {ws.branch} ({plural(len(state.diff.files), 'file')}, "
             f"+{state.diff.lines_added} -{state.diff.lines_removed})"
         )
         progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
@@ -433,7 +434,9 @@ class SessionRunner:
         new_tests = test_files(state.diff, Classifier(policy).is_test)
         if state.tests is not None and head_run is not None and new_tests and commands.is_pytest:
             # Last: it borrows the base tree, which the linters have finished with.
-            progress(f"verify: the patch's tests on the base code ({_files(len(new_tests))})")
+            progress(
+                f"verify: the patch's tests on the base code ({plural(len(new_tests), 'file')})"
+            )
             repro, shown = await reproduced(
                 verifier,
                 base_tree=ws.base_tree,
@@ -513,10 +516,6 @@ def _broken(commands: RepoCommands, step: Step, run: TestRun, state: _State) -> 
     )
     state.tests = _delta(commands, run, None)
     return True
-
-
-def _files(n: int) -> str:
-    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def _delta(commands: RepoCommands, base: TestRun | None, head: TestRun | None) -> TestDelta | None:

@@ -7,8 +7,11 @@ nothing but PATH from the environment (no PATCHWARDEN_* settings, so the lint fi
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,7 @@ STEPS = [
     "7. the dashboard issue #4 sums it up for maintainers",
     "| reverted after merging | 100 % (1) |",
     "Every step happened.",
+    "patchwarden demo --keep",  # how to look at the pages afterwards
 ]
 
 
@@ -61,3 +65,56 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
     [row] = [line for line in out.splitlines() if line.strip().startswith("octo-org/widgets ")]
     assert row.split()[1:9] == ["3", "1", "1", "1", "0", "1", "0", "100%"]
     assert row.split()[9] == "100%"
+
+
+def test_the_kept_demo_pages_read_like_github(tmp_path: Path) -> None:
+    """``demo --keep``: the issue, the pull request and the dashboard as a person sees them
+    in a browser: Markdown rendered, details folded, no raw tags or HTML comments, and
+    the references (#N, shas, the check run's Details) are links."""
+    from tests.localforge.test_forge_view import Parsed
+
+    script = Path(sys.executable).parent / "patchwarden"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    env["TMPDIR"] = str(tmp_path)
+    with subprocess.Popen(
+        [str(script), "demo", "--keep"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as demo:
+        assert demo.stdout is not None
+        lines = []
+        for line in demo.stdout:
+            lines.append(line)
+            if line.startswith("--keep: the forge stays up at"):
+                break
+        out = "".join(lines)
+        found = re.search(r"--keep: the forge stays up at (http://\S+)/octo-org/widgets", out)
+        assert found, out[-3000:]
+        forge = found[1]
+
+        def shown(path: str) -> Parsed:
+            with urllib.request.urlopen(forge + path, timeout=10) as answer:  # noqa: S310
+                return Parsed(answer.read().decode())
+
+        issue, pull, dashboard = (
+            shown(f"/octo-org/widgets/{p}") for p in ("issues/1", "pull/2", "issues/4")
+        )
+        demo.send_signal(signal.SIGINT)
+        rest = demo.communicate(timeout=60)[0]
+    assert demo.returncode == 0, rest[-2000:]
+    assert "kept " + str(tmp_path) in rest
+    for page in (issue, pull, dashboard):
+        for raw in ("<details", "<summary", "<!--", "patchwarden:", "|---", "**"):
+            assert raw not in page.text, (raw, page.text[:2000])
+    pull_tags = [tag for tag, _ in pull.tags]
+    assert "details" in pull_tags  # the evidence is folded
+    assert "summary" in pull_tags
+    assert "/octo-org/widgets/issues/1" in pull.hrefs()  # "Fixes #1"
+    assert any("/audit/octo-org/widgets/pull/2?sig=" in h for h in pull.hrefs())  # Details
+    assert any("/octo-org/widgets/commit/" in h for h in pull.hrefs())  # "Merged as <sha>"
+    assert "/octo-org/widgets/pull/2" in issue.hrefs()  # "Opened #2"
+    assert "table" in [tag for tag, _ in dashboard.tags]
+    assert "reverted after merging 100 % (1)" in dashboard.text

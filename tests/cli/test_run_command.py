@@ -344,7 +344,7 @@ async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "x")
     assert code == 2
     assert err.strip() == (
-        f"patchwarden run: {repo} has uncommitted changes (1 file(s)): commit or stash them "
+        f"patchwarden run: {repo} has uncommitted changes (1 file): commit or stash them "
         "first; the session starts from HEAD and would not see them"
     )
 

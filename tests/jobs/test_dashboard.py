@@ -62,7 +62,7 @@ def test_a_quiet_repository() -> None:
     assert "**Running.** `@patchwarden pause` stops new work here." in text
     for section in ("Open pull requests", "Merged in the last 30 days", "Reverts", "Failed jobs"):
         assert f"## {section}\n\nNone." in text
-    assert "$0.00 of the $20.00 daily budget: 0 model call(s), 0 tokens" in text
+    assert "$0.00 of the $20.00 daily budget: 0 model calls, 0 tokens" in text
     assert "## The last 30 days\n\nNothing yet." in text
 
 
@@ -100,7 +100,7 @@ def test_a_busy_repository() -> None:
     assert "- job 9 (fix), " in text
     assert "GitHub is down (`patchwarden audit --job 9`)" in text
     assert "more detail" not in text  # one line per failure
-    assert "$1.25 of the $20.00 daily budget: 3 model call(s), 1,200 tokens" in text
+    assert "$1.25 of the $20.00 daily budget: 3 model calls, 1,200 tokens" in text
     assert "| accepted (merged) | 50 % (1) |" in text  # #3 merged, #7 open; the revert is no change
     assert "| reverted after merging | 100 % (1) |" in text
     assert "| median time to recover | 10m00s |" in text

@@ -206,8 +206,9 @@ def test_issue_page_shows_body_comments_authors_times_and_reactions(
     assert "<strong>this</strong>" in answer[1]  # comment bodies are Markdown
     shown = Parsed(answer[1])
     assert "Crash on empty input #1" in shown.text
-    assert "alice · 2026-11-22 10:01:00Z I can reproduce this on main. Reactions: heart 2" in (
-        shown.text
+    assert (
+        "alice · 2026-11-22 10:01:00Z I can reproduce this on main. \N{HEAVY BLACK HEART}\ufe0f 2"
+        in (shown.text)
     )
     assert "patchwarden[bot] · 2026-11-22 10:02:00Z Fix queued." in shown.text
     assert "bug" in shown.text
@@ -326,3 +327,14 @@ def test_an_owner_whose_name_starts_with_app_is_still_viewable(tmp_path: Path) -
     found = page({repo.full_name: repo}, "/appsec-team/scanner")
     assert found is not None
     assert found[0] == 200
+
+
+def test_pull_shows_each_check_runs_details_link(repos: dict[str, Repo]) -> None:
+    repo = repos["octo-org/widgets"]
+    repo.check_runs[0].details_url = "http://127.0.0.1:8080/audit/octo-org/widgets/pull/2?sig=ab"
+    repo.check_runs[1].details_url = "javascript:alert(1)"
+    shown = ok(repos, "/octo-org/widgets/pull/2")
+    assert [h for h in shown.hrefs() if "audit" in h or "javascript" in h] == [
+        "http://127.0.0.1:8080/audit/octo-org/widgets/pull/2?sig=ab"
+    ]
+    assert "patchwarden/verify success All 12 checks passed Ran pytest. Details" in shown.text

@@ -59,6 +59,7 @@ from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test
 from app.sessions.files import remove_confined
 from app.sessions.result import FixOutcome, RepairReport, TranscriptEntry
 from app.sessions.session import Budget, FixContext, Task
+from app.words import plural
 
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
 HOT = 0.8
@@ -204,7 +205,8 @@ class RepairFixer(ModelFixer):
             remove_confined(ws.tree, repro)
         tried = report.candidates
         return self.gave_up(
-            f"no verified fix: {report.samples} answers, {tried} distinct change(s) tried on "
+            f"no verified fix: {report.samples} answers, "
+            f"{plural(tried, 'distinct change')} tried on "
             f"{', '.join(s.symbol.qualname for s in order)}; none made "
             + ("the reproduction test pass" if repro else "the failing tests pass")
             + " with every other test still passing"
@@ -301,8 +303,8 @@ class RepairFixer(ModelFixer):
         if repro:
             lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
         lines.append(
-            f"Candidates: {report.samples} answers in {report.rounds} round(s), "
-            f"{report.candidates} distinct change(s) tested, {report.passed} passed."
+            f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}, "
+            f"{plural(report.candidates, 'distinct change')} tested, {report.passed} passed."
         )
         lines.append(f"Chosen: {report.chosen}.")
         if winner.imports:

@@ -43,6 +43,7 @@ from app.fixers.llm.testruns import (
 )
 from app.sessions.files import remove_confined, write_confined
 from app.sessions.session import FixContext, Task
+from app.words import plural
 
 # k answers to one prompt (the first greedy): what the fixer's sampling gives
 Sample = Callable[[list[dict[str, Any]], int], Awaitable[list[str]]]
@@ -256,7 +257,7 @@ async def reproduce(
                 else "bug's reason"
             )
             + (
-                f" ({stripped} assertion(s) of what the issue says is the bug taken out)"
+                f" ({plural(stripped, 'assertion')} of what the issue says is the bug taken out)"
                 if stripped
                 else ""
             ),
@@ -281,6 +282,6 @@ async def reproduce(
             "in a test Patchwarden wrote from the issue's words"
         )
     if stripped:
-        notes.append(f"{stripped} assertion(s) of what the issue says is the bug taken out")
+        notes.append(f"{plural(stripped, 'assertion')} of what the issue says is the bug taken out")
     output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
     return Reproduction(rel, "; ".join(notes), output.strip().replace("{path}", rel))
