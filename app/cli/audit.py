@@ -33,8 +33,16 @@ async def _read_store(settings: Settings, read: Callable[[Store], Awaitable[T]])
         await store.close()
 
 
+_COLUMNS = "{when:<20}  {action:<28} {repo:<24} {job:<8} {actor:<16} {reason}"
+
+
 async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
     entries = await _read_store(settings, lambda store: store.query_audit(query))
+    if entries and not as_json:
+        header = _COLUMNS.format(
+            when="at (UTC)", action="action", repo="repo", job="job", actor="actor", reason="why"
+        )
+        print(header.rstrip())
     for e in entries:
         when = _utc(e.at)
         if as_json:
@@ -52,10 +60,11 @@ async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
             print(json.dumps(row, sort_keys=True))
         else:
             job = f"job {e.job_id}" if e.job_id is not None else "-"
-            print(
-                f"{when}  {e.action:<28} {e.repo or '-':<24} {job:<8} "
-                f"{e.actor or '-':<16} {e.reason or ''}"
-            )
+            line = _COLUMNS.format(
+                when=when, action=e.action, repo=e.repo or "-", job=job,
+                actor=e.actor or "-", reason=e.reason or "",
+            )  # fmt: skip
+            print(line.rstrip())
     if not entries and not as_json:
         print("no audit entries match", file=sys.stderr)
     return 0

@@ -336,6 +336,20 @@ def test_audit_filters_by_repo(tmp_path: Path, audit_db: tuple[str, int]) -> Non
 
 
 @pytest.mark.slow  # a `patchwarden` process
+def test_audit_text_has_a_header_row(tmp_path: Path, audit_db: tuple[str, int]) -> None:
+    url, _ = audit_db
+    done = run("audit", "--repo", REPO_A, cwd=tmp_path, env=clean_env(PATCHWARDEN_DATABASE_URL=url))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["at", "(UTC)", "action", "repo", "job", "actor", "why"]
+    assert rows
+    assert all(REPO_A in row for row in rows)
+    # the columns line up under their names
+    assert rows[-1].index("session.note") == header.index("action")
+    assert rows[-1].index(REPO_A) == header.index("repo")
+
+
+@pytest.mark.slow  # a `patchwarden` process
 def test_audit_filters_by_job(tmp_path: Path, audit_db: tuple[str, int]) -> None:
     url, job_id = audit_db
     rows = audit_rows(tmp_path, url, "--job", str(job_id))
