@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,8 @@ from app.errors import NoDatabase, PatchwardenError
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
 from app.store import Pause, mask_url, store_for_url
 from app.words import plural
+
+WIDTH = 100  # the text report's lines; --json keeps each detail on one line
 
 
 @dataclass(frozen=True)
@@ -182,14 +185,17 @@ def _setup_packages_check(settings: Settings) -> Check:
             "ok",
             "no package configuration on this host: setup reaches the default indexes",
         )
-    shown = ", ".join(f"{k}={v}" for k, v in packages.shown().items())
+    given = packages.shown()
+    shown = ", ".join(f"{k}={v}" for k, v in given.items())
     return Check(
         "setup packages",
         "ok",
-        f"from {', '.join(packages.sources)}; the setup phase gets {shown}; "
-        f"{plural(len(packages.mounts), 'read-only mount')}; "
-        f"{plural(len(packages.secrets), 'credential')} "
-        "masked (PATCHWARDEN_SETUP_PASSENV chooses)",
+        f"the setup phase gets {plural(len(given), 'setting')} and "
+        f"{plural(len(packages.mounts), 'read-only mount')} from "
+        f"{plural(len(packages.sources), 'source')}; "
+        f"{plural(len(packages.secrets), 'credential')} masked "
+        f"(PATCHWARDEN_SETUP_PASSENV chooses). Sources: {', '.join(packages.sources)}. "
+        f"Settings: {shown}.",
     )
 
 
@@ -360,5 +366,9 @@ def run_doctor(settings: Settings, *, as_json: bool = False) -> int:
     else:
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
         for c in checks:
-            print(f"[{marks[c.status]}] {c.name:<20} {c.detail}")
+            head = f"[{marks[c.status]}] {c.name:<20} "
+            lines = textwrap.wrap(
+                c.detail, WIDTH - len(head), break_long_words=False, break_on_hyphens=False
+            )
+            print(head + ("\n" + " " * len(head)).join(lines))
     return 1 if any(c.status == "fail" for c in checks) else 0
