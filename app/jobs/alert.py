@@ -96,7 +96,7 @@ async def _canary(
                 "canary.cleared", reason=f"{where}; bisect blamed {culprit.sha[:12]}, not {names}"
             )
         return None
-    if merged.kind == "revert":
+    if merged.is_revert:
         await run.audit(
             "canary.ignored",
             reason=f"{where}; #{merged.pr_number} is a revert: a revert is never reverted",

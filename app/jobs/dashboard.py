@@ -92,7 +92,7 @@ def render(view: View) -> str:
     if view.open_pulls:
         out.append("")
 
-    merges = [o for o in view.outcomes if o.merged_at is not None and o.kind != "revert"]
+    merges = [o for o in view.outcomes if o.merged_at is not None and not o.is_revert]
     undone = {o.job_id for o in reverted(view.outcomes)}
     out += [f"## Merged in the last {WINDOW_DAYS} days", ""]
     if not merges:
@@ -108,7 +108,7 @@ def render(view: View) -> str:
     if merges:
         out.append("")
 
-    reverts = [o for o in view.outcomes if o.kind == "revert" and o.pr_number is not None]
+    reverts = [o for o in view.outcomes if o.is_revert and o.pr_number is not None]
     out += ["## Reverts", ""]
     if not reverts:
         out += ["None.", ""]

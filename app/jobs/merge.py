@@ -242,7 +242,7 @@ async def _merged(
     watch = (
         f" Patchwarden watches the default branch for {window:g} minutes and opens "
         "the revert if a check fails."
-        if window and outcome.kind != "revert"
+        if window and not outcome.is_revert
         else ""
     )
     how_text = {

@@ -46,7 +46,7 @@ def record_of(
     reverts = {
         o.pr_number: float(o.merged_at)
         for o in outcomes
-        if o.kind == "revert" and o.pr_number is not None and o.merged_at is not None
+        if o.is_revert and o.pr_number is not None and o.merged_at is not None
     }
     by_button = {e.pr_number: e.at for e in events if e.what == "reverted"}
     merged_prs = {o.pr_number for o in outcomes if o.merged_at is not None}

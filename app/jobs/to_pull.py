@@ -231,7 +231,7 @@ async def _whose(run: Running[Any], result: SessionResult, trigger: Trigger) -> 
     if culprit is None or trigger.reverts is not None:
         return trigger
     theirs = await run.ctx.store.find_outcomes(repo=run.repo, merge_sha=culprit.sha)
-    if any(o.kind == "revert" for o in theirs):
+    if any(o.is_revert for o in theirs):
         return None
     return replace(trigger, reverts="bot" if theirs else "human")
 
@@ -310,7 +310,7 @@ async def _publish(
         reason=f"#{number}: {verdict(score)}",
         details={"pr": number, "head": head, "decision": score.decision},
     )
-    what = "the revert, " if outcome.kind == "revert" else ""
+    what = "the revert, " if outcome.is_revert else ""
     await report.say(
         f"Opened {what}#{number}: risk {score.score}/100 ({score.risk}). {_next_step(score)}"
     )

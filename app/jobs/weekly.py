@@ -61,9 +61,9 @@ def _day(at: float) -> str:
 
 
 def render(week: Week) -> str:
-    changes = [o for o in week.outcomes if o.kind != "revert"]
-    merged = [o for o in week.merged if o.kind != "revert"]
-    reverts = [o for o in week.merged if o.kind == "revert"]
+    changes = [o for o in week.outcomes if not o.is_revert]
+    merged = [o for o in week.merged if not o.is_revert]
+    reverts = [o for o in week.merged if o.is_revert]
     cost = math.fsum(o.cost_usd for o in week.outcomes)
     out = [
         f"<!-- patchwarden:weekly={week.label} -->",

@@ -178,6 +178,12 @@ class Outcome:
     refused_why: str | None = None  # ...saying this (not tried again for it by itself)
     category: str | None = None  # its kind of change, as earned autonomy counts it (learn)
 
+    @property
+    def is_revert(self) -> bool:
+        """A revert pull request, whoever asked for it: ``@patchwarden revert``, the canary,
+        or the culprit finder reverting a person's commit. It is never a merged change."""
+        return self.kind == "revert" or self.reverts is not None
+
 
 @dataclass(frozen=True)
 class Pause:

@@ -22,12 +22,12 @@ def reverted(outcomes: Sequence[Outcome]) -> list[Outcome]:
     merged_reverts = {
         (o.repo, o.pr_number)
         for o in outcomes
-        if o.kind == "revert" and o.merged_at is not None and o.pr_number is not None
+        if o.is_revert and o.merged_at is not None and o.pr_number is not None
     }
     return [
         o
         for o in outcomes
-        if o.kind != "revert"
+        if not o.is_revert
         and o.reverted_by_pr is not None
         and (o.repo, o.reverted_by_pr) in merged_reverts
     ]
@@ -55,11 +55,11 @@ def summarise_outcomes(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     rows = []
     for repo in sorted(by_repo):
         jobs = by_repo[repo]
-        changes = [o for o in jobs if o.kind != "revert"]
+        changes = [o for o in jobs if not o.is_revert]
         undone = reverted(jobs)
         merged = [o for o in changes if o.merged_at is not None]
         prs = sum(o.pr_number is not None for o in changes)
-        reverts = {o.pr_number: o for o in jobs if o.kind == "revert" and o.merged_at}
+        reverts = {o.pr_number: o for o in jobs if o.is_revert and o.merged_at}
         cost = math.fsum(o.cost_usd for o in jobs)
         rows.append(
             {

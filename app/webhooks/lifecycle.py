@@ -265,7 +265,7 @@ async def _reverts_ours(
     if reverted is None:
         return False
     ours = await ctx.store.find_outcomes(repo=repo, pr_number=reverted)
-    merged = [o for o in ours if o.merged_at is not None and o.category and o.kind != "revert"]
+    merged = [o for o in ours if o.merged_at is not None and o.category and not o.is_revert]
     if not merged:
         return False
     event = TrustEvent(
@@ -300,7 +300,7 @@ async def _closed_unmerged(
     does not."""
     ours = await ctx.store.find_outcomes(repo=repo, pr_number=pr)
     latest = ours[-1] if ours else None
-    category = latest.category if latest is not None and latest.kind != "revert" else None
+    category = latest.category if latest is not None and not latest.is_revert else None
     person = actor is not None and not triggers.is_bot(
         data.sender.model_dump() if data.sender else None
     )

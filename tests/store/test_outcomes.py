@@ -362,6 +362,44 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
             ],
             id="a revert is not a merged change; time to recover",
         ),
+        pytest.param(
+            [
+                # the canary blamed a person's commit; a maintainer merged the revert
+                outcome(
+                    1,
+                    kind="alert",
+                    trigger="canary",
+                    reverts="human",
+                    pr_number=7,
+                    pr_opened_at=T0 + 30,
+                    merged_at=T0 + 90,
+                    merged_how="manual",
+                ),
+                outcome(2, pr_number=8, pr_opened_at=T0 + 10, merged_at=T0 + 50, merged_how="auto"),
+            ],
+            [
+                {
+                    "repo": REPO_A,
+                    "jobs": 2,
+                    "prs": 1,
+                    "merged": 1,  # not 2: the revert of a person's commit is no change
+                    "auto_merged": 1,
+                    "approved_merged": 0,
+                    "reverted": 0,
+                    "reverts_merged": 1,
+                    "rejected": 0,
+                    "acceptance_rate": 1.0,
+                    "revert_rate": 0.0,
+                    "median_seconds_to_pr": 8.0,  # created at T0 + 2
+                    "median_seconds_to_merge": 48.0,
+                    "median_seconds_to_recover": None,
+                    "tokens": 0,
+                    "cost_usd": 0.0,
+                    "cost_per_merge": 0.0,
+                }
+            ],
+            id="the culprit finder's revert of a person's commit is a revert, not a change",
+        ),
     ],
 )
 def test_summarise_outcomes(outcomes: list[Outcome], expected: list[dict[str, Any]]) -> None:
