@@ -385,7 +385,7 @@ class _Search:
             return f"`{self.shown}` fails"
         names = sorted(self.target)
         more = f" and {plural(len(names) - 1, 'more test')}" if len(names) > 1 else ""
-        return f"`{names[0]}`{more} of `{self.shown}` fail"
+        return f"`{names[0]}`{more} of `{self.shown}` {'fail' if more else 'fails'}"
 
     async def _revert(self, sha: str, good: str, log: str, *, why: str | None = None) -> FixOutcome:
         parents = (await self._host_git("rev-list", "--parents", "-n", "1", sha)).split()[1:]
@@ -437,8 +437,8 @@ class _Search:
             if why is not None
             else f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
             f"{self._failure()}. The failure reproduced in {runs} of {runs} runs on "
-            f"{self.bad[:12]}; {good[:12]} passes; bisect took {self.bisect_steps} "
-            f"steps between them ({culprit.tested} test runs in all)."
+            f"{self.bad[:12]}; {good[:12]} passes; {self._search()} "
+            f"({culprit.tested} test runs in all)."
         )
         return FixOutcome(
             fixer=self.fixer.name,
@@ -448,6 +448,16 @@ class _Search:
         )
 
     # -- helpers ---------------------------------------------------------------
+    def _search(self) -> str:
+        """What the search for the culprit ran: looking back for a passing commit, then
+        bisecting what was left between (which may be nothing)."""
+        back = f"{plural(self.probes, 'commit')} tested looking back for it"
+        if not self.probes:
+            back = "it was given"
+        if not self.bisect_steps:
+            return f"{back}, and no commit was left between them to bisect"
+        return f"{back}, then {plural(self.bisect_steps, 'bisect step')} between them"
+
     async def _tests(self, sha: str, *, name: str) -> tuple[TestRun, Completed]:
         """The test command on the clone at /workspace, with the JUnit report any pytest
         writes read back (per-test outcomes), with ``sha``'s environment."""

@@ -98,7 +98,9 @@ async def test_commit_17_of_30_is_found_and_reverted_and_the_tests_pass_again(
     assert len(probes) == 5
     steps = len([s for s in result.steps if s.name == "bisect"])
     assert steps == 3  # 8 commits
-    assert f"bisect took {steps} steps" in result.fix.summary
+    assert "; 5 commits tested looking back for it, then 3 bisect steps between them (" in (
+        result.fix.summary
+    )
     assert culprit.tested == 3 + 5 + steps
     assert f"({culprit.tested} test runs in all)" in result.fix.summary
     assert {s.tree for s in result.steps if s.name in ("reproduce", "probe")} == {None}
@@ -107,7 +109,8 @@ async def test_commit_17_of_30_is_found_and_reverted_and_the_tests_pass_again(
     assert "# failing on" in culprit.bisect_log
     assert "test_calc::test_add" in culprit.bisect_log
     assert culprit.bisect_log.count("\ngit bisect ") == 5 + steps
-    assert "the first commit on which `test_calc::test_add` of" in result.fix.summary
+    assert "the first commit on which `test_calc::test_add` of `" in result.fix.summary
+    assert "` fails. The failure reproduced" in result.fix.summary
     message = _message(runner, result)
     assert message == f'Revert "commit 17: speed up add()"\n\nThis reverts commit {shas[17]}.\n'
 
@@ -196,6 +199,22 @@ async def test_a_failure_that_does_not_reproduce_reverts_nothing(
     assert "passed 3 of 3 runs" in result.error
     assert result.fix is not None
     assert result.fix.final is True
+
+
+async def test_a_culprit_found_one_step_back_says_nothing_was_left_to_bisect(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    repo, shas = history(tmp_path, 3, breaks_at=3)
+    result = await runner.run(alert_spec(repo), RevertFixer())
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.culprit is not None
+    assert result.fix.culprit.sha == shas[3]
+    assert [s.name for s in result.steps].count("bisect") == 0
+    assert (
+        f"{shas[2][:12]} passes; 1 commit tested looking back for it, and no commit was left "
+        "between them to bisect (4 test runs in all)."
+    ) in result.fix.summary
 
 
 async def test_a_revert_that_conflicts_is_left_to_a_human(
