@@ -194,7 +194,7 @@ class _Search:
                 f"{self.config.max_commits} commits; not reverting"
             )
         parent = (await self._host_git("rev-parse", f"{sha}^")).strip()
-        reason = why.strip() or "asked for"
+        reason = why.strip().rstrip(".") or "asked for"
         return await self._revert(sha, parent, "", why=f"{reason}.")
 
     # -- the steps -------------------------------------------------------------
@@ -392,6 +392,14 @@ class _Search:
         subject = (await self._host_git("log", "-1", "--format=%s", sha)).strip()
         author = (await self._host_git("log", "-1", "--format=%an <%ae>", sha)).strip()
         pr = next((int(m.group(1)) for p in _PR if (m := p.search(subject))), None)
+        runs, tested = self.config.reruns, self.config.reruns + self.probes + self.bisect_steps
+        evidence = (
+            ""
+            if why is not None
+            else f"the first commit on which {self._failure()}. The failure reproduced in "
+            f"{runs} of {runs} runs on {self.bad[:12]}; {good[:12]} passes; {self._search()} "
+            f"({tested} test runs in all)."
+        )
         culprit = Culprit(
             sha=sha,
             subject=subject,
@@ -399,8 +407,9 @@ class _Search:
             pull_request=pr,
             merge=len(parents) > 1,
             good=good,
-            tested=0 if why is not None else self.config.reruns + self.probes + self.bisect_steps,
+            tested=0 if why is not None else tested,
             bisect_log=log[-20_000:],
+            evidence=evidence,
         )
         self.ws.progress(f"fix: reverting {sha[:12]} {subject[:60]}")
         ws = self.ws.workspace
@@ -431,15 +440,7 @@ class _Search:
         body = f"This reverts commit {sha}"
         body += f", reversing\nchanges made to {parents[0]}." if culprit.merge else "."
         by_pr = f", PR #{pr}" if pr else ""
-        runs = self.config.reruns
-        summary = (
-            f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: {why}"
-            if why is not None
-            else f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: the first commit on which "
-            f"{self._failure()}. The failure reproduced in {runs} of {runs} runs on "
-            f"{self.bad[:12]}; {good[:12]} passes; {self._search()} "
-            f"({culprit.tested} test runs in all)."
-        )
+        summary = f"Reverts {sha[:12]} ({subject}) by {author}{by_pr}: {why or evidence}"
         return FixOutcome(
             fixer=self.fixer.name,
             summary=summary,

@@ -109,6 +109,7 @@ async def _canary(
         pr=int(merged.pr_number or 0),
         trigger="canary",
         why=f"{where}; bisect blamed its merge",
+        evidence=culprit.evidence if culprit is not None else "",
     )
     if not await run.enqueue(revert):
         await run.audit(

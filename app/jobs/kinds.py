@@ -175,6 +175,8 @@ class RevertJob(JobKind):
     trigger: Literal["canary", "request"] = "request"
     why: str = ""
     requested_by: str | None = None
+    # the canary's culprit search, in words: its revert says what a person's would
+    evidence: str = ""
 
     @property
     def key(self) -> str:

@@ -40,7 +40,7 @@ async def revert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         title=f"Revert #{original.pr_number}: {original.title}"[:200],
         kind="alert",
         culprit=original.merge_sha,
-        instructions=why,
+        instructions=f"{why}: {revert.evidence}" if revert.evidence else why,
     )
     trigger = Trigger("canary" if revert.trigger == "canary" else "comment", reverts="bot")
     result = await session_to_pull(

@@ -120,6 +120,9 @@ class Culprit(_Model):
     good: str  # the last good commit bisect started from
     tested: int = 0  # test runs in all: reproductions, probes for ``good``, bisect steps
     bisect_log: str = ""
+    # What the search showed, in words: which runs failed and how often, the last passing
+    # commit, what was tested (empty when the caller named the commit)
+    evidence: str = ""
 
 
 class RepairReport(_Model):

@@ -337,6 +337,10 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     assert fix.merged
     body = forge.issue(REPO, revert.number).body or ""
     assert f"Reverts #{fix.number}" in body
+    # the same evidence as a person's commit's revert: the runs, the last passing commit
+    assert "bisect blamed its merge: the first commit on which" in body
+    assert "The failure reproduced in" in body
+    assert "test runs in all)." in body
     assert revert.merged, bot_comments(forge, revert.number)
     assert b"import os" in on_main(forge, "util.py")
     assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
