@@ -115,6 +115,12 @@ async def session_to_pull(
     )
     if result.status != "patched" or result.head_sha is None or result.policy is None:
         why = result.error or (result.fix.reason if result.fix else None) or "no change"
+        if result.error_kind == "config":
+            why += (
+                ". Patchwarden reads the file on the base branch: `patchwarden validate` "
+                "lists every problem in it at once (`patchwarden schema` gives editors its "
+                "JSON Schema); ask again once it is fixed there"
+            )
         return await ended(run, outcome, report, status=result.status, why=why)
     if options.blame is not None:
         done = await options.blame(result)

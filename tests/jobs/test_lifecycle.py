@@ -755,3 +755,19 @@ async def test_the_check_run_links_to_the_pull_requests_signed_audit_page(
         async with pw.session.get(pw.url + wrong) as refused:
             assert refused.status == 404, wrong
             assert "check run" in (await refused.json())["error"]
+
+
+async def test_a_bad_repository_config_is_answered_with_its_line_and_opens_nothing(
+    story: Callable[..., Awaitable[Harness]],
+) -> None:
+    pw = await story()
+    bad = "autonomy: automerge\nmerge:\n  methd: squash\n"  # a typo on line 3
+    await pw.forge.push(REPO, {".github/patchwarden.yml": bad}, author="alice")
+    number = await fix_this(pw)
+    await settle(pw)
+    assert not pw.forge.pulls(REPO)
+    said = "\n".join(bot_comments(pw.forge, number))
+    assert ".github/patchwarden.yml:3" in said, said
+    assert "methd" in said
+    assert "method" in said  # the suggestion
+    assert "patchwarden validate" in said, said
