@@ -406,7 +406,14 @@ async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so
         if "Write the corrected" in str(r.body)
     ]
     assert "Every earlier answer wrote" not in prompts[0]
-    assert "Every earlier answer wrote `fahrenheit_to_celsius` exactly as it is" in prompts[-1]
+    assert "return (f - 32) * 9 / 5" in prompts[0]
+    # The second round does not show the body the model copied: only what it must keep.
+    assert "Every earlier answer wrote its body back exactly as it is" in prompts[-1]
+    assert "return (f - 32) * 9 / 5" not in prompts[-1]
+    assert (
+        'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n    ...'
+        in prompts[-1]
+    )
 
 
 AGENT_FIX = [

@@ -28,7 +28,8 @@ The steps, each in its module:
    then all; a candidate that breaks a test that passed before is out. The most voted
    candidate that passes wins, the smallest diff among equals. If none passes, one
    more round shows the model its two nearest misses (or, when every answer wrote the
-   function back unchanged, says that code is the bug).
+   function back unchanged, asks for it anew with its body hidden: signature, docstring,
+   the test; a 1.5B model copies what it is shown).
 7. **Nothing verified, nothing proposed**: no test that shows the problem, or no
    candidate that passes it, ends the job with an honest answer — never a pull request.
 """

@@ -25,7 +25,7 @@ from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import Example
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.splice import Target, dedent, is_decorator, signature
+from app.fixers.llm.splice import Target, dedent, header, is_decorator, signature
 from app.fixers.llm.testruns import (
     MAX_TEST_CHARS,
     Tests,
@@ -202,15 +202,32 @@ def repair_prompt(
     text = idx.sources[symbol.path]
     lines = text.splitlines()
     units = sorted([(symbol.start, symbol.end), *((a, b) for _, a, b in target.constants)])
-    code = ["\n".join(dedent(lines[start - 1 : end])) for start, end in units]
+    # After a round of copies the body is not shown (``blind``); but where the function
+    # reads module constants, the fault may be in them (roman-subtractive's table), and
+    # the function is shown as it is, to be kept.
+    hidden = repeated and not target.constants
+    code = [
+        blind(idx, symbol) if hidden and start == symbol.start
+        else "\n".join(dedent(lines[start - 1 : end]))
+        for start, end in units
+    ]  # fmt: skip
     where = f"`{symbol.qualname}`"
     if symbol.kind == "method":
         where = f"the method `{symbol.name}` of class `{symbol.qualname.split('.')[0]}`"
     block = "\n\n".join(code)
-    parts = [
-        f"The issue:\n{issue_text(task)}",
-        f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```",
-    ]
+    parts = [f"The issue:\n{issue_text(task)}"]
+    if hidden:
+        imported = [ln for ln in lines if ln.startswith(("import ", "from "))][:12]
+        parts.append(
+            f"The bug is in {where} in {symbol.path}. Every earlier answer wrote its body "
+            "back exactly as it is, and that body is the bug, so it is not shown here: "
+            f"write `{symbol.name}` anew, from its signature, its docstring and the test "
+            f"below:\n```python\n{block}\n```"
+            + ("\nIts module imports:\n```python\n" + "\n".join(imported) + "\n```"
+               if imported else "")
+        )  # fmt: skip
+    else:
+        parts.append(f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```")
     called = callees(idx, symbol, shown={name for name, _, _ in target.constants})
     if called:
         parts.append("It calls:\n```python\n" + "\n".join(called) + "\n```")
@@ -224,8 +241,15 @@ def repair_prompt(
         if output:
             # Test output carries what the code under test printed: data, fenced.
             parts.append(
-                "It fails now:\n" + fence(output, source=f"{test} on the code above", verbatim=True)
+                "It fails now:\n"
+                + fence(output, source=f"{test} on the code as it is", verbatim=True)
             )
+    if repeated and not hidden:
+        parts.append(
+            f"Every earlier answer wrote `{symbol.name}` and its constants exactly as they "
+            "are above: that code is the bug, and it gives the failure shown. Change what "
+            "makes the test fail."
+        )
     for n, miss in enumerate(misses, 1):
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
@@ -234,11 +258,6 @@ def repair_prompt(
                 if miss.output
                 else ""
             )
-        )
-    if repeated:
-        parts.append(
-            f"Every earlier answer wrote `{symbol.name}` exactly as it is above: that code is "
-            "the bug, and it gives the failure shown. Change what makes the test fail."
         )
     also = (
         " If a constant or another function shown above is wrong, write it too, in the same block."
@@ -250,6 +269,20 @@ def repair_prompt(
         f"parameters, in one ```python block, nothing else.{also}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def blind(idx: Index, symbol: Symbol) -> str:
+    """The function without its body: decorators, signature, docstring, then ``...``.
+
+    A 1.5B model shown a function and the failure it gives often writes it back as it
+    is, every sample alike, and again when told that is the bug (slug-accents: 15 of 16
+    answers); what it is not shown it cannot copy, and it writes the function anew."""
+    doc = [ln.strip() for ln in symbol.doc.strip().splitlines()]
+    if len(doc) > 1:
+        doc = [f'"""{doc[0]}', *doc[1:], '"""']
+    elif doc:
+        doc = [f'"""{doc[0]}"""']
+    return "\n".join([header(idx, symbol), *(f"    {ln}".rstrip() for ln in doc), "    ..."])
 
 
 def callees(
