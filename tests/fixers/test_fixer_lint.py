@@ -67,7 +67,7 @@ async def test_lint_fixes_what_ruff_and_semgrep_can_and_the_tests_still_pass(
     changed = [ln for ln in diff.splitlines() if ln.startswith(("+", "-"))]
     assert not [ln for ln in changed if "== None" in ln or "w*h" in ln]
     summary = result.fix.summary
-    assert "ruff fixed 3 problem(s): F401 (2), F541 (1)." in summary
+    assert "ruff fixed 3 problems: F401 (2), F541 (1)." in summary
     assert "semgrep fixed 1: patchwarden.autofix.unittest-assert-equals (1)." in summary
     assert "Left for a human (no safe automatic fix): E711 (1), F841 (1)." in summary
     assert "ruff format" not in summary
@@ -206,7 +206,7 @@ async def test_a_task_that_names_a_file_fixes_only_that_file(
     assert [f.path for f in result.diff.files] == ["pkg/a.py"]
     assert result.fix is not None
     assert result.fix.rules_fixed == {"F401": 2}
-    assert "Scope: the file(s) the task names (pkg/a.py)." in result.fix.summary
+    assert "Scope: the files the task names (pkg/a.py)." in result.fix.summary
 
 
 async def test_a_repository_with_fix_true_still_gets_an_honest_count(
@@ -229,5 +229,5 @@ async def test_a_repository_with_fix_true_still_gets_an_honest_count(
     assert result.status == "patched", result.error
     assert result.fix is not None
     assert result.fix.rules_fixed == {"F401": 4}
-    assert result.fix.summary.startswith("ruff fixed 4 problem(s): F401 (4).")
+    assert result.fix.summary.startswith("ruff fixed 4 problems: F401 (4).")
     assert "Rules: the repository's own ruff configuration." in result.fix.summary

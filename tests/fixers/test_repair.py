@@ -174,7 +174,7 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
     assert "Rewrote `fahrenheit_to_celsius` in temps.py." in body
     assert "Reproduction: tests/test_fahrenheit_to_celsius_issue.py" in body
-    assert "6 answers in 1 round(s), 2 distinct change(s) tested, 1 passed" in body
+    assert "6 answers in 1 round, 2 distinct changes tested, 1 passed" in body
     assert "Chosen: 1 of 6 answers wrote this change" in body
 
     # The reproduction's prompt says what the issue's example gives now (run in the
@@ -263,7 +263,7 @@ async def test_the_issues_own_example_is_the_reproduction_when_the_model_asserts
     assert report.reproduction == "tests/test_fahrenheit_to_celsius_issue.py"
     note = report.reproduction_note
     assert "the issue's own example fails on the base (AssertionError" in note
-    assert "3 assertion(s) of what the issue says is the bug taken out" in note  # 1 each
+    assert "3 assertions of what the issue says is the bug taken out" in note  # 1 each
     # The patch holds the test the issue's words gave, and no assertion of the bug.
     assert "+    assert fahrenheit_to_celsius(212) == 100.0" in result.diff.unified
     assert "== 324.0" not in result.diff.unified
