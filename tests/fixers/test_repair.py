@@ -374,15 +374,19 @@ async def test_a_server_that_refuses_n_is_asked_once_per_sample(
     assert len({s for s in seeds[2:4] if s is not None}) == 2  # hot ones, each its own seed
 
 
+@pytest.mark.parametrize("other", ["unchanged", "a wrong change"])
 async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
+    other: str,
 ) -> None:
     """slug-accents with the 1.5B model: shown the failing test, it wrote the function back
-    unchanged in 4 of 4 answers, and the fixer stopped there."""
+    unchanged in 4 of 4 answers, and the fixer stopped there; later 3 of 4, and round 2
+    copied the fourth's miss. Half the answers or more unchanged: the body is hidden."""
     unchanged = block(TEMPS)
+    second = unchanged if other == "unchanged" else BREAKS_FREEZING
     result, model = await _repair(
         runner,
         tmp_path,
@@ -390,7 +394,7 @@ async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so
         make_client,
         *[REPRO_RIGHT] * 3,
         unchanged,
-        unchanged,
+        second,
         RIGHT,
         unchanged,
         samples=2,
@@ -399,17 +403,19 @@ async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert (report.rounds, report.samples, report.passed) == (2, 4, 1)
-    assert report.dropped["unchanged"] == 3
+    assert report.dropped["unchanged"] == (3 if other == "unchanged" else 2)
     prompts = [
         r.body["messages"][-1]["content"]
         for r in model.requests
         if "Write the corrected" in str(r.body)
     ]
-    assert "Every earlier answer wrote" not in prompts[0]
+    assert "Earlier answers wrote" not in prompts[0]
     assert "return (f - 32) * 9 / 5" in prompts[0]
     # The second round does not show the body the model copied: only what it must keep.
-    assert "Every earlier answer wrote its body back exactly as it is" in prompts[-1]
+    assert "Earlier answers wrote its body back exactly as it is" in prompts[-1]
     assert "return (f - 32) * 9 / 5" not in prompts[-1]
+    assert "An earlier attempt" not in prompts[-1]  # a miss would show the body again
+    assert "f * 100 / 212" not in prompts[-1]
     assert (
         'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n    ...'
         in prompts[-1]

@@ -292,8 +292,7 @@ async def test_pool_retries_then_fails_with_the_reason(store: Store) -> None:
     flaky_job, doomed_job = await store.list_jobs()
     assert flaky_job.state == doomed_job.state == JobState.FAILED
     assert (
-        flaky_job.last_error
-        == "gave up after 3 attempts; last error: RuntimeError: GitHub is down"
+        flaky_job.last_error == "gave up after 3 attempts; last error: RuntimeError: GitHub is down"
     )
     assert doomed_job.attempts == 1
     assert "the delivery is gone" in (doomed_job.last_error or "")

@@ -195,7 +195,7 @@ def repair_prompt(
     repeated: bool = False,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
-    reproduction, written after it); ``repeated``: every earlier answer was the code as
+    reproduction, written after it); ``repeated``: most earlier answers were the code as
     it is."""
     printed = printed or {}
     symbol = target.symbol
@@ -219,8 +219,8 @@ def repair_prompt(
     if hidden:
         imported = [ln for ln in lines if ln.startswith(("import ", "from "))][:12]
         parts.append(
-            f"The bug is in {where} in {symbol.path}. Every earlier answer wrote its body "
-            "back exactly as it is, and that body is the bug, so it is not shown here: "
+            f"The bug is in {where} in {symbol.path}. Earlier answers wrote its body back "
+            "exactly as it is, and that body is the bug, so it is not shown here: "
             f"write `{symbol.name}` anew, from its signature, its docstring and the test "
             f"below:\n```python\n{block}\n```"
             + ("\nIts module imports:\n```python\n" + "\n".join(imported) + "\n```"
@@ -246,11 +246,11 @@ def repair_prompt(
             )
     if repeated and not hidden:
         parts.append(
-            f"Every earlier answer wrote `{symbol.name}` and its constants exactly as they "
+            f"Earlier answers wrote `{symbol.name}` and its constants back exactly as they "
             "are above: that code is the bug, and it gives the failure shown. Change what "
             "makes the test fail."
         )
-    for n, miss in enumerate(misses, 1):
+    for n, miss in enumerate([] if hidden else misses, 1):  # a miss shows the body again
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
             + (
