@@ -374,36 +374,45 @@ async def test_a_server_that_refuses_n_is_asked_once_per_sample(
     assert len({s for s in seeds[2:4] if s is not None}) == 2  # hot ones, each its own seed
 
 
-@pytest.mark.parametrize("other", ["unchanged", "a wrong change"])
-async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so(
+BOILING = (
+    "from temps import fahrenheit_to_celsius\n\n\n"
+    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
+)
+
+
+@pytest.mark.parametrize("judge", ["the repository's failing test", "a model's reproduction"])
+async def test_answers_that_repeat_the_code_get_a_second_round_that_says_so(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
-    other: str,
+    judge: str,
 ) -> None:
     """slug-accents with the 1.5B model: shown the failing test, it wrote the function back
     unchanged in 4 of 4 answers, and the fixer stopped there; later 3 of 4, and round 2
-    copied the fourth's miss. Half the answers or more unchanged: the body is hidden."""
+    copied the fourth's miss. Half the answers or more unchanged: where the repository's
+    own failing test judges, the body is hidden and the function asked for anew; where a
+    reproduction the model wrote judges (it may assert the bug: email-plus), it is not."""
     unchanged = block(TEMPS)
-    second = unchanged if other == "unchanged" else BREAKS_FREEZING
+    ours = judge == "the repository's failing test"
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        *[REPRO_RIGHT] * 3,
+        *([] if ours else [REPRO_RIGHT] * 3),
         unchanged,
-        second,
+        BREAKS_FREEZING,
         RIGHT,
         unchanged,
         samples=2,
+        files={"test_boil.py": BOILING} if ours else None,
     )
     assert result.status == "patched", (result.error, result.fix)
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert (report.rounds, report.samples, report.passed) == (2, 4, 1)
-    assert report.dropped["unchanged"] == (3 if other == "unchanged" else 2)
+    assert report.dropped["unchanged"] == 2
     prompts = [
         r.body["messages"][-1]["content"]
         for r in model.requests
@@ -411,15 +420,17 @@ async def test_answers_that_only_repeat_the_code_get_a_second_round_that_says_so
     ]
     assert "Earlier answers wrote" not in prompts[0]
     assert "return (f - 32) * 9 / 5" in prompts[0]
-    # The second round does not show the body the model copied: only what it must keep.
-    assert "Earlier answers wrote its body back exactly as it is" in prompts[-1]
-    assert "return (f - 32) * 9 / 5" not in prompts[-1]
-    assert "An earlier attempt" not in prompts[-1]  # a miss would show the body again
-    assert "f * 100 / 212" not in prompts[-1]
-    assert (
-        'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n    ...'
-        in prompts[-1]
-    )
+    if ours:
+        # Only what it must keep: the signature and the docstring; no miss shows the body.
+        assert "Earlier answers wrote its body back exactly as it is" in prompts[-1]
+        assert "return (f - 32) * 9 / 5" not in prompts[-1]
+        assert "An earlier attempt" not in prompts[-1]
+        kept = 'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""'
+        assert kept + "\n    ..." in prompts[-1]
+    else:
+        assert "return (f - 32) * 9 / 5" in prompts[-1]
+        assert "Earlier answers wrote `fahrenheit_to_celsius` back exactly as it is" in prompts[-1]
+        assert "An earlier attempt (1) was wrong" in prompts[-1]
 
 
 AGENT_FIX = [

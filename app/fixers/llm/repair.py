@@ -28,8 +28,9 @@ The steps, each in its module:
    then all; a candidate that breaks a test that passed before is out. The most voted
    candidate that passes wins, the smallest diff among equals. If none passes, one
    more round shows the model its two nearest misses (or, when half the answers or more
-   wrote the function back unchanged, asks for it anew with its body hidden: signature,
-   docstring, the test, no misses; a 1.5B model copies what it is shown).
+   wrote the function back unchanged and the repository's own failing tests judge,
+   asks for it anew with its body hidden: signature, docstring, the test, no misses; a
+   1.5B model copies what it is shown).
 7. **Nothing verified, nothing proposed**: no test that shows the problem, or no
    candidate that passes it, ends the job with an honest answer — never a pull request.
 """
@@ -232,7 +233,12 @@ class RepairFixer(ModelFixer):
                 return None  # nothing came near: another suspect, not another round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            messages = repair_prompt(*asked, misses, job.printed, repeated=repeated)
+            # The body is hidden only when the repository's own failing tests judge the
+            # rewrite: fit to a reproduction the model wrote, a function written anew
+            # passed a test that asserted the bug's own error (email-plus) and was wrong.
+            messages = repair_prompt(
+                *asked, misses, job.printed, repeated=repeated, hide=repeated and not job.printed
+            )
             # The answer starts as the function does, signature and all (given only `def
             # name(` a small model renamed parameters); not after a round of copies, so a
             # table above it (roman-subtractive's bug) can come first.

@@ -193,10 +193,11 @@ def repair_prompt(
     printed: dict[str, str] | None = None,
     *,
     repeated: bool = False,
+    hide: bool = False,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
     reproduction, written after it); ``repeated``: most earlier answers were the code as
-    it is."""
+    it is; ``hide``: so ask for the function anew, its body not shown (``blind``)."""
     printed = printed or {}
     symbol = target.symbol
     text = idx.sources[symbol.path]
@@ -205,7 +206,7 @@ def repair_prompt(
     # After a round of copies the body is not shown (``blind``); but where the function
     # reads module constants, the fault may be in them (roman-subtractive's table), and
     # the function is shown as it is, to be kept.
-    hidden = repeated and not target.constants
+    hidden = hide and not target.constants
     code = [
         blind(idx, symbol) if hidden and start == symbol.start
         else "\n".join(dedent(lines[start - 1 : end]))
@@ -246,9 +247,10 @@ def repair_prompt(
             )
     if repeated and not hidden:
         parts.append(
-            f"Earlier answers wrote `{symbol.name}` and its constants back exactly as they "
-            "are above: that code is the bug, and it gives the failure shown. Change what "
-            "makes the test fail."
+            f"Earlier answers wrote `{symbol.name}` back exactly as it is above"
+            + (" with its constants" if target.constants else "")
+            + ": that code is the bug, and it gives the failure shown. Change what makes "
+            "the test fail."
         )
     for n, miss in enumerate([] if hidden else misses, 1):  # a miss shows the body again
         parts.append(
