@@ -154,6 +154,7 @@ def _repo(repo: Repo, title: str) -> str:
 
 
 def _issue(repo: Repo, issue: Issue, title: str) -> str:
+    links = _links(repo)
     closer = issue.closed_by_pull if issue.state == "closed" else None
     by = (
         f" by {_link(f'/{repo.full_name}/pull/{closer}', f'#{closer}')}"
@@ -164,16 +165,17 @@ def _issue(repo: Repo, issue: Issue, title: str) -> str:
         f"<p>{_state(issue, None)}{by} · opened by {_e(issue.user.login)}"
         f" {_time(issue.created_at)}"
         f" {_labels(issue.label_names())}</p>"
-        f"{_post(repo, issue.user.login, issue.created_at, issue.body, issue.reactions)}"
-        f"{_comments(repo, issue.comments)}"
+        f"{_post(links, issue.user.login, issue.created_at, issue.body, issue.reactions)}"
+        f"{_comments(links, issue.comments)}"
     )
     return _item_document(repo, issue, title, body)
 
 
 def _pull(repo: Repo, issue: Issue, pull: Pull, title: str) -> str:
+    links = _links(repo)
     reviews = [
-        [_user_link([repo], r.user.login), _e(r.state), _commit_link(repo, r.commit_id),
-         render(r.body, _links(repo))]
+        [_user_link(links, r.user.login), _e(r.state), _commit_link(repo, r.commit_id),
+         render(r.body, links)]
         for r in pull.reviews
     ]  # fmt: skip
     runs = [
@@ -181,7 +183,7 @@ def _pull(repo: Repo, issue: Issue, pull: Pull, title: str) -> str:
             _e(r.name),
             _e(r.conclusion or r.status),
             _e(r.output.title or ""),
-            render(r.output.summary, _links(repo)),
+            render(r.output.summary, links),
             _details(r.details_url),
         ]
         for r in repo.runs_for(pull.head_sha)
@@ -201,12 +203,12 @@ def _pull(repo: Repo, issue: Issue, pull: Pull, title: str) -> str:
         f"<p>{_state(issue, pull)}{merged}{by}{' · draft' if pull.draft else ''}"
         f" · <code>{_e(pull.head)}</code> → <code>{_e(pull.base)}</code>"
         f" · head {_commit_link(repo, pull.head_sha)} {_labels(issue.label_names())}</p>"
-        f"{_post(repo, issue.user.login, issue.created_at, issue.body, issue.reactions)}"
+        f"{_post(links, issue.user.login, issue.created_at, issue.body, issue.reactions)}"
         f"<h2>Reviews</h2>{_table(['User', 'State', 'Commit', 'Body'], reviews)}"
         f"<h2>Check runs</h2>{_table(['Name', 'Result', 'Title', 'Summary', 'Details'], runs)}"
         f"<h2>Commit statuses</h2>"
         f"{_table(['Context', 'State', 'Description', 'Creator'], statuses)}"
-        f"{_comments(repo, issue.comments)}"
+        f"{_comments(links, issue.comments)}"
     )
     return _item_document(repo, issue, title, body)
 
@@ -290,8 +292,10 @@ def _links(repo: Repo) -> Links:
             return None
         return f"/{repo.full_name}/commit/{full}" if full else None
 
+    known = _logins([repo])  # once per page: every post and link asks
+
     def user(login: str) -> str | None:
-        return f"/{login}" if login.lower() in _logins([repo]) else None
+        return f"/{login}" if login.lower() in known else None
 
     return Links(issue, commit, user)
 
@@ -306,8 +310,9 @@ def _logins(repos: Iterable[Repo]) -> set[str]:
     return {n.lower() for n in names if not n.endswith("[bot]")}
 
 
-def _user_link(repos: Iterable[Repo], login: str) -> str:
-    return _link(f"/{login}", login) if login.lower() in _logins(repos) else _e(login)
+def _user_link(links: Links, login: str) -> str:
+    href = links.user(login)
+    return _link(href, login) if href else _e(login)
 
 
 def _commit_link(repo: Repo, sha: str) -> str:
@@ -353,16 +358,16 @@ def _reactions(reactions: list[Reaction]) -> str:
     return f"<p class=meta>{shown}</p>" if shown else ""
 
 
-def _post(repo: Repo, login: str, at: float, body: str | None, reactions: list[Reaction]) -> str:
-    text = render(body, _links(repo)) or "<p class=meta><em>No description provided.</em></p>"
+def _post(links: Links, login: str, at: float, body: str | None, reactions: list[Reaction]) -> str:
+    text = render(body, links) or "<p class=meta><em>No description provided.</em></p>"
     return (
-        f"<div class=box><p class=meta><strong>{_user_link([repo], login)}</strong>"
+        f"<div class=box><p class=meta><strong>{_user_link(links, login)}</strong>"
         f" · {_time(at)}</p>{text}{_reactions(reactions)}</div>"
     )
 
 
-def _comments(repo: Repo, comments: list[Comment]) -> str:
-    posts = "".join(_post(repo, c.user.login, c.created_at, c.body, c.reactions) for c in comments)
+def _comments(links: Links, comments: list[Comment]) -> str:
+    posts = "".join(_post(links, c.user.login, c.created_at, c.body, c.reactions) for c in comments)
     return f"<h2>Comments</h2>{posts or '<p>None.</p>'}"
 
 

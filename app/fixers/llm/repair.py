@@ -198,7 +198,9 @@ class RepairFixer(ModelFixer):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
-            winner = await self._rounds(job, target, must_pass, passed_before, before)
+            winner = await self._rounds(
+                job, target, must_pass, passed_before, before, own_tests=repro is None
+            )
             if winner is not None:
                 return self._apply(job, target, winner, repro)
             if job.stopped:
@@ -223,7 +225,10 @@ class RepairFixer(ModelFixer):
         must_pass: list[str],
         passed_before: set[str],
         before: Tests | None,
+        *,
+        own_tests: bool,
     ) -> Candidate | None:
+        """``own_tests``: the repository's own failing tests judge, not a reproduction."""
         report = job.report
         misses: list[Candidate] = []
         repeated = False  # every answer of the round was the code as it is
@@ -237,7 +242,7 @@ class RepairFixer(ModelFixer):
             # rewrite: fit to a reproduction the model wrote, a function written anew
             # passed a test that asserted the bug's own error (email-plus) and was wrong.
             messages = repair_prompt(
-                *asked, misses, job.printed, repeated=repeated, hide=repeated and not job.printed
+                *asked, misses, job.printed, repeated=repeated, hide=repeated and own_tests
             )
             # The answer starts as the function does, signature and all (given only `def
             # name(` a small model renamed parameters); not after a round of copies, so a
