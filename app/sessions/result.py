@@ -140,6 +140,8 @@ class RepairReport(_Model):
     dropped: dict[str, int] = Field(default_factory=dict)  # why answers never ran: counts
     failed: dict[str, int] = Field(default_factory=dict)  # why tested candidates failed
     chosen: str = ""  # why this candidate
+    mechanical: int = 0  # mechanical changes tested after the model's answers missed
+    mechanical_note: str = ""  # why none was kept though some passed (two did)
 
 
 class FixOutcome(_Model):

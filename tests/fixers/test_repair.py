@@ -516,3 +516,70 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     said = "\n".join(c.body for c in forge.comments(REPO, issue.number) if c.user.type == "Bot")
     assert "no verified fix" in said
     assert "none made the reproduction test pass with every other test still passing" in said
+
+
+FREEZING = (
+    "def is_freezing(f):\n"
+    '    """Whether water freezes at ``f`` degrees Fahrenheit."""\n'
+    "    return (f - 32) * 5 / 9 < 0\n"
+)
+FREEZING_TESTS = "from temps import is_freezing\n\n\ndef test_cold():\n    assert is_freezing(0)\n"
+WARM = "\n\ndef test_warm():\n    assert not is_freezing(33)\n"
+
+
+@pytest.mark.parametrize("told_apart", [True, False])
+async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out_is_proposed(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    told_apart: bool,
+) -> None:
+    """html-escape with the 1.5B model: sixteen answers, none moved `&` first. A one-token
+    bug (here `<` for `<=`) is found by trying small changes, as program repair does, after
+    the model's answers: kept only when it is the only change that passes. Without a test
+    at 33 °F, `< 1` passes as well as `<= 0`, and nothing is proposed."""
+    issue = "`is_freezing(32)` returns `False`, it should be `True`: water freezes at 32 °F."
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[text("I cannot write a test.")] * 3,  # the issue's own example is the test
+        UNPARSEABLE,
+        UNPARSEABLE,
+        samples=2,
+        issue=issue,
+        temps=FREEZING,
+        files={"test_temps.py": FREEZING_TESTS + (WARM if told_apart else "")},
+    )
+    fix = result.fix
+    assert fix is not None
+    report = fix.repair
+    assert report is not None
+    assert report.dropped == {"unparseable": 2}
+    assert report.mechanical >= 2
+    if told_apart:
+        assert result.status == "patched", (result.error, fix.reason)
+        assert "-    return (f - 32) * 5 / 9 < 0\n+    return (f - 32) * 5 / 9 <= 0" in (
+            result.diff.unified
+        )
+        assert result.tests is not None
+        assert result.tests.broken == []
+        body = render_body(
+            result,
+            score_session(result, result.policy, trigger=Trigger("comment")),  # type: ignore[arg-type]
+            title="is_freezing is wrong at 32",
+        )
+        assert (
+            "Chosen: a mechanical change, tried after the model's answers all missed: "
+            "`<` became `<=` (temps.py:3)"
+        ) in body
+        assert f"then {report.mechanical} mechanical changes, 1 passed" in body
+    else:
+        assert result.status == "failed"
+        assert result.diff.files == []
+        assert fix.reason is not None
+        assert fix.reason.startswith("no verified fix")
+        assert "two mechanical changes pass (`<` became `<=`; `0` became `1`)" in fix.reason
+        assert "neither is proposed" in fix.reason

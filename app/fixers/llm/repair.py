@@ -48,6 +48,7 @@ from app.fixers.base import Audit, no_audit
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
+from app.fixers.llm.mechanical import mechanical
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
@@ -84,6 +85,8 @@ class _Report:
     dropped: Counter[str] = field(default_factory=Counter)
     failed: Counter[str] = field(default_factory=Counter)
     chosen: str = ""
+    mechanical: int = 0
+    mechanical_note: str = ""
 
     def frozen(self) -> RepairReport:
         return RepairReport(
@@ -205,6 +208,24 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
+        for suspect in order:  # the model missed: small mechanical changes, no tokens
+            target = target_of(job.idx, suspect.symbol)
+            if target is None:
+                continue
+            ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
+            mech = await mechanical(
+                ws, job.idx, target, words=_words(job.task), must_pass=must_pass,
+                passed_before=passed_before,
+            )  # fmt: skip
+            report.mechanical += mech.tried
+            if mech.winner is not None:
+                report.passed += 1
+                report.target = target.symbol.qualname
+                report.chosen = mech.chosen(target, _names(must_pass))
+                return self._apply(job, target, mech.winner[1], repro)
+            if mech.ambiguous:
+                report.mechanical_note = mech.ambiguous
+                break
         if repro is not None:
             remove_confined(ws.tree, repro)
         tried = report.candidates
@@ -215,6 +236,7 @@ class RepairFixer(ModelFixer):
             + ("the reproduction test pass" if repro else "the failing tests pass")
             + " with every other test still passing"
             + (f" ({job.stopped})" if job.stopped else "")
+            + (f"; {report.mechanical_note}" if report.mechanical_note else "")
         )
 
     # -- repair ----------------------------------------------------------------
@@ -317,7 +339,13 @@ class RepairFixer(ModelFixer):
             lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
         lines.append(
             f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}, "
-            f"{plural(report.candidates, 'distinct change')} tested, {report.passed} passed."
+            f"{plural(report.candidates, 'distinct change')} tested"
+            + (
+                f", then {plural(report.mechanical, 'mechanical change')}"
+                if report.mechanical
+                else ""
+            )
+            + f", {report.passed} passed."
         )
         lines.append(f"Chosen: {report.chosen}.")
         if winner.imports:
@@ -353,6 +381,11 @@ class RepairFixer(ModelFixer):
             for answer in got:
                 job.note("assistant", answer if answer.startswith(prefill) else prefill + answer)
         return answers
+
+
+def _words(task: Task) -> str:
+    """The task's own words, where a mechanical change finds the numbers it names."""
+    return "\n".join([task.title, *(d.text for d in task.documents)])
 
 
 def _names(tests: Sequence[str]) -> str:

@@ -1,0 +1,108 @@
+"""The repair's last round, without the model: each small mechanical change to the
+target (:mod:`mutants`) is tested as a model's answer would be, and one is kept only
+when it is the only change that passes.
+
+The model's rounds came first and missed. A mechanical change costs no tokens, only a
+test run: the failing or reproducing tests first (most changes fail them at once), then
+all of them for the few that pass. A change that fits the tests is easy to find and may
+be wrong (the tests are often one example), so if two different changes both pass, the
+tests cannot tell which one fixes the bug, and neither is proposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.fixers.llm.candidates import Candidate
+from app.fixers.llm.localize import Index
+from app.fixers.llm.mutants import Mutant, mutants
+from app.fixers.llm.splice import Target, changed_lines, splice, unit_sources
+from app.fixers.llm.testruns import try_change
+from app.sessions.files import write_confined
+from app.sessions.session import FixContext
+from app.words import plural
+
+
+@dataclass
+class Mechanical:
+    """What the mechanical round found on one target."""
+
+    tried: int = 0
+    passed: list[tuple[Mutant, Candidate]] = field(default_factory=list)
+
+    @property
+    def winner(self) -> tuple[Mutant, Candidate] | None:
+        return self.passed[0] if len(self.passed) == 1 else None
+
+    def chosen(self, target: Target, tests: str) -> str:
+        """Why the winner was chosen, for the pull request."""
+        change = self.passed[0][0]
+        return (
+            "a mechanical change, tried after the model's answers all missed: "
+            f"{change.what} ({where(target, change)}); it makes {tests} pass and keeps "
+            f"every other test passing, the only one of {plural(self.tried, 'such change')} "
+            "tried that does"
+        )
+
+    @property
+    def ambiguous(self) -> str:
+        """Why nothing was kept though changes passed ("" when fewer than two did)."""
+        if len(self.passed) < 2:
+            return ""
+        a, b = (m.what for m, _ in self.passed[:2])
+        return (
+            f"two mechanical changes pass ({a}; {b}): the tests cannot tell which one "
+            "fixes the bug, so neither is proposed"
+        )
+
+
+async def mechanical(
+    ws: FixContext,
+    idx: Index,
+    target: Target,
+    *,
+    words: str,
+    must_pass: list[str],
+    passed_before: set[str],
+) -> Mechanical:
+    """Each change of the target tested; the tree is left with the winner in it, when
+    there is exactly one, and as it was otherwise."""
+    path = target.symbol.path
+    text = idx.sources[path]
+    units = unit_sources(text, target)
+    found = Mechanical()
+    for mutant in mutants(units, words=words):
+        function = units[""] if mutant.unit else mutant.source
+        constants = {mutant.unit: mutant.source} if mutant.unit else {}
+        spliced = splice(text, target, function, constants)
+        if spliced is None:
+            continue
+        candidate = Candidate(
+            function=function,
+            constants=constants,
+            text=spliced,
+            changed_lines=changed_lines(text, spliced),
+        )
+        found.tried += 1
+        candidate.verdict, candidate.output = await try_change(
+            ws, idx, path=path, text=spliced, must_pass=must_pass, passed_before=passed_before
+        )
+        if candidate.verdict != "passed":
+            continue
+        write_confined(ws.tree, path, text.encode())  # the next change starts from the base
+        found.passed.append((mutant, candidate))
+        if len(found.passed) > 1:
+            break  # the tests cannot choose: nothing more to learn here
+    winner = found.winner
+    if winner is not None:
+        write_confined(ws.tree, path, winner[1].text.encode())
+    return found
+
+
+def where(target: Target, mutant: Mutant) -> str:
+    """The file and line a change is on."""
+    first = target.symbol.start
+    for name, start, _end in target.constants:
+        if name == mutant.unit:
+            first = start
+    return f"{target.symbol.path}:{first + mutant.line - 1}"

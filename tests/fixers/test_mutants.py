@@ -1,0 +1,152 @@
+"""Mechanical changes (app/fixers/llm/mutants.py) on the eval's own bugs: for every task
+whose fix is one small change, that change is among those tried; and each change keeps
+the rest of the function as it was written."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from app.fixers.llm.answers import normalised
+from app.fixers.llm.localize import index
+from app.fixers.llm.mutants import MAX_MUTANTS, mutants
+from app.fixers.llm.splice import splice, target_of, unit_sources
+from tests.realworld.conftest import unpack
+from tests.realworld.projects import PROJECTS
+
+BENCH = Path(__file__).parents[2] / "bench"
+
+# The tasks whose reference fix is one small change: the function, and the change.
+MECHANICAL = {
+    "html-escape": ("escape", '`("&", "&amp;")` moved first in its list'),
+    "token-bucket": ("_refill", "became `elapsed_ms * self.rate / 1000`"),
+    "word-count": ("count_words", '`text.split(" ")` became `text.split()`'),
+}
+REAL_MECHANICAL = {
+    "dateutil-within-delta": "`<` became `<=`",
+    "humanize-ordinal-teens": "`13` added to `(11, 12)`",
+    "iniconfig-get-default": "`return None` became `return default`",
+    "six-ensure-text": "the unused parameter `errors` is passed on to `s.decode`",
+    "toolz-take-nth": "`1` became `0`",
+}
+
+
+def _found(tree: Path, path: str, line: int, fixed: str, words: str) -> list[str]:
+    """What each change that turns the file at ``path`` into ``fixed`` says it did,
+    trying the changes of the function around ``line``."""
+    idx = index(tree)
+    symbol = next(
+        s for s in idx.symbols if s.path == path and s.start <= line <= s.end and s.kind != "class"
+    )
+    target = target_of(idx, symbol)
+    assert target is not None
+    text = idx.sources[path]
+    units = unit_sources(text, target)
+    out = []
+    for m in mutants(units, words=words):
+        function = units[""] if m.unit else m.source
+        spliced = splice(text, target, function, {m.unit: m.source} if m.unit else {})
+        if spliced is not None and normalised(spliced) == normalised(fixed):
+            out.append(m.what)
+    return out
+
+
+def _first_changed_line(a: str, b: str) -> int:
+    for n, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), 1):
+        if x != y:
+            return n
+    return 1
+
+
+@pytest.mark.parametrize("name", sorted(MECHANICAL))
+def test_the_one_change_that_fixes_an_eval_task_is_tried(name: str, tmp_path: Path) -> None:
+    """The change is among those tried, and with it the task's hidden test passes."""
+    task = BENCH / "agent_tasks" / name
+    meta = tomllib.loads((task / "task.toml").read_text())
+    function, expected = MECHANICAL[name]
+    tree = tmp_path / name
+    shutil.copytree(task / "repo", tree)
+    shutil.copytree(task / "hidden", tree, dirs_exist_ok=True)
+    idx = index(tree)
+    target = target_of(idx, next(s for s in idx.symbols if s.name == function))
+    assert target is not None
+    text = idx.sources[target.symbol.path]
+    units = unit_sources(text, target)
+    words = meta["title"] + "\n" + meta["issue"]
+    (change,) = [m for m in mutants(units, words=words) if expected in m.what]
+    function_source = units[""] if change.unit else change.source
+    spliced = splice(
+        text, target, function_source, {change.unit: change.source} if change.unit else {}
+    )
+    assert spliced is not None
+    hidden = [
+        p.relative_to(task / "hidden").as_posix() for p in (task / "hidden").rglob("test_*.py")
+    ]
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *hidden]
+    assert subprocess.run(argv, cwd=tree, capture_output=True).returncode != 0  # the bug
+    (tree / target.symbol.path).write_text(spliced)
+    done = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.realworld
+@pytest.mark.parametrize("name", sorted(REAL_MECHANICAL))
+def test_in_real_projects_the_one_change_that_fixes_the_bug_is_tried(
+    name: str, tmp_path: Path
+) -> None:
+    meta = tomllib.loads((BENCH / "real_tasks" / name / "task.toml").read_text())
+    project = next(p for p in PROJECTS if p.name == meta["project"])
+    tree = unpack(project, tmp_path / project.name)
+    (bug,) = meta["bug"]
+    original = (tree / bug["file"]).read_text()
+    buggy = original.replace(bug["old"], bug["new"])
+    (tree / bug["file"]).write_text(buggy)
+    line = original[: original.index(bug["old"])].count("\n") + 1
+    found = _found(tree, bug["file"], line, original, meta["title"] + "\n" + meta["issue"])
+    assert any(REAL_MECHANICAL[name] in what for what in found), found
+
+
+def test_a_change_keeps_the_rest_of_the_function_as_written() -> None:
+    source = (
+        "def window(items, size):\n"
+        "    # the last window may be short\n"
+        "    return [items[i : i + size]  for i in range(0, len(items) - 1, size)]\n"
+    )
+    changed = {m.what: m.source for m in mutants({"": source})}
+    fixed = changed["`len(items) - 1` became `len(items)`"]
+    assert fixed == source.replace("len(items) - 1", "len(items)")  # comment, spacing kept
+    assert "the range stops one later (range(0, len(items) - 1, size))" not in changed  # 3 args
+
+
+def test_what_is_not_code_is_never_changed() -> None:
+    """Docstrings, parameter defaults and decorators are the function's contract."""
+    source = (
+        "@cache(size=128)\n"
+        "def pad(text, width=10, fill=' '):\n"
+        '    """Pads to 10 columns; see RFC 1."""\n'
+        "    return text\n"
+    )
+    assert [m.what for m in mutants({"": source})] == []
+
+
+def test_changes_are_distinct_and_capped() -> None:
+    source = "def f(x):\n    return " + " + ".join(f"x * {n}" for n in range(2, 40)) + "\n"
+    found = mutants({"": source})
+    assert len(found) == MAX_MUTANTS
+    assert len({normalised(m.source) for m in found}) == len(found)
+    assert all(normalised(m.source) != normalised(source) for m in found)
+
+
+def test_a_loop_over_what_its_body_changes_runs_over_a_copy() -> None:
+    source = "def emit(self, name):\n    for handler in self.handlers[name]:\n        handler()\n"
+    found = {m.what: m.source for m in mutants({"": source})}
+    assert (
+        "for handler in list(self.handlers[name]):"
+        in found["the loop runs over a copy of `self.handlers[name]`"]
+    )
