@@ -1,0 +1,316 @@
+"""Where a Python project pins a dependency, and each place raised past a vulnerability
+(:mod:`app.fixers.pins` raises one requirement).
+
+A Dependabot alert names a package, its vulnerable range and the first patched version.
+The places a project constrains it: ``requirements*.txt`` (and the files they include
+with ``-r`` and ``-c``), ``pyproject.toml`` (``[project]`` dependencies and optional
+dependencies, PEP 735 ``[dependency-groups]``, Poetry's dependency tables),
+``setup.cfg`` (``install_requires``, ``extras_require``) and a literal
+``install_requires`` in ``setup.py``. Each is edited in place, nothing else in its line
+changes. A requirements file with ``--hash`` and a lock file (``uv.lock``,
+``poetry.lock``) are listed in :attr:`Pins.locks`: their hashes come from their own
+tool, never from here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from app.fixers.base import SKIP_DIRS
+from app.fixers.pins import raised, raised_poetry
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_INCLUDES = 20  # requirements files read by following -r / -c
+LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One requirement raised: where, as it was, as it is now."""
+
+    path: str
+    line: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A requirement that cannot be raised, and why (an upper bound, say)."""
+
+    path: str
+    line: int
+    text: str
+    why: str
+
+
+@dataclass
+class Pins:
+    """What raising a package found and did in one tree."""
+
+    changes: list[Change] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+    locks: list[str] = field(default_factory=list)  # lock files that pin it too
+    unchanged: list[str] = field(default_factory=list)  # "path:line" already safe
+
+
+def raise_package(tree: Path, package: str, fixed: str) -> Pins:
+    """Every place ``tree`` constrains ``package``, raised in place to ``fixed``."""
+    version = Version(fixed)
+    found = Pins()
+    for path in _requirement_files(tree):
+        _raise_lines(tree, path, package, version, found)
+    if (tree / "setup.cfg").is_file():
+        _raise_lines(tree, "setup.cfg", package, version, found, setup_cfg=True)
+    if (tree / "pyproject.toml").is_file():
+        _raise_pyproject(tree, package, version, found)
+    if (tree / "setup.py").is_file():
+        _raise_setup_py(tree, package, version, found)
+    for lock in LOCK_FILES:
+        text = _read(tree / lock)
+        if text and re.search(rf'(?im)^name\s*=\s*"{re.escape(package)}"', text):
+            found.locks.append(lock)
+    return found
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _requirement_files(tree: Path) -> list[str]:
+    """``requirements*.txt`` anywhere (but in dependency folders), and what they
+    include with ``-r`` / ``-c``, inside the tree."""
+    start = [
+        p.relative_to(tree).as_posix()
+        for p in sorted(tree.rglob("requirements*.txt"))
+        if not SKIP_DIRS & set(p.relative_to(tree).parts)
+    ]
+    seen: list[str] = []
+    queue = list(start)
+    while queue and len(seen) < MAX_INCLUDES:
+        rel = queue.pop(0)
+        if rel in seen:
+            continue
+        seen.append(rel)
+        text = _read(tree / rel) or ""
+        for m in re.finditer(r"(?m)^\s*(?:-r|-c|--requirement|--constraint)[=\s]+(\S+)", text):
+            included = (Path(rel).parent / m.group(1)).as_posix()
+            resolved = (tree / included).resolve()
+            if resolved.is_relative_to(tree.resolve()):
+                queue.append(resolved.relative_to(tree.resolve()).as_posix())
+    return seen
+
+
+def _raise_lines(
+    tree: Path, rel: str, package: str, fixed: Version, found: Pins, *, setup_cfg: bool = False
+) -> None:
+    """A file of one requirement per line (a requirements file, setup.cfg's lists)."""
+    text = _read(tree / rel)
+    if text is None:
+        return
+    if not setup_cfg and "--hash" in text:
+        if any(_names(line, package) for line in text.splitlines()):
+            found.locks.append(rel)  # compiled with hashes: its own tool rewrites it
+        return
+    lines = text.splitlines(keepends=True)
+    spans = _cfg_requirements(lines) if setup_cfg else _txt_requirements(lines)
+    for n, start, end in spans:
+        line = lines[n - 1]
+        body = line[start:end]
+        new, why = raised(body, package, fixed)
+        if new is not None:
+            lines[n - 1] = line[:start] + new + line[end:]
+            found.changes.append(Change(rel, n, body.strip(), new.strip()))
+        elif why == "already safe":
+            found.unchanged.append(f"{rel}:{n}")
+        elif why:
+            found.blocked.append(Blocked(rel, n, body.strip(), why))
+    new_text = "".join(lines)
+    if new_text != text:
+        (tree / rel).write_text(new_text, encoding="utf-8")
+
+
+def _txt_requirements(lines: list[str]) -> Iterator[tuple[int, int, int]]:
+    """(line, start, end) of each requirement of a requirements file: not options
+    (``-r``, ``-e``, ``--index-url``), not comments."""
+    for n, line in enumerate(lines, 1):
+        body = _split_comment(line.rstrip("\r\n"))[0].rstrip().rstrip("\\").rstrip()
+        if body.strip() and not body.lstrip().startswith("-"):
+            start = len(body) - len(body.lstrip())
+            yield n, start, len(body)
+
+
+CFG_KEYS = {"options": ("install_requires", "tests_require", "setup_requires")}
+
+
+def _cfg_requirements(lines: list[str]) -> Iterator[tuple[int, int, int]]:
+    """Requirements in setup.cfg: ``[options]`` install_requires (tests_require,
+    setup_requires) and every list of ``[options.extras_require]``, on the key's line
+    or the indented lines below it."""
+    section, inside = "", False
+    for n, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        body = _split_comment(line)[0].rstrip()
+        header = re.match(r"\s*\[([^\]]+)\]", body)
+        if header:
+            section, inside = header.group(1).strip(), False
+            continue
+        key = re.match(r"([\w.-]+)\s*[=:]\s*", body) if body[:1] not in (" ", "\t") else None
+        if key:
+            inside = section == "options.extras_require" or key.group(1) in CFG_KEYS.get(
+                section, ()
+            )
+            start = key.end()
+        elif inside and body.strip():
+            start = len(body) - len(body.lstrip())
+        else:
+            continue
+        if inside and body[start:].strip():
+            yield n, start, len(body)
+
+
+def _names(line: str, package: str) -> bool:
+    body = _split_comment(line)[0].split(";")[0].split("\\")[0].split("--")[0].strip()
+    try:
+        return canonicalize_name(Requirement(body).name) == canonicalize_name(package)
+    except InvalidRequirement:
+        return False
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    m = re.search(r"(^|\s)#", line)
+    return (line[: m.start()], line[m.start() :]) if m else (line, "")
+
+
+def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> None:
+    text = _read(tree / "pyproject.toml")
+    if text is None:
+        return
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        found.blocked.append(Blocked("pyproject.toml", 1, "", "pyproject.toml does not parse"))
+        return
+    project = data.get("project", {})
+    strings: list[str] = [*project.get("dependencies", [])]
+    for group in project.get("optional-dependencies", {}).values():
+        strings += group
+    for group in data.get("dependency-groups", {}).values():
+        strings += [s for s in group if isinstance(s, str)]
+    new_text = text
+    for s in dict.fromkeys(x for x in strings if isinstance(x, str)):
+        new, why = raised(s, package, fixed)
+        if new is None:
+            if why and why != "already safe":
+                found.blocked.append(Blocked("pyproject.toml", _line_of(text, s), s, why))
+            elif why:
+                found.unchanged.append(f"pyproject.toml:{_line_of(text, s)}")
+            continue
+        for quote in ('"', "'"):
+            if f"{quote}{s}{quote}" in new_text:
+                found.changes.append(Change("pyproject.toml", _line_of(text, s), s, new))
+                new_text = new_text.replace(f"{quote}{s}{quote}", f"{quote}{new}{quote}")
+                break
+    poetry = data.get("tool", {}).get("poetry", {})
+    tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
+    tables += [g.get("dependencies", {}) for g in poetry.get("group", {}).values()]
+    for table in tables:
+        for name, value in table.items():
+            if canonicalize_name(name) != canonicalize_name(package):
+                continue
+            constraint = (
+                value
+                if isinstance(value, str)
+                else value.get("version")
+                if isinstance(value, dict)
+                else None
+            )
+            if not isinstance(constraint, str):
+                continue
+            new, why = raised_poetry(constraint, fixed)
+            pattern = re.compile(
+                rf'(?m)^(\s*"?{re.escape(name)}"?\s*=\s*(?:\{{[^}}\n]*?version\s*=\s*)?)(["\']){re.escape(constraint)}\2'
+            )
+            m = pattern.search(new_text)
+            line = new_text[: m.start()].count("\n") + 1 if m else 1
+            if new is None:
+                if why and why != "already safe":
+                    found.blocked.append(Blocked("pyproject.toml", line, constraint, why))
+                continue
+            if m:
+                new_text = (
+                    new_text[: m.start()]
+                    + m.group(1)
+                    + m.group(2)
+                    + new
+                    + m.group(2)
+                    + new_text[m.end() :]
+                )
+                found.changes.append(
+                    Change("pyproject.toml", line, f"{name} = {constraint!r}", f"{name} = {new!r}")
+                )
+    if new_text != text:
+        (tree / "pyproject.toml").write_text(new_text, encoding="utf-8")
+
+
+def _line_of(text: str, s: str) -> int:
+    at = text.find(s)
+    return text[:at].count("\n") + 1 if at >= 0 else 1
+
+
+def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> None:
+    """``install_requires=[...]`` (and ``extras_require``'s lists) where they are
+    literal strings; a computed list is setup.py's own business."""
+    text = _read(tree / "setup.py")
+    if text is None:
+        return
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return
+    lines = text.splitlines(keepends=True)
+    edits = []
+    for node in ast.walk(module):
+        if not isinstance(node, ast.keyword) or node.arg not in (
+            "install_requires",
+            "extras_require",
+        ):
+            continue
+        for const in ast.walk(node.value):
+            if not (isinstance(const, ast.Constant) and isinstance(const.value, str)):
+                continue
+            new, why = raised(const.value, package, fixed)
+            line = const.lineno
+            if new is None:
+                if why and why != "already safe":
+                    found.blocked.append(Blocked("setup.py", line, const.value, why))
+                continue
+            if const.lineno != const.end_lineno:
+                continue
+            edits.append((const, new))
+            found.changes.append(Change("setup.py", line, const.value, new))
+    for const, new in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        raw = lines[const.lineno - 1].encode()
+        segment = raw[const.col_offset : const.end_col_offset].decode()
+        quote = segment[-1]
+        replaced = (
+            raw[: const.col_offset] + f"{quote}{new}{quote}".encode() + raw[const.end_col_offset :]
+        )
+        lines[const.lineno - 1] = replaced.decode()
+    new_text = "".join(lines)
+    if new_text != text:
+        (tree / "setup.py").write_text(new_text, encoding="utf-8")

@@ -1,0 +1,154 @@
+"""One Python requirement raised past a vulnerability, in its own style
+(:mod:`app.fixers.manifests` finds them in a project's files).
+
+The requirement is raised to the smallest version that is not vulnerable, the alert's
+first patched one, and nothing else in it changes: ``==`` stays ``==``, a lower bound
+is raised, ``~=`` and Poetry's ``^`` keep their form and width where that is safe,
+extras and markers stay. An upper bound that excludes the fixed version cannot be
+raised by a bot: the caller reports the place, it does not edit it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+
+def bump_size(old: str | None, new: str) -> str:
+    """``patch``, ``minor`` or ``major``: the part of the version that changes (an old
+    version unknown counts as ``major``: nothing says how far it is)."""
+    try:
+        a, b = Version(old or ""), Version(new)
+    except InvalidVersion:
+        return "major"
+    x, y = (*a.release, 0, 0)[:3], (*b.release, 0, 0)[:3]
+    if x[0] != y[0]:
+        return "major"
+    return "minor" if x[1] != y[1] else "patch"
+
+
+def raised(text: str, package: str, fixed: Version) -> tuple[str | None, str]:
+    """A PEP 508 requirement as written, raised so that it allows no version below
+    ``fixed``; (None, why) when it cannot be or need not be ("" when it is about
+    another package)."""
+    try:
+        req = Requirement(text.strip())
+    except InvalidRequirement:
+        return None, ""
+    if canonicalize_name(req.name) != canonicalize_name(package):
+        return None, ""
+    spec_text = str(req.specifier)
+    if not spec_text:
+        # A bare name takes whatever is newest: state the floor where it is written.
+        at = _end_of_name(text, req)
+        return text[:at] + f">={fixed}" + text[at:], ""
+    new_specs, why = _raise_specifiers(spec_text, fixed)
+    if new_specs is None:
+        return None, why
+    old_parts = [s.strip() for s in spec_text.split(",")]
+    out = text
+    for old, new in zip(old_parts, new_specs, strict=True):
+        if old != new:
+            out = _replace_spec(out, old, new)
+    return (out if out != text else None), ("" if out != text else "already safe")
+
+
+def _end_of_name(text: str, req: Requirement) -> int:
+    m = re.match(r"\s*[A-Za-z0-9._-]+\s*(\[[^\]]*\])?", text)
+    return m.end() if m else len(text)
+
+
+def _replace_spec(text: str, old: str, new: str) -> str:
+    """``old`` (an operator and a version) as ``new``, whatever spacing it was written
+    with (``>= 1.0``)."""
+    op = re.match(r"[<>=!~]+", old)
+    if op is None:
+        return text
+    version = old[op.end() :].strip()
+    pattern = re.escape(op.group(0)) + r"\s*" + re.escape(version) + r"(?![\w.*+])"
+    new_op = re.match(r"[<>=!~]+", new)
+    assert new_op is not None
+    m = re.search(pattern, text)
+    if m is None:
+        return text
+    written = m.group(0)
+    spacing = written[len(op.group(0)) : len(written) - len(version)]
+    return text[: m.start()] + new_op.group(0) + spacing + new[new_op.end() :] + text[m.end() :]
+
+
+def _raise_specifiers(spec_text: str, fixed: Version) -> tuple[list[str] | None, str]:
+    """Each part of a constraint as it must be for no version below ``fixed``; None and
+    why when that cannot be (an upper bound below it) or need not be."""
+    parts = [p.strip() for p in spec_text.split(",") if p.strip()]
+    read = [_part(p) for p in parts]
+    if any(r is None for r in read):
+        return None, "its version constraint could not be read"
+    signs = [r for r in read if r is not None]
+    if any(_floor(sign, v) is not None and _floor(sign, v) >= fixed for sign, v in signs):  # type: ignore[operator]
+        return None, "already safe"
+    out = []
+    for part, (sign, version) in zip(parts, signs, strict=True):
+        if sign in ("<", "<=") and not SpecifierSet(part).contains(fixed, prereleases=True):
+            return None, f"its upper bound `{part}` excludes {fixed}, the first fixed version"
+        if sign in ("==", "===") and version.endswith(".*"):
+            series = version[:-2]
+            width = len(series.split("."))
+            if list(fixed.release[:width]) == [int(x) for x in series.split(".") if x.isdigit()]:
+                out.append(f">={fixed},{part}")  # the same series, from the fixed release on
+            else:
+                out.append(f"=={'.'.join(map(str, (*fixed.release, 0, 0)[:width]))}.*")
+        elif sign in ("==", "===", ">=", ">"):
+            out.append(f"{'>=' if sign == '>' else sign}{fixed}")
+        elif sign == "~=":
+            out.append(f"~={_compatible(fixed, len(version.split('.')))}")
+        else:  # != and the like: kept as written
+            out.append(part)
+    return out, ""
+
+
+def _part(part: str) -> tuple[str, str] | None:
+    m = re.match(r"(===|==|!=|~=|>=|<=|>|<)\s*(\S+)$", part)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _floor(sign: str, version: str) -> Version | None:
+    """The lowest version a part allows, where it sets one."""
+    if sign not in ("==", "===", ">=", ">", "~="):
+        return None
+    try:
+        return Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return None
+
+
+def _compatible(fixed: Version, width: int) -> str:
+    """``~=`` as wide as it was written (``~=2.0`` → ``~=2.31``); where that would allow
+    a release below the fixed one (2.31.1), with the fixed one as a floor beside it."""
+    release = [*fixed.release, *[0] * width]
+    if width < 2:
+        return str(fixed)
+    wide = ".".join(map(str, release[:width]))
+    return f"{wide},>={fixed}" if any(release[width:]) else wide
+
+
+def raised_poetry(constraint: str, fixed: Version) -> tuple[str | None, str]:
+    """A Poetry constraint (``^2.0``, ``~2.1``, ``2.3.1``, ``>=2,<3``, ``*``) raised to
+    ``fixed``, in its own form (``^2.0`` → ``^2.31.1``: the same major cap)."""
+    c = constraint.strip()
+    if c in ("*", ""):
+        return f">={fixed}", ""
+    m = re.fullmatch(r"(\^|~|==?)?\s*(\d[\w.]*)", c)
+    if m:
+        try:
+            old = Version(m.group(2))
+        except InvalidVersion:
+            return None, f"`{c}` could not be read"
+        if old >= fixed:
+            return None, "already safe"
+        return f"{m.group(1) or ''}{fixed}", ""
+    new, why = raised(f"x{c}", "x", fixed)
+    return (new[1:] if new else None), why
