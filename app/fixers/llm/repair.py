@@ -64,6 +64,7 @@ from app.sessions.result import FixOutcome, RepairReport, TranscriptEntry
 from app.sessions.session import Budget, FixContext, Task
 from app.words import plural
 
+MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
 HOT = 0.8
 TRANSCRIPT_ENTRY_CHARS = 4000
@@ -208,7 +209,9 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        for suspect in order:  # the model missed: small mechanical changes, no tokens
+        # The model missed: small mechanical changes, no tokens, so one suspect more
+        # (event-unsubscribe: the pick and the first missed `emit`, the third).
+        for suspect in list({id(s): s for s in [*order, *suspects[:MECHANICAL_SUSPECTS]]}.values()):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
