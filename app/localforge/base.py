@@ -117,6 +117,10 @@ class ForgeBase:
         self.manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
         self.created_from_manifest: list[dict[str, Any]] = []
         self.rate_remaining = 5000
+        # An installation whose owner has not accepted what the App asks for now:
+        # installation id -> (its permissions, its events), as GET /app/installations
+        # lists them. Others have everything the manifest asks for.
+        self.grants: dict[int, tuple[dict[str, str], list[str]]] = {}
         # Tests of idempotency: each delivery is posted again under a new
         # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
         self.echo_deliveries = False
