@@ -52,7 +52,14 @@ WANTED: list[tuple[str, list[str] | None]] = [
     ("check_suite", ["completed"]),
     (
         "code_scanning_alert",
-        ["appeared_in_branch", "closed_by_user", "created", "fixed", "reopened", "reopened_by_user"],
+        [
+            "appeared_in_branch",
+            "closed_by_user",
+            "created",
+            "fixed",
+            "reopened",
+            "reopened_by_user",
+        ],
     ),
     ("dependabot_alert", ["created", "dismissed", "fixed", "reintroduced", "reopened"]),
     ("push", None),

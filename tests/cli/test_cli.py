@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import serialization
 from app.cli.arguments import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
-from app.github.manifest import PERMISSION_NAMES, PERMISSIONS, SUBSCRIBED_EVENTS
 from app.fixers.llm.scripted import ScriptedModel
+from app.github.manifest import PERMISSION_NAMES, PERMISSIONS, SUBSCRIBED_EVENTS
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.logs import RedactSecrets
