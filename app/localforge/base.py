@@ -121,6 +121,9 @@ class ForgeBase:
         # installation id -> (its permissions, its events), as GET /app/installations
         # lists them. Others have everything the manifest asks for.
         self.grants: dict[int, tuple[dict[str, str], list[str]]] = {}
+        # Dependabot and code scanning alerts (app/localforge/security.py):
+        # (repository, "dependabot" | "code_scanning", number) -> the alert
+        self.security_alerts: dict[tuple[str, str, int], Any] = {}
         # Tests of idempotency: each delivery is posted again under a new
         # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
         self.echo_deliveries = False

@@ -132,7 +132,8 @@ async def test_queued_jobs_of_one_key_prefix_are_cancelled_and_running_ones_left
     for key in ("alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#12:1", "alert:o/r#1:3"):
         await store.enqueue(_job(key, repo="o/r"))
     running = await store.claim(queue="q", kinds=["work"], owner="w", lease_seconds=30)
-    assert running is not None and running.key == "alert:o/r#1:1"
+    assert running is not None
+    assert running.key == "alert:o/r#1:1"
     found = await store.jobs_with_key("work", "alert:o/r#1:")
     assert [j.key for j in found] == ["alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#1:3"]
     assert await store.jobs_with_key("other", "alert:o/r#1:") == []
