@@ -23,6 +23,7 @@ from app.errors import RepoConfigError
 from app.github import GitHubClient
 from app.jobs.kinds import SecurityAlertJob
 from app.policy.config import REPO_SOURCE, SEVERITIES, AlertKindRules, Policy, load_policy
+from app.publish.closing import close_with_comment
 from app.publish.github import Publisher
 from app.sessions.policyfile import default_policy_text
 from app.store import JobState
@@ -48,6 +49,14 @@ CLOSES: dict[str, tuple[str, ...]] = {
     "dependabot_alert": ("dismissed", "fixed", "auto_dismissed"),
     "code_scanning_alert": ("fixed", "closed_by_user"),
 }
+# What closed the alert, as its pull request's closing comment says it.
+WORDS = {
+    "dismissed": "dismissed",
+    "auto_dismissed": "dismissed by an auto-triage rule",
+    "closed_by_user": "dismissed",
+    "fixed": "fixed",
+}
+BY_PEOPLE = ("dismissed", "closed_by_user")
 FIRST = ("created", "appeared_in_branch")  # the alert's first opening: round 1
 NAMES = {"dependabot_alert": "Dependabot alert", "code_scanning_alert": "code scanning alert"}
 # A rule without a security severity (not a security query): its own level, mapped.
@@ -201,24 +210,48 @@ async def on_alert_closed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     data = typed(MODELS[event.event], event.data)
     repo, number, action = data.repository.full_name, data.alert.number, data.action or ""
     actor = data.sender.login if data.sender else None
-    name = f"{NAMES[event.event]} #{number} {action}"
+    name = f"{NAMES[event.event]} #{number}"
     prefix = SecurityAlertJob.prefix(repo, source_of(event.event), number)
     cancelled = await ctx.store.cancel_queued(
-        SecurityAlertJob.kind, prefix, reason=name, delivery_id=ctx.delivery_id
+        SecurityAlertJob.kind, prefix, reason=f"{name} {action}", delivery_id=ctx.delivery_id
     )
-    ids = ", ".join(str(i) for i in cancelled)
-    done = (
-        f"{plural(len(cancelled), 'queued job')} cancelled ({ids})"
-        if cancelled
-        else "no work queued"
-    )
+    closed = await _close_pulls(gh, ctx, data, prefix=prefix, name=name)
+    said = []
+    if cancelled:
+        ids = ", ".join(str(i) for i in cancelled)
+        said.append(f"{plural(len(cancelled), 'queued job')} cancelled ({ids})")
+    if closed:
+        said.append("closed " + ", ".join(f"#{n}" for n in closed))
     await ctx.audit(
         "security_alert.closed",
         actor=actor,
         repo=repo,
-        reason=f"{name}: {done}",
+        reason=f"{name} {action}: {'; '.join(said) or 'no work queued, no pull request open'}",
         details={"via": event.event, "alert": number, "action": action, "cancelled": cancelled},
     )
+
+
+async def _close_pulls(
+    gh: GitHubClient, ctx: HandlerContext, data: AlertEvent, *, prefix: str, name: str
+) -> list[int]:
+    """Close Patchwarden's open pull requests for the alert (the outcome of each of its
+    jobs names the pull request it opened), saying why on each; the numbers closed."""
+    pub = Publisher(gh, data.repository.full_name, bot_login=ctx.bot_login)
+    action = data.action or ""
+    by = f" by @{data.sender.login}" if data.sender and action in BY_PEOPLE else ""
+    body = (
+        f"Closing: {name} ({data.alert.html_url}) was {WORDS.get(action, action)}{by}, so "
+        "this change is no longer needed. Reopen it if you still want it."
+    )
+    closed = []
+    for job in await ctx.store.jobs_with_key(SecurityAlertJob.kind, prefix):
+        outcome = await ctx.store.get_outcome(job.id)
+        if outcome is None or outcome.pr_number is None or outcome.merged_at is not None:
+            continue
+        key = f"alert-closed:{prefix}{job.id}"
+        if await close_with_comment(pub, outcome.pr_number, key=key, body=body):
+            closed.append(outcome.pr_number)
+    return closed
 
 
 _register()

@@ -13,7 +13,7 @@ import pytest
 from app.jobs.kinds import SecurityAlertJob
 from app.jobs.security_alert import security_task
 from app.policy.config import AlertKindRules
-from app.store import AuditQuery, JobState
+from app.store import AuditQuery, JobState, Outcome
 from app.untrusted.sanitize import fence
 from app.webhooks.payloads import CodeScanningAlertEvent, DependabotAlertEvent
 from app.webhooks.security_alerts import screen, severity_of
@@ -289,3 +289,54 @@ def test_screen_over_real_examples() -> None:
     assert "below `alerts.dependabot.min_severity` (high)" in str(
         screen("dependabot_alert", dependabot, high)
     )
+
+
+async def test_dismissing_the_alert_closes_patchwarden_s_pull_request_for_it(pw: Harness) -> None:
+    alert = await pw.forge.raise_dependabot_alert(
+        REPO, package="requests", vulnerable_range="< 2.32.0", first_patched="2.32.0"
+    )
+    await pw.settle()
+    [job] = await _alert_jobs(pw)
+    # What the fixer (issue 34, part 2) leaves behind: its pull request, in the outcome.
+    branch = "patchwarden/dependabot-1"
+    git = pw.forge.repos[REPO].git
+    git.create_ref(f"refs/heads/{branch}", str(git.resolve("refs/heads/main")))
+    await pw.forge.push(
+        REPO, {"requirements.txt": "requests==2.32.0\n"}, author="patchwarden[bot]", branch=branch
+    )
+    pull = await pw.forge.open_pull(
+        REPO, head=branch, base=None, title="Bump requests to 2.32.0", author="patchwarden[bot]"
+    )
+    await pw.store.save_outcome(
+        Outcome(
+            job_id=job.id,
+            repo=REPO,
+            kind="security_alert",
+            trigger="dependabot",
+            created_at=job.created_at,
+            status="published",
+            pr_number=pull.number,
+        )
+    )
+    await pw.forge.alert_event(REPO, alert, "dismissed", by="alice")
+    await pw.settle()
+    assert pw.forge.issue(REPO, pull.number).state == "closed"
+    assert not pw.forge.pull(REPO, pull.number).merged
+    [said] = [c.body for c in pw.forge.comments(REPO, pull.number)]
+    assert said.startswith(
+        f"Closing: Dependabot alert #1 ({alert_url(pw, 1)}) was dismissed by @alice, so this "
+        "change is no longer needed. Reopen it if you still want it."
+    )
+    assert (await _said(pw, "security_alert.closed")) == [
+        f"Dependabot alert #1 dismissed: 1 queued job cancelled ({job.id}); closed #{pull.number}"
+    ]
+    await pw.forge.alert_event(REPO, alert, "fixed")  # later: nothing more to close
+    await pw.settle()
+    assert len(pw.forge.comments(REPO, pull.number)) == 1
+    assert (await _said(pw, "security_alert.closed"))[-1] == (
+        "Dependabot alert #1 fixed: no work queued, no pull request open"
+    )
+
+
+def alert_url(pw: Harness, number: int) -> str:
+    return f"{pw.forge.url}/{REPO}/security/dependabot/{number}"
