@@ -337,7 +337,8 @@ SEVERITIES: tuple[Severity, ...] = ("low", "medium", "high", "critical")
 
 
 class AlertKindRules(_Strict):
-    """How one kind of GitHub security alert is handled (docs/policy.md#security-alerts)."""
+    """How one kind of GitHub security alert is handled (docs/policy.md, "Security
+    alerts")."""
 
     mode: Mode
     """`off`: the alert starts nothing; `review`: its fix waits for a maintainer;
