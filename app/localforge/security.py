@@ -92,7 +92,7 @@ class SecurityAlerts(GitHubRules):
         *,
         package: str,
         vulnerable_range: str,
-        first_patched: str | None,
+        first_patched: str,
         severity: str = "high",
         ecosystem: str = "pip",
         manifest: str = "requirements.txt",
@@ -101,7 +101,9 @@ class SecurityAlerts(GitHubRules):
         summary: str = "",
         description: str = "",
     ) -> SecurityAlert:
-        """Dependabot finds a vulnerable dependency: GitHub sends ``created``."""
+        """Dependabot finds a vulnerable dependency: GitHub sends ``created``. (An
+        advisory with no patched version yet cannot be sent: webhook schema 7.6.1 requires
+        ``first_patched_version``, though GitHub's REST description lets it be null.)"""
         facts = {k: v for k, v in locals().items() if k not in ("self", "repo")}
         return await self._raise(repo, "dependabot", facts)
 
@@ -177,7 +179,7 @@ def _dismissal(render: Renderer, alert: SecurityAlert) -> dict[str, Any]:
 def _dependabot(render: Renderer, repo: Repo, alert: SecurityAlert) -> dict[str, Any]:
     f = alert.facts
     package = {"ecosystem": f["ecosystem"], "name": f["package"]}
-    patched = {"identifier": f["first_patched"]} if f["first_patched"] else None
+    patched = {"identifier": f["first_patched"]}
     vulnerability = {
         "package": package,
         "severity": f["severity"],
