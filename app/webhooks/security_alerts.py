@@ -202,7 +202,7 @@ async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         reason = f"{name}: job {job.id} had it already"
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=reason, details=details)
         return
-    reason = f"{name} ({kind.severity}): a fix, {rules.mode}"
+    reason = f"{name} ({kind.severity}): a fix is queued (`alerts.{source}.mode`: {rules.mode})"
     await ctx.audit("trigger.accepted", actor=actor, repo=repo, reason=reason, details=details)
 
 

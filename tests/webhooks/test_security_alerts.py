@@ -73,7 +73,7 @@ async def test_a_dependabot_alert_starts_one_fix_with_what_the_fixer_needs(pw: H
     assert fenced[1].startswith('<untrusted-data id="')
     assert "When making requests through a Requests `Session`" in fenced[1]
     assert await _said(pw, "trigger.accepted") == [
-        "Dependabot alert #1 created (medium): a fix, review"
+        "Dependabot alert #1 created (medium): a fix is queued (`alerts.dependabot.mode`: review)"
     ]
 
 
