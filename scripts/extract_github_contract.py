@@ -2,7 +2,7 @@
 
 GitHub publishes its REST API as an OpenAPI description (npm ``@octokit/openapi``)
 and its webhook payloads as JSON Schemas (npm ``@octokit/webhooks-schemas``). Both
-are large (13 MB and 2 MB); LocalForge needs a few dozen operations and eight
+are large (13 MB and 2 MB); LocalForge needs a few dozen operations and a dozen
 events. This script keeps exactly those, with every schema they reference, and
 writes two small files the forge validates against at run time:
 
@@ -118,6 +118,18 @@ EVENTS = [
     "check_run$created",
     "check_run$completed",
     "push$event",
+    # GitHub's own security alerts (issue 34): every action the schema knows
+    "dependabot_alert$created",
+    "dependabot_alert$dismissed",
+    "dependabot_alert$fixed",
+    "dependabot_alert$reintroduced",
+    "dependabot_alert$reopened",
+    "code_scanning_alert$created",
+    "code_scanning_alert$appeared_in_branch",
+    "code_scanning_alert$reopened",
+    "code_scanning_alert$reopened_by_user",
+    "code_scanning_alert$closed_by_user",
+    "code_scanning_alert$fixed",
 ]
 
 DROP = {

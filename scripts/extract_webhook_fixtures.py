@@ -50,6 +50,18 @@ WANTED: list[tuple[str, list[str] | None]] = [
     ("pull_request", ["opened", "closed", "synchronize"]),
     ("pull_request_review", ["submitted"]),
     ("check_suite", ["completed"]),
+    (
+        "code_scanning_alert",
+        [
+            "appeared_in_branch",
+            "closed_by_user",
+            "created",
+            "fixed",
+            "reopened",
+            "reopened_by_user",
+        ],
+    ),
+    ("dependabot_alert", ["created", "dismissed", "fixed", "reintroduced", "reopened"]),
     ("push", None),
     ("status", None),
     ("ping", None),

@@ -319,7 +319,29 @@ def _identity_checks(settings: Settings) -> list[Check]:
     where = ", ".join(
         f"{(i.get('account') or {}).get('login', '?')} (id {i.get('id')})" for i in installations
     )
-    return [identity, Check("installations", "ok", f"{len(installations)}: {where}")]
+    return [
+        identity,
+        Check("installations", "ok", f"{len(installations)}: {where}"),
+        _grants_check(installations),
+    ]
+
+
+def _grants_check(installations: list[Any]) -> Check:
+    """Each installation has the permissions and events the manifest asks for: an App
+    that asks for more (Dependabot and code scanning alerts, issue 34) gets them where an
+    owner accepted the request, and its events start nothing elsewhere."""
+    from app.github.manifest import lacking
+
+    short = []
+    for i in installations:
+        missing = lacking(i.get("permissions") or {}, i.get("events") or [])
+        if missing:
+            who = f"{(i.get('account') or {}).get('login', '?')} (id {i.get('id')})"
+            page = i.get("html_url") or "the installation's settings page"
+            short.append(f"{who} lacks {', '.join(missing)}: accept them at {page}")
+    if short:
+        return Check("installation grants", "warn", "; ".join(short))
+    return Check("installation grants", "ok", "every installation has what the manifest asks")
 
 
 async def _ask_github(settings: Settings, pem: str) -> tuple[dict[str, Any], list[Any]]:

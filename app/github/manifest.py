@@ -6,6 +6,7 @@ No ``workflows`` permission (the bot must never edit CI) and no ``administration
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -16,6 +17,8 @@ from app.errors import ConfigError
 SUBSCRIBED_EVENTS = (
     "check_run",
     "check_suite",
+    "code_scanning_alert",
+    "dependabot_alert",
     "issue_comment",
     "issues",
     "pull_request",
@@ -34,7 +37,34 @@ PERMISSIONS = {
     "metadata": "read",
     # workflow_run events are only delivered to Apps with Actions read access.
     "actions": "read",
+    # dependabot_alert events need "Dependabot alerts" read, code_scanning_alert events
+    # "Code scanning alerts" read (GitHub names the permission security_events).
+    "vulnerability_alerts": "read",
+    "security_events": "read",
 }
+# What a permission is called on GitHub's settings pages, where an owner accepts it.
+PERMISSION_NAMES = {
+    "vulnerability_alerts": "Dependabot alerts",
+    "security_events": "Code scanning alerts",
+}
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
+
+
+def lacking(permissions: Mapping[str, str], events: Sequence[str]) -> list[str]:
+    """What an installation was not granted of what the manifest asks for: a permission
+    missing or below the level asked (``vulnerability_alerts: read (Dependabot
+    alerts)``), an event it is not sent (``the dependabot_alert event``). An App that
+    asks for more after it was installed gets it only when the owner accepts:
+    https://docs.github.com/en/apps/using-github-apps/approving-updated-permissions-for-a-github-app
+    """
+    found = []
+    for name, level in PERMISSIONS.items():
+        granted = _LEVELS.get(str(permissions.get(name)), 0)
+        if granted < _LEVELS[level]:
+            label = f" ({PERMISSION_NAMES[name]})" if name in PERMISSION_NAMES else ""
+            found.append(f"{name}: {level}{label}")
+    found += [f"the {e} event" for e in SUBSCRIBED_EVENTS if e not in events]
+    return found
 
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}

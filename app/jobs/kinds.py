@@ -166,6 +166,49 @@ class AlertJob(JobKind):
         return self.sha is None
 
 
+class SecurityAlertJob(JobKind):
+    """A Dependabot or code scanning alert that asks for a fix (issue 34): one job per
+    opening of an alert (``round``), built by app/webhooks/security_alerts.py. The
+    advisory's and the rule's texts are their authors': untrusted, fenced before any
+    prompt or page shows them."""
+
+    kind: ClassVar[str] = "security_alert"
+    repo: str
+    source: Literal["dependabot", "code_scanning"]
+    number: int  # the alert's number in the repository
+    round: int = 1  # 1: its first opening; reopened, reintroduced: 2, 3, ...
+    action: str = ""  # what opened it: created, reopened, appeared_in_branch, ...
+    url: str = ""  # the alert on GitHub
+    severity: str = ""  # low | medium | high | critical
+    mode: Literal["review", "within-autonomy"] = "review"  # the policy's, at intake
+    model: bool = False  # code scanning: a model may write the fix (policy)
+    summary: str = ""  # the advisory's summary, the rule's description
+    description: str = ""  # the advisory's description, the rule's full one, the message
+    # Dependabot: the package, where it is declared, what is vulnerable, what is fixed
+    ecosystem: str = ""
+    package: str = ""
+    manifest: str | None = None
+    vulnerable_range: str = ""
+    first_patched: str | None = None
+    advisory: str = ""  # GHSA id
+    cve: str | None = None
+    # Code scanning: the tool, the rule and the most recent instance's place
+    tool: str = ""
+    rule: str = ""
+    path: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+
+    @staticmethod
+    def prefix(repo: str, source: str, number: int) -> str:
+        """The start of the keys of every job for one alert (every round of it)."""
+        return f"security_alert:{repo}:{source}#{number}:"
+
+    @property
+    def key(self) -> str:
+        return f"{self.prefix(self.repo, self.source, self.number)}{self.round}"
+
+
 class RevertJob(JobKind):
     """Revert one of Patchwarden's merges: by the canary, or `@patchwarden revert`."""
 
@@ -289,6 +332,7 @@ KINDS: dict[str, type[JobKind]] = {
         DeliveryJob,
         FixJob,
         AlertJob,
+        SecurityAlertJob,
         RevertJob,
         UpdateJob,
         MergeJob,

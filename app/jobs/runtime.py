@@ -19,7 +19,17 @@ import aiohttp
 from app.config import Settings
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
-from app.jobs import alert, dashboard, fix, merge, notice, revert, update, watch
+from app.jobs import (
+    alert,
+    dashboard,
+    fix,
+    merge,
+    notice,
+    revert,
+    security_alert,
+    update,
+    watch,
+)
 from app.jobs.context import JobContext
 from app.jobs.kinds import (
     AlertJob,
@@ -30,6 +40,7 @@ from app.jobs.kinds import (
     JobKind,
     MergeJob,
     RevertJob,
+    SecurityAlertJob,
     UpdateJob,
     WatchJob,
 )
@@ -47,6 +58,7 @@ JOBS: tuple[
 ] = (
     (FixJob, fix.fix_job),
     (AlertJob, alert.alert_job),
+    (SecurityAlertJob, security_alert.security_alert_job),
     (RevertJob, revert.revert_job),
     (UpdateJob, update.update_job),
     (MergeJob, merge.merge_job),
@@ -57,7 +69,15 @@ JOBS: tuple[
 # Jobs after which the repository's dashboard issue is brought up to date. Not after a
 # delivery: GitHub sends the App the `issues.edited` of its own dashboard edit, and an
 # update after each delivery would edit the dashboard again, forever.
-DASHBOARD_AFTER = {"fix", "alert", "revert", "update", "merge", "failure_notice"}
+DASHBOARD_AFTER = {
+    "fix",
+    "alert",
+    "security_alert",
+    "revert",
+    "update",
+    "merge",
+    "failure_notice",
+}
 
 
 @dataclass

@@ -117,6 +117,13 @@ class ForgeBase:
         self.manifest_codes: dict[str, tuple[dict[str, Any], float]] = {}
         self.created_from_manifest: list[dict[str, Any]] = []
         self.rate_remaining = 5000
+        # An installation whose owner has not accepted what the App asks for now:
+        # installation id -> (its permissions, its events), as GET /app/installations
+        # lists them. Others have everything the manifest asks for.
+        self.grants: dict[int, tuple[dict[str, str], list[str]]] = {}
+        # Dependabot and code scanning alerts (app/localforge/security.py):
+        # (repository, "dependabot" | "code_scanning", number) -> the alert
+        self.security_alerts: dict[tuple[str, str, int], Any] = {}
         # Tests of idempotency: each delivery is posted again under a new
         # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
         self.echo_deliveries = False

@@ -88,6 +88,12 @@ def _base64_lines(data: bytes) -> str:
     return "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))
 
 
+def _outside_enum(item: Any, schema: Mapping[str, Any]) -> bool:
+    """A string a list's items' own enum (no reference followed) does not name."""
+    enum = schema.get("enum")
+    return isinstance(item, str) and isinstance(enum, list) and item not in enum
+
+
 def _webhook_definitions() -> Mapping[str, Any]:
     return WebhookContract.load().definitions
 
@@ -967,6 +973,9 @@ class Renderer:
         lower case where REST uses upper case (``review.state``: ``APPROVED`` →
         ``approved``), so a value that fits its enum only in lower case is lowered.
         Nothing is added: what a webhook needs beyond REST, the renderers produce.
+        The schema lags the events an App may subscribe to (``installation.events`` has
+        no ``dependabot_alert`` in @octokit/webhooks-schemas 7.6.1, while ``app.events``
+        has it): a string in a list that its items' enum lacks is dropped, as a key is.
         """
         key = "push$event" if event == "push" else f"{event}${payload.get('action')}"
         schema = _webhook_definitions().get(key)
@@ -998,7 +1007,11 @@ class Renderer:
                 if k in props or not closed
             }
         if isinstance(value, list) and isinstance(schema.get("items"), dict):
-            return [self._project(item, schema["items"]) for item in value]
+            return [
+                self._project(item, schema["items"])
+                for item in value
+                if not _outside_enum(item, schema["items"])
+            ]
         enum = schema.get("enum")
         if isinstance(value, str) and enum and value not in enum and value.lower() in enum:
             return value.lower()

@@ -169,6 +169,10 @@ async def list_installations(call: Call) -> Answer:
         call.forge.render.listed_installation(iid, repos[0].owner, repos)
         for iid, repos in sorted(by_installation.items())
     ]
+    for installation in found:
+        if installation["id"] in call.forge.grants:
+            granted, events = call.forge.grants[installation["id"]]
+            installation |= {"permissions": dict(granted), "events": list(events)}
     return Answer(200, found)
 
 

@@ -38,7 +38,8 @@ class LocalForge(HTTPFront):
 
     Its parts, each a layer over the one before: :mod:`~app.localforge.base` (state),
     :mod:`~app.localforge.deliveries` (webhooks out), :mod:`~app.localforge.rules`
-    (GitHub's rules), :mod:`~app.localforge.world` (the test-facing API),
+    (GitHub's rules), :mod:`~app.localforge.security` (Dependabot and code scanning
+    alerts), :mod:`~app.localforge.world` (the test-facing API),
     :mod:`~app.localforge.http` (REST and git in)."""
 
     # -- lifecycle ----------------------------------------------------------

@@ -23,7 +23,7 @@ from app.localforge.base import (
 )
 from app.localforge.git import BareRepo, Person
 from app.localforge.rest import check_run_changed, suite_for
-from app.localforge.rules import GitHubRules
+from app.localforge.security import SecurityAlerts
 from app.localforge.state import (
     ROLES,
     CheckRun,
@@ -38,7 +38,7 @@ from app.localforge.state import (
 )
 
 
-class World(GitHubRules):
+class World(SecurityAlerts):
     """The test-facing API."""
 
     def add_repo(

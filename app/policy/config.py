@@ -28,9 +28,11 @@ import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -317,6 +319,57 @@ class WatchRules(_Strict):
     """Days within which failing and passing on one commit makes a check flaky."""
 
 
+AlertMode = Literal["off", "review", "within-autonomy"]
+
+
+def _off(value: Any) -> Any:
+    """YAML 1.1 (PyYAML) reads a bare `off` as false; here it can only mean `off`."""
+    return "off" if value is False else value
+
+
+Mode = Annotated[
+    AlertMode,
+    BeforeValidator(_off),
+    WithJsonSchema({"enum": ["off", "review", "within-autonomy", False]}),
+]
+Severity = Literal["low", "medium", "high", "critical"]
+SEVERITIES: tuple[Severity, ...] = ("low", "medium", "high", "critical")
+
+
+class AlertKindRules(_Strict):
+    """How one kind of GitHub security alert is handled (docs/policy.md, "Security
+    alerts")."""
+
+    mode: Mode
+    """`off`: the alert starts nothing; `review`: its fix waits for a maintainer;
+    `within-autonomy`: its fix goes as far as `autonomy` (and the score) let it."""
+    min_severity: Severity
+    """The least severity that starts a fix: `low`, `medium`, `high` or `critical`."""
+
+
+class CodeScanningRules(AlertKindRules):
+    """Code scanning alerts (CodeQL, semgrep, any SARIF uploader) on the default branch."""
+
+    model: bool
+    """Let a model write the fix of a rule that has no autofix; false: autofixes only."""
+
+
+class AlertRules(_Strict):
+    """GitHub's own security alerts, each kind on its own (issue 34)."""
+
+    dependabot: AlertKindRules
+    """Dependabot alerts: a dependency with a known vulnerability, fixed by a version bump."""
+    code_scanning: CodeScanningRules
+    """Code scanning alerts: a finding at a place in the code."""
+
+
+# A policy stored before `alerts` existed reads as both kinds off.
+ALERTS_BEFORE_ISSUE_34: dict[str, Any] = {
+    "dependabot": {"mode": "off", "min_severity": "low"},
+    "code_scanning": {"mode": "off", "min_severity": "low", "model": False},
+}
+
+
 # What a change is, for learning: the fixer that wrote it for these, else the riskiest
 # policy category among the files it touches.
 FIXER_CATEGORIES = ("lint", "revert")
@@ -377,6 +430,8 @@ class Policy(_Strict):
     """What a change makes the code do: points, and fixers that wait for a person."""
     merge: MergeRules
     """How Patchwarden merges, and what it does after a merge."""
+    alerts: AlertRules
+    """Which Dependabot and code scanning alerts start a fix, and how far it may go."""
 
     @model_validator(mode="before")
     @classmethod
@@ -386,6 +441,7 @@ class Policy(_Strict):
                 "learn": LEARN_BEFORE_ISSUE_20,
                 "watch": WATCH_BEFORE_ISSUE_20,
                 "weekly_report": False,
+                "alerts": ALERTS_BEFORE_ISSUE_34,
                 **data,
             }
         return data

@@ -111,6 +111,18 @@ class Store(abc.ABC):
         self, *, kind: str | None = None, state: str | None = None
     ) -> list[Job]: ...
 
+    @abc.abstractmethod
+    async def jobs_with_key(self, kind: str, prefix: str) -> list[Job]:
+        """The jobs of ``kind`` whose idempotency key starts with ``prefix``, oldest first."""
+
+    @abc.abstractmethod
+    async def cancel_queued(
+        self, kind: str, prefix: str, *, reason: str, delivery_id: str | None = None
+    ) -> list[int]:
+        """End, without running them, the queued jobs of ``kind`` whose key starts with
+        ``prefix``: succeeded with ``{"status": "cancelled", "reason": ...}``, each audited
+        (``job.cancelled``). A running job is left to finish. Their ids."""
+
     # -- audit --------------------------------------------------------------
     @abc.abstractmethod
     async def audit(

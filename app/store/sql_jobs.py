@@ -355,3 +355,39 @@ class SQLJobs(SQLBase):
             return [_job(r) for r in rows]
 
         return await self._run(q)
+
+    async def jobs_with_key(self, kind: str, prefix: str) -> list[Job]:
+        def q() -> list[Job]:
+            rows = self._db.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE kind = ?"  # noqa: S608
+                " AND substr(idempotency_key, 1, ?) = ? ORDER BY id",
+                (kind, len(prefix), prefix),
+            ).fetchall()
+            return [_job(r) for r in rows]
+
+        return await self._run(q)
+
+    async def cancel_queued(
+        self, kind: str, prefix: str, *, reason: str, delivery_id: str | None = None
+    ) -> list[int]:
+        result = {"status": "cancelled", "reason": reason}
+
+        def tx(db: DB) -> list[int]:
+            rows = db.execute(
+                "UPDATE jobs SET state = 'succeeded', result = ?, updated_at = ?"
+                " WHERE kind = ? AND state = 'queued' AND substr(idempotency_key, 1, ?) = ?"
+                " RETURNING id, repo",
+                (json.dumps(result, sort_keys=True), time.time(), kind, len(prefix), prefix),
+            ).fetchall()
+            for row in rows:
+                self._audit_row(
+                    db,
+                    "job.cancelled",
+                    repo=row["repo"],
+                    job_id=row["id"],
+                    delivery_id=delivery_id,
+                    reason=reason,
+                )
+            return sorted(int(row["id"]) for row in rows)
+
+        return await self._run(self._write(tx))

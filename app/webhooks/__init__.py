@@ -14,12 +14,27 @@ from gidgethub.routing import Router
 
 from app.github import GitHubApp
 from app.store import Delivery
-from app.webhooks import ci, commands, installations, labels, lifecycle, payloads
+from app.webhooks import (
+    ci,
+    commands,
+    installations,
+    labels,
+    lifecycle,
+    payloads,
+    security_alerts,
+)
 from app.webhooks.context import HandlerContext
 
 log = logging.getLogger(__name__)
 
-router = Router(commands.router, labels.router, ci.router, installations.router, lifecycle.router)
+router = Router(
+    commands.router,
+    labels.router,
+    ci.router,
+    installations.router,
+    lifecycle.router,
+    security_alerts.router,
+)
 
 
 def handled(event: str, action: str | None) -> bool:

@@ -201,6 +201,106 @@ class InstallationRepositoriesEvent(Envelope):
     repositories_removed: list[RepoRef] = []
 
 
+# GitHub's own security alerts (issue 34). The texts (an advisory's description, a rule's
+# help) are the advisory's or the tool's author's: untrusted, fenced before a prompt.
+Line = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1)]
+
+
+class AlertPackage(_Model):
+    ecosystem: Word
+    name: Name
+
+
+class AlertDependency(_Model):
+    package: AlertPackage
+    manifest_path: Name | None = None
+
+
+class PatchedVersion(_Model):
+    identifier: Name
+
+
+class Vulnerability(_Model):
+    severity: Word
+    vulnerable_version_range: Name
+    first_patched_version: PatchedVersion | None = None
+
+
+class Advisory(_Model):
+    ghsa_id: Word
+    cve_id: Word | None = None
+    summary: Title = ""
+    description: Body | None = None
+    severity: Word
+
+
+class DependabotAlert(_Model):
+    number: Number
+    state: Word
+    dependency: AlertDependency
+    security_advisory: Advisory
+    security_vulnerability: Vulnerability
+    html_url: Url
+
+
+class DependabotAlertEvent(Envelope):
+    """https://docs.github.com/en/webhooks/webhook-events-and-payloads#dependabot_alert"""
+
+    repository: Repository
+    alert: DependabotAlert
+
+
+class ScanRule(_Model):
+    id: Name
+    severity: Word | None = None  # none, note, warning, error
+    security_severity_level: Word | None = None  # low .. critical, for security rules
+    description: Title = ""
+    full_description: Body | None = None
+    tags: list[Name] | None = None
+
+
+class ScanTool(_Model):
+    name: Name
+    version: Name | None = None
+
+
+class ScanLocation(_Model):
+    path: Name | None = None
+    start_line: Line | None = None
+    end_line: Line | None = None
+    start_column: Line | None = None
+    end_column: Line | None = None
+
+
+class ScanMessage(_Model):
+    text: Body | None = None
+
+
+class ScanInstance(_Model):
+    ref: Name | None = None
+    message: ScanMessage | None = None
+    location: ScanLocation | None = None
+
+
+class CodeScanningAlert(_Model):
+    number: Number
+    state: Word
+    rule: ScanRule
+    tool: ScanTool
+    html_url: Url
+    most_recent_instance: ScanInstance | None = None
+
+
+class CodeScanningAlertEvent(Envelope):
+    """https://docs.github.com/en/webhooks/webhook-events-and-payloads#code_scanning_alert;
+    ``ref`` and ``commit_oid`` are empty when a person closed or reopened the alert."""
+
+    repository: Repository
+    alert: CodeScanningAlert
+    ref: Name = ""
+    commit_oid: Word = ""
+
+
 # The events Patchwarden's handlers read, and the model of what they read.
 MODELS: dict[str, type[Envelope]] = {
     "issue_comment": IssueCommentEvent,
@@ -211,6 +311,8 @@ MODELS: dict[str, type[Envelope]] = {
     "check_suite": CheckSuiteEvent,
     "workflow_run": WorkflowRunEvent,
     "status": StatusEvent,
+    "dependabot_alert": DependabotAlertEvent,
+    "code_scanning_alert": CodeScanningAlertEvent,
     "installation": InstallationEvent,
     "installation_repositories": InstallationRepositoriesEvent,
 }

@@ -25,10 +25,12 @@ from app.cli.arguments import parse_since
 from app.config import load_settings
 from app.errors import ConfigError
 from app.fixers.llm.scripted import ScriptedModel
+from app.github.manifest import PERMISSION_NAMES, PERMISSIONS, SUBSCRIBED_EVENTS
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.logs import RedactSecrets
 from app.store import Delivery, NewJob, store_for_url
+from tests.conftest import INSTALLATION
 
 BIN = Path(sys.executable).parent / "patchwarden"
 WEBHOOK_SECRET = "whsec-4b1d-9c2e-cli-test"
@@ -489,9 +491,26 @@ async def test_doctor_with_configuration(
         "status": "ok",
         "detail": "1: octo-org (id 7)",
     }
+    assert checks["installation grants"]["status"] == "ok"
     assert WEBHOOK_SECRET not in json.dumps(checks)
     assert checks["audit links"]["status"] == "warn"
     assert "PATCHWARDEN_PUBLIC_URL" in checks["audit links"]["detail"]
+
+    # The owner installed the App before it asked for GitHub's security alerts, and has
+    # not accepted the new request: doctor names what is missing and where to accept it.
+    older = {k: v for k, v in PERMISSIONS.items() if k not in PERMISSION_NAMES}
+    events = [e for e in SUBSCRIBED_EVENTS if not e.endswith("_alert")]
+    forge.grants[INSTALLATION] = (older, events)
+    _, checks = await asyncio.to_thread(doctor, tmp_path, env)
+    grants = checks["installation grants"]
+    assert grants["status"] == "warn"
+    assert grants["detail"].startswith(
+        "octo-org (id 7) lacks vulnerability_alerts: read (Dependabot alerts), "
+        "security_events: read (Code scanning alerts), the code_scanning_alert event, "
+        "the dependabot_alert event: accept them at "
+    )
+    assert grants["detail"].endswith("/organizations/octo-org/settings/installations/7")
+    del forge.grants[INSTALLATION]
 
     forge.repos.clear()  # uninstalled everywhere
     env["PATCHWARDEN_PUBLIC_URL"] = "https://pw.example.org/"

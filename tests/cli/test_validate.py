@@ -136,6 +136,15 @@ def _runtime_errors(text: str, tmp_path: Path) -> list[str]:
         ('test: ["python", "-m", "pytest", "-q"]\n', False),  # a list where one line goes
         ("setup: 42\n", False),
         ("autonomy: yolo\ntset: pytest\ncaps:\n  files: -1\n", False),  # three at once
+        # Issue 34: a bare `off` is YAML 1.1's false, and means `off`
+        ("alerts:\n  dependabot:\n    mode: off\n", True),
+        (
+            "alerts:\n  code_scanning:\n    mode: within-autonomy\n    min_severity: high\n"
+            "    model: true\n",
+            True,
+        ),
+        ("alerts:\n  dependabot:\n    min_severity: severe\n", False),
+        ("alerts:\n  dependabot:\n    mode: on\n", False),  # on is true: no such mode
     ],
 )
 def test_validate_the_schema_and_the_session_agree(text: str, valid: bool, tmp_path: Path) -> None:
@@ -161,6 +170,10 @@ def test_validate_the_schema_and_the_session_agree(text: str, valid: bool, tmp_p
         (
             "weights:\n  finding:\n    meduim: 3\n",
             "`weights.finding.meduim`: unknown key; did you mean `medium`?",
+        ),
+        (
+            "alerts:\n  code_scanning:\n    min_severty: high\n",
+            "`alerts.code_scanning.min_severty`: unknown key; did you mean `min_severity`?",
         ),
         (
             "fixers:\n  llm:\n    stratgy: repair\n",

@@ -20,6 +20,13 @@ import pytest
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git import BareRepo, CommitInfo, Entry, FileChange, Person
 from app.localforge.render import Renderer, iso
+from app.localforge.security import (
+    PEOPLES_ACTIONS,
+    SecurityAlert,
+    alert_fields,
+    apply,
+    github_account,
+)
 from app.localforge.state import (
     CheckOutput,
     CheckRun,
@@ -412,6 +419,56 @@ def push(w: World) -> dict[str, Any]:
     )
 
 
+DEPENDABOT = {
+    "package": "requests",
+    "ecosystem": "pip",
+    "manifest": "requirements.txt",
+    "vulnerable_range": "< 2.32.0",
+    "first_patched": "2.32.0",
+    "severity": "medium",
+    "ghsa": "GHSA-9wx4-h78v-vm56",
+    "cve": "CVE-2024-35195",
+    "summary": "Requests `Session` object does not verify requests after making first request",
+    "description": "When making requests through a Requests `Session`...",
+}
+SCANNING = {
+    "tool": "semgrep",
+    "rule": "python.lang.security.audit.eval-detected",
+    "severity": "error",
+    "description": "Detected the use of eval()",
+    "full_description": "eval() on input is code injection",
+    "path": "widget.py",
+    "start_line": 3,
+    "end_line": None,
+    "message": "Detected the use of eval()",
+    "ref": "refs/heads/main",
+    "commit": HEAD,
+}
+
+
+def security_alert(event_name: str, action: str) -> Callable[[World], dict[str, Any]]:
+    """A Dependabot or code scanning alert after ``action``, as the forge sends it."""
+
+    def build(w: World) -> dict[str, Any]:
+        dependabot = event_name == "dependabot_alert"
+        alert = SecurityAlert(
+            "dependabot" if dependabot else "code_scanning",
+            1,
+            dict(DEPENDABOT if dependabot else SCANNING),
+            created_at=AT,
+            updated_at=AT,
+        )
+        person = w.alice if action in PEOPLES_ACTIONS[alert.kind] else None
+        apply(alert, action, by=person, now=AT + 60)
+        fields = alert_fields(w.r, w.repo, alert, action)
+        payload = event(w, action, person or w.bot, **fields)
+        if person is None:
+            payload["sender"] = github_account()
+        return payload
+
+    return build
+
+
 HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
     "installation$created": lambda w: {
         "action": "created",
@@ -494,6 +551,21 @@ HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
         w, "completed", w.bot, check_run=w.r.check_run(w.repo, w.run, w.pulls)
     ),
     "push$event": push,
+    **{
+        f"dependabot_alert${action}": security_alert("dependabot_alert", action)
+        for action in ("created", "dismissed", "fixed", "reintroduced", "reopened")
+    },
+    **{
+        f"code_scanning_alert${action}": security_alert("code_scanning_alert", action)
+        for action in (
+            "created",
+            "appeared_in_branch",
+            "reopened",
+            "reopened_by_user",
+            "closed_by_user",
+            "fixed",
+        )
+    },
 }
 
 
@@ -525,6 +597,17 @@ def test_hook_only_drops_what_the_schema_forbids_and_fits_enums(w: World) -> Non
     assert hook["review"]["state"] == "approved"  # webhooks spell review states in lower case
     assert hook["review"]["id"] == 40
     assert hook["pull_request"]["head"]["sha"] == HEAD
+
+
+def test_hook_drops_an_event_the_schema_s_installation_does_not_list_yet(w: World) -> None:
+    """The App subscribes to dependabot_alert; the webhook schema's ``installation``
+    (7.6.1) cannot say so yet, its ``app`` can: the delivery keeps what it may say."""
+    raw = HOOKS["installation$created"](w)
+    assert {"dependabot_alert", "code_scanning_alert"} <= set(raw["installation"]["events"])
+    events = w.r.hook("installation", raw)["installation"]["events"]
+    assert "dependabot_alert" not in events
+    assert "code_scanning_alert" in events
+    assert len(events) == len(raw["installation"]["events"]) - 1
 
 
 def test_hook_leaves_a_payload_it_cannot_fix_for_the_contract_to_report(w: World) -> None:

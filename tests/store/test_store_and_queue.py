@@ -125,6 +125,34 @@ async def test_enqueue_is_idempotent_on_the_key(store: Store) -> None:
     assert first.id == again.id
 
 
+async def test_queued_jobs_of_one_key_prefix_are_cancelled_and_running_ones_left(
+    store: Store,
+) -> None:
+    """Issue 34: a dismissed alert ends the work still queued for it, and no other."""
+    for key in ("alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#12:1", "alert:o/r#1:3"):
+        await store.enqueue(_job(key, repo="o/r"))
+    running = await store.claim(queue="q", kinds=["work"], owner="w", lease_seconds=30)
+    assert running is not None
+    assert running.key == "alert:o/r#1:1"
+    found = await store.jobs_with_key("work", "alert:o/r#1:")
+    assert [j.key for j in found] == ["alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#1:3"]
+    assert await store.jobs_with_key("other", "alert:o/r#1:") == []
+
+    ids = await store.cancel_queued("work", "alert:o/r#1:", reason="dismissed", delivery_id="d1")
+    assert ids == [found[1].id, found[2].id]
+    states = {j.key: (j.state, j.result) for j in await store.list_jobs(kind="work")}
+    assert states == {
+        "alert:o/r#1:1": (JobState.RUNNING, None),
+        "alert:o/r#1:2": (JobState.SUCCEEDED, {"status": "cancelled", "reason": "dismissed"}),
+        "alert:o/r#1:3": (JobState.SUCCEEDED, {"status": "cancelled", "reason": "dismissed"}),
+        "alert:o/r#12:1": (JobState.QUEUED, None),
+    }
+    cancelled = [e for e in await store.query_audit(AuditQuery()) if e.action == "job.cancelled"]
+    assert sorted(e.job_id or 0 for e in cancelled) == ids
+    assert {(e.repo, e.delivery_id, e.reason) for e in cancelled} == {("o/r", "d1", "dismissed")}
+    assert await store.cancel_queued("work", "alert:o/r#1:", reason="again") == []
+
+
 async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
     a, b = store_for_url(store_url), store_for_url(store_url)
     await a.open()

@@ -1,0 +1,258 @@
+"""GitHub's security alerts in the forge: Dependabot and code scanning alerts that a test
+raises, reopens, dismisses or fixes, each sent as GitHub sends its ``dependabot_alert``
+or ``code_scanning_alert`` webhook: signed, in order, in the shape of
+``@octokit/webhooks-examples`` and checked against the webhook schema like every
+delivery (``app/localforge/contract/webhooks.json``).
+
+Not modelled yet (issue 34, part 5): the alerts' REST endpoints, and alerts that close
+by themselves when the default branch no longer matches; a test says ``fixed``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.localforge.render import Renderer, _webhook_definitions, iso
+from app.localforge.rules import GitHubRules
+from app.localforge.state import Repo, User
+
+Kind = Literal["dependabot", "code_scanning"]
+# What people do to an alert; GitHub's own account (`github_account`) does the rest
+# (a code scanning alert `reopened` by GitHub, a Dependabot alert by a person).
+PEOPLES_ACTIONS = {
+    "dependabot": ("dismissed", "reopened"),
+    "code_scanning": ("closed_by_user", "reopened_by_user"),
+}
+STATE_AFTER = {
+    "created": "open",
+    "appeared_in_branch": "open",
+    "reopened": "open",
+    "reintroduced": "open",
+    "reopened_by_user": "open",
+    "dismissed": "dismissed",
+    "closed_by_user": "dismissed",
+    "fixed": "fixed",
+}
+
+
+@dataclass
+class SecurityAlert:
+    """One alert of a repository: ``dependabot`` (a package) or ``code_scanning`` (a
+    rule at a place). ``facts`` are the fields a test chose; the rest are GitHub's."""
+
+    kind: Kind
+    number: int
+    facts: dict[str, Any]
+    state: str = "open"
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    dismissed: tuple[User, str | None, float] | None = None  # (by, reason, at)
+    fixed_at: float | None = None
+
+
+def github_account() -> dict[str, Any]:
+    """GitHub's own account, the sender of the alerts it raises, fixes and reintroduces."""
+    props = _webhook_definitions()["github-org"]["properties"]
+    return {name: p["const"] for name, p in props.items() if "const" in p}
+
+
+def apply(alert: SecurityAlert, action: str, *, by: User | None, now: float) -> None:
+    """``action`` changes ``alert`` as it does on GitHub (``by``: who dismissed it)."""
+    alert.state, alert.updated_at = STATE_AFTER[action], now
+    if alert.state == "dismissed":
+        reason = "tolerable_risk" if alert.kind == "dependabot" else "won't fix"
+        alert.dismissed = (by or User("octocat", 583231), reason, now)
+    elif alert.state == "open":
+        alert.dismissed = alert.fixed_at = None
+    else:
+        alert.fixed_at = now
+
+
+def alert_fields(render: Renderer, repo: Repo, alert: SecurityAlert, action: str) -> dict[str, Any]:
+    """The event's own fields for ``alert`` after ``action``: ``alert``, and for code
+    scanning the ``ref`` and ``commit_oid`` (empty when a person acted)."""
+    if alert.kind == "dependabot":
+        return {"alert": _dependabot(render, repo, alert)}
+    by_user = action.endswith("_by_user")
+    return {
+        "alert": _scanned(render, repo, alert),
+        "ref": "" if by_user else alert.facts["ref"],
+        "commit_oid": "" if by_user else alert.facts["commit"],
+    }
+
+
+class SecurityAlerts(GitHubRules):
+    """Raising alerts and acting on them, as GitHub and people do."""
+
+    async def raise_dependabot_alert(
+        self,
+        repo: str,
+        *,
+        package: str,
+        vulnerable_range: str,
+        first_patched: str,
+        severity: str = "high",
+        ecosystem: str = "pip",
+        manifest: str = "requirements.txt",
+        ghsa: str = "GHSA-xxxx-xxxx-xxxx",
+        cve: str | None = None,
+        summary: str = "",
+        description: str = "",
+    ) -> SecurityAlert:
+        """Dependabot finds a vulnerable dependency: GitHub sends ``created``. (An
+        advisory with no patched version yet cannot be sent: webhook schema 7.6.1 requires
+        ``first_patched_version``, though GitHub's REST description lets it be null.)"""
+        facts = {k: v for k, v in locals().items() if k not in ("self", "repo")}
+        return await self._raise(repo, "dependabot", facts)
+
+    async def raise_code_scanning_alert(
+        self,
+        repo: str,
+        *,
+        rule: str,
+        path: str,
+        start_line: int,
+        end_line: int | None = None,
+        tool: str = "semgrep",
+        severity: str = "error",
+        description: str = "",
+        full_description: str = "",
+        message: str = "",
+        ref: str | None = None,
+    ) -> SecurityAlert:
+        """An analysis of ``ref`` (the default branch) finds ``rule`` at ``path``:
+        GitHub sends ``created``."""
+        facts = {k: v for k, v in locals().items() if k not in ("self", "repo")}
+        r = self.repos[repo]
+        facts["ref"] = ref or f"refs/heads/{r.default_branch}"
+        facts["commit"] = self.resolve(r, r.default_branch) or "0" * 40
+        return await self._raise(repo, "code_scanning", facts)
+
+    async def alert_event(
+        self, repo: str, alert: SecurityAlert, action: str, *, by: str | None = None
+    ) -> None:
+        """``action`` happens to ``alert`` (``dismissed``, ``fixed``, ``reopened``,
+        ``reintroduced``; ``closed_by_user``, ``reopened_by_user``,
+        ``appeared_in_branch``): its state changes and GitHub sends the webhook. ``by``
+        is the person, for what people do."""
+        person = self.user(by or "octocat") if action in PEOPLES_ACTIONS[alert.kind] else None
+        apply(alert, action, by=person, now=time.time())
+        await self._send(self.repos[repo], alert, action, person)
+
+    async def _raise(self, repo: str, kind: Kind, facts: dict[str, Any]) -> SecurityAlert:
+        same = [a for (name, k, _), a in self.security_alerts.items() if (name, k) == (repo, kind)]
+        alert = SecurityAlert(kind, len(same) + 1, facts)
+        self.security_alerts[(repo, kind, alert.number)] = alert
+        await self._send(self.repos[repo], alert, "created", None)
+        return alert
+
+    async def _send(
+        self, repo: Repo, alert: SecurityAlert, action: str, person: User | None
+    ) -> None:
+        fields = alert_fields(self.render, repo, alert, action)
+        payload = self.event(repo, action, person or self.bot, **fields)
+        if person is None:
+            payload["sender"] = github_account()
+        event = "dependabot_alert" if alert.kind == "dependabot" else "code_scanning_alert"
+        self.emit(event, payload)
+        await self.flush()
+
+
+def _urls(
+    render: Renderer, repo: Repo, alert: SecurityAlert, path: str, page: str
+) -> dict[str, str]:
+    return {
+        "url": f"{render.base}/repos/{repo.full_name}/{path}/{alert.number}",
+        "html_url": f"{render.base}/{repo.full_name}/security/{page}/{alert.number}",
+    }
+
+
+def _dismissal(render: Renderer, alert: SecurityAlert) -> dict[str, Any]:
+    if alert.dismissed is None:
+        return {"dismissed_at": None, "dismissed_by": None, "dismissed_reason": None}
+    by, reason, at = alert.dismissed
+    return {"dismissed_at": iso(at), "dismissed_by": render.user(by), "dismissed_reason": reason}
+
+
+def _dependabot(render: Renderer, repo: Repo, alert: SecurityAlert) -> dict[str, Any]:
+    f = alert.facts
+    package = {"ecosystem": f["ecosystem"], "name": f["package"]}
+    patched = {"identifier": f["first_patched"]}
+    vulnerability = {
+        "package": package,
+        "severity": f["severity"],
+        "vulnerable_version_range": f["vulnerable_range"],
+        "first_patched_version": patched,
+    }
+    ids = [{"value": f["ghsa"], "type": "GHSA"}]
+    ids += [{"value": f["cve"], "type": "CVE"}] if f["cve"] else []
+    at = iso(alert.created_at)
+    return {
+        "number": alert.number,
+        "state": alert.state,
+        "dependency": {"package": package, "manifest_path": f["manifest"], "scope": "runtime"},
+        "security_advisory": {
+            "ghsa_id": f["ghsa"],
+            "cve_id": f["cve"],
+            "summary": f["summary"],
+            "description": f["description"],
+            "severity": f["severity"],
+            "identifiers": ids,
+            "references": [{"url": f"https://github.com/advisories/{f['ghsa']}"}],
+            "published_at": at,
+            "updated_at": at,
+            "withdrawn_at": None,
+            "vulnerabilities": [vulnerability],
+            "cvss": {"vector_string": None, "score": 0.0},
+            "cwes": [],
+        },
+        "security_vulnerability": vulnerability,
+        **_urls(render, repo, alert, "dependabot/alerts", "dependabot"),
+        "created_at": at,
+        "updated_at": iso(alert.updated_at),
+        **_dismissal(render, alert),
+        "dismissed_comment": None,
+        "fixed_at": iso(alert.fixed_at) if alert.fixed_at else None,
+        "auto_dismissed_at": None,
+    }
+
+
+def _scanned(render: Renderer, repo: Repo, alert: SecurityAlert) -> dict[str, Any]:
+    f = alert.facts
+    instance = {
+        "ref": f["ref"],
+        "analysis_key": ".github/workflows/code-scanning.yml:analyze",
+        "environment": "{}",
+        "state": alert.state,
+        "commit_sha": f["commit"],
+        "message": {"text": f["message"]},
+        "location": {
+            "path": f["path"],
+            "start_line": f["start_line"],
+            "end_line": f["end_line"] or f["start_line"],
+            "start_column": 1,
+            "end_column": 1,
+        },
+        "classifications": [],
+    }
+    return {
+        "number": alert.number,
+        "created_at": iso(alert.created_at),
+        **_urls(render, repo, alert, "code-scanning/alerts", "code-scanning"),
+        "instances": [instance],
+        "most_recent_instance": instance,
+        "state": alert.state,
+        **_dismissal(render, alert),
+        "rule": {
+            "id": f["rule"],
+            "severity": f["severity"],
+            "description": f["description"] or f["rule"],
+            "name": f["rule"],
+            "full_description": f["full_description"],
+            "tags": None,
+            "help": None,
+        },
+        "tool": {"name": f["tool"], "version": None, "guid": None},
+    }
