@@ -23,6 +23,7 @@ BENCH = Path(__file__).parents[2] / "bench"
 
 # The tasks whose reference fix is one small change: the function, and the change.
 MECHANICAL = {
+    "email-plus": ("is_valid_email", "`+` added to the character class `[A-Za-z0-9._-]`"),
     "html-escape": ("escape", '`("&", "&amp;")` moved first in its list'),
     "token-bucket": ("_refill", "became `elapsed_ms * self.rate / 1000`"),
     "word-count": ("count_words", '`text.split(" ")` became `text.split()`'),

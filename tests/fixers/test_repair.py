@@ -236,6 +236,32 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
     assert result.diff.files == []  # nothing left behind
 
 
+async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """token-bucket with the 1.5B model: the test pasted the whole buggy class above
+    itself, so it failed on the base for the bug's reason, and no fix could pass it."""
+    its_own_copy = block(
+        "from temps import fahrenheit_to_celsius\n\n\n" + TEMPS + "\n\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
+    )
+    result, _ = await _repair(
+        runner, tmp_path, make_model, make_client, *[its_own_copy] * 3, samples=2, issue=VAGUE
+    )
+    fix = result.fix
+    assert fix is not None
+    assert result.status == "failed"
+    assert fix.repair is not None
+    assert fix.repair.reproduction is None
+    assert (
+        "3 x defines its own `fahrenheit_to_celsius`: it would test that copy, not the code"
+        in fix.repair.reproduction_note
+    )
+
+
 async def test_the_issues_own_example_is_the_reproduction_when_the_model_asserts_the_bug(
     runner: SessionRunner,
     tmp_path: Path,

@@ -21,36 +21,12 @@ source, so the rest of the function keeps its layout and comments.
 
 from __future__ import annotations
 
-import ast
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
+from app.fixers.llm.mutators import MUTATORS, Source, Words
 
 MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
-MAX_NUMBERS = 6  # numbers from the task's words added to a literal tuple
-MAX_ELEMENTS = 8  # a literal this long or shorter may have an element moved
-
-_SWAP = {
-    ast.Lt: "<=",
-    ast.LtE: "<",
-    ast.Gt: ">=",
-    ast.GtE: ">",
-}
-_SCALES = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)  # `x op n` that may be `x`
-_OPS = {
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.In: "in",
-    ast.NotIn: "not in",
-    ast.Is: "is",
-    ast.IsNot: "is not",
-}
 
 
 @dataclass(frozen=True)
@@ -64,62 +40,23 @@ class Mutant:
     line: int  # in the unit's source, 1-based
 
 
-@dataclass(frozen=True)
-class _Edit:
-    node: ast.AST
-    text: str
-    what: str
-
-
-class _Source:
-    """A unit's source with its syntax tree, and the text of a node by its position."""
-
-    def __init__(self, source: str, tree: ast.Module) -> None:
-        self.source = source
-        self.tree = tree
-        self.lines = [ln.encode() for ln in source.splitlines(keepends=True)]
-
-    def text(self, node: ast.AST) -> str:
-        return self._slice(node).decode()
-
-    def _slice(self, node: ast.AST) -> bytes:
-        start, end = _span(node)
-        (l1, c1), (l2, c2) = start, end
-        if l1 == l2:
-            return self.lines[l1 - 1][c1:c2]
-        middle = b"".join(self.lines[l1 : l2 - 1])
-        return self.lines[l1 - 1][c1:] + middle + self.lines[l2 - 1][:c2]
-
-    def replaced(self, node: ast.AST, text: str) -> str:
-        (l1, c1), (l2, c2) = _span(node)
-        head = b"".join(self.lines[: l1 - 1]) + self.lines[l1 - 1][:c1]
-        tail = self.lines[l2 - 1][c2:] + b"".join(self.lines[l2:])
-        return (head + text.encode() + tail).decode()
-
-
-def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
-    return (
-        (node.lineno, node.col_offset),  # type: ignore[attr-defined]
-        (node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
-    )
-
-
 def mutants(units: dict[str, str], *, words: str = "", limit: int = MAX_MUTANTS) -> list[Mutant]:
     """The distinct one-node changes of the units (the function first), in the order of
     how often such a change is the fix, at most ``limit``; ``words``: the task's text,
-    whose numbers may be a case a literal tuple left out."""
-    numbers = _numbers(words)
+    whose numbers may be a case a literal tuple left out, and whose inline code may use
+    a character a regular expression lacks."""
+    found = Words.of(words)
     seen: set[str] = set()
     out: list[Mutant] = []
     by_unit = []
     for name, source in units.items():
         tree = parse(source)
         if tree is not None:
-            by_unit.append((name, _Source(source, tree)))
+            by_unit.append((name, Source(source, tree)))
             seen.add(f"{name}\0{normalised(source)}")
     for mutator in MUTATORS:
         for name, src in by_unit:
-            for edit in mutator(src, numbers):
+            for edit in mutator(src, found):
                 new = src.replaced(edit.node, edit.text)
                 key = f"{name}\0{normalised(new)}"
                 if key in seen or parse(new) is None:
@@ -130,251 +67,3 @@ def mutants(units: dict[str, str], *, words: str = "", limit: int = MAX_MUTANTS)
                 if len(out) >= limit:
                     return out
     return out
-
-
-def _numbers(words: str) -> list[int]:
-    found: list[int] = []
-    for m in re.finditer(r"(?<![\w.])-?\d{1,6}(?![.\d])", words):
-        n = int(m.group(0))
-        if n not in found:
-            found.append(n)
-    return found
-
-
-def _code_nodes(src: _Source) -> Iterator[ast.AST]:
-    """The nodes of the unit but its docstrings (and not the default values of its
-    parameters: a default is the caller's contract)."""
-    skip: set[int] = set()
-    for node in ast.walk(src.tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for d in [*node.args.defaults, *node.args.kw_defaults, *node.decorator_list]:
-                if d is not None:
-                    skip.update(id(n) for n in ast.walk(d))
-        body = getattr(node, "body", None)
-        if (
-            isinstance(body, list)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-        ):
-            skip.add(id(body[0].value))
-    for node in ast.walk(src.tree):
-        if id(node) not in skip:
-            yield node
-
-
-def _boundaries(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """``<`` and ``<=`` (``>`` and ``>=``) for each other, one operator at a time."""
-    for node in _code_nodes(src):
-        if not isinstance(node, ast.Compare):
-            continue
-        for i, op in enumerate(node.ops):
-            if type(op) not in _SWAP:
-                continue
-            ops = [_OPS.get(type(o), "") for o in node.ops]
-            if "" in ops:
-                break
-            was, ops[i] = ops[i], _SWAP[type(op)]
-            parts = [src.text(node.left)]
-            for o, right in zip(ops, node.comparators, strict=True):
-                parts += [o, src.text(right)]
-            yield _Edit(node, " ".join(parts), f"`{was}` became `{ops[i]}`")
-
-
-def _off_by_one(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """An integer one more or one less; the stop of a ``range`` one more; ``x - 1``
-    (``x / 1000``: an operation by a constant) as ``x``."""
-    arithmetic: set[int] = set()
-    for node in _code_nodes(src):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            arithmetic.update(id(n) for n in (node.left, node.right))
-    for node in _code_nodes(src):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, _SCALES) and _is_number(node.right):
-            left = src.text(node.left)
-            yield _Edit(node, left, f"`{src.text(node)}` became `{left}`")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "range"
-            and 1 <= len(node.args) <= 2
-        ):
-            stop = node.args[-1]
-            yield _Edit(
-                stop, f"{src.text(stop)} + 1", f"the range stops one later ({src.text(node)})"
-            )
-        elif _is_number(node) and id(node) not in arithmetic:
-            value = node.value  # type: ignore[attr-defined]
-            if isinstance(value, int) and 0 <= value <= 1000:
-                for new in (value + 1, value - 1):
-                    if new >= 0:
-                        yield _Edit(node, str(new), f"`{value}` became `{new}`")
-
-
-def _is_number(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, (int, float))
-        and not isinstance(node.value, bool)
-    )
-
-
-def _unused_parameters(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """A parameter the function takes and never reads, passed on: to a call it makes
-    (``s.decode(encoding)`` with ``errors`` unused), or returned where it returns
-    ``None`` (``default`` unused)."""
-    fn = src.tree.body[0] if src.tree.body else None
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return
-    a = fn.args
-    params = [
-        p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs] if p.arg not in ("self", "cls")
-    ]
-    read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    unused = [p for p in params if p not in read]
-    if not unused:
-        return
-    for node in _code_nodes(src):
-        if isinstance(node, ast.Return) and _is_none(node.value):
-            for p in unused:
-                yield _Edit(node, f"return {p}", f"`return None` became `return {p}`")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)  # a method: not isinstance(), type()
-            and not any(k.arg is None for k in node.keywords)
-        ):
-            passed = {k.arg for k in node.keywords}
-            inner = src.text(node)
-            if not inner.endswith(")"):
-                continue
-            sep = ", " if node.args or node.keywords else ""
-            for p in unused:
-                if p in passed:
-                    continue
-                to = f"the unused parameter `{p}` is passed on to `{src.text(node.func)}`"
-                if not node.keywords:  # next in line (`s.decode(encoding, errors)`)
-                    yield _Edit(node, f"{inner[:-1].rstrip()}{sep}{p})", to)
-                yield _Edit(node, f"{inner[:-1].rstrip()}{sep}{p}={p})", to + " by name")
-
-
-def _is_none(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _loop_over_copy(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """``for x in items:`` as ``for x in list(items):`` (the loop's body may change what
-    it loops over: a handler that unsubscribes while an event is emitted)."""
-    for node in _code_nodes(src):
-        if not isinstance(node, (ast.For, ast.AsyncFor)):
-            continue
-        it = node.iter
-        if isinstance(it, ast.Call) and not (
-            isinstance(it.func, ast.Attribute) and it.func.attr in ("items", "keys", "values")
-        ):
-            continue
-        if isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-            yield _Edit(
-                it, f"list({src.text(it)})", f"the loop runs over a copy of `{src.text(it)}`"
-            )
-
-
-def _orders(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """An element of a short literal list or tuple moved to its front or its end (the
-    order of replacements: ``&`` must be escaped first). Not within a pair, or any
-    entry of a table: ``("<", "&lt;")`` is a mapping, not an order."""
-    entries = {
-        id(e)
-        for n in ast.walk(src.tree)
-        if isinstance(n, (ast.List, ast.Tuple, ast.Set))
-        for e in n.elts
-    }
-    for node in _code_nodes(src):
-        if not isinstance(node, (ast.List, ast.Tuple)) or id(node) in entries:
-            continue
-        if not 3 <= len(node.elts) <= MAX_ELEMENTS:
-            continue
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            continue
-        items = [src.text(e) for e in node.elts]
-        for i in range(len(items)):
-            for to in (0, len(items) - 1):
-                if i == to:
-                    continue
-                moved = list(items)
-                moved.insert(to, moved.pop(i))
-                text = _literal(src, node, moved)
-                if text is not None:
-                    where = "first" if to == 0 else "last"
-                    yield _Edit(node, text, f"`{items[i]}` moved {where} in its list")
-
-
-def _left_out(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """A number the task's words name, added to a literal tuple, list or set of numbers
-    that lacks it (``value % 100 in (11, 12)`` and an issue about 13)."""
-    for node in _code_nodes(src):
-        if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not node.elts:
-            continue
-        values = [
-            e.value
-            for e in node.elts
-            if isinstance(e, ast.Constant) and type(e.value) is int  # not a bool
-        ]
-        if len(values) != len(node.elts):
-            continue
-        low, high = min(values), max(values)
-        span = max(high - low, 1)
-        for n in numbers[:MAX_NUMBERS]:
-            if n in values or not low - span <= n <= high + span:
-                continue
-            text = _literal(src, node, [*(src.text(e) for e in node.elts), str(n)])
-            if text is not None:
-                yield _Edit(node, text, f"`{n}` added to `{src.text(node)}`")
-
-
-def _literal(src: _Source, node: ast.List | ast.Tuple | ast.Set, items: list[str]) -> str | None:
-    was = src.text(node)
-    if isinstance(node, ast.List):
-        return "[" + ", ".join(items) + "]"
-    if isinstance(node, ast.Set):
-        return "{" + ", ".join(items) + "}"
-    if not was.startswith("("):
-        return None  # an unparenthesised tuple (a, b = ...): not a literal to reorder
-    return "(" + ", ".join(items) + ")"
-
-
-def _dropped_arguments(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """A constant argument left out (``text.split(" ")`` as ``text.split()``)."""
-    for node in _code_nodes(src):
-        if not isinstance(node, ast.Call) or node.keywords:
-            continue
-        for i, arg in enumerate(node.args):
-            if isinstance(arg, ast.Constant):
-                rest = [src.text(a) for j, a in enumerate(node.args) if j != i]
-                new = f"{src.text(node.func)}({', '.join(rest)})"
-                yield _Edit(node, new, f"`{src.text(node)}` became `{new}`")
-
-
-def _logic(src: _Source, numbers: list[int]) -> Iterator[_Edit]:
-    """``and`` for ``or`` and the other way; a ``not`` taken away."""
-    for node in _code_nodes(src):
-        if isinstance(node, ast.BoolOp):
-            op = " or " if isinstance(node.op, ast.And) else " and "
-            text = op.join(
-                f"({src.text(v)})" if isinstance(v, ast.BoolOp) else src.text(v)
-                for v in node.values
-            )
-            yield _Edit(node, text, f"`{'and' if op == ' or ' else 'or'}` became `{op.strip()}`")
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = src.text(node.operand)
-            yield _Edit(node, f"({inner})", f"`not` taken away from `{src.text(node)}`")
-
-
-MUTATORS = (
-    _boundaries,
-    _off_by_one,
-    _unused_parameters,
-    _loop_over_copy,
-    _orders,
-    _left_out,
-    _dropped_arguments,
-    _logic,
-)

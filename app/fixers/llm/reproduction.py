@@ -136,6 +136,27 @@ def test_in_answer(answer: str) -> str | None:
     return None
 
 
+def _shadowed(source: str, suspects: Sequence[Suspect]) -> str | None:
+    """The name of the code under test that a test defines itself, if it does: a 1.5B
+    model pasted token-bucket's whole buggy class above its test, which then failed on
+    the base for the bug's reason and no fix could ever pass."""
+    module = parse(source)
+    if module is None:
+        return None
+    imported = {
+        a.asname or a.name for n in module.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
+    wanted = imported | {s.symbol.qualname.split(".")[0] for s in suspects}
+    for node in module.body:
+        if (
+            isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name in wanted
+            and not node.name.startswith("test")
+        ):
+            return node.name
+    return None
+
+
 def expectations(source: str) -> dict[str, str]:
     """What a test asserts of each expression: ``assert f(x) == y`` gives f(x) -> y."""
     module = parse(source)
@@ -232,6 +253,10 @@ async def reproduce(
         source = test_in_answer(answer)
         if source is None:
             reasons["no test in the answer"] += 1
+            continue
+        copied = _shadowed(source, suspects)
+        if copied:
+            reasons[f"defines its own `{copied}`: it would test that copy, not the code"] += 1
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
         stripped += gone
