@@ -83,12 +83,17 @@ def raise_package(tree: Path, package: str, fixed: str) -> Pins:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text with its own line endings (CRLF stays CRLF)."""
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
             return None
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8"))
 
 
 def _requirement_files(tree: Path) -> list[str]:
@@ -141,7 +146,7 @@ def _raise_lines(
             found.blocked.append(Blocked(rel, n, body.strip(), why))
     new_text = "".join(lines)
     if new_text != text:
-        (tree / rel).write_text(new_text, encoding="utf-8")
+        _write(tree / rel, new_text)
 
 
 def _txt_requirements(lines: list[str]) -> Iterator[tuple[int, int, int]]:
@@ -220,11 +225,15 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
             elif why:
                 found.unchanged.append(f"pyproject.toml:{_line_of(text, s)}")
             continue
-        for quote in ('"', "'"):
-            if f"{quote}{s}{quote}" in new_text:
-                found.changes.append(Change("pyproject.toml", _line_of(text, s), s, new))
-                new_text = new_text.replace(f"{quote}{s}{quote}", f"{quote}{new}{quote}")
-                break
+        edited = new_text
+        for a, b in reversed(_dependency_spans(new_text)):  # never [tool.isort] and the like
+            part = edited[a:b]
+            for quote in ('"', "'"):
+                part = part.replace(f"{quote}{s}{quote}", f"{quote}{new}{quote}")
+            edited = edited[:a] + part + edited[b:]
+        if edited != new_text:
+            found.changes.append(Change("pyproject.toml", _line_of(text, s), s, new))
+            new_text = edited
     poetry = data.get("tool", {}).get("poetry", {})
     tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
     tables += [g.get("dependencies", {}) for g in poetry.get("group", {}).values()]
@@ -264,12 +273,71 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
                     Change("pyproject.toml", line, f"{name} = {constraint!r}", f"{name} = {new!r}")
                 )
     if new_text != text:
-        (tree / "pyproject.toml").write_text(new_text, encoding="utf-8")
+        _write(tree / "pyproject.toml", new_text)
+
+
+_HEADER = re.compile(r"(?m)^[ \t]*\[\[?[ \t]*([\w.\-\"' ]+?)[ \t]*\]\]?[ \t]*(?:#[^\r\n]*)?\r?$")
+
+
+def _dependency_spans(text: str) -> list[tuple[int, int]]:
+    """Where pyproject.toml's PEP 621 and PEP 735 requirements are: ``[project]``'s
+    ``dependencies`` array, and the ``[project.optional-dependencies]`` and
+    ``[dependency-groups]`` tables."""
+    headers = [
+        (m.start(), m.end(), re.sub(r"[\"' ]", "", m.group(1))) for m in _HEADER.finditer(text)
+    ]
+    spans = []
+    for i, (_start, end, name) in enumerate(headers):
+        stop = headers[i + 1][0] if i + 1 < len(headers) else len(text)
+        if name in ("project.optional-dependencies", "dependency-groups"):
+            spans.append((end, stop))
+        elif name == "project":
+            m = re.search(r"(?m)^[ \t]*dependencies[ \t]*=[ \t]*\[", text[end:stop])
+            if m:
+                spans.append((end + m.start(), _closing(text, end + m.end() - 1)))
+    return spans
+
+
+def _closing(text: str, at: int) -> int:
+    """Just past the ``]`` that closes the TOML array opened at ``at`` (strings and
+    comments skipped)."""
+    depth, i, quote = 0, at, ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            i = text.find("\n", i)
+            if i < 0:
+                return len(text)
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
 
 
 def _line_of(text: str, s: str) -> int:
     at = text.find(s)
     return text[:at].count("\n") + 1 if at >= 0 else 1
+
+
+def _listed(node: ast.AST) -> list[ast.Constant]:
+    """The literal strings of a list or tuple, or of a dict's values (never its keys:
+    ``extras_require``'s are the extras' names)."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if isinstance(node, ast.Dict):
+        return [c for v in node.values for c in _listed(v)]
+    return []
 
 
 def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> None:
@@ -290,19 +358,18 @@ def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> No
             "extras_require",
         ):
             continue
-        for const in ast.walk(node.value):
-            if not (isinstance(const, ast.Constant) and isinstance(const.value, str)):
-                continue
-            new, why = raised(const.value, package, fixed)
+        for const in _listed(node.value):
+            value = str(const.value)
+            new, why = raised(value, package, fixed)
             line = const.lineno
             if new is None:
                 if why and why != "already safe":
-                    found.blocked.append(Blocked("setup.py", line, const.value, why))
+                    found.blocked.append(Blocked("setup.py", line, value, why))
                 continue
             if const.lineno != const.end_lineno:
                 continue
             edits.append((const, new))
-            found.changes.append(Change("setup.py", line, const.value, new))
+            found.changes.append(Change("setup.py", line, value, new))
     for const, new in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         raw = lines[const.lineno - 1].encode()
         segment = raw[const.col_offset : const.end_col_offset].decode()
@@ -313,4 +380,4 @@ def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> No
         lines[const.lineno - 1] = replaced.decode()
     new_text = "".join(lines)
     if new_text != text:
-        (tree / "setup.py").write_text(new_text, encoding="utf-8")
+        _write(tree / "setup.py", new_text)

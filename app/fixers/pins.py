@@ -41,6 +41,8 @@ def raised(text: str, package: str, fixed: Version) -> tuple[str | None, str]:
         return None, ""
     if canonicalize_name(req.name) != canonicalize_name(package):
         return None, ""
+    if req.url:
+        return None, f"it is installed from a URL ({req.url[:80]}): only its source can change"
     spec_text = str(req.specifier)
     if not spec_text:
         # A bare name takes whatever is newest: state the floor where it is written.
@@ -54,6 +56,12 @@ def raised(text: str, package: str, fixed: Version) -> tuple[str | None, str]:
     for old, new in zip(old_parts, new_specs, strict=True):
         if old != new:
             out = _replace_spec(out, old, new)
+    parts = [p for spec in new_specs for p in spec.split(",")]
+    if not any(_floor(*p) for p in (_part(x) or ("", "") for x in parts)):
+        # Only caps and exclusions (`<3`, `!=2.0`): the floor goes beside them.
+        body = out.split(";", 1)
+        body[0] = body[0].rstrip() + f",>={fixed}" + body[0][len(body[0].rstrip()) :]
+        out = ";".join(body)
     return (out if out != text else None), ("" if out != text else "already safe")
 
 
@@ -99,8 +107,9 @@ def _raise_specifiers(spec_text: str, fixed: Version) -> tuple[list[str] | None,
             width = len(series.split("."))
             if list(fixed.release[:width]) == [int(x) for x in series.split(".") if x.isdigit()]:
                 out.append(f">={fixed},{part}")  # the same series, from the fixed release on
-            else:
-                out.append(f"=={'.'.join(map(str, (*fixed.release, 0, 0)[:width]))}.*")
+            else:  # the fixed release's series, from the fixed release on
+                series = ".".join(map(str, (*fixed.release, 0, 0)[:width]))
+                out.append(f">={fixed},=={series}.*")
         elif sign in ("==", "===", ">=", ">"):
             out.append(f"{'>=' if sign == '>' else sign}{fixed}")
         elif sign == "~=":

@@ -137,7 +137,7 @@ def test_what_is_not_code_is_never_changed() -> None:
 
 
 def test_changes_are_distinct_and_capped() -> None:
-    source = "def f(x):\n    return " + " + ".join(f"x * {n}" for n in range(2, 40)) + "\n"
+    source = "def f(x):\n    return " + " + ".join(f"g(x, {n})" for n in range(2, 40)) + "\n"
     found = mutants({"": source})
     assert len(found) == MAX_MUTANTS
     assert len({normalised(m.source) for m in found}) == len(found)
@@ -151,3 +151,40 @@ def test_a_loop_over_what_its_body_changes_runs_over_a_copy() -> None:
         "for handler in list(self.handlers[name]):"
         in found["the loop runs over a copy of `self.handlers[name]`"]
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "what", "line"),
+    [
+        # An operand's brackets are not in its position: put back where Python needs them.
+        ("return c - (a - b) * 1000", "`(a - b) * 1000` became `a - b`", "return c - (a - b)"),
+        ("return list(range(x or y))", "the range stops one later", "range((x or y) + 1)"),
+        ("return not (a and b)", "`and` became `or`", "return not (a or b)"),
+        ("return (g or str)(' ')", "became `(g or str)()`", "return (g or str)()"),
+        ("return len(s) < (limit or 10)", "`<` became `<=`", "return len(s) <= (limit or 10)"),
+    ],
+)
+def test_a_change_keeps_the_meaning_of_what_it_did_not_change(
+    source: str, what: str, line: str
+) -> None:
+    found = {
+        m.what: m.source
+        for m in mutants({"": f"def f(a, b, c, x, y, g, s, limit):\n    {source}\n"})
+    }
+    changed = next(v for k, v in found.items() if what in k)
+    assert line in changed.splitlines()[1]
+
+
+def test_changes_that_mean_the_same_are_tried_once() -> None:
+    """`age < 17` → `age <= 17` is `age < 18`: two passing changes that are one would
+    read as the tests unable to choose, and nothing would be proposed."""
+    whats = [m.what for m in mutants({"": "def is_minor(age):\n    return age < 17\n"})]
+    assert whats == ["`<` became `<=`"]
+    whats = [m.what for m in mutants({"": "def f():\n    return list(range(3))\n"})]
+    assert "the range stops one later (range(3))" not in whats  # `3` became `4` is it
+
+
+def test_a_form_feed_in_a_string_does_not_shift_the_lines() -> None:
+    source = 's = "\x0c"\n\n\ndef f(x):\n    a = x < 3\n    b = x < 30\n'
+    found = {m.line: m.source for m in mutants({"": source})}
+    assert found[6].split("\n")[5] == "    b = x <= 30"

@@ -195,3 +195,55 @@ def test_an_include_outside_the_tree_is_not_followed(tmp_path: Path) -> None:
     found = raise_package(tree, "requests", "2.31.0")
     assert found.changes == []
     assert (tmp_path / "outside.txt").read_text() == "requests==1.0\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "after"),
+    [
+        ("requests<3", "requests<3,>=2.31.0"),  # a cap alone sets no floor: one is added
+        ("requests!=2.0", "requests!=2.0,>=2.31.0"),
+        ("requests<=2.40 ; python_version > '3'", "requests<=2.40,>=2.31.0 ; python_version > '3'"),
+        ("requests==1.*", "requests>=2.31.0,==2.*"),  # a new series, from the fix on
+    ],
+)
+def test_a_constraint_that_still_allows_a_vulnerable_version_gets_a_floor(
+    written: str, after: str
+) -> None:
+    assert raised(written, "requests", FIXED) == (after, "")
+
+
+def test_a_requirement_installed_from_a_url_is_reported_not_edited() -> None:
+    new, why = raised("requests @ https://example.com/requests-2.0.zip", "requests", FIXED)
+    assert new is None
+    assert why.startswith("it is installed from a URL")
+
+
+def test_only_pyprojects_dependency_lists_change_and_line_endings_stay(tmp_path: Path) -> None:
+    """`"requests"` is also a module name to isort and mypy: those tables stay."""
+    pyproject = (
+        '[project]\r\nname = "demo"\r\ndependencies = [\r\n    "requests",  # [http]\r\n]\r\n'
+        "\r\n[project.optional-dependencies]\r\nsocks = ['requests', \"requests\"]\r\n"
+        '\r\n[tool.isort]\r\nknown_third_party = ["requests"]\r\n'
+        '\r\n[[tool.mypy.overrides]]\r\nmodule = "requests"\r\n'
+    )
+    _write(tmp_path, {})
+    (tmp_path / "pyproject.toml").write_bytes(pyproject.encode())
+    (tmp_path / "setup.py").write_text(
+        'setup(extras_require={"requests": ["requests>=2.0"]}, install_requires=[])\n'
+    )
+    found = raise_package(tmp_path, "requests", "2.31.0")
+    text = (tmp_path / "pyproject.toml").read_bytes().decode()
+    assert '    "requests>=2.31.0",  # [http]\r\n' in text
+    assert "socks = ['requests>=2.31.0', \"requests>=2.31.0\"]\r\n" in text
+    assert 'known_third_party = ["requests"]\r\n' in text
+    assert 'module = "requests"\r\n' in text
+    assert text.count("\r\n") == pyproject.count("\r\n")
+    assert "\n" not in text.replace("\r\n", "")
+    assert (
+        (tmp_path / "setup.py")
+        .read_text()
+        .startswith(
+            'setup(extras_require={"requests": ["requests>=2.31.0"]}'  # the extra's name kept
+        )
+    )
+    assert len(found.changes) == 2  # one per requirement as written, wherever it is

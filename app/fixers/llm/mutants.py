@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
-from app.fixers.llm.mutators import MUTATORS, Source, Words
+from app.fixers.llm.mutators import MUTATORS
+from app.fixers.llm.spans import Source, Words
 
 MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
 
@@ -57,7 +58,7 @@ def mutants(units: dict[str, str], *, words: str = "", limit: int = MAX_MUTANTS)
     for mutator in MUTATORS:
         for name, src in by_unit:
             for edit in mutator(src, found):
-                new = src.replaced(edit.node, edit.text)
+                new = src.replaced(edit)
                 key = f"{name}\0{normalised(new)}"
                 if key in seen or parse(new) is None:
                     continue

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from app.fixers.llm.spans import Edit, Source, Words, code_nodes
 
 MAX_NUMBERS = 6  # numbers from the task's words added to a literal tuple
 MAX_ELEMENTS = 8  # a literal this long or shorter may have an element moved
@@ -36,85 +37,6 @@ _OPS = {
 }
 
 
-@dataclass(frozen=True)
-class Words:
-    """What the task's own words offer a mutator: the numbers it names, and the text
-    of its inline code (`jane+news@example.com`)."""
-
-    numbers: tuple[int, ...] = ()
-    code: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, text: str) -> Words:
-        numbers: list[int] = []
-        for m in re.finditer(r"(?<![\w.])-?\d{1,6}(?![.\d])", text):
-            if int(m.group(0)) not in numbers:
-                numbers.append(int(m.group(0)))
-        return cls(tuple(numbers), tuple(re.findall(r"`([^`\n]+)`", text)))
-
-
-@dataclass(frozen=True)
-class Edit:
-    node: ast.AST
-    text: str
-    what: str
-
-
-class Source:
-    """A unit's source with its syntax tree, and the text of a node by its position."""
-
-    def __init__(self, source: str, tree: ast.Module) -> None:
-        self.source = source
-        self.tree = tree
-        self.lines = [ln.encode() for ln in source.splitlines(keepends=True)]
-
-    def text(self, node: ast.AST) -> str:
-        return self._slice(node).decode()
-
-    def _slice(self, node: ast.AST) -> bytes:
-        start, end = _span(node)
-        (l1, c1), (l2, c2) = start, end
-        if l1 == l2:
-            return self.lines[l1 - 1][c1:c2]
-        middle = b"".join(self.lines[l1 : l2 - 1])
-        return self.lines[l1 - 1][c1:] + middle + self.lines[l2 - 1][:c2]
-
-    def replaced(self, node: ast.AST, text: str) -> str:
-        (l1, c1), (l2, c2) = _span(node)
-        head = b"".join(self.lines[: l1 - 1]) + self.lines[l1 - 1][:c1]
-        tail = self.lines[l2 - 1][c2:] + b"".join(self.lines[l2:])
-        return (head + text.encode() + tail).decode()
-
-
-def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
-    return (
-        (node.lineno, node.col_offset),  # type: ignore[attr-defined]
-        (node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
-    )
-
-
-def code_nodes(src: Source) -> Iterator[ast.AST]:
-    """The nodes of the unit but its docstrings (and not the default values of its
-    parameters: a default is the caller's contract)."""
-    skip: set[int] = set()
-    for node in ast.walk(src.tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for d in [*node.args.defaults, *node.args.kw_defaults, *node.decorator_list]:
-                if d is not None:
-                    skip.update(id(n) for n in ast.walk(d))
-        body = getattr(node, "body", None)
-        if (
-            isinstance(body, list)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-        ):
-            skip.add(id(body[0].value))
-    for node in ast.walk(src.tree):
-        if id(node) not in skip:
-            yield node
-
-
 def _boundaries(src: Source, words: Words) -> Iterator[Edit]:
     """``<`` and ``<=`` (``>`` and ``>=``) for each other, one operator at a time."""
     for node in code_nodes(src):
@@ -127,34 +49,37 @@ def _boundaries(src: Source, words: Words) -> Iterator[Edit]:
             if "" in ops:
                 break
             was, ops[i] = ops[i], _SWAP[type(op)]
-            parts = [src.text(node.left)]
+            parts = [src.operand(node.left, above=4)]
             for o, right in zip(ops, node.comparators, strict=True):
-                parts += [o, src.text(right)]
-            yield Edit(node, " ".join(parts), f"`{was}` became `{ops[i]}`")
+                parts += [o, src.operand(right, above=4)]
+            yield Edit(node, " ".join(parts), f"`{was}` became `{ops[i]}`", kind=node)
 
 
 def _off_by_one(src: Source, words: Words) -> Iterator[Edit]:
     """An integer one more or one less; the stop of a ``range`` one more; ``x - 1``
     (``x / 1000``: an operation by a constant) as ``x``."""
-    arithmetic: set[int] = set()
+    covered: set[int] = set()  # numbers another change here already covers
     for node in code_nodes(src):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            arithmetic.update(id(n) for n in (node.left, node.right))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _SCALES):
+            covered.update(id(n) for n in (node.left, node.right))  # `x - 1` as `x`
+        elif isinstance(node, ast.Compare) and any(type(o) in _SWAP for o in node.ops):
+            covered.update(id(n) for n in (node.left, *node.comparators))  # `< 17`, `<= 17`
     for node in code_nodes(src):
         if isinstance(node, ast.BinOp) and isinstance(node.op, _SCALES) and _is_number(node.right):
             left = src.text(node.left)
-            yield Edit(node, left, f"`{src.text(node)}` became `{left}`")
+            yield Edit(node, left, f"`{src.text(node)}` became `{left}`", kind=node.left)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "range"
             and 1 <= len(node.args) <= 2
+            and not _is_number(node.args[-1])  # a literal stop is one more already
         ):
             stop = node.args[-1]
-            yield Edit(
-                stop, f"{src.text(stop)} + 1", f"the range stops one later ({src.text(node)})"
-            )
-        elif _is_number(node) and id(node) not in arithmetic:
+            plus = ast.BinOp(left=stop, op=ast.Add(), right=ast.Constant(1))
+            text = f"{src.operand(stop, above=9)} + 1"
+            yield Edit(stop, text, f"the range stops one later ({src.text(node)})", kind=plus)
+        elif _is_number(node) and id(node) not in covered:
             value = node.value  # type: ignore[attr-defined]
             if isinstance(value, int) and 0 <= value <= 1000:
                 for new in (value + 1, value - 1):
@@ -198,14 +123,15 @@ def _unused_parameters(src: Source, words: Words) -> Iterator[Edit]:
             inner = src.text(node)
             if not inner.endswith(")"):
                 continue
-            sep = ", " if node.args or node.keywords else ""
+            head = inner[:-1].rstrip()
+            sep = "" if head.endswith(("(", ",")) else ", "  # a trailing comma: one-per-line
             for p in unused:
                 if p in passed:
                     continue
                 to = f"the unused parameter `{p}` is passed on to `{src.text(node.func)}`"
                 if not node.keywords:  # next in line (`s.decode(encoding, errors)`)
-                    yield Edit(node, f"{inner[:-1].rstrip()}{sep}{p})", to)
-                yield Edit(node, f"{inner[:-1].rstrip()}{sep}{p}={p})", to + " by name")
+                    yield Edit(node, f"{head}{sep}{p})", to)
+                yield Edit(node, f"{head}{sep}{p}={p})", to + " by name")
 
 
 def _is_none(node: ast.AST | None) -> bool:
@@ -224,9 +150,8 @@ def _loop_over_copy(src: Source, words: Words) -> Iterator[Edit]:
         ):
             continue
         if isinstance(it, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-            yield Edit(
-                it, f"list({src.text(it)})", f"the loop runs over a copy of `{src.text(it)}`"
-            )
+            what = f"the loop runs over a copy of `{src.text(it)}`"
+            yield Edit(it, f"list({src.text(it)})", what)
 
 
 def _orders(src: Source, words: Words) -> Iterator[Edit]:
@@ -301,7 +226,7 @@ def _dropped_arguments(src: Source, words: Words) -> Iterator[Edit]:
         for i, arg in enumerate(node.args):
             if isinstance(arg, ast.Constant):
                 rest = [src.text(a) for j, a in enumerate(node.args) if j != i]
-                new = f"{src.text(node.func)}({', '.join(rest)})"
+                new = f"{src.operand(node.func, above=13)}({', '.join(rest)})"
                 yield Edit(node, new, f"`{src.text(node)}` became `{new}`")
 
 
@@ -332,15 +257,15 @@ def _logic(src: Source, words: Words) -> Iterator[Edit]:
     """``and`` for ``or`` and the other way; a ``not`` taken away."""
     for node in code_nodes(src):
         if isinstance(node, ast.BoolOp):
-            op = " or " if isinstance(node.op, ast.And) else " and "
-            text = op.join(
-                f"({src.text(v)})" if isinstance(v, ast.BoolOp) else src.text(v)
-                for v in node.values
-            )
-            yield Edit(node, text, f"`{'and' if op == ' or ' else 'or'}` became `{op.strip()}`")
+            swapped = ast.BoolOp(ast.Or() if isinstance(node.op, ast.And) else ast.And(), [])
+            word = "or" if isinstance(swapped.op, ast.Or) else "and"
+            tight = 1 if word == "or" else 2
+            text = f" {word} ".join(src.operand(v, above=tight) for v in node.values)
+            was = "and" if word == "or" else "or"
+            yield Edit(node, text, f"`{was}` became `{word}`", kind=swapped)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = src.text(node.operand)
-            yield Edit(node, f"({inner})", f"`not` taken away from `{src.text(node)}`")
+            what = f"`not` taken away from `{src.text(node)}`"
+            yield Edit(node, src.text(node.operand), what, kind=node.operand)
 
 
 MUTATORS = (

@@ -146,7 +146,8 @@ def _shadowed(source: str, suspects: Sequence[Suspect]) -> str | None:
     imported = {
         a.asname or a.name for n in module.body if isinstance(n, ast.ImportFrom) for a in n.names
     }
-    wanted = imported | {s.symbol.qualname.split(".")[0] for s in suspects}
+    # A suspect's name the test both imports and defines: its own definition wins.
+    wanted = imported & {s.symbol.qualname.split(".")[0] for s in suspects}
     for node in module.body:
         if (
             isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
