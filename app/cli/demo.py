@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -271,12 +272,29 @@ async def _demo(folder: Path, *, keep: bool) -> int:
             print(
                 f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.", flush=True
             )
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.Event().wait()
+            await _until_stopped()
         return 0
     finally:
         await runner.cleanup()
         await forge.stop()
+
+
+async def _until_stopped() -> None:
+    """Wait for Ctrl-C or SIGTERM, whatever this process inherited: started in the
+    background by a shell without job control, SIGINT comes in ignored, and the forge
+    would stay up for good."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
 
 
 async def _dashboard(forge: LocalForge, story: Story, runtime: Runtime) -> None:

@@ -103,7 +103,11 @@ def test_the_kept_demo_pages_read_like_github(tmp_path: Path) -> None:
             shown(f"/octo-org/widgets/{p}") for p in ("issues/1", "pull/2", "issues/4")
         )
         demo.send_signal(signal.SIGINT)
-        rest = demo.communicate(timeout=60)[0]
+        try:
+            rest = demo.communicate(timeout=60)[0]
+        except subprocess.TimeoutExpired:
+            demo.kill()  # a failure, not a suite that hangs for good
+            raise
     assert demo.returncode == 0, rest[-2000:]
     assert "kept " + str(tmp_path) in rest
     for page in (issue, pull, dashboard):
