@@ -545,12 +545,13 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
 
 
 FREEZING = (
+    "FREEZING = 32\n\n\n"
     "def is_freezing(f):\n"
     '    """Whether water freezes at ``f`` degrees Fahrenheit."""\n'
-    "    return (f - 32) * 5 / 9 < 0\n"
+    "    return f < FREEZING\n"
 )
 FREEZING_TESTS = "from temps import is_freezing\n\n\ndef test_cold():\n    assert is_freezing(0)\n"
-WARM = "\n\ndef test_warm():\n    assert not is_freezing(33)\n"
+WARM = "\n\ndef test_warm():\n    assert not is_freezing(32.5)\n"
 
 
 @pytest.mark.parametrize("told_apart", [True, False])
@@ -564,7 +565,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     """html-escape with the 1.5B model: sixteen answers, none moved `&` first. A one-token
     bug (here `<` for `<=`) is found by trying small changes, as program repair does, after
     the model's answers: kept only when it is the only change that passes. Without a test
-    at 33 °F, `< 1` passes as well as `<= 0`, and nothing is proposed."""
+    at 32.5 °F, `FREEZING = 33` passes as well as `<=`, and nothing is proposed."""
     issue = "`is_freezing(32)` returns `False`, it should be `True`: water freezes at 32 °F."
     result, _ = await _repair(
         runner,
@@ -587,9 +588,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     assert report.mechanical >= 2
     if told_apart:
         assert result.status == "patched", (result.error, fix.reason)
-        assert "-    return (f - 32) * 5 / 9 < 0\n+    return (f - 32) * 5 / 9 <= 0" in (
-            result.diff.unified
-        )
+        assert "-    return f < FREEZING\n+    return f <= FREEZING" in result.diff.unified
         assert result.tests is not None
         assert result.tests.broken == []
         body = render_body(
@@ -599,7 +598,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         )
         assert (
             "Chosen: a mechanical change, tried after the model's answers all missed: "
-            "`<` became `<=` (temps.py:3)"
+            "`<` became `<=` (temps.py:6)"
         ) in body
         assert f"then {report.mechanical} mechanical changes, 1 passed" in body
     else:
@@ -607,5 +606,5 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert result.diff.files == []
         assert fix.reason is not None
         assert fix.reason.startswith("no verified fix")
-        assert "two mechanical changes pass (`<` became `<=`; `0` became `1`)" in fix.reason
+        assert "two mechanical changes pass (`<` became `<=`; `32` became `33`)" in fix.reason
         assert "neither is proposed" in fix.reason
