@@ -247,3 +247,13 @@ def test_only_pyprojects_dependency_lists_change_and_line_endings_stay(tmp_path:
         )
     )
     assert len(found.changes) == 2  # one per requirement as written, wherever it is
+
+
+def test_a_pyproject_that_does_not_parse_is_reported_and_left_as_it_was(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": '[project]\ndependencies = ["requests==2.0"\n'})
+    found = raise_package(tmp_path, "requests", "2.31.0")
+    assert found.changes == []
+    assert [(b.path, b.why) for b in found.blocked] == [
+        ("pyproject.toml", "pyproject.toml does not parse")
+    ]
+    assert (tmp_path / "pyproject.toml").read_text().endswith('["requests==2.0"\n')

@@ -608,3 +608,4 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert fix.reason.startswith("no verified fix")
         assert "two mechanical changes pass (`<` became `<=`; `32` became `33`)" in fix.reason
         assert "neither is proposed" in fix.reason
+        assert f", then {report.mechanical} mechanical changes; none made" in fix.reason

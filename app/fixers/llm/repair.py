@@ -209,8 +209,7 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        # The model missed: small mechanical changes, no tokens, so one suspect more
-        # (event-unsubscribe: the pick and the first missed `emit`, the third).
+        # The model missed: mechanical changes cost no tokens, so a third suspect too.
         for suspect in list({id(s): s for s in [*order, *suspects[:MECHANICAL_SUSPECTS]]}.values()):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
@@ -235,7 +234,13 @@ class RepairFixer(ModelFixer):
         return self.gave_up(
             f"no verified fix: {report.samples} answers, "
             f"{plural(tried, 'distinct change')} tried on "
-            f"{', '.join(s.symbol.qualname for s in order)}; none made "
+            f"{', '.join(s.symbol.qualname for s in order)}"
+            + (
+                f", then {plural(report.mechanical, 'mechanical change')}"
+                if report.mechanical
+                else ""
+            )
+            + "; none made "
             + ("the reproduction test pass" if repro else "the failing tests pass")
             + " with every other test still passing"
             + (f" ({job.stopped})" if job.stopped else "")
