@@ -27,6 +27,7 @@ from packaging.version import Version
 
 from app.fixers.base import SKIP_DIRS
 from app.fixers.pins import raised, raised_poetry
+from app.sessions.files import read_confined, write_confined
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_INCLUDES = 20  # requirements files read by following -r / -c
@@ -61,10 +62,17 @@ class Pins:
     blocked: list[Blocked] = field(default_factory=list)
     locks: list[str] = field(default_factory=list)  # lock files that pin it too
     unchanged: list[str] = field(default_factory=list)  # "path:line" already safe
+    edited: dict[str, str] = field(default_factory=dict)  # path -> its text, raised
+
+    def write(self, tree: Path) -> None:
+        """Every file raised, written into ``tree`` (its line endings kept)."""
+        for rel, text in self.edited.items():
+            write_confined(tree, rel, text.encode("utf-8"))
 
 
-def raise_package(tree: Path, package: str, fixed: str) -> Pins:
-    """Every place ``tree`` constrains ``package``, raised in place to ``fixed``."""
+def raise_package(tree: Path, package: str, fixed: str, *, write: bool = True) -> Pins:
+    """Every place ``tree`` constrains ``package``, raised in place to ``fixed``
+    (``write=False``: found and raised in :attr:`Pins.edited` only)."""
     version = Version(fixed)
     found = Pins()
     for path in _requirement_files(tree):
@@ -76,24 +84,24 @@ def raise_package(tree: Path, package: str, fixed: str) -> Pins:
     if (tree / "setup.py").is_file():
         _raise_setup_py(tree, package, version, found)
     for lock in LOCK_FILES:
-        text = _read(tree / lock)
+        text = _read(tree, lock)
         if text and re.search(rf'(?im)^name\s*=\s*"{re.escape(package)}"', text):
             found.locks.append(lock)
+    if write:
+        found.write(tree)
     return found
 
 
-def _read(path: Path) -> str | None:
-    """The file's text with its own line endings (CRLF stays CRLF)."""
+def _read(tree: Path, rel: str) -> str | None:
+    """The file's text with its own line endings (CRLF stays CRLF); None when it is not
+    a regular file inside the tree (no symlink on the way), too big or not UTF-8."""
+    data = read_confined(tree, rel, limit=MAX_FILE_BYTES + 1)
+    if data is None or len(data) > MAX_FILE_BYTES:
+        return None  # a longer file is never written back cut
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
-
-
-def _write(path: Path, text: str) -> None:
-    path.write_bytes(text.encode("utf-8"))
 
 
 def _requirement_files(tree: Path) -> list[str]:
@@ -111,7 +119,7 @@ def _requirement_files(tree: Path) -> list[str]:
         if rel in seen:
             continue
         seen.append(rel)
-        text = _read(tree / rel) or ""
+        text = _read(tree, rel) or ""
         for m in re.finditer(r"(?m)^\s*(?:-r|-c|--requirement|--constraint)[=\s]+(\S+)", text):
             included = (Path(rel).parent / m.group(1)).as_posix()
             resolved = (tree / included).resolve()
@@ -124,7 +132,7 @@ def _raise_lines(
     tree: Path, rel: str, package: str, fixed: Version, found: Pins, *, setup_cfg: bool = False
 ) -> None:
     """A file of one requirement per line (a requirements file, setup.cfg's lists)."""
-    text = _read(tree / rel)
+    text = _read(tree, rel)
     if text is None:
         return
     if not setup_cfg and "--hash" in text:
@@ -146,7 +154,7 @@ def _raise_lines(
             found.blocked.append(Blocked(rel, n, body.strip(), why))
     new_text = "".join(lines)
     if new_text != text:
-        _write(tree / rel, new_text)
+        found.edited[rel] = new_text
 
 
 def _txt_requirements(lines: list[str]) -> Iterator[tuple[int, int, int]]:
@@ -202,7 +210,7 @@ def _split_comment(line: str) -> tuple[str, str]:
 
 
 def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> None:
-    text = _read(tree / "pyproject.toml")
+    text = _read(tree, "pyproject.toml")
     if text is None:
         return
     try:
@@ -273,7 +281,7 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
                     Change("pyproject.toml", line, f"{name} = {constraint!r}", f"{name} = {new!r}")
                 )
     if new_text != text:
-        _write(tree / "pyproject.toml", new_text)
+        found.edited["pyproject.toml"] = new_text
 
 
 _HEADER = re.compile(r"(?m)^[ \t]*\[\[?[ \t]*([\w.\-\"' ]+?)[ \t]*\]\]?[ \t]*(?:#[^\r\n]*)?\r?$")
@@ -343,7 +351,7 @@ def _listed(node: ast.AST) -> list[ast.Constant]:
 def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> None:
     """``install_requires=[...]`` (and ``extras_require``'s lists) where they are
     literal strings; a computed list is setup.py's own business."""
-    text = _read(tree / "setup.py")
+    text = _read(tree, "setup.py")
     if text is None:
         return
     try:
@@ -380,4 +388,4 @@ def _raise_setup_py(tree: Path, package: str, fixed: Version, found: Pins) -> No
         lines[const.lineno - 1] = replaced.decode()
     new_text = "".join(lines)
     if new_text != text:
-        _write(tree / "setup.py", new_text)
+        found.edited["setup.py"] = new_text

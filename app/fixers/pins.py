@@ -161,3 +161,24 @@ def raised_poetry(constraint: str, fixed: Version) -> tuple[str | None, str]:
         return f"{m.group(1) or ''}{fixed}", ""
     new, why = raised(f"x{c}", "x", fixed)
     return (new[1:] if new else None), why
+
+
+_SIGNED = re.compile(r"(===|==|>=|~=|>|\^|~)\s*(\d+(?:\.\d+)*)(?![\w.*])")
+
+
+def floor_of(written: str) -> str | None:
+    """The lowest version a requirement as written allows (``requests>=2.0,<3`` →
+    ``2.0``), or a Poetry one as :class:`~app.fixers.manifests.Change` writes it
+    (``requests = '^2.31'`` → ``2.31``, a bare ``'2.3.1'`` is that version); None where
+    it names no lower bound."""
+    poetry = re.fullmatch(r"\s*[\w.\-]+\s*=\s*(['\"])(.*)\1\s*", written)
+    text = poetry.group(2) if poetry else written.split(";")[0]  # not the markers
+    if poetry and re.fullmatch(r"\s*\d+(?:\.\d+)*\s*", text):
+        return text.strip()
+    floors = []
+    for m in _SIGNED.finditer(text):
+        try:
+            floors.append(Version(m.group(2)))
+        except InvalidVersion:
+            continue
+    return str(max(floors)) if floors else None

@@ -1,11 +1,16 @@
 """``security_alert``: the fix of a Dependabot or code scanning alert (issue 34).
 
-The fixers are not built yet: the dependency bump without a model (part 2 of the issue)
-and the code scanning fixer (part 3). Until they are, the job ends honestly. A paused
-repository refuses it as it refuses any job; otherwise it changes nothing and opens no
-pull request, records its outcome as ``not-built`` and audits
-``security_alert.not_built``, saying which alert it was and what will fix it. The job
-succeeds: nothing is retried and nobody is told a job failed.
+A Dependabot alert runs a session with the dependency fixer (no model,
+:mod:`app.fixers.dependency`): the package raised past the advisory in every manifest,
+the patched tree's own setup, the tests on both trees, the policy's score (the bump's
+size, ``alerts.dependabot``), and a pull request that leads with the advisory. Nobody
+waits on an issue thread: what happens is in the audit log and the pull request.
+
+The code scanning fixer (part 3 of the issue) is not built yet: such a job ends
+honestly, changing nothing and opening no pull request; its outcome is ``not-built``
+and ``security_alert.not_built`` is audited, saying which alert it was. The job
+succeeds: nothing is retried and nobody is told a job failed. A paused repository
+refuses either, as it refuses any job.
 
 :func:`security_task` is the session's task the fixers will read: the advisory's or
 the rule's text (sanitised at intake) as untrusted documents, fenced before any
@@ -17,16 +22,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.fixers.dependency import DependencyFixer
 from app.jobs.context import JobContext, Running
 from app.jobs.kinds import SecurityAlertJob
 from app.jobs.report import Silent
-from app.sessions.session import Document, Place, Task
+from app.jobs.to_pull import PullOptions, session_to_pull
+from app.policy.score import Trigger
+from app.sessions.session import Advisory, Document, Place, Task
 from app.store import Job
 
-NOT_BUILT = {
-    "dependabot": "the dependency-update fixer is not built yet (issue 34, part 2)",
-    "code_scanning": "the code scanning fixer is not built yet (issue 34, part 3)",
-}
+NOT_BUILT = "the code scanning fixer is not built yet (issue 34, part 3)"
 
 
 def describe(alert: SecurityAlertJob) -> str:
@@ -55,7 +60,27 @@ def security_task(alert: SecurityAlertJob) -> Task:
     if alert.description:
         documents.append(Document(f"{source}: description", alert.description))
     places = (Place(alert.path, alert.start_line),) if alert.path else ()
-    return Task(title=title[:200], kind="alert", documents=tuple(documents), places=places)
+    advisory = None
+    if alert.source == "dependabot":
+        advisory = Advisory(
+            package=alert.package,
+            ecosystem=alert.ecosystem,
+            manifest=alert.manifest,
+            vulnerable_range=alert.vulnerable_range,
+            first_patched=alert.first_patched,
+            id=alert.advisory,
+            cve=alert.cve,
+            severity=alert.severity,
+            url=alert.url,
+            summary=alert.summary,
+        )
+    return Task(
+        title=title[:200],
+        kind="alert",
+        documents=tuple(documents),
+        places=places,
+        advisory=advisory,
+    )
 
 
 async def security_alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
@@ -65,7 +90,20 @@ async def security_alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     refused = await run.refused_if_paused(outcome, Silent(), "Not started")
     if refused:
         return refused
-    reason = f"{describe(alert)}: {NOT_BUILT[alert.source]}; nothing changed, no pull request"
+    if alert.source == "dependabot":
+        await run.audit("security_alert.fixing", reason=describe(alert), alert=alert.number)
+        return await session_to_pull(
+            run,
+            outcome,
+            task=security_task(alert),
+            fixer=DependencyFixer(),
+            report=Silent(),
+            options=PullOptions(
+                trigger=Trigger("alert"),
+                links=(f"Fixes Dependabot alert #{alert.number}: {alert.url}",),
+            ),
+        )
+    reason = f"{describe(alert)}: {NOT_BUILT}; nothing changed, no pull request"
     await ctx.store.save_outcome(
         replace(outcome, status="not-built", title=security_task(alert).title)
     )

@@ -156,6 +156,8 @@ class FixerWeights(_Strict):
     """Points for a change made by the ruff/semgrep autofix rules."""
     human: float = Field(ge=0)
     """Points for a person's change scored with `patchwarden score`."""
+    dependency: float = Field(default=2, ge=0)
+    """Points for a dependency raised past a vulnerability (a Dependabot alert's fix)."""
 
 
 class FindingWeights(_Strict):
@@ -165,6 +167,19 @@ class FindingWeights(_Strict):
     """Points per new low-severity finding on the changed files."""
     info: float = Field(ge=0)
     """Points per new informational finding on the changed files."""
+
+
+class BumpWeights(_Strict):
+    patch: float = Field(ge=0)
+    """Points for a security update that changes the patch number (2.31.0 → 2.31.1)."""
+    minor: float = Field(ge=0)
+    """Points for one that changes the minor number (2.31 → 2.32)."""
+    major: float = Field(ge=0)
+    """Points for one that changes the major number (1.x → 2.x)."""
+
+
+# A policy stored before the dependency fixer (issue 34) scores security updates so.
+BUMPS_BEFORE_ISSUE_34: dict[str, float] = {"patch": 0, "minor": 5, "major": 15}
 
 
 class Weights(_Strict):
@@ -224,6 +239,12 @@ class Weights(_Strict):
     """Points per Patchwarden merge here in the last 30 days that was reverted."""
     reverted_recently_max: float = Field(ge=0)
     """The most points recently reverted merges can add."""
+    security_update: BumpWeights = Field(
+        default_factory=lambda: BumpWeights(**BUMPS_BEFORE_ISSUE_34)
+    )
+    """Points for a dependency raised past a vulnerability, by the part that changes."""
+    new_transitive_dependency: float = Field(default=5, ge=0)
+    """Points per package a security update installs that the base did not have."""
 
 
 class BehaviourWeights(_Strict):
@@ -354,10 +375,21 @@ class CodeScanningRules(AlertKindRules):
     """Let a model write the fix of a rule that has no autofix; false: autofixes only."""
 
 
+BumpSize = Literal["none", "patch", "minor", "major"]
+
+
+class DependabotRules(AlertKindRules):
+    """Dependabot alerts: fixed by raising the package's constraints, no model."""
+
+    merge_up_to: BumpSize = "patch"
+    """The largest version bump that may merge itself (within `autonomy` and the score):
+    `none`, `patch`, `minor` or `major`. A larger one waits for a maintainer."""
+
+
 class AlertRules(_Strict):
     """GitHub's own security alerts, each kind on its own (issue 34)."""
 
-    dependabot: AlertKindRules
+    dependabot: DependabotRules
     """Dependabot alerts: a dependency with a known vulnerability, fixed by a version bump."""
     code_scanning: CodeScanningRules
     """Code scanning alerts: a finding at a place in the code."""

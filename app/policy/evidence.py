@@ -152,6 +152,27 @@ class ModelUsage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
+class Bump(_Model):
+    """A dependency raised past a known vulnerability (the dependency fixer, issue 34):
+    the advisory's facts (ids, versions and severity; never its texts) and what the
+    patched tree's own setup installed that the base's did not."""
+
+    package: str
+    old: str | None  # the lowest version the manifests allowed before, if one was named
+    new: str  # the first version that is not vulnerable
+    size: Literal["patch", "minor", "major"]  # the part of the version that changes
+    advisory: str  # GHSA id
+    cve: str | None = None
+    severity: str = ""  # low | medium | high | critical
+    vulnerable_range: str = ""
+    url: str = ""  # the alert on GitHub
+    summary: str = ""  # the advisory's summary: its author's text, fenced where shown
+    files: list[str] = Field(default_factory=list)  # the manifests changed
+    installed: list[str] = Field(default_factory=list)  # "name version" new to the env
+    upgraded: list[str] = Field(default_factory=list)  # "name old → new" in the env
+    setup: bool = False  # the patched tree had its own setup (and its tests ran with it)
+
+
 # -- what a session is, to the policy: read-only shapes SessionResult fits --------------
 
 
@@ -180,6 +201,8 @@ class FixDone(Protocol):
     def usage(self) -> ModelUsage | None: ...
     @property
     def unfinished(self) -> str | None: ...
+    @property
+    def bump(self) -> Bump | None: ...
 
 
 class Session(Protocol):

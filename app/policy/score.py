@@ -28,7 +28,7 @@ from app.policy.config import (
     ladder_min,
 )
 from app.policy.diff import parse_diff
-from app.policy.evidence import FindingsDelta, ModelUsage, Session, TestDelta
+from app.policy.evidence import Bump, FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
 from app.policy.learn import Past, Standing, kind_of, may_earn, standing
 from app.policy.typosquat import possible_typosquats
@@ -131,6 +131,7 @@ class Verification:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     unfinished: str | None = None  # why the fixer stopped before it finished
+    bump: Bump | None = None  # the dependency fixer's security update
 
     @classmethod
     def of(
@@ -147,6 +148,7 @@ class Verification:
             findings=tuple(result.findings),
             usage=fix.usage if fix is not None else None,
             unfinished=fix.unfinished if fix is not None else None,
+            bump=getattr(fix, "bump", None),
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
         )
@@ -330,6 +332,8 @@ def score(
         tests = {*features.tests_added, *features.tests_modified, *features.tests_deleted}
         only_tests = bool(features.files) and all(f.path in tests for f in features.files)
         _verification(verification, policy, tally, only_tests=only_tests)
+        if verification.bump is not None:
+            _security_update(verification.bump, policy, tally)
     else:
         add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")
 
@@ -454,6 +458,42 @@ def _behaviour(
             "review",
             f"written by the {fixer} fixer, it adds {kinds}: a maintainer reviews that "
             "(behaviour.never_automerge)",
+        )
+
+
+_SIZES = ("none", "patch", "minor", "major")
+
+
+def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:
+    """A dependency raised past a vulnerability: its size, what it installs anew, and
+    the rules of ``alerts.dependabot`` (how far such a change may go by itself)."""
+    w, rules = policy.weights, policy.alerts.dependabot
+    was = f"from {bump.old} " if bump.old else ""
+    why = f" ({bump.severity})" if bump.severity else ""
+    tally.add(
+        "security_update",
+        f"{bump.size}: {bump.package} {bump.old or '?'} → {bump.new}",
+        getattr(w.security_update, bump.size),
+        f"raises `{bump.package}` {was}to {bump.new}, a {bump.size} bump, for {bump.advisory}{why}",
+    )
+    tally.add(
+        "new_transitive_dependencies",
+        str(len(bump.installed)),
+        len(bump.installed) * w.new_transitive_dependency,
+        f"the update installs packages the base did not have: {_list(bump.installed)}",
+    )
+    if _SIZES.index(bump.size) > _SIZES.index(rules.merge_up_to):
+        tally.rule(
+            "security_update",
+            "review",
+            f"a {bump.size} bump of `{bump.package}` waits for a maintainer "
+            f"(`alerts.dependabot.merge_up_to`: {rules.merge_up_to})",
+        )
+    if rules.mode == "review":
+        tally.rule(
+            "alert_mode",
+            "review",
+            "a maintainer approves every Dependabot fix (`alerts.dependabot.mode`: review)",
         )
 
 
@@ -602,4 +642,5 @@ _FIXER_REASON = {
     "llm": "written by a model: read it as a stranger's patch",
     "lint": "mechanical ruff/semgrep autofixes",
     "revert": "a git revert of one commit: the one bisect blamed, or the one named",
+    "dependency": "a dependency's constraints raised past a vulnerability, no model",
 }

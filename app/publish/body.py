@@ -16,7 +16,7 @@ from functools import lru_cache
 import jinja2
 
 from app.policy.config import Decision
-from app.policy.evidence import FindingsDelta, TestDelta, TestRun
+from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun
 from app.policy.score import Score
 from app.sessions.result import SessionResult
 from app.words import plural
@@ -181,8 +181,47 @@ def render_body(
         "branch": result.branch,
         "job_id": result.job_id,
         "links": list(links),
+        "advisory": _advisory(fix.bump if fix is not None else None),
+        "advisory_summary": fix.bump.summary if fix is not None and fix.bump else "",
     }
     return _tidy(_env().get_template("pr_body.md.j2").render(**context))
+
+
+_GHSA = re.compile(r"GHSA(?:-[23456789cfghjmpqrvwx]{4}){3}")
+_URL = re.compile(r"https?://[\w.:\-]+(?:/[\w.\-~%/#]*)?")
+
+
+def _advisory(bump: Bump | None) -> list[str]:
+    """The security update a dependency fix makes, first in the body: the package, the
+    versions, the advisory and the alert (links only where they are what they claim)."""
+    if bump is None:
+        return []
+    ghsa = bump.advisory if _GHSA.fullmatch(bump.advisory) else None
+    named = f"[{ghsa}](https://github.com/advisories/{ghsa})" if ghsa else _code(bump.advisory)
+    cve = f" ({_code(bump.cve)})" if bump.cve else ""
+    severity = f", severity **{_inline(bump.severity)}**" if bump.severity else ""
+    was = f" {_code(bump.old)} →" if bump.old else ""
+    lines = [
+        f"**Security update:** {_code(bump.package)}{was} {_code(bump.new)} (a {bump.size} "
+        f"bump) for {named}{cve}{severity}. Vulnerable: {_code(bump.vulnerable_range)}; "
+        f"fixed in {_code(bump.new)}."
+    ]
+    if bump.url and _URL.fullmatch(bump.url):
+        lines.append(f"Dependabot alert: {bump.url}")
+    files = ", ".join(_code(f) for f in bump.files)
+    if bump.setup:
+        got = [*bump.upgraded, *(f"{i} (new)" for i in bump.installed)]
+        shown = ", ".join(_code(g) for g in got[:10]) + (" …" if len(got) > 10 else "")
+        lines.append(
+            f"Raised in {files}; the patch's own setup installed {shown or 'nothing new'}, "
+            "and the tests below ran with it."
+        )
+    else:
+        lines.append(
+            f"Raised in {files}. The project has no setup phase here, so the tests below "
+            "ran without installing the new version."
+        )
+    return lines
 
 
 def _tidy(text: str) -> str:

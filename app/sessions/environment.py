@@ -33,11 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from app.errors import PatchwardenError
 from app.sessions.commands import ENV_MOUNT, RepoCommands
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.result import Step
+from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
 
@@ -108,6 +110,7 @@ class EnvironmentBuilder:
         secrets: list[str],
         version: str | None = None,
         progress: Progress | None = None,
+        label: Tree = "base",
     ) -> Environment | None:
         """The environment for ``commands`` (None when there is no setup), building it
         on ``tree`` — the base tree, which then has the generated files in place. Raises
@@ -126,7 +129,7 @@ class EnvironmentBuilder:
                     Step(
                         name="setup",
                         phase="setup",
-                        tree="base",
+                        tree=label,
                         argv=[shown],
                         exit_code=0,
                         duration_seconds=0.0,
@@ -141,7 +144,7 @@ class EnvironmentBuilder:
             self.sandbox.prepare_writable(build)
             try:
                 before = set(_tree_files(tree))
-                await self._run(commands, tree, build, steps, secrets, version)
+                await self._run(commands, tree, build, steps, secrets, version, label)
                 added = sorted(set(_tree_files(tree)) - before)
                 _keep_generated(tree, added, build)
                 _mark_complete(build, key)
@@ -159,6 +162,7 @@ class EnvironmentBuilder:
         steps: list[Step],
         secrets: list[str],
         version: str | None,
+        label: Tree = "base",
     ) -> None:
         mounts = [
             Mount(tree, WORKSPACE, writable=True),
@@ -176,13 +180,26 @@ class EnvironmentBuilder:
                 network=True,
                 package_env=self.packages.env,
             )
-            steps.append(make_step(done, name="setup", phase="setup", tree="base", secrets=masked))
+            steps.append(make_step(done, name="setup", phase="setup", tree=label, secrets=masked))
             if not done.ok:
                 how = "timed out" if done.timed_out else f"exited {done.exit_code}"
                 raise SetupFailed(
                     f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
                     "set `setup:` in .github/patchwarden.yml to change it)"
                 )
+
+
+def distributions(env: Environment | None) -> dict[str, str]:
+    """The Python distributions installed in ``env`` (canonical name → version), read
+    from their ``*.dist-info`` folders on the host; {} without an environment."""
+    if env is None:
+        return {}
+    found: dict[str, str] = {}
+    for info in sorted(env.path.glob("lib/python*/site-packages/*.dist-info")):
+        name, _, version = info.name.removesuffix(".dist-info").partition("-")
+        if name and version:
+            found[canonicalize_name(name)] = version
+    return found
 
 
 def _tree_files(tree: Path) -> list[str]:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.errors import PatchwardenError
 from app.policy.config import Policy
 from app.policy.evidence import (
+    Bump,
     FindingsDelta,
     ModelUsage,
     SecretFound,
@@ -161,6 +162,7 @@ class FixOutcome(_Model):
     # then (the coding agent lost after changing the code): never merged by itself.
     unfinished: str | None = None
     repair: RepairReport | None = None  # the llm fixer's repair strategy: what it tried
+    bump: Bump | None = None  # the dependency fixer: the package raised, and why
 
     def redacted(self, known: list[str]) -> FixOutcome:
         """Every text the fixer produced, with credentials masked."""

@@ -22,6 +22,7 @@ in the order they run; each phase's work lives in its own module (``workspace``,
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import time
@@ -30,15 +31,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from app.errors import PatchwardenError, RepoConfigError
 from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
-from app.policy.evidence import FindingsDelta, TestDelta, TestRun
+from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun
 from app.policy.features import Classifier
 from app.redact import redact
 from app.sessions import junit
 from app.sessions.commands import RepoCommands, detect
-from app.sessions.environment import Environment, EnvironmentBuilder, SetupFailed
+from app.sessions.environment import (
+    Environment,
+    EnvironmentBuilder,
+    SetupFailed,
+    distributions,
+)
+from app.sessions.files import read_confined
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
@@ -85,6 +95,22 @@ class Place:
 
 
 @dataclass(frozen=True)
+class Advisory:
+    """A Dependabot alert's facts: names, versions and ids (its texts are documents)."""
+
+    package: str
+    ecosystem: str
+    manifest: str | None
+    vulnerable_range: str
+    first_patched: str | None
+    id: str  # GHSA id
+    cve: str | None = None
+    severity: str = ""
+    url: str = ""
+    summary: str = ""  # the advisory's summary (sanitised at intake; untrusted)
+
+
+@dataclass(frozen=True)
 class Task:
     """What a session is asked to do."""
 
@@ -97,6 +123,7 @@ class Task:
     culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
     monitoring: bool = False  # alert from monitoring (/alerts): its tests pass as a rule
     places: tuple[Place, ...] = ()  # a stack trace's frames in the application, innermost first
+    advisory: Advisory | None = None  # a Dependabot alert: the package to raise past it
 
     @property
     def words(self) -> str:
@@ -417,11 +444,25 @@ class SessionRunner:
         )
         progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
 
+        head_env_dir = env_dir
+        if fix.bump is not None and env is not None:
+            # A security update changes what setup installs: the patch is tested with
+            # its own environment, never with the base's (the old version).
+            head_env = await self._patched_setup(
+                spec, ws, commands, head, fix.bump, state, secrets, progress
+            )
+            if head_env is None:
+                return
+            state.fix = fix = fix.model_copy(update={"bump": _installed(fix.bump, env, head_env)})
+            if _still_vulnerable(fix.bump, head_env, state):
+                return
+            head_env_dir = head_env.path
+
         linters = asyncio.create_task(verifier.linters(ws.base_tree, ws.tree, state.diff))
         state.pending.append(linters)
         head_run: TestRun | None = None
         if commands.test:
-            step, head_run = await verifier.tests(ws.tree, env_dir, commands, label="head")
+            step, head_run = await verifier.tests(ws.tree, head_env_dir, commands, label="head")
             state.steps.append(step)
         lint_steps, state.findings = await linters
         state.steps.extend(lint_steps)
@@ -481,6 +522,87 @@ class SessionRunner:
                 self.sandbox.prepare_writable(tree)
             ws.exclude(env.generated)
         return env
+
+    async def _patched_setup(
+        self,
+        spec: SessionSpec,
+        ws: Workspace,
+        commands: RepoCommands,
+        head: str,
+        bump: Bump,
+        state: _State,
+        secrets: list[str],
+        progress: Progress,
+    ) -> Environment | None:
+        """The environment of the patched tree (a security update changed what setup
+        installs): the base's setup commands, run on a checkout of the patch, cached by
+        its inputs like any. None, with ``state.error`` set, when it does not install."""
+        tree = ws.root / "setup-head"
+        await ws.checkout_copy(head, tree)
+        self.sandbox.prepare_writable(tree)
+        inputs = {}
+        for name in sorted({*commands.inputs, *bump.files}):
+            data = read_confined(tree, name)
+            if data is not None:
+                inputs[name] = hashlib.sha256(data).hexdigest()
+        progress(f"setup: the patch changes {', '.join(bump.files)}: the patch's own environment")
+        try:
+            env = await self.environments.ensure(
+                spec.remote.repo,
+                replace(commands, inputs=inputs),
+                tree,
+                steps=state.steps,
+                secrets=secrets,
+                version=await ws.scm_version() if commands.setup else None,
+                progress=progress,
+                label="head",
+            )
+        except SetupFailed as exc:
+            state.status = "failed"
+            state.error = (
+                f"{bump.package} {bump.new} does not install with the project's setup, so "
+                f"nothing was published: {exc}"
+            )
+            return None
+        if env is not None:
+            env.apply(ws.tree)
+            self.sandbox.prepare_writable(ws.tree)
+            ws.exclude(env.generated)
+        return env
+
+
+def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
+    """The bump with what the patch's environment installs that the base's did not."""
+    before, after = distributions(base), distributions(head)
+    return bump.model_copy(
+        update={
+            "setup": head is not None,
+            "installed": [f"{n} {v}" for n, v in after.items() if n not in before],
+            "upgraded": [
+                f"{n} {before[n]} → {v}" for n, v in after.items() if before.get(n, v) != v
+            ],
+        }
+    )
+
+
+def _still_vulnerable(bump: Bump | None, env: Environment, state: _State) -> bool:
+    """Whether the patch's environment still has a version of the package below the
+    fixed one (another file pins it, say): then nothing is published (``state`` says why)."""
+    if bump is None:
+        return False
+    installed = distributions(env).get(canonicalize_name(bump.package))
+    try:
+        low = installed is not None and Version(installed) < Version(bump.new)
+    except InvalidVersion:
+        low = False
+    if low:
+        state.status = "failed"
+        state.error = (
+            f"the patched tree's setup still installs {bump.package} {installed}, below "
+            f"{bump.new}: something else pins it (a constraints file, another requirement); "
+            "nothing was published"
+        )
+    return low
 
 
 @dataclass

@@ -201,12 +201,15 @@ def _certificates(folder: Path) -> tuple[Path, Path, Path]:
     return ca_file, cert_file, key_file
 
 
-def _wheel(name: str, version: str) -> tuple[str, bytes]:
-    """A minimal pure-Python wheel of module ``name``."""
+def _wheel(name: str, version: str, requires: tuple[str, ...] = ()) -> tuple[str, bytes]:
+    """A minimal pure-Python wheel of module ``name`` (that needs ``requires``)."""
     dist = f"{name}-{version}"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
         f"{name}/__init__.py": f"VERSION = {version!r}\n",
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}"
+        ),
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
     }

@@ -1,0 +1,200 @@
+"""The dependency fixer through a real session (issue 34, part 2): a Dependabot alert's
+package raised in the manifests, the patched tree's own setup (real pip, in bubblewrap,
+from a local folder of wheels: the sandbox's setup phase gets it as it would a user's
+find-links), the tests on both trees, and the policy's score of the bump.
+
+The project's test checks that the version installed is the one requirements.txt pins:
+it passes on the patch only when the patch's tests run with the patch's environment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.fixers.dependency import DependencyFixer
+from app.git import Remote
+from app.policy.score import Trigger, score_session
+from app.sessions.backends import BwrapSandbox
+from app.sessions.mirrors import WorkspaceCache
+from app.sessions.pkgconfig import PackageConfig
+from app.sessions.sandbox import Mount
+from app.sessions.session import Advisory, SessionRunner, SessionSpec, Task
+from tests.conftest import make_project
+from tests.policy_helpers import default_policy, policy_with
+from tests.sessions.test_pkgconfig import _wheel
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+
+# Passes only where the installed version is the one requirements.txt pins.
+CHECK = (
+    "import pathlib, pw_vuln\n"
+    "pinned = pathlib.Path('requirements.txt').read_text().split('==')[1].split()[0]\n"
+    "assert pw_vuln.VERSION == pinned, (pw_vuln.VERSION, pinned)\n"
+    "print('pw_vuln', pw_vuln.VERSION)\n"
+)
+CONFIG = "test: python check.py\n"
+
+
+def wheels(folder: Path) -> Path:
+    folder.mkdir()
+    for name, version, requires in (
+        ("pw_vuln", "1.0.0", ()),
+        ("pw_vuln", "1.0.1", ()),
+        ("pw_vuln", "2.0.0", ("pw-extra>=1.0",)),
+        ("pw_extra", "1.0", ()),
+    ):
+        filename, data = _wheel(name, version, requires)
+        (folder / filename).write_bytes(data)
+    return folder
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> SessionRunner:
+    """Sessions whose setup installs from the local wheels only (no index)."""
+    found = wheels(tmp_path / "wheels")
+    return SessionRunner(
+        cache=WorkspaceCache(tmp_path / "cache"),
+        sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
+        packages=PackageConfig(
+            env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"},
+            mounts=(Mount(found, "/wheels"),),
+        ),
+    )
+
+
+def alert(fixed: str | None, *, ecosystem: str = "pip") -> Task:
+    advisory = Advisory(
+        package="pw-vuln",
+        ecosystem=ecosystem,
+        manifest="requirements.txt",
+        vulnerable_range=f"< {fixed}",
+        first_patched=fixed,
+        id="GHSA-9wx4-h78v-vm56",
+        cve="CVE-2024-35195",
+        severity="high",
+        url="https://github.com/octo/deps/security/dependabot/1",
+        summary="pw-vuln leaks <b>everything</b>",
+    )
+    return Task(title=f"Bump pw-vuln past < {fixed}", kind="alert", advisory=advisory)
+
+
+def project(tmp_path: Path, **extra: str) -> Remote:
+    files = {
+        "requirements.txt": "pw-vuln==1.0.0  # pinned on purpose\n",
+        "check.py": CHECK,
+        ".github/patchwarden.yml": CONFIG,
+        **extra,
+    }
+    return Remote("octo/deps", str(make_project(tmp_path / "deps", files)))
+
+
+async def test_a_patch_bump_is_installed_by_the_patch_s_own_setup_and_tested_with_it(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    result = await runner.run(
+        SessionSpec(remote=project(tmp_path), task=alert("1.0.1"), job_id=1), DependencyFixer()
+    )
+    assert result.status == "patched", (result.error, [s.output[-500:] for s in result.steps])
+    assert result.fix is not None
+    assert result.fix.bump is not None
+    bump = result.fix.bump
+    assert (bump.old, bump.new, bump.size, bump.setup) == ("1.0.0", "1.0.1", "patch", True)
+    assert bump.upgraded == ["pw-vuln 1.0.0 → 1.0.1"]
+    assert bump.installed == []
+    assert "-pw-vuln==1.0.0  # pinned on purpose\n+pw-vuln==1.0.1  # pinned on purpose" in (
+        result.diff.unified
+    )
+    # Two setups (base and patch), and the patch's tests passed with the new version:
+    # with the base's environment the check would have failed (1.0.0 != 1.0.1).
+    setups = [(s.tree, s.argv[-1]) for s in result.steps if s.phase == "setup"]
+    assert ("base", "requirements.txt") in setups
+    assert ("head", "requirements.txt") in setups
+    assert result.tests is not None
+    assert result.tests.head is not None
+    assert result.tests.head.ok
+    [head_tests] = [s for s in result.steps if s.phase == "verify" and s.tree == "head"]
+    assert "pw_vuln 1.0.1" in head_tests.output
+    assert result.fix.commit_message is not None
+    assert result.fix.commit_message.startswith("Bump pw-vuln to 1.0.1 (GHSA-9wx4-h78v-vm56)")
+
+    policy = default_policy()
+    score = score_session(result, policy, trigger=Trigger("alert"))
+    factors = {c.factor: c for c in score.contributions}
+    assert factors["fixer"].value == "dependency"
+    assert "security_update" not in factors  # a patch bump adds no points by default
+    # The shipped policy: a maintainer approves every Dependabot fix.
+    [mode] = [r for r in score.rules if r.rule == "alert_mode"]
+    assert mode.reason == (
+        "a maintainer approves every Dependabot fix (`alerts.dependabot.mode`: review)"
+    )
+    assert score.decision == "review"
+
+
+async def test_a_major_bump_waits_and_names_what_it_installs_anew(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    result = await runner.run(
+        SessionSpec(remote=project(tmp_path), task=alert("2.0.0"), job_id=2), DependencyFixer()
+    )
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.bump is not None
+    assert result.fix.bump.size == "major"
+    assert result.fix.bump.installed == ["pw-extra 1.0"]
+    policy = policy_with("autonomy: automerge\nalerts:\n  dependabot:\n    mode: within-autonomy\n")
+    score = score_session(result, policy, trigger=Trigger("alert"))
+    factors = {c.factor: c for c in score.contributions}
+    assert factors["security_update"].points == 15
+    assert factors["security_update"].value == "major: pw-vuln 1.0.0 → 2.0.0"
+    assert factors["new_transitive_dependencies"].points == 5
+    assert "pw-extra 1.0" in factors["new_transitive_dependencies"].reason
+    [held] = [r for r in score.rules if r.rule == "security_update"]
+    assert held.decision == "review"
+    assert "`alerts.dependabot.merge_up_to`: patch" in held.reason
+    assert score.decision == "review"
+
+
+async def test_a_fixed_version_that_does_not_install_publishes_nothing(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    result = await runner.run(
+        SessionSpec(remote=project(tmp_path), task=alert("1.0.7"), job_id=3), DependencyFixer()
+    )
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("pw-vuln 1.0.7 does not install with the project's setup")
+    assert "setup failed" in result.error
+
+
+@pytest.mark.parametrize(
+    ("task", "extra", "says"),
+    [
+        (
+            alert("1.0.1"),
+            {"uv.lock": 'version = 1\n\n[[package]]\nname = "pw-vuln"\nversion = "1.0.0"\n'},
+            "pw-vuln is pinned in `uv.lock` too, with hashes only its own tool writes",
+        ),
+        (alert("1.0.1", ecosystem="npm"), {}, "pw-vuln is a npm package: the dependency fixer"),
+        (alert(None), {}, "no version of pw-vuln fixes GHSA-9wx4-h78v-vm56 yet"),
+        (
+            alert("1.0.1"),
+            {"requirements-dev.txt": "pw-vuln>=0.9,<1.0.1\n"},
+            "pw-vuln cannot be raised to 1.0.1 everywhere (`requirements-dev.txt:1`",
+        ),
+    ],
+    ids=["lock-file", "npm", "no-fix-yet", "capped"],
+)
+async def test_what_it_cannot_bump_it_says_and_changes_nothing(
+    runner: SessionRunner, tmp_path: Path, task: Task, extra: dict[str, str], says: str
+) -> None:
+    remote = project(tmp_path, **extra)
+    result = await runner.run(SessionSpec(remote=remote, task=task, job_id=4), DependencyFixer())
+    assert result.status == "failed"
+    assert result.head_sha is None  # nothing committed
+    assert result.fix is not None
+    assert result.fix.reason is not None
+    assert says in result.fix.reason, result.fix.reason
+    assert result.fix.final
