@@ -359,6 +359,9 @@ class GitHubRules(Deliveries):
                 ),
             )
 
+    async def default_branch_moved(self, repo: Repo, sha: str) -> None:
+        """What GitHub rescans when the default branch moves (the security alerts)."""
+
     async def after_push(
         self, repo: Repo, changes: Mapping[str, tuple[str | None, str | None]], pusher: User
     ) -> None:
@@ -417,6 +420,8 @@ class GitHubRules(Deliveries):
                         pull_request=self.pull_json(repo, pull),
                     ),
                 )
+            if after is not None and branch == repo.default_branch:
+                await self.default_branch_moved(repo, after)
             if after is not None and repo.required_checks:
                 task = asyncio.create_task(run_required_checks(self, repo, branch, before, after))
                 self._tasks.add(task)

@@ -4,8 +4,12 @@ or ``code_scanning_alert`` webhook: signed, in order, in the shape of
 ``@octokit/webhooks-examples`` and checked against the webhook schema like every
 delivery (``app/localforge/contract/webhooks.json``).
 
-Not modelled yet (issue 34, part 5): the alerts' REST endpoints, and alerts that close
-by themselves when the default branch no longer matches; a test says ``fixed``.
+When the default branch moves, its manifests are read again as GitHub's dependency
+graph does: an open Dependabot alert whose manifest no longer allows a vulnerable
+version of its package (every requirement naming it has a floor at or past the first
+patched version, or none names it) is ``fixed``, and GitHub sends that. Code scanning
+alerts close only when a test says so (no analysis runs here). Not modelled yet: the
+alerts' REST endpoints.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from app.localforge.render import Renderer, _webhook_definitions, iso
 from app.localforge.rules import GitHubRules
@@ -141,6 +149,18 @@ class SecurityAlerts(GitHubRules):
         apply(alert, action, by=person, now=time.time())
         await self._send(self.repos[repo], alert, action, person)
 
+    async def default_branch_moved(self, repo: Repo, sha: str) -> None:
+        """The dependency graph reads the manifests at ``sha``: an open Dependabot alert
+        they no longer match is fixed (GitHub sends ``fixed``)."""
+        for (name, kind, _), alert in list(self.security_alerts.items()):
+            if name != repo.full_name or kind != "dependabot" or alert.state != "open":
+                continue
+            entry = repo.git.entry(sha, alert.facts["manifest"])
+            text = (entry.content or b"").decode("utf-8", "replace") if entry else ""
+            if not still_vulnerable(text, alert.facts["package"], alert.facts["first_patched"]):
+                apply(alert, "fixed", by=None, now=time.time())
+                await self._send(repo, alert, "fixed", None, flush=False)
+
     async def _raise(self, repo: str, kind: Kind, facts: dict[str, Any]) -> SecurityAlert:
         same = [a for (name, k, _), a in self.security_alerts.items() if (name, k) == (repo, kind)]
         alert = SecurityAlert(kind, len(same) + 1, facts)
@@ -149,7 +169,13 @@ class SecurityAlerts(GitHubRules):
         return alert
 
     async def _send(
-        self, repo: Repo, alert: SecurityAlert, action: str, person: User | None
+        self,
+        repo: Repo,
+        alert: SecurityAlert,
+        action: str,
+        person: User | None,
+        *,
+        flush: bool = True,
     ) -> None:
         fields = alert_fields(self.render, repo, alert, action)
         payload = self.event(repo, action, person or self.bot, **fields)
@@ -157,7 +183,32 @@ class SecurityAlerts(GitHubRules):
             payload["sender"] = github_account()
         event = "dependabot_alert" if alert.kind == "dependabot" else "code_scanning_alert"
         self.emit(event, payload)
-        await self.flush()
+        if flush:  # (a push's own deliveries are flushed by whoever pushed)
+            await self.flush()
+
+
+def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
+    """Whether a requirements file allows a version of ``package`` below ``fixed``: a
+    requirement naming it with no lower bound, or one below the fix (GitHub's reading
+    of pinned manifests, simplified to what a bump changes)."""
+    for line in manifest.splitlines():
+        text = line.split(" #")[0].strip()
+        if not text or text.startswith(("#", "-")):
+            continue
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) != canonicalize_name(package):
+            continue
+        floors = [
+            Version(s.version)
+            for s in req.specifier
+            if s.operator in ("==", "===", ">=", "~=", ">") and not s.version.endswith("*")
+        ]
+        if not floors or max(floors) < Version(fixed):
+            return True
+    return False
 
 
 def _urls(

@@ -188,7 +188,6 @@ def render_body(
 
 
 _GHSA = re.compile(r"GHSA(?:-[23456789cfghjmpqrvwx]{4}){3}")
-_URL = re.compile(r"https?://[\w.:\-]+(?:/[\w.\-~%/#]*)?")
 
 
 def _advisory(bump: Bump | None) -> list[str]:
@@ -206,8 +205,6 @@ def _advisory(bump: Bump | None) -> list[str]:
         f"bump) for {named}{cve}{severity}. Vulnerable: {_code(bump.vulnerable_range)}; "
         f"fixed in {_code(bump.new)}."
     ]
-    if bump.url and _URL.fullmatch(bump.url):
-        lines.append(f"Dependabot alert: {bump.url}")
     files = ", ".join(_code(f) for f in bump.files)
     if bump.setup:
         got = [*bump.upgraded, *(f"{i} (new)" for i in bump.installed)]

@@ -14,6 +14,8 @@ pure.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any
 
 from gidgethub import sansio
@@ -216,7 +218,8 @@ async def on_alert_closed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         SecurityAlertJob.kind, prefix, reason=f"{name} {action}", delivery_id=ctx.delivery_id
     )
     closed = await _close_pulls(gh, ctx, data, prefix=prefix, name=name)
-    said = []
+    merged = await _closed_after_merge(ctx, prefix, action) if action == "fixed" else []
+    said = [f"the merge of #{n} fixed it" for n in merged]
     if cancelled:
         ids = ", ".join(str(i) for i in cancelled)
         said.append(f"{plural(len(cancelled), 'queued job')} cancelled ({ids})")
@@ -229,6 +232,22 @@ async def on_alert_closed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         reason=f"{name} {action}: {'; '.join(said) or 'no work queued, no pull request open'}",
         details={"via": event.event, "alert": number, "action": action, "cancelled": cancelled},
     )
+
+
+async def _closed_after_merge(ctx: HandlerContext, prefix: str, action: str) -> list[int]:
+    """Patchwarden's merged fixes of the alert: GitHub closed it after they merged (the
+    manifest no longer matches), which their outcomes record; their numbers."""
+    merged = []
+    for job in await ctx.store.jobs_with_key(SecurityAlertJob.kind, prefix):
+        outcome = await ctx.store.get_outcome(job.id)
+        if outcome is None or outcome.merged_at is None or outcome.pr_number is None:
+            continue
+        if "alert_closed" not in outcome.details:
+            closed = {"action": action, "at": time.time(), "delivery": ctx.delivery_id}
+            details = {**outcome.details, "alert_closed": closed}
+            await ctx.store.save_outcome(replace(outcome, details=details))
+        merged.append(outcome.pr_number)
+    return merged
 
 
 async def _close_pulls(

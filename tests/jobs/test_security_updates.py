@@ -1,0 +1,147 @@
+"""Dependabot alerts end to end on LocalForge (issue 34): GitHub raises the alert, the
+server queues the fix, a worker runs the session (the dependency fixer, real pip in
+bubblewrap for the base and the patch, from a local folder of wheels that the setup
+phase gets as a user's find-links), the policy scores the bump and the pull request
+opens; a patch bump merges itself under ``autonomy: automerge`` and the alert closes
+when the default branch no longer matches; a major bump waits for a maintainer, and
+dismissing its alert closes the pull request.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from app.localforge import LocalForge
+from app.store import AuditQuery
+from tests.conftest import INSTALLATION, REPO, Harness
+from tests.fixers.test_fixer_dependency import CHECK, wheels
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions"),
+]
+
+CONFIG = (
+    "autonomy: automerge\n"
+    "test: python check.py\n"
+    "alerts:\n"
+    "  dependabot:\n"
+    "    mode: within-autonomy\n"
+)
+GHSA = "GHSA-9wx4-h78v-vm56"
+REQUIREMENTS_PARSE = (
+    "import pathlib\n"
+    "from packaging.requirements import Requirement\n"
+    "for line in pathlib.Path('requirements.txt').read_text().splitlines():\n"
+    "    Requirement(line)\n"
+)
+
+
+@pytest.fixture
+async def start(
+    make_pw: Callable[..., Awaitable[Harness]],
+    forge: LocalForge,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[[], Awaitable[Harness]]:
+    async def go() -> Harness:
+        # The setup phase installs from these wheels only, as a user's pip would from
+        # a find-links folder (passed into the sandbox's setup, mounted read-only).
+        monkeypatch.setenv("PIP_NO_INDEX", "1")
+        monkeypatch.setenv("PIP_FIND_LINKS", str(wheels(tmp_path / "wheels")))
+        files = {
+            "requirements.txt": "pw-vuln==1.0.0\n",
+            "check.py": CHECK,
+            ".github/patchwarden.yml": CONFIG,
+        }
+        await forge.push(REPO, files, author="alice")
+        forge.add_user(REPO, "alice", "maintain")
+        # The repository's CI (on the host, without the package): the requirements parse.
+        forge.require_check(REPO, "requirements", [sys.executable, "-c", REQUIREMENTS_PARSE])
+        pw = await make_pw(workers=2)
+        await forge.install(INSTALLATION, by="alice")
+        return pw
+
+    return go
+
+
+def on_main(forge: LocalForge, path: str) -> str:
+    git = forge.repos[REPO].git
+    entry = git.entry(git.resolve("refs/heads/main") or "", path)
+    assert entry is not None
+    return (entry.content or b"").decode()
+
+
+async def said(pw: Harness, action: str) -> list[str]:
+    return [str(e.reason) for e in await pw.store.query_audit(AuditQuery()) if e.action == action]
+
+
+async def test_a_patch_bump_merges_itself_and_the_alert_closes(
+    start: Callable[[], Awaitable[Harness]],
+) -> None:
+    pw = await start()
+    alert = await pw.forge.raise_dependabot_alert(
+        REPO,
+        package="pw-vuln",
+        vulnerable_range="< 1.0.1",
+        first_patched="1.0.1",
+        severity="medium",
+        ghsa=GHSA,
+        summary="pw-vuln <script>alert(1)</script> leaks the session",
+    )
+    await pw.settle(within=240, every_job=True)
+
+    [pull] = pw.forge.pulls(REPO)
+    issue = pw.forge.issue(REPO, pull.number)
+    assert issue.title == f"Bump pw-vuln to 1.0.1 ({GHSA})"
+    body = issue.body or ""
+    assert body.startswith(
+        f"**Security update:** `pw-vuln` `1.0.0` → `1.0.1` (a patch bump) for [{GHSA}]"
+        f"(https://github.com/advisories/{GHSA}), severity **medium**."
+    ), body[:400]
+    assert f"Fixes Dependabot alert #1: {pw.forge.url}/{REPO}/security/dependabot/1" in body
+    assert "the patch's own setup installed `pw-vuln 1.0.0 → 1.0.1`" in body
+    # The advisory's text is its author's: sanitised at intake, fenced here.
+    assert "```text\npw-vuln  leaks the session\n```" in body
+    assert "<script>" not in body
+    assert pw.forge.pull(REPO, pull.number).merged, body
+    assert on_main(pw.forge, "requirements.txt") == "pw-vuln==1.0.1\n"
+
+    # GitHub reads the manifest again, finds it safe and closes the alert; the outcome
+    # of the fix records that its merge did it.
+    assert alert.state == "fixed"
+    [job] = await pw.jobs("security_alert")
+    outcome = await pw.store.get_outcome(job.id)
+    assert (outcome.decision, outcome.status) == ("automerge", "published")
+    assert outcome.details["alert_closed"]["action"] == "fixed"
+    assert f"Dependabot alert #1 fixed: the merge of #{pull.number} fixed it" in await said(
+        pw, "security_alert.closed"
+    )
+
+
+async def test_a_major_bump_waits_and_dismissing_the_alert_closes_its_pull_request(
+    start: Callable[[], Awaitable[Harness]],
+) -> None:
+    pw = await start()
+    alert = await pw.forge.raise_dependabot_alert(
+        REPO, package="pw-vuln", vulnerable_range="< 2.0.0", first_patched="2.0.0", ghsa=GHSA
+    )
+    await pw.settle(within=240, every_job=True)
+
+    [pull] = pw.forge.pulls(REPO)
+    body = pw.forge.issue(REPO, pull.number).body or ""
+    assert not pw.forge.pull(REPO, pull.number).merged
+    assert "(a major bump)" in body
+    assert "a major bump of `pw-vuln` waits for a maintainer" in body
+    assert "`pw-extra 1.0 (new)`" in body  # what the update installs anew
+    assert on_main(pw.forge, "requirements.txt") == "pw-vuln==1.0.0\n"
+    assert alert.state == "open"
+
+    await pw.forge.alert_event(REPO, alert, "dismissed", by="alice")
+    await pw.settle(within=60, every_job=True)
+    assert pw.forge.issue(REPO, pull.number).state == "closed"
+    assert not pw.forge.pull(REPO, pull.number).merged
