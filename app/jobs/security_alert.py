@@ -6,11 +6,11 @@ the patched tree's own setup, the tests on both trees, the policy's score (the b
 size, ``alerts.dependabot``), and a pull request that leads with the advisory. Nobody
 waits on an issue thread: what happens is in the audit log and the pull request.
 
-The code scanning fixer (part 3 of the issue) is not built yet: such a job ends
-honestly, changing nothing and opening no pull request; its outcome is ``not-built``
-and ``security_alert.not_built`` is audited, saying which alert it was. The job
-succeeds: nothing is retried and nobody is told a job failed. A paused repository
-refuses either, as it refuses any job.
+A code scanning alert runs the code scanning fixer (:mod:`app.fixers.scanning`): a
+semgrep rule's own autofix at the alert's place only, checked by running the rule
+again; a model's fix only where ``alerts.code_scanning.model`` lets it. A fixer that
+cannot fix the alert says why (the audit log, the outcome) and nothing is opened. A
+paused repository refuses either, as it refuses any job.
 
 :func:`security_task` is the session's task the fixers will read: the advisory's or
 the rule's text (sanitised at intake) as untrusted documents, fenced before any
@@ -19,19 +19,19 @@ prompt, and the alert's place in the code.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
+from app.fixers.base import Fixer
+from app.fixers.choose import make_fixer
 from app.fixers.dependency import DependencyFixer
+from app.fixers.scanning import ScanningFixer
 from app.jobs.context import JobContext, Running
 from app.jobs.kinds import SecurityAlertJob
 from app.jobs.report import Silent
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
-from app.sessions.session import Advisory, Document, Place, Task
+from app.sessions.session import Advisory, Document, Place, ScanAlert, Task
 from app.store import Job
-
-NOT_BUILT = "the code scanning fixer is not built yet (issue 34, part 3)"
 
 
 def describe(alert: SecurityAlertJob) -> str:
@@ -60,7 +60,16 @@ def security_task(alert: SecurityAlertJob) -> Task:
     if alert.description:
         documents.append(Document(f"{source}: description", alert.description))
     places = (Place(alert.path, alert.start_line),) if alert.path else ()
-    advisory = None
+    advisory, scan = None, None
+    if alert.source == "code_scanning" and alert.path and alert.start_line:
+        scan = ScanAlert(
+            tool=alert.tool,
+            rule=alert.rule,
+            path=alert.path,
+            start_line=alert.start_line,
+            end_line=alert.end_line,
+            number=alert.number,
+        )
     if alert.source == "dependabot":
         advisory = Advisory(
             package=alert.package,
@@ -80,6 +89,7 @@ def security_task(alert: SecurityAlertJob) -> Task:
         documents=tuple(documents),
         places=places,
         advisory=advisory,
+        scan=scan,
     )
 
 
@@ -90,22 +100,23 @@ async def security_alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     refused = await run.refused_if_paused(outcome, Silent(), "Not started")
     if refused:
         return refused
+    await run.audit("security_alert.fixing", reason=describe(alert), alert=alert.number)
+    fixer: Fixer
     if alert.source == "dependabot":
-        await run.audit("security_alert.fixing", reason=describe(alert), alert=alert.number)
-        return await session_to_pull(
-            run,
-            outcome,
-            task=security_task(alert),
-            fixer=DependencyFixer(),
-            report=Silent(),
-            options=PullOptions(
-                trigger=Trigger("alert"),
-                links=(f"Fixes Dependabot alert #{alert.number}: {alert.url}",),
-            ),
-        )
-    reason = f"{describe(alert)}: {NOT_BUILT}; nothing changed, no pull request"
-    await ctx.store.save_outcome(
-        replace(outcome, status="not-built", title=security_task(alert).title)
+        fixer, name = DependencyFixer(), "Dependabot alert"
+    else:
+        # A model writes a fix only where the policy lets it (`alerts.code_scanning.model`).
+        model = None
+        if alert.model and ctx.settings.llm_configured:
+            model = make_fixer("llm", ctx.settings, ledger=ctx.store, audit=run.audit)
+        fixer, name = ScanningFixer(model=model), "code scanning alert"
+    return await session_to_pull(
+        run,
+        outcome,
+        task=security_task(alert),
+        fixer=fixer,
+        report=Silent(),
+        options=PullOptions(
+            trigger=Trigger("alert"), links=(f"Fixes {name} #{alert.number}: {alert.url}",)
+        ),
     )
-    await run.audit("security_alert.not_built", reason=reason, alert=alert.number, url=alert.url)
-    return {"status": "not-built", "reason": reason}

@@ -111,6 +111,18 @@ class Advisory:
 
 
 @dataclass(frozen=True)
+class ScanAlert:
+    """A code scanning alert's facts: the tool, the rule and where it was found."""
+
+    tool: str  # "semgrep", "CodeQL", ...
+    rule: str  # the rule's id as the tool reported it
+    path: str
+    start_line: int
+    end_line: int | None = None
+    number: int = 0  # the alert's number in the repository
+
+
+@dataclass(frozen=True)
 class Task:
     """What a session is asked to do."""
 
@@ -124,6 +136,7 @@ class Task:
     monitoring: bool = False  # alert from monitoring (/alerts): its tests pass as a rule
     places: tuple[Place, ...] = ()  # a stack trace's frames in the application, innermost first
     advisory: Advisory | None = None  # a Dependabot alert: the package to raise past it
+    scan: ScanAlert | None = None  # a code scanning alert: the rule and its place
 
     @property
     def words(self) -> str:

@@ -4,7 +4,8 @@ bubblewrap for the base and the patch, from a local folder of wheels that the se
 phase gets as a user's find-links), the policy scores the bump and the pull request
 opens; a patch bump merges itself under ``autonomy: automerge`` and the alert closes
 when the default branch no longer matches; a major bump waits for a maintainer, and
-dismissing its alert closes the pull request.
+dismissing its alert closes the pull request; a code scanning alert for a semgrep rule
+with an autofix becomes a pull request that changes the alert's place only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from app.localforge import LocalForge
 from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
 from tests.fixers.test_fixer_dependency import CHECK, wheels
+from tests.fixers.test_fixer_scanning import RULES, TESTS
 
 pytestmark = [
     pytest.mark.slow,
@@ -145,3 +147,30 @@ async def test_a_major_bump_waits_and_dismissing_the_alert_closes_its_pull_reque
     await pw.settle(within=60, every_job=True)
     assert pw.forge.issue(REPO, pull.number).state == "closed"
     assert not pw.forge.pull(REPO, pull.number).merged
+
+
+async def test_a_semgrep_alert_with_an_autofix_becomes_a_pull_request_at_its_place_only(
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
+) -> None:
+    files = {".semgrep.yml": RULES, "tests/test_t.py": TESTS, "pytest.ini": "[pytest]\n"}
+    await forge.push(REPO, files, author="alice")
+    pw = await make_pw(workers=1)
+    await forge.install(INSTALLATION, by="alice")
+    await forge.raise_code_scanning_alert(
+        REPO,
+        rule="no-assert-equals",
+        path="tests/test_t.py",
+        start_line=9,
+        message="assertEquals() was removed in Python 3.12",
+    )
+    await pw.settle(within=120, every_job=True)
+
+    [pull] = pw.forge.pulls(REPO)
+    issue = pw.forge.issue(REPO, pull.number)
+    assert issue.title == "Fix no-assert-equals at tests/test_t.py:9"
+    assert pull.changed_files == 1
+    assert (pull.additions, pull.deletions) == (1, 1)
+    body = issue.body or ""
+    assert f"Fixes code scanning alert #1: {pw.forge.url}/{REPO}/security/code-scanning/1" in body
+    assert "it no longer matches at line 9" in body
+    assert not pw.forge.pull(REPO, pull.number).merged  # `alerts.code_scanning.mode`: review

@@ -190,7 +190,7 @@ async def test_a_policy_that_does_not_load_starts_nothing(pw: Harness) -> None:
     assert ".github/patchwarden.yml:3" in said
 
 
-async def test_the_code_scanning_job_ends_saying_its_fixer_is_not_built_yet(
+async def test_a_code_scanning_alert_without_an_autofix_or_a_model_opens_nothing(
     make_pw: Callable[..., Awaitable[Harness]],
 ) -> None:
     pw = await make_pw(workers=1)
@@ -198,25 +198,26 @@ async def test_the_code_scanning_job_ends_saying_its_fixer_is_not_built_yet(
     await pw.forge.raise_code_scanning_alert(
         REPO,
         rule="python.lang.security.audit.eval-detected",
-        path="app/calc.py",
-        start_line=12,
+        path="README.md",
+        start_line=1,
         message="Detected the use of eval()",
     )
     await pw.settle(every_job=True)
     [job] = await _alert_jobs(pw)
     assert job.state == JobState.SUCCEEDED
-    assert job.result["status"] == "not-built"
-    [said] = await _said(pw, "security_alert.not_built")
-    assert said.startswith("code scanning alert #1 (")
-    assert said.endswith(
-        "python.lang.security.audit.eval-detected at app/calc.py:12: the code scanning "
-        "fixer is not built yet (issue 34, part 3); nothing changed, no pull request"
+    assert job.result["status"] == "failed"
+    [why] = await _said(pw, "job.no_patch")
+    assert why == (
+        "the semgrep rule `python.lang.security.audit.eval-detected` is not in the "
+        "repository's rule files (.semgrep.yml, .semgrep/) nor Patchwarden's, so its autofix "
+        "is unknown, and no model may write the fix (`alerts.code_scanning.model` is false, "
+        "or no model is configured): nothing changed"
     )
     outcome = await pw.store.get_outcome(job.id)
     assert (outcome.kind, outcome.trigger, outcome.status) == (
         "security_alert",
         "code_scanning",
-        "not-built",
+        "failed",
     )
     assert pw.forge.pulls(REPO) == []
 

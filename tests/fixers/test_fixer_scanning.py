@@ -1,0 +1,129 @@
+"""The code scanning fixer through a real session (issue 34, part 3): a semgrep rule's
+own autofix, run by the real semgrep in bubblewrap, applied at the alert's place only
+and checked by running the rule again; and what it will not do, said."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.fixers.scanning import ScanningFixer, find_rule
+from app.git import Remote
+from app.sessions.session import ScanAlert, SessionRunner, SessionSpec, Task
+from tests.conftest import make_project
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
+
+RULES = """\
+rules:
+  - id: no-assert-equals
+    languages: [python]
+    severity: WARNING
+    message: assertEquals() was removed in Python 3.12
+    pattern: $SELF.assertEquals(...)
+    fix-regex:
+      regex: '\\.assertEquals\\('
+      replacement: '.assertEqual('
+  - id: no-print
+    languages: [python]
+    severity: INFO
+    message: print() in library code
+    pattern: print(...)
+"""
+TESTS = """\
+import unittest
+
+
+class T(unittest.TestCase):
+    def test_one(self):
+        self.assertEquals(1, 1)
+
+    def test_two(self):
+        self.assertEquals(2, 2)
+        print("done")
+"""
+
+
+def alert(rule: str, line: int, *, tool: str = "semgrep") -> Task:
+    scan = ScanAlert(tool=tool, rule=rule, path="tests/test_t.py", start_line=line, number=7)
+    return Task(title=f"Fix {tool} {rule}", kind="alert", scan=scan)
+
+
+def project(tmp_path: Path) -> Remote:
+    files = {".semgrep.yml": RULES, "tests/test_t.py": TESTS, "pytest.ini": "[pytest]\n"}
+    return Remote("octo/scan", str(make_project(tmp_path / "scan", files)))
+
+
+async def test_the_rule_s_autofix_is_applied_at_the_alert_s_place_and_nowhere_else(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # semgrep reports the rule by its file's path, as a SARIF upload of `.semgrep.yml` does.
+    spec = SessionSpec(remote=project(tmp_path), task=alert("semgrep.no-assert-equals", 9))
+    result = await runner.run(spec, ScanningFixer())
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert [f.path for f in result.diff.files] == ["tests/test_t.py"]
+    removed = [line for line in result.diff.unified.splitlines() if line.startswith("-    ")]
+    added = [line for line in result.diff.unified.splitlines() if line.startswith("+    ")]
+    assert removed == ["-        self.assertEquals(2, 2)"]  # line 9; line 6 is left
+    assert added == ["+        self.assertEqual(2, 2)"]
+    assert result.fix.fixer == "lint"
+    assert result.fix.summary.startswith(
+        "Applied semgrep rule `no-assert-equals`'s own autofix at `tests/test_t.py:9` "
+        "(code scanning alert #7), and nothing else. Its 1 other match(es) in the file are "
+        "left as they are. The rule was run again on the patched `tests/test_t.py`: it no "
+        "longer matches at line 9."
+    )
+    assert result.tests is not None
+    assert result.tests.head is not None
+    assert result.tests.head.ok
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        (
+            alert("py/code-injection", 9, tool="CodeQL"),
+            "CodeQL cannot run here and has no autofix Patchwarden applies, and no model may "
+            "write the fix (`alerts.code_scanning.model` is false, or no model is "
+            "configured): nothing changed",
+        ),
+        (alert("no-print", 10), "the semgrep rule `no-print` (.semgrep.yml) has no autofix"),
+        (alert("someone.elses-rule", 9), "the semgrep rule `someone.elses-rule` is not in"),
+        (
+            alert("no-assert-equals", 3),
+            "`no-assert-equals` does not match at `tests/test_t.py:3` on the base (it matches "
+            "at [6, 9]): the alert may be out of date; nothing changed",
+        ),
+    ],
+    ids=["codeql", "no-autofix", "unknown-rule", "out-of-date"],
+)
+async def test_what_it_cannot_fix_it_says_and_changes_nothing(
+    runner: SessionRunner, tmp_path: Path, task: Task, says: str
+) -> None:
+    result = await runner.run(SessionSpec(remote=project(tmp_path), task=task), ScanningFixer())
+    assert result.status == "failed"
+    assert result.head_sha is None
+    assert result.fix is not None
+    assert result.fix.reason is not None
+    assert says in result.fix.reason, result.fix.reason
+    assert result.fix.final
+
+
+def test_patchwarden_s_own_rules_are_found_by_their_reported_id(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    rule, where = find_rule(
+        tree,
+        Path(__file__).parents[2] / "policies" / "semgrep",
+        "policies.semgrep.autofix.patchwarden.autofix.yaml-load-without-loader",
+    )
+    assert rule is not None
+    assert rule["id"] == "patchwarden.autofix.yaml-load-without-loader"
+    assert where == "Patchwarden's python.yml"
+    (tree / ".semgrep").mkdir()
+    (tree / ".semgrep" / "ours.yaml").write_text(RULES)
+    assert find_rule(tree, tmp_path / "none", "no-print")[1] == ".semgrep/ours.yaml"
