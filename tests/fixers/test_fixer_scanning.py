@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from app.fixers.llm.scripted import tool
 from app.fixers.scanning import ScanningFixer, find_rule
 from app.git import Remote
-from app.sessions.session import ScanAlert, SessionRunner, SessionSpec, Task
+from app.sessions.session import Document, Place, ScanAlert, SessionRunner, SessionSpec, Task
 from tests.conftest import make_project
+from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
+    MakeFixer,
+    MakeModel,
+    fixer_for,
+    make_client,
+    make_model,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap sessions")
 
@@ -127,3 +135,42 @@ def test_patchwarden_s_own_rules_are_found_by_their_reported_id(tmp_path: Path) 
     (tree / ".semgrep").mkdir()
     (tree / ".semgrep" / "ours.yaml").write_text(RULES)
     assert find_rule(tree, tmp_path / "none", "no-print")[1] == ".semgrep/ours.yaml"
+
+
+async def test_codeql_s_alert_goes_to_the_model_where_allowed_and_says_it_was_not_rechecked(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    fixer_for: MakeFixer,  # noqa: F811
+) -> None:
+    files = {
+        "calc.py": "def parse(text):\n    return eval(text)\n",
+        "test_calc.py": (
+            "from calc import parse\n\n\ndef test_parse():\n    assert parse('2') == 2\n"
+        ),
+    }
+    remote = Remote("octo/calc", str(make_project(tmp_path / "calc", files)))
+    model = await make_model(
+        tool("edit", path="calc.py", old="return eval(text)", new="return int(text)"),
+        tool("finish", summary="parse() no longer evaluates its input; test_parse passes."),
+    )
+    scan = ScanAlert(tool="CodeQL", rule="py/code-injection", path="calc.py", start_line=2)
+    task = Task(
+        title="Fix CodeQL py/code-injection (code scanning alert #3)",
+        kind="alert",
+        documents=(Document("CodeQL rule py/code-injection: summary", "Code injection"),),
+        places=(Place("calc.py", 2),),
+        scan=scan,
+    )
+    result = await runner.run(
+        SessionSpec(remote=remote, task=task), ScanningFixer(model=fixer_for(model))
+    )
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert result.fix.fixer == "llm"  # scored as any model's change
+    assert result.fix.summary.endswith(
+        "The finding was not checked again: CodeQL cannot run here and has no autofix "
+        "Patchwarden applies. A new analysis on the default branch after the merge says "
+        "whether it is gone."
+    )
+    assert "+    return int(text)" in result.diff.unified
