@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +49,10 @@ class View:
     spend: ModelSpend  # today's, for the installation
     daily_budget_usd: float | None
     secrets: Sequence[str] = ()  # values never shown (the App's own, from the settings)
+    # alerts.<kind>.open_after_merge_hours: a fixed alert still open after these is listed
+    alert_hours: Mapping[str, int] = field(
+        default_factory=lambda: {"dependabot": 24, "code_scanning": 24}
+    )
 
 
 def _day(at: float) -> str:
@@ -107,6 +111,8 @@ def render(view: View) -> str:
         )
     if merges:
         out.append("")
+
+    out += _alerts_still_open(view)
 
     reverts = [o for o in view.outcomes if o.is_revert and o.pr_number is not None]
     out += ["## Reverts", ""]
@@ -169,6 +175,29 @@ def render(view: View) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _alerts_still_open(view: View) -> list[str]:
+    """Security alerts whose fix merged but which GitHub has not closed in time: the
+    manifest GitHub reads may not be the one changed (a lock file), or the analysis
+    still finds the rule. Nothing when there are none."""
+    late = []
+    for o in view.outcomes:
+        hours = view.alert_hours.get(o.trigger, 24)
+        if o.kind != "security_alert" or o.merged_at is None or "alert_closed" in o.details:
+            continue
+        if view.now - o.merged_at >= hours * 3600:
+            late.append((o, hours))
+    if not late:
+        return []
+    out = ["## Security alerts still open after their fix merged", ""]
+    for o, hours in sorted(late, key=lambda x: x[0].merged_at or 0):
+        out.append(
+            f"- #{o.pr_number} {inert(o.title or o.kind)}: merged {_day(o.merged_at or 0)}, "
+            f"and GitHub has not closed the alert {hours} h later. Check that the file "
+            "GitHub reads changed (a lock file?), or dismiss the alert with a reason."
+        )
+    return [*out, ""]
+
+
 async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     """Gather the view and edit (or open) the dashboard issue, unless turned off."""
     kind = DashboardJob.of(job)
@@ -201,6 +230,10 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         spend=await ctx.store.model_spend(int(job.installation_id or 0), day=day),
         daily_budget_usd=ctx.settings.llm_daily_budget_usd,
         secrets=ctx.settings.secret_values(),
+        alert_hours={
+            "dependabot": policy.alerts.dependabot.open_after_merge_hours,
+            "code_scanning": policy.alerts.code_scanning.open_after_merge_hours,
+        },
     )
     body = render(view)
     digest = hashlib.sha256(body.encode()).hexdigest()

@@ -366,6 +366,9 @@ class AlertKindRules(_Strict):
     `within-autonomy`: its fix goes as far as `autonomy` (and the score) let it."""
     min_severity: Severity
     """The least severity that starts a fix: `low`, `medium`, `high` or `critical`."""
+    open_after_merge_hours: int = Field(default=24, ge=1)
+    """An alert still open this many hours after its fix merged is listed on the
+    dashboard (GitHub closes it when the default branch no longer matches)."""
 
 
 class CodeScanningRules(AlertKindRules):

@@ -460,7 +460,13 @@ class SessionRunner:
         head_env_dir = env_dir
         if fix.bump is not None and env is not None:
             # A security update changes what setup installs: the patch is tested with
-            # its own environment, never with the base's (the old version).
+            # its own environment, never with the base's (the old version). Setup has
+            # the network: it runs on a patch of the manifests the fixer named, only.
+            others = sorted({f.path for f in state.diff.files} - set(fix.bump.files))
+            if others:
+                state.status = "failed"
+                state.error = f"a security update may change its manifests only, not {others}"
+                return
             head_env = await self._patched_setup(
                 spec, ws, commands, head, fix.bump, state, secrets, progress
             )

@@ -166,3 +166,27 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     assert "| reverted after merging | 100 % (1) |" in body
     assert "evil" not in body  # carol's pull request is not listed as Patchwarden's
     assert (await pw.store.dashboard_issue(REPO))[0] == boards[0].number
+
+
+def test_a_security_alert_still_open_long_after_its_fix_merged_is_listed() -> None:
+    day = 86400.0
+    outcomes = [
+        # merged two days ago, the alert never closed: listed
+        _outcome(1, kind="security_alert", trigger="dependabot", pr_number=4,
+                 title="Bump pw-vuln to 1.0.1 (GHSA-9wx4-h78v-vm56)", merged_at=T0 - 2 * day),
+        # merged two days ago, GitHub closed the alert: not listed
+        _outcome(2, kind="security_alert", trigger="dependabot", pr_number=5,
+                 merged_at=T0 - 2 * day, details={"alert_closed": {"action": "fixed"}}),
+        # merged an hour ago: GitHub still has time
+        _outcome(3, kind="security_alert", trigger="code_scanning", pr_number=6,
+                 merged_at=T0),
+    ]  # fmt: skip
+    text = render(_view(outcomes=outcomes, alert_hours={"dependabot": 24, "code_scanning": 24}))
+    section = text.split("## Security alerts still open after their fix merged\n\n")[1]
+    [line] = [x for x in section.split("\n\n")[0].splitlines() if x.startswith("- #")]
+    assert line.startswith("- #4 Bump pw-vuln to 1.0.1 \\(GHSA-9wx4-h78v-vm56\\): merged ")
+    assert line.endswith(
+        "and GitHub has not closed the alert 24 h later. Check that the file GitHub reads "
+        "changed (a lock file?), or dismiss the alert with a reason."
+    )
+    assert "## Security alerts still open" not in render(_view(outcomes=outcomes[1:]))
