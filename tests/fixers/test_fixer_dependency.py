@@ -79,7 +79,7 @@ def alert(fixed: str | None, *, ecosystem: str = "pip") -> Task:
         url="https://github.com/octo/deps/security/dependabot/1",
         summary="pw-vuln leaks <b>everything</b>",
     )
-    return Task(title=f"Bump pw-vuln past < {fixed}", kind="alert", advisory=advisory)
+    return Task(title=f"Bump pw-vuln past < {fixed}", advisory=advisory)
 
 
 def project(tmp_path: Path, **extra: str) -> Remote:

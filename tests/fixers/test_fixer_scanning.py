@@ -56,7 +56,7 @@ class T(unittest.TestCase):
 
 def alert(rule: str, line: int, *, tool: str = "semgrep") -> Task:
     scan = ScanAlert(tool=tool, rule=rule, path="tests/test_t.py", start_line=line, number=7)
-    return Task(title=f"Fix {tool} {rule}", kind="alert", scan=scan)
+    return Task(title=f"Fix {tool} {rule}", scan=scan)
 
 
 def project(tmp_path: Path) -> Remote:
@@ -153,11 +153,12 @@ async def test_codeql_s_alert_goes_to_the_model_where_allowed_and_says_it_was_no
     model = await make_model(
         tool("edit", path="calc.py", old="return eval(text)", new="return int(text)"),
         tool("finish", summary="parse() no longer evaluates its input; test_parse passes."),
+        tool("finish", summary="parse() no longer evaluates its input (no test shows it)."),
+        tool("finish", summary="parse() no longer evaluates its input (no test shows it)."),
     )
     scan = ScanAlert(tool="CodeQL", rule="py/code-injection", path="calc.py", start_line=2)
     task = Task(
         title="Fix CodeQL py/code-injection (code scanning alert #3)",
-        kind="alert",
         documents=(Document("CodeQL rule py/code-injection: summary", "Code injection"),),
         places=(Place("calc.py", 2),),
         scan=scan,

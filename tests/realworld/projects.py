@@ -23,8 +23,9 @@ class Project:
     sha256: str  # of the sdist, as PyPI publishes it
     layout: str  # what this project stands for in the suite
     drop: tuple[str, ...]  # sdist-only files a git checkout does not have
-    lint_file: str  # where the unused import is injected
-    breaks: tuple[str, str, str]  # (file, text, replacement): a behaviour-breaking edit
+    lint_file: str = ""  # where the unused import is injected (the fixers' suite)
+    # (file, text, replacement): a behaviour-breaking edit (the culprit finder's suite)
+    breaks: tuple[str, str, str] = ("", "", "")
     config: str = ""  # a .github/patchwarden.yml its maintainers would write, if any
 
     @property
