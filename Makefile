@@ -90,6 +90,7 @@ bench: venv system-deps
 	$(BIN)/python bench/upload_memory.py
 	$(BIN)/python bench/forge_api.py
 	$(BIN)/python bench/realworld.py
+	$(BIN)/python bench/security_update.py
 
 # A local OpenAI-compatible model for the llm fixer (scripts/model.py says where each
 # part comes from). The first run builds llama.cpp's server (10-21 min on 2 cores).
