@@ -178,8 +178,20 @@ class BumpWeights(_Strict):
     """Points for one that changes the major number (1.x → 2.x)."""
 
 
+class SeverityWeights(_Strict):
+    low: float = Field(le=0)
+    """Credit (0 or less) for fixing an advisory of low severity."""
+    medium: float = Field(le=0)
+    """Credit (0 or less) for fixing one of medium severity."""
+    high: float = Field(le=0)
+    """Credit (0 or less) for fixing one of high severity."""
+    critical: float = Field(le=0)
+    """Credit (0 or less) for fixing a critical one."""
+
+
 # A policy stored before the dependency fixer (issue 34) scores security updates so.
 BUMPS_BEFORE_ISSUE_34: dict[str, float] = {"patch": 0, "minor": 5, "major": 15}
+SEVERITIES_BEFORE_ISSUE_34: dict[str, float] = {"low": 0, "medium": 0, "high": -2, "critical": -5}
 
 
 class Weights(_Strict):
@@ -245,6 +257,11 @@ class Weights(_Strict):
     """Points for a dependency raised past a vulnerability, by the part that changes."""
     new_transitive_dependency: float = Field(default=5, ge=0)
     """Points per package a security update installs that the base did not have."""
+    advisory_severity: SeverityWeights = Field(
+        default_factory=lambda: SeverityWeights(**SEVERITIES_BEFORE_ISSUE_34)
+    )
+    """Credit for a security update by its advisory's severity: a vulnerability left
+    open is a risk of its own."""
 
 
 class BehaviourWeights(_Strict):

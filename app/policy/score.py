@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.policy.behaviour import KINDS, SAYS, Behaviour
 from app.policy.config import (
     AUTONOMY_CEILING,
+    SEVERITIES,
     Autonomy,
     Decision,
     Policy,
@@ -475,6 +476,14 @@ def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:
         f"{bump.size}: {bump.package} {bump.old or '?'} → {bump.new}",
         getattr(w.security_update, bump.size),
         f"raises `{bump.package}` {was}to {bump.new}, a {bump.size} bump, for {bump.advisory}{why}",
+    )
+    known = bump.severity in SEVERITIES  # the payload's word: never an attribute's name
+    credit = getattr(w.advisory_severity, bump.severity) if known else 0.0
+    tally.add(
+        "advisory_severity",
+        bump.severity,
+        credit,
+        f"fixes a {bump.severity} advisory: leaving it open is a risk of its own",
     )
     tally.add(
         "new_transitive_dependencies",

@@ -151,6 +151,7 @@ async def test_a_major_bump_waits_and_names_what_it_installs_anew(
     assert factors["security_update"].points == 15
     assert factors["security_update"].value == "major: pw-vuln 1.0.0 → 2.0.0"
     assert factors["new_transitive_dependencies"].points == 5
+    assert factors["advisory_severity"].points == -2  # a high advisory: a credit
     assert "pw-extra 1.0" in factors["new_transitive_dependencies"].reason
     [held] = [r for r in score.rules if r.rule == "security_update"]
     assert held.decision == "review"
