@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from app.fixers.base import Fixer
 from app.git import run_git
+from app.policy.evidence import Bump
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
 
@@ -20,10 +21,13 @@ class CarryFixer(Fixer):
 
     name = "carry"
 
-    def __init__(self, commit: str, *, fixer_name: str, summary: str) -> None:
+    def __init__(
+        self, commit: str, *, fixer_name: str, summary: str, bump: Bump | None = None
+    ) -> None:
         self.commit = commit
         self.fixer_name = fixer_name  # scored as the fixer that wrote the patch
         self.summary = summary
+        self.bump = bump  # a security update's, carried with it (its rules hold it again)
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         ws = workspace.workspace
@@ -41,5 +45,8 @@ class CarryFixer(Fixer):
         await run_git([*gd, "reset", "--quiet"], env=ws.env, check=False)
         message = await ws.git("log", "-1", "--format=%B", self.commit)
         return FixOutcome(
-            fixer=self.fixer_name, summary=self.summary, commit_message=message.strip()
+            fixer=self.fixer_name,
+            summary=self.summary,
+            commit_message=message.strip(),
+            bump=self.bump,
         )

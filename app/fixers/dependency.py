@@ -9,7 +9,9 @@ style. What it cannot do, it says, and then changes nothing:
 * a lock file that pins the package too (``uv.lock``, ``poetry.lock``, a requirements
   file compiled with hashes): its hashes come from its own tool, which Patchwarden does
   not run yet — half a bump (manifest raised, lock still vulnerable) is worse than none;
-* a constraint it cannot raise (an upper bound below the fix, a URL requirement).
+* a constraint it cannot raise (an upper bound below the fix, a URL requirement, a
+  Poetry constraint it cannot read);
+* a manifest the alert names that it does not raise: the alert would stay open.
 
 The session then builds the patched tree's own environment (its setup inputs changed)
 and runs the tests with it: the outcome's :class:`~app.policy.evidence.Bump` tells it
@@ -74,7 +76,7 @@ class DependencyFixer(Fixer):
                 package=alert.package,
                 old=old,
                 new=alert.first_patched,
-                size=size,  # type: ignore[arg-type]
+                size=size,
                 advisory=alert.id,
                 cve=alert.cve,
                 severity=alert.severity,
@@ -119,6 +121,13 @@ def _stop(alert: Advisory, pins: Pins) -> str | None:
     if pins.blocked:
         why = "; ".join(f"`{b.path}:{b.line}` `{b.text}`: {b.why}" for b in pins.blocked[:5])
         return f"{package} cannot be raised to {fixed} everywhere ({why}). Nothing changed"
+    seen = {c.path for c in pins.changes} | {u.rsplit(":", 1)[0] for u in pins.unchanged}
+    if pins.changes and alert.manifest and alert.manifest not in seen:
+        return (
+            f"the alert names `{alert.manifest}`, which this fixer does not raise (a file "
+            f"it does not read, or one that does not name {package} as it expects); "
+            "raising the other places would leave the alert open. Nothing changed"
+        )
     if not pins.changes:
         where = f" ({', '.join(pins.unchanged[:5])})" if pins.unchanged else ""
         manifest = f" `{alert.manifest}`" if alert.manifest else ""

@@ -15,11 +15,13 @@ tool, never from here.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -84,12 +86,30 @@ def raise_package(tree: Path, package: str, fixed: str, *, write: bool = True) -
     if (tree / "setup.py").is_file():
         _raise_setup_py(tree, package, version, found)
     for lock in LOCK_FILES:
-        text = _read(tree, lock)
-        if text and re.search(rf'(?im)^name\s*=\s*"{re.escape(package)}"', text):
+        if _locks(_read(tree, lock), package, json_lock=lock == "Pipfile.lock"):
             found.locks.append(lock)
     if write:
         found.write(tree)
     return found
+
+
+def _locks(text: str | None, package: str, *, json_lock: bool) -> bool:
+    """Whether a lock file pins ``package`` (names compared as PyPI does: canonical)."""
+    if not text:
+        return False
+    want = canonicalize_name(package)
+    if json_lock:  # Pipfile.lock: {"default": {name: ...}, "develop": {...}}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return True  # unreadable: it may pin it, and only its tool rewrites it
+        sections = [data.get(k) for k in ("default", "develop")] if isinstance(data, dict) else []
+        return any(
+            isinstance(sec, dict) and want in {canonicalize_name(str(n)) for n in sec}
+            for sec in sections
+        )
+    names = re.findall(r'(?m)^\s*name\s*=\s*"([^"]+)"', text)
+    return want in {canonicalize_name(n) for n in names}
 
 
 def _read(tree: Path, rel: str) -> str | None:
@@ -218,12 +238,12 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
     except tomllib.TOMLDecodeError:
         found.blocked.append(Blocked("pyproject.toml", 1, "", "pyproject.toml does not parse"))
         return
-    project = data.get("project", {})
-    strings: list[str] = [*project.get("dependencies", [])]
-    for group in project.get("optional-dependencies", {}).values():
-        strings += group
-    for group in data.get("dependency-groups", {}).values():
-        strings += [s for s in group if isinstance(s, str)]
+    project = _table(data, "project")
+    strings: list[str] = [*_listed_strings(project.get("dependencies"))]
+    for group in _table(project, "optional-dependencies").values():
+        strings += _listed_strings(group)
+    for group in _table(data, "dependency-groups").values():
+        strings += _listed_strings(group)
     new_text = text
     for s in dict.fromkeys(x for x in strings if isinstance(x, str)):
         new, why = raised(s, package, fixed)
@@ -242,9 +262,9 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
         if edited != new_text:
             found.changes.append(Change("pyproject.toml", _line_of(text, s), s, new))
             new_text = edited
-    poetry = data.get("tool", {}).get("poetry", {})
-    tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
-    tables += [g.get("dependencies", {}) for g in poetry.get("group", {}).values()]
+    poetry = _table(_table(data, "tool"), "poetry")
+    tables = [_table(poetry, "dependencies"), _table(poetry, "dev-dependencies")]
+    tables += [_table(g, "dependencies") for g in _table(poetry, "group").values()]
     for table in tables:
         for name, value in table.items():
             if canonicalize_name(name) != canonicalize_name(package):
@@ -282,6 +302,16 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
                 )
     if new_text != text:
         found.edited["pyproject.toml"] = new_text
+
+
+def _table(data: object, key: str) -> dict[str, Any]:
+    """``data[key]`` where both are tables, else {} (a pyproject.toml may say anything)."""
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _listed_strings(value: object) -> list[str]:
+    return [s for s in value if isinstance(s, str)] if isinstance(value, list) else []
 
 
 _HEADER = re.compile(r"(?m)^[ \t]*\[\[?[ \t]*([\w.\-\"' ]+?)[ \t]*\]\]?[ \t]*(?:#[^\r\n]*)?\r?$")

@@ -17,18 +17,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from app.policy.evidence import bump_size
 
-def bump_size(old: str | None, new: str) -> str:
-    """``patch``, ``minor`` or ``major``: the part of the version that changes (an old
-    version unknown counts as ``major``: nothing says how far it is)."""
-    try:
-        a, b = Version(old or ""), Version(new)
-    except InvalidVersion:
-        return "major"
-    x, y = (*a.release, 0, 0)[:3], (*b.release, 0, 0)[:3]
-    if x[0] != y[0]:
-        return "major"
-    return "minor" if x[1] != y[1] else "patch"
+__all__ = ["bump_size", "floor_of", "raised", "raised_poetry"]
 
 
 def raised(text: str, package: str, fixed: Version) -> tuple[str | None, str]:
@@ -160,10 +151,12 @@ def raised_poetry(constraint: str, fixed: Version) -> tuple[str | None, str]:
             return None, "already safe"
         return f"{m.group(1) or ''}{fixed}", ""
     new, why = raised(f"x{c}", "x", fixed)
+    if new is None and not why:
+        return None, f"Patchwarden cannot read the constraint `{c}`: raise it by hand"
     return (new[1:] if new else None), why
 
 
-_SIGNED = re.compile(r"(===|==|>=|~=|>|\^|~)\s*(\d+(?:\.\d+)*)(?![\w.*])")
+_SIGNED = re.compile(r"(===|==|>=|~=|>|\^|~)\s*((?:\d+!)?\d+(?:\.\d+)*)(?![\w.*!])")
 
 
 def floor_of(written: str) -> str | None:

@@ -36,6 +36,7 @@ SEMGREP_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")
 REPO_RULES = (".semgrep.yml", ".semgrep.yaml")
 REPO_RULE_DIR = ".semgrep"
 MAX_RULE_FILES = 50
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
 RULE_FILE = "alert-rule.yml"
 
 
@@ -62,7 +63,10 @@ class ScanningFixer(Fixer):
             elif "fix" not in rule and "fix-regex" not in rule:
                 why, rule = f"the semgrep rule `{scan.rule}` ({where}) has no autofix", None
         if rule is not None:
-            return await self._autofix(workspace, scan, rule)
+            fixed = await self._autofix(workspace, scan, rule)
+            if fixed is not None:
+                return fixed
+            why = f"semgrep computes no fix for `{scan.rule}` at `{scan.path}:{scan.start_line}`"
         if self.model is None:
             return self.gave_up(
                 f"{why}, and no model may write the fix (`alerts.code_scanning.model` is "
@@ -79,10 +83,19 @@ class ScanningFixer(Fixer):
             outcome = outcome.model_copy(update={"summary": outcome.summary + note})
         return outcome
 
-    async def _autofix(self, ws: FixContext, scan: ScanAlert, rule: dict[str, Any]) -> FixOutcome:
-        original = read_confined(ws.tree, scan.path)
+    async def _autofix(
+        self, ws: FixContext, scan: ScanAlert, rule: dict[str, Any]
+    ) -> FixOutcome | None:
+        """The rule's fix at the alert's place; None when semgrep computes none there
+        (a ``fix-regex`` on a ``pattern-regex`` rule, say)."""
+        original = read_confined(ws.tree, scan.path, limit=MAX_SOURCE_BYTES + 1)
         if original is None:
             return self.gave_up(f"`{scan.path}` is not a file of the tree", final=True)
+        if len(original) > MAX_SOURCE_BYTES:  # never written back cut
+            return self.gave_up(
+                f"`{scan.path}` is over {MAX_SOURCE_BYTES // 2**20} MiB: not edited here",
+                final=True,
+            )
         folder = ws.workspace.root / "scan-rules"
         folder.mkdir(exist_ok=True)
         (folder / RULE_FILE).write_text(yaml.safe_dump({"rules": [rule]}, sort_keys=False))
@@ -100,7 +113,7 @@ class ScanningFixer(Fixer):
         match = at[0]
         fix = (match.get("extra") or {}).get("fix")
         if not isinstance(fix, str):
-            return self.gave_up(f"semgrep gave no fix for `{rule['id']}` there", final=True)
+            return None
         start, end = int(match["start"]["offset"]), int(match["end"]["offset"])
         patched = original[:start] + fix.encode("utf-8") + original[end:]
         write_confined(ws.tree, scan.path, patched)
@@ -142,13 +155,16 @@ class ScanningFixer(Fixer):
             keep_stdout=False,
         )
         try:
-            results = json.loads(done.stdout).get("results", [])
-        except (json.JSONDecodeError, AttributeError):
-            results = None
-        if not isinstance(results, list):
-            raise OSError(
-                f"semgrep failed (exit code {done.exit_code}): {done.stderr.strip()[-500:]}"
-            )
+            report = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            report = None
+        results = report.get("results") if isinstance(report, dict) else None
+        errors = report.get("errors") if isinstance(report, dict) else None
+        # 0: no match, 1: matches; anything else, or an error (a rule that does not
+        # parse, a timeout), and no finding can be claimed present or gone.
+        if done.exit_code not in (0, 1) or errors or not isinstance(results, list):
+            said = json.dumps(errors)[:500] if errors else done.stderr.strip()[-500:]
+            raise OSError(f"semgrep failed on `{path}` (exit code {done.exit_code}): {said}")
         return [r for r in results if isinstance(r, dict) and "start" in r and "end" in r]
 
 
@@ -176,7 +192,7 @@ def _rules(data: bytes | None) -> list[dict[str, Any]]:
         return []
     try:
         loaded = yaml.safe_load(data.decode("utf-8", "replace"))
-    except yaml.YAMLError:
-        return []
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []  # not a rule file Patchwarden can read: its rules are not found
     rules = loaded.get("rules") if isinstance(loaded, dict) else None
     return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []

@@ -117,6 +117,8 @@ async def security_alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         fixer=fixer,
         report=Silent(),
         options=PullOptions(
-            trigger=Trigger("alert"), links=(f"Fixes {name} #{alert.number}: {alert.url}",)
+            trigger=Trigger("alert", alert=alert.source),
+            # No `#`: GitHub would link (and mention) the repository's issue of that number.
+            links=(f"Fixes [{name} {alert.number}]({alert.url})",),
         ),
     )

@@ -14,7 +14,7 @@ from app.jobs.report import report_for
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger, TriggerKind
 from app.sessions.session import Task
-from app.store import Job
+from app.store import Job, Outcome
 
 
 async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
@@ -40,6 +40,8 @@ async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         first.head_sha,
         fixer_name=fix.fixer if fix is not None else "carry",
         summary=fix.summary if fix is not None else "",
+        # a security update stays one: its size and rules, and the patch's own setup
+        bump=fix.bump if fix is not None else None,
     )
     reverts: Literal["bot", "human"] | None = (
         "bot" if first.reverts == "bot" else "human" if first.reverts == "human" else None
@@ -51,11 +53,18 @@ async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         fixer=carry,
         report=report,
         options=PullOptions(
-            trigger=Trigger(_trigger_kind(first.trigger), reverts=reverts),
+            trigger=Trigger(_trigger_kind(first.trigger), reverts=reverts, alert=_alert(first)),
             branch=first.branch,
             links=first.links,
         ),
     )
+
+
+def _alert(first: Outcome) -> Literal["dependabot", "code_scanning"] | None:
+    """The security alert the first change answered: its mode holds the update too."""
+    if first.kind == "security_alert" and first.trigger in ("dependabot", "code_scanning"):
+        return cast(Literal["dependabot", "code_scanning"], first.trigger)
+    return None
 
 
 def _trigger_kind(text: str) -> TriggerKind:

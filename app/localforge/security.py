@@ -14,13 +14,14 @@ alerts' REST endpoints.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from app.localforge.render import Renderer, _webhook_definitions, iso
 from app.localforge.rules import GitHubRules
@@ -188,27 +189,44 @@ class SecurityAlerts(GitHubRules):
 
 
 def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
-    """Whether a requirements file allows a version of ``package`` below ``fixed``: a
-    requirement naming it with no lower bound, or one below the fix (GitHub's reading
-    of pinned manifests, simplified to what a bump changes)."""
+    """Whether a manifest allows a version of ``package`` below ``fixed``: a requirement
+    naming it with no lower bound, or one below the fix. Read as GitHub's dependency
+    graph reads pinned manifests, simplified to what a bump changes: each line of a
+    requirements file or ``setup.cfg`` list, each quoted string of a ``pyproject.toml``
+    or ``setup.py``, and a Poetry ``name = "constraint"``."""
+    want = canonicalize_name(package)
     for line in manifest.splitlines():
-        text = line.split(" #")[0].strip()
-        if not text or text.startswith(("#", "-")):
+        text = re.split(r"\s#", line, maxsplit=1)[0].strip()
+        poetry = re.fullmatch(r'"?([A-Za-z0-9][\w.\-]*)"?\s*=\s*"([^"]*)"', text)
+        if poetry and canonicalize_name(poetry.group(1)) == want:
+            floor = re.search(r"\d+(?:\.\d+)*", poetry.group(2))
+            if floor is None or _below(floor.group(0), fixed):
+                return True
             continue
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if canonicalize_name(req.name) != canonicalize_name(package):
-            continue
-        floors = [
-            Version(s.version)
-            for s in req.specifier
-            if s.operator in ("==", "===", ">=", "~=", ">") and not s.version.endswith("*")
-        ]
-        if not floors or max(floors) < Version(fixed):
-            return True
+        for candidate in [text, *re.findall(r'"([^"]+)"|\'([^\']+)\'', text)]:
+            item = candidate if isinstance(candidate, str) else next(c for c in candidate if c)
+            try:
+                req = Requirement(item.strip().rstrip(","))
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) != want:
+                continue
+            floors = [
+                s.version
+                for s in req.specifier
+                if s.operator in ("==", "===", ">=", "~=", ">") and not s.version.endswith("*")
+            ]
+            if not floors or all(_below(f, fixed) for f in floors):
+                return True
     return False
+
+
+def _below(version: str, fixed: str) -> bool:
+    """``version`` < ``fixed``; a version that does not parse counts as below."""
+    try:
+        return Version(version) < Version(fixed)
+    except InvalidVersion:
+        return True
 
 
 def _urls(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
 Tool = Literal["ruff", "semgrep", "bandit"]
@@ -152,6 +153,20 @@ class ModelUsage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
+def bump_size(old: str | None, new: str) -> Literal["patch", "minor", "major"]:
+    """``patch``, ``minor`` or ``major``: the part of the version that changes. An old
+    version unknown counts as ``major`` (nothing says how far it is), and so does a new
+    minor below 1.0 or another epoch (semver: 0.x minors break)."""
+    try:
+        a, b = Version(old or ""), Version(new)
+    except InvalidVersion:
+        return "major"
+    x, y = (*a.release, 0, 0)[:3], (*b.release, 0, 0)[:3]
+    if a.epoch != b.epoch or x[0] != y[0] or (x[0] == 0 and x[1] != y[1]):
+        return "major"
+    return "minor" if x[1] != y[1] else "patch"
+
+
 class Bump(_Model):
     """A dependency raised past a known vulnerability (the dependency fixer, issue 34):
     the advisory's facts (ids, versions and severity; never its texts) and what the
@@ -171,6 +186,7 @@ class Bump(_Model):
     installed: list[str] = Field(default_factory=list)  # "name version" new to the env
     upgraded: list[str] = Field(default_factory=list)  # "name old → new" in the env
     setup: bool = False  # the patched tree had its own setup (and its tests ran with it)
+    version: str | None = None  # the package's version that setup installed, if it did
 
 
 # -- what a session is, to the policy: read-only shapes SessionResult fits --------------

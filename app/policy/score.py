@@ -92,6 +92,8 @@ class Trigger:
     kind: TriggerKind = "human"
     # A revert: of Patchwarden's own merge ("bot") or of a person's commit ("human").
     reverts: Literal["bot", "human"] | None = None
+    # GitHub's own security alert the change answers: its `alerts.<kind>.mode` holds it
+    alert: Literal["dependabot", "code_scanning"] | None = None
 
 
 @dataclass(frozen=True)
@@ -335,6 +337,14 @@ def score(
         _verification(verification, policy, tally, only_tests=only_tests)
         if verification.bump is not None:
             _security_update(verification.bump, policy, tally)
+    if trigger is not None and trigger.alert is not None:
+        if getattr(policy.alerts, trigger.alert).mode == "review":
+            what = "Dependabot" if trigger.alert == "dependabot" else "code scanning"
+            rule(
+                "alert_mode",
+                "review",
+                f"a maintainer approves every {what} fix (`alerts.{trigger.alert}.mode`: review)",
+            )
     else:
         add("fixer", "human", w.fixer.human, "a person's change, scored from its diff alone")
 
@@ -497,12 +507,6 @@ def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:
             "review",
             f"a {bump.size} bump of `{bump.package}` waits for a maintainer "
             f"(`alerts.dependabot.merge_up_to`: {rules.merge_up_to})",
-        )
-    if rules.mode == "review":
-        tally.rule(
-            "alert_mode",
-            "review",
-            "a maintainer approves every Dependabot fix (`alerts.dependabot.mode`: review)",
         )
 
 

@@ -37,7 +37,7 @@ from packaging.version import InvalidVersion, Version
 from app.errors import PatchwardenError, RepoConfigError
 from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
-from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun
+from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size
 from app.policy.features import Classifier
 from app.redact import redact
 from app.sessions import junit
@@ -593,8 +593,15 @@ class SessionRunner:
 def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
     """The bump with what the patch's environment installs that the base's did not."""
     before, after = distributions(base), distributions(head)
+    name = canonicalize_name(bump.package)
+    was, now = before.get(name), after.get(name)
+    size = bump.size
+    if was and now and _SIZES.index(bump_size(was, now)) > _SIZES.index(size):
+        size = bump_size(was, now)  # what the environment really moved by, when larger
     return bump.model_copy(
         update={
+            "size": size,
+            "version": now,
             "setup": head is not None,
             "installed": [f"{n} {v}" for n, v in after.items() if n not in before],
             "upgraded": [
@@ -602,6 +609,9 @@ def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
             ],
         }
     )
+
+
+_SIZES = ("patch", "minor", "major")
 
 
 def _still_vulnerable(bump: Bump | None, env: Environment, state: _State) -> bool:

@@ -66,11 +66,11 @@ def runner(tmp_path: Path) -> SessionRunner:
     )
 
 
-def alert(fixed: str | None, *, ecosystem: str = "pip") -> Task:
+def alert(fixed: str | None, *, ecosystem: str = "pip", manifest: str = "requirements.txt") -> Task:
     advisory = Advisory(
         package="pw-vuln",
         ecosystem=ecosystem,
-        manifest="requirements.txt",
+        manifest=manifest,
         vulnerable_range=f"< {fixed}",
         first_patched=fixed,
         id="GHSA-9wx4-h78v-vm56",
@@ -122,7 +122,7 @@ async def test_a_patch_bump_is_installed_by_the_patch_s_own_setup_and_tested_wit
     assert result.fix.commit_message.startswith("Bump pw-vuln to 1.0.1 (GHSA-9wx4-h78v-vm56)")
 
     policy = default_policy()
-    score = score_session(result, policy, trigger=Trigger("alert"))
+    score = score_session(result, policy, trigger=Trigger("alert", alert="dependabot"))
     factors = {c.factor: c for c in score.contributions}
     assert factors["fixer"].value == "dependency"
     assert "security_update" not in factors  # a patch bump adds no points by default
@@ -146,7 +146,7 @@ async def test_a_major_bump_waits_and_names_what_it_installs_anew(
     assert result.fix.bump.size == "major"
     assert result.fix.bump.installed == ["pw-extra 1.0"]
     policy = policy_with("autonomy: automerge\nalerts:\n  dependabot:\n    mode: within-autonomy\n")
-    score = score_session(result, policy, trigger=Trigger("alert"))
+    score = score_session(result, policy, trigger=Trigger("alert", alert="dependabot"))
     factors = {c.factor: c for c in score.contributions}
     assert factors["security_update"].points == 15
     assert factors["security_update"].value == "major: pw-vuln 1.0.0 → 2.0.0"
@@ -186,8 +186,15 @@ async def test_a_fixed_version_that_does_not_install_publishes_nothing(
             {"requirements-dev.txt": "pw-vuln>=0.9,<1.0.1\n"},
             "pw-vuln cannot be raised to 1.0.1 everywhere (`requirements-dev.txt:1`",
         ),
+        (
+            # GitHub reads a file the fixer does not: raising requirements.txt alone
+            # would leave the alert open.
+            alert("1.0.1", manifest="Pipfile"),
+            {"Pipfile": '[packages]\npw-vuln = "==1.0.0"\n'},
+            "the alert names `Pipfile`, which this fixer does not raise",
+        ),
     ],
-    ids=["lock-file", "npm", "no-fix-yet", "capped"],
+    ids=["lock-file", "npm", "no-fix-yet", "capped", "manifest-not-raised"],
 )
 async def test_what_it_cannot_bump_it_says_and_changes_nothing(
     runner: SessionRunner, tmp_path: Path, task: Task, extra: dict[str, str], says: str

@@ -34,6 +34,14 @@ rules:
     fix-regex:
       regex: '\\.assertEquals\\('
       replacement: '.assertEqual('
+  - id: todo-marker
+    languages: [generic]
+    severity: INFO
+    message: a TODO marker
+    pattern-regex: TODO
+    fix-regex:
+      regex: TODO
+      replacement: NOTE
   - id: no-print
     languages: [python]
     severity: INFO
@@ -41,7 +49,7 @@ rules:
     pattern: print(...)
 """
 TESTS = """\
-import unittest
+import unittest  # TODO: pytest
 
 
 class T(unittest.TestCase):
@@ -100,6 +108,11 @@ async def test_the_rule_s_autofix_is_applied_at_the_alert_s_place_and_nowhere_el
             "configured): nothing changed",
         ),
         (alert("no-print", 10), "the semgrep rule `no-print` (.semgrep.yml) has no autofix"),
+        (
+            # semgrep computes no `fix` for a fix-regex on a pattern-regex rule
+            alert("todo-marker", 1),
+            "semgrep computes no fix for `todo-marker` at `tests/test_t.py:1`",
+        ),
         (alert("someone.elses-rule", 9), "the semgrep rule `someone.elses-rule` is not in"),
         (
             alert("no-assert-equals", 3),
@@ -107,7 +120,7 @@ async def test_the_rule_s_autofix_is_applied_at_the_alert_s_place_and_nowhere_el
             "at [6, 9]): the alert may be out of date; nothing changed",
         ),
     ],
-    ids=["codeql", "no-autofix", "unknown-rule", "out-of-date"],
+    ids=["codeql", "no-autofix", "no-computed-fix", "unknown-rule", "out-of-date"],
 )
 async def test_what_it_cannot_fix_it_says_and_changes_nothing(
     runner: SessionRunner, tmp_path: Path, task: Task, says: str
@@ -175,3 +188,33 @@ async def test_codeql_s_alert_goes_to_the_model_where_allowed_and_says_it_was_no
         "whether it is gone."
     )
     assert "+    return int(text)" in result.diff.unified
+
+
+async def test_a_rule_semgrep_cannot_run_is_an_error_not_an_out_of_date_alert(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    broken = RULES.replace(
+        "    pattern: $SELF.assertEquals(...)", "    pattern: $SELF.assertEquals(("
+    )
+    files = {".semgrep.yml": broken, "tests/test_t.py": TESTS}
+    remote = Remote("octo/scan", str(make_project(tmp_path / "scan", files)))
+    result = await runner.run(
+        SessionSpec(remote=remote, task=alert("no-assert-equals", 9)), ScanningFixer()
+    )
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("semgrep failed on `tests/test_t.py` (exit code ")
+
+
+async def test_a_file_too_big_to_write_back_whole_is_not_edited(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    big = TESTS + "# " + "x" * (4 * 1024 * 1024) + "\n"
+    files = {".semgrep.yml": RULES, "tests/test_t.py": big}
+    remote = Remote("octo/scan", str(make_project(tmp_path / "scan", files)))
+    result = await runner.run(
+        SessionSpec(remote=remote, task=alert("no-assert-equals", 9)), ScanningFixer()
+    )
+    assert result.status == "failed"
+    assert result.fix is not None
+    assert result.fix.reason == "`tests/test_t.py` is over 4 MiB: not edited here"

@@ -9,7 +9,7 @@ import pytest
 from packaging.version import Version
 
 from app.fixers.manifests import raise_package
-from app.fixers.pins import bump_size, raised, raised_poetry
+from app.fixers.pins import bump_size, floor_of, raised, raised_poetry
 
 FIXED = Version("2.31.0")
 
@@ -78,7 +78,58 @@ def test_the_size_of_a_bump_is_read_from_the_versions() -> None:
         bump_size("2.31.0", "2.31.1"),
         bump_size("1.26", "2.0.7"),
         bump_size(None, "1.0"),  # unknown: as far as it can be
-    ] == ["minor", "patch", "major", "major"]
+        bump_size("0.9", "0.10.0"),  # below 1.0 a minor breaks (semver)
+        bump_size("0.9.1", "0.9.2"),
+        bump_size("1!2.0", "2.1"),  # another epoch
+    ] == ["minor", "patch", "major", "major", "major", "patch", "major"]
+
+
+def test_the_floor_a_constraint_as_written_allows() -> None:
+    assert [
+        floor_of("requests>=2.0,<3"),
+        floor_of('django~=4.2.1 ; python_version >= "3.8"'),  # not the marker's 3.8
+        floor_of("pyyaml<6"),  # a cap is no floor
+        floor_of("requests = '^2.31'"),
+        floor_of("requests = '2.3.1'"),  # a bare Poetry version
+        floor_of("pw>=1!2.0"),
+    ] == ["2.0", "4.2.1", None, "2.31", "2.3.1", "1!2.0"]
+
+
+@pytest.mark.parametrize(
+    ("files", "locked"),
+    [
+        ({"Pipfile.lock": '{"default": {"Requests": {"version": "==2.25.1"}}}'}, ["Pipfile.lock"]),
+        ({"Pipfile.lock": '{"develop": {"requests-mock": {}}}'}, []),
+        ({"uv.lock": '[[package]]\nname = "Requests"\nversion = "2.25.1"\n'}, ["uv.lock"]),
+        ({"poetry.lock": '[[package]]\nname = "requests-toolbelt"\n'}, []),
+    ],
+    ids=["pipfile-lock", "pipfile-lock-other", "uv-lock-case", "poetry-lock-other"],
+)
+def test_lock_files_are_read_by_canonical_name(
+    tmp_path: Path, files: dict[str, str], locked: list[str]
+) -> None:
+    _write(tmp_path, files)
+    assert raise_package(tmp_path, "requests", "2.31.0").locks == locked
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    ['project = "x"\n', "[tool.poetry]\ngroup = [1]\n", '[project]\ndependencies = "requests"\n'],
+    ids=["project-a-string", "poetry-group-a-list", "dependencies-a-string"],
+)
+def test_a_pyproject_of_unexpected_shape_is_read_without_a_crash(
+    tmp_path: Path, pyproject: str
+) -> None:
+    _write(tmp_path, {"pyproject.toml": pyproject})
+    found = raise_package(tmp_path, "requests", "2.31.0")
+    assert (found.changes, found.blocked) == ([], [])
+
+
+def test_a_poetry_constraint_it_cannot_read_is_reported() -> None:
+    assert raised_poetry("^1.0 || ^2.0", FIXED) == (
+        None,
+        "Patchwarden cannot read the constraint `^1.0 || ^2.0`: raise it by hand",
+    )
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

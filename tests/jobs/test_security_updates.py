@@ -105,7 +105,7 @@ async def test_a_patch_bump_merges_itself_and_the_alert_closes(
         f"**Security update:** `pw-vuln` `1.0.0` → `1.0.1` (a patch bump) for [{GHSA}]"
         f"(https://github.com/advisories/{GHSA}), severity **medium**."
     ), body[:400]
-    assert f"Fixes Dependabot alert #1: {pw.forge.url}/{REPO}/security/dependabot/1" in body
+    assert f"Fixes [Dependabot alert 1]({pw.forge.url}/{REPO}/security/dependabot/1)" in body
     assert "the patch's own setup installed `pw-vuln 1.0.0 → 1.0.1`" in body
     # The advisory's text is its author's: sanitised at intake, fenced here.
     assert "```text\npw-vuln  leaks the session\n```" in body
@@ -171,6 +171,6 @@ async def test_a_semgrep_alert_with_an_autofix_becomes_a_pull_request_at_its_pla
     assert pull.changed_files == 1
     assert (pull.additions, pull.deletions) == (1, 1)
     body = issue.body or ""
-    assert f"Fixes code scanning alert #1: {pw.forge.url}/{REPO}/security/code-scanning/1" in body
+    assert f"Fixes [code scanning alert 1]({pw.forge.url}/{REPO}/security/code-scanning/1)" in body
     assert "it no longer matches at line 9" in body
     assert not pw.forge.pull(REPO, pull.number).merged  # `alerts.code_scanning.mode`: review

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from app.policy.evidence import Bump
-from app.policy.score import Trigger, score_session
+from app.policy.score import Score, Trigger, score_session
 from tests.policy_helpers import gdiff, policy_with, result_for
 
 WITHIN = "autonomy: automerge\nalerts:\n  dependabot:\n    mode: within-autonomy\n"
 
 
-def scored(size: str, severity: str = "medium", *, config: str = WITHIN, **bump: object):
+def scored(size: str, severity: str = "medium", *, config: str = WITHIN, **bump: object) -> Score:
     result = result_for(
         gdiff("requirements.txt", ["requests==2.32.0"], ["requests==2.31.0"]), fixer="dependency"
     )
@@ -22,7 +22,7 @@ def scored(size: str, severity: str = "medium", *, config: str = WITHIN, **bump:
     result = result.model_copy(
         update={"fix": result.fix.model_copy(update={"bump": Bump(**fields)})}
     )
-    return score_session(result, policy_with(config), trigger=Trigger("alert"))
+    return score_session(result, policy_with(config), trigger=Trigger("alert", alert="dependabot"))
 
 
 def test_a_patch_bump_within_autonomy_merges_itself() -> None:
@@ -65,3 +65,18 @@ def test_what_the_update_installs_anew_adds_points_and_review_mode_holds_it() ->
     held = scored("patch", config="autonomy: automerge\n")  # alerts.dependabot.mode: review
     assert [r.rule for r in held.rules] == ["alert_mode"]
     assert held.decision == "review"
+
+
+def test_a_code_scanning_fix_is_held_by_its_own_mode() -> None:
+    result = result_for(gdiff("app/calc.py", ["    return int(text)"], ["    return eval(text)"]))
+    for mode, decision in (("review", "review"), ("within-autonomy", "automerge")):
+        config = f"autonomy: automerge\nalerts:\n  code_scanning:\n    mode: {mode}\n"
+        trigger = Trigger("alert", alert="code_scanning")
+        score = score_session(result, policy_with(config), trigger=trigger)
+        assert score.decision == decision, score.rules
+    [held] = score_session(
+        result, policy_with("autonomy: automerge\n"), trigger=trigger
+    ).rules  # the shipped default: review
+    assert held.reason == (
+        "a maintainer approves every code scanning fix (`alerts.code_scanning.mode`: review)"
+    )

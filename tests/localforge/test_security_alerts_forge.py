@@ -1,0 +1,30 @@
+"""LocalForge's reading of a manifest, as GitHub's dependency graph reads it after the
+default branch moves: which Dependabot alerts it closes (issue 34)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.localforge.security import still_vulnerable
+
+
+@pytest.mark.parametrize(
+    ("manifest", "package", "fixed", "vulnerable"),
+    [
+        ("pw-vuln==1.0.1\n", "pw-vuln", "1.0.1", False),
+        ("pw-vuln==1.0\t# pinned\n", "pw-vuln", "1.0.1", True),
+        ("PW_Vuln>=1.0.2\n", "pw-vuln", "1.0.1", False),  # names as PyPI compares them
+        ("pw-vuln\n", "pw-vuln", "1.0.1", True),  # no floor: anything goes
+        ("other==1.0\n", "pw-vuln", "1.0.1", False),  # not named: nothing to alert
+        ('dependencies = ["requests>=1.0.0"]\n', "requests", "2.32.4", True),
+        ('dependencies = ["requests>=2.32.4"]\n', "requests", "2.32.4", False),
+        ('requests = "^2.27.1"\n', "requests", "2.31.0", True),  # Poetry
+        ('requests = "^2.31.0"\n', "requests", "2.31.0", False),
+        ("\tidna>=2.0.0\n", "idna", "3.7", True),  # setup.cfg's list
+        ("x===abc\n", "x", "1.0", True),  # a version that does not parse: not safe
+    ],
+)
+def test_which_manifests_still_allow_a_vulnerable_version(
+    manifest: str, package: str, fixed: str, vulnerable: bool
+) -> None:
+    assert still_vulnerable(manifest, package, fixed) is vulnerable
