@@ -15,7 +15,6 @@ tool, never from here.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import tomllib
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from app.fixers.base import SKIP_DIRS
-from app.fixers.pins import raised, raised_poetry
+from app.fixers.pins import pins_in_lock, raised, raised_poetry
 from app.sessions.files import read_confined, write_confined
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -79,37 +78,15 @@ def raise_package(tree: Path, package: str, fixed: str, *, write: bool = True) -
     found = Pins()
     for path in _requirement_files(tree):
         _raise_lines(tree, path, package, version, found)
-    if (tree / "setup.cfg").is_file():
-        _raise_lines(tree, "setup.cfg", package, version, found, setup_cfg=True)
-    if (tree / "pyproject.toml").is_file():
-        _raise_pyproject(tree, package, version, found)
-    if (tree / "setup.py").is_file():
-        _raise_setup_py(tree, package, version, found)
+    _raise_lines(tree, "setup.cfg", package, version, found, setup_cfg=True)
+    _raise_pyproject(tree, package, version, found)
+    _raise_setup_py(tree, package, version, found)
     for lock in LOCK_FILES:
-        if _locks(_read(tree, lock), package, json_lock=lock == "Pipfile.lock"):
+        if pins_in_lock(_read(tree, lock), package, json_lock=lock == "Pipfile.lock"):
             found.locks.append(lock)
     if write:
         found.write(tree)
     return found
-
-
-def _locks(text: str | None, package: str, *, json_lock: bool) -> bool:
-    """Whether a lock file pins ``package`` (names compared as PyPI does: canonical)."""
-    if not text:
-        return False
-    want = canonicalize_name(package)
-    if json_lock:  # Pipfile.lock: {"default": {name: ...}, "develop": {...}}
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return True  # unreadable: it may pin it, and only its tool rewrites it
-        sections = [data.get(k) for k in ("default", "develop")] if isinstance(data, dict) else []
-        return any(
-            isinstance(sec, dict) and want in {canonicalize_name(str(n)) for n in sec}
-            for sec in sections
-        )
-    names = re.findall(r'(?m)^\s*name\s*=\s*"([^"]+)"', text)
-    return want in {canonicalize_name(n) for n in names}
 
 
 def _read(tree: Path, rel: str) -> str | None:

@@ -10,6 +10,7 @@ raised by a bot: the caller reports the place, it does not edit it.
 
 from __future__ import annotations
 
+import json
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -19,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from app.policy.evidence import bump_size
 
-__all__ = ["bump_size", "floor_of", "raised", "raised_poetry"]
+__all__ = ["bump_size", "floor_of", "pins_in_lock", "raised", "raised_poetry"]
 
 
 def raised(text: str, package: str, fixed: Version) -> tuple[str | None, str]:
@@ -175,3 +176,22 @@ def floor_of(written: str) -> str | None:
         except InvalidVersion:
             continue
     return str(max(floors)) if floors else None
+
+
+def pins_in_lock(text: str | None, package: str, *, json_lock: bool) -> bool:
+    """Whether a lock file pins ``package`` (names compared as PyPI does: canonical)."""
+    if not text:
+        return False
+    want = canonicalize_name(package)
+    if json_lock:  # Pipfile.lock: {"default": {name: ...}, "develop": {...}}
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return True  # unreadable: it may pin it, and only its tool rewrites it
+        sections = [data.get(k) for k in ("default", "develop")] if isinstance(data, dict) else []
+        return any(
+            isinstance(sec, dict) and want in {canonicalize_name(str(n)) for n in sec}
+            for sec in sections
+        )
+    names = re.findall(r'(?m)^\s*name\s*=\s*"([^"]+)"', text)
+    return want in {canonicalize_name(n) for n in names}
