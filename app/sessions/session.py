@@ -48,7 +48,7 @@ from app.sessions.environment import (
     SetupFailed,
     distributions,
 )
-from app.sessions.files import read_confined
+from app.sessions.files import read_confined, remove_confined
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
@@ -468,7 +468,7 @@ class SessionRunner:
                 state.error = f"a security update may change its manifests only, not {others}"
                 return
             head_env = await self._patched_setup(
-                spec, ws, commands, head, fix.bump, state, secrets, progress
+                spec, ws, commands, head, fix.bump, state, secrets, progress, base_env=env
             )
             if head_env is None:
                 return
@@ -552,6 +552,8 @@ class SessionRunner:
         state: _State,
         secrets: list[str],
         progress: Progress,
+        *,
+        base_env: Environment,
     ) -> Environment | None:
         """The environment of the patched tree (a security update changed what setup
         installs): the base's setup commands, run on a checkout of the patch, cached by
@@ -584,6 +586,10 @@ class SessionRunner:
             )
             return None
         if env is not None:
+            # The files the base's setup generated go: the patch's own take their place
+            # (an egg-info's requirements, a version file), as on any tree setup ran on.
+            for path in base_env.generated:
+                remove_confined(ws.tree, path)
             env.apply(ws.tree)
             self.sandbox.prepare_writable(ws.tree)
             ws.exclude(env.generated)

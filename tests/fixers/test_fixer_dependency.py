@@ -227,3 +227,28 @@ async def test_the_patch_s_networked_setup_runs_only_on_the_manifests_the_fixer_
     assert result.status == "failed"
     assert result.error == "a security update may change its manifests only, not ['setup.py']"
     assert not any(s.phase == "setup" and s.tree == "head" for s in result.steps)
+
+
+async def test_the_patch_s_tests_see_the_files_its_own_setup_generated(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    # Setup leaves a file made from the requirements (as an egg-info's requires.txt is):
+    # the patch's tests must see the patch's, not the base's.
+    config = (
+        "setup:\n  - pip install -r requirements.txt\n  - cp requirements.txt pinned.txt\n"
+        "test: python check.py\n"
+    )
+    check = (
+        "import pathlib\n"
+        "assert pathlib.Path('pinned.txt').read_text() == "
+        "pathlib.Path('requirements.txt').read_text()\n"
+    )
+    remote = project(tmp_path, **{".github/patchwarden.yml": config, "check.py": check})
+    result = await runner.run(
+        SessionSpec(remote=remote, task=alert("1.0.1"), job_id=6), DependencyFixer()
+    )
+    assert result.status == "patched", result.error
+    assert result.tests is not None
+    assert result.tests.head is not None
+    assert result.tests.head.ok, [s.output[-300:] for s in result.steps if s.tree == "head"]
+    assert [f.path for f in result.diff.files] == ["requirements.txt"]  # pinned.txt is not
