@@ -1,2 +1,4 @@
-"""Publishing: PR bodies now; pushing, PRs, labels, check runs and merges with the PR
-lifecycle milestone (docs/roadmap.md). Only this room and ``app/github`` write to GitHub."""
+"""Publishing: what Patchwarden writes to GitHub — branches and commits, pull requests
+and their bodies, labels, check runs, closing comments — with the pure decision of
+whether a pull request may merge (``merge.py``), and the audit page that reads the
+store. Only this room and ``app/github`` write to GitHub."""

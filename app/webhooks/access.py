@@ -25,6 +25,15 @@ async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> trig
     return triggers.decide_permission(role, error=error)
 
 
+def unchecked(login: str, why: str, *, so: str) -> str:
+    """The answer when GitHub could not say what ``login`` may do: the request failed
+    closed (``so``: what did not happen), and silence would read as "done"."""
+    return (
+        f"@{login}, I could not check your access to this repository just now ({why}), "
+        f"so {so}. Please ask again in a few minutes."
+    )
+
+
 async def answer_once(
     gh: GitHubClient,
     ctx: HandlerContext,

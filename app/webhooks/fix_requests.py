@@ -16,7 +16,13 @@ from gidgethub import sansio
 from app.github import GitHubClient
 from app.jobs.kinds import FixJob
 from app.webhooks import triggers
-from app.webhooks.access import answer_once, answer_refusal, check_write_access, react
+from app.webhooks.access import (
+    answer_once,
+    answer_refusal,
+    check_write_access,
+    react,
+    unchecked,
+)
 from app.webhooks.context import HandlerContext
 from app.webhooks.payloads import IssueCommentEvent, IssuesEvent, typed
 
@@ -77,11 +83,7 @@ async def request_fix(
             number=number,
             kind="unchecked",
             key=request.ref,
-            body=(
-                f"@{login}, I could not check your access to this repository just now "
-                f"({decision.reason}), so nothing was started. Please ask again in a few "
-                "minutes."
-            ),
+            body=unchecked(login, decision.reason, so="nothing was started"),
         )
     if decision.verdict != "trigger":
         return

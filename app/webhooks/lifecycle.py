@@ -23,7 +23,7 @@ from app.policy.config import FIXER_CATEGORIES, Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.store import TrustEvent
 from app.webhooks import triggers
-from app.webhooks.access import answer_once
+from app.webhooks.access import answer_once, unchecked
 from app.webhooks.context import HandlerContext
 from app.webhooks.payloads import (
     CheckRunEvent,
@@ -102,10 +102,7 @@ async def on_command(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerConte
         await _reply(gh, ctx, data, text, key=key)
     elif decision.verdict == "error":
         # Fail closed, and say so: silence would read as "done".
-        text = (
-            f"@{login}, I could not check your access to this repository just now "
-            f"({decision.reason}), so `{name}` did nothing. Please ask again in a few minutes."
-        )
+        text = unchecked(login, decision.reason, so=f"`{name}` did nothing")
         await _reply(gh, ctx, data, text, key=key)
     if decision.verdict != "trigger":
         return
