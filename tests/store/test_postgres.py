@@ -109,8 +109,18 @@ async def test_dropped_connections_are_reopened(postgres: PostgresServer) -> Non
                 await store.ping()
             except psycopg.OperationalError:
                 failed += 1
+        # Calls one after another may all land on a few of the store's threads: calls at
+        # once reach the others, each of which finds its own connection gone, once.
+        errors: list[BaseException] = []
+        for _ in range(3):
+            done = await asyncio.gather(*(store.ping() for _ in range(8)), return_exceptions=True)
+            errors = [r for r in done if isinstance(r, BaseException)]
+            assert all(isinstance(e, psycopg.OperationalError) for e in errors), errors
+            failed += len(errors)
+            if not errors:
+                break
+        assert errors == []  # every connection reopened
         assert failed <= PostgresStore.CONNECTIONS  # at most once per connection
-        await asyncio.gather(*(store.ping() for _ in range(8)))
         assert await store.count_deliveries() == 0
     finally:
         await store.close()
