@@ -153,7 +153,15 @@ class ModelUsage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
-def bump_size(old: str | None, new: str) -> Literal["patch", "minor", "major"]:
+BumpSize = Literal["patch", "minor", "major"]
+BUMP_SIZES: tuple[BumpSize, ...] = ("patch", "minor", "major")  # smallest first
+
+
+def larger_bump(a: BumpSize, b: BumpSize) -> BumpSize:
+    return max(a, b, key=BUMP_SIZES.index)
+
+
+def bump_size(old: str | None, new: str) -> BumpSize:
     """``patch``, ``minor`` or ``major``: the part of the version that changes. An old
     version unknown counts as ``major`` (nothing says how far it is), and so does a new
     minor below 1.0 or another epoch (semver: 0.x minors break)."""
@@ -175,7 +183,7 @@ class Bump(_Model):
     package: str
     old: str | None  # the lowest version the manifests allowed before, if one was named
     new: str  # the first version that is not vulnerable
-    size: Literal["patch", "minor", "major"]  # the part of the version that changes
+    size: BumpSize  # the part of the version that changes
     advisory: str  # GHSA id
     cve: str | None = None
     severity: str = ""  # low | medium | high | critical

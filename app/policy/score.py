@@ -29,7 +29,7 @@ from app.policy.config import (
     ladder_min,
 )
 from app.policy.diff import parse_diff
-from app.policy.evidence import Bump, FindingsDelta, ModelUsage, Session, TestDelta
+from app.policy.evidence import BUMP_SIZES, Bump, FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features, extract
 from app.policy.learn import Past, Standing, kind_of, may_earn, standing
 from app.policy.typosquat import possible_typosquats
@@ -472,7 +472,7 @@ def _behaviour(
         )
 
 
-_SIZES = ("none", "patch", "minor", "major")
+_SIZES = ("none", *BUMP_SIZES)  # `merge_up_to` may also say none
 
 
 def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:

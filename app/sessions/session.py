@@ -37,7 +37,7 @@ from packaging.version import InvalidVersion, Version
 from app.errors import PatchwardenError, RepoConfigError
 from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.config import Policy
-from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size
+from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size, larger_bump
 from app.policy.features import Classifier
 from app.redact import redact
 from app.sessions import junit
@@ -601,9 +601,8 @@ def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
     before, after = distributions(base), distributions(head)
     name = canonicalize_name(bump.package)
     was, now = before.get(name), after.get(name)
-    size = bump.size
-    if was and now and _SIZES.index(bump_size(was, now)) > _SIZES.index(size):
-        size = bump_size(was, now)  # what the environment really moved by, when larger
+    # what the environment really moved by, when larger than the manifests say
+    size = larger_bump(bump.size, bump_size(was, now)) if was and now else bump.size
     return bump.model_copy(
         update={
             "size": size,
@@ -615,9 +614,6 @@ def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
             ],
         }
     )
-
-
-_SIZES = ("patch", "minor", "major")
 
 
 def _still_vulnerable(bump: Bump | None, env: Environment, state: _State) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.policy.config import Policy
-from app.policy.evidence import Finding, FindingsDelta, TestDelta
+from app.policy.evidence import Bump, Finding, FindingsDelta, TestDelta
 from app.policy.score import score_session
 from app.publish.body import labels_for, render_body
 from app.sessions.result import SessionResult
@@ -174,3 +174,35 @@ def test_links_sit_under_the_verdict() -> None:
     lines = body.splitlines()
     assert lines.index("Fixes #12") < next(i for i, ln in enumerate(lines) if "**Verified:**" in ln)
     assert "Reverts #3 (merged as abc)" in lines
+
+
+def test_a_security_update_s_advisory_leads_and_stays_inert() -> None:
+    """The advisory's fields come from a webhook: a GHSA id is linked only when it has
+    GHSA's shape, and no field becomes a link or markup of its own."""
+    result = result_for(gdiff("requirements.txt", ["x==2"], ["x==1"]), fixer="dependency")
+    assert result.fix is not None
+    hostile = Bump(
+        package="x](https://evil.example)",
+        old="1",
+        new="2",
+        size="major",
+        advisory="GHSA-evil](https://evil.example)",
+        cve="<img src=x>",
+        severity="critical",
+        vulnerable_range="< 2",
+        files=["requirements.txt"],
+        summary="click [here](https://evil.example)",
+    )
+    fix = result.fix.model_copy(update={"bump": hostile})
+    body, _ = body_of(result.model_copy(update={"fix": fix}))
+    first = body.splitlines()[0]
+    assert first.startswith("**Security update:** `x](https://evil.example)` `1` → `2`")
+    assert "](https://github.com/advisories/" not in body  # not a GHSA id: not linked
+    assert "<img" not in first.replace("`<img src=x>`", "")
+    assert "```text\nclick [here](https://evil.example)\n```" in body  # fenced
+    good = fix.model_copy(update={"bump": hostile.model_copy(update={"advisory": GHSA})})
+    linked, _ = body_of(result.model_copy(update={"fix": good}))
+    assert f"[{GHSA}](https://github.com/advisories/{GHSA})" in linked.splitlines()[0]
+
+
+GHSA = "GHSA-9wx4-h78v-vm56"
