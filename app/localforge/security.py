@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -195,6 +196,8 @@ def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
     requirements file or ``setup.cfg`` list, each quoted string of a ``pyproject.toml``
     or ``setup.py``, and a Poetry ``name = "constraint"``."""
     want = canonicalize_name(package)
+    if "[[package]]" in manifest:  # a TOML lock (uv.lock, poetry.lock): its versions
+        return _lock_below(manifest, want, fixed)
     for line in manifest.splitlines():
         text = re.split(r"\s#", line, maxsplit=1)[0].strip()
         poetry = re.fullmatch(r'"?([A-Za-z0-9][\w.\-]*)"?\s*=\s*"([^"]*)"', text)
@@ -219,6 +222,18 @@ def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
             if not floors or all(_below(f, fixed) for f in floors):
                 return True
     return False
+
+
+def _lock_below(text: str, want: str, fixed: str) -> bool:
+    try:
+        entries = tomllib.loads(text).get("package", [])
+    except tomllib.TOMLDecodeError:
+        return True  # unreadable: GitHub would not call it fixed
+    return any(
+        _below(str(e.get("version", "")), fixed)
+        for e in entries
+        if isinstance(e, dict) and canonicalize_name(str(e.get("name", ""))) == want
+    )
 
 
 def _below(version: str, fixed: str) -> bool:

@@ -257,6 +257,9 @@ class Weights(_Strict):
     """Points for a dependency raised past a vulnerability, by the part that changes."""
     new_transitive_dependency: float = Field(default=5, ge=0)
     """Points per package a security update installs that the base did not have."""
+    regenerated_lock: float = Field(default=2, ge=0)
+    """Points per lock file a security update regenerates with its own tool (the tool's
+    resolver decides what else moves; each moved package is listed)."""
     advisory_severity: SeverityWeights = Field(
         default_factory=lambda: SeverityWeights(**SEVERITIES_BEFORE_ISSUE_34)
     )

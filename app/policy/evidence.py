@@ -190,7 +190,10 @@ class Bump(_Model):
     vulnerable_range: str = ""
     url: str = ""  # the alert on GitHub
     summary: str = ""  # the advisory's summary: its author's text, fenced where shown
-    files: list[str] = Field(default_factory=list)  # the manifests changed
+    files: list[str] = Field(default_factory=list)  # the manifests and locks changed
+    locks: list[str] = Field(default_factory=list)  # lock files its own tool regenerates
+    lock_commands: list[str] = Field(default_factory=list)  # how, as shown
+    locked: list[str] = Field(default_factory=list)  # "`uv.lock`: idna 3.6 → 3.7", ...
     installed: list[str] = Field(default_factory=list)  # "name version" new to the env
     upgraded: list[str] = Field(default_factory=list)  # "name old → new" in the env
     setup: bool = False  # the patched tree had its own setup (and its tests ran with it)

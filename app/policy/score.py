@@ -495,6 +495,14 @@ def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:
         credit,
         f"fixes a {bump.severity} advisory: leaving it open is a risk of its own",
     )
+    if bump.locks:
+        tally.add(
+            "regenerated_lock",
+            str(len(bump.locks)),
+            len(bump.locks) * w.regenerated_lock,
+            f"regenerates {_list(bump.locks)} with its own tool, which moved: "
+            f"{_list([line.split(': ', 1)[-1] for line in bump.locked])}",
+        )
     tally.add(
         "new_transitive_dependencies",
         str(len(bump.installed)),

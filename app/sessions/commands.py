@@ -257,14 +257,18 @@ def _detect_setup(
         extra = _test_extra(tree, project)
         packages += ["-e", f".[{extra}]" if extra else "."]
     packages += group_requirements(project)
+    # A file with hashes puts pip in hash-checking mode for everything installed with
+    # it (`-e .` and pytest have none): such files are installed first, by themselves.
+    hashed = [n for n in requirements if b"--hash" in (read_confined(tree, n) or b"")]
     for name in requirements:
-        packages += ["-r", name]
-    if not packages:
+        packages += ["-r", name] if name not in hashed else []
+    if not packages and not hashed:
         return []  # plain test files: Patchwarden's own Python (with pytest) runs them
     if pytest and "pytest" not in {_requirement_name(p) for p in packages}:
         packages.append("pytest")
     pip = [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
-    return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], pip + packages]
+    locked = [[*pip, "-r", name] for name in hashed]
+    return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], *locked, pip + packages]
 
 
 def _pyproject(tree: Path) -> dict[str, Any]:

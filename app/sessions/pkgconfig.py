@@ -145,6 +145,7 @@ def host_package_config(
                     merged.set(section, key, mapper.rewrite_value(value))
             generated["pip.conf"] = _ini_text(merged)
             sources += [str(p) for p in pip_files]
+        _uv_from_pip(env, merged)
     npmrc = _npm_user_config(environ, home=home)
     if npmrc is not None and _matches("NPM_CONFIG_USERCONFIG", passenv):
         text = npmrc.read_text("utf-8", "replace")
@@ -168,6 +169,25 @@ def host_package_config(
     return PackageConfig(
         env=env, mounts=tuple(mounts), secrets=tuple(secrets), sources=tuple(sources)
     )
+
+
+def _uv_from_pip(env: dict[str, str], pip: configparser.RawConfigParser) -> None:
+    """uv reads no pip configuration: pip's index and CA become uv's variables where the
+    host set none of its own (a lock regenerated with uv reaches the index pip does).
+    pip's extra indexes and find-links are not passed: uv would record them as sources."""
+    index = env.get("PIP_INDEX_URL") or _pip_global(pip, "index-url")
+    if index and not {"UV_DEFAULT_INDEX", "UV_INDEX_URL"} & set(env):
+        env["UV_DEFAULT_INDEX"] = index
+    cert = env.get("PIP_CERT") or _pip_global(pip, "cert")
+    if cert and "SSL_CERT_FILE" not in env:
+        env["SSL_CERT_FILE"] = cert
+
+
+def _pip_global(pip: configparser.RawConfigParser, key: str) -> str | None:
+    for section in ("install", "global"):
+        if pip.has_option(section, key):
+            return pip.get(section, key, raw=True).strip() or None
+    return None
 
 
 def pip_config_files(environ: Mapping[str, str], *, home: Path) -> list[Path]:

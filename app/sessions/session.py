@@ -53,6 +53,7 @@ from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.process import Completed
+from app.sessions.relock import relock_bump
 from app.sessions.reproduce import reproduced, test_files
 from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
@@ -435,6 +436,26 @@ class SessionRunner:
             state.status, state.error = "failed", state.fix.reason or "the fixer gave up"
             state.tests = _delta(commands, base_run, None)
             return
+
+        if fix.bump is not None and fix.bump.locks:
+            # The lock's own tool, with network: on a copy, and only its lock taken back.
+            progress(f"setup: regenerate {', '.join(fix.bump.locks)} (the lock's own tool)")
+            relocked = await relock_bump(
+                self.sandbox,
+                self.environments.packages,
+                fix.bump,
+                tree=ws.tree,
+                work=ws.root / "lock-head",
+                seconds=self.timeouts.setup,
+                secrets=secrets,
+                version=await ws.scm_version(),
+                steps=state.steps,
+            )
+            if isinstance(relocked, str):
+                state.status = "failed"
+                state.error = f"the lock was not regenerated, so nothing was published: {relocked}"
+                return
+            state.fix = fix = fix.model_copy(update={"bump": relocked})
 
         title = (spec.task.title.strip().splitlines() or ["patch"])[0]
         subject = commit_subject(title)

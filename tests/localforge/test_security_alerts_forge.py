@@ -22,6 +22,10 @@ from app.localforge.security import still_vulnerable
         ('requests = "^2.31.0"\n', "requests", "2.31.0", False),
         ("\tidna>=2.0.0\n", "idna", "3.7", True),  # setup.cfg's list
         ("x===abc\n", "x", "1.0", True),  # a version that does not parse: not safe
+        # A lock: its entries' versions (a name line alone is no requirement)
+        ('[[package]]\nname = "IDNA"\nversion = "3.6"\n', "idna", "3.7", True),
+        ('[[package]]\nname = "idna"\nversion = "3.7"\n', "idna", "3.7", False),
+        ('[[package]]\nname = "six"\nversion = "1.0"\n', "idna", "3.7", False),
     ],
 )
 def test_which_manifests_still_allow_a_vulnerable_version(

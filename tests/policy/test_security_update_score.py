@@ -67,6 +67,22 @@ def test_what_the_update_installs_anew_adds_points_and_review_mode_holds_it() ->
     assert held.decision == "review"
 
 
+def test_a_regenerated_lock_adds_points_and_names_what_its_tool_moved() -> None:
+    score = scored(
+        "patch",
+        locks=["uv.lock"],
+        locked=["`uv.lock`: requests 2.31.0 → 2.32.0", "`uv.lock`: + idna 3.10"],
+    )
+    [factor] = [c for c in score.contributions if c.factor == "regenerated_lock"]
+    assert factor.points == 2
+    assert factor.reason == (
+        "regenerates `uv.lock` with its own tool, which moved: `requests 2.31.0 → 2.32.0`, "
+        "`+ idna 3.10`"
+    )
+    assert "regenerated_lock" not in {c.factor for c in scored("patch").contributions}
+    assert score.decision == "automerge"  # 2 points: a patch bump with its lock still merges
+
+
 def test_a_code_scanning_fix_is_held_by_its_own_mode() -> None:
     result = result_for(gdiff("app/calc.py", ["    return int(text)"], ["    return eval(text)"]))
     for mode, decision in (("review", "review"), ("within-autonomy", "automerge")):

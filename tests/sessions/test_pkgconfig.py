@@ -96,6 +96,34 @@ def test_pip_files_are_read_in_pips_order_and_paths_are_mounted(tmp_path: Path) 
     assert all(not m.writable for m in config.mounts)
 
 
+def test_uv_gets_pip_s_index_and_ca_unless_it_has_its_own(tmp_path: Path) -> None:
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("CA")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(
+        f"[global]\nindex-url = https://mirror.example/simple\ncert = {ca}\n"
+        "extra-index-url = https://extra.example/simple\n"
+    )
+    environ = {
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_DIRS": str(tmp_path / "none"),
+        "PIP_CONFIG_FILE": str(conf),
+    }
+    config = host_package_config(environ, state_dir=tmp_path / "s1", home=tmp_path)
+    assert config.env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
+    mounted = {m.target for m in config.mounts if m.source == ca}
+    assert config.env["SSL_CERT_FILE"] in mounted  # the CA, at its path inside
+    # An extra index is not uv's: a lock would record it as a package's source.
+    assert not any("extra.example" in v for k, v in config.env.items() if k.startswith("UV_"))
+    own = host_package_config(
+        {**environ, "UV_INDEX_URL": "https://uv.example/simple"},
+        state_dir=tmp_path / "s2",
+        home=tmp_path,
+    )
+    assert "UV_DEFAULT_INDEX" not in own.env
+    assert own.env["UV_INDEX_URL"] == "https://uv.example/simple"
+
+
 def test_credentials_in_index_urls_are_secrets_and_shown_masked(tmp_path: Path) -> None:
     environ = {
         "HOME": str(tmp_path),

@@ -132,6 +132,25 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
             ["python", "-m", "pytest", "-q"],
             id="setup-cfg-extra-and-requirement-globs",
         ),
+        pytest.param(
+            {
+                "pyproject.toml": '[project]\nname = "x"\n',
+                "requirements.txt": "idna==3.7 \\\n    --hash=sha256:" + "a" * 64 + "\n",
+                "requirements-dev.txt": "ruff\n",
+            },
+            [
+                [PY, "-m", "venv", ENV_MOUNT],
+                # pip checks hashes of all it installs with a hashed file: `-e .` has none
+                [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
+                + ["-r", "requirements.txt"],
+                [
+                    *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
+                    *["-e", ".", "-r", "requirements-dev.txt", "pytest"],
+                ],
+            ],
+            ["python", "-m", "pytest", "-q"],
+            id="a-file-with-hashes-installs-by-itself",
+        ),
     ],
 )
 def test_commands_are_configured_or_detected(
