@@ -141,8 +141,15 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
             [
                 [PY, "-m", "venv", ENV_MOUNT],
                 # pip checks hashes of all it installs with a hashed file: `-e .` has none
-                [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
-                + ["-r", "requirements.txt"],
+                [
+                    f"{ENV_MOUNT}/bin/python",
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "-r",
+                    "requirements.txt",
+                ],
                 [
                     *[f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"],
                     *["-e", ".", "-r", "requirements-dev.txt", "pytest"],
