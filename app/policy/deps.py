@@ -15,7 +15,7 @@ no removed line of the same file did; "changed" when both did with other version
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
@@ -137,12 +137,8 @@ def dependency_changes(f: ChangedFile) -> list[DepChange]:
     elif name == "go.mod":
         reader = _go_mod
     elif name in LOCKFILES:
-        return _compare(
-            f.path,
-            _lockfile(name, [t for _, t in f.added_lines]),
-            _lockfile(name, list(f.removed_lines)),
-            direct=False,
-        )
+        new, old = _lockfile_sides(name, f.ordered)
+        return _compare(f.path, new, old, direct=False)
     else:
         return []
     near = [*f.context, *(t for _, t in f.added_lines), *f.removed_lines]
@@ -293,35 +289,50 @@ def _go_mod(lines: list[str], _: bool) -> dict[str, str]:
     return out
 
 
-def _lockfile(name: str, lines: list[str]) -> dict[str, str]:
-    """``name -> version`` pairs a lockfile's lines spell, by the lockfile's shape."""
-    out: dict[str, str] = {}
-    pending: str | None = None
-    for line in lines:
-        if name == "go.sum":
+def _lockfile_sides(
+    name: str, ordered: Sequence[tuple[str, str]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``name -> version`` pairs of a lockfile's new and old side, read from its hunk
+    lines in order: a version belongs to the entry name above it, on its side, which
+    git often shows as context (an unchanged ``name = "x"`` above a changed version)."""
+    new: dict[str, str] = {}
+    old: dict[str, str] = {}
+    pending: dict[str, str | None] = {"+": None, "-": None}
+    for kind, line in ordered:
+        if name == "go.sum":  # one line per entry: name and version
             parts = line.split()
-            if len(parts) >= 2:
-                out[parts[0]] = parts[1].removesuffix("/go.mod")
+            if kind != " " and len(parts) >= 2:
+                (new if kind == "+" else old)[parts[0]] = parts[1].removesuffix("/go.mod")
             continue
-        if name in ("poetry.lock", "uv.lock", "Cargo.lock"):
-            m = re.match(r'^\s*name\s*=\s*"([^"]+)"', line)
-            if m:
-                pending = normalise(m.group(1)) if name != "Cargo.lock" else m.group(1)
-                continue
-            v = re.match(r'^\s*version\s*=\s*"([^"]+)"', line)
-        elif name in ("package-lock.json", "npm-shrinkwrap.json", "Pipfile.lock"):
-            m = re.match(r'^\s*"(?:node_modules/)*(?P<n>(?:@[^/"]+/)?[^/"]+)"\s*:\s*\{', line)
-            if m and m.group("n") not in ("packages", "dependencies", "default", "develop", ""):
-                pending = m.group("n")
-                continue
-            v = re.match(r'^\s*"version"\s*:\s*"=*([^"]+)"', line)
-        else:  # yarn.lock
-            m = re.match(r'^"?(?P<n>@?[^@\s"]+)@', line)
-            if m and not line.startswith(" "):
-                pending = m.group("n")
-                continue
-            v = re.match(r'^\s+version:?\s+"?([^"\s]+)"?', line)
-        if v and pending:
-            out[pending] = v.group(1)
-            pending = None
-    return out
+        what, value = _lock_line(name, line)
+        sides = ("+", "-") if kind == " " else (kind,)
+        if what == "name":
+            for side in sides:
+                pending[side] = value
+        elif what == "version":
+            for side in sides:
+                entry = pending[side]
+                if entry and kind != " ":
+                    (new if side == "+" else old)[entry] = value
+                pending[side] = None
+    return new, old
+
+
+def _lock_line(name: str, line: str) -> tuple[str, str]:
+    """What one lockfile line is: ``("name", n)``, ``("version", v)`` or ``("", "")``."""
+    if name in ("poetry.lock", "uv.lock", "Cargo.lock"):
+        m = re.match(r'^\s*name\s*=\s*"([^"]+)"', line)
+        if m:
+            return ("name", normalise(m.group(1)) if name != "Cargo.lock" else m.group(1))
+        v = re.match(r'^\s*version\s*=\s*"([^"]+)"', line)
+    elif name in ("package-lock.json", "npm-shrinkwrap.json", "Pipfile.lock"):
+        m = re.match(r'^\s*"(?:node_modules/)*(?P<n>(?:@[^/"]+/)?[^/"]+)"\s*:\s*\{', line)
+        if m and m.group("n") not in ("packages", "dependencies", "default", "develop", ""):
+            return ("name", m.group("n"))
+        v = re.match(r'^\s*"version"\s*:\s*"=*([^"]+)"', line)
+    else:  # yarn.lock
+        m = re.match(r'^"?(?P<n>@?[^@\s"]+)@', line)
+        if m and not line.startswith(" "):
+            return ("name", m.group("n"))
+        v = re.match(r'^\s+version:?\s+"?([^"\s]+)"?', line)
+    return ("version", v.group(1)) if v else ("", "")

@@ -28,6 +28,9 @@ class ChangedFile:
     added_lines: tuple[tuple[int, str], ...] = ()  # (line number in the new file, text)
     removed_lines: tuple[str, ...] = ()
     context: tuple[str, ...] = ()  # hunk headers' section text and context lines
+    # Every hunk line in order, as (" " | "+" | "-", text): a lockfile's changed version
+    # belongs to the name line above it, which git often shows as context.
+    ordered: tuple[tuple[str, str], ...] = ()
     binary: bool = False
     old_mode: str | None = None
     new_mode: str | None = None
@@ -112,12 +115,16 @@ class _HunkMismatch(ValueError):
     pass
 
 
-def _hunks(p: PatchedFile, lines: list[str]) -> tuple[list[tuple[int, str]], list[str], list[str]]:
+_Hunks = tuple[list[tuple[int, str]], list[str], list[str], list[tuple[str, str]]]
+
+
+def _hunks(p: PatchedFile, lines: list[str]) -> _Hunks:
     """The added (with their new line numbers), removed and context lines of ``p``'s
-    hunks, read from ``lines`` (the diff's) after its header line."""
+    hunks, and all of them in order, read from ``lines`` (the diff's) after its header."""
     added: list[tuple[int, str]] = []
     removed: list[str] = []
     context: list[str] = []
+    ordered: list[tuple[str, str]] = []
     i = (p.diff_line_no or 1) - 1  # 1-based: the file's first header line
     for hunk in p:
         while i < len(lines) and not lines[i].startswith("@@ "):
@@ -143,15 +150,18 @@ def _hunks(p: PatchedFile, lines: list[str]) -> tuple[list[tuple[int, str]], lis
             kind = line[:1]
             if kind == "+":
                 added.append((number, line[1:]))
+                ordered.append(("+", line[1:]))
                 number += 1
                 target -= 1
             elif kind == "-":
                 removed.append(line[1:])
+                ordered.append(("-", line[1:]))
                 source -= 1
             elif kind == "\\":
                 pass
             else:  # " ", or a blank line ("\r" too) as unidiff reads it: context
                 context.append(line[1:] if kind == " " else kind)
+                ordered.append((" ", context[-1]))
                 number += 1
                 source -= 1
                 target -= 1
@@ -159,7 +169,7 @@ def _hunks(p: PatchedFile, lines: list[str]) -> tuple[list[tuple[int, str]], lis
                 break
         if source != 0 or target != 0:
             raise _HunkMismatch("a hunk's lines do not match its header")
-    return added, removed, context
+    return added, removed, context, ordered
 
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))?\ @@")
@@ -186,7 +196,7 @@ def _file(p: PatchedFile, lines: list[str]) -> ChangedFile:
     path = _strip(p.source_file) if status == "removed" else _strip(p.target_file)
     if not path or path == "/dev/null":
         path = p.path
-    added, removed, context = _hunks(p, lines)
+    added, removed, context, ordered = _hunks(p, lines)
     return ChangedFile(
         path=path,
         status=status,
@@ -194,6 +204,7 @@ def _file(p: PatchedFile, lines: list[str]) -> ChangedFile:
         added_lines=tuple(added),
         removed_lines=tuple(removed),
         context=tuple(context),
+        ordered=tuple(ordered),
         binary=bool(p.is_binary_file),
         old_mode=old_mode,
         new_mode=new_mode,

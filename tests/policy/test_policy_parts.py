@@ -408,7 +408,6 @@ GO_SUM += "+github.com/pkg/errors v0.9.1 h1:c=\n+github.com/pkg/errors v0.9.1/go
 GO_SUM += "+golang.org/x/text v0.14.0/go.mod h1:e="
 YARN = '+"@babel/core@^7.0.0", "@babel/core@^7.24.0":\n+  version "7.24.0"\n'
 YARN += '+  resolved "https://registry.yarnpkg.com/@babel/core/-/core-7.24.0.tgz"'
-BUMP = Bug("a lockfile bump is missed: git shows the package's name line as context, never read")
 
 HOMEPAGE = '+"homepage": "https://github.com/o/web#readme",'
 DEPS = {
@@ -447,11 +446,14 @@ DEPS = {
                                   "lock:+golang.org/x/text v0.14.0"]),
     "yarn-lock": ("yarn.lock", YARN, ["lock:+@babel/core 7.24.0"]),
     "poetry-bump": ("poetry.lock", ' [[package]]\n name = "requests"\n-version = "2.31.0"\n'
-                    '+version = "2.32.3"', ["lock:requests 2.31.0 -> 2.32.3"], BUMP),
+                    '+version = "2.32.3"', ["lock:requests 2.31.0 -> 2.32.3"]),
+    "uv-bump": ("uv.lock", ' [[package]]\n name = "idna"\n-version = "3.6"\n+version = "3.7"\n'
+                ' source = { registry = "https://pypi.org/simple" }\n [[package]]\n'
+                ' name = "six"\n version = "1.16.0"', ["lock:idna 3.6 -> 3.7"]),
     "npm-bump": ("package-lock.json", '  "node_modules/lodash": {\n-   "version": "4.17.20",\n'
-                 '+   "version": "4.17.21",', ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
+                 '+   "version": "4.17.21",', ["lock:lodash 4.17.20 -> 4.17.21"]),
     "yarn-bump": ("yarn.lock", ' lodash@^4.17.20:\n-  version "4.17.20"\n+  version "4.17.21"',
-                  ["lock:lodash 4.17.20 -> 4.17.21"], BUMP),
+                  ["lock:lodash 4.17.20 -> 4.17.21"]),
     # setup.py, setup.cfg and PEP 735 (issue 32: a typosquat in install_requires went unseen)
     "setup-py-inline": ("setup.py", '-    install_requires=["requests>=2"],\n'
                         '+    install_requires=["requests>=2", "reqeusts"],',
