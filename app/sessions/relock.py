@@ -55,19 +55,24 @@ _UV_FLAGS = frozenset(
         "--no-strip-extras",
         "--no-strip-markers",
         "--emit-index-annotation",
-        "--no-emit-package",
         "--emit-build-options",
         "--no-deps",
-        "--only-binary",
-        "--no-binary",
-        "--prerelease",
-        "--resolution",
         "--quiet",
         "-q",
     }
 )
 _UV_VALUES = frozenset(
-    {"--python-version", "--python-platform", "--extra", "--group", "--prerelease"}
+    {
+        "--python-version",
+        "--python-platform",
+        "--extra",
+        "--group",
+        "--prerelease",
+        "--resolution",
+        "--no-emit-package",
+        "--only-binary",
+        "--no-binary",
+    }
 )
 _UV_FILES = frozenset({"-c", "--constraint", "--constraints", "--override", "--overrides"})
 _UV_OUTPUT = frozenset({"-o", "--output-file"})

@@ -44,7 +44,7 @@ def test_uv_lock_is_relocked_with_the_fixed_version_in_its_own_folder(tmp_path: 
 def test_uv_pip_compile_runs_its_header_s_command_and_keeps_the_header(tmp_path: Path) -> None:
     command = (
         "uv pip compile requirements.in --universal --generate-hashes "
-        "--python-version 3.9 -c constraints.txt -o requirements.txt"
+        "--python-version 3.9 --resolution=lowest-direct -c constraints.txt -o requirements.txt"
     )
     (tmp_path / "requirements.in").write_text("requests\n")
     (tmp_path / "constraints.txt").write_text("urllib3<3\n")
@@ -53,7 +53,7 @@ def test_uv_pip_compile_runs_its_header_s_command_and_keeps_the_header(tmp_path:
     assert isinstance(plan, LockPlan)
     assert plan.argv == (
         *("uv", "pip", "compile", "requirements.in", "--universal", "--generate-hashes"),
-        *("--python-version", "3.9", "-c", "constraints.txt"),
+        *("--python-version", "3.9", "--resolution", "lowest-direct", "-c", "constraints.txt"),
         *("--output-file", "requirements.txt", "--upgrade-package", "idna==3.7"),
         *("--custom-compile-command", command),
     )
