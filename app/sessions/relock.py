@@ -295,7 +295,8 @@ async def regenerate(
     ``tree``. Returns what changed (``path: line``) or why nothing was taken."""
     from uv import find_uv_bin
 
-    uv = find_uv_bin()
+    # The docker image has its own (sandbox/Dockerfile); bwrap sees the host's venv.
+    uv = f"{sandbox.toolchain.bin_dir}/uv" if sandbox.backend == "docker" else find_uv_bin()
     mounts = [Mount(work, WORKSPACE, writable=True), *packages.mounts]
     env = uv_env(packages.env, python=sandbox.toolchain.base_python, version=version)
     masked = [*secrets, *packages.secrets]
