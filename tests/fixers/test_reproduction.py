@@ -47,6 +47,26 @@ T = "tests/test_issue.py::test_remove"
             False,
             "compares with a function object",
         ),
+        # email-plus: the test expects the bug's own error, and differs on its quotes
+        (
+            "failed",
+            "assert \"'jane+news@e...email address\" == 'jane+news@ex...email address'\n"
+            "E       assert \"'jane+news@e...email address\" == 'jane+news@ex...email address'\n"
+            "E         \n"
+            "E         - jane+news@example.com is not a valid email address\n"
+            "E         + 'jane+news@example.com' is not a valid email address\n"
+            "E         ? +                     +\n",
+            False,
+            "only in a message's quotes or spacing",
+        ),
+        # ... but two strings that differ in a word are the bug's reason
+        (
+            "failed",
+            "assert 'a b' == 'a-b'\nE       assert 'a b' == 'a-b'\nE         \n"
+            "E         - a-b\nE         ? ^\nE         + a b\nE         ? ^\n",
+            True,
+            "AssertionError",
+        ),
         # ... but a function named in pytest's explanation of a call is fine
         (
             "failed",

@@ -102,6 +102,10 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
             # with a function, which no fix can equal (fahrenheit: chosen, then 16 answers
             # failed it)
             return False, "compares with a function object, not a value: no fix could pass it"
+        if kind == "AssertionError" and _only_punctuation(text):
+            # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
+            # the test expects the bug's own error and differs on its wording (email-plus)
+            return False, "differs from the code only in a message's quotes or spacing"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
         return False, f"fails with {kind or 'an error'} the task does not name"
@@ -113,6 +117,24 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
 _FUNCTION_VALUE = re.compile(
     r"^E\s+assert .*(?:<pytest_fixture\(|<function \w|<bound method )", re.M
 )
+# pytest's diff of two one-line strings: "E         - expected" and "E         + actual".
+_STRING_DIFF = re.compile(r"^E\s+([-+]) (.*)$", re.M)
+
+
+def _only_punctuation(text: str) -> bool:
+    """Whether a failed string comparison differs in quotes, spacing or case alone."""
+    sides: dict[str, list[str]] = {"-": [], "+": []}
+    for sign, line in _STRING_DIFF.findall(text):
+        sides[sign].append(line)
+    if len(sides["-"]) != 1 or len(sides["+"]) != 1:
+        return False
+
+    def bare(line: str) -> str:
+        return re.sub(r"[\s'\"`]", "", line).casefold()
+
+    return bare(sides["-"][0]) == bare(sides["+"][0]) != ""
+
+
 _DID_NOT_RAISE = re.compile(r"Failed: DID NOT RAISE (?:<class ')?([A-Za-z_][\w.]*)")
 
 
