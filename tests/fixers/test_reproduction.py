@@ -85,6 +85,34 @@ def test_a_reproduction_is_kept_only_for_the_bugs_reason(
     assert (ok, why in note) == (kept, True), note
 
 
+RETRY_TEST = """\
+def test_retry_calls_three_times():
+    calls = []
+
+    @retry(attempts=3)
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ValueError("not yet")
+        return "ok"
+
+    assert flaky() == "ok"
+"""
+
+
+def test_an_exception_the_test_itself_raises_and_the_code_lets_through_is_the_bug() -> None:
+    # retry-count: "a function that fails twice and then succeeds still raises"
+    run = TestRun(exit_code=1, outcomes={T: "failed"})
+    failed = Tests(run=run, failures={T: "ValueError: not yet\ntests/t.py:8: ValueError"})
+    ok, note = reproduces(failed, TASK, IDX, RETRY_TEST)
+    assert ok, note
+    assert note.startswith("ValueError, which the test itself raises, got through")
+    # ... not one the test does not raise, which the task does not name either
+    other = Tests(run=run, failures={T: "KeyError: 'x'\ntests/t.py:8: KeyError"})
+    assert reproduces(other, TASK, IDX, RETRY_TEST)[0] is False
+    assert reproduces(failed, TASK, IDX, "")[0] is False
+
+
 def test_a_test_gets_the_repository_names_it_uses_but_forgot_to_import() -> None:
     source = (
         "from shop.inventory import Inventory\n\n\n"

@@ -70,11 +70,13 @@ _WRONG_REASONS = (
 )
 
 
-def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
+def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") -> tuple[bool, str]:
     """Whether a reproduction test failed on the base for the bug's reason, and how: an
     assertion, an exception the task names, or one the repository's own code defines
     (``SignupError`` for "the form says the address is invalid") — raised where it should
-    not be, or expected by ``pytest.raises`` and not raised ("should raise OutOfStock")."""
+    not be, or expected by ``pytest.raises`` and not raised ("should raise OutOfStock") —
+    or one the test's own code raises and the code let through (retry-count: "a function
+    that fails twice and then succeeds still raises")."""
     if tests is None:
         return False, "did not run"
     outcomes = tests.run.outcomes
@@ -108,6 +110,11 @@ def reproduces(tests: Tests | None, task: Task, idx: Index) -> tuple[bool, str]:
             return False, "differs from the code only in a message's quotes or spacing"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
+        if kind and re.search(rf"\braise\s+{re.escape(kind)}\b", source):
+            return (
+                True,
+                f"{kind}, which the test itself raises, got through: {first_line(text)[:100]}",
+            )
         return False, f"fails with {kind or 'an error'} the task does not name"
     return False, "no test failed"
 
@@ -265,7 +272,7 @@ async def reproduce(
     own_why = own_printed = ""
     if own:
         tests, own_printed = await _on_base(ws, folder, "example", merged(None, imports, own))
-        verdict, own_why = reproduces(tests, task, idx)
+        verdict, own_why = reproduces(tests, task, idx, merged(None, imports, own))
         if not verdict:
             reasons[f"the issue's example {own_why}"] += 1
             own = []
@@ -289,7 +296,7 @@ async def reproduce(
             continue
         seen.add(key)
         tests, printed[source] = await _on_base(ws, folder, str(n), source)
-        verdict, why = reproduces(tests, task, idx)
+        verdict, why = reproduces(tests, task, idx, source)
         if verdict:
             kept.append((source, why))
         else:
