@@ -292,30 +292,39 @@ def _go_mod(lines: list[str], _: bool) -> dict[str, str]:
 def _lockfile_sides(
     name: str, ordered: Sequence[tuple[str, str]]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """``name -> version`` pairs of a lockfile's new and old side, read from its hunk
-    lines in order: a version belongs to the entry name above it, on its side, which
-    git often shows as context (an unchanged ``name = "x"`` above a changed version)."""
-    new: dict[str, str] = {}
-    old: dict[str, str] = {}
-    pending: dict[str, str | None] = {"+": None, "-": None}
+    """``name -> version`` pairs of a lockfile's new and old side: each side rebuilt
+    from the hunks (context and its own lines, in order) and read whole, so a version
+    belongs to the entry name above it even where git shows either as context."""
+    new: list[str | None] = []
+    old: list[str | None] = []
     for kind, line in ordered:
-        if name == "go.sum":  # one line per entry: name and version
+        if kind in (" ", "@"):
+            new.append(line if kind == " " else None)
+            old.append(line if kind == " " else None)
+        else:
+            (new if kind == "+" else old).append(line)
+    return _lockfile(name, new), _lockfile(name, old)
+
+
+def _lockfile(name: str, lines: Sequence[str | None]) -> dict[str, str]:
+    """``name -> version`` pairs a lockfile's lines spell (None: a hunk starts)."""
+    out: dict[str, str] = {}
+    pending: str | None = None
+    for line in lines:
+        if line is None:
+            pending = None
+        elif name == "go.sum":
             parts = line.split()
-            if kind != " " and len(parts) >= 2:
-                (new if kind == "+" else old)[parts[0]] = parts[1].removesuffix("/go.mod")
-            continue
-        what, value = _lock_line(name, line)
-        sides = ("+", "-") if kind == " " else (kind,)
-        if what == "name":
-            for side in sides:
-                pending[side] = value
-        elif what == "version":
-            for side in sides:
-                entry = pending[side]
-                if entry and kind != " ":
-                    (new if side == "+" else old)[entry] = value
-                pending[side] = None
-    return new, old
+            if len(parts) >= 2:
+                out[parts[0]] = parts[1].removesuffix("/go.mod")
+        else:
+            what, value = _lock_line(name, line)
+            if what == "name":
+                pending = value
+            elif what == "version" and pending:
+                out[pending] = value
+                pending = None
+    return out
 
 
 def _lock_line(name: str, line: str) -> tuple[str, str]:

@@ -28,8 +28,9 @@ class ChangedFile:
     added_lines: tuple[tuple[int, str], ...] = ()  # (line number in the new file, text)
     removed_lines: tuple[str, ...] = ()
     context: tuple[str, ...] = ()  # hunk headers' section text and context lines
-    # Every hunk line in order, as (" " | "+" | "-", text): a lockfile's changed version
-    # belongs to the name line above it, which git often shows as context.
+    # Every hunk line in order, as (" " | "+" | "-", text), and ("@", "") where a hunk
+    # starts: a lockfile's changed version belongs to the name line above it, which git
+    # often shows as context.
     ordered: tuple[tuple[str, str], ...] = ()
     binary: bool = False
     old_mode: str | None = None
@@ -139,6 +140,7 @@ def _hunks(p: PatchedFile, lines: list[str]) -> _Hunks:
             hunk.target_length,
         ):
             raise _HunkMismatch(f"hunk header {lines[i][:80]!r} read two ways")
+        ordered.append(("@", ""))  # a hunk starts: nothing above it is shown
         if hunk.section_header:
             context.append(hunk.section_header)
         i += 1

@@ -500,7 +500,8 @@ def _security_update(bump: Bump, policy: Policy, tally: _Tally) -> None:
             "regenerated_lock",
             str(len(bump.locks)),
             len(bump.locks) * w.regenerated_lock,
-            f"regenerates {_list(bump.locks)} with its own tool, which moved: "
+            f"regenerates {_list([p.replace('`', chr(39)) for p in bump.locks])} with its "
+            "own tool, which moved: "
             f"{_list([line.split(': ', 1)[-1] for line in bump.locked])}",
         )
     tally.add(

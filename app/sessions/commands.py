@@ -268,7 +268,8 @@ def _detect_setup(
         packages.append("pytest")
     pip = [f"{ENV_MOUNT}/bin/python", "-m", "pip", "install", "--quiet"]
     locked = [[*pip, "-r", name] for name in hashed]
-    return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], *locked, pip + packages]
+    rest = [pip + packages] if packages else []
+    return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], *locked, *rest]
 
 
 def _pyproject(tree: Path) -> dict[str, Any]:

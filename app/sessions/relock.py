@@ -4,7 +4,9 @@ A security update whose package a lock file pins too is half done with the manif
 raised and the lock still vulnerable, and a lock's hashes come only from its tool. So
 the dependency fixer (no network) raises the manifests and names the locks; the session
 then runs the lock's own tool here, in the sandbox with network and the host's package
-configuration, on a copy of the patched tree, and takes back the lock file alone:
+configuration, on a copy of the patched tree, and takes back the lock file alone (the
+fixer looks for lock files at the tree's root, and for hashed requirements files
+anywhere):
 
 * ``uv.lock`` — ``uv lock --upgrade-package <package>==<fixed>`` (uv keeps every other
   locked version it can);
@@ -15,13 +17,15 @@ configuration, on a copy of the patched tree, and takes back the lock file alone
 Other locks (``poetry.lock``, ``pdm.lock``, ``Pipfile.lock``, pip-tools' output) need a
 tool Patchwarden does not run: :func:`plan_lock` says which, and the fixer changes
 nothing. The regenerated lock is checked before it is taken (:func:`lock_changes`): the
-package is locked at the fixed version or later, and no package kept its version but
-changed its source (a mirror's URL written over the index's, say).
+package is locked at the fixed version or later, every name and version is one, and no
+package kept its version but changed its source or its files' hashes (another index's
+copy of it, say: uv leaves index options out of a compiled file's header).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 import shutil
 import tomllib
@@ -74,7 +78,7 @@ _UV_VALUES = frozenset(
         "--no-binary",
     }
 )
-_UV_FILES = frozenset({"-c", "--constraint", "--constraints", "--override", "--overrides"})
+_UV_FILES = frozenset({"-c", "--constraint", "--constraints", "--overrides"})
 _UV_OUTPUT = frozenset({"-o", "--output-file"})
 _OTHER_TOOLS = {
     "poetry.lock": "`poetry lock`",
@@ -138,18 +142,21 @@ def _plan_uv_compile(tree: Path, path: str, folder: str, text: str, pin: str) ->
     rest = iter(words[3:])
     for word in rest:
         flag, eq, value = word.partition("=")
-        if flag in _UV_OUTPUT | _UV_VALUES | _UV_FILES and not eq:
-            value = next(rest, "")
+        if flag in _UV_OUTPUT | _UV_VALUES | _UV_FILES:
+            value = value if eq else next(rest, "")
+            if not value or value.startswith("-"):
+                return f"`{path}`'s header command gives `{flag}` no value"
         if flag in _UV_OUTPUT:
             output = value
         elif flag in _UV_VALUES:
-            args += [flag, value]
+            args.append(f"{flag}={value}")
         elif flag in _UV_FILES or not flag.startswith("-"):
             file = value if flag.startswith("-") else word
             if not _inside(tree, folder, file):
                 return f"`{path}`'s header names `{file[:100]}`, not a file of this tree"
-            args += [flag, file] if flag.startswith("-") else [file]
-        elif word in _UV_FLAGS:
+            long = {"-c": "--constraints", "--constraint": "--constraints"}.get(flag, flag)
+            args.append(f"{long}={file}" if flag.startswith("-") else file)
+        elif word in _UV_FLAGS and not eq:
             args.append(word)
         else:
             return (
@@ -195,27 +202,50 @@ def _text(tree: Path, path: str) -> str | None:
 
 def locked(path: str, text: str) -> dict[str, set[tuple[str, str]]]:
     """``{canonical name: {(version, source)}}`` of a lock: ``uv.lock``'s packages (a
-    package locked twice for two Pythons has two), or a compiled requirements file's
-    ``name==version`` lines (whose source is the file itself)."""
+    package locked twice for two Pythons has two; the source is where it comes from and
+    its artifacts' hashes), or a compiled requirements file's ``name==version`` lines
+    (the source: their ``--hash`` values). Raises ValueError for a name or version that
+    is not one: such text never reaches the PR body or the score."""
     found: dict[str, set[tuple[str, str]]] = {}
     if PurePosixPath(path).name == "uv.lock":
         for entry in tomllib.loads(text).get("package", []):
             if isinstance(entry, dict) and "name" in entry:
-                source = entry.get("source", {})
-                where = repr(sorted(source.items())) if isinstance(source, dict) else ""
-                found.setdefault(canonicalize_name(str(entry["name"])), set()).add(
-                    (str(entry.get("version", "")), where)
-                )
+                where = repr([entry.get(k) for k in ("source", "sdist", "wheels")])
+                _add(found, str(entry["name"]), str(entry.get("version", "")), where)
         return found
-    for line in text.splitlines():
-        head = line.split(";")[0].split("\\")[0].strip()
-        if head.startswith(("#", "-")) or "==" not in head:
+    current: tuple[str, str] | None = None
+    hashes: list[str] = []
+    for line in [*text.splitlines(), "#end"]:
+        body = line.split("#")[0].strip() if not line.lstrip().startswith("--hash") else ""
+        if line.strip().startswith("--hash"):
+            hashes.append(line.strip().rstrip("\\").strip())
+            continue
+        if not body and not line.lstrip().startswith("#"):
+            continue
+        if current is not None:
+            _add(found, current[0], current[1], " ".join(sorted(hashes)))
+            current, hashes = None, []
+        head = body.split(";")[0].split("\\")[0].strip()
+        if head.startswith("-") or "==" not in head:
             continue
         name, _, version = head.partition("==")
-        found.setdefault(canonicalize_name(name.split("[")[0].strip()), set()).add(
-            (version.strip(), "")
-        )
+        current = (name.split("[")[0].strip(), version.split("--hash")[0].strip())
+        hashes = [h.rstrip("\\").strip() for h in body.split()[1:] if h.startswith("--hash")]
     return found
+
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def _add(found: dict[str, set[tuple[str, str]]], name: str, version: str, where: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise ValueError("an entry's name is not a package name")
+    if version:
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise ValueError("an entry's version is not a version") from None
+    found.setdefault(canonicalize_name(name), set()).add((version, where))
 
 
 def lock_changes(path: str, old: str, new: str, package: str, fixed: str) -> list[str] | str:
@@ -224,7 +254,7 @@ def lock_changes(path: str, old: str, new: str, package: str, fixed: str) -> lis
     try:
         before, after = locked(path, old), locked(path, new)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
-        return f"the regenerated `{path}` does not parse: {exc}"
+        return f"`{path}` (before or after uv) cannot be read as a lock: {exc}"
     want = canonicalize_name(package)
     if want not in after:
         return f"the regenerated `{path}` does not lock {package} at all"

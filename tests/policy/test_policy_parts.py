@@ -450,6 +450,10 @@ DEPS = {
     "uv-bump": ("uv.lock", ' [[package]]\n name = "idna"\n-version = "3.6"\n+version = "3.7"\n'
                 ' source = { registry = "https://pypi.org/simple" }\n [[package]]\n'
                 ' name = "six"\n version = "1.16.0"', ["lock:idna 3.6 -> 3.7"]),
+    # git matched the new entry's version line with the old one's: it shows as context
+    "uv-bump-and-add": ("uv.lock", ' [[package]]\n name = "aaa"\n-version = "1.0"\n'
+                        '+version = "1.1"\n+\n+[[package]]\n+name = "bbb"\n version = "1.0"',
+                        ["lock:aaa 1.0 -> 1.1", "lock:+bbb 1.0"]),
     "npm-bump": ("package-lock.json", '  "node_modules/lodash": {\n-   "version": "4.17.20",\n'
                  '+   "version": "4.17.21",', ["lock:lodash 4.17.20 -> 4.17.21"]),
     "yarn-bump": ("yarn.lock", ' lodash@^4.17.20:\n-  version "4.17.20"\n+  version "4.17.21"',

@@ -53,7 +53,7 @@ def test_uv_pip_compile_runs_its_header_s_command_and_keeps_the_header(tmp_path:
     assert isinstance(plan, LockPlan)
     assert plan.argv == (
         *("uv", "pip", "compile", "requirements.in", "--universal", "--generate-hashes"),
-        *("--python-version", "3.9", "--resolution", "lowest-direct", "-c", "constraints.txt"),
+        *("--python-version=3.9", "--resolution=lowest-direct", "--constraints=constraints.txt"),
         *("--output-file", "requirements.txt", "--upgrade-package", "idna==3.7"),
         *("--custom-compile-command", command),
     )
@@ -102,6 +102,14 @@ def test_uv_pip_compile_runs_its_header_s_command_and_keeps_the_header(tmp_path:
             "header command is not `uv pip compile`",
         ),
         ({"requirements.txt": compiled("uv pip compile 'unclosed")}, "does not parse"),
+        (
+            {
+                "requirements.txt": compiled(
+                    "uv pip compile --extra=--index-url=x -o requirements.txt"
+                )
+            },
+            "gives `--extra` no value",
+        ),
     ],
     ids=[
         "poetry",
@@ -113,6 +121,7 @@ def test_uv_pip_compile_runs_its_header_s_command_and_keeps_the_header(tmp_path:
         "other-output",
         "not-uv",
         "unparseable",
+        "option-as-value",
     ],
 )
 def test_a_lock_it_cannot_regenerate_says_why(
@@ -146,9 +155,19 @@ def test_the_changes_read_from_a_regenerated_uv_lock() -> None:
             uv_lock(("idna", "3.7", PYPI), ("requests", "2.31.0", "https://mirror.example/simple")),
             "takes requests from another source at the same version",
         ),
-        ("[[package]\n", "does not parse"),
+        ("[[package]\n", "cannot be read as a lock"),
+        (uv_lock(("idna", "3.7", PYPI), ("x`](https://evil.example)", "1", PYPI)), "not a package"),
+        (uv_lock(("idna", "3.7", PYPI), ("requests", "2.31`", PYPI)), "not a version"),
     ],
-    ids=["still-vulnerable", "dropped", "a-fork-still-vulnerable", "source-moved", "unparseable"],
+    ids=[
+        "still-vulnerable",
+        "dropped",
+        "a-fork-still-vulnerable",
+        "source-moved",
+        "unparseable",
+        "hostile-name",
+        "hostile-version",
+    ],
 )
 def test_a_regenerated_lock_that_does_not_stand_is_not_taken(new: str, says: str) -> None:
     old = uv_lock(("idna", "3.6", PYPI), ("requests", "2.31.0", PYPI))
@@ -165,3 +184,21 @@ def test_the_changes_read_from_a_compiled_requirements_file() -> None:
         "uv pip compile r.in -o requirements.txt", "idna==3.7 \\\n" + HASH + "six==1.16.0\n"
     )
     assert lock_changes("requirements.txt", old, new, "idna", "3.7") == ["idna 3.6 → 3.7"]
+
+
+def test_an_artifact_swapped_at_the_same_version_is_not_taken() -> None:
+    """A package kept at its version but with other files (another index's copy):
+    compiled requirements compare their hashes, uv.lock its sdist and wheels."""
+    command = "uv pip compile r.in -o requirements.txt"
+    old = compiled(command, "idna==3.6 \\\n" + HASH + "acme-internal==1.2 \\\n" + HASH)
+    swapped = HASH.replace("a" * 64, "b" * 64)
+    new = compiled(command, "idna==3.7 \\\n" + HASH + "acme-internal==1.2 \\\n" + swapped)
+    result = lock_changes("requirements.txt", old, new, "idna", "3.7")
+    assert isinstance(result, str)
+    assert "takes acme-internal from another source at the same version" in result
+    wheel = '\nwheels = [{ url = "https://files.example/six.whl", hash = "sha256:%s" }]\n'
+    before = uv_lock(("idna", "3.6", PYPI), ("six", "1.16.0", PYPI)) + wheel % ("a" * 64)
+    after = uv_lock(("idna", "3.7", PYPI), ("six", "1.16.0", PYPI)) + wheel % ("b" * 64)
+    result = lock_changes("uv.lock", before, after, "idna", "3.7")
+    assert isinstance(result, str)
+    assert "takes six from another source" in result
