@@ -47,6 +47,16 @@ T = "tests/test_issue.py::test_remove"
             False,
             "compares with a function object",
         ),
+        # event-unsubscribe: a string looked for among functions, as pytest reports it
+        # where it does not rewrite the assertion
+        (
+            "failed",
+            "AssertionError: assert 'test1' in [<function test_bug.<locals>.<lambda> at 0x7f>]\n"
+            "E       AssertionError: assert 'test1' in [<function test_bug.<locals>.<lambda> "
+            "at 0x7f>]\ntests/t.py:9: AssertionError",
+            False,
+            "compares with a function object",
+        ),
         # email-plus: the test expects the bug's own error, and differs on its quotes
         (
             "failed",

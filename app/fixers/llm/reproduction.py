@@ -120,9 +120,12 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
 
 
 # A function as a compared value in pytest's report of the assertion itself (not in its
-# "+  where" lines): `assert 324.0 == <pytest_fixture(...)>`, `== <function f at 0x…>`.
+# "+  where" lines): `assert 324.0 == <pytest_fixture(...)>`, `== <function f at 0x…>`,
+# `assert 'test1' in [<function test_bug.<locals>.<lambda> …>]` (event-unsubscribe: a
+# string looked for among the handlers themselves).
 _FUNCTION_VALUE = re.compile(
-    r"^E\s+assert .*(?:<pytest_fixture\(|<function \w|<bound method )", re.M
+    r"^E\s+(?:AssertionError: )?assert .*(?:<pytest_fixture\(|<function \w|<bound method )",
+    re.M,
 )
 # pytest's diff of two one-line strings: "E         - expected" and "E         + actual".
 _STRING_DIFF = re.compile(r"^E\s+([-+]) (.*)$", re.M)
