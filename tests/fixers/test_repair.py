@@ -209,14 +209,12 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
         "from temps import fahrenheit_to_celsius\n\n\n"
         "def test_boiling():\n    assert fahrenheit_to_celsius(int('boiling')) == 100\n"
     )
-    result, _ = await _repair(
+    result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        REPRO_WRONG_IMPORT,
-        syntax_error,
-        not_named,
+        *[REPRO_WRONG_IMPORT, syntax_error, not_named] * 2,  # a second batch: again
         samples=3,
         issue=VAGUE,
     )
@@ -234,6 +232,10 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
     assert fix.repair.reproduction is None
     assert fix.repair.samples == 0  # no repair was asked for
     assert result.diff.files == []  # nothing left behind
+    # Nothing shown by the first three tests: three more were asked for, all hot.
+    assert len(model.requests) == 3
+    assert [r.body.get("temperature") == 0.0 for r in model.requests] == [True, False, False]
+    assert {r.body.get("seed") for r in model.requests[1:]} == {1001, 1003}
 
 
 async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
@@ -249,7 +251,7 @@ async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
         "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
     )
     result, _ = await _repair(
-        runner, tmp_path, make_model, make_client, *[its_own_copy] * 3, samples=2, issue=VAGUE
+        runner, tmp_path, make_model, make_client, *[its_own_copy] * 6, samples=2, issue=VAGUE
     )
     fix = result.fix
     assert fix is not None
@@ -257,7 +259,7 @@ async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
     assert fix.repair is not None
     assert fix.repair.reproduction is None
     assert (
-        "3 x defines its own `fahrenheit_to_celsius`: it would test that copy, not the code"
+        "6 x defines its own `fahrenheit_to_celsius`: it would test that copy, not the code"
         in fix.repair.reproduction_note
     )
 
@@ -477,13 +479,13 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
 ) -> None:
     """strategy auto (the default): repair finds nothing to check a change against (every
     test the model writes asserts the bug), then the agent gets what the budget leaves:
-    enough for it with 30 model calls, not with 6 (2 spent on reproduction)."""
+    enough for it with 30 model calls, not with 6 (3 spent on reproduction: two batches)."""
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        *[REPRO_ASSERTS_THE_BUG] * 3,
+        *[REPRO_ASSERTS_THE_BUG] * 6,
         *AGENT_FIX,
         samples=2,
         auto=True,
@@ -498,14 +500,14 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
         assert result.status == "patched", (result.error, fix.reason)
         assert "+    return (f - 32) * 5 / 9" in result.diff.unified
         assert "Then the agent." in fix.summary  # the PR says repair came first
-        assert fix.usage.calls == 5  # 2 requests of repair (3 answers), 3 of the agent
+        assert fix.usage.calls == 6  # 3 requests of repair (2 batches of 3), 3 of the agent
         assert next(e.tool for e in fix.transcript if e.role == "tool") == "edit"
     else:
         assert result.status == "failed"
         assert fix.reason is not None
         assert fix.reason.startswith("no verified fix: nothing shows the problem")
         assert fix.reason.endswith("the budget left no room for the agent")
-        assert len(model.requests) == 2  # 3 answers in 2 requests (n=2); the agent was never asked
+        assert len(model.requests) == 3  # 6 answers: 1 greedy, n=2, n=3; never the agent
         assert result.diff.files == []
 
 

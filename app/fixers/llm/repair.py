@@ -176,8 +176,8 @@ class RepairFixer(ModelFixer):
         must_pass = list(failing)
         repro: str | None = None
 
-        async def sample(messages: list[dict[str, Any]], k: int) -> list[str]:
-            return await self._sample(job, messages, k=k, prefill="")
+        async def sample(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
+            return await self._sample(job, messages, k=k, prefill="", start=start)
 
         if not failing and ws.commands.is_pytest and ws.commands.test:
             found = await reproduce(ws, job.task, job.idx, suspects, sample)
@@ -363,10 +363,10 @@ class RepairFixer(ModelFixer):
 
     # -- the model -------------------------------------------------------------
     async def _sample(
-        self, job: _Job, messages: list[dict[str, Any]], *, k: int, prefill: str
+        self, job: _Job, messages: list[dict[str, Any]], *, k: int, prefill: str, start: int = 0
     ) -> list[str]:
-        """k answers to one prompt: the first greedy, the rest hot (``n`` where the
-        endpoint gives several choices, else one request each with its own seed)."""
+        """k answers to one prompt: the first greedy (unless ``start`` were drawn before),
+        the rest hot (``n`` where the endpoint allows, else one request per new seed)."""
         asked = [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
         job.note("user", messages[-1]["content"])
         answers: list[str] = []
@@ -375,13 +375,13 @@ class RepairFixer(ModelFixer):
             if stop is not None or job.meter.usage.calls >= job.meter.budget.max_steps:
                 job.stopped = stop or f"model call budget spent ({job.meter.budget.max_steps})"
                 break
-            greedy = not answers
+            greedy = not answers and not start
             started = time.monotonic()
             completion = await self.client.complete(
                 asked,
                 temperature=0.0 if greedy else HOT,
                 n=1 if greedy else k - len(answers),
-                seed=None if greedy else 1000 + len(answers),
+                seed=None if greedy else 1000 + start + len(answers),
             )
             await job.meter.add(completion, seconds=time.monotonic() - started)
             got = list(completion.choices or (completion.content,))

@@ -23,13 +23,13 @@ import posixpath
 import re
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.contradictions import strip_contradictions
-from app.fixers.llm.examples import example_test, examples, observe
+from app.fixers.llm.examples import Example, example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.repair_prompt import repro_prompt
 from app.fixers.llm.testruns import (
@@ -45,8 +45,14 @@ from app.sessions.files import remove_confined, write_confined
 from app.sessions.session import FixContext, Task
 from app.words import plural
 
-# k answers to one prompt (the first greedy): what the fixer's sampling gives
-Sample = Callable[[list[dict[str, Any]], int], Awaitable[list[str]]]
+
+class Sample(Protocol):
+    """k answers to one prompt, what the fixer's sampling gives: the first greedy, the
+    rest hot; ``start`` answers drawn before by the same prompt (hot only, new seeds)."""
+
+    def __call__(
+        self, messages: list[dict[str, Any]], k: int, start: int = 0
+    ) -> Awaitable[list[str]]: ...
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class Reproduction:
 
 
 REPRO_SAMPLES = 3
+REPRO_BATCHES = 2  # the second only when the first showed nothing
 
 # Why a reproduction test is not kept: it did not fail for the reason the bug gives.
 _WRONG_REASONS = (
@@ -259,6 +266,56 @@ def merged(model: str | None, imports: list[str], own: list[str]) -> str:
     return head + model.rstrip("\n") + "\n\n\n" + "\n\n".join(own)
 
 
+@dataclass
+class _Judged:
+    """The model's tests judged so far, over every batch."""
+
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (source, how it failed)
+    seen: set[str] = field(default_factory=set)
+    reasons: Counter[str] = field(default_factory=Counter)
+    printed: dict[str, str] = field(default_factory=dict)  # source -> its base output
+    stripped: int = 0
+    answers: int = 0
+
+
+async def _judge(
+    ws: FixContext,
+    task: Task,
+    idx: Index,
+    suspects: Sequence[Suspect],
+    found: Sequence[Example],
+    folder: str,
+    answers: list[str],
+    judged: _Judged,
+) -> None:
+    """Each answer's test run on the base and kept if it fails for the bug's reason."""
+    for answer in answers:
+        n = judged.answers
+        judged.answers += 1
+        source = test_in_answer(answer)
+        if source is None:
+            judged.reasons["no test in the answer"] += 1
+            continue
+        copied = _shadowed(source, suspects)
+        if copied:
+            why = f"defines its own `{copied}`: it would test that copy, not the code"
+            judged.reasons[why] += 1
+            continue
+        source, gone = strip_contradictions(with_imports(source, idx), found)
+        judged.stripped += gone
+        key = normalised(source)
+        if key in judged.seen:
+            judged.kept += [(s, w) for s, w in judged.kept if normalised(s) == key][:1]
+            continue
+        judged.seen.add(key)
+        tests, judged.printed[source] = await _on_base(ws, folder, str(n), source)
+        verdict, why = reproduces(tests, task, idx, source)
+        if verdict:
+            judged.kept.append((source, why))
+        else:
+            judged.reasons[why] += 1
+
+
 async def reproduce(
     ws: FixContext, task: Task, idx: Index, suspects: Sequence[Suspect], sample: Sample
 ) -> Reproduction:
@@ -266,10 +323,8 @@ async def reproduce(
     and why not (see the module's docstring and app/fixers/llm/examples.py)."""
     ws.progress("fix: a test that shows the problem")
     found = await observe(ws, examples(task, idx, suspects))
-    answers = await sample(repro_prompt(task, idx, suspects, found), REPRO_SAMPLES)
+    prompt = repro_prompt(task, idx, suspects, found)
     folder = tests_folder(idx)
-    reasons: Counter[str] = Counter()
-    printed: dict[str, str] = {}  # source -> what it printed failing on the base
     # The issue's own words make a test without the model: kept on the same terms.
     imports, own = example_test(found)
     own_why = own_printed = ""
@@ -277,33 +332,18 @@ async def reproduce(
         tests, own_printed = await _on_base(ws, folder, "example", merged(None, imports, own))
         verdict, own_why = reproduces(tests, task, idx, merged(None, imports, own))
         if not verdict:
-            reasons[f"the issue's example {own_why}"] += 1
             own = []
-    kept: list[tuple[str, str]] = []  # (source, how it failed)
-    seen: set[str] = set()
-    stripped = 0
-    for n, answer in enumerate(answers):
-        source = test_in_answer(answer)
-        if source is None:
-            reasons["no test in the answer"] += 1
-            continue
-        copied = _shadowed(source, suspects)
-        if copied:
-            reasons[f"defines its own `{copied}`: it would test that copy, not the code"] += 1
-            continue
-        source, gone = strip_contradictions(with_imports(source, idx), found)
-        stripped += gone
-        key = normalised(source)
-        if key in seen:
-            kept += [(s, why) for s, why in kept if normalised(s) == key][:1]
-            continue
-        seen.add(key)
-        tests, printed[source] = await _on_base(ws, folder, str(n), source)
-        verdict, why = reproduces(tests, task, idx, source)
-        if verdict:
-            kept.append((source, why))
-        else:
-            reasons[why] += 1
+    judged = _Judged()
+    if own_why and not own:
+        judged.reasons[f"the issue's example {own_why}"] += 1
+    # A second batch only when the first showed nothing (retry-count, token-bucket: a
+    # small model's tests fail for the wrong reason more often than not).
+    for batch in range(REPRO_BATCHES):
+        if batch and (judged.kept or own or judged.answers < batch * REPRO_SAMPLES):
+            break  # shown, or the budget gave fewer answers than asked
+        answers = await sample(prompt, REPRO_SAMPLES, batch * REPRO_SAMPLES)
+        await _judge(ws, task, idx, suspects, found, folder, answers, judged)
+    kept, reasons, printed, stripped = judged.kept, judged.reasons, judged.printed, judged.stripped
     chosen = majority(kept)
     if chosen is None and not own:
         return Reproduction(
