@@ -611,3 +611,47 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert "two mechanical changes pass (`<` became `<=`; `32` became `33`)" in fix.reason
         assert "neither is proposed" in fix.reason
         assert f", then {report.mechanical} mechanical changes; none made" in fix.reason
+
+
+async def test_a_single_model_test_never_judges_a_mechanical_change(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """email-plus with the 1.5B model: one model-written test was the only judge, and `not`
+    taken away from a validation passed it (and the repository's tests) and was published.
+    A change no model wrote needs a stronger judge: the repository's own failing tests,
+    the issue's own example, or two of the model's tests that agree."""
+    issue = "Water at 32 °F is reported as not freezing, but it freezes at 32 °F."
+    one_test = block(
+        "from temps import is_freezing\n\n\ndef test_32():\n    assert is_freezing(32)\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        one_test,
+        *[text("I cannot write a test.")] * 2,
+        UNPARSEABLE,
+        UNPARSEABLE,
+        samples=2,
+        issue=issue,
+        temps=FREEZING,
+        files={"test_temps.py": FREEZING_TESTS + WARM},
+    )
+    fix = result.fix
+    assert fix is not None
+    report = fix.repair
+    assert report is not None
+    assert report.reproduction is not None  # the one test was kept: it shows the bug
+    assert "1 agree on what it should do" in report.reproduction_note
+    assert report.mechanical == 0  # `<` → `<=` would have passed it: never tried
+    assert result.status == "failed"
+    assert result.diff.files == []
+    assert fix.reason is not None
+    assert fix.reason.endswith(
+        "no mechanical changes: one model-written test is too weak a judge for a change no "
+        "model wrote"
+    )

@@ -22,6 +22,12 @@ from app.sessions.files import write_confined
 from app.sessions.session import FixContext
 from app.words import plural
 
+# Why no mechanical change was tried: a change no model wrote needs a strong judge (the
+# repository's own failing tests, the issue's own example, or two model tests agreeing).
+WEAK_JUDGE = (
+    "no mechanical changes: one model-written test is too weak a judge for a change no model wrote"
+)
+
 
 @dataclass
 class Mechanical:

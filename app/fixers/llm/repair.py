@@ -48,7 +48,7 @@ from app.fixers.base import Audit, no_audit
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
-from app.fixers.llm.mechanical import mechanical
+from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
@@ -66,6 +66,9 @@ from app.words import plural
 
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
+MECHANICAL_WEAK = (
+    "no mechanical changes: one model-written test is too weak a judge for a change no model wrote"
+)
 HOT = 0.8
 TRANSCRIPT_ENTRY_CHARS = 4000
 
@@ -175,6 +178,7 @@ class RepairFixer(ModelFixer):
         ws.progress(f"fix: suspects {', '.join(s.symbol.qualname for s in suspects[:3])}")
         must_pass = list(failing)
         repro: str | None = None
+        strong = True  # the repository's own failing tests judge
 
         async def sample(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
             return await self._sample(job, messages, k=k, prefill="", start=start)
@@ -182,7 +186,7 @@ class RepairFixer(ModelFixer):
         if not failing and ws.commands.is_pytest and ws.commands.test:
             found = await reproduce(ws, job.task, job.idx, suspects, sample)
             report.reproduction, report.reproduction_note = found.path, found.note
-            repro = found.path
+            repro, strong = found.path, found.strong
             if repro is not None:
                 must_pass = [repro]
                 job.printed[repro] = found.output
@@ -209,8 +213,11 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        # The model missed: mechanical changes cost no tokens, so a third suspect too.
-        for suspect in list({id(s): s for s in [*order, *suspects[:MECHANICAL_SUSPECTS]]}.values()):
+        # The model missed: mechanical changes cost no tokens, so a third suspect too —
+        # with a strong judge only (email-plus: one model test passed `not` taken away).
+        mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]] if strong else []
+        report.mechanical_note = "" if strong else WEAK_JUDGE
+        for suspect in list({id(s): s for s in mechanics}.values()):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
@@ -230,21 +237,15 @@ class RepairFixer(ModelFixer):
                 break
         if repro is not None:
             remove_confined(ws.tree, repro)
-        tried = report.candidates
+        n, why = report.mechanical, report.mechanical_note
+        tried = plural(report.candidates, "distinct change")
+        where = ", ".join(s.symbol.qualname for s in order)
+        then = f", then {plural(n, 'mechanical change')}" if n else ""
+        judge = "the reproduction test pass" if repro else "the failing tests pass"
+        stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
         return self.gave_up(
-            f"no verified fix: {report.samples} answers, "
-            f"{plural(tried, 'distinct change')} tried on "
-            f"{', '.join(s.symbol.qualname for s in order)}"
-            + (
-                f", then {plural(report.mechanical, 'mechanical change')}"
-                if report.mechanical
-                else ""
-            )
-            + "; none made "
-            + ("the reproduction test pass" if repro else "the failing tests pass")
-            + " with every other test still passing"
-            + (f" ({job.stopped})" if job.stopped else "")
-            + (f"; {report.mechanical_note}" if report.mechanical_note else "")
+            f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
+            f"none made {judge} with every other test still passing{stopped}{why}"
         )
 
     # -- repair ----------------------------------------------------------------
@@ -268,9 +269,8 @@ class RepairFixer(ModelFixer):
                 return None  # nothing came near: another suspect, not another round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            # The body is hidden only when the repository's own failing tests judge the
-            # rewrite: fit to a reproduction the model wrote, a function written anew
-            # passed a test that asserted the bug's own error (email-plus) and was wrong.
+            # The body is hidden only when the repository's own failing tests judge: fit to
+            # a model's test, a function written anew was wrong (email-plus).
             messages = repair_prompt(
                 *asked, misses, job.printed, repeated=repeated, hide=repeated and own_tests
             )

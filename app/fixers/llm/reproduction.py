@@ -60,6 +60,9 @@ class Reproduction:
     path: str | None  # the kept test, in the tree; None when none was kept
     note: str  # how it failed on the base and how many samples agreed, or why none
     output: str = ""  # what it printed failing on the base, trimmed (for the repair prompt)
+    # The issue's own example fails too, or two of the model's tests agree on what the
+    # code should do: a judge for changes no model wrote (app/fixers/llm/mechanical.py).
+    strong: bool = False
 
 
 REPRO_SAMPLES = 3
@@ -366,11 +369,12 @@ async def reproduce(
     write_confined(ws.tree, rel, source.encode())
     ws.sandbox.prepare_writable(ws.tree)
     notes = []
+    agree = 0
     if chosen:
         agree = sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0]))
         notes.append(
-            f"fails on the base ({chosen[1]}); {len(kept)} of {len(answers)} samples failed "
-            f"for the bug's reason, {agree} agree on what it should do"
+            f"fails on the base ({chosen[1]}); {len(kept)} of {judged.answers} samples "
+            f"failed for the bug's reason, {agree} agree on what it should do"
         )
     if own:
         notes.append(
@@ -382,4 +386,6 @@ async def reproduce(
     if stripped:
         notes.append(f"{plural(stripped, 'assertion')} of what the issue says is the bug taken out")
     output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
-    return Reproduction(rel, "; ".join(notes), output.strip().replace("{path}", rel))
+    return Reproduction(
+        rel, "; ".join(notes), output.strip().replace("{path}", rel), strong=bool(own) or agree > 1
+    )
