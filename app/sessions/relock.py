@@ -16,7 +16,8 @@ anywhere):
 
 Other locks (``poetry.lock``, ``pdm.lock``, ``Pipfile.lock``, pip-tools' output) need a
 tool Patchwarden does not run: :func:`plan_lock` says which, and the fixer changes
-nothing. The regenerated lock is checked before it is taken (:func:`lock_changes`): the
+nothing. The regenerated lock is checked before it is taken
+(:func:`app.sessions.lockfiles.lock_changes`): the
 package is locked at the fixed version or later, every name and version is one, and no
 package kept its version but changed its source or its files' hashes (another index's
 copy of it, say: uv leaves index options out of a compiled file's header).
@@ -25,19 +26,15 @@ copy of it, say: uv leaves index options out of a compiled file's header).
 from __future__ import annotations
 
 import asyncio
-import re
 import shlex
 import shutil
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
 from app.policy.evidence import Bump, bump_size, larger_bump
 from app.sessions.files import read_confined, write_confined
+from app.sessions.lockfiles import lock_changes, lowest_locked
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import Step
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
@@ -197,97 +194,6 @@ def _text(tree: Path, path: str) -> str | None:
         return None
 
 
-# -- what a lock holds, and what regenerating it changed ---------------------------------
-
-
-def locked(path: str, text: str) -> dict[str, set[tuple[str, str]]]:
-    """``{canonical name: {(version, source)}}`` of a lock: ``uv.lock``'s packages (a
-    package locked twice for two Pythons has two; the source is where it comes from and
-    its artifacts' hashes), or a compiled requirements file's ``name==version`` lines
-    (the source: their ``--hash`` values). Raises ValueError for a name or version that
-    is not one: such text never reaches the PR body or the score."""
-    found: dict[str, set[tuple[str, str]]] = {}
-    if PurePosixPath(path).name == "uv.lock":
-        for entry in tomllib.loads(text).get("package", []):
-            if isinstance(entry, dict) and "name" in entry:
-                where = repr([entry.get(k) for k in ("source", "sdist", "wheels")])
-                _add(found, str(entry["name"]), str(entry.get("version", "")), where)
-        return found
-    current: tuple[str, str] | None = None
-    hashes: list[str] = []
-    for line in [*text.splitlines(), "#end"]:
-        body = line.split("#")[0].strip() if not line.lstrip().startswith("--hash") else ""
-        if line.strip().startswith("--hash"):
-            hashes.append(line.strip().rstrip("\\").strip())
-            continue
-        if not body and not line.lstrip().startswith("#"):
-            continue
-        if current is not None:
-            _add(found, current[0], current[1], " ".join(sorted(hashes)))
-            current, hashes = None, []
-        head = body.split(";")[0].split("\\")[0].strip()
-        if head.startswith("-") or "==" not in head:
-            continue
-        name, _, version = head.partition("==")
-        current = (name.split("[")[0].strip(), version.split("--hash")[0].strip())
-        hashes = [h.rstrip("\\").strip() for h in body.split()[1:] if h.startswith("--hash")]
-    return found
-
-
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-
-
-def _add(found: dict[str, set[tuple[str, str]]], name: str, version: str, where: str) -> None:
-    if not _NAME.fullmatch(name):
-        raise ValueError("an entry's name is not a package name")
-    if version:
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise ValueError("an entry's version is not a version") from None
-    found.setdefault(canonicalize_name(name), set()).add((version, where))
-
-
-def lock_changes(path: str, old: str, new: str, package: str, fixed: str) -> list[str] | str:
-    """What regenerating ``path`` changed, one line per package (``idna 3.6 → 3.7``,
-    ``+ name 1.0``, ``- name 1.0``), or why the new lock is not taken."""
-    try:
-        before, after = locked(path, old), locked(path, new)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
-        return f"`{path}` (before or after uv) cannot be read as a lock: {exc}"
-    want = canonicalize_name(package)
-    if want not in after:
-        return f"the regenerated `{path}` does not lock {package} at all"
-    for version, _ in sorted(after[want]):
-        try:
-            low = Version(version) < Version(fixed)
-        except InvalidVersion:
-            return f"the regenerated `{path}` locks {package} at `{version}`, not a version"
-        if low:
-            return f"the regenerated `{path}` still locks {package} {version}, below {fixed}"
-    lines: list[str] = []
-    moved: list[str] = []
-    for name in sorted({*before, *after}):
-        was = ", ".join(sorted({v for v, _ in before.get(name, set())}))
-        now = ", ".join(sorted({v for v, _ in after.get(name, set())}))
-        if name not in before:
-            lines.append(f"+ {name} {now}".rstrip())
-        elif name not in after:
-            lines.append(f"- {name} {was}".rstrip())
-        elif was != now:
-            lines.append(f"{name} {was} → {now}")
-        elif before[name] != after[name]:
-            moved.append(name)
-    if moved:
-        return (
-            f"the regenerated `{path}` takes {', '.join(moved[:5])} from another source at "
-            "the same version: the package index the setup phase sees is not the one the "
-            "lock was made with (give Patchwarden the project's index, e.g. "
-            "`UV_DEFAULT_INDEX`)"
-        )
-    return lines
-
-
 def uv_env(package_env: dict[str, str], *, python: str, version: str | None) -> dict[str, str]:
     """What uv needs in the sandbox besides the host's package configuration: its cache
     in the private /tmp, Patchwarden's interpreter, no downloads of Python itself."""
@@ -300,10 +206,6 @@ def uv_env(package_env: dict[str, str], *, python: str, version: str | None) -> 
     if version:
         env["SETUPTOOLS_SCM_PRETEND_VERSION"] = version
     return {k: v for k, v in env.items() if k not in package_env}
-
-
-def shown_plans(plans: Sequence[LockPlan]) -> str:
-    return "; ".join(f"`{p.path}` with `{p.shown}`" for p in plans)
 
 
 async def regenerate(
@@ -404,7 +306,7 @@ async def relock_bump(
         await asyncio.to_thread(shutil.rmtree, work, True)
     if isinstance(result, str):
         return result
-    was = _lowest_locked(before, bump.package)
+    was = lowest_locked(before, bump.package)
     size = bump_size(was, bump.new) if was else bump.size
     return bump.model_copy(
         update={
@@ -413,20 +315,3 @@ async def relock_bump(
             "locked": result or bump.locked,  # a carried patch's lock: already moved
         }
     )
-
-
-def _lowest_locked(texts: dict[str, str], package: str) -> str | None:
-    """The lowest version of ``package`` the locks held before (what the bump moves from)."""
-    want = canonicalize_name(package)
-    found: list[Version] = []
-    for path, text in texts.items():
-        try:
-            entries = locked(path, text).get(want, set())
-        except (tomllib.TOMLDecodeError, ValueError):
-            continue
-        for version, _ in entries:
-            try:
-                found.append(Version(version))
-            except InvalidVersion:
-                continue
-    return str(min(found)) if found else None
