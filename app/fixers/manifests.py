@@ -28,7 +28,7 @@ from packaging.version import Version
 
 from app.fixers.base import SKIP_DIRS
 from app.fixers.pins import pins_in_lock, raised, raised_poetry
-from app.sessions.files import read_confined, write_confined
+from app.sessions.files import read_text_confined, write_confined
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_INCLUDES = 20  # requirements files read by following -r / -c
@@ -92,13 +92,7 @@ def raise_package(tree: Path, package: str, fixed: str, *, write: bool = True) -
 def _read(tree: Path, rel: str) -> str | None:
     """The file's text with its own line endings (CRLF stays CRLF); None when it is not
     a regular file inside the tree (no symlink on the way), too big or not UTF-8."""
-    data = read_confined(tree, rel, limit=MAX_FILE_BYTES + 1)
-    if data is None or len(data) > MAX_FILE_BYTES:
-        return None  # a longer file is never written back cut
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return read_text_confined(tree, rel, limit=MAX_FILE_BYTES)  # never written back cut
 
 
 def _requirement_files(tree: Path) -> list[str]:

@@ -77,6 +77,19 @@ def read_confined(tree: Path, relative: str, *, limit: int = 1024 * 1024) -> byt
         os.close(leaf)
 
 
+def read_text_confined(tree: Path, relative: str, *, limit: int) -> str | None:
+    """The whole of ``tree/relative`` as UTF-8 text (its own line endings kept), read as
+    :func:`read_confined` does; None when it is not such a file, longer than ``limit``
+    bytes (never a file cut short) or not UTF-8."""
+    data = read_confined(tree, relative, limit=limit + 1)
+    if data is None or len(data) > limit:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def write_confined(
     tree: Path, relative: str, data: bytes, *, mode: int = 0o644, exclusive: bool = False
 ) -> None:

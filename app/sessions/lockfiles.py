@@ -29,24 +29,14 @@ def locked(path: str, text: str) -> dict[str, set[tuple[str, str]]]:
                 where = repr([entry.get(k) for k in ("source", "sdist", "wheels")])
                 _add(found, str(entry["name"]), str(entry.get("version", "")), where)
         return found
-    current: tuple[str, str] | None = None
-    hashes: list[str] = []
-    for line in [*text.splitlines(), "#end"]:
-        body = line.split("#")[0].strip() if not line.lstrip().startswith("--hash") else ""
-        if line.strip().startswith("--hash"):
-            hashes.append(line.strip().rstrip("\\").strip())
+    # One logical line per requirement: its `\` continuations (the --hash lines) joined.
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+        words = line.split(" #", 1)[0].split()
+        if not words or words[0].startswith(("-", "#")) or "==" not in words[0]:
             continue
-        if not body and not line.lstrip().startswith("#"):
-            continue
-        if current is not None:
-            _add(found, current[0], current[1], " ".join(sorted(hashes)))
-            current, hashes = None, []
-        head = body.split(";")[0].split("\\")[0].strip()
-        if head.startswith("-") or "==" not in head:
-            continue
-        name, _, version = head.partition("==")
-        current = (name.split("[")[0].strip(), version.split("--hash")[0].strip())
-        hashes = [h.rstrip("\\").strip() for h in body.split()[1:] if h.startswith("--hash")]
+        name, _, version = words[0].split(";")[0].partition("==")
+        hashes = sorted(w for w in words if w.startswith("--hash"))
+        _add(found, name.split("[")[0], version, " ".join(hashes))
     return found
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from app.policy.evidence import Bump, bump_size, larger_bump
-from app.sessions.files import read_confined, write_confined
+from app.sessions.files import read_confined, read_text_confined, write_confined
 from app.sessions.lockfiles import lock_changes, lowest_locked
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import Step
@@ -185,13 +185,7 @@ def _inside(tree: Path, folder: str, file: str) -> bool:
 
 
 def _text(tree: Path, path: str) -> str | None:
-    data = read_confined(tree, path, limit=MAX_LOCK_BYTES + 1)
-    if data is None or len(data) > MAX_LOCK_BYTES:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return read_text_confined(tree, path, limit=MAX_LOCK_BYTES)
 
 
 def uv_env(package_env: dict[str, str], *, python: str, version: str | None) -> dict[str, str]:

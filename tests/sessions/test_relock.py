@@ -203,3 +203,17 @@ def test_an_artifact_swapped_at_the_same_version_is_not_taken() -> None:
     result = lock_changes("uv.lock", before, after, "idna", "3.7")
     assert isinstance(result, str)
     assert "takes six from another source" in result
+
+
+def test_a_lock_too_long_not_utf8_or_behind_a_symlink_is_not_read(tmp_path: Path) -> None:
+    """read_text_confined, shared with the manifests' reader: a file is read whole or not
+    at all (never written back cut), as UTF-8, and never through a symlink."""
+    from app.sessions.files import read_text_confined
+
+    (tmp_path / "ok.txt").write_text("idna==3.6\r\n")
+    (tmp_path / "long.txt").write_text("x" * 12)
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9\n")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "ok.txt")
+    assert read_text_confined(tmp_path, "ok.txt", limit=11) == "idna==3.6\r\n"
+    for name in ("long.txt", "latin.txt", "link.txt", "../ok.txt", "missing.txt"):
+        assert read_text_confined(tmp_path, name, limit=11) is None, name
