@@ -143,6 +143,7 @@ class RepairReport(_Model):
     chosen: str = ""  # why this candidate
     mechanical: int = 0  # mechanical changes tested after the model's answers missed
     mechanical_note: str = ""  # why none was kept though some passed (two did)
+    masked: int = 0  # cloze prompts: the function with one statement hidden, one each
 
 
 class FixOutcome(_Model):

@@ -38,83 +38,32 @@ The steps, each in its module:
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.config import Price
 from app.fixers.base import Audit, no_audit
+from app.fixers.llm import cloze
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
 from app.fixers.llm.pick import order_of
+from app.fixers.llm.repair_job import Job
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
-from app.fixers.llm.spend import Ledger, Meter, ModelFixer
-from app.fixers.llm.splice import (
-    Target,
-    header,
-    target_of,
-)
+from app.fixers.llm.spend import Ledger, ModelFixer
+from app.fixers.llm.splice import Target, header, target_of
 from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
 from app.sessions.files import remove_confined
-from app.sessions.result import FixOutcome, RepairReport, TranscriptEntry
+from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
 from app.words import plural
 
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
-MECHANICAL_WEAK = (
-    "no mechanical changes: one model-written test is too weak a judge for a change no model wrote"
-)
 HOT = 0.8
-TRANSCRIPT_ENTRY_CHARS = 4000
-
-
-@dataclass
-class _Report:
-    """What a repair found out so far (the fields of :class:`RepairReport`)."""
-
-    suspects: list[str] = field(default_factory=list)
-    picked: str = ""
-    reproduction: str | None = None
-    reproduction_note: str = ""
-    target: str | None = None
-    rounds: int = 0
-    samples: int = 0
-    candidates: int = 0
-    passed: int = 0
-    dropped: Counter[str] = field(default_factory=Counter)
-    failed: Counter[str] = field(default_factory=Counter)
-    chosen: str = ""
-    mechanical: int = 0
-    mechanical_note: str = ""
-
-    def frozen(self) -> RepairReport:
-        return RepairReport(
-            **{**self.__dict__, "dropped": dict(self.dropped), "failed": dict(self.failed)}
-        )
-
-
-@dataclass
-class _Job:
-    """One task's repair: the context, the meter and what it has found out."""
-
-    ws: FixContext
-    task: Task
-    meter: Meter
-    idx: Index
-    report: _Report = field(default_factory=_Report)
-    transcript: list[TranscriptEntry] = field(default_factory=list)
-    stopped: str | None = None  # why no more model calls may be made
-    printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
-
-    def note(self, role: Any, content: str) -> None:
-        if len(content) > TRANSCRIPT_ENTRY_CHARS:
-            content = content[:TRANSCRIPT_ENTRY_CHARS] + "\n[... cut]"
-        self.transcript.append(TranscriptEntry(role=role, content=content))
 
 
 class RepairFixer(ModelFixer):
@@ -141,7 +90,7 @@ class RepairFixer(ModelFixer):
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         meter = self.meter(budget, workspace)
-        job = _Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
+        job = Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
         try:
             outcome = await self._repair(job)
         except ModelError as exc:
@@ -159,7 +108,7 @@ class RepairFixer(ModelFixer):
             }
         )
 
-    async def _repair(self, job: _Job) -> FixOutcome:
+    async def _repair(self, job: Job) -> FixOutcome:
         ws, report = job.ws, job.report
         ws.progress("fix: the tests as they are")
         before = await run_tests(ws, name="repair-tests-before")
@@ -251,7 +200,7 @@ class RepairFixer(ModelFixer):
     # -- repair ----------------------------------------------------------------
     async def _rounds(
         self,
-        job: _Job,
+        job: Job,
         target: Target,
         must_pass: list[str],
         passed_before: set[str],
@@ -264,9 +213,10 @@ class RepairFixer(ModelFixer):
         misses: list[Candidate] = []
         repeated = False  # every answer of the round was the code as it is
         asked = (job.task, job.idx, job.ws.tree, target, must_pass, before)
+        judge = (must_pass, passed_before)
         for round_ in (1, 2):
             if round_ == 2 and not misses and not repeated:
-                return None  # nothing came near: another suspect, not another round
+                break  # nothing came near: no round of misses, but the cloze round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             # The body is hidden only when the repository's own failing tests judge: fit to
@@ -295,32 +245,82 @@ class RepairFixer(ModelFixer):
                 and (report.dropped["unchanged"] - unchanged) * 2 >= len(answers)
             )
             tested: list[Candidate] = []
-            for candidate in sorted(candidates, key=lambda c: (-c.votes, c.changed_lines)):
-                await self._validate(job, target, candidate, must_pass, passed_before)
-                tested.append(candidate)
-                if candidate.verdict == "passed":
-                    report.passed += 1
-                    others = len(answers)
-                    report.target = target.symbol.qualname
-                    report.chosen = (
-                        f"{candidate.votes} of {others} answers wrote this change"
-                        + (" (the most)" if candidate.votes > 1 else "")
-                        + f"; it makes {_names(must_pass)} pass and keeps every other test "
-                        "passing" + ("; the smallest such change" if len(candidates) > 1 else "")
-                    )
-                    return candidate
-                kind = candidate.verdict.split(":")[0]
-                report.failed[kind] += 1
-            if job.stopped:
-                return None
+            winner = await self._judge(job, target, candidates, len(answers), judge, tested)
+            if winner is not None or job.stopped:
+                return winner
             misses = sorted(
                 (c for c in tested if c.output), key=lambda c: (c.verdict.startswith("breaks"),)
             )[:2]
+        return await self._cloze(job, target, asked, judge)
+
+    async def _cloze(
+        self,
+        job: Job,
+        target: Target,
+        asked: tuple[Task, Index, Path, Target, list[str], Tests | None],
+        judge: tuple[list[str], set[str]],
+    ) -> Candidate | None:
+        """A round of cloze prompts (:mod:`cloze`): each computing statement hidden in
+        turn, one greedy answer each; the answers vote together."""
+        spans = cloze.masks(job.idx, target)
+        if not spans:
+            return None
+        job.report.rounds += 1
+        job.ws.progress(f"fix: {target.symbol.qualname} with one line hidden at a time")
+        head = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
+        candidates: list[Candidate] = []
+        answers = 0
+        for span in spans:
+            # A line hidden in a helper or a constant: the answer starts as it will.
+            pre = head if target.symbol.start <= span[0] <= target.symbol.end else ""
+            messages = repair_prompt(*asked, [], job.printed, mask=span)
+            got = await self._sample(job, messages, k=1, prefill=pre)
+            job.report.masked, answers = job.report.masked + 1, answers + len(got)
+            for new in candidates_of(job.idx, target, got, pre, job.report.dropped):
+                same = next((c for c in candidates if c.text == new.text), None)
+                if same is None:
+                    candidates.append(new)
+                else:
+                    same.votes += 1
+                    job.report.dropped["duplicate"] += 1
+        job.report.samples += answers
+        job.report.candidates += len(candidates)
+        how = f" with one line hidden at a time ({plural(len(spans), 'prompt')})"
+        return await self._judge(job, target, candidates, answers, judge, [], how=how)
+
+    async def _judge(
+        self,
+        job: Job,
+        target: Target,
+        candidates: list[Candidate],
+        answers: int,
+        judge: tuple[list[str], set[str]],
+        tested: list[Candidate],
+        how: str = "",
+    ) -> Candidate | None:
+        """The candidates tested in the sandbox, the most voted and smallest first; the
+        first that passes wins. ``judge``: the tests that must pass, and those that
+        passed before; ``tested`` gets every candidate tested."""
+        report, (must_pass, passed_before) = job.report, judge
+        for candidate in sorted(candidates, key=lambda c: (-c.votes, c.changed_lines)):
+            await self._validate(job, target, candidate, must_pass, passed_before)
+            tested.append(candidate)
+            if candidate.verdict == "passed":
+                report.passed += 1
+                report.target = target.symbol.qualname
+                report.chosen = (
+                    f"{candidate.votes} of {answers} answers{how} wrote this change"
+                    + (" (the most)" if candidate.votes > 1 else "")
+                    + f"; it makes {_names(must_pass)} pass and keeps every other test "
+                    "passing" + ("; the smallest such change" if len(candidates) > 1 else "")
+                )
+                return candidate
+            report.failed[candidate.verdict.split(":")[0]] += 1
         return None
 
     async def _validate(
         self,
-        job: _Job,
+        job: Job,
         target: Target,
         candidate: Candidate,
         must_pass: list[str],
@@ -335,7 +335,7 @@ class RepairFixer(ModelFixer):
             passed_before=passed_before,
         )
 
-    def _apply(self, job: _Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
+    def _apply(self, job: Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
         # The winner is in the tree already (validation leaves a passing candidate).
         report = job.report
         where = [d for d in report.suspects if d.startswith(f"{target.symbol.qualname} (")]
@@ -346,8 +346,9 @@ class RepairFixer(ModelFixer):
         if repro:
             lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
         lines.append(
-            f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}, "
-            f"{plural(report.candidates, 'distinct change')} tested"
+            f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}"
+            + (f" ({report.masked} of them with one line hidden)" if report.masked else "")
+            + f", {plural(report.candidates, 'distinct change')} tested"
             + (
                 f", then {plural(report.mechanical, 'mechanical change')}"
                 if report.mechanical
@@ -363,7 +364,7 @@ class RepairFixer(ModelFixer):
 
     # -- the model -------------------------------------------------------------
     async def _sample(
-        self, job: _Job, messages: list[dict[str, Any]], *, k: int, prefill: str, start: int = 0
+        self, job: Job, messages: list[dict[str, Any]], *, k: int, prefill: str, start: int = 0
     ) -> list[str]:
         """k answers to one prompt: the first greedy (unless ``start`` were drawn before),
         the rest hot (``n`` where the endpoint allows, else one request per new seed)."""

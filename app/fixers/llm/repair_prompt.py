@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.fixers.llm import cloze
 from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import Example
 from app.fixers.llm.imports import module_name
@@ -194,10 +195,12 @@ def repair_prompt(
     *,
     repeated: bool = False,
     hide: bool = False,
+    mask: tuple[int, int] | None = None,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
     reproduction, written after it); ``repeated``: most earlier answers were the code as
-    it is; ``hide``: so ask for the function anew, its body not shown (``blind``)."""
+    it is; ``hide``: so ask for the function anew, its body not shown (``blind``);
+    ``mask``: the lines of one statement shown hidden, to be written anew (:mod:`cloze`)."""
     printed = printed or {}
     symbol = target.symbol
     text = idx.sources[symbol.path]
@@ -209,7 +212,7 @@ def repair_prompt(
     hidden = hide and not target.constants
     code = [
         blind(idx, symbol) if hidden and start == symbol.start
-        else "\n".join(dedent(lines[start - 1 : end]))
+        else "\n".join(dedent(cloze.hide(lines[start - 1 : end], start, mask)))
         for start, end in units
     ]  # fmt: skip
     where = f"`{symbol.qualname}`"
@@ -227,6 +230,11 @@ def repair_prompt(
             + ("\nIts module imports:\n```python\n" + "\n".join(imported) + "\n```"
                if imported else "")
         )  # fmt: skip
+    elif mask:
+        parts.append(
+            f"The bug is probably in {where} in {symbol.path}, on the line hidden below "
+            f"(`{cloze.MARK}`); the rest of it is right:\n```python\n{block}\n```"
+        )
     else:
         parts.append(f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```")
     called = callees(idx, symbol, shown={name for name, _, _ in target.constants})
@@ -245,14 +253,14 @@ def repair_prompt(
                 "It fails now:\n"
                 + fence(output, source=f"{test} on the code as it is", verbatim=True)
             )
-    if repeated and not hidden:
+    if repeated and not hidden and not mask:
         parts.append(
             f"Earlier answers wrote `{symbol.name}` back exactly as it is above"
             + (" with its constants" if target.constants else "")
             + ": that code is the bug, and it gives the failure shown. Change what makes "
             "the test fail."
         )
-    for n, miss in enumerate([] if hidden else misses, 1):  # a miss shows the body again
+    for n, miss in enumerate([] if hidden or mask else misses, 1):  # a miss shows the body again
         parts.append(
             f"An earlier attempt ({n}) was wrong ({miss.verdict}):\n```python\n{miss.function}```"
             + (
@@ -266,10 +274,18 @@ def repair_prompt(
         if target.constants
         else ""
     )
-    parts.append(
-        f"Write the corrected `{symbol.name}`: the whole function, with the same name and "
-        f"parameters, in one ```python block, nothing else.{also}"
-    )
+    unit = next((n for n, a, b in target.constants if mask and a <= mask[0] <= b), None)
+    if unit is not None:  # the hidden line is in a constant or a helper it reads
+        parts.append(
+            f"Write `{unit}` with the hidden line written anew (one line or more), whole, "
+            "in one ```python block, nothing else."
+        )
+    else:
+        anew = " and the hidden line written anew (one line or more)" if mask else ""
+        parts.append(
+            f"Write the corrected `{symbol.name}`: the whole function, with the same name and "
+            f"parameters{anew}, in one ```python block, nothing else.{also}"
+        )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 

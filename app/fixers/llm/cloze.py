@@ -1,0 +1,134 @@
+"""Cloze rounds: the function shown with one statement hidden, to be written anew.
+
+A 1.5B model shown a whole function and the failure it gives writes most of it back as
+it is, the wrong line included (url-join: 7 answers of 8 kept `base + "/" + path`;
+paginate-offset: 7 of 16 unchanged); shown its signature alone, it writes a different
+function, often wrong elsewhere (slug-accents). Between the two: the function as it is
+with one statement hidden, as cloze-style repair does (AlphaRepair): the model cannot
+copy the line it does not see, and the rest it is shown stays as it is. Which line is
+wrong the system does not know, so each of the few statements that compute something
+gets its own prompt, one greedy answer each, and the tests judge as for any answer.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from app.fixers.llm.answers import parse
+from app.fixers.llm.localize import Index
+from app.fixers.llm.splice import Target
+
+MAX_MASKS = 4  # statements hidden in turn, one prompt each
+MARK = "# ??? (hidden: the wrong line)"
+
+# What makes a statement worth hiding: it computes something a bug could get wrong.
+_COMPUTES = (
+    ast.BinOp,
+    ast.Compare,
+    ast.Call,
+    ast.Subscript,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.comprehension,
+    ast.Slice,
+    ast.JoinedStr,
+    ast.IfExp,
+)
+
+
+def masks(idx: Index, target: Target) -> list[tuple[int, int]]:
+    """The statements worth hiding, as (first, last) lines of the function's file: the
+    function's, its helpers' and the module constants it reads (version-compare's bug
+    is in the helper `parse`, email-plus's in a pattern), the most computing first (at
+    most :data:`MAX_MASKS`), in file order among equals. A compound statement is hidden
+    by its header (``for ... in ...:``), never with its body; the docstring, ``pass``, a
+    bare ``raise``, nested ``def`` lines and decorators are never hidden."""
+    module = parse(idx.sources.get(target.symbol.path, ""))
+    if module is None:
+        return []
+    units = [(target.symbol.start, target.symbol.end), *((a, b) for _, a, b in target.constants)]
+    found: list[tuple[int, int, int]] = []  # (weight, first, last)
+    for start, end in units:
+        for statement in _unit(module, start, end):
+            span, parts = _header(statement)
+            if span is None:
+                continue
+            weight = sum(isinstance(n, _COMPUTES) for part in parts for n in ast.walk(part))
+            if isinstance(statement, ast.Raise):
+                weight -= 2  # a guard's message is seldom the bug
+            if weight > 0:
+                found.append((weight, *span))
+    found.sort(key=lambda w: (-w[0], w[1]))
+    return sorted((first, last) for _, first, last in found[:MAX_MASKS])
+
+
+def _unit(module: ast.Module, start: int, end: int) -> list[ast.stmt]:
+    """The statements of the function or the constant at lines ``start``-``end``."""
+    for node in ast.walk(module):
+        inside = (
+            isinstance(node, ast.stmt)
+            and start <= node.lineno <= end
+            and (node.end_lineno or node.lineno) <= end
+        )
+        if not inside:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return _statements(node.body)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            return [node]
+    return []
+
+
+def hide(lines: list[str], first: int, span: tuple[int, int] | None) -> list[str]:
+    """``lines`` (a unit's, its first at file line ``first``) with the statement at
+    ``span`` replaced by one :data:`MARK` line at its indentation, if it is theirs."""
+    if span is None or not first <= span[0] <= span[1] < first + len(lines):
+        return lines
+    a, b = span[0] - first, span[1] - first
+    indent = lines[a][: len(lines[a]) - len(lines[a].lstrip())]
+    return [*lines[:a], f"{indent}{MARK}", *lines[b + 1 :]]
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement under ``body``, nested ones included, the docstring left out."""
+    out: list[ast.stmt] = []
+    for i, node in enumerate(body):
+        doc = (
+            i == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
+        if doc:
+            continue
+        out.append(node)
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                out += _statements(inner)
+        for handler in getattr(node, "handlers", []) or []:
+            out += _statements(handler.body)
+    return out
+
+
+def _header(node: ast.stmt) -> tuple[tuple[int, int] | None, list[ast.AST]]:
+    """The lines a statement is hidden by, and the expressions they hold."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
+        return None, []
+    if isinstance(node, ast.Raise) and node.exc is None:
+        return None, []
+    body = getattr(node, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+        if isinstance(node, ast.Try):
+            return None, []
+        last = body[0].lineno - 1
+        if last < node.lineno:  # `if x: return y` on one line
+            return None, []
+        parts: list[ast.AST] = [
+            getattr(node, name)
+            for name in ("test", "target", "iter")
+            if isinstance(getattr(node, name, None), ast.AST)
+        ]
+        parts += [item.context_expr for item in getattr(node, "items", [])]
+        return (node.lineno, last), parts
+    return (node.lineno, node.end_lineno or node.lineno), [node]
