@@ -132,6 +132,7 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
         REPRO_RIGHT,
+        *[text("I cannot write a test.")] * 3,  # one kept test alone: a second batch
         UNPARSEABLE,
         RENAMED,
         BREAKS_FREEZING,
@@ -149,7 +150,7 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     assert report.suspects[0].startswith("fahrenheit_to_celsius (temps.py:1-3)")
     assert report.reproduction == "tests/test_fahrenheit_to_celsius_issue.py"
     assert "fails on the base (AssertionError" in report.reproduction_note
-    assert "1 of 3 samples" in report.reproduction_note
+    assert "1 of 6 samples" in report.reproduction_note
     assert (report.samples, report.candidates, report.passed) == (6, 2, 1)
     assert report.dropped == {"unparseable": 1, "renamed": 2, "duplicate": 1}
     assert report.failed == {"breaks": 1}
@@ -521,7 +522,8 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     await forge.push(REPO, files, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     junk = text("I think the function is fine.")
-    script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
+    script = [REPRO_RIGHT, *[junk] * 5, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
+    script.append(BREAKS_FREEZING)  # the cloze round: the one computing line hidden
     async with ScriptedModel(script, api_key=KEY) as model:
         pw = await make_pw(
             workers=1,
@@ -577,6 +579,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         *[text("I cannot write a test.")] * 3,  # the issue's own example is the test
         UNPARSEABLE,
         UNPARSEABLE,
+        UNPARSEABLE,  # the cloze round
         samples=2,
         issue=issue,
         temps=FREEZING,
@@ -586,7 +589,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     assert fix is not None
     report = fix.repair
     assert report is not None
-    assert report.dropped == {"unparseable": 2}
+    assert report.dropped == {"unparseable": 3}
     assert report.mechanical >= 2
     if told_apart:
         assert result.status == "patched", (result.error, fix.reason)
@@ -633,9 +636,10 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
         make_model,
         make_client,
         one_test,
-        *[text("I cannot write a test.")] * 2,
+        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
         UNPARSEABLE,
         UNPARSEABLE,
+        UNPARSEABLE,  # the cloze round
         samples=2,
         issue=issue,
         temps=FREEZING,
@@ -655,3 +659,93 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
         "no mechanical changes: one model-written test is too weak a judge for a change no "
         "model wrote"
     )
+
+
+async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """url-join and paginate-offset with the 1.5B model: shown the whole function, it wrote
+    the wrong line back in most answers; shown its signature alone, a different function.
+    After both rounds miss, each computing statement is hidden in turn (one prompt each,
+    one greedy answer): the model cannot copy what it does not see."""
+    unchanged = block(TEMPS)
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        unchanged,
+        BREAKS_FREEZING,  # round 1: half unchanged, so round 2 asks anew
+        BREAKS_FREEZING,
+        UNPARSEABLE,  # round 2: both miss
+        RIGHT,  # the cloze round: `return (f - 32) * 9 / 5` hidden
+        samples=2,
+        files={"test_boil.py": BOILING},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert (report.rounds, report.masked, report.passed) == (3, 1, 1)
+    cloze_prompt = model.requests[-1].body["messages"][-1]["content"]
+    assert "where `???` hides what it computes" in cloze_prompt
+    assert "    return ???\n" in cloze_prompt
+    assert "* 9 / 5" not in cloze_prompt  # neither the line nor a miss that shows it
+    assert model.requests[-1].body["temperature"] == 0.0
+    body = render_body(
+        result,
+        score_session(result, result.policy, trigger=Trigger("comment")),  # type: ignore[arg-type]
+        title="fahrenheit_to_celsius is wrong",
+    )
+    assert "5 answers in 3 rounds (1 of them with one line hidden)" in body
+    assert "Chosen: 1 of 1 answers with one line hidden at a time (1 prompt) wrote this" in body
+
+
+async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_kept_test(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """retry-count and paginate-offset with the 1.5B model: the test chosen to reproduce
+    the bug expected the wrong thing (three calls of a function that fails once; page 1
+    starting at the second item), and the right change, written by four answers, failed
+    it. Two kept tests that disagree: when no change passes the one chosen, the changes
+    that missed only it are judged by the other, which becomes the reproduction."""
+    off_by_one = block(
+        "from temps import fahrenheit_to_celsius\n\n\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+    )
+    junk = text("I cannot write a test.")
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        off_by_one,  # greedy: kept, and chosen (a tie goes to the greedy test)
+        REPRO_RIGHT,  # kept: it disagrees
+        REPRO_WRONG_IMPORT,
+        *[junk] * 3,  # the second batch, drawn as the two disagree
+        RIGHT,
+        BREAKS_FREEZING,  # round 1: both fail the test chosen
+        UNPARSEABLE,
+        UNPARSEABLE,  # round 2
+        UNPARSEABLE,  # the cloze round
+        samples=2,
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    # The reproduction in the patch is the test that passed, not the one chosen first.
+    assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
+    assert "== 101" not in result.diff.unified
+    assert result.tests is not None
+    assert any("test_boiling" in t for t in result.tests.reproduced)
+    assert "another test the model wrote" in fix.repair.reproduction_note
+    assert fix.repair.reproduction_note.startswith("fails on the base (AssertionError")
+    assert "no change passed the test chosen first" in fix.repair.chosen

@@ -13,13 +13,25 @@ gets its own prompt, one greedy answer each, and the tests judge as for any answ
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import Target
 
 MAX_MASKS = 4  # statements hidden in turn, one prompt each
-MARK = "# ??? (hidden: the wrong line)"
+MARK = "???"
+
+
+class Mask(NamedTuple):
+    """One statement hidden: its lines in the file, and the line shown in their place —
+    its frame kept, what it computes hidden (``start = ???``, ``for attempt in ???:``):
+    told only that a line is hidden, a 1.5B model wrote a comment there (slug-accents)."""
+
+    first: int
+    last: int
+    shown: str
+
 
 # What makes a statement worth hiding: it computes something a bug could get wrong.
 _COMPUTES = (
@@ -36,7 +48,7 @@ _COMPUTES = (
 )
 
 
-def masks(idx: Index, target: Target) -> list[tuple[int, int]]:
+def masks(idx: Index, target: Target) -> list[Mask]:
     """The statements worth hiding, as (first, last) lines of the function's file: the
     function's, its helpers' and the module constants it reads (version-compare's bug
     is in the helper `parse`, email-plus's in a pattern), the most computing first (at
@@ -47,7 +59,8 @@ def masks(idx: Index, target: Target) -> list[tuple[int, int]]:
     if module is None:
         return []
     units = [(target.symbol.start, target.symbol.end), *((a, b) for _, a, b in target.constants)]
-    found: list[tuple[int, int, int]] = []  # (weight, first, last)
+    lines = idx.sources[target.symbol.path].splitlines()
+    found: list[tuple[int, Mask]] = []
     for start, end in units:
         for statement in _unit(module, start, end):
             span, parts = _header(statement)
@@ -57,9 +70,28 @@ def masks(idx: Index, target: Target) -> list[tuple[int, int]]:
             if isinstance(statement, ast.Raise):
                 weight -= 2  # a guard's message is seldom the bug
             if weight > 0:
-                found.append((weight, *span))
-    found.sort(key=lambda w: (-w[0], w[1]))
-    return sorted((first, last) for _, first, last in found[:MAX_MASKS])
+                found.append((weight, Mask(*span, _frame(statement, lines[span[0] - 1]))))
+    found.sort(key=lambda w: (-w[0], w[1].first))
+    return sorted(mask for _, mask in found[:MAX_MASKS])
+
+
+def _frame(node: ast.stmt, line: str) -> str:
+    """The line shown for a hidden statement: its frame, with :data:`MARK` for what it
+    computes."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return f"{ast.unparse(node.targets[0])} = {MARK}"
+    if isinstance(node, ast.AugAssign):
+        return f"{ast.unparse(node.target)} {_OPS.get(type(node.op), '')}= {MARK}"
+    if isinstance(node, ast.Return):
+        return f"return {MARK}"
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return f"for {ast.unparse(node.target)} in {MARK}:"
+    if isinstance(node, (ast.If, ast.While)):
+        return f"{line.split()[0].rstrip(':')} {MARK}:"  # if, elif, while
+    return MARK
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
 def _unit(module: ast.Module, start: int, end: int) -> list[ast.stmt]:
@@ -79,14 +111,14 @@ def _unit(module: ast.Module, start: int, end: int) -> list[ast.stmt]:
     return []
 
 
-def hide(lines: list[str], first: int, span: tuple[int, int] | None) -> list[str]:
-    """``lines`` (a unit's, its first at file line ``first``) with the statement at
-    ``span`` replaced by one :data:`MARK` line at its indentation, if it is theirs."""
-    if span is None or not first <= span[0] <= span[1] < first + len(lines):
+def hide(lines: list[str], first: int, mask: Mask | None) -> list[str]:
+    """``lines`` (a unit's, its first at file line ``first``) with the statement
+    ``mask`` hides shown as its frame, at its indentation, if it is theirs."""
+    if mask is None or not first <= mask.first <= mask.last < first + len(lines):
         return lines
-    a, b = span[0] - first, span[1] - first
+    a, b = mask.first - first, mask.last - first
     indent = lines[a][: len(lines[a]) - len(lines[a].lstrip())]
-    return [*lines[:a], f"{indent}{MARK}", *lines[b + 1 :]]
+    return [*lines[:a], f"{indent}{mask.shown}", *lines[b + 1 :]]
 
 
 def _statements(body: list[ast.stmt]) -> list[ast.stmt]:

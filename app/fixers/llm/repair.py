@@ -50,7 +50,7 @@ from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
 from app.fixers.llm.pick import order_of
-from app.fixers.llm.repair_job import Job
+from app.fixers.llm.repair_job import Job, other_judges, summary
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
 from app.fixers.llm.spend import Ledger, ModelFixer
@@ -128,6 +128,7 @@ class RepairFixer(ModelFixer):
         must_pass = list(failing)
         repro: str | None = None
         strong = True  # the repository's own failing tests judge
+        others: tuple[tuple[str, str], ...] = ()
 
         async def sample(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
             return await self._sample(job, messages, k=k, prefill="", start=start)
@@ -135,7 +136,7 @@ class RepairFixer(ModelFixer):
         if not failing and ws.commands.is_pytest and ws.commands.test:
             found = await reproduce(ws, job.task, job.idx, suspects, sample)
             report.reproduction, report.reproduction_note = found.path, found.note
-            repro, strong = found.path, found.strong
+            repro, strong, others = found.path, found.strong, found.others
             if repro is not None:
                 must_pass = [repro]
                 job.printed[repro] = found.output
@@ -162,6 +163,17 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
+        other = await other_judges(job, repro, others, passed_before) if repro else None
+        if other is not None and repro is not None:
+            (target, winner, why), report.passed = other, report.passed + 1
+            report.target, first = target.symbol.qualname, report.reproduction_note
+            report.reproduction_note = f"fails on the base ({why}): another test the model wrote"
+            report.chosen = (
+                f"{winner.votes} of {report.samples} answers wrote this change; no change passed "
+                f"the test chosen first (it {first}), this one passes this test and keeps every "
+                "other test passing"
+            )
+            return self._apply(job, target, winner, repro)
         # The model missed: mechanical changes cost no tokens, so a third suspect too —
         # with a strong judge only (email-plus: one model test passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]] if strong else []
@@ -316,6 +328,8 @@ class RepairFixer(ModelFixer):
                 )
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
+            if candidate.verdict.startswith("test failed") and must_pass[0] in job.printed:
+                job.missed.append((target, candidate))  # a reproduction's miss
         return None
 
     async def _validate(
@@ -337,30 +351,7 @@ class RepairFixer(ModelFixer):
 
     def _apply(self, job: Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
         # The winner is in the tree already (validation leaves a passing candidate).
-        report = job.report
-        where = [d for d in report.suspects if d.startswith(f"{target.symbol.qualname} (")]
-        lines = [f"Rewrote `{target.symbol.qualname}` in {target.symbol.path}.", ""]
-        lines.append("Where: " + (where or [target.symbol.where])[0])
-        if report.picked:
-            lines.append(f"Picked by the model among the suspects: {report.picked}.")
-        if repro:
-            lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
-        lines.append(
-            f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}"
-            + (f" ({report.masked} of them with one line hidden)" if report.masked else "")
-            + f", {plural(report.candidates, 'distinct change')} tested"
-            + (
-                f", then {plural(report.mechanical, 'mechanical change')}"
-                if report.mechanical
-                else ""
-            )
-            + f", {report.passed} passed."
-        )
-        lines.append(f"Chosen: {report.chosen}.")
-        if winner.imports:
-            added = "; ".join(f"`{line}`" for line in winner.imports)
-            lines.append(f"Imports it uses that the answer left out, added: {added}.")
-        return FixOutcome(fixer=self.name, summary="\n".join(lines))
+        return FixOutcome(fixer=self.name, summary=summary(job, target, winner, repro))
 
     # -- the model -------------------------------------------------------------
     async def _sample(

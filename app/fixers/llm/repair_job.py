@@ -1,5 +1,7 @@
-"""What one repair job carries: its context, its meter, and what it has found out so far
-(:class:`Report`, frozen into the session result's :class:`RepairReport`)."""
+"""What one repair job carries — its context, its meter, what it has found out so far
+(:class:`Report`, frozen into the session result's :class:`RepairReport`) — and the
+two steps that read it at the end: the other kept tests as judges of the changes that
+missed (:func:`other_judges`), and what the pull request says (:func:`summary`)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index
 from app.fixers.llm.spend import Meter
+from app.fixers.llm.splice import Target
+from app.fixers.llm.testruns import try_change
+from app.sessions.files import write_confined
 from app.sessions.result import RepairReport, TranscriptEntry
 from app.sessions.session import FixContext, Task
+from app.words import plural
 
 TRANSCRIPT_ENTRY_CHARS = 4000
 
@@ -53,8 +60,70 @@ class Job:
     transcript: list[TranscriptEntry] = field(default_factory=list)
     stopped: str | None = None  # why no more model calls may be made
     printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
+    # Candidates that kept every other test passing but failed the reproduction: tried
+    # again under the other kept tests (:func:`other_judges`).
+    missed: list[tuple[Target, Candidate]] = field(default_factory=list)
 
     def note(self, role: Any, content: str) -> None:
         if len(content) > TRANSCRIPT_ENTRY_CHARS:
             content = content[:TRANSCRIPT_ENTRY_CHARS] + "\n[... cut]"
         self.transcript.append(TranscriptEntry(role=role, content=content))
+
+
+async def other_judges(
+    job: Job, repro: str, others: tuple[tuple[str, str], ...], passed_before: set[str]
+) -> tuple[Target, Candidate, str] | None:
+    """When no change passed the reproduction chosen, each other test the model wrote
+    that failed on the base for the bug's reason judges the changes that missed only the
+    reproduction (kept every other test passing), the most voted first; the first that
+    passes one wins, and that test becomes the reproduction (the file at ``repro``). A
+    small model's test is wrong as often as the code (retry-count: three calls expected
+    of a function that fails once; the change four answers wrote was right); a change
+    that passes another of its tests, written to the issue's words, and every test the
+    repository had, goes to review as any other. Otherwise the chosen test is put back.
+    Returns the change, and how its test failed on the base."""
+    first = (job.ws.tree / repro).read_bytes()
+    missed = sorted(job.missed, key=lambda m: -m[1].votes)
+    for n, (source, why) in enumerate(others if missed else (), 2):
+        job.ws.progress(f"fix: the changes that missed, under another reproduction ({n})")
+        write_confined(job.ws.tree, repro, source.encode())
+        job.ws.sandbox.prepare_writable(job.ws.tree)
+        for target, candidate in missed:
+            verdict, _ = await try_change(
+                job.ws,
+                job.idx,
+                path=target.symbol.path,
+                text=candidate.text,
+                must_pass=[repro],
+                passed_before=passed_before,
+            )
+            if verdict == "passed":
+                return target, candidate, why
+    write_confined(job.ws.tree, repro, first)
+    job.ws.sandbox.prepare_writable(job.ws.tree)
+    return None
+
+
+def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:
+    """What the pull request says the repair did: where, the reproduction, the
+    candidates, and why this one."""
+    report = job.report
+    where = [d for d in report.suspects if d.startswith(f"{target.symbol.qualname} (")]
+    lines = [f"Rewrote `{target.symbol.qualname}` in {target.symbol.path}.", ""]
+    lines.append("Where: " + (where or [target.symbol.where])[0])
+    if report.picked:
+        lines.append(f"Picked by the model among the suspects: {report.picked}.")
+    if repro:
+        lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
+    lines.append(
+        f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}"
+        + (f" ({report.masked} of them with one line hidden)" if report.masked else "")
+        + f", {plural(report.candidates, 'distinct change')} tested"
+        + (f", then {plural(report.mechanical, 'mechanical change')}" if report.mechanical else "")
+        + f", {report.passed} passed."
+    )
+    lines.append(f"Chosen: {report.chosen}.")
+    if winner.imports:
+        added = "; ".join(f"`{line}`" for line in winner.imports)
+        lines.append(f"Imports it uses that the answer left out, added: {added}.")
+    return "\n".join(lines)

@@ -195,7 +195,7 @@ def repair_prompt(
     *,
     repeated: bool = False,
     hide: bool = False,
-    mask: tuple[int, int] | None = None,
+    mask: cloze.Mask | None = None,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
     reproduction, written after it); ``repeated``: most earlier answers were the code as
@@ -232,8 +232,9 @@ def repair_prompt(
         )  # fmt: skip
     elif mask:
         parts.append(
-            f"The bug is probably in {where} in {symbol.path}, on the line hidden below "
-            f"(`{cloze.MARK}`); the rest of it is right:\n```python\n{block}\n```"
+            f"The bug is probably in {where} in {symbol.path}, on the line below where "
+            f"`{cloze.MARK}` hides what it computes; the rest of it is right:\n"
+            f"```python\n{block}\n```"
         )
     else:
         parts.append(f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```")
@@ -277,11 +278,11 @@ def repair_prompt(
     unit = next((n for n, a, b in target.constants if mask and a <= mask[0] <= b), None)
     if unit is not None:  # the hidden line is in a constant or a helper it reads
         parts.append(
-            f"Write `{unit}` with the hidden line written anew (one line or more), whole, "
-            "in one ```python block, nothing else."
+            f"Write `{unit}` whole, with `{cloze.MARK}` replaced by the right code (one line "
+            "or more), in one ```python block, nothing else."
         )
     else:
-        anew = " and the hidden line written anew (one line or more)" if mask else ""
+        anew = f" and `{cloze.MARK}` replaced by the right code (one line or more)" if mask else ""
         parts.append(
             f"Write the corrected `{symbol.name}`: the whole function, with the same name and "
             f"parameters{anew}, in one ```python block, nothing else.{also}"

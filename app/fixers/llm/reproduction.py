@@ -63,10 +63,15 @@ class Reproduction:
     # The issue's own example fails too, or two of the model's tests agree on what the
     # code should do: a judge for changes no model wrote (app/fixers/llm/mechanical.py).
     strong: bool = False
+    # The other kept tests, each as the file would be in its place: judges to try when no
+    # change passes the chosen one (paginate-offset: the greedy test expected page 1 to
+    # start at the second item; another sample's test was right).
+    others: tuple[tuple[str, str], ...] = ()  # (source, how it failed on the base)
 
 
 REPRO_SAMPLES = 3
-REPRO_BATCHES = 2  # the second only when the first showed nothing
+REPRO_BATCHES = 2  # the second only when the first showed nothing beyond doubt
+MAX_OTHERS = 3
 
 # Why a reproduction test is not kept: it did not fail for the reason the bug gives.
 _WRONG_REASONS = (
@@ -342,8 +347,8 @@ async def reproduce(
     # A second batch only when the first showed nothing (retry-count, token-bucket: a
     # small model's tests fail for the wrong reason more often than not).
     for batch in range(REPRO_BATCHES):
-        if batch and (judged.kept or own or judged.answers < batch * REPRO_SAMPLES):
-            break  # shown, or the budget gave fewer answers than asked
+        if batch and (own or _agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
+            break  # shown beyond doubt, or the budget gave fewer answers than asked
         answers = await sample(prompt, REPRO_SAMPLES, batch * REPRO_SAMPLES)
         await _judge(ws, task, idx, suspects, found, folder, answers, judged)
     kept, reasons, printed, stripped = judged.kept, judged.reasons, judged.printed, judged.stripped
@@ -386,6 +391,24 @@ async def reproduce(
     if stripped:
         notes.append(f"{plural(stripped, 'assertion')} of what the issue says is the bug taken out")
     output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
+    others: dict[str, tuple[str, str]] = {}
+    for other, why in kept:
+        if chosen and normalised(other) != normalised(chosen[0]):
+            others.setdefault(normalised(other), (merged(other, imports, own), why))
     return Reproduction(
-        rel, "; ".join(notes), output.strip().replace("{path}", rel), strong=bool(own) or agree > 1
+        rel,
+        "; ".join(notes),
+        output.strip().replace("{path}", rel),
+        strong=bool(own) or agree > 1,
+        others=tuple(others.values())[:MAX_OTHERS],
+    )
+
+
+def _agreed(kept: list[tuple[str, str]]) -> bool:
+    """Whether two kept tests agree on what the code should do (a second batch is drawn
+    otherwise: one test alone was wrong as often as right — retry-count expected three
+    calls of a function that fails once)."""
+    chosen = majority(kept)
+    return chosen is not None and (
+        sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0])) > 1
     )
