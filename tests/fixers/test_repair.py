@@ -132,7 +132,6 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
         REPRO_RIGHT,
-        *[text("I cannot write a test.")] * 3,  # one kept test alone: a second batch
         UNPARSEABLE,
         RENAMED,
         BREAKS_FREEZING,
@@ -150,7 +149,7 @@ async def test_the_right_candidate_is_chosen_and_the_pull_request_says_why(
     assert report.suspects[0].startswith("fahrenheit_to_celsius (temps.py:1-3)")
     assert report.reproduction == "tests/test_fahrenheit_to_celsius_issue.py"
     assert "fails on the base (AssertionError" in report.reproduction_note
-    assert "1 of 6 samples" in report.reproduction_note
+    assert "1 of 3 samples" in report.reproduction_note
     assert (report.samples, report.candidates, report.passed) == (6, 2, 1)
     assert report.dropped == {"unparseable": 1, "renamed": 2, "duplicate": 1}
     assert report.failed == {"breaks": 1}
@@ -522,7 +521,7 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     await forge.push(REPO, files, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     junk = text("I think the function is fine.")
-    script = [REPRO_RIGHT, *[junk] * 5, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
+    script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
     script.append(BREAKS_FREEZING)  # the cloze round: the one computing line hidden
     async with ScriptedModel(script, api_key=KEY) as model:
         pw = await make_pw(
@@ -651,6 +650,8 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
     assert report is not None
     assert report.reproduction is not None  # the one test was kept: it shows the bug
     assert "1 agree on what it should do" in report.reproduction_note
+    # One kept test alone is not taken on trust: three more were drawn.
+    assert "1 of 6 samples failed for the bug's reason" in report.reproduction_note
     assert report.mechanical == 0  # `<` → `<=` would have passed it: never tried
     assert result.status == "failed"
     assert result.diff.files == []
@@ -719,7 +720,6 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         "from temps import fahrenheit_to_celsius\n\n\n"
         "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
     )
-    junk = text("I cannot write a test.")
     result, _ = await _repair(
         runner,
         tmp_path,
@@ -728,7 +728,6 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         off_by_one,  # greedy: kept, and chosen (a tie goes to the greedy test)
         REPRO_RIGHT,  # kept: it disagrees
         REPRO_WRONG_IMPORT,
-        *[junk] * 3,  # the second batch, drawn as the two disagree
         RIGHT,
         BREAKS_FREEZING,  # round 1: both fail the test chosen
         UNPARSEABLE,

@@ -9,7 +9,7 @@ import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repair_prompt import repro_prompt
-from app.fixers.llm.reproduction import reproduces
+from app.fixers.llm.reproduction import agreed, reproduces
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
@@ -262,3 +262,13 @@ def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path)
     )
     assert source_of_test(tmp_path, test, idx) == test_file
     assert source_of_test(tmp_path, "nowhere.test_x::test_y", idx) == ""
+
+
+def test_one_kept_test_alone_is_not_agreement_two_alike_are() -> None:
+    """A second batch is drawn unless two kept tests agree on what the code should do."""
+    first = "def test_a():\n    assert paginate(items, 1, 10) == items[1:11]\n"
+    right = "def test_b():\n    assert paginate(items, 1, 10) == items[0:10]\n"
+    assert not agreed([])
+    assert not agreed([(first, "AssertionError")])
+    assert not agreed([(first, "AssertionError"), (right, "AssertionError")])
+    assert agreed([(first, "AssertionError"), (right, "AssertionError"), (right, "x")])

@@ -30,7 +30,11 @@ The steps, each in its module:
    more round shows the model its two nearest misses (or, when half the answers or more
    wrote the function back unchanged and the repository's own failing tests judge,
    asks for it anew with its body hidden: signature, docstring, the test, no misses; a
-   1.5B model copies what it is shown).
+   1.5B model copies what it is shown). Then a cloze round (:mod:`cloze`): each
+   computing statement hidden in turn behind its frame (``start = ???``), one greedy
+   answer each. Then, when a model's test judged, its other kept tests judge the changes
+   that missed only it (:func:`~app.fixers.llm.repair_job.other_judges`: the test chosen
+   may be the one that is wrong).
 7. **Nothing verified, nothing proposed**: no test that shows the problem, or no
    candidate that passes it, ends the job with an honest answer — never a pull request.
 """

@@ -8,8 +8,10 @@ give now. A written test is kept only if it fails on the base for the bug's reas
 assertion, an exception the task names, or one the repository's own code defines — and
 never for an ImportError, a NameError, a SyntaxError, a missing fixture or an assertion
 that compares with a function (a fixture used as a value: no fix could pass it); the
-imports it forgot are added. Where kept tests expect different results of one call, the
-majority's expectation wins. Beside the model's tests, the issue's own words make one
+imports it forgot are added. When none or only one of the first tests is kept (and the
+issue's own words make none), a second batch is drawn. Where kept tests expect different
+results of one call, the majority's expectation wins; the others stay at hand as judges
+of last resort (``Reproduction.others``). Beside the model's tests, the issue's own words make one
 where they say what a call gives and should (app/fixers/llm/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
 tree, in one file: the patch's reproduction, checked again by the session against the
@@ -344,10 +346,11 @@ async def reproduce(
     judged = _Judged()
     if own_why and not own:
         judged.reasons[f"the issue's example {own_why}"] += 1
-    # A second batch only when the first showed nothing (retry-count, token-bucket: a
-    # small model's tests fail for the wrong reason more often than not).
+    # A second batch when the first showed nothing (retry-count, token-bucket: a small
+    # model's tests fail for the wrong reason more often than not), or only one test
+    # with nothing to agree with it (paginate-offset's expected the wrong first item).
     for batch in range(REPRO_BATCHES):
-        if batch and (own or _agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
+        if batch and (own or agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
             break  # shown beyond doubt, or the budget gave fewer answers than asked
         answers = await sample(prompt, REPRO_SAMPLES, batch * REPRO_SAMPLES)
         await _judge(ws, task, idx, suspects, found, folder, answers, judged)
@@ -404,7 +407,7 @@ async def reproduce(
     )
 
 
-def _agreed(kept: list[tuple[str, str]]) -> bool:
+def agreed(kept: list[tuple[str, str]]) -> bool:
     """Whether two kept tests agree on what the code should do (a second batch is drawn
     otherwise: one test alone was wrong as often as right — retry-count expected three
     calls of a function that fails once)."""
