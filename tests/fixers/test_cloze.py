@@ -76,7 +76,7 @@ def test_the_prompt_hides_the_line_and_keeps_the_rest() -> None:
     assert "    start = ???\n" in code  # the frame is kept: a value is asked for
     assert "return items[start : start + per_page]" in code  # the rest, as it is
     assert 'raise ValueError("pages are numbered from 1")' in code
-    assert "on the line below where `???` hides what it computes" in prompt
+    assert "Below, `???` hides what one line of `paginate` computes" in prompt
     assert prompt.endswith(
         "the whole function, with the same name and parameters and `???` replaced by the "
         "right code (one line or more), in one ```python block, nothing else."
@@ -91,6 +91,7 @@ def test_a_line_hidden_in_a_helper_asks_for_the_helper() -> None:
     prompt = repair_prompt(task, idx, TASKS, target, [], None, [], mask=span)[-1]["content"]
     assert ".split(" not in prompt.split("The bug is probably")[1].split("It calls")[0]
     assert "return parse(candidate) > parse(current)" in prompt  # the function, shown whole
+    assert "hides what one line of `parse` computes" in prompt
     assert "    return ???\n" in prompt
     assert prompt.endswith(
         "Write `parse` whole, with `???` replaced by the right code (one line or more), in "
@@ -117,3 +118,47 @@ def test_a_span_outside_the_lines_leaves_them_as_they_are() -> None:
 def test_a_hidden_statement_keeps_its_frame(task: str, name: str, shown: str) -> None:
     idx, target = _target(task, name)
     assert shown in [m.shown for m in cloze.masks(idx, target)]
+
+
+MIXED = """\
+def f(n, xs, size, flags):
+    if n < 0: return -n
+    for x in xs: total = x * 2
+    a = g(1); b = g(2)
+    flags |= n & 4
+    if(n > size):
+        y = n + 1
+    elif n + 2 > 3:
+        y = 2
+    x: int = n * 2
+    with open(n + "x") as fh:
+        pass
+    return n + 1
+
+
+def g(n):
+    return n
+"""
+
+
+def test_a_statement_sharing_its_line_is_never_hidden_and_frames_are_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hiding `return -n` of `if n < 0: return -n` would hide the `if`; `flags |= …` is
+    not `flags = …`; `if(n > size):` is an `if`."""
+    (tmp_path / "m.py").write_text(MIXED)
+    idx = index(tmp_path)
+    target = target_of(idx, next(s for s in idx.symbols if s.name == "f"))
+    assert target is not None
+    monkeypatch.setattr(cloze, "MAX_MASKS", 20)
+    found = {m.first: m.shown for m in cloze.masks(idx, target)}
+    assert not {2, 3, 4} & set(found)  # each shares its line with another statement
+    assert found == {
+        5: "flags |= ???",
+        6: "if ???:",
+        7: "y = ???",
+        8: "elif ???:",
+        10: "x: int = ???",
+        11: "with ???:",
+        13: "return ???",
+    }

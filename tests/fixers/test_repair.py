@@ -692,7 +692,7 @@ async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
     assert report is not None
     assert (report.rounds, report.masked, report.passed) == (3, 1, 1)
     cloze_prompt = model.requests[-1].body["messages"][-1]["content"]
-    assert "where `???` hides what it computes" in cloze_prompt
+    assert "`???` hides what one line of `fahrenheit_to_celsius` computes" in cloze_prompt
     assert "    return ???\n" in cloze_prompt
     assert "* 9 / 5" not in cloze_prompt  # neither the line nor a miss that shows it
     assert model.requests[-1].body["temperature"] == 0.0

@@ -64,7 +64,7 @@ def masks(idx: Index, target: Target) -> list[Mask]:
     for start, end in units:
         for statement in _unit(module, start, end):
             span, parts = _header(statement)
-            if span is None:
+            if span is None or not _alone(statement, span, lines):
                 continue
             weight = sum(isinstance(n, _COMPUTES) for part in parts for n in ast.walk(part))
             if isinstance(statement, ast.Raise):
@@ -75,23 +75,53 @@ def masks(idx: Index, target: Target) -> list[Mask]:
     return sorted(mask for _, mask in found[:MAX_MASKS])
 
 
+def _alone(node: ast.stmt, span: tuple[int, int], lines: list[str]) -> bool:
+    """Whether the statement has its lines to itself: not ``if x: return y`` (hiding the
+    ``return`` would hide the ``if``), not ``a = f(); b = g()``."""
+    before = lines[node.lineno - 1][: node.col_offset]
+    after = "" if span[1] != (node.end_lineno or node.lineno) else lines[span[1] - 1]
+    after = after[node.end_col_offset :].strip() if node.end_col_offset is not None else ""
+    return not before.strip() and (not after or after.startswith("#"))
+
+
 def _frame(node: ast.stmt, line: str) -> str:
     """The line shown for a hidden statement: its frame, with :data:`MARK` for what it
-    computes."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        return f"{ast.unparse(node.targets[0])} = {MARK}"
-    if isinstance(node, ast.AugAssign):
-        return f"{ast.unparse(node.target)} {_OPS.get(type(node.op), '')}= {MARK}"
+    computes (a bare :data:`MARK` where the frame is not plain)."""
+    if isinstance(node, ast.Assign):
+        return " = ".join([*(ast.unparse(t) for t in node.targets), MARK])
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return f"{ast.unparse(node.target)}: {ast.unparse(node.annotation)} = {MARK}"
+    if isinstance(node, ast.AugAssign) and type(node.op) in _OPS:
+        return f"{ast.unparse(node.target)} {_OPS[type(node.op)]}= {MARK}"
     if isinstance(node, ast.Return):
         return f"return {MARK}"
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        return f"for {ast.unparse(node.target)} in {MARK}:"
-    if isinstance(node, (ast.If, ast.While)):
-        return f"{line.split()[0].rstrip(':')} {MARK}:"  # if, elif, while
+        keyword = "async for" if isinstance(node, ast.AsyncFor) else "for"
+        return f"{keyword} {ast.unparse(node.target)} in {MARK}:"
+    if isinstance(node, ast.If):
+        return f"{'elif' if line.lstrip().startswith('elif') else 'if'} {MARK}:"
+    if isinstance(node, ast.While):
+        return f"while {MARK}:"
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return f"{'async with' if isinstance(node, ast.AsyncWith) else 'with'} {MARK}:"
     return MARK
 
 
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+_OPS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.MatMult: "@",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+}
 
 
 def _unit(module: ast.Module, start: int, end: int) -> list[ast.stmt]:
@@ -145,7 +175,7 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _header(node: ast.stmt) -> tuple[tuple[int, int] | None, list[ast.AST]]:
     """The lines a statement is hidden by, and the expressions they hold."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass, ast.Match)):
         return None, []
     if isinstance(node, ast.Raise) and node.exc is None:
         return None, []
@@ -153,7 +183,9 @@ def _header(node: ast.stmt) -> tuple[tuple[int, int] | None, list[ast.AST]]:
     if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
         if isinstance(node, ast.Try):
             return None, []
-        last = body[0].lineno - 1
+        first = body[0]
+        decorators = getattr(first, "decorator_list", [])
+        last = min([first.lineno, *(d.lineno for d in decorators)]) - 1
         if last < node.lineno:  # `if x: return y` on one line
             return None, []
         parts: list[ast.AST] = [

@@ -168,16 +168,8 @@ class RepairFixer(ModelFixer):
             if job.stopped:
                 break
         other = await other_judges(job, repro, others, passed_before) if repro else None
-        if other is not None and repro is not None:
-            (target, winner, why), report.passed = other, report.passed + 1
-            report.target, first = target.symbol.qualname, report.reproduction_note
-            report.reproduction_note = f"fails on the base ({why}): another test the model wrote"
-            report.chosen = (
-                f"{winner.votes} of {report.samples} answers wrote this change; no change passed "
-                f"the test chosen first (it {first}), this one passes this test and keeps every "
-                "other test passing"
-            )
-            return self._apply(job, target, winner, repro)
+        if other is not None:
+            return self._apply(job, *other, repro)
         # The model missed: mechanical changes cost no tokens, so a third suspect too —
         # with a strong judge only (email-plus: one model test passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]] if strong else []
@@ -287,11 +279,13 @@ class RepairFixer(ModelFixer):
         candidates: list[Candidate] = []
         answers = 0
         for span in spans:
+            if job.stopped:
+                break
             # A line hidden in a helper or a constant: the answer starts as it will.
             pre = head if target.symbol.start <= span[0] <= target.symbol.end else ""
             messages = repair_prompt(*asked, [], job.printed, mask=span)
             got = await self._sample(job, messages, k=1, prefill=pre)
-            job.report.masked, answers = job.report.masked + 1, answers + len(got)
+            job.report.masked, answers = job.report.masked + len(got), answers + len(got)
             for new in candidates_of(job.idx, target, got, pre, job.report.dropped):
                 same = next((c for c in candidates if c.text == new.text), None)
                 if same is None:
@@ -332,8 +326,9 @@ class RepairFixer(ModelFixer):
                 )
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
-            if candidate.verdict.startswith("test failed") and must_pass[0] in job.printed:
-                job.missed.append((target, candidate))  # a reproduction's miss
+            miss = candidate.verdict.startswith("test failed: ") and must_pass[0] in job.printed
+            if miss and all(c.text != candidate.text for _, c in job.missed):
+                job.missed.append((target, candidate))  # failed the reproduction
         return None
 
     async def _validate(

@@ -14,7 +14,7 @@ from app.fixers.llm.localize import Index
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import try_change
-from app.sessions.files import write_confined
+from app.sessions.files import read_confined, write_confined
 from app.sessions.result import RepairReport, TranscriptEntry
 from app.sessions.session import FixContext, Task
 from app.words import plural
@@ -60,8 +60,8 @@ class Job:
     transcript: list[TranscriptEntry] = field(default_factory=list)
     stopped: str | None = None  # why no more model calls may be made
     printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
-    # Candidates that kept every other test passing but failed the reproduction: tried
-    # again under the other kept tests (:func:`other_judges`).
+    # Candidates that failed the reproduction (its run comes first): tried again, in
+    # full, under the other kept tests (:func:`other_judges`).
     missed: list[tuple[Target, Candidate]] = field(default_factory=list)
 
     def note(self, role: Any, content: str) -> None:
@@ -72,36 +72,57 @@ class Job:
 
 async def other_judges(
     job: Job, repro: str, others: tuple[tuple[str, str], ...], passed_before: set[str]
-) -> tuple[Target, Candidate, str] | None:
+) -> tuple[Target, Candidate] | None:
     """When no change passed the reproduction chosen, each other test the model wrote
-    that failed on the base for the bug's reason judges the changes that missed only the
-    reproduction (kept every other test passing), the most voted first; the first that
+    that failed on the base for the bug's reason judges the changes that failed the
+    reproduction (each tried again in full: the other tests must pass too), the most
+    voted first; the first that
     passes one wins, and that test becomes the reproduction (the file at ``repro``). A
     small model's test is wrong as often as the code (retry-count: three calls expected
     of a function that fails once; the change four answers wrote was right); a change
     that passes another of its tests, written to the issue's words, and every test the
     repository had, goes to review as any other. Otherwise the chosen test is put back.
-    Returns the change, and how its test failed on the base."""
-    first = (job.ws.tree / repro).read_bytes()
+    The report says so."""
+    first = read_confined(job.ws.tree, repro)
     missed = sorted(job.missed, key=lambda m: -m[1].votes)
-    for n, (source, why) in enumerate(others if missed else (), 2):
-        job.ws.progress(f"fix: the changes that missed, under another reproduction ({n})")
-        write_confined(job.ws.tree, repro, source.encode())
+    if first is None or not missed or not others:
+        return None
+    try:
+        for n, (source, why) in enumerate(others, 2):
+            job.ws.progress(f"fix: the changes that missed, under another reproduction ({n})")
+            write_confined(job.ws.tree, repro, source.encode())
+            job.ws.sandbox.prepare_writable(job.ws.tree)
+            for target, candidate in missed:
+                verdict, _ = await try_change(
+                    job.ws,
+                    job.idx,
+                    path=target.symbol.path,
+                    text=candidate.text,
+                    must_pass=[repro],
+                    passed_before=passed_before,
+                )
+                if verdict == "passed":
+                    first = source.encode()  # it stays: the reproduction now
+                    job.report.target = target.symbol.qualname
+                    _judged_by_another(job.report, candidate, why)
+                    return target, candidate
+        return None
+    finally:
+        write_confined(job.ws.tree, repro, first)
         job.ws.sandbox.prepare_writable(job.ws.tree)
-        for target, candidate in missed:
-            verdict, _ = await try_change(
-                job.ws,
-                job.idx,
-                path=target.symbol.path,
-                text=candidate.text,
-                must_pass=[repro],
-                passed_before=passed_before,
-            )
-            if verdict == "passed":
-                return target, candidate, why
-    write_confined(job.ws.tree, repro, first)
-    job.ws.sandbox.prepare_writable(job.ws.tree)
-    return None
+
+
+def _judged_by_another(report: Report, winner: Candidate, why: str) -> None:
+    report.passed += 1
+    report.failed["test failed"] -= 1  # it failed the first test, and passed this one
+    report.reproduction_note = (
+        f"fails on the base ({why}); it is another test the model wrote: no change passed "
+        f"the one chosen first, which {report.reproduction_note}"
+    )
+    report.chosen = (
+        f"{plural(winner.votes, 'answer')} wrote this change; it makes the reproduction pass "
+        "and keeps every other test passing"
+    )
 
 
 def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:

@@ -231,9 +231,10 @@ def repair_prompt(
                if imported else "")
         )  # fmt: skip
     elif mask:
+        holder = next((f"`{n}`" for n, a, b in target.constants if a <= mask.first <= b), where)
         parts.append(
-            f"The bug is probably in {where} in {symbol.path}, on the line below where "
-            f"`{cloze.MARK}` hides what it computes; the rest of it is right:\n"
+            f"The bug is probably in {where} in {symbol.path}. Below, `{cloze.MARK}` hides what "
+            f"one line of {holder} computes: that line may be the wrong one.\n"
             f"```python\n{block}\n```"
         )
     else:
@@ -275,7 +276,7 @@ def repair_prompt(
         if target.constants
         else ""
     )
-    unit = next((n for n, a, b in target.constants if mask and a <= mask[0] <= b), None)
+    unit = next((n for n, a, b in target.constants if mask and a <= mask.first <= b), None)
     if unit is not None:  # the hidden line is in a constant or a helper it reads
         parts.append(
             f"Write `{unit}` whole, with `{cloze.MARK}` replaced by the right code (one line "

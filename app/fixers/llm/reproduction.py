@@ -8,10 +8,11 @@ give now. A written test is kept only if it fails on the base for the bug's reas
 assertion, an exception the task names, or one the repository's own code defines — and
 never for an ImportError, a NameError, a SyntaxError, a missing fixture or an assertion
 that compares with a function (a fixture used as a value: no fix could pass it); the
-imports it forgot are added. When none or only one of the first tests is kept (and the
-issue's own words make none), a second batch is drawn. Where kept tests expect different
-results of one call, the majority's expectation wins; the others stay at hand as judges
-of last resort (``Reproduction.others``). Beside the model's tests, the issue's own words make one
+imports it forgot are added. When no two kept tests agree on what the code should do
+(and the issue's own words make no test), a second batch is drawn. Where kept tests
+expect different results of one call, the majority's expectation wins; when the test
+chosen has none agreeing with it, the others stay at hand as judges of last resort
+(``Reproduction.others``). Beside the model's tests, the issue's own words make one
 where they say what a call gives and should (app/fixers/llm/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
 tree, in one file: the patch's reproduction, checked again by the session against the
@@ -347,8 +348,8 @@ async def reproduce(
     if own_why and not own:
         judged.reasons[f"the issue's example {own_why}"] += 1
     # A second batch when the first showed nothing (retry-count, token-bucket: a small
-    # model's tests fail for the wrong reason more often than not), or only one test
-    # with nothing to agree with it (paginate-offset's expected the wrong first item).
+    # model's tests fail for the wrong reason more often than not), or no two tests that
+    # agree (paginate-offset's greedy test expected the wrong first item).
     for batch in range(REPRO_BATCHES):
         if batch and (own or agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
             break  # shown beyond doubt, or the budget gave fewer answers than asked
@@ -395,7 +396,7 @@ async def reproduce(
         notes.append(f"{plural(stripped, 'assertion')} of what the issue says is the bug taken out")
     output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
     others: dict[str, tuple[str, str]] = {}
-    for other, why in kept:
+    for other, why in kept if agree == 1 else ():  # two that agree are not overruled
         if chosen and normalised(other) != normalised(chosen[0]):
             others.setdefault(normalised(other), (merged(other, imports, own), why))
     return Reproduction(
