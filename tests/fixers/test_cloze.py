@@ -45,6 +45,7 @@ def _hidden(task: str, name: str) -> list[str]:
         # In a helper the function calls, and in a constant the function reads.
         ("version-compare", "is_newer", 'return version.strip().lstrip("v").split(".")'),
         ("email-plus", "is_valid_email", 'EMAIL = re.compile(r"^[A-Za-z0-9._-]+@'),
+        ("roman-subtractive", "to_roman", 'VALUES = [(1000, "M"), (500, "D")'),  # literals
     ],
 )
 def test_the_wrong_statement_is_among_those_hidden_in_turn(

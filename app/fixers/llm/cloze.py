@@ -51,8 +51,9 @@ _COMPUTES = (
 def masks(idx: Index, target: Target) -> list[Mask]:
     """The statements worth hiding, as (first, last) lines of the function's file: the
     function's, its helpers' and the module constants it reads (version-compare's bug
-    is in the helper `parse`, email-plus's in a pattern), the most computing first (at
-    most :data:`MAX_MASKS`), in file order among equals. A compound statement is hidden
+    is in the helper `parse`, email-plus's in a pattern; a constant counts even when it
+    computes nothing, as a table of literals), the most computing first (at most
+    :data:`MAX_MASKS`), in file order among equals. A compound statement is hidden
     by its header (``for ... in ...:``), never with its body; the docstring, ``pass``, a
     bare ``raise``, nested ``def`` lines and decorators are never hidden."""
     module = parse(idx.sources.get(target.symbol.path, ""))
@@ -69,6 +70,8 @@ def masks(idx: Index, target: Target) -> list[Mask]:
             weight = sum(isinstance(n, _COMPUTES) for part in parts for n in ast.walk(part))
             if isinstance(statement, ast.Raise):
                 weight -= 2  # a guard's message is seldom the bug
+            if statement in module.body:  # a constant: roman-subtractive's table of pairs
+                weight = max(weight, 1)
             if weight > 0:
                 found.append((weight, Mask(*span, _frame(statement, lines[span[0] - 1]))))
     found.sort(key=lambda w: (-w[0], w[1].first))
