@@ -578,7 +578,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         *[text("I cannot write a test.")] * 3,  # the issue's own example is the test
         UNPARSEABLE,
         UNPARSEABLE,
-        UNPARSEABLE,  # the cloze round
+        *[UNPARSEABLE] * 2,  # the cloze round: `return f < FREEZING`, then `FREEZING = 32`
         samples=2,
         issue=issue,
         temps=FREEZING,
@@ -588,7 +588,8 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     assert fix is not None
     report = fix.repair
     assert report is not None
-    assert report.dropped == {"unparseable": 3}
+    assert report.dropped == {"unparseable": 4}
+    assert report.masked == 2
     assert report.mechanical >= 2
     if told_apart:
         assert result.status == "patched", (result.error, fix.reason)
@@ -638,7 +639,7 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
         *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
         UNPARSEABLE,
         UNPARSEABLE,
-        UNPARSEABLE,  # the cloze round
+        *[UNPARSEABLE] * 2,  # the cloze round: the comparison, then the constant
         samples=2,
         issue=issue,
         temps=FREEZING,
@@ -747,4 +748,7 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
     assert any("test_boiling" in t for t in result.tests.reproduced)
     assert "another test the model wrote" in fix.repair.reproduction_note
     assert fix.repair.reproduction_note.startswith("fails on the base (AssertionError")
-    assert "no change passed the test chosen first" in fix.repair.chosen
+    assert "no change passed the one chosen first, which fails on the base" in (
+        fix.repair.reproduction_note
+    )
+    assert fix.repair.chosen.startswith("1 answer wrote this change; it makes the reproduction")
