@@ -245,13 +245,26 @@ async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
     make_client: MakeClient,  # noqa: F811
 ) -> None:
     """token-bucket with the 1.5B model: the test pasted the whole buggy class above
-    itself, so it failed on the base for the bug's reason, and no fix could pass it."""
+    itself, so it failed on the base for the bug's reason, and no fix could pass it.
+    retry-count: ``@retry`` decorated the test function itself, chosen, and no fix could
+    pass it either."""
     its_own_copy = block(
         "from temps import fahrenheit_to_celsius\n\n\n" + TEMPS + "\n\n"
         "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
     )
+    wraps_itself = block(
+        "from temps import fahrenheit_to_celsius\n\n\n@fahrenheit_to_celsius\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
+    )
     result, _ = await _repair(
-        runner, tmp_path, make_model, make_client, *[its_own_copy] * 6, samples=2, issue=VAGUE
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[its_own_copy] * 4,
+        *[wraps_itself] * 2,
+        samples=2,
+        issue=VAGUE,
     )
     fix = result.fix
     assert fix is not None
@@ -259,7 +272,11 @@ async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
     assert fix.repair is not None
     assert fix.repair.reproduction is None
     assert (
-        "6 x defines its own `fahrenheit_to_celsius`: it would test that copy, not the code"
+        "4 x defines its own `fahrenheit_to_celsius`: it would test that copy, not the code"
+        in fix.repair.reproduction_note
+    )
+    assert (
+        "2 x decorates the test itself with `fahrenheit_to_celsius`: no fix could make it pass"
         in fix.repair.reproduction_note
     )
 

@@ -193,9 +193,54 @@ def test_a_decorator_that_should_survive_failures_is_tested_on_a_function_that_f
         documents=(Document("issue #1 body", "A function that fails twice still raises."),),
     )
     prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert "raises `ValueError` the first times it is called" in prompt
+    # "fails twice": a function that fails once shows nothing of this bug
+    assert "raises `ValueError` the first two times it is called" in prompt
     assert "how many times it was called" in prompt
     assert 'return f"{a} {b}"' not in prompt
+
+
+@pytest.mark.parametrize(
+    ("said", "hint"),
+    [
+        ("A function that raises once is not retried.", "the first time"),
+        ("It throws 3 times, then works; retry(attempts=5) gives up.", "the first 3 times"),
+        ("Retried functions that error three times", "the first three times"),
+        ("Errors are retried too few times.", "the first times"),
+    ],
+)
+def test_the_hint_fails_as_often_as_the_issue_says(said: str, hint: str) -> None:
+    idx = Index(sources={"retry.py": RETRY})
+    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
+    task = Task(title="retry", documents=(Document("issue #1 body", said),))
+    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert f"raises `ValueError` {hint} it is called, then" in prompt
+
+
+EVENTS = """\
+class EventBus:
+    def __init__(self):
+        self.handlers = {}
+
+    def subscribe(self, name, handler):
+        self.handlers.setdefault(name, []).append(handler)
+
+    def emit(self, name):
+        for handler in self.handlers.get(name, []):
+            handler()
+"""
+
+
+def test_code_that_calls_handlers_is_tested_with_handlers_that_record_their_calls() -> None:
+    """bench task event-unsubscribe: six tests in six asserted on `bus.handlers` (a
+    string looked for among functions, a lambda compared with another), none on which
+    handlers were called: the prompt says how to see that."""
+    idx = Index(sources={"events.py": EVENTS})
+    symbol = Symbol(path="events.py", qualname="EventBus.emit", start=8, end=10, kind="method")
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "define small handlers that record each call in a list" in prompt
+    idx = Index(sources={"events.py": EVENTS.replace("handler", "item")})
+    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "record each call" not in prompt
 
 
 BUCKET = """\
@@ -224,6 +269,9 @@ def test_a_methods_short_class_is_shown_whole() -> None:
                     kind="method")  # fmt: skip
     prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
     assert "def __init__(self, rate, capacity, clock=time.monotonic):" in prompt
+    # ... and how to move its time without sleeping
+    assert "pass a fake `clock`" in prompt
+    assert "record each call" not in prompt
     assert "def _refill(self):" in prompt
     # A long class: its line, its __init__ and the method, not the rest.
     filler = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))

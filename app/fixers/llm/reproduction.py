@@ -209,6 +209,27 @@ def _shadowed(source: str, suspects: Sequence[Suspect]) -> str | None:
     return None
 
 
+def _decorates_itself(source: str, suspects: Sequence[Suspect]) -> str | None:
+    """The code under test's name when it decorates a test function itself: pytest then
+    calls the test through it, and no fix can make it pass (retry-count: ``@retry`` on
+    ``test_retry``, whose own undecorated helper raised every time, was chosen)."""
+    module = parse(source)
+    if module is None:
+        return None
+    names = {s.symbol.qualname.split(".")[-1] for s in suspects}
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
+            for decorator in node.decorator_list:
+                called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = called.attr if isinstance(called, ast.Attribute) else ""
+                name = called.id if isinstance(called, ast.Name) else name
+                if name in names:
+                    return name
+    return None
+
+
 async def _on_base(ws: FixContext, folder: str, n: str, source: str) -> tuple[Tests | None, str]:
     """The test run alone on the base, and what it printed failing (its throwaway path
     written ``{path}``)."""
@@ -271,8 +292,13 @@ async def _judge(
             judged.reasons["no test in the answer"] += 1
             continue
         copied = _shadowed(source, suspects)
-        if copied:
-            why = f"defines its own `{copied}`: it would test that copy, not the code"
+        wraps = _decorates_itself(source, suspects)
+        if copied or wraps:
+            why = (
+                f"defines its own `{copied}`: it would test that copy, not the code"
+                if copied
+                else f"decorates the test itself with `{wraps}`: no fix could make it pass"
+            )
             judged.reasons[why] += 1
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
