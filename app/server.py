@@ -27,12 +27,12 @@ from aiohttp import web
 from app import logs, webhooks
 from app.alerts import AlertItem, ParsedAlerts, parse_alerts, parse_sentry, shown
 from app.config import Settings
+from app.contract.kinds import AlertFrame, AlertJob, DeliveryJob
 from app.errors import AlertFormatError, SignatureError
 from app.github import signing
-from app.jobs.kinds import AlertFrame, AlertJob, DeliveryJob
-from app.jobs.runtime import Runtime, close_runtime, open_runtime
 from app.metrics import CONTENT_TYPE
 from app.publish import audit_page
+from app.runtime import Runtime, close_runtime, open_runtime
 from app.store import Delivery
 from app.webhooks import payloads
 

@@ -12,8 +12,8 @@ request closed unmerged) per 40 outcomes and a maintainer's reset every quarter.
 
 **Timed**, each the median of ``--runs``:
 
-- *record*: ``app.jobs.rules.record_of`` — the outcomes and trust events turned into the
-  policy's ``Past`` records (what a job does after reading the store);
+- *record*: ``app.contract.lifecycle_rules.record_of`` — the outcomes and trust events
+  turned into the policy's ``Past`` records (what a job does after reading the store);
 - *standings*: ``app.policy.learn.standings`` — every kind's standing at the end of the
   year (``audit --outcomes``-sized work);
 - *one score's standing*: ``History.standing`` for one kind, as ``score()`` calls it;
@@ -46,7 +46,7 @@ from typing import Any
 
 from procstat import OtherCpu, common_options, finish, guarded, loadavg, log, machine, noise_warning
 
-from app.jobs.rules import record_of
+from app.contract.lifecycle_rules import record_of
 from app.policy.config import load_policy
 from app.policy.learn import standings
 from app.policy.score import History

@@ -24,9 +24,9 @@ from pytest_aiohttp import AiohttpServer
 from app.config import Settings, load_settings
 from app.git import git_env
 from app.github import signing
-from app.jobs.runtime import Runtime
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
+from app.runtime import Runtime
 from app.server import RUNTIME, create_app
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache

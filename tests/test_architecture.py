@@ -1,20 +1,26 @@
 """The rooms of ``app/`` and which way their imports may point (docs/architecture.md).
 
-Each room has a layer; a module may import its own room and rooms of lower layers only.
-``localforge`` (the GitHub double) is for tests, the demo and the CLI's demo verbs:
-nothing else imports it. Imports inside ``if TYPE_CHECKING:`` count too: a type is a
-dependency.
+Each room has a layer. Above the foundations (layer 0, small modules that may use each
+other), a module imports its own room and rooms of lower layers only: the floors point
+down, never up or sideways, so no two rooms import each other. Inside a room, modules
+import each other without a loop. ``localforge`` (the GitHub double) is for tests, the
+demo and the CLI's demo verbs: nothing else imports it. Imports inside ``if
+TYPE_CHECKING:`` and inside functions count too: a type is a dependency.
 
-Known exceptions are listed by file, with the issue that removes them; the test fails
-on a new one, and on a listed one that is gone (so the list stays true).
+docs/architecture.md's layer table is checked against ``LAYERS``. Known exceptions are
+listed by file, with the issue that removes them; the test fails on a new one, and on a
+listed one that is gone (so the lists stay true).
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections import defaultdict
 from pathlib import Path
 
 APP = Path(__file__).resolve().parent.parent / "app"
+DOCS = APP.parent / "docs" / "architecture.md"
 
 LAYERS: dict[str, int] = {
     # foundations: no room of Patchwarden's below them
@@ -33,26 +39,28 @@ LAYERS: dict[str, int] = {
     "store": 1,
     "github": 1,
     "policy": 1,
-    # a coding session; the worker pool; the metrics (counts the store reads)
+    # a coding session; the worker pool; the metrics (counts the store reads); the
+    # GitHub double (errors, config, GitHub's signing and manifest)
     "sessions": 2,
     "queue": 2,
     "metrics": 2,
+    "localforge": 2,
     # what edits a tree; what writes to GitHub; the job kinds and lifecycle rules (the
-    # contract between the intake and the jobs)
+    # contract between the intake, the handlers and the jobs)
     "fixers": 3,
     "publish": 3,
-    "jobs.kinds": 3,
-    "jobs.rules": 3,
-    # webhook routing and handlers: they queue typed jobs
+    "contract": 3,
+    # webhook routing and handlers, which queue typed jobs; the jobs, which run them:
+    # neither imports the other
     "webhooks": 4,
-    # the jobs and the process wiring
-    "jobs": 5,
+    "jobs": 4,
+    # a process's wiring: deliveries to the handlers, every other kind to its job
+    "runtime": 5,
     # the intake
     "server": 6,
-    # the patchwarden command and its verbs (run, score, doctor, demo)
+    # the patchwarden command and its verbs (run, score, doctor, demo); the entry point
     "cli": 7,
-    "__main__": 7,
-    "localforge": 1,  # the double: errors, config, GitHub's signing and manifest
+    "__main__": 8,
 }
 MAY_IMPORT_THE_DOUBLE = {"cli", "localforge"}
 
@@ -60,46 +68,109 @@ MAY_IMPORT_THE_DOUBLE = {"cli", "localforge"}
 # now: policy/ reads sessions through its own types (app/policy/evidence.py).
 KNOWN: set[tuple[str, str]] = set()
 
+# Import loops between modules of one room, each with the issue that removes it.
+KNOWN_LOOPS: set[frozenset[str]] = {
+    # issue 33 (LocalForge in layers): its state, rules, REST, CI and alerts call each
+    # other, held by TYPE_CHECKING imports
+    frozenset(
+        {
+            "app.localforge.ci",
+            "app.localforge.rest",
+            "app.localforge.rules",
+            "app.localforge.security",
+            "app.localforge.world",
+        }
+    ),
+}
+
 
 def _room(module: str) -> str:
-    """The room of ``app.x.y``: ``x``, or ``x.y`` where that module has a layer of its
-    own (``jobs.kinds``: the handlers may import it, not the jobs)."""
+    """The room of ``app.x.y``: ``x`` (``__init__`` for ``app`` itself)."""
     parts = module.split(".")
-    if len(parts) > 2 and ".".join(parts[1:3]) in LAYERS:
-        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _is_room(name: str) -> bool:
-    return (APP / name).is_dir() or (APP / f"{name}.py").is_file()
+def _is_module(dotted: str) -> bool:
+    path = APP.parent / dotted.replace(".", "/")
+    return path.is_dir() or path.with_suffix(".py").is_file()
 
 
 def _imports(path: Path) -> list[str]:
+    """The modules of ``app`` a file imports (``from app.x import y``: ``app.x.y`` when
+    y is a module, else ``app.x``), anywhere in it."""
     found: list[str] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "app":  # from app import x: x is a room, or a name in app/
-                found += [f"app.{a.name}" if _is_room(a.name) else "app" for a in node.names]
-            else:
-                found.append(node.module)
+            for a in node.names:
+                inner = f"{node.module}.{a.name}"
+                found.append(inner if _is_module(inner) else node.module)
     return [m for m in found if m == "app" or m.startswith("app.")]
 
 
+def _module(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _violations() -> set[tuple[str, str]]:
+    """Imports that point up, sideways (another room on the same floor, above the
+    foundations) or at the double."""
     wrong = set()
     for path in sorted(APP.rglob("*.py")):
-        relative = path.relative_to(APP)
-        room = _room("app." + ".".join(relative.with_suffix("").parts))
+        room = _room(_module(path))
         for module in _imports(path):
             target = _room(module)
             if target == room:
                 continue
             at_the_double = target == "localforge" and room not in MAY_IMPORT_THE_DOUBLE
-            if at_the_double or LAYERS[target] > LAYERS[room]:
-                wrong.add((relative.as_posix(), module))
+            sideways = LAYERS[target] == LAYERS[room] > 0
+            if at_the_double or sideways or LAYERS[target] > LAYERS[room]:
+                wrong.add((path.relative_to(APP).as_posix(), module))
     return wrong
+
+
+def loops(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected parts of more than one node (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            part = set()
+            while True:
+                top = stack.pop()
+                part.add(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(frozenset(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ``app`` it imports (a package counts as its
+    ``__init__``)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(APP.rglob("*.py")):
+        here = _module(path)
+        graph[here] |= {m for m in _imports(path) if m != here}
+    return graph
 
 
 def test_every_room_has_a_layer() -> None:
@@ -108,19 +179,52 @@ def test_every_room_has_a_layer() -> None:
         for p in APP.iterdir()
         if (p.is_dir() and (p / "__init__.py").exists()) or p.suffix == ".py"
     }
-    whole = {name for name in LAYERS if "." not in name}
-    assert rooms - whole == set(), "a new room: give it a layer here and a row in docs"
-    assert whole - rooms == set(), "a room is gone: drop it here"
-    parts = {name for name in LAYERS if "." in name}
-    assert {p for p in parts if not (APP / f"{p.replace('.', '/')}.py").is_file()} == set()
+    assert rooms - set(LAYERS) == set(), "a new room: give it a layer here and a row in docs"
+    assert set(LAYERS) - rooms == set(), "a room is gone: drop it here"
 
 
 def test_imports_point_down_the_layers() -> None:
     wrong = _violations()
     assert wrong - KNOWN == set(), (
-        "an import points up (or at the double); see docs/architecture.md"
+        "an import points up or sideways (or at the double); see docs/architecture.md"
     )
     assert KNOWN - wrong == set(), "a known exception is gone: take it off KNOWN"
+
+
+def test_no_import_loops() -> None:
+    """No two rooms import each other (the floors); inside a room, no modules do."""
+    graph = import_graph()
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for module, imported in graph.items():
+        rooms[_room(module)] |= {_room(m) for m in imported} - {_room(module)}
+    assert loops(rooms) == []
+    found = set(loops(graph))
+    assert found - KNOWN_LOOPS == set(), "modules import each other: see docs/architecture.md"
+    assert KNOWN_LOOPS - found == set(), "a known loop is gone: take it off KNOWN_LOOPS"
+
+
+def test_the_loop_check_sees_a_loop() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert loops(graph) == [frozenset({"a", "b", "c"})]
+    assert loops({"a": {"b"}, "b": set()}) == []
+
+
+def _documented_layers() -> dict[str, int]:
+    """docs/architecture.md's table "| layer | rooms |": each room in backticks."""
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("| layer | rooms |") :].split("\n\n", 1)[0]
+    found: dict[str, int] = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rooms = re.sub(r"\([^)]*\)", "", cells[1])  # what is said in brackets is not a room
+        for name in re.findall(r"`([\w./]+)`", rooms):
+            found[name.removeprefix("app/").removesuffix("/").removesuffix(".py")] = int(cells[0])
+    return found
+
+
+def test_the_documented_layers_are_the_checked_ones() -> None:
+    """The table a newcomer reads is the one this test enforces."""
+    assert _documented_layers() == LAYERS
 
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
@@ -139,15 +243,15 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert _imports(source) == ["app.store", "app.jobs", "app.publish.body", "app.localforge"]
 
 
-def test_a_module_with_its_own_layer_is_its_own_room() -> None:
-    """The job kinds sit below the webhook handlers; the jobs above them: the kinds
-    importing a job would be an upward arrow, and the check says so."""
-    assert _room("app.jobs.kinds") == "jobs.kinds"
-    assert _room("app.jobs.fix") == "jobs"
-    assert _room("app.jobs") == "jobs"
-    assert LAYERS[_room("app.jobs.context")] > LAYERS["jobs.kinds"]
-    assert LAYERS["webhooks"] > LAYERS["jobs.kinds"]
-    assert LAYERS["webhooks"] < LAYERS["jobs"]
+def test_the_handlers_and_the_jobs_meet_only_in_the_contract() -> None:
+    """The job kinds sit below both the webhook handlers and the jobs; the runtime,
+    which runs both, above them: a delivery goes intake -> queue -> runtime -> handlers
+    -> a typed job in the queue -> runtime -> the job, every arrow pointing down."""
+    assert LAYERS["contract"] < LAYERS["webhooks"] == LAYERS["jobs"] < LAYERS["runtime"]
+    for path in (APP / "jobs").rglob("*.py"):
+        assert not any(_room(m) == "webhooks" for m in _imports(path)), path
+    for path in (APP / "webhooks").rglob("*.py"):
+        assert not any(_room(m) == "jobs" for m in _imports(path)), path
 
 
 WRITERS = {"publish", "github", "localforge"}  # the double is GitHub, not a client of it

@@ -117,7 +117,7 @@ async def _audit_failed(
     as_json: bool,
     limit: int = 1000,
 ) -> int:
-    from app.jobs.kinds import thread_of
+    from app.contract.kinds import thread_of
 
     jobs = await _read_store(settings, lambda store: store.list_jobs(state="failed"))
     wanted = repo.lower() if repo else None  # GitHub's names are case-insensitive

@@ -37,9 +37,9 @@ from typing import Any
 from aiohttp import web
 
 from app.config import load_settings
-from app.jobs.runtime import Runtime
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
+from app.runtime import Runtime
 from app.server import RUNTIME, create_app
 from app.store import Outcome
 from app.store.outcomes import format_outcomes, summarise_outcomes
@@ -299,7 +299,7 @@ async def _until_stopped() -> None:
 
 async def _dashboard(forge: LocalForge, story: Story, runtime: Runtime) -> None:
     """The last step: the repository's dashboard issue, as a maintainer finds it."""
-    from app.jobs.kinds import DashboardJob
+    from app.contract.kinds import DashboardJob
 
     job = DashboardJob(repo=REPO, window=0).new_job(installation_id=INSTALLATION)
     await runtime.store.enqueue(job)

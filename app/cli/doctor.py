@@ -11,12 +11,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from app import __version__
+from app.cli.doctor_check import Check
+from app.cli.doctor_model import llm_check, llm_endpoint_checks
 from app.config import Settings
 from app.errors import NoDatabase, PatchwardenError
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
@@ -24,13 +26,6 @@ from app.store import Pause, mask_url, store_for_url
 from app.words import plural
 
 WIDTH = 100  # the text report's lines; --json keeps each detail on one line
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # "ok" | "warn" | "fail"
-    detail: str
 
 
 def find_tool(name: str) -> str | None:
@@ -210,8 +205,6 @@ TOOLS = [
 
 def collect(settings: Settings) -> list[Check]:
     from concurrent.futures import ThreadPoolExecutor
-
-    from app.cli.doctor_model import llm_check, llm_endpoint_checks
 
     # The tools answer side by side (semgrep alone takes ~2 s to start) while the rest
     # is checked.

@@ -3,7 +3,7 @@ what they cost and what caps apply, and whether each self-hosted one answers."""
 
 from __future__ import annotations
 
-from app.cli.doctor import Check
+from app.cli.doctor_check import Check
 from app.config import Settings
 
 

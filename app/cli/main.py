@@ -33,7 +33,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 async def _run_worker(settings: Settings) -> None:
     import asyncio
 
-    from app.jobs.runtime import close_runtime, open_runtime
+    from app.runtime import close_runtime, open_runtime
 
     runtime = await open_runtime(settings)
     stop = asyncio.Event()

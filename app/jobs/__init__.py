@@ -8,9 +8,8 @@ One module per kind of job (as ``app/webhooks/`` has one per kind of event):
 - ``merge``: the events queue, one job per event that may let a pull request merge;
 - ``failure_notice``: tells the person who asked that a job failed for good.
 
-:mod:`app.jobs.kinds` types every job's payload; :mod:`app.jobs.context` holds what
-every job needs; :mod:`app.jobs.runtime` wires a process (store, GitHub, workers) and maps each
-kind to its job. This package's ``__init__`` imports nothing: the webhook handlers
-import :mod:`app.jobs.kinds` without the jobs.
+:mod:`app.contract.kinds` (below this room) types every job's payload;
+:mod:`app.jobs.context` holds what every job needs; :mod:`app.runtime` (above it) wires a
+process (store, GitHub, workers) and maps each kind to its job.
 Every job records its :class:`~app.store.Outcome`; every decision is audited.
 """

@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.contract.kinds import AlertJob, RevertJob
+from app.contract.lifecycle_rules import watched_merges
 from app.fixers.choose import make_fixer
 from app.jobs.context import JobContext, Running
-from app.jobs.kinds import AlertJob, RevertJob
 from app.jobs.report import Silent
-from app.jobs.rules import watched_merges
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
 from app.sessions.result import SessionResult

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from app.config import Settings
+from app.contract.kinds import JobKind
+from app.contract.lifecycle_rules import pause_reason, record_of
 from app.errors import PermanentJobError
 from app.git import Author, Remote, bot_author
 from app.github import GitHubApp
-from app.jobs.kinds import JobKind
 from app.jobs.report import Report
-from app.jobs.rules import pause_reason, record_of
 from app.metrics import Metrics
 from app.policy.config import REPO_SOURCE, Policy, load_policy
 from app.policy.score import HISTORY_DAYS, History

@@ -19,9 +19,9 @@ from typing import Any
 
 import gidgethub
 
+from app.contract.kinds import DashboardJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
-from app.jobs.kinds import DashboardJob
 from app.jobs.weekly import update_weekly
 from app.policy.config import REPO_SOURCE
 from app.publish.body import inert

@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from app.contract.kinds import FixJob
 from app.fixers.choose import choose, is_about_lint, make_fixer
 from app.jobs.context import JobContext, Running
-from app.jobs.kinds import FixJob
 from app.jobs.report import job_comment
 from app.jobs.to_pull import PullOptions, ended, session_to_pull
 from app.policy.score import Trigger

@@ -14,9 +14,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from app.contract.kinds import MergeJob, UpdateJob
 from app.github.repos import WRITE_ROLES, role_for
 from app.jobs.context import JobContext, Running
-from app.jobs.kinds import MergeJob, UpdateJob
 from app.jobs.report import job_comment
 from app.policy.config import AUTONOMY_CEILING, LADDER, Decision, LearnRules
 from app.policy.learn import standing

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.contract.kinds import FailureNotice, thread_of
 from app.jobs.context import JobContext
-from app.jobs.kinds import FailureNotice, thread_of
 from app.jobs.report import report_for
 from app.publish.body import inline
 from app.redact import redact

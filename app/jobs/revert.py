@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.contract.kinds import RevertJob
 from app.fixers.choose import make_fixer
 from app.jobs.context import JobContext, Running
-from app.jobs.kinds import RevertJob
 from app.jobs.report import report_for
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger

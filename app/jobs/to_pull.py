@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from app.contract.kinds import JobKind, MergeJob
 from app.fixers.base import Fixer
 from app.fixers.choose import budget_from, is_about_lint
 from app.jobs.branch import push_patch
 from app.jobs.context import Running
-from app.jobs.kinds import JobKind, MergeJob
 from app.jobs.report import Report, Silent, Ticker
 from app.policy.score import Score, Trigger, score_session
 from app.publish.body import inline, labels_for, render_body, verdict

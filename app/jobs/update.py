@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal, cast
 
+from app.contract.kinds import UpdateJob
 from app.errors import PermanentJobError
 from app.fixers.carry import CarryFixer
 from app.jobs.context import JobContext, Running
-from app.jobs.kinds import UpdateJob
 from app.jobs.report import report_for
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger, TriggerKind

@@ -18,9 +18,9 @@ from typing import Any
 
 import gidgethub
 
+from app.contract.kinds import WatchJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
-from app.jobs.kinds import WatchJob
 from app.jobs.weekly import update_weekly
 from app.policy.config import REPO_SOURCE, WatchRules
 from app.policy.watch import Finding, watch

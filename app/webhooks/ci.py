@@ -13,9 +13,9 @@ import time
 from gidgethub import sansio
 from gidgethub.routing import Router
 
+from app.contract.kinds import AlertJob, WatchJob
+from app.contract.lifecycle_rules import watched_merges
 from app.github import GitHubClient
-from app.jobs.kinds import AlertJob, WatchJob
-from app.jobs.rules import watched_merges
 from app.policy.watch import FAILED, flaky_checks
 from app.store import CheckRecord
 from app.webhooks import triggers

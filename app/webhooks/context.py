@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.jobs.kinds import JobKind
-from app.jobs.rules import pause_reason
+from app.contract.kinds import JobKind
+from app.contract.lifecycle_rules import pause_reason
 from app.store import Job, Store
 
 

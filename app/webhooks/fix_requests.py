@@ -13,8 +13,8 @@ from typing import Literal
 
 from gidgethub import sansio
 
+from app.contract.kinds import FixJob
 from app.github import GitHubClient
-from app.jobs.kinds import FixJob
 from app.webhooks import triggers
 from app.webhooks.access import (
     answer_once,

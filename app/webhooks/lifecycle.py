@@ -16,9 +16,9 @@ from dataclasses import replace
 from gidgethub import sansio
 from gidgethub.routing import Router
 
+from app.contract.kinds import DashboardJob, MergeJob, MergeReason, RevertJob
 from app.github import GitHubClient
 from app.github.repos import role_for
-from app.jobs.kinds import DashboardJob, MergeJob, MergeReason, RevertJob
 from app.policy.config import FIXER_CATEGORIES, Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.store import TrustEvent

@@ -21,9 +21,9 @@ from typing import Any
 from gidgethub import sansio
 from gidgethub.routing import Router
 
+from app.contract.kinds import SecurityAlertJob
 from app.errors import RepoConfigError
 from app.github import GitHubClient
-from app.jobs.kinds import SecurityAlertJob
 from app.policy.config import REPO_SOURCE, SEVERITIES, AlertKindRules, Policy, load_policy
 from app.publish.closing import close_with_comment
 from app.publish.github import Publisher

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from app.alerts import Frame, parse_sentry
+from app.contract.kinds import AlertJob
 from app.errors import AlertFormatError
-from app.jobs.kinds import AlertJob
 from tests.conftest import INSTALLATION, REPO, Harness
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sentry"

@@ -1,4 +1,4 @@
-"""Typed job kinds (app/jobs/kinds.py): the payload a job is queued with is the one its
+"""Typed job kinds (app/contract/kinds.py): the payload a job is queued with is the one its
 handler reads back; jobs queued before kinds were typed still run after an upgrade;
 a payload no version could have written fails the job for good, saying why."""
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import PermanentJobError
-from app.jobs.kinds import (
+from app.contract.kinds import (
     KINDS,
     AlertJob,
     DeliveryJob,
@@ -22,6 +21,7 @@ from app.jobs.kinds import (
     UpdateJob,
     parse,
 )
+from app.errors import PermanentJobError
 from app.store import Job, JobState
 
 REPO = "octo-org/widgets"

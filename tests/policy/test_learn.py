@@ -295,7 +295,7 @@ def test_a_session_result_stored_before_learning_existed_still_loads() -> None:
 
 
 def test_the_record_read_from_outcomes_and_trust_events() -> None:
-    from app.jobs.rules import record_of
+    from app.contract.lifecycle_rules import record_of
     from app.store.models import Outcome, TrustEvent
 
     def change(job: int, pr: int, **kw: Any) -> Outcome:

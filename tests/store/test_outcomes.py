@@ -14,7 +14,7 @@ import pytest
 
 from app.cli.doctor import _pause_check
 from app.config import load_settings
-from app.jobs.rules import watched_merges
+from app.contract.lifecycle_rules import watched_merges
 from app.store import AuditQuery, NewJob, Outcome, Pause, Store, TrustStanding, store_for_url
 from app.store.migrations import SQLITE_MIGRATIONS
 from app.store.outcomes import (

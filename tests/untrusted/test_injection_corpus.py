@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from app.alerts import parse_alerts
+from app.contract.kinds import FixJob
 from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.repair_prompt import repair_prompt, repro_prompt
 from app.fixers.llm.splice import target_of
 from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
-from app.jobs.kinds import FixJob
 from app.server import alert_job
 from app.sessions.commands import RepoCommands
 from app.sessions.session import Task

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.jobs.kinds import SecurityAlertJob
+from app.contract.kinds import SecurityAlertJob
 from app.jobs.security_alert import security_task
 from app.policy.config import AlertKindRules
 from app.store import AuditQuery, JobState, Outcome

@@ -9,7 +9,7 @@ The payload's keys are the same as before kinds were typed, and a field added si
 has a default, so jobs queued by an earlier version still run after an upgrade.
 
 This module is the contract between the intake and the workers: it imports the store's
-records and nothing else of ``app/jobs/`` (tests/test_architecture.py).
+records and the queues' names, nothing of the handlers or the jobs (tests/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Wiring: the store, the one HTTP session, the GitHub App and the workers, for a process.
 
-``serve`` runs the runtime inside the web server; ``worker`` runs it on its own.
+Above both ``app/webhooks/`` and ``app/jobs/``: a delivery job runs the handlers'
+router, every other kind its job; both reach each other only through the typed kinds of
+``app/contract/``. ``serve`` runs the runtime inside the web server; ``worker`` runs it
+on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,19 @@ from typing import Any
 import aiohttp
 
 from app.config import Settings
+from app.contract.kinds import (
+    AlertJob,
+    DashboardJob,
+    DeliveryJob,
+    FailureNotice,
+    FixJob,
+    JobKind,
+    MergeJob,
+    RevertJob,
+    SecurityAlertJob,
+    UpdateJob,
+    WatchJob,
+)
 from app.errors import ConfigError, PermanentJobError
 from app.github import GitHubApp, RetryPolicy
 from app.jobs import (
@@ -31,19 +47,6 @@ from app.jobs import (
     watch,
 )
 from app.jobs.context import JobContext
-from app.jobs.kinds import (
-    AlertJob,
-    DashboardJob,
-    DeliveryJob,
-    FailureNotice,
-    FixJob,
-    JobKind,
-    MergeJob,
-    RevertJob,
-    SecurityAlertJob,
-    UpdateJob,
-    WatchJob,
-)
 from app.metrics import Metrics
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
 from app.queue.worker import JobHandler

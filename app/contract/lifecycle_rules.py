@@ -1,7 +1,7 @@
 """Lifecycle rules, pure: when nothing may start, which merges the canary watches, and
 a repository's record as earned autonomy reads it.
 
-Beside :mod:`app.jobs.kinds`, the part of ``app/jobs/`` the webhook handlers may use.
+Beside :mod:`app.contract.kinds`: what the webhook handlers and the jobs both consult.
 """
 
 from __future__ import annotations
