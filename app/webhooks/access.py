@@ -1,7 +1,10 @@
 """Checking a sender's access, and answering a request once.
 
-The handlers write to GitHub only through :class:`~app.publish.github.Publisher`: its
-marker comments (here, posted once) and reactions."""
+Every command, however it came (a comment or the fix label), passes :func:`allowed`: the
+sender's role asked of GitHub, the decision audited once per request, and a refusal or a
+failed check answered once, in the words written here. The handlers write to GitHub
+only through :class:`~app.publish.github.Publisher`: its marker comments (here, posted
+once) and reactions."""
 
 from __future__ import annotations
 
@@ -19,10 +22,53 @@ from app.webhooks.context import HandlerContext
 log = logging.getLogger(__name__)
 
 
-async def check_write_access(gh: GitHubClient, *, repo: str, login: str) -> triggers.Decision:
-    """Ask GitHub for the user's role on the repository; fail closed on any error."""
+async def allowed(
+    gh: GitHubClient,
+    ctx: HandlerContext,
+    *,
+    repo: str,
+    number: int,
+    login: str,
+    name: str,
+    ref: str,
+    via: str,
+) -> bool:
+    """Whether ``login`` may give command ``name`` on ``repo`` (triggers.COMMANDS).
+
+    GitHub is asked for their role; a failed lookup fails closed. ``ref`` names the
+    request (``comment:123``, ``label:<delivery>``): a redelivered or retried one is
+    decided again, audited once and answered once."""
     role, error = await role_for(gh, repo=repo, login=login)
-    return triggers.decide_permission(role, error=error)
+    decision = triggers.decide(name, role, error=error)
+    if await ctx.store.claim_once(f"audit:{repo}:{ref}:{decision.verdict}"):
+        await ctx.audit(
+            decision.audit_action,
+            actor=login,
+            repo=repo,
+            reason=f"{name}: {decision.reason}",
+            details={"issue": number, "command": name, "via": via, "ref": ref},
+        )
+    if decision.verdict == "refuse":
+        body = refusal(login, name, decision.reason, bot=ctx.bot_name)
+        await answer_once(gh, ctx, repo=repo, number=number, kind="refused", key=ref, body=body)
+    elif decision.verdict == "error":
+        body = unchecked(login, decision.reason, so=f"`{name}` did nothing")
+        await answer_once(gh, ctx, repo=repo, number=number, kind="unchecked", key=ref, body=body)
+    return decision.verdict == "trigger"
+
+
+def refusal(login: str, name: str, why: str, *, bot: str) -> str:
+    """The answer when ``login`` may not give command ``name``: why, politely, and who
+    can."""
+    can = "admin or maintain" if triggers.COMMANDS[name].who == "maintain" else "write"
+    ask = {
+        "fix": f"comment `@{bot} fix this` on this issue or add the `{triggers.FIX_LABEL}` label",
+        "lint": f"comment `@{bot} lint` on this issue",
+    }.get(name, "ask")
+    return (
+        f"@{login}, thanks for asking. `{name}` needs more access to this repository "
+        f"({why}): someone with {can} access can {ask}."
+    )
 
 
 def unchecked(login: str, why: str, *, so: str) -> str:
@@ -67,26 +113,6 @@ async def answer_once(
     except BaseException:
         await ctx.store.release_once(claim)
         raise
-
-
-async def answer_refusal(
-    gh: GitHubClient,
-    ctx: HandlerContext,
-    *,
-    repo: str,
-    issue_number: int,
-    login: str,
-    decision: triggers.Decision,
-    key: str,
-) -> None:
-    """Say once, politely, why nothing happens and who can make it happen."""
-    body = (
-        f"@{login}, thanks for asking. I can only start a fix when the request comes "
-        f"from someone with write access to this repository ({decision.reason}). A "
-        f"maintainer can comment `@{ctx.bot_name} fix this` on this issue or add the "
-        f"`{triggers.FIX_LABEL}` label."
-    )
-    await answer_once(gh, ctx, repo=repo, number=issue_number, kind="refused", key=key, body=body)
 
 
 async def react(

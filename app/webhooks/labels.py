@@ -7,8 +7,9 @@ from gidgethub.routing import Router
 
 from app.github import GitHubClient
 from app.webhooks import triggers
+from app.webhooks.access import allowed
 from app.webhooks.context import HandlerContext
-from app.webhooks.fix_requests import FixRequest, request_fix
+from app.webhooks.fix_requests import FixRequest, start_fix
 from app.webhooks.payloads import IssuesEvent, typed
 
 router = Router()
@@ -16,11 +17,20 @@ router = Router()
 
 @router.register("issues", action="labeled")
 async def on_issue_labeled(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
+    data = typed(IssuesEvent, event.data)
+    repo, number = data.repository.full_name, data.issue.number
+    login = data.sender.login if data.sender else None
+    screen = triggers.screen_issue_label(event.data)
+    if screen.command is None or not login:
+        await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=screen.reason)
+        return
     request = FixRequest(
         via="label",
         ref=f"label:{event.delivery_id}",
         reaction_url="/repos/{owner}/{repo}/issues/{number}/reactions",
-        reaction_vars={"number": typed(IssuesEvent, event.data).issue.number},
+        reaction_vars={"number": number},
     )
-    screen = triggers.screen_issue_label(event.data)
-    await request_fix(event, gh, ctx, screen=screen, request=request)
+    if await allowed(
+        gh, ctx, repo=repo, number=number, login=login, name="fix", ref=request.ref, via="label"
+    ):
+        await start_fix(gh, ctx, data, command=screen.command, login=login, request=request)

@@ -20,7 +20,28 @@ from app.untrusted.markdown import visible_text
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
-FIX_COMMANDS = frozenset({"fix", "lint"})  # on an issue: a coding session
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Where a comment command works, and who may give it."""
+
+    where: Literal["issue", "pull request", "anywhere"]
+    who: Literal["write", "maintain"]  # admin, maintain or write; or admin or maintain
+
+
+# Every ``@patchwarden …`` command: its rule here, its words in ``_command_patterns``,
+# its handler in app/webhooks/commands.py.
+COMMANDS: dict[str, Rule] = {
+    "fix": Rule("issue", "write"),  # a coding session
+    "lint": Rule("issue", "write"),  # ... with the lint fixer
+    "ship": Rule("pull request", "write"),  # merge when the checks pass
+    "revert": Rule("pull request", "write"),  # revert a merged change
+    "pause": Rule("anywhere", "maintain"),  # nothing starts or merges in the repository
+    "resume": Rule("anywhere", "maintain"),
+    "trust": Rule("anywhere", "maintain"),  # trust reset [kind]
+    "ignore": Rule("anywhere", "write"),  # on a watch's issue: not raised again
+}
 
 
 @dataclass(frozen=True)
@@ -117,39 +138,22 @@ def is_bot(user: Mapping[str, Any] | None) -> bool:
     return user.get("type") == "Bot" or login.lower().endswith("[bot]")
 
 
-def screen_issue_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
-    """Decide whether an ``issue_comment`` event might be a fix request."""
+def screen_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+    """Decide whether a new comment gives the bot a command it can take where it was
+    written (``COMMANDS``): every command is screened here, before any lookup."""
     if payload.get("action") != "created":
         return Screen("ignore", f"comment {payload.get('action')}, only new comments count")
-    issue = payload.get("issue") or {}
-    if issue.get("pull_request"):
-        return Screen("ignore", "comment on a pull request, not on an issue")
     comment = payload.get("comment") or {}
     if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
         return Screen("ignore", "comment by a bot")
     command = parse_command(comment.get("body"), bot_name=bot_name)
     if command is None:
         return Screen("ignore", "no command for the bot in the comment")
-    if command.name not in FIX_COMMANDS:
-        return Screen("ignore", f"`{command.name}` is not a fix request")
-    return Screen("check_permission", f"{command.name} requested", command)
-
-
-PR_COMMANDS = frozenset({"ship", "revert"})
-
-
-def screen_lifecycle_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
-    """``ship it`` / ``revert`` on a pull request, ``pause`` / ``resume`` anywhere."""
-    if payload.get("action") != "created":
-        return Screen("ignore", f"comment {payload.get('action')}, only new comments count")
-    comment = payload.get("comment") or {}
-    if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
-        return Screen("ignore", "comment by a bot")
-    command = parse_command(comment.get("body"), bot_name=bot_name)
-    if command is None or command.name in FIX_COMMANDS:
-        return Screen("ignore", "no lifecycle command in the comment")
     on_pull = bool((payload.get("issue") or {}).get("pull_request"))
-    if command.name in PR_COMMANDS and not on_pull:
+    where = COMMANDS[command.name].where
+    if where == "issue" and on_pull:
+        return Screen("ignore", f"`{command.name}` on a pull request: it works on an issue")
+    if where == "pull request" and not on_pull:
         return Screen("ignore", f"`{command.name}` only works on a pull request")
     return Screen("check_permission", f"{command.name} requested", command)
 
@@ -167,7 +171,6 @@ def reverted_by_button(body: str | None, *, repo: str) -> int | None:
     return int(found.group(2))
 
 
-MAINTAINER_COMMANDS = frozenset({"pause", "resume", "trust"})
 TRUST_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 
 
@@ -202,6 +205,13 @@ def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
     if is_bot(payload.get("sender")):
         return Screen("ignore", "label added by a bot")
     return Screen("check_permission", "fix requested by label", Command("fix"))
+
+
+def decide(name: str, role: str | None, *, error: str | None = None) -> Decision:
+    """Whether someone with ``role`` may give command ``name`` (``COMMANDS``)."""
+    if COMMANDS[name].who == "maintain":
+        return decide_maintainer(role, error=error)
+    return decide_permission(role, error=error)
 
 
 def decide_permission(role: str | None, *, error: str | None = None) -> Decision:

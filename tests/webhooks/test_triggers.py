@@ -147,7 +147,16 @@ def _comment_payload(**changes: Any) -> dict[str, Any]:
     [
         (_comment_payload(action="edited"), "only new comments"),
         (_comment_payload(action="deleted"), "only new comments"),
-        (load_fixture("issue_comment/created-on-pr.json"), "pull request"),
+        (
+            {
+                **load_fixture("issue_comment/created-on-pr.json"),
+                "comment": {
+                    **load_fixture("issue_comment/created-on-pr.json")["comment"],
+                    "body": "@patchwarden fix this",
+                },
+            },
+            "pull request",
+        ),
         (load_fixture("issue_comment/created-by-bot.json"), "bot"),
         (
             _comment_payload(sender={"login": "patchwarden[bot]", "type": "Bot"}),
@@ -157,13 +166,13 @@ def _comment_payload(**changes: Any) -> dict[str, Any]:
     ],
 )
 def test_comments_screened_out_before_any_lookup(payload: dict[str, Any], reason: str) -> None:
-    screen = triggers.screen_issue_comment(payload, bot_name=BOT)
+    screen = triggers.screen_comment(payload, bot_name=BOT)
     assert screen.verdict == "ignore"
     assert reason in screen.reason
 
 
 def test_fix_command_fixture_asks_for_a_permission_check() -> None:
-    screen = triggers.screen_issue_comment(
+    screen = triggers.screen_comment(
         load_fixture("issue_comment/created-fix-command.json"), bot_name=BOT
     )
     assert screen.verdict == "check_permission"
@@ -282,13 +291,17 @@ LIFECYCLE_SCREENS: list[tuple[str, dict[str, Any], str, str, str | None]] = [
         "ignore", "bot", None,
     ),
     ("fix-on-an-issue", _lifecycle_payload("@patchwarden fix this", on_pull=False),
-     "ignore", "no lifecycle command", None),
+     "check_permission", "fix requested", "fix"),
     ("fix-on-a-pr", _lifecycle_payload("@patchwarden fix this", on_pull=True),
-     "ignore", "no lifecycle command", None),
+     "ignore", "it works on an issue", None),
+    ("lint-on-a-pr", _lifecycle_payload("@patchwarden lint", on_pull=True),
+     "ignore", "it works on an issue", None),
+    ("ignore-on-an-issue", _lifecycle_payload("@patchwarden ignore", on_pull=False),
+     "check_permission", "ignore requested", "ignore"),
     ("quoted-ship-it", _lifecycle_payload("> @patchwarden ship it", on_pull=True),
-     "ignore", "no lifecycle command", None),
+     "ignore", "no command", None),
     ("no-command", _lifecycle_payload("Looks good to me", on_pull=True),
-     "ignore", "no lifecycle command", None),
+     "ignore", "no command", None),
 ]  # fmt: skip
 
 
@@ -300,7 +313,7 @@ LIFECYCLE_SCREENS: list[tuple[str, dict[str, Any], str, str, str | None]] = [
 def test_lifecycle_comments_screened(
     payload: dict[str, Any], verdict: str, reason: str, command: str | None
 ) -> None:
-    screen = triggers.screen_lifecycle_comment(payload, bot_name=BOT)
+    screen = triggers.screen_comment(payload, bot_name=BOT)
     assert screen.verdict == verdict
     assert reason in screen.reason
     assert (screen.command.name if screen.command else None) == command
@@ -310,10 +323,16 @@ def test_lifecycle_comments_screened(
     "body",
     ["@patchwarden ship it", "@patchwarden revert", "@patchwarden pause", "@patchwarden resume"],
 )
-def test_a_fix_request_screen_ignores_the_other_commands(body: str) -> None:
-    screen = triggers.screen_issue_comment(_lifecycle_payload(body, on_pull=False), bot_name=BOT)
-    assert screen.verdict == "ignore"
-    assert "is not a fix request" in screen.reason
+def test_every_command_has_a_rule_and_one_handler(body: str) -> None:
+    """The words, the rule (where, who) and the handler of a command are one table
+    each, and they name the same commands."""
+    from app.webhooks.commands import HANDLERS
+
+    command = triggers.parse_command(body, bot_name=BOT)
+    assert command is not None
+    assert command.name in triggers.COMMANDS
+    assert HANDLERS.keys() == triggers.COMMANDS.keys()
+    assert {name for name, _ in triggers._command_patterns(BOT)} == set(triggers.COMMANDS)
 
 
 @pytest.mark.parametrize(
@@ -354,7 +373,7 @@ def test_trust_reset_names_every_kind_or_one(body: str, kind: str | None) -> Non
     assert command is not None
     assert command.name == "trust"
     assert triggers.parse_trust(command.instructions) == kind
-    screen = triggers.screen_lifecycle_comment(
+    screen = triggers.screen_comment(
         {
             "action": "created",
             "issue": {},
