@@ -358,6 +358,30 @@ class SessionRunner:
         secrets: list[str],
         progress: Progress,
     ) -> None:
+        """The phases in the order they run; each step returns False when the session
+        stops there (``state`` says why)."""
+        run = await self._prepare(spec, ws, state, secrets, progress)
+        if run is None:
+            return
+        fix = await self._fix(run, fixer)
+        if fix is None or not await self._relock(run, fix):
+            return
+        head = await self._commit(run, run.state.fix or fix)
+        if head is None or not await self._head_environment(run, head):
+            return
+        await self._verify(run)
+        state.status = "patched"
+
+    async def _prepare(
+        self,
+        spec: SessionSpec,
+        ws: Workspace,
+        state: _State,
+        secrets: list[str],
+        progress: Progress,
+    ) -> _Run | None:
+        """The policy first (an invalid one stops the job before anything is spent),
+        the commands, then setup."""
         verifier = Verifier(
             self.sandbox,
             rules_dir=self.rules_dir,
@@ -365,7 +389,6 @@ class SessionRunner:
             secrets=secrets,
             scratch=ws.root,
         )
-        # The policy first: an invalid one stops the job before anything is spent.
         policy = policy_for_tree(ws.base_tree, default=self.default_policy)
         state.policy = policy
         commands = detect(
@@ -375,26 +398,30 @@ class SessionRunner:
             self.sandbox.prepare_writable(tree)
         env = await self._setup(spec, ws, commands, state, secrets, progress)
         if state.error is not None:
-            return
-        env_dir = env.path if env is not None else None
+            return None
+        return _Run(spec, ws, state, secrets, progress, verifier, policy, commands, env)
 
+    async def _fix(self, run: _Run, fixer: Fixer) -> FixOutcome | None:
+        """The fixer edits tree/ while the base's tests run; a base whose tests cannot
+        even collect stops the fixer (nothing it did could be judged). The fix, or None
+        when the session stops."""
+        spec, state, commands, progress = run.spec, run.state, run.commands, run.progress
         base_tests = None
         if commands.test:
             base_tests = asyncio.create_task(
-                verifier.tests(ws.base_tree, env_dir, commands, label="base"),
+                run.verifier.tests(run.ws.base_tree, run.env_dir, commands, label="base"),
                 name=f"base-tests:{spec.remote.repo}",
             )
             state.pending.append(base_tests)
-
         ctx = FixContext(
             spec=spec,
-            tree=ws.tree,
+            tree=run.ws.tree,
             commands=commands,
             sandbox=self.sandbox,
-            environment=env,
+            environment=run.env,
             timeouts=self.timeouts,
-            secrets=secrets,
-            workspace=ws,
+            secrets=run.secrets,
+            workspace=run.ws,
             progress=progress,
             environments=self.environments,
         )
@@ -405,7 +432,6 @@ class SessionRunner:
 
         fixing = asyncio.create_task(fix_it(), name=f"fixer:{spec.remote.repo}")
         state.pending.append(fixing)
-        base_run: TestRun | None = None
         # An alert's base is the failing commit: its tests failing is the point.
         judge_base = base_tests is not None and spec.task.kind != "alert"
         stopped: Step | None = None
@@ -413,7 +439,6 @@ class SessionRunner:
             if base_tests is not None and judge_base:
                 await asyncio.wait({fixing, base_tests}, return_when=asyncio.FIRST_COMPLETED)
                 if not fixing.done() and _broken(commands, *base_tests.result(), state):
-                    # Nothing the fixer does could be judged: stop it now.
                     stopped = base_tests.result()[0]
                     fixing.cancel()
                     await asyncio.gather(fixing, return_exceptions=True)
@@ -423,40 +448,50 @@ class SessionRunner:
         if stopped is not None or fix is None:
             progress(f"stop: {state.error}")
             state.steps.extend([stopped] if stopped else [])
-            return
-        state.fix = fix = fix.redacted(secrets)
+            return None
+        state.fix = fix = fix.redacted(run.secrets)
         if base_tests is not None:
             progress("verify: the tests on the base commit")
-            step, base_run = await base_tests
+            step, run.base_run = await base_tests
             state.steps.append(step)
-            if judge_base and _broken(commands, step, base_run, state):
+            if judge_base and _broken(commands, step, run.base_run, state):
                 progress(f"stop: {state.error}")
-                return
+                return None
         if not fix.ok:
-            state.status, state.error = "failed", state.fix.reason or "the fixer gave up"
-            state.tests = _delta(commands, base_run, None)
-            return
+            state.status, state.error = "failed", fix.reason or "the fixer gave up"
+            state.tests = _delta(commands, run.base_run, None)
+            return None
+        return fix
 
-        if fix.bump is not None and fix.bump.locks:
-            # The lock's own tool, with network: on a copy, and only its lock taken back.
-            progress(f"setup: regenerate {', '.join(fix.bump.locks)} (the lock's own tool)")
-            relocked = await relock_bump(
-                self.sandbox,
-                self.environments.packages,
-                fix.bump,
-                tree=ws.tree,
-                work=ws.root / "lock-head",
-                seconds=self.timeouts.setup,
-                secrets=secrets,
-                version=await ws.scm_version(),
-                steps=state.steps,
-            )
-            if isinstance(relocked, str):
-                state.status = "failed"
-                state.error = f"the lock was not regenerated, so nothing was published: {relocked}"
-                return
-            state.fix = fix = fix.model_copy(update={"bump": relocked})
+    async def _relock(self, run: _Run, fix: FixOutcome) -> bool:
+        """A security update's locks regenerated by the lock's own tool, with network:
+        on a copy, and only its lock taken back."""
+        if fix.bump is None or not fix.bump.locks:
+            return True
+        state, ws = run.state, run.ws
+        run.progress(f"setup: regenerate {', '.join(fix.bump.locks)} (the lock's own tool)")
+        relocked = await relock_bump(
+            self.sandbox,
+            self.environments.packages,
+            fix.bump,
+            tree=ws.tree,
+            work=ws.root / "lock-head",
+            seconds=self.timeouts.setup,
+            secrets=run.secrets,
+            version=await ws.scm_version(),
+            steps=state.steps,
+        )
+        if isinstance(relocked, str):
+            state.status = "failed"
+            state.error = f"the lock was not regenerated, so nothing was published: {relocked}"
+            return False
+        state.fix = fix.model_copy(update={"bump": relocked})
+        return True
 
+    async def _commit(self, run: _Run, fix: FixOutcome) -> str | None:
+        """Host-side git commits tree/ on the session branch: its sha, or None when the
+        fixer changed nothing."""
+        spec, state, ws = run.spec, run.state, run.ws
         title = (spec.task.title.strip().splitlines() or ["patch"])[0]
         subject = commit_subject(title)
         whole = f"{title}\n\n" if subject != title else ""
@@ -465,71 +500,87 @@ class SessionRunner:
         )
         head = await ws.commit_all(message, spec.author)
         if head is None:
-            progress("commit: the fixer changed nothing")
+            run.progress("commit: the fixer changed nothing")
             state.status = "no-change"
-            state.tests = _delta(commands, base_run, None)
-            return
+            state.tests = _delta(run.commands, run.base_run, None)
+            return None
         state.head_sha = head
-        state.diff = await ws.diff(head, known_secrets=secrets, allow=policy.secrets.allow)
+        state.diff = await ws.diff(head, known_secrets=run.secrets, allow=run.policy.secrets.allow)
         await ws.keep_branch(head)
-        progress(
+        run.progress(
             f"commit: {head[:12]} on {ws.branch} ({plural(len(state.diff.files), 'file')}, "
             f"+{state.diff.lines_added} -{state.diff.lines_removed})"
         )
-        progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
+        run.progress("verify: the tests on the patch; ruff, bandit and semgrep on both trees")
+        return head
 
-        head_env_dir = env_dir
-        if fix.bump is not None and env is not None:
-            # A security update changes what setup installs: the patch is tested with
-            # its own environment, never with the base's (the old version). Setup has
-            # the network: it runs on a patch of the manifests the fixer named, only.
-            others = sorted({f.path for f in state.diff.files} - set(fix.bump.files))
-            if others:
-                state.status = "failed"
-                state.error = f"a security update may change its manifests only, not {others}"
-                return
-            head_env = await self._patched_setup(
-                spec, ws, commands, head, fix.bump, state, secrets, progress, base_env=env
-            )
-            if head_env is None:
-                return
-            state.fix = fix = fix.model_copy(update={"bump": _installed(fix.bump, env, head_env)})
-            if _still_vulnerable(fix.bump, head_env, state):
-                return
-            head_env_dir = head_env.path
+    async def _head_environment(self, run: _Run, head: str) -> bool:
+        """A security update changes what setup installs: the patch is tested with its
+        own environment, never with the base's (the old version). Setup has the
+        network: it runs on a patch of the manifests the fixer named, only."""
+        state, fix, env = run.state, run.state.fix, run.env
+        run.head_env_dir = run.env_dir
+        if fix is None or fix.bump is None or env is None:
+            return True
+        others = sorted({f.path for f in state.diff.files} - set(fix.bump.files))
+        if others:
+            state.status = "failed"
+            state.error = f"a security update may change its manifests only, not {others}"
+            return False
+        head_env = await self._patched_setup(
+            run.spec,
+            run.ws,
+            run.commands,
+            head,
+            fix.bump,
+            state,
+            run.secrets,
+            run.progress,
+            base_env=env,
+        )
+        if head_env is None:
+            return False
+        state.fix = fix = fix.model_copy(update={"bump": _installed(fix.bump, env, head_env)})
+        if _still_vulnerable(fix.bump, head_env, state):
+            return False
+        run.head_env_dir = head_env.path
+        return True
 
+    async def _verify(self, run: _Run) -> None:
+        """The tests on the patch and the linters on both trees side by side; then the
+        patch's new tests on the base code (did they fail there?)."""
+        state, ws, commands, verifier = run.state, run.ws, run.commands, run.verifier
         linters = asyncio.create_task(verifier.linters(ws.base_tree, ws.tree, state.diff))
         state.pending.append(linters)
         head_run: TestRun | None = None
         if commands.test:
-            step, head_run = await verifier.tests(ws.tree, head_env_dir, commands, label="head")
+            step, head_run = await verifier.tests(ws.tree, run.head_env_dir, commands, label="head")
             state.steps.append(step)
         lint_steps, state.findings = await linters
         state.steps.extend(lint_steps)
-        state.tests = _delta(commands, base_run, head_run)
+        state.tests = _delta(commands, run.base_run, head_run)
         if state.tests is not None:
             # Whether a new test could be checked against the base (pytest), and should
             # be (an alert's failing check shows the problem already).
-            can = commands.is_pytest and spec.task.kind != "alert"
+            can = commands.is_pytest and run.spec.task.kind != "alert"
             state.tests = state.tests.model_copy(update={"reproducible": can})
-        new_tests = test_files(state.diff, Classifier(policy).is_test)
+        new_tests = test_files(state.diff, Classifier(run.policy).is_test)
         if state.tests is not None and head_run is not None and new_tests and commands.is_pytest:
             # Last: it borrows the base tree, which the linters have finished with.
-            progress(
+            run.progress(
                 f"verify: the patch's tests on the base code ({plural(len(new_tests), 'file')})"
             )
             repro, shown = await reproduced(
                 verifier,
                 base_tree=ws.base_tree,
                 head_tree=ws.tree,
-                env_dir=env_dir,
+                env_dir=run.env_dir,
                 commands=commands,
                 paths=new_tests,
                 head=head_run,
             )
             state.tests = state.tests.model_copy(update={"reproduced": shown})
             state.steps.extend([repro] if repro else [])
-        state.status = "patched"
 
     async def _setup(
         self,
@@ -655,6 +706,27 @@ def _still_vulnerable(bump: Bump | None, env: Environment, state: _State) -> boo
             "nothing was published"
         )
     return low
+
+
+@dataclass
+class _Run:
+    """One session's run, passed from step to step of ``SessionRunner._session``."""
+
+    spec: SessionSpec
+    ws: Workspace
+    state: _State
+    secrets: list[str]
+    progress: Progress
+    verifier: Verifier
+    policy: Policy
+    commands: RepoCommands
+    env: Environment | None
+    base_run: TestRun | None = None  # the base's tests, once they ran
+    head_env_dir: Path | None = None  # the environment the patch is tested with
+
+    @property
+    def env_dir(self) -> Path | None:
+        return self.env.path if self.env is not None else None
 
 
 @dataclass

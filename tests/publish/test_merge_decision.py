@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.contract.lifecycle_rules import pause_reason
-from app.jobs.to_pull import body_links
+from app.jobs.pull_request import body_links
 from app.policy.score import Score, Trigger, score_session
 from app.publish.merge import Check, Facts, Verdict, approvers_of, checks_of, decide
 from app.store.models import Outcome, Pause
