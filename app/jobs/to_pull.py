@@ -23,7 +23,7 @@ from app.jobs.branch import push_patch
 from app.jobs.context import Running
 from app.jobs.report import Report, Silent, Ticker
 from app.policy.config import Policy
-from app.policy.score import Score, Trigger, score_session
+from app.policy.score import Learned, Score, Trigger, score_session
 from app.publish.body import inline, verdict
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionSpec, Task
@@ -71,14 +71,7 @@ async def session_to_pull(
     if done is not None:
         return done
     result = await _session(run, spec, fixer, report)
-    usage = result.fix.usage if result.fix is not None else None
-    outcome = replace(
-        outcome,
-        tokens=usage.total_tokens if usage else 0,
-        cost_usd=usage.cost_usd if usage else 0.0,
-        branch=result.branch,
-        base_sha=result.base_sha,
-    )
+    outcome = _spent(outcome, result)
     if result.status != "patched" or result.head_sha is None or result.policy is None:
         return await ended(run, outcome, report, status=result.status, why=_why_not(result))
     if options.blame is not None:
@@ -149,6 +142,18 @@ async def _session(
     return result
 
 
+def _spent(outcome: Outcome, result: SessionResult) -> Outcome:
+    """The outcome with what the session spent and where it left its patch."""
+    usage = result.fix.usage if result.fix is not None else None
+    return replace(
+        outcome,
+        tokens=usage.total_tokens if usage else 0,
+        cost_usd=usage.cost_usd if usage else 0.0,
+        branch=result.branch,
+        base_sha=result.base_sha,
+    )
+
+
 def _why_not(result: SessionResult) -> str:
     """Why a session gave nothing to publish, and for a bad policy file what to do."""
     why = result.error or (result.fix.reason if result.fix else None) or "no change"
@@ -187,16 +192,7 @@ async def _judged(
         history=history,
     )
     if score.learned is not None:
-        learned = score.learned
-        standing = TrustStanding(
-            repo=run.repo,
-            category=learned.kind,
-            autonomy=learned.autonomy,
-            state=learned.state,
-            explanation=learned.explanation,
-            at=time.time(),
-        )
-        await ctx.store.set_standing(standing, job_id=run.job.id)
+        await _keep_standing(run, score.learned)
     outcome = replace(
         outcome,
         decision=score.decision,
@@ -266,3 +262,16 @@ async def _rejected(
     )
     await run.ctx.store.save_outcome(replace(outcome, status="rejected"))
     return {"status": "rejected", "score": score.score}
+
+
+async def _keep_standing(run: Running[Any], learned: Learned) -> None:
+    """What the change's kind has earned here, as this score read it."""
+    standing = TrustStanding(
+        repo=run.repo,
+        category=learned.kind,
+        autonomy=learned.autonomy,
+        state=learned.state,
+        explanation=learned.explanation,
+        at=time.time(),
+    )
+    await run.ctx.store.set_standing(standing, job_id=run.job.id)
