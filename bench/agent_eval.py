@@ -53,8 +53,8 @@ from app.fixers.choose import budget_from, make_fixer
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
-from app.sessions.commands import detect
 from app.sessions.factory import runner_from
+from app.sessions.repo_commands import detect
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import Document, SessionRunner, SessionSpec, Task

@@ -41,10 +41,10 @@ from typing import Any
 from procstat import OtherCpu, common_options, finish, guarded, loadavg, log, machine, noise_warning
 
 from app.config import LlmProvider
+from app.fixers.culprit import RevertFixer
 from app.fixers.llm.agent import AgentFixer
-from app.fixers.llm.client import ModelClient
+from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
-from app.fixers.revert import RevertFixer
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache

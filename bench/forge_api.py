@@ -50,9 +50,9 @@ from procstat import (
 from app.git import Remote, git_env
 from app.github.client import GitHubApp, GitHubClient
 from app.localforge.contract import RestContract, WebhookContract
-from app.localforge.git import BareRepo
+from app.localforge.forge_server import LocalForge
+from app.localforge.git_http import BareRepo
 from app.localforge.keys import generate_app_key
-from app.localforge.server import LocalForge
 
 HOST = "127.0.0.1"
 REPO = "octo-org/widgets"

@@ -24,7 +24,7 @@ the same year, as the store returns them (``CheckRecord``, oldest first): twelve
 taking turns, 5 % failures at random, durations around each check's own; then, in the
 last days, one check that fails and passes on the same two commits (flaky), one whose
 failures jump to half its runs, one whose runs take three times as long. Timed: the
-watch (``app.policy.watch.watch``) over all of it, with the default ``watch`` policy;
+watch (``app.policy.watch_rules.watch``) over all of it, with the default ``watch`` policy;
 the bench checks that it finds exactly those three.
 
 The policy is ``policies/default.yml`` with ``learn: {ceiling: automerge}``, loaded once
@@ -47,10 +47,10 @@ from typing import Any
 from procstat import OtherCpu, common_options, finish, guarded, loadavg, log, machine, noise_warning
 
 from app.contract.lifecycle_rules import record_of
-from app.policy.config import load_policy
 from app.policy.learn import standings
+from app.policy.policy_model import load_policy
 from app.policy.score import History
-from app.policy.watch import watch
+from app.policy.watch_rules import watch
 from app.sessions.policyfile import default_policy_text
 from app.store.models import CheckRecord, Outcome, TrustEvent
 

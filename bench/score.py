@@ -56,9 +56,9 @@ from procstat import (
     pct,
 )
 
-from app.policy.config import Policy, load_policy
 from app.policy.diff import parse_diff
 from app.policy.features import extract
+from app.policy.policy_model import Policy, load_policy
 from app.policy.score import score, score_diff
 from app.sessions.policyfile import default_policy_text
 

@@ -77,7 +77,7 @@ async def _serve_stdin(stats: Callable[[], dict[str, Any]]) -> None:
 
 
 async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
-    from app.localforge.server import LocalForge
+    from app.localforge.forge_server import LocalForge
 
     forge = LocalForge(
         app_id=APP_ID,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from app.policy.config import Policy, load_policy
 from app.policy.diff import parse_diff
 from app.policy.evidence import FindingsDelta, TestCounts, TestDelta, TestRun
+from app.policy.policy_model import Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import Diff, FileStat, FixOutcome, SandboxInfo, SessionResult
 

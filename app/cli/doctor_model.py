@@ -9,7 +9,7 @@ from app.config import Settings
 
 def llm_check(settings: Settings) -> Check:
     """Which model the llm fixer uses, what it costs, and what caps apply (no call made)."""
-    from app.fixers.llm.client import price_for
+    from app.fixers.llm.model_client import price_for
 
     providers = settings.llm_providers()
     if not providers:

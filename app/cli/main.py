@@ -96,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from app.cli.score import run_score
+    from app.cli.score_verb import run_score
 
     return run_score(args)
 

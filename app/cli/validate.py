@@ -2,9 +2,9 @@
 ``.github/patchwarden.yml`` checked before it is pushed, every error with its line, and
 its JSON Schema (generated from the models the App reads it with) for editors.
 
-The file has three owners: the policy (app/policy/config.py), the session's commands
-(``setup``, ``test``: app/sessions/commands.py) and the fixers (``fixers``, ``lint``,
-``revert``: app/fixers/config.py). Both verbs ask each of them, so what ``validate``
+The file has three owners: the policy (app/policy/policy_model.py), the session's commands
+(``setup``, ``test``: app/sessions/repo_commands.py) and the fixers (``fixers``, ``lint``,
+``revert``: app/fixers/fixer_policy.py). Both verbs ask each of them, so what ``validate``
 accepts is what the App accepts.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import BadInput, RepoConfigError
-from app.fixers.config import FixerSettings
-from app.policy.config import (
+from app.fixers.fixer_policy import FixerSettings
+from app.policy.policy_model import (
     DEFAULT_SOURCE,
     REPO_SOURCE,
     Policy,
@@ -30,8 +30,8 @@ from app.policy.config import (
     parse_config,
     unknown_key,
 )
-from app.sessions.commands import split_command
 from app.sessions.policyfile import default_policy_text
+from app.sessions.repo_commands import split_command
 
 FIXER_KEYS = ("fixers", "lint", "revert")
 COMMAND_KEYS = ("setup", "test")
@@ -49,7 +49,7 @@ def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) ->
         line = lines.get((key,))
         if key in COMMAND_KEYS:
             # `setup` is one command line or a list of them; `test` is one, as the
-            # session reads them (app/sessions/commands.py).
+            # session reads them (app/sessions/repo_commands.py).
             several = key == "setup" and isinstance(value, list)
             for i, command in enumerate(value if several else [value]):
                 try:

@@ -2,9 +2,9 @@
 
 ``llm`` (:mod:`app.fixers.llm`) is a coding agent on any OpenAI-compatible endpoint;
 ``lint`` (:mod:`app.fixers.lint`) applies ruff and semgrep autofixes with no model;
-``revert`` (:mod:`app.fixers.revert`) finds the commit that broke the default branch
+``revert`` (:mod:`app.fixers.culprit`) finds the commit that broke the default branch
 by bisecting in the sandbox and prepares its revert. They share one interface
-(:class:`app.fixers.base.Fixer`); :mod:`app.fixers.choose` picks one for a job.
+(:class:`app.fixers.interface.Fixer`); :mod:`app.fixers.choose` picks one for a job.
 """
 
 from typing import Literal, get_args

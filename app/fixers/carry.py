@@ -8,7 +8,7 @@ scores it again, as a new patch. A conflict ends the job with a clear reason.
 
 from __future__ import annotations
 
-from app.fixers.base import Fixer
+from app.fixers.interface import Fixer
 from app.git import run_git
 from app.policy.evidence import Bump
 from app.sessions.result import FixOutcome

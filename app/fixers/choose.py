@@ -22,15 +22,15 @@ from typing import Literal
 from app.config import Settings
 from app.errors import ConfigError
 from app.fixers import FIXERS, Strategy
-from app.fixers.base import Audit, Fixer, no_audit
-from app.fixers.config import fixer_settings
+from app.fixers.culprit import RevertFixer
+from app.fixers.fixer_policy import fixer_settings
+from app.fixers.interface import Audit, Fixer, no_audit
 from app.fixers.lint import LintFixer
 from app.fixers.llm.agent import AgentFixer
-from app.fixers.llm.client import ModelClient
+from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.repair import RepairFixer
 from app.fixers.llm.spend import Ledger
 from app.fixers.llm.strategy import LlmFixer
-from app.fixers.revert import RevertFixer
 from app.sessions.result import FixOutcome
 from app.sessions.session import Budget, FixContext, Task
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from app.fixers.base import Fixer
+from app.fixers.interface import Fixer
 from app.fixers.manifests import Pins, raise_package
 from app.fixers.pins import bump_size, floor_of
 from app.policy.evidence import Bump

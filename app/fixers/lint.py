@@ -28,8 +28,8 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-from app.fixers.base import Fixer, walk_files
-from app.fixers.config import LintConfig, fixer_settings
+from app.fixers.fixer_policy import LintConfig, fixer_settings
+from app.fixers.interface import Fixer, walk_files
 from app.sessions.files import read_confined
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount

@@ -26,7 +26,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from app.fixers.base import SKIP_DIRS
+from app.fixers.interface import SKIP_DIRS
 from app.fixers.pins import pins_in_lock, raised, raised_poetry
 from app.sessions.files import read_text_confined, write_confined
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from app.fixers.base import Fixer
+from app.fixers.interface import Fixer
 from app.sessions.files import read_confined, write_confined
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount

@@ -21,7 +21,7 @@ from app.git import Author, Remote, bot_author
 from app.github import GitHubApp
 from app.jobs.report import Report
 from app.metrics import Metrics
-from app.policy.config import REPO_SOURCE, Policy, load_policy
+from app.policy.policy_model import REPO_SOURCE, Policy, load_policy
 from app.policy.score import HISTORY_DAYS, History
 from app.publish import audit_page
 from app.publish.github import Publisher

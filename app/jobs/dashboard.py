@@ -23,7 +23,7 @@ from app.contract.kinds import DashboardJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.weekly import update_weekly
-from app.policy.config import REPO_SOURCE
+from app.policy.policy_model import REPO_SOURCE
 from app.publish.body import inert
 from app.redact import redact
 from app.store import Job, ModelSpend, Outcome

@@ -1,7 +1,7 @@
 """``merge``: one event that may let a Patchwarden pull request merge.
 
 Reads GitHub (the pull request, its checks and reviews, the base branch's tip), asks
-the pure :func:`app.publish.merge.decide`, and merges with the head-sha guard, or asks
+the pure :func:`app.publish.merge_decision.decide`, and merges with the head-sha guard, or asks
 for an update onto the moved base, or says on the pull request why it waits. Merges of
 one repository run one at a time. A merge (by Patchwarden or a person) is recorded,
 and the final PR body names the merge commit.
@@ -18,12 +18,19 @@ from app.contract.kinds import MergeJob, UpdateJob
 from app.github.repos import WRITE_ROLES, role_for
 from app.jobs.context import JobContext, Running
 from app.jobs.report import job_comment
-from app.policy.config import AUTONOMY_CEILING, LADDER, Decision, LearnRules
 from app.policy.learn import standing
+from app.policy.policy_model import AUTONOMY_CEILING, LADDER, Decision, LearnRules
 from app.policy.score import Score
 from app.publish.body import render_body
 from app.publish.github import MergeAnswer
-from app.publish.merge import Facts, Verdict, approvers_of, checks_of, decide, what_to_change
+from app.publish.merge_decision import (
+    Facts,
+    Verdict,
+    approvers_of,
+    checks_of,
+    decide,
+    what_to_change,
+)
 from app.store import Job, Outcome
 
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.contract.kinds import SecurityAlertJob
-from app.fixers.base import Fixer
 from app.fixers.choose import make_fixer
 from app.fixers.dependency import DependencyFixer
+from app.fixers.interface import Fixer
 from app.fixers.scanning import ScanningFixer
 from app.jobs.context import JobContext, Running
 from app.jobs.report import Silent

@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.fixers.base import Fixer
 from app.fixers.choose import budget_from
+from app.fixers.interface import Fixer
 from app.jobs import pull_request
 from app.jobs.branch import push_patch
 from app.jobs.context import Running
 from app.jobs.report import Report, Silent, Ticker
-from app.policy.config import Policy
+from app.policy.policy_model import Policy
 from app.policy.score import Learned, Score, Trigger, score_session
 from app.publish.body import inline, verdict
 from app.sessions.result import SessionResult

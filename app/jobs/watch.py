@@ -2,7 +2,7 @@
 
 After the checks of a window complete on the default branch (app/webhooks/ci.py keeps
 them), this job reads the repository's history and policy (``watch`` on the default
-branch), asks the pure :func:`app.policy.watch.watch`, and for each finding opens an
+branch), asks the pure :func:`app.policy.watch_rules.watch`, and for each finding opens an
 issue or edits the one it opened before (never a second: the store keeps the issue of
 each finding's key). A finding a maintainer answered with ``@patchwarden ignore``, or
 whose issue they closed, is left alone. :func:`render` is pure; the job gathers and
@@ -22,8 +22,8 @@ from app.contract.kinds import WatchJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.weekly import update_weekly
-from app.policy.config import REPO_SOURCE, WatchRules
-from app.policy.watch import Finding, watch
+from app.policy.policy_model import REPO_SOURCE, WatchRules
+from app.policy.watch_rules import Finding, watch
 from app.publish.body import _code, inert, inline
 from app.store import Job, WatchFinding
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import gidgethub
 
-from app.policy.config import REPO_SOURCE
+from app.policy.policy_model import REPO_SOURCE
 from app.publish.body import inert
 from app.publish.github import Publisher
 from app.store import AuditEntry, AuditQuery, Outcome, Store, WatchFinding

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.localforge.server import LocalForge
+    from app.localforge.forge_server import LocalForge
 
 __all__ = ["LocalForge"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "LocalForge":
-        from app.localforge.server import LocalForge
+        from app.localforge.forge_server import LocalForge
 
         return LocalForge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

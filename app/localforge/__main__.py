@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from app.errors import ConfigError, PatchwardenError
 
 if TYPE_CHECKING:
-    from app.localforge.server import LocalForge
+    from app.localforge.forge_server import LocalForge
 
 
 def public_key_of(private_pem: str) -> str:
@@ -112,7 +112,7 @@ def _populate(forge: LocalForge, args: argparse.Namespace) -> str | None:
 
 async def serve(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from app.localforge.server import LocalForge
+    from app.localforge.forge_server import LocalForge
 
     try:
         settings = load_settings()

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from app.github import signing
-from app.localforge.base import (
+from app.localforge.forge_state import (
     Delivery,
     ForgeBase,
     Violation,

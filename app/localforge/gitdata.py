@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from app.localforge.git import Person, _safe_path
+from app.localforge.git_http import Person, _safe_path
 from app.localforge.rest import Answer, ApiError, Call, _validation, op
 
 # The committer GitHub writes on the commits it signs.

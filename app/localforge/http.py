@@ -17,12 +17,12 @@ from aiohttp import web
 
 from app.localforge import gitdata as _gitdata  # noqa: F401 - registers its handlers
 from app.localforge import view
-from app.localforge.base import (
+from app.localforge.forge_state import (
     GIT_PATH,
     Recorded,
     Violation,
 )
-from app.localforge.git import http_backend
+from app.localforge.git_http import http_backend
 from app.localforge.rest import HANDLERS, Answer, ApiError, Auth, Call
 from app.localforge.world import World
 

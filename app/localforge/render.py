@@ -32,7 +32,7 @@ from app.localforge.contract import WebhookContract
 from app.localforge.state import REACTIONS, User
 
 if TYPE_CHECKING:
-    from app.localforge.git import CommitInfo, Entry, FileChange
+    from app.localforge.git_http import CommitInfo, Entry, FileChange
     from app.localforge.state import (
         CheckRun,
         CheckSuite,

@@ -15,14 +15,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.localforge.base import (
+from app.localforge.deliveries import Deliveries
+from app.localforge.forge_ci import run_required_checks
+from app.localforge.forge_state import (
     CLOSING,
     ZERO_SHA,
     _node_id,
 )
-from app.localforge.ci import run_required_checks
-from app.localforge.deliveries import Deliveries
-from app.localforge.git import Person
+from app.localforge.git_http import Person
 from app.localforge.rest import ApiError, custom_error
 from app.localforge.state import (
     REACTIONS,

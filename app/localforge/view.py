@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from app.localforge.git import GitError
-from app.localforge.markdown import Links, render
+from app.localforge.git_http import GitError
+from app.localforge.github_markdown import Links, render
 
 if TYPE_CHECKING:
     from app.localforge.state import Comment, Issue, Pull, Reaction, Repo

@@ -6,9 +6,9 @@ spent, and a security update's size and rules.
 
 from __future__ import annotations
 
-from app.policy.config import SEVERITIES, Weights
 from app.policy.evidence import BUMP_SIZES, Bump, TestDelta
 from app.policy.features import Features
+from app.policy.policy_model import SEVERITIES, Weights
 from app.policy.score_types import Scoring, Tally, listed
 
 FIXER_REASON = {

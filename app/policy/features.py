@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.policy.behaviour import Behaviour, behaviours
-from app.policy.config import Policy
 from app.policy.deps import DepChange, dependency_changes
 from app.policy.diff import ChangedFile, ParsedDiff
 from app.policy.evidence import SecretFound
 from app.policy.globs import GlobSet
+from app.policy.policy_model import Policy
 from app.policy.secrets import scan_added
 
 _TEST_DEF = re.compile(

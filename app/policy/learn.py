@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from app.policy.config import AUTONOMY_CEILING, FIXER_CATEGORIES, LADDER, Autonomy, LearnRules
+from app.policy.policy_model import AUTONOMY_CEILING, FIXER_CATEGORIES, LADDER, Autonomy, LearnRules
 
 State = Literal["base", "earned", "demoted"]
 ALL = "*"  # a reset of every kind

@@ -16,11 +16,18 @@ import math
 from dataclasses import replace
 
 from app.policy import checked, factors
-from app.policy.config import AUTONOMY_CEILING, Autonomy, Decision, Policy, Thresholds, ladder_min
 from app.policy.diff import parse_diff
 from app.policy.evidence import Session
 from app.policy.features import Features, extract
 from app.policy.learn import kind_of, may_earn
+from app.policy.policy_model import (
+    AUTONOMY_CEILING,
+    Autonomy,
+    Decision,
+    Policy,
+    Thresholds,
+    ladder_min,
+)
 from app.policy.score_types import (
     HISTORY_DAYS,
     Contribution,

@@ -16,10 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.policy.config import Autonomy, Decision, Policy, Thresholds, Weights
 from app.policy.evidence import Bump, FindingsDelta, ModelUsage, Session, TestDelta
 from app.policy.features import Features
 from app.policy.learn import Past, Standing, standing
+from app.policy.policy_model import Autonomy, Decision, Policy, Thresholds, Weights
 
 Risk = Literal["low", "medium", "high"]
 TriggerKind = Literal["comment", "label", "ci", "alert", "canary", "manual", "human"]

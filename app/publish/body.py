@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import jinja2
 
-from app.policy.config import Decision
 from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun
+from app.policy.policy_model import Decision
 from app.policy.score import Score
 from app.sessions.result import SessionResult
 from app.words import plural

@@ -1,6 +1,6 @@
 """The setup phase: a repository's environment, built once per set of inputs.
 
-The setup commands (the base commit's own, or detected: :mod:`app.sessions.commands`)
+The setup commands (the base commit's own, or detected: :mod:`app.sessions.repo_commands`)
 run in the sandbox with network and the host's package configuration
 (:mod:`app.sessions.pkgconfig`), on a copy of the tree mounted at ``/workspace`` and
 an empty environment at ``/env``. What they leave is cached under
@@ -36,9 +36,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from app.errors import PatchwardenError
-from app.sessions.commands import ENV_MOUNT, RepoCommands
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
+from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
 from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step

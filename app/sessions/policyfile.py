@@ -1,5 +1,5 @@
 """The effective policy of a repository: Patchwarden's default file with the repository's
-``.github/patchwarden.yml`` from the **base** tree merged over it (app/policy/config.py).
+``.github/patchwarden.yml`` from the **base** tree merged over it (app/policy/policy_model.py).
 
 Read once, before the fixer runs, so a file that does not validate stops the job before
 anything is spent, and a patch can never change the policy that judges it.
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from app.config import SHIPPED_POLICIES
 from app.errors import ConfigError
-from app.policy.config import DEFAULT_SOURCE, Policy, load_policy
-from app.sessions.commands import CONFIG_PATH
+from app.policy.policy_model import DEFAULT_SOURCE, Policy, load_policy
 from app.sessions.files import read_confined
+from app.sessions.repo_commands import CONFIG_PATH
 
 DEFAULT_POLICY = SHIPPED_POLICIES / "default.yml"
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.policy.evidence import TestRun
-from app.sessions.commands import RepoCommands
 from app.sessions.files import read_confined, remove_confined, write_confined
+from app.sessions.repo_commands import RepoCommands
 from app.sessions.result import Diff, Step
 from app.sessions.verify import Verifier
 

@@ -13,7 +13,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import PatchwardenError
-from app.policy.config import Policy
 from app.policy.evidence import (
     Bump,
     FindingsDelta,
@@ -22,6 +21,7 @@ from app.policy.evidence import (
     TestDelta,
     Tool,
 )
+from app.policy.policy_model import Policy
 from app.redact import redact
 
 SCHEMA_VERSION: Literal[2] = 2

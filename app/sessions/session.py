@@ -36,12 +36,11 @@ from packaging.version import InvalidVersion, Version
 
 from app.errors import PatchwardenError, RepoConfigError
 from app.git import LOCAL_AUTHOR, Author, Remote
-from app.policy.config import Policy
 from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size, larger_bump
 from app.policy.features import Classifier
+from app.policy.policy_model import Policy
 from app.redact import redact
 from app.sessions import junit
-from app.sessions.commands import RepoCommands, detect
 from app.sessions.environment import (
     Environment,
     EnvironmentBuilder,
@@ -54,6 +53,7 @@ from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.process import Completed
 from app.sessions.relock import relock_bump
+from app.sessions.repo_commands import RepoCommands, detect
 from app.sessions.reproduce import reproduced, test_files
 from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox

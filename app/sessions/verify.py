@@ -25,9 +25,9 @@ from app.config import SHIPPED_POLICIES
 from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
 from app.sessions import junit, reports
-from app.sessions.commands import ENV_MOUNT, RepoCommands
 from app.sessions.files import read_confined
 from app.sessions.process import Completed
+from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
 from app.sessions.result import Diff, Phase, Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from app.errors import StoreError
-from app.store.base import Store
+from app.store.interface import Store
 from app.store.models import (
     AuditEntry,
     AuditQuery,

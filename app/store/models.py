@@ -225,7 +225,7 @@ class TrustStanding:
 @dataclass(frozen=True)
 class CheckRecord:
     """A check run or commit status that completed on a repository's default branch,
-    as GitHub reported it: what the watch reads (app/policy/watch.py)."""
+    as GitHub reported it: what the watch reads (app/policy/watch_rules.py)."""
 
     repo: str
     check: str  # the check run's name, or the status's context

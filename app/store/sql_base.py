@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from app.errors import NoDatabase, StoreError
-from app.store.base import Store
+from app.store.interface import Store
 from app.store.migrations import Migration
 from app.store.models import (
     Job,

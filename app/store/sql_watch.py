@@ -1,4 +1,4 @@
-"""What the watch on the default branch reads and keeps (app/policy/watch.py decides):
+"""What the watch on the default branch reads and keeps (app/policy/watch_rules.py decides):
 the checks that completed there, one record per GitHub run or status however often it
 is delivered, and the issue Patchwarden keeps for each finding."""
 

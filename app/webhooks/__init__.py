@@ -1,7 +1,8 @@
 """Webhook routing: one module per feature, each with its own gidgethub ``Router``.
 
-Handlers decide (with the pure functions in ``triggers``) and enqueue jobs; they never
-run git. They are invoked by the ``delivery`` job, after the server has answered 202.
+Handlers decide (with the pure functions in ``triggers``) and enqueue typed jobs
+(app/contract/); they never run git and never import the jobs. The runtime
+(app/runtime.py) invokes them for a ``delivery`` job, after the server has answered 202.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ an ``alert`` job — unless the watch knows the check as flaky there.
 
 One job per failing commit: several failed checks on the same head share it. Every
 check run and final status on the default branch is also kept for the watch
-(app/policy/watch.py), which a ``watch`` job runs at the end of the window.
+(app/policy/watch_rules.py), which a ``watch`` job runs at the end of the window.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gidgethub.routing import Router
 from app.contract.kinds import AlertJob, WatchJob
 from app.contract.lifecycle_rules import watched_merges
 from app.github import GitHubClient
-from app.policy.watch import FAILED, flaky_checks
+from app.policy.watch_rules import FAILED, flaky_checks
 from app.store import CheckRecord
 from app.webhooks import triggers
 from app.webhooks.context import HandlerContext

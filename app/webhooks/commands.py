@@ -19,7 +19,7 @@ from gidgethub.routing import Router
 
 from app.contract.kinds import DashboardJob, RevertJob
 from app.github import GitHubClient
-from app.policy.config import FIXER_CATEGORIES, Policy, load_policy
+from app.policy.policy_model import FIXER_CATEGORIES, Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.store import TrustEvent
 from app.webhooks import triggers

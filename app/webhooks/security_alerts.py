@@ -24,7 +24,7 @@ from gidgethub.routing import Router
 from app.contract.kinds import SecurityAlertJob
 from app.errors import RepoConfigError
 from app.github import GitHubClient
-from app.policy.config import REPO_SOURCE, SEVERITIES, AlertKindRules, Policy, load_policy
+from app.policy.policy_model import REPO_SOURCE, SEVERITIES, AlertKindRules, Policy, load_policy
 from app.publish.closing import close_with_comment
 from app.publish.github import Publisher
 from app.sessions.policyfile import default_policy_text

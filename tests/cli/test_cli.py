@@ -775,7 +775,7 @@ def test_the_command_starts_without_loading_what_only_some_verbs_need() -> None:
         "from app.cli.main import build_parser\n"
         "build_parser()\n"
         "heavy = ('openai', 'app.fixers.llm', 'app.sessions.session', 'aiohttp.web',"
-        " 'app.localforge.server', 'app.jobs')\n"
+        " 'app.localforge.forge_server', 'app.jobs')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     done = subprocess.run(

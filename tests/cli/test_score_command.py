@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from app.git import Remote
-from app.policy.config import Policy
+from app.policy.policy_model import Policy
 from app.policy.score import score_session
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task

@@ -15,9 +15,9 @@ import yaml
 
 from app.cli.validate import config_errors, config_schema
 from app.errors import RepoConfigError
-from app.fixers.config import fixer_settings
-from app.sessions.commands import detect
+from app.fixers.fixer_policy import fixer_settings
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text, policy_for_tree
+from app.sessions.repo_commands import detect
 from tests.cli.test_cli import run
 
 ROOT = Path(__file__).resolve().parents[2]

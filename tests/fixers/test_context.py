@@ -1,10 +1,10 @@
-"""The code a task names, shown in the agent's first message (app/fixers/llm/context.py)."""
+"""The code a task names, shown in the agent's first message (app/fixers/llm/code_context.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from app.fixers.llm.context import MAX_LINES, names_in, relevant_code
+from app.fixers.llm.code_context import MAX_LINES, names_in, relevant_code
 
 
 def test_names_are_read_from_code_the_task_writes() -> None:
@@ -50,7 +50,7 @@ def test_definitions_are_shown_as_windows_small_files_whole_within_a_budget(
 def test_a_stack_traces_frames_are_shown_first_found_by_the_tail_of_their_path(
     tmp_path: Path,
 ) -> None:
-    from app.fixers.llm.context import file_for
+    from app.fixers.llm.code_context import file_for
     from app.sessions.session import Place
 
     (tmp_path / "src" / "widgets").mkdir(parents=True)
@@ -83,7 +83,7 @@ def test_a_stack_traces_frames_are_shown_first_found_by_the_tail_of_their_path(
 
 def test_an_alerts_first_message_starts_where_its_stack_trace_ends(tmp_path: Path) -> None:
     from app.fixers.llm.prompt import task_message
-    from app.sessions.commands import RepoCommands
+    from app.sessions.repo_commands import RepoCommands
     from app.sessions.session import Document, Place, Task
 
     (tmp_path / "widgets").mkdir()

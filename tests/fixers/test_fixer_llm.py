@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from app.config import LlmProvider, Price
-from app.fixers.base import Fixer
 from app.fixers.choose import AutoFixer
+from app.fixers.culprit import RevertFixer
+from app.fixers.interface import Fixer
 from app.fixers.llm.agent import FINISH_NO_TEST, AgentFixer, _untimed, _why_unfinished
-from app.fixers.llm.client import ModelClient, ModelError
+from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day
-from app.fixers.revert import RevertFixer
 from app.git import Remote
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body

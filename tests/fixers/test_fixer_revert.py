@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.revert import RevertFixer, classify
+from app.fixers.culprit import RevertFixer, classify
 from app.git import Remote, git_env
 from app.policy.evidence import TestCounts, TestRun
 from app.sessions.backends import BwrapSandbox

@@ -63,7 +63,7 @@ def test_the_report_says_what_was_noticed_done_learned_and_spent() -> None:
 
 def test_a_hostile_check_name_stays_inert_in_the_watch_issue() -> None:
     from app.jobs.watch import render as render_watch
-    from app.policy.watch import Finding
+    from app.policy.watch_rules import Finding
     from tests.policy_helpers import default_policy
 
     name = "ci --> @octo-org/everyone **[click](https://evil.example)** <!--"

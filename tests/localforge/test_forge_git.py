@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from app.localforge.git import BareRepo, GitError, Person, git_env, http_backend
+from app.localforge.git_http import BareRepo, GitError, Person, git_env, http_backend
 
 ALICE = Person("Alice", "alice@example.com")
 BOB = Person("Bob", "bob@example.com")

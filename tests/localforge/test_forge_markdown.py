@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.localforge.git import BareRepo, Person
-from app.localforge.markdown import Links, clean_html, render
+from app.localforge.git_http import BareRepo, Person
+from app.localforge.github_markdown import Links, clean_html, render
 from app.localforge.state import Comment, Issue, Repo, User
 from app.localforge.view import page
 from tests.localforge.test_forge_view import Parsed, ok

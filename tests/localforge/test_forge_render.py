@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.localforge.contract import RestContract, WebhookContract
-from app.localforge.git import BareRepo, CommitInfo, Entry, FileChange, Person
+from app.localforge.git_http import BareRepo, CommitInfo, Entry, FileChange, Person
 from app.localforge.render import Renderer, iso
 from app.localforge.security import (
     PEOPLES_ACTIONS,

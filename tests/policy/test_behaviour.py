@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.policy.behaviour import KINDS, SAYS, behaviours
-from app.policy.config import LADDER, BehaviourWeights
 from app.policy.diff import parse_diff
 from app.policy.evidence import TestDelta
 from app.policy.features import extract
+from app.policy.policy_model import LADDER, BehaviourWeights
 from app.policy.score import Score, Verification, score
 from tests.policy_helpers import default_policy, gdiff, passed, policy_with
 
@@ -265,7 +265,7 @@ def test_the_hold_is_per_fixer_and_configurable() -> None:
 
 
 def test_a_wrong_never_automerge_entry_is_refused_with_its_line() -> None:
-    from app.policy.config import PolicyError
+    from app.policy.policy_model import PolicyError
 
     with pytest.raises(PolicyError) as err:
         policy_with("behaviour:\n  never_automerge: [robot]\n")

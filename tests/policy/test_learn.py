@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from app.policy.config import PolicyError
 from app.policy.diff import parse_diff
 from app.policy.evidence import Finding, FindingsDelta, TestDelta
 from app.policy.features import extract
 from app.policy.learn import ALL, Past, kind_of, standing, standings
+from app.policy.policy_model import PolicyError
 from app.policy.score import History, Score, Trigger, Verification, score
 from tests.policy_helpers import default_policy, gdiff, passed, policy_with
 

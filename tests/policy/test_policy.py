@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.policy.config import LADDER, PolicyError, load_policy
 from app.policy.diff import TRUNCATION_MARK, parse_diff
 from app.policy.evidence import Finding, FindingsDelta, ModelUsage, TestCounts, TestDelta, TestRun
 from app.policy.features import extract
+from app.policy.policy_model import LADDER, PolicyError, load_policy
 from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
 from app.sessions.policyfile import default_policy_text
 from tests.policy_helpers import (

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from app.git import git_env
-from app.policy.config import load_policy
 from app.policy.deps import dependency_changes
 from app.policy.diff import TRUNCATION_MARK, ChangedFile, parse_diff
 from app.policy.evidence import SecretFound
 from app.policy.features import Features, extract
 from app.policy.globs import GlobSet, compile_glob
+from app.policy.policy_model import load_policy
 from app.policy.secrets import scan_added, scan_line
 from app.sessions.policyfile import default_policy_text
 

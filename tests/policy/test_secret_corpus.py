@@ -40,8 +40,8 @@ from app.cli.demo import SAMPLE
 from app.fixers.llm.scripted import ScriptedModel, tool
 from app.git import Remote
 from app.localforge import LocalForge
-from app.policy.config import PolicyError
 from app.policy.evidence import SecretFound
+from app.policy.policy_model import PolicyError
 from app.policy.score import score_diff, score_session
 from app.policy.secrets import scan_added, scan_line
 from app.redact import find_secrets, redact

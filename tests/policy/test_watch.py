@@ -1,12 +1,12 @@
-"""The watch on the default branch (app/policy/watch.py): pure rules over a check
+"""The watch on the default branch (app/policy/watch_rules.py): pure rules over a check
 history, table-tested."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.policy.config import WatchRules
-from app.policy.watch import Run, flaky_checks, p95, watch
+from app.policy.policy_model import WatchRules
+from app.policy.watch_rules import Run, flaky_checks, p95, watch
 from tests.policy_helpers import default_policy
 
 NOW = 1_800_000_000.0

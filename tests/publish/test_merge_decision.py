@@ -10,7 +10,7 @@ import pytest
 from app.contract.lifecycle_rules import pause_reason
 from app.jobs.pull_request import body_links
 from app.policy.score import Score, Trigger, score_session
-from app.publish.merge import Check, Facts, Verdict, approvers_of, checks_of, decide
+from app.publish.merge_decision import Check, Facts, Verdict, approvers_of, checks_of, decide
 from app.store.models import Outcome, Pause
 from tests.policy_helpers import gdiff, policy_with, result_for
 

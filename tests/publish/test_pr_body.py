@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.policy.config import Policy
 from app.policy.evidence import Bump, Finding, FindingsDelta, TestDelta
+from app.policy.policy_model import Policy
 from app.policy.score import score_session
 from app.publish.body import labels_for, render_body
 from app.sessions.result import SessionResult

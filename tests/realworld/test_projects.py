@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from app.fixers.culprit import RevertFixer
 from app.fixers.lint import LintFixer
-from app.fixers.revert import RevertFixer
 from app.git import Remote
-from app.policy.config import Policy
+from app.policy.policy_model import Policy
 from app.policy.score import Trigger, score_session
 from app.sessions.session import SessionRunner, SessionSpec, Task
 from tests.conftest import git_commit

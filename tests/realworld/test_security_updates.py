@@ -17,7 +17,7 @@ from uv import find_uv_bin
 
 from app.fixers.dependency import DependencyFixer
 from app.git import Remote
-from app.policy.config import Policy
+from app.policy.policy_model import Policy
 from app.policy.score import Trigger, score_session
 from app.sessions.session import Advisory, SessionRunner, SessionSpec, Task
 from tests.realworld.bumps import BUMPS, Bump

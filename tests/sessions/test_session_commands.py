@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.sessions.commands import ENV_MOUNT, RepoConfigError, detect
+from app.sessions.repo_commands import ENV_MOUNT, RepoConfigError, detect
 from app.sessions.workspace import version_from_describe
 
 PY = "/opt/python/bin/python3"

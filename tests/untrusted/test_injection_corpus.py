@@ -20,7 +20,7 @@ from app.fixers.llm.splice import target_of
 from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
 from app.server import alert_job
-from app.sessions.commands import RepoCommands
+from app.sessions.repo_commands import RepoCommands
 from app.sessions.session import Task
 from app.untrusted.sanitize import fence
 from app.webhooks.triggers import parse_command

@@ -12,7 +12,7 @@ import pytest
 
 from app.contract.kinds import SecurityAlertJob
 from app.jobs.security_alert import security_task
-from app.policy.config import AlertKindRules
+from app.policy.policy_model import AlertKindRules
 from app.store import AuditQuery, JobState, Outcome
 from app.untrusted.sanitize import fence
 from app.webhooks.payloads import CodeScanningAlertEvent, DependabotAlertEvent

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.config import Price
-from app.fixers.base import Audit, no_audit
-from app.fixers.llm.client import Completion, ModelClient, ModelError, ToolsUnsupported
-from app.fixers.llm.context import example_path, looks_like_test
+from app.fixers.interface import Audit, no_audit
+from app.fixers.llm.code_context import example_path, looks_like_test
 from app.fixers.llm.dialects import parse
 from app.fixers.llm.meant import MAX_FILE_BYTES
+from app.fixers.llm.model_client import Completion, ModelClient, ModelError, ToolsUnsupported
 from app.fixers.llm.prompt import system_prompt, task_message
 from app.fixers.llm.spend import Ledger, Meter, ModelFixer
 from app.fixers.llm.tools import (

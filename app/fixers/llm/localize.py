@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from app.fixers.base import walk_files
-from app.fixers.llm.context import file_for, looks_like_test, names_in
+from app.fixers.interface import walk_files
+from app.fixers.llm.code_context import file_for, looks_like_test, names_in
 from app.sessions.files import read_confined
 from app.sessions.session import Place, Task
 

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.fixers.base import walk_files
-from app.fixers.llm.context import looks_like_test
+from app.fixers.interface import walk_files
+from app.fixers.llm.code_context import looks_like_test
 from app.fixers.llm.imports import module_name, unbound
 from app.sessions.files import read_confined
 from app.sessions.sandbox import WORKSPACE

@@ -14,11 +14,11 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from app.fixers.base import SKIP_DIRS
-from app.fixers.llm.context import relevant_code
+from app.fixers.interface import SKIP_DIRS
+from app.fixers.llm.code_context import relevant_code
 from app.fixers.llm.tools import TOOL_SCHEMAS
-from app.sessions.commands import RepoCommands
 from app.sessions.files import read_confined
+from app.sessions.repo_commands import RepoCommands
 from app.sessions.session import Task
 from app.untrusted.sanitize import fence, sanitize
 

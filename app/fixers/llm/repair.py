@@ -47,12 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Price
-from app.fixers.base import Audit, no_audit
+from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
 from app.fixers.llm.candidates import Candidate, candidates_of
-from app.fixers.llm.client import ModelClient, ModelError
 from app.fixers.llm.localize import Index, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
+from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import Job, other_judges, summary
 from app.fixers.llm.repair_prompt import repair_prompt

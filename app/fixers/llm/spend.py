@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.config import Price
-from app.fixers.base import Audit, Fixer, no_audit
-from app.fixers.llm.client import Completion, ModelClient, price_for
+from app.fixers.interface import Audit, Fixer, no_audit
+from app.fixers.llm.model_client import Completion, ModelClient, price_for
 from app.policy.evidence import ModelUsage
 from app.sessions.session import Budget, FixContext
 from app.store.models import ModelSpend

@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 from app.fixers import Strategy
-from app.fixers.base import Fixer
-from app.fixers.config import fixer_settings
+from app.fixers.fixer_policy import fixer_settings
+from app.fixers.interface import Fixer
 from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.repair import RepairFixer
 from app.policy.evidence import ModelUsage

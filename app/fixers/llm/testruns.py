@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.context import looks_like_test
+from app.fixers.llm.code_context import looks_like_test
 from app.fixers.llm.imports import defined_by, import_lines, unbound
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import dedent

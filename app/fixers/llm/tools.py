@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.fixers.base import SKIP_DIRS, walk_files
-from app.fixers.llm.context import looks_like_test
+from app.fixers.interface import SKIP_DIRS, walk_files
+from app.fixers.llm.code_context import looks_like_test
 from app.fixers.llm.edits import EditError, apply_edit, syntax_error
 from app.fixers.llm.imports import with_import_lines
 from app.fixers.llm.meant import (

@@ -49,8 +49,8 @@ AUTONOMY_CEILING: dict[str, Decision] = {
 
 DEFAULT_SOURCE = "policies/default.yml"
 REPO_SOURCE = ".github/patchwarden.yml"
-# Keys of .github/patchwarden.yml that other rooms own and validate (sessions/commands.py,
-# fixers/config.py); the policy only checks that they are there on purpose.
+# Keys of .github/patchwarden.yml that other rooms own and validate (sessions/repo_commands.py,
+# fixers/fixer_policy.py); the policy only checks that they are there on purpose.
 OTHER_KEYS = ("setup", "test", "fixers", "lint", "revert")
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
 
-from app.policy.config import WatchRules
+from app.policy.policy_model import WatchRules
 
 FAILED = frozenset({"failure", "timed_out", "startup_failure", "error"})
 PASSED = "success"

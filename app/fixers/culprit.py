@@ -41,15 +41,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-from app.fixers.base import Fixer
-from app.fixers.config import RevertConfig, fixer_settings
+from app.fixers.fixer_policy import RevertConfig, fixer_settings
+from app.fixers.interface import Fixer
 from app.git import run_git
 from app.policy.evidence import TestRun
 from app.sessions import junit
-from app.sessions.commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.environment import Environment, SetupFailed
 from app.sessions.files import read_confined
 from app.sessions.process import Completed
+from app.sessions.repo_commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.reports import ReportError
 from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount

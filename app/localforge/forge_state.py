@@ -1,5 +1,5 @@
 """The forge's state: its records, users and repositories, and what it was asked (the
-base of :class:`~app.localforge.server.LocalForge`)."""
+base of :class:`~app.localforge.forge_server.LocalForge`)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
 from app.git import git_env, run_git
-from app.policy.config import LADDER, REPO_SOURCE, Policy, PolicyError, load_policy
+from app.policy.policy_model import LADDER, REPO_SOURCE, Policy, PolicyError, load_policy
 from app.policy.score import Score, Trigger, score_diff
 from app.publish.body import render_score
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.fixers.base import walk_files
+from app.fixers.interface import walk_files
 from app.sessions.files import read_confined
 from app.sessions.session import Place
 

@@ -28,8 +28,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.fixers import Strategy
-from app.policy.config import invalid
-from app.sessions.commands import CONFIG_PATH, read_config_lines
+from app.policy.policy_model import invalid
+from app.sessions.repo_commands import CONFIG_PATH, read_config_lines
 
 
 class _Section(BaseModel):

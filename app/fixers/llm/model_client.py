@@ -25,7 +25,7 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from app.config import LlmProvider, Price
 from app.errors import PatchwardenError
-from app.fixers.base import Audit, no_audit
+from app.fixers.interface import Audit, no_audit
 from app.redact import redact
 
 log = logging.getLogger(__name__)

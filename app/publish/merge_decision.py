@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.github.repos import WRITE_ROLES
-from app.policy.config import Decision
+from app.policy.policy_model import Decision
 
 GREEN = frozenset({"success", "neutral", "skipped"})
 

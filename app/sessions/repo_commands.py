@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.errors import RepoConfigError
-from app.policy.config import REPO_SOURCE, Lines, parse_config
+from app.policy.policy_model import REPO_SOURCE, Lines, parse_config
 from app.sessions.files import read_confined
 
 CONFIG_PATH = REPO_SOURCE

@@ -261,7 +261,7 @@ class Store(abc.ABC):
     async def standings(self, repo: str | None = None) -> list[TrustStanding]:
         """The standings last scored, by repository and kind."""
 
-    # -- the watch on the default branch (app/policy/watch.py) --------------------
+    # -- the watch on the default branch (app/policy/watch_rules.py) --------------------
     @abc.abstractmethod
     async def record_check(self, record: CheckRecord) -> bool:
         """Keep a check completed on the default branch; False when GitHub's run or
