@@ -10,11 +10,13 @@ from typing import Any
 import aiohttp
 
 from app.github import signing
-from app.localforge.forge_state import (
+from app.localforge.forge_base import (
     Delivery,
     ForgeBase,
     Violation,
+    _node_id,
 )
+from app.localforge.state import Repo, User
 
 
 class Deliveries(ForgeBase):
@@ -111,3 +113,18 @@ class Deliveries(ForgeBase):
             session.post(self.webhook_url, data=body, headers=headers) as response,
         ):
             delivery.status = response.status
+
+    # -- webhook payloads ------------------------------------------------------
+    def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {"action": action, **fields}
+        payload["repository"] = self.repository_json(repo)
+        payload["sender"] = self.render.user(sender)
+        payload["installation"] = {
+            "id": repo.installation_id,
+            "node_id": _node_id("Installation", repo.installation_id),
+        }
+        return payload
+
+    def repository_json(self, repo: Repo) -> dict[str, Any]:
+        open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
+        return self.render.repository(repo, open_issues=open_issues)

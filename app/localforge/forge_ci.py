@@ -15,13 +15,10 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from app.localforge.rest import check_run_changed, suite_for
+from app.localforge.check_events import check_run_changed, suite_for
+from app.localforge.deliveries import Deliveries
 from app.localforge.state import CheckOutput, CheckRun, Repo, RequiredCheck
-
-if TYPE_CHECKING:
-    from app.localforge.rules import GitHubRules
 
 CI_APP = "github-actions"
 OUTPUT_LIMIT = 60_000  # GitHub caps check run output text at 65535 characters
@@ -63,7 +60,7 @@ async def run_command(check: RequiredCheck, workdir: Path) -> tuple[str, int | N
 
 
 async def run_required_checks(
-    forge: GitHubRules, repo: Repo, branch: str, before: str | None, sha: str
+    forge: Deliveries, repo: Repo, branch: str, before: str | None, sha: str
 ) -> None:
     """Run every required check of ``repo`` on ``sha`` and report check runs."""
     actions = forge.user(f"{CI_APP}[bot]")

@@ -36,7 +36,7 @@ from app.words import plural
 class LocalForge(HTTPFront):
     """GitHub with real git, in one process. :meth:`start` it; point Patchwarden at :attr:`url`.
 
-    Its parts, each a layer over the one before: :mod:`~app.localforge.forge_state` (state),
+    Its parts, each a layer over the one before: :mod:`~app.localforge.forge_base` (state),
     :mod:`~app.localforge.deliveries` (webhooks out), :mod:`~app.localforge.rules`
     (GitHub's rules), :mod:`~app.localforge.security` (Dependabot and code scanning
     alerts), :mod:`~app.localforge.world` (the test-facing API),

@@ -18,8 +18,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from app.localforge.api_errors import ApiError
 from app.localforge.git_http import Person, _safe_path
-from app.localforge.rest import Answer, ApiError, Call, _validation, op
+from app.localforge.rest import Answer, Call, _validation, op
 
 # The committer GitHub writes on the commits it signs.
 GITHUB_COMMITTER = Person("GitHub", "noreply@github.com")

@@ -17,13 +17,14 @@ from aiohttp import web
 
 from app.localforge import gitdata as _gitdata  # noqa: F401 - registers its handlers
 from app.localforge import view
-from app.localforge.forge_state import (
+from app.localforge.api_errors import ApiError
+from app.localforge.forge_base import (
     GIT_PATH,
     Recorded,
     Violation,
 )
 from app.localforge.git_http import http_backend
-from app.localforge.rest import HANDLERS, Answer, ApiError, Auth, Call
+from app.localforge.rest import HANDLERS, Answer, Auth, Call
 from app.localforge.world import World
 
 # Operations GitHub answers without credentials: the manifest's code is the credential

@@ -19,12 +19,13 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from app.localforge.api_errors import ApiError, custom_error
+from app.localforge.check_events import check_run_changed, open_pulls_at, suite_for
 from app.localforge.contract import Operation
 from app.localforge.state import (
     ROLES,
     CheckOutput,
     CheckRun,
-    CheckSuite,
     CommitStatus,
     Issue,
     Pull,
@@ -33,7 +34,6 @@ from app.localforge.state import (
 )
 
 if TYPE_CHECKING:
-    from app.localforge.rules import GitHubRules
     from app.localforge.world import World
 
 
@@ -41,18 +41,6 @@ if TYPE_CHECKING:
 class Auth:
     kind: str  # "installation" | "app" | "anonymous" (ANONYMOUS operations only)
     installation_id: int | None = None
-
-
-class ApiError(Exception):
-    """An answer other than success, in GitHub's words."""
-
-    def __init__(
-        self, status: int, message: str, *, errors: Sequence[dict[str, Any]] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.errors = list(errors) if errors is not None else None
 
 
 @dataclass
@@ -133,12 +121,6 @@ class Call:
         if sha is None:
             raise ApiError(422, f"No commit found for SHA: {ref}")
         return sha
-
-
-def custom_error(resource: str, message: str) -> ApiError:
-    """GitHub's 422 for a rule its schema cannot say (``code: custom``)."""
-    errors = [{"resource": resource, "code": "custom", "message": message}]
-    return ApiError(422, "Validation Failed", errors=errors)
 
 
 def _validation(resource: str, field: str, code: str = "invalid") -> ApiError:
@@ -653,25 +635,6 @@ async def remove_label(call: Call) -> Answer:
 
 
 # -- checks and statuses -----------------------------------------------------------
-def _runs_pulls(repo: Repo, sha: str) -> list[tuple[Pull, Issue]]:
-    return [
-        (p, repo.issues[p.number])
-        for p in repo.pulls.values()
-        if p.head_sha == sha and repo.issues[p.number].state == "open"
-    ]
-
-
-def suite_for(
-    forge: GitHubRules, repo: Repo, sha: str, app_slug: str, branch: str | None
-) -> CheckSuite:
-    for suite in repo.check_suites:
-        if suite.head_sha == sha and suite.app_slug == app_slug:
-            return suite
-    suite = CheckSuite(forge.next_id(), sha, branch, app_slug, after=sha)
-    repo.check_suites.append(suite)
-    return suite
-
-
 def _apply_run_fields(run: CheckRun, call: Call) -> None:
     status = call.field("status")
     conclusion = call.field("conclusion")
@@ -693,44 +656,6 @@ def _apply_run_fields(run: CheckRun, call: Call) -> None:
             setattr(run, name, value)
 
 
-async def check_run_changed(
-    forge: GitHubRules, repo: Repo, run: CheckRun, action: str, sender: User
-) -> None:
-    """Send check_run (and, when its suite is done, check_suite) deliveries."""
-    pulls = _runs_pulls(repo, run.head_sha)
-    forge.emit(
-        "check_run",
-        forge.event(repo, action, sender, check_run=forge.render.check_run(repo, run, pulls)),
-    )
-    suite = run.suite
-    runs = [r for r in repo.check_runs if r.suite is suite]
-    if action == "completed" and all(r.status == "completed" for r in runs):
-        order = [
-            "action_required",
-            "cancelled",
-            "timed_out",
-            "failure",
-            "neutral",
-            "skipped",
-            "success",
-        ]
-        suite.status = "completed"
-        suite.conclusion = min((r.conclusion or "success" for r in runs), key=order.index)
-        suite.updated_at = time.time()
-        head = repo.git.commit(suite.head_sha)
-        forge.emit(
-            "check_suite",
-            forge.event(
-                repo,
-                "completed",
-                sender,
-                check_suite=forge.render.check_suite(
-                    repo, suite, len(runs), pulls, head_commit=head
-                ),
-            ),
-        )
-
-
 @op("checks/create")
 async def create_check_run(call: Call) -> Answer:
     repo = call.repo
@@ -745,7 +670,7 @@ async def create_check_run(call: Call) -> Answer:
     await check_run_changed(call.forge, repo, run, "created", call.bot)
     if run.status == "completed":
         await check_run_changed(call.forge, repo, run, "completed", call.bot)
-    return Answer(201, call.forge.render.check_run(repo, run, _runs_pulls(repo, sha)))
+    return Answer(201, call.forge.render.check_run(repo, run, open_pulls_at(repo, sha)))
 
 
 def _run(call: Call, repo: Repo) -> CheckRun:
@@ -760,7 +685,7 @@ def _run(call: Call, repo: Repo) -> CheckRun:
 async def get_check_run(call: Call) -> Answer:
     repo = call.repo
     run = _run(call, repo)
-    return Answer(200, call.forge.render.check_run(repo, run, _runs_pulls(repo, run.head_sha)))
+    return Answer(200, call.forge.render.check_run(repo, run, open_pulls_at(repo, run.head_sha)))
 
 
 @op("checks/update")
@@ -777,7 +702,7 @@ async def update_check_run(call: Call) -> Answer:
     _apply_run_fields(run, call)
     if run.status == "completed" and not was_completed:
         await check_run_changed(call.forge, repo, run, "completed", call.bot)
-    return Answer(200, call.forge.render.check_run(repo, run, _runs_pulls(repo, run.head_sha)))
+    return Answer(200, call.forge.render.check_run(repo, run, open_pulls_at(repo, run.head_sha)))
 
 
 @op("checks/list-for-ref")
@@ -794,7 +719,7 @@ async def list_check_runs(call: Call) -> Answer:
         runs = list(latest.values())
     runs = [r for r in runs if (not name or r.name == name) and (not status or r.status == status)]
     chunk, headers = call.page(runs)
-    pulls = _runs_pulls(repo, sha)
+    pulls = open_pulls_at(repo, sha)
     return Answer(
         200,
         {
@@ -811,7 +736,7 @@ async def list_check_suites(call: Call) -> Answer:
     sha = call.sha(repo, call.params["ref"])
     suites = [s for s in repo.check_suites if s.head_sha == sha]
     chunk, headers = call.page(suites)
-    pulls = _runs_pulls(repo, sha)
+    pulls = open_pulls_at(repo, sha)
     head = repo.git.commit(sha)
     body = [
         call.forge.render.check_suite(

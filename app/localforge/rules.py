@@ -15,15 +15,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.localforge.api_errors import ApiError, custom_error
 from app.localforge.deliveries import Deliveries
-from app.localforge.forge_ci import run_required_checks
-from app.localforge.forge_state import (
+from app.localforge.forge_base import (
     CLOSING,
     ZERO_SHA,
-    _node_id,
 )
+from app.localforge.forge_ci import run_required_checks
 from app.localforge.git_http import Person
-from app.localforge.rest import ApiError, custom_error
 from app.localforge.state import (
     REACTIONS,
     Comment,
@@ -427,21 +426,7 @@ class GitHubRules(Deliveries):
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
-    # -- webhook payloads -------------------------------------------------------
-    def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
-        payload: dict[str, Any] = {"action": action, **fields}
-        payload["repository"] = self.repository_json(repo)
-        payload["sender"] = self.render.user(sender)
-        payload["installation"] = {
-            "id": repo.installation_id,
-            "node_id": _node_id("Installation", repo.installation_id),
-        }
-        return payload
-
-    def repository_json(self, repo: Repo) -> dict[str, Any]:
-        open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
-        return self.render.repository(repo, open_issues=open_issues)
-
+    # -- webhook payloads (event, repository_json: app/localforge/deliveries.py) ---
     def issue_json(self, repo: Repo, issue: Issue) -> dict[str, Any]:
         return self.render.issue(repo, issue, repo.pulls.get(issue.number))
 
