@@ -311,7 +311,6 @@ DECLARATIVE: dict[str, str] = {
 # a new one, and on a listed one that is gone or short now (so the list only shrinks).
 KNOWN_LONG: set[str] = {
     # issue 33 (decisions as named steps): the longest first
-    "jobs/dashboard.py:render",
     "localforge/http.py:_entry",
     "fixers/llm/repair_prompt.py:repair_prompt",
     "alerts.py:parse_sentry",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -64,8 +64,13 @@ def _pct(value: float | None) -> str:
 
 
 def render(view: View) -> str:
-    """The issue's body, in Markdown: every line a reviewer can act on."""
-    by_pr = {o.pr_number: o for o in view.outcomes if o.pr_number is not None}
+    """The issue's body, in Markdown: every line a reviewer can act on, section by
+    section (``SECTIONS``)."""
+    out = [line for section in SECTIONS for line in section(view)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _state(view: View) -> list[str]:
     out = [
         f"This issue is kept up to date by @{view.bot} after its jobs here; editing it "
         "changes nothing. Turn it off with `dashboard: false` in "
@@ -73,13 +78,18 @@ def render(view: View) -> str:
         "",
     ]
     if view.paused:
-        out += [f"**Paused**: {inert(view.paused)}. `@{view.bot} resume` resumes.", ""]
-    else:
-        out += [f"**Running.** `@{view.bot} pause` stops new work here.", ""]
+        return [*out, f"**Paused**: {inert(view.paused)}. `@{view.bot} resume` resumes.", ""]
+    return [*out, f"**Running.** `@{view.bot} pause` stops new work here.", ""]
 
-    out += ["## Open pull requests", ""]
-    if not view.open_pulls:
-        out += ["None.", ""]
+
+def _listed(title: str, lines: list[str], *, none: str = "None.") -> list[str]:
+    """A section: its heading, then its lines (or ``none``), then a blank line."""
+    return [title, "", *(lines or [none]), ""]
+
+
+def _open_pulls(view: View) -> list[str]:
+    by_pr = {o.pr_number: o for o in view.outcomes if o.pr_number is not None}
+    lines = []
     for pull in view.open_pulls:
         number = int(pull["number"])
         outcome = by_pr.get(number)
@@ -90,60 +100,55 @@ def render(view: View) -> str:
         )
         waits = (outcome.merge_said if outcome else None) or "waits for a maintainer's review"
         draft = " (draft)" if pull.get("draft") else ""
-        out.append(
-            f"- #{number}{draft} {inert(str(pull.get('title', '')))}: {risk}; {inert(waits)}"
-        )
-    if view.open_pulls:
-        out.append("")
+        title = inert(str(pull.get("title", "")))
+        lines.append(f"- #{number}{draft} {title}: {risk}; {inert(waits)}")
+    return _listed("## Open pull requests", lines)
 
+
+def _merged(view: View) -> list[str]:
     merges = [o for o in view.outcomes if o.merged_at is not None and not o.is_revert]
     undone = {o.job_id for o in reverted(view.outcomes)}
-    out += [f"## Merged in the last {WINDOW_DAYS} days", ""]
-    if not merges:
-        out += ["None.", ""]
+    lines = []
     for o in sorted(merges, key=lambda o: o.merged_at or 0, reverse=True)[:RECENT]:
         how = {"auto": "merged itself", "approved": "approved and merged"}.get(
             o.merged_how or "", "merged by a person"
         )
         mark = f" — **reverted** by #{o.reverted_by_pr}" if o.job_id in undone else ""
-        out.append(
+        lines.append(
             f"- #{o.pr_number} {inert(o.title or o.kind)}: {how}, {_day(o.merged_at or 0)}{mark}"
         )
-    if merges:
-        out.append("")
+    return _listed(f"## Merged in the last {WINDOW_DAYS} days", lines)
 
-    out += _alerts_still_open(view)
 
+def _reverts(view: View) -> list[str]:
     reverts = [o for o in view.outcomes if o.is_revert and o.pr_number is not None]
-    out += ["## Reverts", ""]
-    if not reverts:
-        out += ["None.", ""]
+    lines = []
     for o in sorted(reverts, key=lambda o: o.created_at, reverse=True)[:RECENT]:
         state = f"merged {_day(o.merged_at)}" if o.merged_at else "waiting"
         of = f" of #{o.revert_of_pr}" if o.revert_of_pr else ""
-        out.append(f"- #{o.pr_number}{of}: {state}")
-    if reverts:
-        out.append("")
+        lines.append(f"- #{o.pr_number}{of}: {state}")
+    return _listed("## Reverts", lines)
 
-    out += ["## Failed jobs", ""]
-    if not view.failed:
-        out += ["None.", ""]
+
+def _failed(view: View) -> list[str]:
+    lines = []
     for job in view.failed[:RECENT]:
         error = redact(job.last_error or "no reason recorded", known=view.secrets)
         why = inert(error.splitlines()[0][:200])
-        out.append(
+        lines.append(
             f"- job {job.id} ({job.kind}), {_day(job.updated_at)}: {why} "
             f"(`patchwarden audit --job {job.id}`)"
         )
-    if view.failed:
-        out.append("")
+    return _listed("## Failed jobs", lines)
 
+
+def _spend(view: View) -> list[str]:
     budget = (
         f" of the ${view.daily_budget_usd:.2f} daily budget"
         if view.daily_budget_usd is not None
         else " (no daily budget)"
     )
-    out += [
+    return [
         "## Spend today",
         "",
         f"${view.spend.cost_usd:.2f}{budget}: {plural(view.spend.calls, 'model call')}, "
@@ -152,27 +157,27 @@ def render(view: View) -> str:
         "",
     ]
 
+
+def _window(view: View) -> list[str]:
     rows = summarise_outcomes(view.outcomes)
-    out += [f"## The last {WINDOW_DAYS} days", ""]
     if not rows:
-        out += ["Nothing yet.", ""]
-    else:
-        row = rows[0]
-        out += [
-            "| measure | value |",
-            "|---|---|",
-            f"| pull requests opened | {row['prs']} |",
-            f"| accepted (merged) | {_pct(row['acceptance_rate'])} ({row['merged']}) |",
-            f"| reverted after merging | {_pct(row['revert_rate'])} ({row['reverted']}) |",
-            f"| median time to pull request | {format_duration(row['median_seconds_to_pr'])} |",
-            f"| median time to merge | {format_duration(row['median_seconds_to_merge'])} |",
-            f"| median time to recover | {format_duration(row['median_seconds_to_recover'])} |",
-            "| cost per merged change | "
-            + ("-" if row["cost_per_merge"] is None else f"${row['cost_per_merge']:.2f}")
-            + " |",
-            "",
-        ]
-    return "\n".join(out).rstrip() + "\n"
+        return _listed(f"## The last {WINDOW_DAYS} days", [], none="Nothing yet.")
+    row = rows[0]
+    cost = "-" if row["cost_per_merge"] is None else f"${row['cost_per_merge']:.2f}"
+    return [
+        f"## The last {WINDOW_DAYS} days",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| pull requests opened | {row['prs']} |",
+        f"| accepted (merged) | {_pct(row['acceptance_rate'])} ({row['merged']}) |",
+        f"| reverted after merging | {_pct(row['revert_rate'])} ({row['reverted']}) |",
+        f"| median time to pull request | {format_duration(row['median_seconds_to_pr'])} |",
+        f"| median time to merge | {format_duration(row['median_seconds_to_merge'])} |",
+        f"| median time to recover | {format_duration(row['median_seconds_to_recover'])} |",
+        f"| cost per merged change | {cost} |",
+        "",
+    ]
 
 
 def _alerts_still_open(view: View) -> list[str]:
@@ -253,3 +258,16 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         raise
     await ctx.store.set_dashboard_issue(kind.repo, made, digest)
     return {"status": "updated", "issue": made}
+
+
+# The dashboard's sections, in the order the issue shows them.
+SECTIONS: tuple[Callable[[View], list[str]], ...] = (
+    _state,
+    _open_pulls,
+    _merged,
+    _alerts_still_open,
+    _reverts,
+    _failed,
+    _spend,
+    _window,
+)
