@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from app.errors import StoreError
-from app.store.migrations_postgres import POSTGRES_MIGRATIONS
+from app.store.migrations import POSTGRES_MIGRATIONS
 from app.store.models import Delivery, NewJob
 from app.store.sql import SQLStore
 from app.store.sql_base import DB, Cursor

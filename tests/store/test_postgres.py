@@ -11,8 +11,7 @@ import pytest
 
 from app.errors import NoDatabase, StoreError
 from app.store import AuditQuery, Delivery, Store, mask_url, store_for_url
-from app.store.migrations import SQLITE_MIGRATIONS
-from app.store.migrations_postgres import POSTGRES_MIGRATIONS
+from app.store.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
 from tests.postgres_server import PostgresServer
 
 SECRET = "s3" + "cret"  # built, so this file holds no literal credential
