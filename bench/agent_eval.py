@@ -57,7 +57,8 @@ from app.sessions.factory import runner_from
 from app.sessions.repo_commands import detect
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
-from app.sessions.session import Document, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Document, SessionSpec, Task
 from app.sessions.verify import repo_test_command, tree_mounts
 
 HERE = Path(__file__).resolve().parent

@@ -49,7 +49,8 @@ from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import SessionResult
-from app.sessions.session import Budget, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Budget, SessionSpec, Task
 
 GIT = shutil.which("git") or "/usr/bin/git"
 GROWTH_LIMIT = 3.0  # bisect(largest N) / bisect(smallest N)

@@ -42,7 +42,8 @@ from app.git import Remote  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
 from app.sessions.result import SessionResult  # noqa: E402
-from app.sessions.session import SessionRunner, SessionSpec, Task  # noqa: E402
+from app.sessions.session import SessionRunner  # noqa: E402
+from app.sessions.task import SessionSpec, Task  # noqa: E402
 from tests.conftest import git_commit  # noqa: E402
 from tests.realworld.conftest import as_repository, inject_unused_import  # noqa: E402
 from tests.realworld.projects import PROJECTS, Project  # noqa: E402

@@ -49,9 +49,11 @@ from procstat import (
 
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
+from app.sessions.fix_context import FixContext
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from app.sessions.verify import DEFAULT_RULES, Verifier
 from app.sessions.workspace import Workspace
 

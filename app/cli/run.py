@@ -31,7 +31,7 @@ from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
 from app.sessions.factory import runner_from
 from app.sessions.result import SessionResult
-from app.sessions.session import SessionSpec, Task
+from app.sessions.task import SessionSpec, Task
 from app.words import plural
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from app.fixers.interface import Fixer
 from app.git import run_git
 from app.policy.evidence import Bump
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 
 
 class CarryFixer(Fixer):

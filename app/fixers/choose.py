@@ -31,8 +31,9 @@ from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.repair import RepairFixer
 from app.fixers.llm.spend import Ledger
 from app.fixers.llm.strategy import LlmFixer
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 
 FixerName = Literal["llm", "lint", "revert"]
 NO_MODEL = (

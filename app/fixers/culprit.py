@@ -48,12 +48,13 @@ from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.environment import Environment, SetupFailed
 from app.sessions.files import read_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.process import Completed
 from app.sessions.repo_commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.reports import ReportError
 from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
 from app.words import plural
 

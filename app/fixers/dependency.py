@@ -29,9 +29,10 @@ from app.fixers.interface import Fixer
 from app.fixers.manifests import Pins, raise_package
 from app.fixers.pins import bump_size, floor_of
 from app.policy.evidence import Bump
+from app.sessions.fix_context import FixContext
 from app.sessions.relock import LockPlan, plan_lock
 from app.sessions.result import FixOutcome
-from app.sessions.session import Advisory, Budget, FixContext, Task
+from app.sessions.task import Advisory, Budget, Task
 from app.words import plural
 
 ECOSYSTEMS = ("pip",)

@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 
 # What fixers record in the audit log: audit(action, *, reason=..., details=...).
 Audit = Callable[..., Awaitable[None]]

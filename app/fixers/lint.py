@@ -31,9 +31,10 @@ from pathlib import Path
 from app.fixers.fixer_policy import LintConfig, fixer_settings
 from app.fixers.interface import Fixer, walk_files
 from app.sessions.files import read_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 from app.sessions.verify import (
     DEFAULT_RULES,
     RULES_MOUNT,

@@ -27,9 +27,10 @@ import yaml
 
 from app.fixers.interface import Fixer
 from app.sessions.files import read_confined, write_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
-from app.sessions.session import Budget, FixContext, ScanAlert, Task
+from app.sessions.task import Budget, ScanAlert, Task
 from app.sessions.verify import DEFAULT_RULES, RULES_MOUNT, TOOL_OUTPUT_BYTES, semgrep_scan
 
 SEMGREP_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")

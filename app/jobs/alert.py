@@ -21,7 +21,7 @@ from app.jobs.report import Silent
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
 from app.sessions.result import SessionResult
-from app.sessions.session import Document, Place, Task
+from app.sessions.task import Document, Place, Task
 from app.store import Job, Outcome
 
 

@@ -12,7 +12,7 @@ from app.jobs.context import JobContext, Running
 from app.jobs.report import job_comment
 from app.jobs.to_pull import PullOptions, ended, session_to_pull
 from app.policy.score import Trigger
-from app.sessions.session import Document, Task
+from app.sessions.task import Document, Task
 from app.store import Job
 
 

@@ -17,7 +17,7 @@ from app.jobs.report import Report
 from app.policy.score import Score
 from app.publish.body import labels_for, render_body, verdict
 from app.sessions.result import SessionResult
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.store import Outcome
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from app.jobs.context import JobContext, Running
 from app.jobs.report import report_for
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.store import Job
 
 

@@ -30,7 +30,7 @@ from app.jobs.context import JobContext, Running
 from app.jobs.report import Silent
 from app.jobs.to_pull import PullOptions, session_to_pull
 from app.policy.score import Trigger
-from app.sessions.session import Advisory, Document, Place, ScanAlert, Task
+from app.sessions.task import Advisory, Document, Place, ScanAlert, Task
 from app.store import Job
 
 

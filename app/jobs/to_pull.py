@@ -26,7 +26,7 @@ from app.policy.policy_model import Policy
 from app.policy.score import Learned, Score, Trigger, score_session
 from app.publish.body import inline, verdict
 from app.sessions.result import SessionResult
-from app.sessions.session import SessionSpec, Task
+from app.sessions.task import SessionSpec, Task
 from app.sessions.workspace import branch_name
 from app.store import Outcome, TrustStanding
 

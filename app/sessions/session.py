@@ -26,7 +26,6 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +34,6 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from app.errors import PatchwardenError, RepoConfigError
-from app.git import LOCAL_AUTHOR, Author, Remote
 from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size, larger_bump
 from app.policy.features import Classifier
 from app.policy.policy_model import Policy
@@ -48,219 +46,25 @@ from app.sessions.environment import (
     distributions,
 )
 from app.sessions.files import read_confined, remove_confined
+from app.sessions.fix_context import FixContext, Fixer
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
-from app.sessions.process import Completed
 from app.sessions.relock import relock_bump
 from app.sessions.repo_commands import RepoCommands, detect
 from app.sessions.reproduce import reproduced, test_files
 from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
-from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
+from app.sessions.sandbox import Sandbox
+from app.sessions.task import Progress, SessionSpec, quiet
 from app.sessions.verify import (
     DEFAULT_RULES,
     Timeouts,
     Verifier,
-    make_step,
-    repo_test_command,
-    tree_mounts,
 )
 from app.sessions.workspace import Workspace, branch_name
 from app.words import plural
 
 log = logging.getLogger(__name__)
-
-
-Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Document:
-    """Text from someone other than the requester (an issue body, a comment, an alert
-    payload, a failing check's output). Fixers treat it as data: sanitised and fenced
-    (:mod:`app.untrusted.sanitize`) before any model sees it."""
-
-    source: str  # "issue #12 body", "comment by @octocat", "alert payload"
-    text: str
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where an alert says the failure happened (a stack frame of the application's
-    code): a path as the running program named it, which may be absolute or start
-    elsewhere than the repository's root (the fixer finds the file it means)."""
-
-    path: str
-    line: int | None = None
-    function: str | None = None
-
-
-@dataclass(frozen=True)
-class Advisory:
-    """A Dependabot alert's facts: names, versions and ids (its texts are documents)."""
-
-    package: str
-    ecosystem: str
-    manifest: str | None
-    vulnerable_range: str
-    first_patched: str | None
-    id: str  # GHSA id
-    cve: str | None = None
-    severity: str = ""
-    url: str = ""
-    summary: str = ""  # the advisory's summary (sanitised at intake; untrusted)
-
-
-@dataclass(frozen=True)
-class ScanAlert:
-    """A code scanning alert's facts: the tool, the rule and where it was found."""
-
-    tool: str  # "semgrep", "CodeQL", ...
-    rule: str  # the rule's id as the tool reported it
-    path: str
-    start_line: int
-    end_line: int | None = None
-    number: int = 0  # the alert's number in the repository
-
-
-@dataclass(frozen=True)
-class Task:
-    """What a session is asked to do."""
-
-    title: str  # one line: names the branch and the commit
-    kind: Literal["fix", "alert", "lint"] = "fix"
-    instructions: str = ""  # the requester's own words (a writer's command, --task)
-    documents: tuple[Document, ...] = ()  # untrusted context
-    check: str | None = None  # alert from CI: the failing check's name
-    good: str | None = None  # alert: the last commit known to pass, if the caller knows it
-    culprit: str | None = None  # revert exactly this commit (the canary, `@patchwarden revert`)
-    monitoring: bool = False  # alert from monitoring (/alerts): its tests pass as a rule
-    places: tuple[Place, ...] = ()  # a stack trace's frames in the application, innermost first
-    advisory: Advisory | None = None  # a Dependabot alert: the package to raise past it
-    scan: ScanAlert | None = None  # a code scanning alert: the rule and its place
-
-    @property
-    def words(self) -> str:
-        """Everything the task says, in one string: title, instructions, documents (for
-        matching only; documents stay untrusted data)."""
-        return " ".join([self.title, self.instructions, *(d.text for d in self.documents)])
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Limits on one job's model use (docs/configuration.md#the-llm-fixer)."""
-
-    max_steps: int = 40  # model turns
-    max_tokens: int = 400_000  # prompt + completion, all turns
-    max_cost_usd: float | None = 2.0  # None: no cap (a local model costs nothing)
-    daily_usd: float | None = 20.0  # per installation per UTC day; None: no cap
-
-
-@dataclass(frozen=True)
-class SessionSpec:
-    remote: Remote
-    task: Task
-    job_id: int | None = None
-    base: str | None = None  # a sha or ref of the repository; None = default branch tip
-    installation_id: int | None = None  # whose daily model budget the job spends
-    budget: Budget = field(default_factory=Budget)
-    branch: str | None = None  # default: patchwarden/<job>-<slug>; an update keeps its PR's
-    # `setup:`/`test:` for this session over the base branch's config (patchwarden run)
-    commands: Mapping[str, Any] = field(default_factory=dict)
-    author: Author = LOCAL_AUTHOR  # the App's bot user, when a job knows it
-
-
-def _quiet(message: str) -> None:
-    """The default progress callback: nothing shown."""
-
-
-@dataclass
-class FixContext:
-    """What a fixer gets: the tree to edit and a way to run commands in the sandbox."""
-
-    spec: SessionSpec
-    tree: Path  # host path of the tree; edits here become the patch
-    commands: RepoCommands
-    sandbox: Sandbox
-    environment: Environment | None  # the repository's, from the setup phase
-    timeouts: Timeouts
-    secrets: list[str]
-    workspace: Workspace  # host-side git on the session's repository (never sandboxed)
-    progress: Progress = _quiet
-    steps: list[Step] = field(default_factory=list)
-    environments: EnvironmentBuilder | None = None  # for other commits (the culprit finder)
-
-    @property
-    def env_dir(self) -> Path | None:
-        """Where the environment is on the host (mounted at /env); None without one."""
-        return self.environment.path if self.environment is not None else None
-
-    @property
-    def task(self) -> Task:
-        return self.spec.task
-
-    @property
-    def budget(self) -> Budget:
-        return self.spec.budget
-
-    @property
-    def mounts(self) -> list[Mount]:
-        return tree_mounts(self.tree, self.env_dir)
-
-    async def run(
-        self,
-        argv: Sequence[str],
-        *,
-        name: str = "fix",
-        timeout: float | None = None,  # noqa: ASYNC109 - the sandbox kills the tree
-        env: Mapping[str, str] | None = None,
-        mounts: Sequence[Mount] | None = None,
-        cwd: str = WORKSPACE,
-        output_bytes: int | None = None,
-        keep_stdout: bool = True,
-    ) -> Completed:
-        """Run ``argv`` in the sandbox (no network) and record the step; by default on
-        the tree at /workspace with the repository's environment at /env. A command
-        whose stdout is data to parse (``output_bytes`` raised for it) should not keep
-        it in the stored step (``keep_stdout=False``)."""
-        limits = None
-        if output_bytes is not None:
-            limits = replace(self.sandbox.limits, output_bytes=output_bytes)
-        done = await self.sandbox.run(
-            argv,
-            mounts=self.mounts if mounts is None else mounts,
-            cwd=cwd,
-            env=env,
-            timeout=timeout or self.timeouts.fix,
-            limits=limits,
-        )
-        self.steps.append(
-            make_step(
-                done,
-                name=name,
-                phase="fix",
-                tree="head" if mounts is None else None,  # elsewhere: not the patch's tree
-                secrets=self.secrets,
-                include_stdout=keep_stdout,
-            )
-        )
-        return done
-
-    async def run_tests(self, extra: Sequence[str] = (), *, name: str = "fix-tests") -> Completed:
-        """The repository's test command (plus ``extra``) on the tree, in the sandbox."""
-        argv, env = repo_test_command(self.commands, self.env_dir, extra)
-        return await self.run(argv, name=name, env=env, timeout=self.timeouts.tests)
-
-    async def changed_paths(self) -> list[str]:
-        """Paths of the tree that differ from the base commit (untracked ones included)."""
-        return await self.workspace.changed_paths()
-
-    async def restore(self, paths: Sequence[str]) -> None:
-        """Put ``paths`` back as the base commit has them (new files are deleted)."""
-        await self.workspace.restore(paths)
-
-
-Fixer = Callable[[FixContext], Awaitable[FixOutcome]]
 
 
 class SessionRunner:
@@ -293,7 +97,7 @@ class SessionRunner:
         )
 
     async def run(
-        self, spec: SessionSpec, fixer: Fixer, *, progress: Progress = _quiet
+        self, spec: SessionSpec, fixer: Fixer, *, progress: Progress = quiet
     ) -> SessionResult:
         """Run the whole session; failures become a SessionResult with ``error``.
 

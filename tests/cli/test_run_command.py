@@ -19,7 +19,7 @@ from app.fixers.choose import LINT_ONLY, NO_MODEL, Choice, choose, is_about_lint
 from app.fixers.llm.scripted import ScriptedModel, tool
 from app.git import git_env
 from app.sessions.result import SessionResult
-from app.sessions.session import Task
+from app.sessions.task import Task
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
 
 

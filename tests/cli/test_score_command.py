@@ -16,8 +16,10 @@ import yaml
 from app.git import Remote
 from app.policy.policy_model import Policy
 from app.policy.score import score_session
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from tests.conftest import CALC, CALC_TESTS, git_commit, make_project
 
 ROOT = Path(__file__).resolve().parents[2]

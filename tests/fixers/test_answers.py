@@ -170,7 +170,7 @@ def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
 def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None:
     from app.fixers.llm.examples import examples
     from app.fixers.llm.localize import Index, Suspect
-    from app.sessions.session import Document, Task
+    from app.sessions.task import Document, Task
 
     suspect = Suspect(Symbol("units.py", "to_celsius", 1, 2, "function"), 1.0)
     task = Task(

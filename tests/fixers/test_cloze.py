@@ -12,7 +12,7 @@ from app.fixers.llm import cloze
 from app.fixers.llm.localize import index
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.splice import target_of
-from app.sessions.session import Document, Task
+from app.sessions.task import Document, Task
 
 TASKS = Path(__file__).parents[2] / "bench" / "agent_tasks"
 

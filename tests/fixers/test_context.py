@@ -51,7 +51,7 @@ def test_a_stack_traces_frames_are_shown_first_found_by_the_tail_of_their_path(
     tmp_path: Path,
 ) -> None:
     from app.fixers.llm.code_context import file_for
-    from app.sessions.session import Place
+    from app.sessions.task import Place
 
     (tmp_path / "src" / "widgets").mkdir(parents=True)
     body = [f"x{i} = {i}" for i in range(100)]
@@ -84,7 +84,7 @@ def test_a_stack_traces_frames_are_shown_first_found_by_the_tail_of_their_path(
 def test_an_alerts_first_message_starts_where_its_stack_trace_ends(tmp_path: Path) -> None:
     from app.fixers.llm.prompt import task_message
     from app.sessions.repo_commands import RepoCommands
-    from app.sessions.session import Document, Place, Task
+    from app.sessions.task import Document, Place, Task
 
     (tmp_path / "widgets").mkdir()
     (tmp_path / "widgets" / "stats.py").write_text(

@@ -13,7 +13,7 @@ from app.fixers.llm.contradictions import strip_contradictions
 from app.fixers.llm.examples import Example, example_test, examples
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.testruns import with_imports
-from app.sessions.session import Document, Task
+from app.sessions.task import Document, Task
 
 IDX = Index(
     defines={

@@ -22,7 +22,8 @@ from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.sandbox import Mount
-from app.sessions.session import Advisory, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Advisory, SessionSpec, Task
 from tests.conftest import make_project
 from tests.policy_helpers import default_policy, policy_with
 from tests.sessions.test_pkgconfig import _wheel

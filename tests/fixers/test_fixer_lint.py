@@ -10,7 +10,8 @@ import yaml
 
 from app.fixers.lint import AUTOFIX_RULES, LintFixer
 from app.git import Remote
-from app.sessions.session import SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from tests.conftest import git_commit, make_project
 
 pytestmark = [

@@ -27,7 +27,8 @@ from app.git import Remote
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
 from app.sessions.result import SessionResult
-from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Budget, Document, SessionSpec, Task
 from app.store import AuditQuery, ModelSpend, store_for_url
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 

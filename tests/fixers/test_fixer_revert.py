@@ -16,7 +16,8 @@ from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import Mount
-from app.sessions.session import SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
 
 pytestmark = [

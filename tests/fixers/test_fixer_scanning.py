@@ -12,7 +12,8 @@ import pytest
 from app.fixers.llm.scripted import tool
 from app.fixers.scanning import ScanningFixer, find_rule
 from app.git import Remote
-from app.sessions.session import Document, Place, ScanAlert, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Document, Place, ScanAlert, SessionSpec, Task
 from tests.conftest import make_project
 from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
     MakeFixer,

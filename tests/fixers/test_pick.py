@@ -8,7 +8,7 @@ import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.pick import named, order_of, pick_prompt, picked
-from app.sessions.session import Document, Task
+from app.sessions.task import Document, Task
 
 SOURCE = (
     "class EventBus:\n"

@@ -23,7 +23,8 @@ from app.git import Remote
 from app.localforge import LocalForge
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
-from app.sessions.session import Budget, Document, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Budget, Document, SessionSpec, Task
 from tests.conftest import INSTALLATION, REPO, Harness, make_project
 from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
     MakeClient,

@@ -14,7 +14,7 @@ from app.fixers.llm.reproduction import reproduces
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
-from app.sessions.session import Document, Task
+from app.sessions.task import Document, Task
 
 TASK = Task(
     title="stock can go negative",

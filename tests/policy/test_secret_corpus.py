@@ -45,8 +45,10 @@ from app.policy.policy_model import PolicyError
 from app.policy.score import score_diff, score_session
 from app.policy.secrets import scan_added, scan_line
 from app.redact import find_secrets, redact
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from app.store import AuditQuery
 from tests.conftest import CALC, CALC_TESTS, INSTALLATION, REPO, Harness, make_project
 from tests.policy_helpers import default_policy, gdiff, policy_with, result_for

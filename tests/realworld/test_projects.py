@@ -22,7 +22,8 @@ from app.fixers.lint import LintFixer
 from app.git import Remote
 from app.policy.policy_model import Policy
 from app.policy.score import Trigger, score_session
-from app.sessions.session import SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from tests.conftest import git_commit
 from tests.realworld.conftest import (
     as_repository,

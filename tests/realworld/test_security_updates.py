@@ -19,7 +19,8 @@ from app.fixers.dependency import DependencyFixer
 from app.git import Remote
 from app.policy.policy_model import Policy
 from app.policy.score import Trigger, score_session
-from app.sessions.session import Advisory, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import Advisory, SessionSpec, Task
 from tests.realworld.bumps import BUMPS, Bump
 from tests.realworld.conftest import as_repository
 from tests.realworld.sdists import commit

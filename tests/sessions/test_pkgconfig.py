@@ -30,6 +30,7 @@ from cryptography.x509.oid import NameOID
 
 from app.git import Remote
 from app.sessions.backends import BwrapSandbox
+from app.sessions.fix_context import FixContext
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import (
     CONFIG_MOUNT,
@@ -41,7 +42,8 @@ from app.sessions.pkgconfig import (
 )
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import SandboxError
-from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from tests.conftest import make_project, running_with
 
 PASSWORD = "s3cret-index-pass"

@@ -20,8 +20,10 @@ import pytest
 
 from app.git import GitError, Remote, git_env, run_git
 from app.localforge import LocalForge
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome, SessionResult
-from app.sessions.session import FixContext, SessionRunner, SessionSpec, Task
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
 from app.sessions.workspace import WorkspaceError
 from tests.conftest import (
     CALC,

@@ -21,7 +21,7 @@ from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
 from app.server import alert_job
 from app.sessions.repo_commands import RepoCommands
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.untrusted.sanitize import fence
 from app.webhooks.triggers import parse_command
 from tests.injection_corpus import BODY, CASES, WHERES, Case, leaks, posted, revealed

@@ -43,8 +43,9 @@ from app.fixers.llm.tools import (
     ToolResult,
 )
 from app.sessions.files import read_confined, write_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome, TranscriptEntry
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 
 ToolMode = Literal["auto", "native", "json"]
 MAX_IDLE_TURNS = 3

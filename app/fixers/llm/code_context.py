@@ -20,7 +20,7 @@ from pathlib import Path
 
 from app.fixers.interface import walk_files
 from app.sessions.files import read_confined
-from app.sessions.session import Place
+from app.sessions.task import Place
 
 MAX_FILES = 2000  # Python files searched at most
 MAX_FILE_BYTES = 256 * 1024

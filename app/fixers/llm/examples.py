@@ -23,7 +23,8 @@ from typing import Any
 
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect
-from app.sessions.session import FixContext, Task
+from app.sessions.fix_context import FixContext
+from app.sessions.task import Task
 
 MAX_EXAMPLES = 4
 

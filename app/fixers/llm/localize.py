@@ -31,7 +31,7 @@ from typing import Literal
 from app.fixers.interface import walk_files
 from app.fixers.llm.code_context import file_for, looks_like_test, names_in
 from app.sessions.files import read_confined
-from app.sessions.session import Place, Task
+from app.sessions.task import Place, Task
 
 MAX_FILES = 3000  # Python files
 MAX_FILE_BYTES = 512 * 1024

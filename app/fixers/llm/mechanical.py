@@ -19,7 +19,7 @@ from app.fixers.llm.mutants import Mutant, mutants
 from app.fixers.llm.splice import Target, changed_lines, splice, unit_sources
 from app.fixers.llm.testruns import try_change
 from app.sessions.files import write_confined
-from app.sessions.session import FixContext
+from app.sessions.fix_context import FixContext
 from app.words import plural
 
 # Why no mechanical change was tried: a change no model wrote needs a strong judge (the

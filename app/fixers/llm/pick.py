@@ -21,7 +21,7 @@ from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.repair_prompt import issue_text
 from app.fixers.llm.reproduction import Sample
 from app.fixers.llm.splice import dedent
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.untrusted.sanitize import fence
 
 TARGETS = 2  # suspects tried, best first

@@ -19,7 +19,7 @@ from app.fixers.llm.code_context import relevant_code
 from app.fixers.llm.tools import TOOL_SCHEMAS
 from app.sessions.files import read_confined
 from app.sessions.repo_commands import RepoCommands
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.untrusted.sanitize import fence, sanitize
 
 INSTRUCTIONS_PATH = ".github/patchwarden.md"

@@ -61,8 +61,9 @@ from app.fixers.llm.spend import Ledger, ModelFixer
 from app.fixers.llm.splice import Target, header, target_of
 from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
 from app.sessions.files import remove_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 from app.words import plural
 
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too

@@ -15,8 +15,9 @@ from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import try_change
 from app.sessions.files import read_confined, write_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry
-from app.sessions.session import FixContext, Task
+from app.sessions.task import Task
 from app.words import plural
 
 TRANSCRIPT_ENTRY_CHARS = 4000

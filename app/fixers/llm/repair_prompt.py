@@ -37,7 +37,7 @@ from app.fixers.llm.testruns import (
     import_example,
     source_of_test,
 )
-from app.sessions.session import Task
+from app.sessions.task import Task
 from app.untrusted.sanitize import fence, sanitize
 
 MAX_ISSUE_CHARS = 3000

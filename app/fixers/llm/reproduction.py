@@ -46,7 +46,8 @@ from app.fixers.llm.testruns import (
     with_imports,
 )
 from app.sessions.files import remove_confined, write_confined
-from app.sessions.session import FixContext, Task
+from app.sessions.fix_context import FixContext
+from app.sessions.task import Task
 from app.words import plural
 
 

@@ -17,7 +17,8 @@ from app.config import Price
 from app.fixers.interface import Audit, Fixer, no_audit
 from app.fixers.llm.model_client import Completion, ModelClient, price_for
 from app.policy.evidence import ModelUsage
-from app.sessions.session import Budget, FixContext
+from app.sessions.fix_context import FixContext
+from app.sessions.task import Budget
 from app.store.models import ModelSpend
 
 

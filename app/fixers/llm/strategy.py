@@ -18,8 +18,9 @@ from app.fixers.interface import Fixer
 from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.repair import RepairFixer
 from app.policy.evidence import ModelUsage
+from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
-from app.sessions.session import Budget, FixContext, Task
+from app.sessions.task import Budget, Task
 
 MIN_AGENT_STEPS = 5  # fewer model calls left than this: the agent is not started
 MIN_AGENT_TOKENS = 20_000

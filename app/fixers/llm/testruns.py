@@ -27,9 +27,9 @@ from app.fixers.llm.splice import dedent
 from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.files import read_confined, write_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.reports import ReportError
 from app.sessions.sandbox import Mount
-from app.sessions.session import FixContext
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
 
 MAX_TEST_CHARS = 2500

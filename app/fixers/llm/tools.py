@@ -39,8 +39,8 @@ from app.fixers.llm.meant import (
     tests_in,
 )
 from app.sessions.files import read_confined, write_confined
+from app.sessions.fix_context import FixContext
 from app.sessions.sandbox import WORKSPACE
-from app.sessions.session import FixContext
 
 MAX_READ_LINES = 300
 MAX_LIST = 300
