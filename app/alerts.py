@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.errors import AlertFormatError
 
@@ -247,6 +247,70 @@ def _sentry_event(event: Mapping[str, Any], data: Mapping[str, Any]) -> tuple[di
     return labels, issue
 
 
+class _SentryRead(NamedTuple):
+    """What a Sentry webhook says about the problem, before it is routed."""
+
+    labels: dict[str, str]
+    identity: str  # the issue's (or the event's) id
+    title: str
+    frames: list[Frame]
+    lines: list[str]  # the body's first lines: the exception, where
+    facts: list[tuple[str, Any]]  # (what, value) lines after them
+    url: str | None
+
+
+def _sentry_issue(data: Mapping[str, Any]) -> _SentryRead:
+    """``issue`` (``created`` or ``unresolved``): the issue alone, no event."""
+    issue = data.get("issue")
+    if not isinstance(issue, Mapping):
+        raise AlertFormatError("Sentry issue webhook: 'data.issue' must be an object")
+    project = _obj(issue.get("project"))
+    labels = {
+        k: _text(project.get(v), 100)
+        for k, v in (("sentry_project", "slug"), ("sentry_project_id", "id"))
+        if project.get(v) is not None
+    }
+    lines = []
+    metadata = _obj(issue.get("metadata"))
+    if metadata.get("type") or metadata.get("value"):
+        lines.append(f"{_text(metadata.get('type'), 200)}: {_text(metadata.get('value'), 2000)}")
+    if metadata.get("filename"):
+        lines.append(f"  in {_text(metadata.get('filename'), 300)}")
+    status = issue.get("status")
+    facts = [
+        ("culprit", issue.get("culprit")),
+        ("level", issue.get("level")),
+        ("status", f"{status} ({issue.get('substatus')})" if issue.get("substatus") else status),
+        ("first seen", issue.get("firstSeen")),
+        ("first release", _obj(issue.get("firstRelease")).get("version")),
+        ("events", issue.get("count")),
+    ]
+    url = _url(issue.get("permalink")) or _url(issue.get("web_url"))
+    identity, title = _text(issue.get("id"), 40), _text(issue.get("title"), 500)
+    return _SentryRead(labels, identity, title, [], lines, facts, url)
+
+
+def _sentry_fired(resource: str, data: Mapping[str, Any]) -> _SentryRead:
+    """``event_alert`` (an issue alert rule fired) and ``error``: the event, with its
+    exception, stack frames and release."""
+    key = "event" if resource == "event_alert" else "error"
+    event = data.get(key)
+    if not isinstance(event, Mapping):
+        raise AlertFormatError(f"Sentry {resource} webhook: 'data.{key}' must be an object")
+    labels, identity = _sentry_event(event, data)
+    frames, lines = _frames(event)
+    facts = [
+        ("culprit", event.get("culprit")),
+        ("level", event.get("level")),
+        ("release", event.get("release")),
+        ("environment", event.get("environment")),
+        ("seen at", event.get("datetime")),
+        ("alert rule", data.get("triggered_rule")),
+    ]
+    title = _text(event.get("title"), 500)
+    return _SentryRead(labels, identity, title, frames, lines, facts, _url(event.get("web_url")))
+
+
 def parse_sentry(
     body: Any, *, resource: str, routes: Mapping[str, str], day: str = ""
 ) -> ParsedAlerts:
@@ -270,59 +334,8 @@ def parse_sentry(
     }
     if action not in wanted[resource]:
         return ParsedAlerts([], [f"Sentry {resource} {shown(action)} starts no job"])
-    frames: list[Frame] = []
-    lines: list[str] = []
-    if resource == "issue":
-        issue = data.get("issue")
-        if not isinstance(issue, Mapping):
-            raise AlertFormatError("Sentry issue webhook: 'data.issue' must be an object")
-        project = _obj(issue.get("project"))
-        labels = {
-            k: _text(project.get(v), 100)
-            for k, v in (("sentry_project", "slug"), ("sentry_project_id", "id"))
-            if project.get(v) is not None
-        }
-        identity = _text(issue.get("id"), 40)
-        title = _text(issue.get("title"), 500)
-        metadata = _obj(issue.get("metadata"))
-        if metadata.get("type") or metadata.get("value"):
-            lines.append(
-                f"{_text(metadata.get('type'), 200)}: {_text(metadata.get('value'), 2000)}"
-            )
-        if metadata.get("filename"):
-            lines.append(f"  in {_text(metadata.get('filename'), 300)}")
-        version = _obj(issue.get("firstRelease")).get("version")
-        facts = [
-            ("culprit", issue.get("culprit")),
-            ("level", issue.get("level")),
-            (
-                "status",
-                f"{issue.get('status')} ({issue.get('substatus')})"
-                if issue.get("substatus")
-                else issue.get("status"),
-            ),
-            ("first seen", issue.get("firstSeen")),
-            ("first release", version),
-            ("events", issue.get("count")),
-        ]
-        url = _url(issue.get("permalink")) or _url(issue.get("web_url"))
-    else:
-        key = "event" if resource == "event_alert" else "error"
-        event = data.get(key)
-        if not isinstance(event, Mapping):
-            raise AlertFormatError(f"Sentry {resource} webhook: 'data.{key}' must be an object")
-        labels, identity = _sentry_event(event, data)
-        title = _text(event.get("title"), 500)
-        frames, lines = _frames(event)
-        facts = [
-            ("culprit", event.get("culprit")),
-            ("level", event.get("level")),
-            ("release", event.get("release")),
-            ("environment", event.get("environment")),
-            ("seen at", event.get("datetime")),
-            ("alert rule", data.get("triggered_rule")),
-        ]
-        url = _url(event.get("web_url"))
+    read = _sentry_issue(data) if resource == "issue" else _sentry_fired(resource, data)
+    labels, identity, title, frames, lines, facts, url = read
     name = shown(title or f"Sentry {resource}")
     if not identity:
         raise AlertFormatError(f"Sentry {resource} webhook: no issue or event id")

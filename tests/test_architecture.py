@@ -313,7 +313,6 @@ KNOWN_LONG: set[str] = {
     # issue 33 (decisions as named steps): the longest first
     "localforge/http.py:_entry",
     "fixers/llm/repair_prompt.py:repair_prompt",
-    "alerts.py:parse_sentry",
     "localforge/render.py:repository",
     "sessions/process.py:run_captured",
     "fixers/llm/repair.py:_repair",
