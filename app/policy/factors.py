@@ -175,11 +175,13 @@ def behaviour(s: Scoring, tally: Tally) -> None:
 
 def asked_by(s: Scoring, tally: Tally) -> None:
     """GitHub's own security alert holds the change for a maintainer where its
-    ``alerts.<kind>.mode`` says review; a person's change is scored from its diff."""
+    ``alerts.<kind>.mode`` says review; a person's change (no session checked it) is
+    scored from its diff, with ``weights.fixer.human``."""
     alert = s.trigger.alert if s.trigger is not None else None
     if alert is None:
-        why = "a person's change, scored from its diff alone"
-        tally.add("fixer", "human", s.w.fixer.human, why)
+        if s.verification is None:  # a fixer's change has its fixer's points instead
+            why = "a person's change, scored from its diff alone"
+            tally.add("fixer", "human", s.w.fixer.human, why)
         return
     if getattr(s.policy.alerts, alert).mode == "review":
         what = "Dependabot" if alert == "dependabot" else "code scanning"

@@ -128,6 +128,22 @@ def test_an_invalid_file_is_refused_with_its_line(repo: str, line: int, says: st
 # -- factors and rules -------------------------------------------------------------------
 
 
+def test_the_human_weight_scores_a_person_s_change_and_never_a_fixer_s() -> None:
+    """``weights.fixer.human`` is for a diff no session checked (``patchwarden score``):
+    a model's fix asked for in a comment has the model's points, not a person's too."""
+    policy = policy_with("weights:\n  fixer:\n    human: 7\n")
+    diff = gdiff("src/app/util.py", ["x = 1"])
+    features = extract(parse_diff(diff), policy)
+    person = score(features, policy, trigger=Trigger("human"))
+    fix = score(
+        features, policy, verification=verification(fixer="llm"), trigger=Trigger("comment")
+    )
+    assert [(c.factor, c.value, c.points) for c in person.contributions if c.factor == "fixer"] == [
+        ("fixer", "human", 7)
+    ]
+    assert [c.value for c in fix.contributions if c.factor == "fixer"] == ["llm"]
+
+
 def verification(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
