@@ -317,7 +317,6 @@ KNOWN_LONG: set[str] = {
     "sessions/process.py:run_captured",
     "fixers/llm/repair.py:_repair",
     "store/sql_jobs.py:claim",
-    "policy/features.py:extract",
     "fixers/llm/reproduction.py:reproduce",
     "localforge/rules.py:merge_pull",
     "sessions/backends.py:_wrap",

@@ -108,6 +108,23 @@ class Classifier:
         return "source"
 
 
+@dataclass
+class _Read:
+    """What ``extract`` has read so far, file by file."""
+
+    files: list[FileFeature] = field(default_factory=list)
+    stats: dict[str, list[int]] = field(default_factory=dict)  # category: files, +, -
+    deps: list[DepChange] = field(default_factory=list)
+    added_t: list[str] = field(default_factory=list)
+    modified_t: list[str] = field(default_factory=list)
+    deleted_t: list[str] = field(default_factory=list)
+    removed_fns: list[str] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)
+    behaving: list[Behaviour] = field(default_factory=list)
+    secrets: list[SecretFound] = field(default_factory=list)
+    seen: set[SecretFound] = field(default_factory=set)  # the secrets, to look up
+
+
 def extract(
     diff: ParsedDiff,
     policy: Policy,
@@ -118,51 +135,68 @@ def extract(
     """The features of ``diff`` under ``policy``; ``pragma=False`` when a fixer wrote it
     (its own ``pragma: allowlist secret`` comments do not waive a credential)."""
     cls = Classifier(policy)
-    files: list[FileFeature] = []
-    stats: dict[str, list[int]] = {}
-    deps: list[DepChange] = []
-    added_t: list[str] = []
-    modified_t: list[str] = []
-    deleted_t: list[str] = []
-    removed_fns: list[str] = []
-    skips: list[str] = []
-    behaving: list[Behaviour] = []
-    secrets: list[SecretFound] = list(dict.fromkeys(extra_secrets))
-    seen_secrets = set(secrets)
+    first = list(dict.fromkeys(extra_secrets))
+    read = _Read(secrets=first, seen=set(first))
     for f in diff.files:
-        category = cls.category(f.path)
-        protected = next((p for p in map(cls.protected.match, f.paths) if p), None)
-        files.append(
-            FileFeature(
-                path=f.path,
-                status=f.status,
-                category=category,
-                added=f.added,
-                removed=f.removed,
-                old_path=f.old_path,
-                binary=f.binary,
-                made_executable=f.made_executable,
-                protected_by=protected,
-            )
+        _read_file(f, cls, policy, read, pragma=pragma)
+    _stats_only(diff, cls, read.files)
+    return Features(
+        files=tuple(read.files),
+        categories={k: CategoryStats(*v) for k, v in sorted(read.stats.items())},
+        dependencies=tuple(read.deps),
+        tests_added=tuple(read.added_t),
+        tests_modified=tuple(read.modified_t),
+        tests_deleted=tuple(read.deleted_t),
+        test_functions_removed=tuple(read.removed_fns),
+        skips_added=tuple(read.skips),
+        secrets=tuple(read.secrets),
+        behaviours=tuple(read.behaving),
+        parse_error=diff.error,
+        truncated=diff.truncated,
+    )
+
+
+def _read_file(
+    f: ChangedFile, cls: Classifier, policy: Policy, read: _Read, *, pragma: bool
+) -> None:
+    """One changed file: its category and protection, its lines counted, its
+    dependencies, tests, skips, behaviours and credentials."""
+    category = cls.category(f.path)
+    protected = next((p for p in map(cls.protected.match, f.paths) if p), None)
+    read.files.append(
+        FileFeature(
+            path=f.path,
+            status=f.status,
+            category=category,
+            added=f.added,
+            removed=f.removed,
+            old_path=f.old_path,
+            binary=f.binary,
+            made_executable=f.made_executable,
+            protected_by=protected,
         )
-        s = stats.setdefault(category, [0, 0, 0])
-        s[0] += 1
-        s[1] += f.added
-        s[2] += f.removed
-        deps += dependency_changes(f)
-        _tests(f, cls, added_t, modified_t, deleted_t, removed_fns)
-        if cls.is_test(f.path):  # a marker elsewhere is a word in a comment or a string
-            skips += _skips(f)
-        behaving += behaviours(f)
-        for hit in scan_added(f.path, f.added_lines, allow=policy.secrets.allow, pragma=pragma):
-            if hit not in seen_secrets:
-                seen_secrets.add(hit)
-                secrets.append(hit)
+    )
+    s = read.stats.setdefault(category, [0, 0, 0])
+    s[0] += 1
+    s[1] += f.added
+    s[2] += f.removed
+    read.deps += dependency_changes(f)
+    _tests(f, cls, read.added_t, read.modified_t, read.deleted_t, read.removed_fns)
+    if cls.is_test(f.path):  # a marker elsewhere is a word in a comment or a string
+        read.skips += _skips(f)
+    read.behaving += behaviours(f)
+    for hit in scan_added(f.path, f.added_lines, allow=policy.secrets.allow, pragma=pragma):
+        if hit not in read.seen:
+            read.seen.add(hit)
+            read.secrets.append(hit)
+
+
+def _stats_only(diff: ParsedDiff, cls: Classifier, files: list[FileFeature]) -> None:
+    """Paths only git's stats know (the diff was cut): their lines are unknown."""
     known = {p for f in files for p in f.paths}
     for path in diff.extra_paths:
         if path not in known:
             known.add(path)
-            # Only git's stats know this path (the diff was cut): its lines are unknown.
             files.append(
                 FileFeature(
                     path=path,
@@ -173,20 +207,6 @@ def extract(
                     protected_by=cls.protected.match(path),
                 )
             )
-    return Features(
-        files=tuple(files),
-        categories={k: CategoryStats(*v) for k, v in sorted(stats.items())},
-        dependencies=tuple(deps),
-        tests_added=tuple(added_t),
-        tests_modified=tuple(modified_t),
-        tests_deleted=tuple(deleted_t),
-        test_functions_removed=tuple(removed_fns),
-        skips_added=tuple(skips),
-        secrets=tuple(secrets),
-        behaviours=tuple(behaving),
-        parse_error=diff.error,
-        truncated=diff.truncated,
-    )
 
 
 def _test_names(lines: Iterable[str]) -> list[str]:
