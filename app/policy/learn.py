@@ -102,22 +102,9 @@ def kind_of(fixer: str | None, categories: Iterable[str], weights: Mapping[str, 
     return riskiest
 
 
-def standing(
-    kind: str,
-    past: Iterable[Past],
-    rules: LearnRules,
-    *,
-    base: Autonomy,
-    now: float,
-    resets: Mapping[str, float] | None = None,
-) -> Standing:
-    """Where ``kind`` stands: ``past`` is every change in the repository (others are
-    skipped), ``resets`` the time of the last ``trust reset`` per kind (``*``: all)."""
-    start = now - rules.window_days * 86400
-    resets = resets or {}
-    reset = max(resets.get(kind, float("-inf")), resets.get(ALL, float("-inf")))
-    since = max(start, reset)
-    # (time, order, event): at one instant a setback counts after a merge
+def _events(kind: str, past: Iterable[Past], *, since: float, now: float) -> list[str]:
+    """``kind``'s merges, reverts and rejections between ``since`` and ``now``, in
+    time order; at one instant a setback counts after a merge."""
     events: list[tuple[float, int, str]] = []
     for p in past:
         if p.kind != kind:
@@ -131,11 +118,16 @@ def standing(
         ):
             if at is not None and since <= at <= now:
                 events.append((at, order, what))
-    events.sort()
+    return [what for _, _, what in sorted(events)]
+
+
+def _replay(events: list[str], rules: LearnRules) -> tuple[int, bool, int, int]:
+    """The clean streak at the end, whether the kind stands demoted, and the reverts
+    and rejections counted on the way."""
     streak = reverts = rejections = 0
     total_reverts = total_rejections = 0
     demoted = False
-    for _, _, what in events:
+    for what in events:
         if what == "merged":
             streak += 1
             if streak >= rules.promote_after:
@@ -150,6 +142,25 @@ def standing(
             total_rejections += 1
         if reverts >= rules.demote_after_reverts or rejections >= rules.demote_after_rejections:
             demoted, streak, reverts, rejections = True, 0, 0, 0
+    return streak, demoted, total_reverts, total_rejections
+
+
+def standing(
+    kind: str,
+    past: Iterable[Past],
+    rules: LearnRules,
+    *,
+    base: Autonomy,
+    now: float,
+    resets: Mapping[str, float] | None = None,
+) -> Standing:
+    """Where ``kind`` stands: ``past`` is every change in the repository (others are
+    skipped), ``resets`` the time of the last ``trust reset`` per kind (``*``: all)."""
+    start = now - rules.window_days * 86400
+    resets = resets or {}
+    reset = max(resets.get(kind, float("-inf")), resets.get(ALL, float("-inf")))
+    events = _events(kind, past, since=max(start, reset), now=now)
+    streak, demoted, total_reverts, total_rejections = _replay(events, rules)
     state: State = "base"
     autonomy = base
     if demoted:
