@@ -338,7 +338,6 @@ KNOWN_LONG: set[str] = {
     "fixers/llm/edits.py:apply_edit",
     "jobs/weekly.py:update_weekly",
     "fixers/llm/model_client.py:complete",
-    "policy/watch_rules.py:watch",
     "localforge/git_http.py:http_backend",
 }
 

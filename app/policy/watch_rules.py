@@ -19,7 +19,7 @@ Per check (by name):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
 
@@ -136,63 +136,82 @@ def _seconds(value: float) -> str:
 
 
 def watch(runs: Sequence[Completed], rules: WatchRules, *, now: float) -> list[Finding]:
-    """What the history (oldest first) shows, per check by name: flaky, failure rate,
-    duration."""
-    findings: list[Finding] = []
-    recent_n = rules.recent_runs
-    need = recent_n + rules.baseline_runs
+    """What the history (oldest first) shows, per check by name: each rule of
+    ``WATCHES`` (flaky, failure rate, duration) in turn."""
+    need = rules.recent_runs + rules.baseline_runs
     seen = _read(runs, need=need, since=now - rules.flaky_days * 86400, now=now)
-    for check in sorted(seen):
-        mine = seen[check]
-        shas = [sha for sha in reversed(mine.order) if sha in mine.failed and sha in mine.passed]
-        if shas:
-            findings.append(
-                Finding(
-                    kind="flaky",
-                    check=check,
-                    title=f"Flaky check: {check}",
-                    facts=(
-                        f"failed and passed on the same commit: {len(shas)} "
-                        f"commit{'s' if len(shas) != 1 else ''} in the last "
-                        f"{rules.flaky_days:g} days",
-                    ),
-                    shas=tuple(shas[-10:]),
-                )
-            )
-        recent, baseline = mine.decided[:recent_n], mine.decided[recent_n:]
-        if len(recent) == recent_n and len(baseline) >= recent_n:
-            failures = sum(recent)
-            rate = failures / len(recent)
-            before = sum(baseline) / len(baseline)
-            jumped = rate - before >= rules.failure_rate_jump - 1e-9  # 0.7 - 0.4 is 0.2999...
-            if failures >= rules.min_failures and jumped:
-                findings.append(
-                    Finding(
-                        kind="failure_rate",
-                        check=check,
-                        title=f"Failing more often: {check}",
-                        facts=(
-                            f"failed {failures} of its last {len(recent)} runs "
-                            f"({_pct(rate)}), against {_pct(before)} over the "
-                            f"{len(baseline)} runs before",
-                        ),
-                    )
-                )
-        now_times, base_times = mine.times[:recent_n], mine.times[recent_n:]
-        enough = max(2, recent_n // 2)
-        if len(now_times) >= enough and len(base_times) >= enough:
-            late, usual = p95(now_times), p95(base_times)
-            if usual >= rules.min_duration_seconds and late >= rules.duration_ratio * usual:
-                findings.append(
-                    Finding(
-                        kind="duration",
-                        check=check,
-                        title=f"Slower: {check}",
-                        facts=(
-                            f"95th percentile of its last {len(now_times)} successful runs: "
-                            f"{_seconds(late)}, against {_seconds(usual)} over the "
-                            f"{len(base_times)} before ({late / usual:.1f}x)",
-                        ),
-                    )
-                )
-    return findings
+    found = (rule(check, seen[check], rules) for check in sorted(seen) for rule in WATCHES)
+    return [f for f in found if f is not None]
+
+
+def _flaky(check: str, mine: _Seen, rules: WatchRules) -> Finding | None:
+    """Failed and passed on the same commit."""
+    shas = [sha for sha in reversed(mine.order) if sha in mine.failed and sha in mine.passed]
+    if not shas:
+        return None
+    return Finding(
+        kind="flaky",
+        check=check,
+        title=f"Flaky check: {check}",
+        facts=(
+            f"failed and passed on the same commit: {len(shas)} "
+            f"commit{'s' if len(shas) != 1 else ''} in the last "
+            f"{rules.flaky_days:g} days",
+        ),
+        shas=tuple(shas[-10:]),
+    )
+
+
+def _failure_rate(check: str, mine: _Seen, rules: WatchRules) -> Finding | None:
+    """Its last runs fail more often than the ones before, by ``failure_rate_jump``."""
+    recent_n = rules.recent_runs
+    recent, baseline = mine.decided[:recent_n], mine.decided[recent_n:]
+    if len(recent) != recent_n or len(baseline) < recent_n:
+        return None
+    failures = sum(recent)
+    rate = failures / len(recent)
+    before = sum(baseline) / len(baseline)
+    jumped = rate - before >= rules.failure_rate_jump - 1e-9  # 0.7 - 0.4 is 0.2999...
+    if failures < rules.min_failures or not jumped:
+        return None
+    return Finding(
+        kind="failure_rate",
+        check=check,
+        title=f"Failing more often: {check}",
+        facts=(
+            f"failed {failures} of its last {len(recent)} runs "
+            f"({_pct(rate)}), against {_pct(before)} over the "
+            f"{len(baseline)} runs before",
+        ),
+    )
+
+
+def _duration(check: str, mine: _Seen, rules: WatchRules) -> Finding | None:
+    """Its recent successful runs' 95th percentile is ``duration_ratio`` times the
+    usual one."""
+    recent_n = rules.recent_runs
+    now_times, base_times = mine.times[:recent_n], mine.times[recent_n:]
+    enough = max(2, recent_n // 2)
+    if len(now_times) < enough or len(base_times) < enough:
+        return None
+    late, usual = p95(now_times), p95(base_times)
+    if usual < rules.min_duration_seconds or late < rules.duration_ratio * usual:
+        return None
+    return Finding(
+        kind="duration",
+        check=check,
+        title=f"Slower: {check}",
+        facts=(
+            f"95th percentile of its last {len(now_times)} successful runs: "
+            f"{_seconds(late)}, against {_seconds(usual)} over the "
+            f"{len(base_times)} before ({late / usual:.1f}x)",
+        ),
+    )
+
+
+# The watch's rules, in the order their findings are listed for a check.
+WATCHES: tuple[Callable[[str, _Seen, WatchRules], Finding | None], ...] = (
+    _flaky,
+    _failure_rate,
+    _duration,
+)
