@@ -41,66 +41,75 @@ class _FromDatabase(Collector):
         snap = self.snapshot
         if snap is None:
             return
-        deliveries = CounterMetricFamily(
-            "patchwarden_deliveries",
-            "Deliveries stored, by source and event",
-            labels=["source", "event"],
-        )
-        for (source, event), n in sorted(snap.deliveries.items()):
-            deliveries.add_metric([source, event], n)
-        yield deliveries
-        jobs = GaugeMetricFamily(
-            "patchwarden_jobs", "Jobs by kind and state", labels=["kind", "state"]
-        )
-        for (kind, state), n in sorted(snap.jobs.items()):
-            jobs.add_metric([kind, state], n)
-        yield jobs
-        depth = GaugeMetricFamily(
-            "patchwarden_queue_depth",
-            "Jobs due to run and not running yet, by queue",
-            labels=["queue"],
-        )
-        oldest = GaugeMetricFamily(
-            "patchwarden_queue_oldest_waiting_seconds",
-            "How long the longest-waiting due job has waited, by queue",
-            labels=["queue"],
-        )
-        for queue in sorted(snap.queued):
-            depth.add_metric([queue], snap.queued[queue])
-            oldest.add_metric([queue], snap.oldest_waiting.get(queue, 0.0))
-        yield depth
-        yield oldest
-        decisions = CounterMetricFamily(
-            "patchwarden_decisions", "Changes scored, by decision", labels=["decision"]
-        )
-        for decision, n in sorted(snap.decisions.items()):
-            decisions.add_metric([decision], n)
-        yield decisions
-        merges = CounterMetricFamily(
-            "patchwarden_merges",
-            "Patchwarden changes merged (reverts apart), by how (auto, approved, manual)",
-            labels=["how"],
-        )
-        for how, n in sorted(snap.merges.items()):
-            merges.add_metric([how or "unknown"], n)
-        yield merges
-        yield CounterMetricFamily(
-            "patchwarden_reverts",
-            "Patchwarden merges reverted (their revert merged)",
-            value=snap.reverts,
-        )
-        tokens = CounterMetricFamily(
-            "patchwarden_model_tokens", "Model tokens spent", labels=["kind"]
-        )
-        tokens.add_metric(["prompt"], snap.model.prompt_tokens)
-        tokens.add_metric(["completion"], snap.model.completion_tokens)
-        yield tokens
-        yield CounterMetricFamily(
-            "patchwarden_model_calls", "Model calls made", value=snap.model.calls
-        )
-        yield CounterMetricFamily(
-            "patchwarden_model_cost_usd", "Model spend in US dollars", value=snap.model.cost_usd
-        )
+        yield from _queue_metrics(snap)
+        yield from _change_metrics(snap)
+        yield from _model_metrics(snap)
+
+
+def _queue_metrics(snap: MetricsSnapshot) -> Iterator[Metric]:
+    """Deliveries, jobs, and what waits in each queue."""
+    deliveries = CounterMetricFamily(
+        "patchwarden_deliveries",
+        "Deliveries stored, by source and event",
+        labels=["source", "event"],
+    )
+    for (source, event), n in sorted(snap.deliveries.items()):
+        deliveries.add_metric([source, event], n)
+    yield deliveries
+    jobs = GaugeMetricFamily("patchwarden_jobs", "Jobs by kind and state", labels=["kind", "state"])
+    for (kind, state), n in sorted(snap.jobs.items()):
+        jobs.add_metric([kind, state], n)
+    yield jobs
+    depth = GaugeMetricFamily(
+        "patchwarden_queue_depth",
+        "Jobs due to run and not running yet, by queue",
+        labels=["queue"],
+    )
+    oldest = GaugeMetricFamily(
+        "patchwarden_queue_oldest_waiting_seconds",
+        "How long the longest-waiting due job has waited, by queue",
+        labels=["queue"],
+    )
+    for queue in sorted(snap.queued):
+        depth.add_metric([queue], snap.queued[queue])
+        oldest.add_metric([queue], snap.oldest_waiting.get(queue, 0.0))
+    yield depth
+    yield oldest
+
+
+def _change_metrics(snap: MetricsSnapshot) -> Iterator[Metric]:
+    """Changes scored, merged and reverted."""
+    decisions = CounterMetricFamily(
+        "patchwarden_decisions", "Changes scored, by decision", labels=["decision"]
+    )
+    for decision, n in sorted(snap.decisions.items()):
+        decisions.add_metric([decision], n)
+    yield decisions
+    merges = CounterMetricFamily(
+        "patchwarden_merges",
+        "Patchwarden changes merged (reverts apart), by how (auto, approved, manual)",
+        labels=["how"],
+    )
+    for how, n in sorted(snap.merges.items()):
+        merges.add_metric([how or "unknown"], n)
+    yield merges
+    yield CounterMetricFamily(
+        "patchwarden_reverts",
+        "Patchwarden merges reverted (their revert merged)",
+        value=snap.reverts,
+    )
+
+
+def _model_metrics(snap: MetricsSnapshot) -> Iterator[Metric]:
+    """What the model was asked, and what it cost."""
+    tokens = CounterMetricFamily("patchwarden_model_tokens", "Model tokens spent", labels=["kind"])
+    tokens.add_metric(["prompt"], snap.model.prompt_tokens)
+    tokens.add_metric(["completion"], snap.model.completion_tokens)
+    yield tokens
+    yield CounterMetricFamily("patchwarden_model_calls", "Model calls made", value=snap.model.calls)
+    yield CounterMetricFamily(
+        "patchwarden_model_cost_usd", "Model spend in US dollars", value=snap.model.cost_usd
+    )
 
 
 class _Gates(Collector):

@@ -332,7 +332,6 @@ KNOWN_LONG: set[str] = {
     "fixers/llm/agent.py:_answer",
     "cli/setup.py:form",
     "cli/demo.py:_demo",
-    "metrics.py:collect",
     "localforge/rules.py:after_push",
     "jobs/pull_request.py:publish",
     "fixers/llm/edits.py:apply_edit",
