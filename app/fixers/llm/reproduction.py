@@ -188,10 +188,13 @@ def test_in_answer(answer: str) -> str | None:
     return None
 
 
-def _shadowed(source: str, suspects: Sequence[Suspect]) -> str | None:
-    """The name of the code under test that a test defines itself, if it does: a 1.5B
-    model pasted token-bucket's whole buggy class above its test, which then failed on
-    the base for the bug's reason and no fix could ever pass."""
+def unpassable(source: str, suspects: Sequence[Suspect]) -> str | None:
+    """Why no fix could ever make a test pass, when one is plain from its code, else
+    None: it defines its own copy of the code under test (a 1.5B model pasted
+    token-bucket's whole buggy class above its test, which then failed on the base for
+    the bug's reason), or the code under test decorates a test function itself, so
+    pytest calls the test through it (retry-count: ``@retry`` on ``test_retry``, whose
+    own undecorated helper raised every time, was chosen)."""
     module = parse(source)
     if module is None:
         return None
@@ -200,34 +203,20 @@ def _shadowed(source: str, suspects: Sequence[Suspect]) -> str | None:
     }
     # A suspect's name the test both imports and defines: its own definition wins.
     wanted = imported & {s.symbol.qualname.split(".")[0] for s in suspects}
+    defined = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     for node in module.body:
-        if (
-            isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name in wanted
-            and not node.name.startswith("test")
-        ):
-            return node.name
-    return None
-
-
-def _decorates_itself(source: str, suspects: Sequence[Suspect]) -> str | None:
-    """The code under test's name when it decorates a test function itself: pytest then
-    calls the test through it, and no fix can make it pass (retry-count: ``@retry`` on
-    ``test_retry``, whose own undecorated helper raised every time, was chosen)."""
-    module = parse(source)
-    if module is None:
-        return None
+        if isinstance(node, defined) and node.name in wanted and not node.name.startswith("test"):
+            return f"defines its own `{node.name}`: it would test that copy, not the code"
     names = {s.symbol.qualname.split(".")[-1] for s in suspects}
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+    for test in ast.walk(module):
+        if isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)) and test.name.startswith(
             "test"
         ):
-            for decorator in node.decorator_list:
+            for decorator in test.decorator_list:
                 called = decorator.func if isinstance(decorator, ast.Call) else decorator
-                name = called.attr if isinstance(called, ast.Attribute) else ""
-                name = called.id if isinstance(called, ast.Name) else name
+                name = getattr(called, "attr", None) or getattr(called, "id", "")
                 if name in names:
-                    return name
+                    return f"decorates the test itself with `{name}`: no fix could make it pass"
     return None
 
 
@@ -292,14 +281,8 @@ async def _judge(
         if source is None:
             judged.reasons["no test in the answer"] += 1
             continue
-        copied = _shadowed(source, suspects)
-        wraps = _decorates_itself(source, suspects)
-        if copied or wraps:
-            why = (
-                f"defines its own `{copied}`: it would test that copy, not the code"
-                if copied
-                else f"decorates the test itself with `{wraps}`: no fix could make it pass"
-            )
+        why = unpassable(source, suspects)
+        if why:
             judged.reasons[why] += 1
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
