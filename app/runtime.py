@@ -97,7 +97,7 @@ class Runtime:
 
     async def handle_delivery(self, job: Job) -> dict[str, Any]:
         delivery_id = DeliveryJob.of(job).delivery_id
-        delivery = await self.store.get_delivery(delivery_id)
+        delivery = await self.store.journal.get_delivery(delivery_id)
         if delivery is None:
             raise PermanentJobError(f"delivery {delivery_id} is not in the store")
         ctx = HandlerContext(
@@ -215,7 +215,7 @@ async def open_runtime(settings: Settings, *, start_workers: bool = True) -> Run
         retry_base_seconds=settings.retry_base_seconds,
         drain_seconds=settings.drain_seconds,
     )
-    gh.shared = store  # a rate limit one process meets pauses the installation in all
+    gh.shared = store.repos  # a rate limit one process meets pauses the installation in all
     runtime = Runtime(settings=settings, store=store, session=session, github=gh, pool=pool)
     pool.handlers.update(runtime.handlers())
     if start_workers:

@@ -174,7 +174,7 @@ async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.R
     job = DeliveryJob(delivery_id=delivery_id, repo=delivery.repo).new_job(
         installation_id=delivery.installation_id, delivery_id=delivery_id
     )
-    new = await runtime.store.record_delivery(delivery, jobs=[job])
+    new = await runtime.store.journal.record_delivery(delivery, jobs=[job])
     if new:
         runtime.pool.wake(DeliveryJob.queue)
     answer = web.json_response({"delivery": delivery_id, "duplicate": not new}, status=202)
@@ -187,7 +187,7 @@ async def _invalid(
     """A signed delivery Patchwarden cannot act on: audited (not stored whole: it may be
     huge or hostile), answered 400 with the reason, no job."""
     log.warning("refused delivery %s (%s): %s", delivery_id, event, reason)
-    await runtime.store.audit(
+    await runtime.store.journal.audit(
         "delivery.invalid",
         delivery_id=delivery_id,
         reason=reason,
@@ -273,7 +273,7 @@ async def _sentry(request: web.Request, resource: str) -> web.Response:
     if not parsed.items:
         # Installations, comments, resolved issues...: received and understood, no job.
         reason = "; ".join(parsed.skipped)
-        await request.app[RUNTIME].store.audit("alert.skipped", reason=reason)
+        await request.app[RUNTIME].store.journal.audit("alert.skipped", reason=reason)
         return web.json_response({"accepted": [], "skipped": parsed.skipped}, status=200)
     return await _accept(request, data, parsed)
 
@@ -345,7 +345,7 @@ async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.
     installations: dict[str, int | None] = {}
     for item in parsed.items:
         if item.repo not in installations:
-            installations[item.repo] = await runtime.store.installation_for_repo(item.repo)
+            installations[item.repo] = await runtime.store.repos.installation_for_repo(item.repo)
         installation = installations[item.repo]
         if installation is None:
             # A job would fail on its first step, and nobody would hear of it.
@@ -356,7 +356,7 @@ async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.
             continue
         items.append(item)
         jobs.append(alert_job(item).new_job(installation_id=installation, delivery_id=delivery_id))
-    await runtime.store.record_delivery(
+    await runtime.store.journal.record_delivery(
         Delivery(
             id=delivery_id,
             source="alerts",
@@ -374,7 +374,7 @@ async def _accept(request: web.Request, data: Any, parsed: ParsedAlerts) -> web.
         skipped = [*skipped[:MAX_REASONS], f"and {len(skipped) - MAX_REASONS} more"]
     if skipped:
         reason = "; ".join(skipped)
-        await runtime.store.audit("alert.skipped", delivery_id=delivery_id, reason=reason)
+        await runtime.store.journal.audit("alert.skipped", delivery_id=delivery_id, reason=reason)
     answer = {
         "delivery": delivery_id,
         "accepted": [{"repo": item.repo, "title": item.title} for item in items],

@@ -77,14 +77,14 @@ def _worker(url: str, name: str, ready: Any, go: Any, out: Any) -> None:
         latencies: list[float] = []
         while True:
             t0 = time.perf_counter()
-            job = await store.claim(
+            job = await store.queue.claim(
                 queue=QUEUE, kinds=[KIND], owner=name, lease_seconds=LEASE_SECONDS
             )
             latencies.append(time.perf_counter() - t0)
             if job is None:
                 break
             claimed.append(job.id)
-            if not await store.complete(job.id, owner=name, result={}):
+            if not await store.queue.complete(job.id, owner=name, result={}):
                 raise RuntimeError(f"{name} lost the lease of job {job.id}")
         await store.close()
         out.put({"name": name, "claimed": claimed, "latencies": latencies, "end": time.time()})
@@ -101,7 +101,7 @@ def _fill(url: str, jobs: int) -> None:
         await store.open()
         new = [NewJob(kind=KIND, key=f"noop:{i}", queue=QUEUE, payload={}) for i in range(jobs)]
         delivery = Delivery("bench", "bench", "bench", None, None, None, None, {}, time.time())
-        await store.record_delivery(delivery, jobs=new)
+        await store.journal.record_delivery(delivery, jobs=new)
         await store.close()
 
     asyncio.run(fill())

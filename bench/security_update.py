@@ -119,7 +119,7 @@ async def one(bump: Bump, work: Path, cached: int) -> dict[str, Any]:
             )
             pull = await _opened(forge, repo, seen, within=900)
             to_pr = time.monotonic() - started
-            jobs = [j for j in await store.list_jobs(kind="security_alert")]
+            jobs = [j for j in await store.queue.list_jobs(kind="security_alert")]
             result = _result(settings.cache_dir, max(j.id for j in jobs))
             row = {"run": "cold" if n == 0 else "cached", "pr": pull, **phases(result, to_pr)}
             runs.append(row)

@@ -507,8 +507,8 @@ def _seed_history(db: str, n: int) -> None:
         store = store_for_url(db)  # migrated, and the rows in the store's own dialect
         await store.open()
         try:
-            await store._run(  # type: ignore[attr-defined]
-                lambda: store._tx(  # type: ignore[attr-defined]
+            await store.database.run(
+                lambda: store.database.tx(
                     lambda conn: conn.executemany(
                         "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id,"
                         " delivery_id, payload, state, attempts, max_attempts, run_after,"

@@ -200,7 +200,7 @@ class Harness:
         pending: list[Any] = []
         while loop.time() < deadline:
             await self.forge.settle(within=max(deadline - loop.time(), 0.1))
-            jobs = await self.store.list_jobs(kind=None if every_job else "delivery")
+            jobs = await self.store.queue.list_jobs(kind=None if every_job else "delivery")
             pending = [j for j in jobs if j.state not in (JobState.SUCCEEDED, JobState.FAILED)]
             if not pending and self.forge.idle:
                 return
@@ -208,7 +208,7 @@ class Harness:
         raise TimeoutError(f"jobs still pending: {[(j.kind, j.state) for j in pending]}")
 
     async def jobs(self, kind: str) -> list[Any]:
-        return list(await self.store.list_jobs(kind=kind))
+        return list(await self.store.queue.list_jobs(kind=kind))
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ _COLUMNS = "{when:<20}  {action:<28} {repo:<24} {job:<8} {actor:<16} {reason}"
 
 
 async def _audit(settings: Settings, query: AuditQuery, as_json: bool) -> int:
-    entries = await _read_store(settings, lambda store: store.query_audit(query))
+    entries = await _read_store(settings, lambda store: store.journal.query_audit(query))
     if entries and not as_json:
         header = _COLUMNS.format(
             when="at (UTC)", action="action", repo="repo", job="job", actor="actor", reason="why"
@@ -76,7 +76,9 @@ async def _audit_outcomes(
     from app.store.outcomes import format_outcomes, summarise_outcomes
 
     async def read(store: Store) -> tuple[list[Outcome], list[TrustStanding]]:
-        return await store.find_outcomes(repo=repo, since=since), await store.standings(repo)
+        return await store.learning.find_outcomes(
+            repo=repo, since=since
+        ), await store.learning.standings(repo)
 
     outcomes, standings = await _read_store(settings, read)
     rows = summarise_outcomes(outcomes)
@@ -119,7 +121,7 @@ async def _audit_failed(
 ) -> int:
     from app.contract.kinds import thread_of
 
-    jobs = await _read_store(settings, lambda store: store.list_jobs(state="failed"))
+    jobs = await _read_store(settings, lambda store: store.queue.list_jobs(state="failed"))
     wanted = repo.lower() if repo else None  # GitHub's names are case-insensitive
     jobs = [
         j

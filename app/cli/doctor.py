@@ -85,7 +85,7 @@ def _pause_check(settings: Settings) -> Check:
         store = store_for_url(settings.database_url, create=False)
         await store.open()
         try:
-            return await store.pauses()
+            return await store.repos.pauses()
         finally:
             await store.close()
 

@@ -46,7 +46,7 @@ async def alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         run,
         outcome,
         task=task,
-        fixer=make_fixer("auto", ctx.settings, ledger=ctx.store),
+        fixer=make_fixer("auto", ctx.settings, ledger=ctx.store.repos),
         report=Silent(),
         options=PullOptions(trigger=trigger, base=alert.sha, blame=blame if watching else None),
     )
@@ -71,7 +71,7 @@ def alert_task(alert: AlertJob) -> Task:
 
 async def _watching(run: Running[AlertJob], sha: str) -> list[Outcome]:
     """Patchwarden's merges within their window that ``sha`` contains, newest first."""
-    outcomes = await run.ctx.store.find_outcomes(repo=run.repo)
+    outcomes = await run.ctx.store.learning.find_outcomes(repo=run.repo)
     watched = watched_merges(outcomes, now=time.time())
     if not watched:
         return []

@@ -81,7 +81,9 @@ async def own_branch(
     store = run.ctx.store
     pushed = {
         e.details.get("head")
-        for e in await store.query_audit(AuditQuery(job_id=run.job.id, action_prefix="branch."))
+        for e in await store.journal.query_audit(
+            AuditQuery(job_id=run.job.id, action_prefix="branch.")
+        )
         if e.action == "branch.pushed"
     }
     kept = None
@@ -90,7 +92,7 @@ async def own_branch(
         head = await run.pub.branch_head(name)
         if head is None or head == result.head_sha or head in pushed:
             return name, head, kept
-        if await store.find_outcomes(repo=run.repo, head_sha=head):
+        if await store.learning.find_outcomes(repo=run.repo, head_sha=head):
             return name, head, kept
         kept = kept or head
     raise PermanentJobError(

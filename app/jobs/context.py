@@ -66,7 +66,7 @@ class JobContext:
         return audit_page.audit_url(base, secret.get_secret_value(), repo, number)
 
     async def paused(self, repo: str) -> str | None:
-        pause = await self.store.get_pause(repo)
+        pause = await self.store.repos.get_pause(repo)
         return pause_reason(pause, globally=self.settings.paused, repo=repo, bot=self.bot)
 
     async def enqueue(
@@ -74,7 +74,7 @@ class JobContext:
     ) -> bool:
         """Queue ``kind`` unless a job with its key exists; True when it is new."""
         job = kind.new_job(installation_id=installation_id, run_after=run_after)
-        _, created = await self.store.enqueue(job, actor=None)
+        _, created = await self.store.queue.enqueue(job, actor=None)
         if created and self.wake is not None:
             self.wake(job.queue)
         return created
@@ -94,10 +94,12 @@ class JobContext:
         now = time.time()
         # a change created a while before its merge or revert still counts by those
         since = now - (max(window_days, HISTORY_DAYS) + 90) * 86400
-        outcomes = await self.store.find_outcomes(repo=repo, since=since)
+        outcomes = await self.store.learning.find_outcomes(repo=repo, since=since)
         # Only reverts that merged count: one opened and never merged undid nothing.
         recent = [o for o in outcomes if o.created_at >= now - HISTORY_DAYS * 86400]
-        past, resets = record_of(outcomes, await self.store.trust_events(repo, since=since))
+        past, resets = record_of(
+            outcomes, await self.store.learning.trust_events(repo, since=since)
+        )
         return History(reverted_recently=len(reverted(recent)), past=past, resets=resets, now=now)
 
     # -- a session's result, kept for the merge job's final PR body -----------------
@@ -137,7 +139,7 @@ class Running(Generic[K]):
         return self.pub.repo
 
     async def audit(self, action: str, *, reason: str, **details: Any) -> None:
-        await self.ctx.store.audit(
+        await self.ctx.store.journal.audit(
             action,
             actor=self.kind.requester,
             repo=self.repo,
@@ -169,7 +171,7 @@ class Running(Generic[K]):
 
     async def outcome(self, *, kind: str, trigger: str, issue_number: int | None = None) -> Outcome:
         """The job's outcome row: the one an earlier run of it wrote, or a new one."""
-        found = await self.ctx.store.get_outcome(self.job.id)
+        found = await self.ctx.store.learning.get_outcome(self.job.id)
         if found is not None:
             return found
         outcome = Outcome(
@@ -181,7 +183,7 @@ class Running(Generic[K]):
             issue_number=issue_number,
             requested_by=self.kind.requester,
         )
-        await self.ctx.store.save_outcome(outcome)
+        await self.ctx.store.learning.save_outcome(outcome)
         return outcome
 
     async def refused_if_paused(
@@ -192,7 +194,7 @@ class Running(Generic[K]):
         if paused is None:
             return None
         await report.say(f"{what}: {paused}.")
-        await self.ctx.store.save_outcome(replace(outcome, status="refused"))
+        await self.ctx.store.learning.save_outcome(replace(outcome, status="refused"))
         await self.audit("job.refused", reason=paused)
         return {"status": "refused", "reason": paused}
 

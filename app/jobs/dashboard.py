@@ -220,7 +220,7 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     since = now - WINDOW_DAYS * 86400
     failed = [
         j
-        for j in await ctx.store.list_jobs(state="failed")
+        for j in await ctx.store.queue.list_jobs(state="failed")
         if j.repo == kind.repo and j.updated_at >= since and j.kind != "dashboard"
     ]
     day = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
@@ -230,9 +230,9 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         now=now,
         paused=await ctx.paused(kind.repo),
         open_pulls=await pub.open_pulls(),
-        outcomes=await ctx.store.find_outcomes(repo=kind.repo, since=since),
+        outcomes=await ctx.store.learning.find_outcomes(repo=kind.repo, since=since),
         failed=sorted(failed, key=lambda j: j.updated_at, reverse=True),
-        spend=await ctx.store.model_spend(int(job.installation_id or 0), day=day),
+        spend=await ctx.store.repos.model_spend(int(job.installation_id or 0), day=day),
         daily_budget_usd=ctx.settings.llm_daily_budget_usd,
         secrets=ctx.settings.secret_values(),
         alert_hours={
@@ -242,21 +242,21 @@ async def dashboard_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     )
     body = render(view)
     digest = hashlib.sha256(body.encode()).hexdigest()
-    number, last = await ctx.store.dashboard_issue(kind.repo)
+    number, last = await ctx.store.repos.dashboard_issue(kind.repo)
     if number is not None and last == digest:
         return {"status": "unchanged", "issue": number}
-    if number is None and not await ctx.store.claim_once(f"dashboard:{kind.repo}"):
+    if number is None and not await ctx.store.journal.claim_once(f"dashboard:{kind.repo}"):
         # another worker is opening it right now: its update carries the same news
         return {"status": "another worker opens it"}
     try:
         made = await pub.upsert_dashboard(number, TITLE, body)
     except gidgethub.BadRequest as exc:
         if number is None:
-            await ctx.store.release_once(f"dashboard:{kind.repo}")
+            await ctx.store.journal.release_once(f"dashboard:{kind.repo}")
         if exc.status_code in (403, 410):  # issues are turned off in this repository
             return {"status": "skipped", "reason": f"GitHub refused the issue ({exc.status_code})"}
         raise
-    await ctx.store.set_dashboard_issue(kind.repo, made, digest)
+    await ctx.store.repos.set_dashboard_issue(kind.repo, made, digest)
     return {"status": "updated", "issue": made}
 
 

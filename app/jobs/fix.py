@@ -48,7 +48,7 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         run,
         outcome,
         task=task,
-        fixer=make_fixer("auto", ctx.settings, ledger=ctx.store),
+        fixer=make_fixer("auto", ctx.settings, ledger=ctx.store.repos),
         report=report,
         options=PullOptions(
             trigger=Trigger(fix.trigger),
@@ -75,7 +75,7 @@ async def _coalesced(run: Running[FixJob]) -> dict[str, Any] | None:
     same = [
         j
         for state in ("queued", "running")
-        for j in await store.list_jobs(kind="fix", state=state)
+        for j in await store.queue.list_jobs(kind="fix", state=state)
         if j.id != job.id
         and j.repo == job.repo
         and j.payload.get("issue_number") == fix.issue_number
@@ -114,7 +114,9 @@ async def _asked_at(run: Running[FixJob]) -> float:
     if run.kind.asked_at is not None:
         return run.kind.asked_at
     delivery = (
-        await run.ctx.store.get_delivery(run.job.delivery_id) if run.job.delivery_id else None
+        await run.ctx.store.journal.get_delivery(run.job.delivery_id)
+        if run.job.delivery_id
+        else None
     )
     return delivery.received_at if delivery is not None else run.job.created_at
 
@@ -124,10 +126,10 @@ async def _answered(run: Running[FixJob], asked_at: float) -> dict[str, Any] | N
     answers this one: it ran while this one was queued (whatever it found), or its
     pull request is open. Then this one ends, audited, with no session."""
     fix, store = run.kind, run.ctx.store
-    for o in reversed(await store.find_outcomes(repo=run.repo)):
+    for o in reversed(await store.learning.find_outcomes(repo=run.repo)):
         if o.kind != "fix" or o.issue_number != fix.issue_number or o.job_id == run.job.id:
             continue
-        earlier = await store.get_job(o.job_id) if o.job_id is not None else None
+        earlier = await store.queue.get_job(o.job_id) if o.job_id is not None else None
         asked = earlier.payload if earlier is not None else {}
         if (asked.get("instructions", ""), asked.get("mode", "fix")) != (
             fix.instructions,
@@ -178,7 +180,7 @@ async def _open_pull_branch(run: Running[FixJob], number: int) -> str | None:
     """The branch of an open Patchwarden pull request for issue ``number``, if any."""
     earlier = [
         o
-        for o in await run.ctx.store.find_outcomes(repo=run.repo)
+        for o in await run.ctx.store.learning.find_outcomes(repo=run.repo)
         if o.issue_number == number
         and o.kind == "fix"
         and o.job_id != run.job.id

@@ -42,7 +42,7 @@ async def merge_job(ctx: JobContext, job: Job) -> dict[str, Any]:
 
 async def _merge(run: Running[MergeJob]) -> dict[str, Any]:
     ctx, pub, number = run.ctx, run.pub, run.kind.pr
-    outcomes = await ctx.store.find_outcomes(repo=run.repo, pr_number=number)
+    outcomes = await ctx.store.learning.find_outcomes(repo=run.repo, pr_number=number)
     if not outcomes:
         return {"status": "not-ours"}
     outcome = outcomes[-1]
@@ -86,7 +86,7 @@ async def _merge(run: Running[MergeJob]) -> dict[str, Any]:
     if decided.action != "done":
         await _say(run, outcome, f"Not merged yet: {decided.reason}.")
         if decided.action == "refuse":
-            await ctx.store.audit(
+            await ctx.store.journal.audit(
                 "merge.refused",
                 repo=run.repo,
                 job_id=outcome.job_id,
@@ -117,7 +117,7 @@ async def _still_earned(run: Running[MergeJob], outcome: Outcome) -> Decision:
     )
     if held.autonomy == "automerge":
         return decision
-    await run.ctx.store.audit(
+    await run.ctx.store.journal.audit(
         "merge.held",
         repo=run.repo,
         job_id=outcome.job_id,
@@ -138,7 +138,7 @@ async def _approvers(
     if run.kind.reason == "ship-it" and actor:
         said[actor] = head
         outcome = replace(outcome, ship_it=said)
-        await run.ctx.store.save_outcome(outcome)
+        await run.ctx.store.learning.save_outcome(outcome)
     ship_it = {login for login, at in said.items() if at == head}
     reviews = await run.pub.reviews(pull["number"])
     logins = {str((r.get("user") or {}).get("login")) for r in reviews} | ship_it
@@ -189,18 +189,18 @@ async def _do_merge(
         )
         if hint := what_to_change(answer.message):
             reason += f" {hint}."
-    await store.audit(
+    await store.journal.audit(
         "merge.refused",
         repo=pub.repo,
         job_id=outcome.job_id,
         reason=reason,
         details={"pr": number, "status": answer.status},
     )
-    latest = await store.get_outcome(outcome.job_id) or outcome
+    latest = await store.learning.get_outcome(outcome.job_id) or outcome
     outcome = replace(
         latest, refused_head=str(outcome.head_sha), refused_why=f"{answer.status}: {answer.message}"
     )
-    await store.save_outcome(outcome)
+    await store.learning.save_outcome(outcome)
     await _say(run, outcome, reason)
     return {"status": "refused", "reason": reason}
 
@@ -222,8 +222,8 @@ async def _merged(
 ) -> None:
     ctx, pub = run.ctx, run.pub
     outcome = replace(outcome, merged_at=time.time(), merged_how=how, merged_by=by, merge_sha=sha)
-    await ctx.store.save_outcome(outcome)
-    await ctx.store.audit(
+    await ctx.store.learning.save_outcome(outcome)
+    await ctx.store.journal.audit(
         "pr.merged",
         actor=by,
         repo=pub.repo,
@@ -270,8 +270,8 @@ async def _say(run: Running[MergeJob], outcome: Outcome, text: str) -> None:
     if outcome.merge_said == text:
         return
     await run.pub.upsert_comment(int(outcome.pr_number or 0), "merge", text)
-    latest = await run.ctx.store.get_outcome(outcome.job_id) or outcome
-    await run.ctx.store.save_outcome(replace(latest, merge_said=text))
+    latest = await run.ctx.store.learning.get_outcome(outcome.job_id) or outcome
+    await run.ctx.store.learning.save_outcome(replace(latest, merge_said=text))
 
 
 def _decision(text: str | None) -> Decision:

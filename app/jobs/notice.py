@@ -18,7 +18,7 @@ async def failure_notice_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     """Edit the failed job's comment ("Working on it…") to say what failed and what to
     do; its outcome becomes ``failed``. Queued by the store with the failure."""
     notice = FailureNotice.of(job)
-    failed = await ctx.store.get_job(notice.job_id)
+    failed = await ctx.store.queue.get_job(notice.job_id)
     if failed is None or failed.repo is None:
         return {"told": False, "why": "the failed job is gone"}
     number = thread_of(failed)
@@ -37,8 +37,10 @@ async def failure_notice_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         f"will not go on by itself. What failed: {inline(why)}. {again}; if it keeps "
         f"failing, a maintainer can run `patchwarden audit --job {failed.id}`."
     )
-    outcome = await ctx.store.get_outcome(failed.id)
+    outcome = await ctx.store.learning.get_outcome(failed.id)
     if outcome is not None and outcome.status == "running":
-        await ctx.store.save_outcome(replace(outcome, status="failed"))
-    await ctx.store.audit("job.failure_told", repo=failed.repo, job_id=failed.id, reason=why)
+        await ctx.store.learning.save_outcome(replace(outcome, status="failed"))
+    await ctx.store.journal.audit(
+        "job.failure_told", repo=failed.repo, job_id=failed.id, reason=why
+    )
     return {"told": True, "job": failed.id, "on": number}

@@ -21,14 +21,16 @@ async def revert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     store = ctx.store
     # The row that merged: a pull request updated onto a new base has several.
     merged = [
-        o for o in await store.find_outcomes(repo=run.repo, pr_number=revert.pr) if o.merge_sha
+        o
+        for o in await store.learning.find_outcomes(repo=run.repo, pr_number=revert.pr)
+        if o.merge_sha
     ]
     outcome = await run.outcome(kind="revert", trigger=revert.trigger)
     outcome = replace(outcome, revert_of_pr=revert.pr)
     report = report_for(run.pub, job.kind, job.id, revert.pr)
     if not merged:
         await report.say("Nothing to revert: Patchwarden has not merged this pull request.")
-        await store.save_outcome(replace(outcome, status="refused"))
+        await store.learning.save_outcome(replace(outcome, status="refused"))
         return {"status": "refused", "reason": "not merged"}
     original = merged[-1]
     refused = await run.refused_if_paused(outcome, report, "Not reverting")
@@ -52,7 +54,7 @@ async def revert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         options=PullOptions(trigger=trigger, revert_of=original),
     )
     if result.get("pr"):
-        latest = await store.get_outcome(original.job_id)
+        latest = await store.learning.get_outcome(original.job_id)
         if latest is not None:
-            await store.save_outcome(replace(latest, reverted_by_pr=int(result["pr"])))
+            await store.learning.save_outcome(replace(latest, reverted_by_pr=int(result["pr"])))
     return result

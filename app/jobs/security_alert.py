@@ -108,7 +108,7 @@ async def security_alert_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         # A model writes a fix only where the policy lets it (`alerts.code_scanning.model`).
         model = None
         if alert.model and ctx.settings.llm_configured:
-            model = make_fixer("llm", ctx.settings, ledger=ctx.store, audit=run.audit)
+            model = make_fixer("llm", ctx.settings, ledger=ctx.store.repos, audit=run.audit)
         fixer, name = ScanningFixer(model=model), "code scanning alert"
     return await session_to_pull(
         run,

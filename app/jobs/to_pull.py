@@ -77,7 +77,7 @@ async def session_to_pull(
     if options.blame is not None:
         done = await options.blame(result)
         if done is not None:
-            await run.ctx.store.save_outcome(replace(outcome, status=str(done["status"])))
+            await run.ctx.store.learning.save_outcome(replace(outcome, status=str(done["status"])))
             return done
     trigger = await _whose(run, result, options.trigger)
     if trigger is None:
@@ -231,7 +231,7 @@ async def ended(
     """No patch to publish: say why where the request came from, and record it."""
     status = "no-change" if status == "patched" else status  # patched, yet nothing to push
     await report.say(f"No pull request: {inline(why)}")
-    await run.ctx.store.save_outcome(replace(outcome, status=status))
+    await run.ctx.store.learning.save_outcome(replace(outcome, status=status))
     await run.audit("job.no_patch", reason=why)
     return {"status": status, "reason": why}
 
@@ -242,7 +242,7 @@ async def _whose(run: Running[Any], result: SessionResult, trigger: Trigger) -> 
     culprit = result.fix.culprit if result.fix is not None else None
     if culprit is None or trigger.reverts is not None:
         return trigger
-    theirs = await run.ctx.store.find_outcomes(repo=run.repo, merge_sha=culprit.sha)
+    theirs = await run.ctx.store.learning.find_outcomes(repo=run.repo, merge_sha=culprit.sha)
     if any(o.is_revert for o in theirs):
         return None
     return replace(trigger, reverts="bot" if theirs else "human")
@@ -260,7 +260,7 @@ async def _rejected(
         "change the policy in `.github/patchwarden.yml` on the default branch "
         "(docs/policy.md)."
     )
-    await run.ctx.store.save_outcome(replace(outcome, status="rejected"))
+    await run.ctx.store.learning.save_outcome(replace(outcome, status="rejected"))
     return {"status": "rejected", "score": score.score}
 
 
@@ -274,4 +274,4 @@ async def _keep_standing(run: Running[Any], learned: Learned) -> None:
         explanation=learned.explanation,
         at=time.time(),
     )
-    await run.ctx.store.set_standing(standing, job_id=run.job.id)
+    await run.ctx.store.learning.set_standing(standing, job_id=run.job.id)

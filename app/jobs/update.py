@@ -20,7 +20,7 @@ from app.store import Job, Outcome
 async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     run = Running.start(ctx, job, UpdateJob)
     update = run.kind
-    first = await ctx.store.get_outcome(update.job)
+    first = await ctx.store.learning.get_outcome(update.job)
     if first is None or first.head_sha is None or first.base_sha is None:
         raise PermanentJobError(f"job {update.job} has no published patch to carry")
     outcome = await run.outcome(kind=first.kind, trigger=first.trigger)

@@ -74,10 +74,10 @@ async def answer(
         return _not_found("audit pages are off: set PATCHWARDEN_PUBLIC_URL (docs/install.md)")
     if not signed(secret.get_secret_value(), repo, number, query.get("sig", "")):
         return _not_found("no such page: open the link from the pull request's check run, whole")
-    outcomes = await store.find_outcomes(repo=repo, pr_number=number)
+    outcomes = await store.learning.find_outcomes(repo=repo, pr_number=number)
     entries: list[AuditEntry] = []
     for job_id in sorted({o.job_id for o in outcomes}):
-        entries += await store.query_audit(AuditQuery(repo=repo, job_id=job_id))
+        entries += await store.journal.query_audit(AuditQuery(repo=repo, job_id=job_id))
     entries.sort(key=lambda e: (e.at, e.id))
     if query.get("format") == "json":
         return web.json_response(as_json(repo, number, outcomes, entries), headers=HEADERS)

@@ -157,7 +157,7 @@ class WorkerPool:
     # -- internals ----------------------------------------------------------
     async def _claim(self, lane: Lane) -> Job | None:
         kinds = self.kinds_for(lane.queue)
-        return await self.store.claim(
+        return await self.store.queue.claim(
             queue=lane.queue,
             kinds=kinds,
             owner=self.owner,
@@ -197,7 +197,7 @@ class WorkerPool:
         while True:
             await asyncio.sleep(interval)
             try:
-                ok = await self.store.heartbeat(
+                ok = await self.store.queue.heartbeat(
                     job.id, owner=self.owner, lease_seconds=self.lease_seconds
                 )
             except Exception as exc:  # the database blinked: the next beat tries again
@@ -237,11 +237,11 @@ class WorkerPool:
             if me is not None and me.cancelling():
                 # Shutdown ran out of drain time: give the job back for another run.
                 with contextlib.suppress(Exception):
-                    await self.store.release(job.id, owner=self.owner)
+                    await self.store.queue.release(job.id, owner=self.owner)
                 raise
             return  # the heartbeat lost the lease: the job is someone else's now
         except PermanentJobError as exc:
-            await self.store.fail(job.id, owner=self.owner, error=_error_text(exc))
+            await self.store.queue.fail(job.id, owner=self.owner, error=_error_text(exc))
             log.warning("job %s failed: %s", job.id, exc)
             return
         except Exception as exc:
@@ -251,7 +251,7 @@ class WorkerPool:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
-        if not await self.store.complete(job.id, owner=self.owner, result=result or {}):
+        if not await self.store.queue.complete(job.id, owner=self.owner, result=result or {}):
             log.warning("job %s finished but its lease had moved on; result discarded", job.id)
             return
         log.info(
@@ -269,11 +269,13 @@ class WorkerPool:
         )
         # Runs its worker did not survive (crashes) do not count: only the job's own errors.
         if job.errors >= job.max_attempts:
-            await self.store.fail(
+            await self.store.queue.fail(
                 job.id,
                 owner=self.owner,
                 error=f"gave up after {plural(job.errors, 'attempt')}; last error: {error}",
             )
             return
         delay = backoff(self.retry_base_seconds, job.errors)
-        await self.store.retry_later(job.id, owner=self.owner, error=error, delay_seconds=delay)
+        await self.store.queue.retry_later(
+            job.id, owner=self.owner, error=error, delay_seconds=delay
+        )

@@ -1,11 +1,12 @@
-"""The store: deliveries, jobs, audit, installations, outcomes and pauses behind one interface."""
+"""The store: one database (SQLite or PostgreSQL) and a repository per concern over it."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
 from app.errors import StoreError
-from app.store.interface import Store
+from app.store.database import Database, Driver
+from app.store.facade import Store
 from app.store.models import (
     AuditEntry,
     AuditQuery,
@@ -59,18 +60,20 @@ def store_for_url(url: str, *, default_max_attempts: int = 3, create: bool = Tru
                 f"bad database URL {url!r}: write sqlite:///relative/path.db, "
                 "sqlite:////absolute/path.db or sqlite:///:memory:"
             )
-        from app.store.sqlite import SQLiteStore
+        from app.store.sqlite import SQLiteDriver
 
         path = url.removeprefix("sqlite:///") or ":memory:"
-        return SQLiteStore(path, url=url, default_max_attempts=default_max_attempts, create=create)
-    if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
-        from app.store.postgres import PostgresStore
+        driver: Driver = SQLiteDriver(path, url=url)
+    elif scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
+        from app.store.postgres import PostgresDriver
 
-        return PostgresStore(url, default_max_attempts=default_max_attempts, create=create)
-    raise StoreError(
-        f"unknown database URL scheme {scheme!r} in {mask_url(url)!r}; use sqlite:///PATH "
-        "or postgresql://USER:PASSWORD@HOST/DATABASE"
-    )
+        driver = PostgresDriver(url)
+    else:
+        raise StoreError(
+            f"unknown database URL scheme {scheme!r} in {mask_url(url)!r}; use sqlite:///PATH "
+            "or postgresql://USER:PASSWORD@HOST/DATABASE"
+        )
+    return Store(Database(driver, create=create), default_max_attempts=default_max_attempts)
 
 
 async def open_store(url: str, *, default_max_attempts: int = 3) -> Store:

@@ -1,7 +1,6 @@
-"""The store's interface. Callers depend on this, never on a database driver.
-
-A PostgreSQL store implements the same methods; ``open_store`` picks by URL.
-"""
+"""The store's repositories, one interface per concern. Callers depend on these (through
+:class:`~app.store.facade.Store`), never on a database driver; each has one SQL
+implementation that runs on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from app.store.models import (
     CheckRecord,
     Delivery,
     Job,
-    MetricsSnapshot,
     ModelSpend,
     NewJob,
     Outcome,
@@ -26,40 +24,9 @@ from app.store.models import (
 )
 
 
-class Store(abc.ABC):
-    """Deliveries, jobs with leases, the audit log, installations, outcomes and pauses."""
+class Queue(abc.ABC):
+    """Jobs: enqueued, claimed with leases, heartbeats, retries, crashes and failures."""
 
-    url: str
-
-    @abc.abstractmethod
-    async def open(self) -> None:
-        """Connect and apply pending migrations."""
-
-    @abc.abstractmethod
-    async def close(self) -> None: ...
-
-    @abc.abstractmethod
-    async def ping(self) -> None:
-        """Raise if the database does not answer."""
-
-    @abc.abstractmethod
-    async def schema_version(self) -> int: ...
-
-    # -- deliveries ---------------------------------------------------------
-    @abc.abstractmethod
-    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
-        """Store ``delivery`` and enqueue ``jobs`` in one transaction.
-
-        Returns ``False`` (and changes nothing) when a delivery with that id exists.
-        """
-
-    @abc.abstractmethod
-    async def get_delivery(self, delivery_id: str) -> Delivery | None: ...
-
-    @abc.abstractmethod
-    async def count_deliveries(self) -> int: ...
-
-    # -- jobs ---------------------------------------------------------------
     @abc.abstractmethod
     async def enqueue(self, job: NewJob, *, actor: str | None = None) -> tuple[Job, bool]:
         """Enqueue ``job`` unless one with its key exists; return it and whether it is new."""
@@ -123,7 +90,23 @@ class Store(abc.ABC):
         ``prefix``: succeeded with ``{"status": "cancelled", "reason": ...}``, each audited
         (``job.cancelled``). A running job is left to finish. Their ids."""
 
-    # -- audit --------------------------------------------------------------
+
+class Journal(abc.ABC):
+    """Deliveries as received, the audit log, and the answers given once."""
+
+    @abc.abstractmethod
+    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
+        """Store ``delivery`` and enqueue ``jobs`` in one transaction.
+
+        Returns ``False`` (and changes nothing) when a delivery with that id exists.
+        """
+
+    @abc.abstractmethod
+    async def get_delivery(self, delivery_id: str) -> Delivery | None: ...
+
+    @abc.abstractmethod
+    async def count_deliveries(self) -> int: ...
+
     @abc.abstractmethod
     async def audit(
         self,
@@ -140,7 +123,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def query_audit(self, query: AuditQuery) -> list[AuditEntry]: ...
 
-    # -- installations -----------------------------------------------------
+    @abc.abstractmethod
+    async def claim_once(self, key: str) -> bool:
+        """True for the first caller with ``key``, in any process; False after that."""
+
+    @abc.abstractmethod
+    async def release_once(self, key: str) -> None:
+        """Forget ``key`` (the answer it guarded could not be given; a retry may)."""
+
+
+class RepoState(abc.ABC):
+    """Per installation and repository: covered repositories, model spend, pauses,
+    GitHub's rate limits, the dashboard issue."""
+
     @abc.abstractmethod
     async def set_installation(
         self, installation_id: int, *, account: str | None, active: bool
@@ -163,7 +158,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def installed_repos(self) -> dict[str, int]: ...
 
-    # -- model spend (the daily budget per installation) ---------------------
     @abc.abstractmethod
     async def add_model_spend(self, installation_id: int, *, day: str, spend: ModelSpend) -> None:
         """Add ``spend`` to the installation's total for ``day`` (``YYYY-MM-DD``, UTC)."""
@@ -171,16 +165,45 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def model_spend(self, installation_id: int, *, day: str) -> ModelSpend: ...
 
-    # -- answers given once ----------------------------------------------------
     @abc.abstractmethod
-    async def claim_once(self, key: str) -> bool:
-        """True for the first caller with ``key``, in any process; False after that."""
+    async def set_pause(
+        self, repo: str, *, paused: bool, actor: str, reason: str | None = None
+    ) -> bool:
+        """Pause or resume ``repo``; True when that changed its state.
+
+        A change is audited (``repo.paused`` / ``repo.resumed``) in the same
+        transaction; pausing a paused repository (or resuming a running one) changes
+        nothing, not even the recorded actor or reason, and returns False.
+        """
 
     @abc.abstractmethod
-    async def release_once(self, key: str) -> None:
-        """Forget ``key`` (the answer it guarded could not be given; a retry may)."""
+    async def get_pause(self, repo: str) -> Pause | None: ...
 
-    # -- outcomes (what became of each job) ------------------------------------
+    @abc.abstractmethod
+    async def pauses(self) -> list[Pause]:
+        """Every paused repository, by name."""
+
+    @abc.abstractmethod
+    async def pause_requests(self, scope: str, until: float) -> None:
+        """No GitHub request of ``scope`` (an installation id, or ``app``) leaves before
+        ``until`` (epoch seconds), in any process; a later ``until`` only extends it."""
+
+    @abc.abstractmethod
+    async def requests_paused_until(self, scope: str) -> float:
+        """Until when ``scope``'s GitHub requests wait (0 when they do not)."""
+
+    @abc.abstractmethod
+    async def dashboard_issue(self, repo: str) -> tuple[int | None, str | None]:
+        """``repo``'s dashboard issue, if Patchwarden opened one, and the SHA-256 of the
+        body it last wrote there (an update that would change nothing is skipped)."""
+
+    @abc.abstractmethod
+    async def set_dashboard_issue(self, repo: str, issue_number: int, body_sha: str) -> None: ...
+
+
+class Learning(abc.ABC):
+    """What became of each job, and earned autonomy's records (app/policy/learn.py)."""
+
     @abc.abstractmethod
     async def save_outcome(self, outcome: Outcome) -> None:
         """Insert ``outcome``, or replace the one saved for the same ``job_id``."""
@@ -201,45 +224,6 @@ class Store(abc.ABC):
         """Outcomes matching every filter given (``since``: created then or later),
         oldest first (by ``created_at``, then ``job_id``)."""
 
-    # -- per-repository pause --------------------------------------------------
-    @abc.abstractmethod
-    async def set_pause(
-        self, repo: str, *, paused: bool, actor: str, reason: str | None = None
-    ) -> bool:
-        """Pause or resume ``repo``; True when that changed its state.
-
-        A change is audited (``repo.paused`` / ``repo.resumed``) in the same
-        transaction; pausing a paused repository (or resuming a running one) changes
-        nothing, not even the recorded actor or reason, and returns False.
-        """
-
-    @abc.abstractmethod
-    async def get_pause(self, repo: str) -> Pause | None: ...
-
-    # -- GitHub's rate limits, shared by every process ----------------------
-    @abc.abstractmethod
-    async def pause_requests(self, scope: str, until: float) -> None:
-        """No GitHub request of ``scope`` (an installation id, or ``app``) leaves before
-        ``until`` (epoch seconds), in any process; a later ``until`` only extends it."""
-
-    @abc.abstractmethod
-    async def requests_paused_until(self, scope: str) -> float:
-        """Until when ``scope``'s GitHub requests wait (0 when they do not)."""
-
-    @abc.abstractmethod
-    async def pauses(self) -> list[Pause]:
-        """Every paused repository, by name."""
-
-    # -- the dashboard issue ----------------------------------------------------
-    @abc.abstractmethod
-    async def dashboard_issue(self, repo: str) -> tuple[int | None, str | None]:
-        """``repo``'s dashboard issue, if Patchwarden opened one, and the SHA-256 of the
-        body it last wrote there (an update that would change nothing is skipped)."""
-
-    @abc.abstractmethod
-    async def set_dashboard_issue(self, repo: str, issue_number: int, body_sha: str) -> None: ...
-
-    # -- earned autonomy (app/policy/learn.py) ------------------------------------
     @abc.abstractmethod
     async def add_trust_event(self, event: TrustEvent) -> None:
         """Record a pull request closed unmerged or a maintainer's reset, audited in the
@@ -261,7 +245,10 @@ class Store(abc.ABC):
     async def standings(self, repo: str | None = None) -> list[TrustStanding]:
         """The standings last scored, by repository and kind."""
 
-    # -- the watch on the default branch (app/policy/watch_rules.py) --------------------
+
+class CheckHistory(abc.ABC):
+    """The watch on the default branch (app/policy/watch_rules.py): checks and findings."""
+
     @abc.abstractmethod
     async def record_check(self, record: CheckRecord) -> bool:
         """Keep a check completed on the default branch; False when GitHub's run or
@@ -279,8 +266,3 @@ class Store(abc.ABC):
     async def save_finding(self, finding: WatchFinding, *, audit: str | None = None) -> None:
         """Keep ``finding`` (insert or update by repository and key); with ``audit``, an
         audit entry of that action in the same transaction."""
-
-    # -- metrics ---------------------------------------------------------------
-    @abc.abstractmethod
-    async def metrics(self, *, now: float | None = None) -> MetricsSnapshot:
-        """The counts ``GET /metrics`` shows, read in one go."""

@@ -1,11 +1,11 @@
-"""The PostgreSQL store: one database shared by any number of ``serve`` and ``worker``
+"""PostgreSQL: one database shared by any number of ``serve`` and ``worker``
 processes on any number of hosts.
 
-It runs the SQL store's statements (:mod:`app.store.sql`) through psycopg 3 on the
-store's own thread, as the SQLite store does, so the two keep the same semantics by
-construction; what differs is locking (jobs are claimed with ``FOR UPDATE SKIP
-LOCKED``), the migrations' types, and an advisory lock that lets one process migrate
-while the others wait. Why psycopg 3 and not asyncpg: docs/decisions/009.
+The store's statements run through psycopg 3 on the store's own threads, as SQLite's
+do, so the two keep the same semantics by construction; what differs is locking (jobs
+are claimed with ``FOR UPDATE SKIP LOCKED``), the migrations' types, an advisory lock
+that lets one process migrate while the others wait, and the webhook intake in one
+statement. Why psycopg 3 and not asyncpg: docs/decisions/009.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from app.errors import StoreError
-from app.store.migrations import POSTGRES_MIGRATIONS
+from app.store.database import DB, Cursor, Database, Driver
+from app.store.migrations import POSTGRESQL
 from app.store.models import Delivery, NewJob
-from app.store.sql import SQLStore
-from app.store.sql_base import DB, Cursor
 from app.store.urls import mask_url, url_passwords
 
 if TYPE_CHECKING:
@@ -95,23 +94,20 @@ class _Connection:
         self.conn.close()
 
 
-class PostgresStore(SQLStore):
-    MIGRATIONS = POSTGRES_MIGRATIONS
-    BEGIN = "BEGIN"
-    FOR_UPDATE = " FOR UPDATE"
-    SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
-    CONNECTIONS = 4
-    INTAKE_CONNECTION = True
+class PostgresDriver(Driver):
+    dialect = POSTGRESQL
+    begin = "BEGIN"
+    for_update = " FOR UPDATE"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+    connections = 4
+    intake_connection = True
 
-    def __init__(self, url: str, *, default_max_attempts: int = 3, create: bool = True):
-        # self.url is what errors and logs show: never the password.
-        super().__init__(
-            url=mask_url(url), default_max_attempts=default_max_attempts, create=create
-        )
-        self._prepare = True  # the intake's statement; off behind a pooler that loses it
+    def __init__(self, url: str):
+        self.url = mask_url(url)  # what errors and logs show: never the password
+        self.prepare = True  # the intake's statement; off behind a pooler that loses it
         self._dsn = re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", url)
 
-    def _open_db(self) -> DB:
+    def connect(self, *, create: bool) -> DB:
         try:
             import psycopg
         except ImportError as exc:
@@ -134,32 +130,33 @@ class PostgresStore(SQLStore):
             raise StoreError(f"cannot connect to {self.url}: {reason}") from None
         return _Connection(conn)
 
-    def _migration_lock(self, db: DB) -> None:
+    def migration_lock(self, db: DB) -> None:
         db.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
 
-    def _has_schema(self, db: DB) -> bool:
+    def has_schema(self, db: DB) -> bool:
         row = db.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
         return bool(row[0])
 
-    def _reconnect_if_broken(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if isinstance(conn, _Connection) and conn.conn.broken:
-            self._replace_connection()
+    def broken(self, db: DB) -> bool:
+        return isinstance(db, _Connection) and bool(db.conn.broken)
 
     # -- the intake in one round trip --------------------------------------------
-    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
-        """As the SQL store's, in one statement (one round trip instead of six): the
-        delivery, its audit entry, its jobs and theirs, each step fed by the one before
-        (so the audit keeps the order: the delivery, then each job), nothing if the
-        delivery was stored already. The store contract tests hold both to one meaning."""
-        sql, params = _intake(delivery, jobs, time.time(), self.default_max_attempts)
+    def intake(
+        self, database: Database, delivery: Delivery, jobs: Sequence[NewJob], max_attempts: int
+    ) -> Callable[[], bool]:
+        """As the queue's transaction, in one statement (one round trip instead of six):
+        the delivery, its audit entry, its jobs and theirs, each step fed by the one
+        before (so the audit keeps the order: the delivery, then each job), nothing if
+        the delivery was stored already. The store contract tests hold both to one
+        meaning."""
+        sql, params = _intake(delivery, jobs, time.time(), max_attempts)
 
         def one() -> bool:
             import psycopg
 
-            db = cast(_Connection, self._db)
+            db = cast(_Connection, database.db)
             try:
-                return bool(db.execute_bound(sql, params, prepare=self._prepare).fetchone()[0])
+                return bool(db.execute_bound(sql, params, prepare=self.prepare).fetchone()[0])
             except (
                 psycopg.errors.InvalidSqlStatementName,
                 psycopg.errors.DuplicatePreparedStatement,
@@ -167,10 +164,10 @@ class PostgresStore(SQLStore):
                 # A pooler that does not keep prepared statements (PgBouncer in
                 # transaction mode before 1.21): bound, but unprepared, from now on.
                 log.warning("PostgreSQL: prepared statements do not survive here; not preparing")
-                self._prepare = False
+                self.prepare = False
                 return bool(db.execute_bound(sql, params, prepare=False).fetchone()[0])
 
-        return await self._run_intake(one)
+        return one
 
 
 # The intake's jobs and their audit entries: _JOBS_HEAD, one VALUES row per job, _JOBS_TAIL.

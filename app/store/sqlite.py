@@ -1,5 +1,5 @@
-"""The SQLite store, the embedded default: one file, WAL mode, safe to share between
-the processes of one host (``serve`` and any number of ``worker``)."""
+"""SQLite, the embedded default: one file, WAL mode, safe to share between the
+processes of one host (``serve`` and any number of ``worker``)."""
 
 from __future__ import annotations
 
@@ -8,28 +8,18 @@ from pathlib import Path
 from typing import cast
 
 from app.errors import NoDatabase, StoreError
-from app.store.migrations import SQLITE_MIGRATIONS
-from app.store.sql import SQLStore
-from app.store.sql_base import DB
+from app.store.database import DB, Driver
+from app.store.migrations import SQLITE
 
 
-class SQLiteStore(SQLStore):
-    MIGRATIONS = SQLITE_MIGRATIONS
+class SQLiteDriver(Driver):
+    dialect = SQLITE
 
-    def __init__(
-        self,
-        path: str,
-        *,
-        url: str | None = None,
-        default_max_attempts: int = 3,
-        create: bool = True,
-    ):
-        super().__init__(
-            url=url or f"sqlite:///{path}", default_max_attempts=default_max_attempts, create=create
-        )
+    def __init__(self, path: str, *, url: str | None = None):
         self.path = path
+        self.url = url or f"sqlite:///{path}"
 
-    def _open_db(self) -> DB:
+    def connect(self, *, create: bool) -> DB:
         if sqlite3.sqlite_version_info < (3, 35):
             raise StoreError(
                 f"this Python's SQLite is {sqlite3.sqlite_version}; Patchwarden needs 3.35 or "
@@ -43,7 +33,7 @@ class SQLiteStore(SQLStore):
                     f"cannot open {self.url}: the folder {parent} does not exist. "
                     "Create it or point PATCHWARDEN_DATABASE_URL elsewhere."
                 )
-            if not self.create and not Path(self.path).expanduser().exists():
+            if not create and not Path(self.path).expanduser().exists():
                 raise NoDatabase(
                     f"no database at {self.url}: check PATCHWARDEN_DATABASE_URL "
                     "(`patchwarden serve` creates it on first start)"

@@ -40,7 +40,7 @@ async def allowed(
     decided again, audited once and answered once."""
     role, error = await role_for(gh, repo=repo, login=login)
     decision = triggers.decide(name, role, error=error)
-    if await ctx.store.claim_once(f"audit:{repo}:{ref}:{decision.verdict}"):
+    if await ctx.store.journal.claim_once(f"audit:{repo}:{ref}:{decision.verdict}"):
         await ctx.audit(
             decision.audit_action,
             actor=login,
@@ -99,7 +99,7 @@ async def answer_once(
     """
     mark = f"{kind} {key}"
     claim = f"{repo}#{number}:{marker(mark)}"
-    if not await ctx.store.claim_once(claim):
+    if not await ctx.store.journal.claim_once(claim):
         return
     try:
         await Publisher(gh, repo, bot_login=ctx.bot_login).post_once(number, mark, body)
@@ -108,10 +108,10 @@ async def answer_once(
             log.warning("could not answer on %s#%s: %s", repo, number, exc)
             await ctx.audit("answer.skipped", repo=repo, reason=f"#{number} is gone: {exc}")
             return
-        await ctx.store.release_once(claim)
+        await ctx.store.journal.release_once(claim)
         raise
     except BaseException:
-        await ctx.store.release_once(claim)
+        await ctx.store.journal.release_once(claim)
         raise
 
 

@@ -75,7 +75,7 @@ async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
 
 async def _keep(ctx: HandlerContext, done: CheckRecord, *, installation: int | None) -> None:
     """Keep the check for the watch, and run the watch at the end of the window."""
-    if not await ctx.store.record_check(done):
+    if not await ctx.store.checks.record_check(done):
         return  # a redelivery
     window = int(time.time() // ctx.batch_seconds)
     watch = WatchJob(repo=done.repo, window=window)
@@ -97,7 +97,7 @@ async def _only_flaky(
     still be the one its merge broke: the canary decides). A workflow run's failure is
     judged by the failed check runs of its jobs on that commit."""
     now = time.time()
-    records = await ctx.store.check_history(failure.repo, since=now - FLAKY_DAYS * 86400)
+    records = await ctx.store.checks.check_history(failure.repo, since=now - FLAKY_DAYS * 86400)
     failed = {r.check for r in records if r.sha == failure.sha and r.conclusion in FAILED}
     if check_run:
         failed.add(failure.name)
@@ -106,7 +106,7 @@ async def _only_flaky(
     flaky = flaky_checks(records, days=FLAKY_DAYS, now=now)
     if not failed <= set(flaky):
         return None
-    if watched_merges(await ctx.store.find_outcomes(repo=failure.repo), now=now):
+    if watched_merges(await ctx.store.learning.find_outcomes(repo=failure.repo), now=now):
         return None
     names = sorted(failed)
     return " and ".join(names) + (" is" if len(names) == 1 else " are")

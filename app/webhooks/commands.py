@@ -133,7 +133,7 @@ async def pause(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
     """``pause`` / ``resume``: nothing new starts or merges in the repository, or it does
     again; the dashboard says so at once."""
     login, paused = asked.login, asked.command.name == "pause"
-    changed = await ctx.store.set_pause(
+    changed = await ctx.store.repos.set_pause(
         asked.repo, paused=paused, actor=login, reason=f"comment on #{asked.number}"
     )
     text = (
@@ -189,7 +189,7 @@ def default_policy() -> Policy:
 async def _known_kinds(ctx: HandlerContext, repo: str) -> set[str]:
     """Kinds of change a reset may name: the fixers', the default policy's categories
     and every kind recorded in the repository (its own categories)."""
-    recorded = {o.category for o in await ctx.store.find_outcomes(repo=repo) if o.category}
+    recorded = {o.category for o in await ctx.store.learning.find_outcomes(repo=repo) if o.category}
     return {*FIXER_CATEGORIES, *default_policy().categories, *recorded}
 
 
@@ -197,7 +197,7 @@ async def ignore(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
     """``ignore`` on an issue of the watch: that finding is not raised again."""
     found = [
         f
-        for f in await ctx.store.watch_findings(asked.repo)
+        for f in await ctx.store.checks.watch_findings(asked.repo)
         if f.issue_number == asked.number and not f.key.startswith("report:")  # a report
     ]
     if not found:
@@ -206,7 +206,7 @@ async def ignore(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
         return
     for finding in found:
         if finding.state != "ignored":
-            await ctx.store.save_finding(
+            await ctx.store.checks.save_finding(
                 replace(finding, state="ignored", last_seen=time.time()), audit="watch.ignored"
             )
     text = (

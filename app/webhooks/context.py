@@ -22,7 +22,7 @@ class HandlerContext:
 
     async def paused(self, repo: str) -> str | None:
         """Why no new job may start on ``repo`` now, or None."""
-        pause = await self.store.get_pause(repo)
+        pause = await self.store.repos.get_pause(repo)
         return pause_reason(pause, globally=self.paused_globally, repo=repo, bot=self.bot_name)
 
     @property
@@ -38,7 +38,7 @@ class HandlerContext:
         reason: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
-        await self.store.audit(
+        await self.store.journal.audit(
             action,
             actor=actor,
             repo=repo,
@@ -59,7 +59,7 @@ class HandlerContext:
         job = kind.new_job(
             installation_id=installation_id, delivery_id=self.delivery_id, run_after=run_after
         )
-        created = await self.store.enqueue(job, actor=actor)
+        created = await self.store.queue.enqueue(job, actor=actor)
         if created[1]:
             self.on_enqueued(job.queue)
         return created

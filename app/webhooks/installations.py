@@ -29,12 +29,12 @@ async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     account = data.installation.account.login if data.installation.account else None
     actor = data.sender.login if data.sender else None
     if action in {"created", "unsuspend", "new_permissions_accepted"}:
-        await ctx.store.set_installation(inst_id, account=account, active=True)
-        await ctx.store.add_installation_repos(inst_id, _names(data.repositories))
+        await ctx.store.repos.set_installation(inst_id, account=account, active=True)
+        await ctx.store.repos.add_installation_repos(inst_id, _names(data.repositories))
     elif action in {"deleted", "suspend"}:
-        await ctx.store.set_installation(inst_id, account=account, active=False)
+        await ctx.store.repos.set_installation(inst_id, account=account, active=False)
         if action == "deleted":
-            await ctx.store.remove_installation_repos(inst_id)
+            await ctx.store.repos.remove_installation_repos(inst_id)
     else:
         await ctx.audit("delivery.ignored", actor=actor, reason=f"installation.{action}")
         return
@@ -54,9 +54,9 @@ async def on_installation_repositories(
     inst_id = data.installation.id
     account = data.installation.account.login if data.installation.account else None
     added, removed = _names(data.repositories_added), _names(data.repositories_removed)
-    await ctx.store.set_installation(inst_id, account=account, active=True)
-    await ctx.store.add_installation_repos(inst_id, added)
-    await ctx.store.remove_installation_repos(inst_id, removed)
+    await ctx.store.repos.set_installation(inst_id, account=account, active=True)
+    await ctx.store.repos.add_installation_repos(inst_id, added)
+    await ctx.store.repos.remove_installation_repos(inst_id, removed)
     await ctx.audit(
         "installation.repositories",
         actor=data.sender.login if data.sender else None,

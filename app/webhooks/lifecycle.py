@@ -51,7 +51,7 @@ def installation_of(data: Envelope) -> int | None:
 
 
 async def is_ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
-    return bool(await ctx.store.find_outcomes(repo=repo, pr_number=pr))
+    return bool(await ctx.store.learning.find_outcomes(repo=repo, pr_number=pr))
 
 
 @router.register("pull_request_review", action="submitted")
@@ -97,7 +97,7 @@ async def _reverts_ours(
     reverted = triggers.reverted_by_button(data.pull_request.body, repo=repo)
     if reverted is None:
         return False
-    ours = await ctx.store.find_outcomes(repo=repo, pr_number=reverted)
+    ours = await ctx.store.learning.find_outcomes(repo=repo, pr_number=reverted)
     merged = [o for o in ours if o.merged_at is not None and o.category and not o.is_revert]
     if not merged:
         return False
@@ -116,12 +116,12 @@ async def _reverts_ours(
 async def record_once(ctx: HandlerContext, key: str, event: TrustEvent) -> None:
     """Record ``event`` once for ``key`` (a replayed delivery records nothing more); a
     failure lets a retry record it."""
-    if not await ctx.store.claim_once(key):
+    if not await ctx.store.journal.claim_once(key):
         return
     try:
-        await ctx.store.add_trust_event(event)
+        await ctx.store.learning.add_trust_event(event)
     except BaseException:
-        await ctx.store.release_once(key)
+        await ctx.store.journal.release_once(key)
         raise
 
 
@@ -131,7 +131,7 @@ async def _closed_unmerged(
     """A person closing one of Patchwarden's pull requests unmerged rejects it: that
     counts against its kind of change (earned autonomy). Patchwarden closing its own
     does not."""
-    ours = await ctx.store.find_outcomes(repo=repo, pr_number=pr)
+    ours = await ctx.store.learning.find_outcomes(repo=repo, pr_number=pr)
     latest = ours[-1] if ours else None
     category = latest.category if latest is not None and not latest.is_revert else None
     person = actor is not None and not triggers.is_bot(
@@ -167,7 +167,9 @@ async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext
     waiting = [
         o
         for o in (
-            await ctx.store.find_outcomes(repo=repo, head_sha=str(sha)) if repo and sha else []
+            await ctx.store.learning.find_outcomes(repo=repo, head_sha=str(sha))
+            if repo and sha
+            else []
         )
         if o.pr_number is not None and o.merged_at is None
     ]

@@ -190,7 +190,7 @@ async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=reason, details=details)
         return
     prefix = SecurityAlertJob.prefix(repo, source, number)
-    earlier = await ctx.store.jobs_with_key(SecurityAlertJob.kind, prefix)
+    earlier = await ctx.store.queue.jobs_with_key(SecurityAlertJob.kind, prefix)
     live = [j for j in earlier if j.state in (JobState.QUEUED, JobState.RUNNING)]
     if live:
         reason = f"{name}: job {live[0].id} is on it already"
@@ -214,7 +214,7 @@ async def on_alert_closed(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     actor = data.sender.login if data.sender else None
     name = f"{NAMES[event.event]} #{number}"
     prefix = SecurityAlertJob.prefix(repo, source_of(event.event), number)
-    cancelled = await ctx.store.cancel_queued(
+    cancelled = await ctx.store.queue.cancel_queued(
         SecurityAlertJob.kind, prefix, reason=f"{name} {action}", delivery_id=ctx.delivery_id
     )
     closed = await _close_pulls(gh, ctx, data, prefix=prefix, name=name)
@@ -238,14 +238,14 @@ async def _closed_after_merge(ctx: HandlerContext, prefix: str, action: str) -> 
     """Patchwarden's merged fixes of the alert: GitHub closed it after they merged (the
     manifest no longer matches), which their outcomes record; their numbers."""
     merged = []
-    for job in await ctx.store.jobs_with_key(SecurityAlertJob.kind, prefix):
-        outcome = await ctx.store.get_outcome(job.id)
+    for job in await ctx.store.queue.jobs_with_key(SecurityAlertJob.kind, prefix):
+        outcome = await ctx.store.learning.get_outcome(job.id)
         if outcome is None or outcome.merged_at is None or outcome.pr_number is None:
             continue
         if "alert_closed" not in outcome.details:
             closed = {"action": action, "at": time.time(), "delivery": ctx.delivery_id}
             details = {**outcome.details, "alert_closed": closed}
-            await ctx.store.save_outcome(replace(outcome, details=details))
+            await ctx.store.learning.save_outcome(replace(outcome, details=details))
         merged.append(outcome.pr_number)
     return merged
 
@@ -263,8 +263,8 @@ async def _close_pulls(
         "this change is no longer needed. Reopen it if you still want it."
     )
     closed = []
-    for job in await ctx.store.jobs_with_key(SecurityAlertJob.kind, prefix):
-        outcome = await ctx.store.get_outcome(job.id)
+    for job in await ctx.store.queue.jobs_with_key(SecurityAlertJob.kind, prefix):
+        outcome = await ctx.store.learning.get_outcome(job.id)
         if outcome is None or outcome.pr_number is None or outcome.merged_at is not None:
             continue
         key = f"alert-closed:{prefix}{job.id}"

@@ -298,7 +298,7 @@ def audit_db(tmp_path: Path) -> tuple[str, int]:
         store = store_for_url(url)
         await store.open()
         try:
-            await store.record_delivery(
+            await store.journal.record_delivery(
                 Delivery(
                     id="old-delivery",
                     source="github",
@@ -311,9 +311,9 @@ def audit_db(tmp_path: Path) -> tuple[str, int]:
                     received_at=time.time() - 3 * 86400,
                 )
             )
-            job, _ = await store.enqueue(NewJob(kind="fix", key="fix:a:1", repo=REPO_A))
-            await store.audit("session.note", repo=REPO_A, job_id=job.id, reason="fresh a")
-            await store.audit("session.note", repo=REPO_B, reason="fresh b")
+            job, _ = await store.queue.enqueue(NewJob(kind="fix", key="fix:a:1", repo=REPO_A))
+            await store.journal.audit("session.note", repo=REPO_A, job_id=job.id, reason="fresh a")
+            await store.journal.audit("session.note", repo=REPO_B, reason="fresh b")
             return job.id
         finally:
             await store.close()
@@ -804,11 +804,13 @@ async def test_audit_failed_keeps_to_limit_names_the_thread_and_ignores_case(
         ]
         for n, (kind, payload) in enumerate(payloads):
             new = NewJob(kind=kind, key=f"k{n}", repo="Octo/Widgets", payload=payload)
-            job, _ = await store.enqueue(new)
-            claimed = await store.claim(queue=new.queue, owner="w", lease_seconds=60, kinds=[kind])
+            job, _ = await store.queue.enqueue(new)
+            claimed = await store.queue.claim(
+                queue=new.queue, owner="w", lease_seconds=60, kinds=[kind]
+            )
             assert claimed is not None
             assert claimed.id == job.id
-            assert await store.fail(job.id, owner="w", error=f"boom {n}")
+            assert await store.queue.fail(job.id, owner="w", error=f"boom {n}")
     finally:
         await store.close()
     settings = load_settings(database_url=url)

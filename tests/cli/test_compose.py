@@ -13,7 +13,7 @@ import yaml
 from app.cli.main import build_parser
 from app.config import load_settings
 from app.store import store_for_url
-from app.store.postgres import PostgresStore
+from app.store.postgres import PostgresDriver
 
 COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 VALUES = {
@@ -62,7 +62,7 @@ def test_each_service_s_settings_are_valid_and_share_the_postgres_database(
         database_url=env["PATCHWARDEN_DATABASE_URL"],
     )
     store = store_for_url(settings.database_url)
-    assert isinstance(store, PostgresStore)
+    assert isinstance(store.database.driver, PostgresDriver)
     assert store.url == "postgresql://patchwarden:***@postgres:5432/patchwarden"
     postgres_env = services["postgres"]["environment"]
     assert (postgres_env["POSTGRES_USER"], postgres_env["POSTGRES_DB"]) == (

@@ -406,9 +406,9 @@ async def test_a_500_moves_to_the_fallback_provider_and_every_attempt_is_audited
     store = store_for_url(f"sqlite:///{tmp_path / 'audit.db'}")
     await store.open()
     try:
-        audit = functools.partial(store.audit, repo="octo/calc", job_id=11)
+        audit = functools.partial(store.journal.audit, repo="octo/calc", job_id=11)
         result = await runner.run(spec(project), fixer_for(primary, fallback, audit=audit))
-        entries = await store.query_audit(AuditQuery(job_id=11))
+        entries = await store.journal.query_audit(AuditQuery(job_id=11))
     finally:
         await store.close()
 
@@ -575,25 +575,25 @@ async def test_budget_overruns_end_the_job_with_the_reason(
         model = await make_model(tool("read_file", path="calc.py", usage=(1500, 600)))
         prices = {"model-0": Price(input=1000, output=1000)}
         budget = Budget(max_cost_usd=1.0, daily_usd=100.0)
-        fixer = fixer_for(model, prices=prices, ledger=store)
+        fixer = fixer_for(model, prices=prices, ledger=store.repos)
         result = await runner.run(spec(project, budget=budget, installation_id=7), fixer)
         assert result.error is not None
         assert "cost budget spent: $2.1000 of $1.00" in result.error
         assert result.fix is not None
         assert result.fix.usage.cost_usd == pytest.approx(2.1)
         today = utc_day(time.time())
-        assert (await store.model_spend(7, day=today)).cost_usd == pytest.approx(2.1)
+        assert (await store.repos.model_spend(7, day=today)).cost_usd == pytest.approx(2.1)
 
         # Daily: installation 7 has spent $2.10 of a $2 day: no call is made at all.
         model = await make_model(tool("finish"), tool("finish"))  # the first is questioned
         budget = Budget(max_cost_usd=5.0, daily_usd=2.0)
-        fixer = fixer_for(model, prices=prices, ledger=store)
+        fixer = fixer_for(model, prices=prices, ledger=store.repos)
         result = await runner.run(spec(project, budget=budget, installation_id=7), fixer)
         assert result.error is not None
         assert "daily budget spent: installation 7 has used $2.1000 of $2.00" in result.error
         assert model.requests == []
         # Another installation is not held back by installation 7's day.
-        await store.add_model_spend(8, day=today, spend=ModelSpend(cost_usd=0.5))
+        await store.repos.add_model_spend(8, day=today, spend=ModelSpend(cost_usd=0.5))
         result = await runner.run(spec(project, budget=budget, installation_id=8), fixer)
         assert result.status == "no-change", result.error
     finally:

@@ -34,7 +34,7 @@ async def main(url: str, private_key: str, db_file: str, comment_id: int) -> Non
                 private_key=private_key,
                 api_url=url,
                 session=session,
-                shared=store,
+                shared=store.repos,
             )
             gh = app.installation(INSTALLATION)
             await gh.getitem(f"/repos/{owner}/{name}/collaborators/alice/permission")

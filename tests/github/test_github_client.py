@@ -315,7 +315,7 @@ async def test_a_rate_limit_one_process_meets_holds_the_installation_in_another(
     await store.open()
     try:
         forge.add_user(REPO, "alice", "write")
-        one, two = make_app(shared=store), make_app(shared=store)
+        one, two = make_app(shared=store.repos), make_app(shared=store.repos)
         first, second = one.installation(INSTALLATION), two.installation(INSTALLATION)
         comment = await new_comment(forge)
         await get_permission(first)
@@ -357,7 +357,7 @@ async def test_a_rate_limit_holds_the_installation_in_another_worker_process(
     await store.open()
     forge.add_user(REPO, "alice", "write")
     comment = await new_comment(forge)
-    first = make_app(shared=store).installation(INSTALLATION)
+    first = make_app(shared=store.repos).installation(INSTALLATION)
     await get_permission(first)
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.github.second_process",

@@ -317,7 +317,7 @@ async def alerts_pw(make_pw: Callable[..., Awaitable[Harness]]) -> Harness:
     pw.forge.add_user(BILLING, "alice", "admin")
     await pw.forge.install(INSTALLATION, by="alice")
     await pw.settle()
-    assert await pw.store.installation_for_repo(BILLING) == INSTALLATION
+    assert await pw.store.repos.installation_for_repo(BILLING) == INSTALLATION
     return pw
 
 
@@ -440,7 +440,7 @@ async def test_a_flood_of_alerts_is_bounded(alerts_pw: Harness) -> None:
     assert status == 422
     assert len(answer["skipped"]) == 51
     assert answer["skipped"][-1] == "and 950 more"
-    audit = await alerts_pw.store.query_audit(AuditQuery())
+    audit = await alerts_pw.store.journal.query_audit(AuditQuery())
     assert len([e for e in audit if e.action == "alert.skipped"]) == 1
 
 
@@ -515,17 +515,19 @@ async def test_routed_alert_reaches_the_routed_repo(alerts_pw: Harness) -> None:
 
 
 async def test_unmapped_alerts_are_422_but_recorded_and_audited(alerts_pw: Harness) -> None:
-    before = await alerts_pw.store.count_deliveries()
+    before = await alerts_pw.store.journal.count_deliveries()
     status, answer = await post_alert(
         alerts_pw, am_body(am_alert("CpuHot", summary="cpu at 99%", service="search"))
     )
     assert status == 422
     assert answer["accepted"] == []
     assert "PATCHWARDEN_ALERT_ROUTES" in answer["skipped"][0]
-    assert await alerts_pw.store.count_deliveries() == before + 1
+    assert await alerts_pw.store.journal.count_deliveries() == before + 1
     assert await alerts_pw.jobs("alert") == []
     skipped = [
-        e for e in await alerts_pw.store.query_audit(AuditQuery()) if e.action == "alert.skipped"
+        e
+        for e in await alerts_pw.store.journal.query_audit(AuditQuery())
+        if e.action == "alert.skipped"
     ]
     assert len(skipped) == 1
     assert skipped[0].delivery_id == answer["delivery"]

@@ -98,7 +98,7 @@ async def test_signed_malformed_deliveries_never_crash_or_make_jobs(
     mine = [j for j in jobs if j.delivery_id == delivery_id]
     if status == 400:
         assert not mine, "an invalid delivery made a job"
-        audit = await pw.store.query_audit(AuditQuery())
+        audit = await pw.store.journal.query_audit(AuditQuery())
         assert any(e.action == "delivery.invalid" and e.delivery_id == delivery_id for e in audit)
         return
     for job in mine:
@@ -141,7 +141,9 @@ async def test_the_issue_s_crashers_are_each_a_clear_400(pw: Harness) -> None:
     await pw.settle()
     assert await pw.jobs("delivery") == []
     assert await pw.jobs("fix") == []
-    assert SECRET not in json.dumps([e.details for e in await pw.store.query_audit(AuditQuery())])
+    assert SECRET not in json.dumps(
+        [e.details for e in await pw.store.journal.query_audit(AuditQuery())]
+    )
 
 
 async def test_large_bodies_are_read_a_few_at_a_time_before_the_signature_check(

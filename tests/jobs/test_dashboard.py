@@ -147,7 +147,7 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     )  # fmt: skip
     await settle(pw)
     # A job that fails for good: its payload is not a fix job's.
-    await pw.store.enqueue(
+    await pw.store.queue.enqueue(
         NewJob(kind="fix", key="broken", queue="sessions", repo=REPO,
                installation_id=INSTALLATION, payload={"repo": REPO})
     )  # fmt: skip
@@ -165,7 +165,7 @@ async def test_a_story_leaves_one_dashboard_saying_what_happened(
     assert "has a payload this version cannot read" in body  # the failed job, with why
     assert "| reverted after merging | 100 % (1) |" in body
     assert "evil" not in body  # carol's pull request is not listed as Patchwarden's
-    assert (await pw.store.dashboard_issue(REPO))[0] == boards[0].number
+    assert (await pw.store.repos.dashboard_issue(REPO))[0] == boards[0].number
 
 
 def test_a_security_alert_still_open_long_after_its_fix_merged_is_listed() -> None:

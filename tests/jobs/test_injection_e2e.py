@@ -252,7 +252,9 @@ async def test_no_obeyed_injection_reaches_the_model_or_merges_itself(
     # (the pickle: bandit's high-severity finding) and never pushed.
     assert sorted(obedient.given) == sorted(read)
     assert forge.merges(REPO) == []
-    outcomes = {_case_tag(o.branch or ""): o for o in await pw.store.find_outcomes(repo=REPO)}
+    outcomes = {
+        _case_tag(o.branch or ""): o for o in await pw.store.learning.find_outcomes(repo=REPO)
+    }
     assert sorted(outcomes) == sorted(read)
     pulls = {_case_tag(p.head): p for p in forge.pulls(REPO)}
     unheld, ends = [], Counter()

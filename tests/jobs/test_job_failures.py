@@ -21,7 +21,7 @@ async def _crash_loop(pw: Harness, job: Job, *, say: Callable[[str], Awaitable[N
     for crash in range(MAX_CRASHES):
         claimed = None
         while claimed is None:
-            claimed = await pw.store.claim(
+            claimed = await pw.store.queue.claim(
                 queue="sessions",
                 kinds=[job.kind],
                 owner=f"doomed-{crash}",
@@ -31,7 +31,7 @@ async def _crash_loop(pw: Harness, job: Job, *, say: Callable[[str], Awaitable[N
             await asyncio.sleep(0.005)
         await say("Working on it: setting up.")
         await asyncio.sleep(0.02)
-    await pw.store.claim(
+    await pw.store.queue.claim(
         queue="sessions", kinds=[job.kind], owner="x", lease_seconds=1, crash_backoff_seconds=0.001
     )
 
@@ -40,7 +40,7 @@ async def test_a_crash_looping_revert_job_edits_the_revert_s_own_comment(pw: Har
     """A revert speaks on the pull request it reverts, through its own comment: the
     notice of its failure edits that one, it does not start a second."""
     pull = pw.forge.open_issue(REPO, "Add greet()", author="alice")  # stands for the PR
-    job, _ = await pw.store.enqueue(
+    job, _ = await pw.store.queue.enqueue(
         NewJob(
             kind="revert",
             key=f"revert:{REPO}#{pull.number}",
@@ -67,7 +67,7 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
     pw: Harness, capsys: object
 ) -> None:
     issue = pw.forge.open_issue(REPO, "Crash on start", author="alice")
-    job, _ = await pw.store.enqueue(
+    job, _ = await pw.store.queue.enqueue(
         NewJob(
             kind="fix",
             key=f"fix:{REPO}#{issue.number}:comment:1",
@@ -82,7 +82,7 @@ async def test_a_crash_looping_fix_job_ends_failed_and_its_requester_is_told(
     )
     # Every worker that takes the job says it is working on it, then dies.
     await _crash_loop(pw, job, say=job_comment(pub, issue.number, job.id).say)
-    failed = await pw.store.get_job(job.id)
+    failed = await pw.store.queue.get_job(job.id)
     assert failed is not None
     assert failed.state == JobState.FAILED
     await pw.settle(every_job=True)
@@ -128,7 +128,7 @@ async def test_a_failed_lookup_on_a_lifecycle_command_is_answered_and_does_nothi
     pw.forge.fail("GET", r"/collaborators/alice/permission$", 500, times=50)
     await pw.forge.post_comment(REPO, issue.number, "@patchwarden pause", author="alice")
     await pw.settle()
-    assert await pw.store.get_pause(REPO) is None
+    assert await pw.store.repos.get_pause(REPO) is None
     said = [
         c.body for c in pw.forge.repos[REPO].issues[issue.number].comments if c.user.type == "Bot"
     ]

@@ -51,7 +51,7 @@ def body(forge: LocalForge, number: int) -> str:
 
 
 async def trust_actions(pw: Harness) -> list[str]:
-    entries = await pw.store.query_audit(AuditQuery(repo=REPO, limit=1_000_000))
+    entries = await pw.store.journal.query_audit(AuditQuery(repo=REPO, limit=1_000_000))
     return [e.action for e in entries if e.action.startswith("trust.")]
 
 
@@ -95,7 +95,7 @@ async def test_the_third_lint_fix_waits_the_fourth_merges_itself_and_a_revert_ta
     assert "lint fixes wait for a review here after a setback" in body(forge, after_revert)
     assert "1 reverted" in body(forge, after_revert)
     assert await trust_actions(pw) == ["trust.promoted", "trust.demoted"]
-    (standing,) = [s for s in await pw.store.standings(REPO) if s.category == "lint"]
+    (standing,) = [s for s in await pw.store.learning.standings(REPO) if s.category == "lint"]
     assert (standing.state, standing.autonomy) == ("demoted", "review")
 
 
@@ -156,7 +156,7 @@ async def test_rejections_demote_earning_it_back_promotes_and_a_maintainer_reset
     assert not forge.pull(REPO, sixth).merged
     assert "approval" in merge_said(forge, sixth)
     assert "merge.held" in [
-        e.action for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=1_000_000))
+        e.action for e in await pw.store.journal.query_audit(AuditQuery(repo=REPO, limit=1_000_000))
     ]
     seventh = await lint_round(pw, 7)
     assert not forge.pull(REPO, seventh).merged  # the record it had earned by is forgotten
@@ -176,14 +176,14 @@ async def until(found: Callable[[], Awaitable[Any]], within: float = 120.0) -> A
 
 async def scored_automerge(pw: Harness, issue: int) -> int | None:
     """The pull request opened for ``issue`` once its outcome says it may merge itself."""
-    for o in await pw.store.find_outcomes(repo=REPO):
+    for o in await pw.store.learning.find_outcomes(repo=REPO):
         if o.issue_number == issue and o.pr_number and o.decision == "automerge":
             return int(o.pr_number)
     return None
 
 
 async def reset_recorded(pw: Harness) -> bool:
-    return any(e.what == "reset" for e in await pw.store.trust_events(REPO))
+    return any(e.what == "reset" for e in await pw.store.learning.trust_events(REPO))
 
 
 async def test_a_persons_revert_made_with_githubs_revert_button_counts_too(

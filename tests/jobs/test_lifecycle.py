@@ -124,15 +124,15 @@ async def assert_metrics_match_the_store(pw: Harness) -> dict[Any, float]:
 
     got = await scrape(pw)
     deliveries = sum(v for (name, _), v in got.items() if name == "patchwarden_deliveries_total")
-    assert deliveries == await pw.store.count_deliveries()
-    jobs = Counter((j.kind, str(j.state)) for j in await pw.store.list_jobs())
+    assert deliveries == await pw.store.journal.count_deliveries()
+    jobs = Counter((j.kind, str(j.state)) for j in await pw.store.queue.list_jobs())
     shown = {
         (dict(labels)["kind"], dict(labels)["state"]): v
         for (name, labels), v in got.items()
         if name == "patchwarden_jobs"
     }
     assert shown == {k: float(v) for k, v in jobs.items()}
-    outcomes = await pw.store.find_outcomes()
+    outcomes = await pw.store.learning.find_outcomes()
     decisions = Counter(o.decision for o in outcomes if o.decision)
     assert {
         dict(labels)["decision"]: v
@@ -259,7 +259,7 @@ async def test_a_push_by_someone_else_after_scoring_stops_the_merge(
     assert not forge.merges(REPO)
     said = merge_said(forge, pull.number)
     assert "the head moved" in said, said
-    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "merge.refused"]
+    refused = [e for e in await pw.store.journal.query_audit(_q()) if e.action == "merge.refused"]
     assert refused
     assert "did not score" in (refused[-1].reason or "")
 
@@ -289,24 +289,24 @@ async def test_pause_refuses_new_fixes_until_resume(
     issue = forge.open_issue(REPO, "util.py imports os and never uses it", author="bob")
     await forge.post_comment(REPO, issue.number, "@patchwarden pause", author="carol")
     await settle(pw)
-    assert not await pw.store.get_pause(REPO)  # write access is not enough to pause
+    assert not await pw.store.repos.get_pause(REPO)  # write access is not enough to pause
     await forge.post_comment(REPO, issue.number, "@patchwarden pause", author="alice")
     await settle(pw)
-    assert (await pw.store.get_pause(REPO)).actor == "alice"
+    assert (await pw.store.repos.get_pause(REPO)).actor == "alice"
     assert "**Paused**: Patchwarden is paused on" in dashboard_body(forge)  # at once
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
     assert not forge.pulls(REPO)
     assert not await pw.jobs("fix")
     assert any("paused" in b and "not started" in b for b in bot_comments(forge, issue.number))
-    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "trigger.refused"]
+    refused = [e for e in await pw.store.journal.query_audit(_q()) if e.action == "trigger.refused"]
     assert any("paused" in (e.reason or "") for e in refused)
 
     await forge.post_comment(REPO, issue.number, "@patchwarden resume", author="alice")
     # Deliveries are routed concurrently, in no promised order: the request that follows
     # the resume is sent once the resume has been handled.
     await settle(pw)
-    assert await pw.store.get_pause(REPO) is None
+    assert await pw.store.repos.get_pause(REPO) is None
     assert "**Running.**" in dashboard_body(forge)
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
     await settle(pw)
@@ -344,7 +344,7 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     assert revert.merged, bot_comments(forge, revert.number)
     assert b"import os" in on_main(forge, "util.py")
     assert f"#{revert.number}" in "".join(bot_comments(forge, fix.number))
-    tripped = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
+    tripped = [e for e in await pw.store.journal.query_audit(_q()) if e.action == "canary.tripped"]
     assert len(tripped) == 1
     assert "bisect blamed the merge" in (tripped[0].reason or "")
 
@@ -359,7 +359,7 @@ async def test_the_canary_reverts_a_breaking_merge_once_and_never_the_revert(
     theirs = pulls[2]
     assert not theirs.merged
     assert broken[:12] in (forge.issue(REPO, theirs.number).body or "")
-    cleared = [e for e in await pw.store.query_audit(_q()) if e.action == "canary.cleared"]
+    cleared = [e for e in await pw.store.journal.query_audit(_q()) if e.action == "canary.cleared"]
     assert cleared
     assert f"bisect blamed {broken[:12]}" in (cleared[-1].reason or "")
 
@@ -397,9 +397,9 @@ async def test_a_persons_breaking_commit_is_blamed_and_the_merge_left_alone(
     assert f"Reverts #{fix.number}" not in body
     assert not revert.merged  # a person's commit: a person decides
     assert b"import os" not in on_main(forge, "util.py")  # Patchwarden's merge stands
-    outcomes = await pw.store.find_outcomes(repo=REPO, pr_number=fix.number)
+    outcomes = await pw.store.learning.find_outcomes(repo=REPO, pr_number=fix.number)
     assert all(o.reverted_by_pr is None for o in outcomes)
-    assert not [e for e in await pw.store.query_audit(_q()) if e.action == "canary.tripped"]
+    assert not [e for e in await pw.store.journal.query_audit(_q()) if e.action == "canary.tripped"]
 
 
 # The "crash" here is in-process: the server is closed while a delivery and a session
@@ -439,7 +439,7 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     assert [m.number for m in forge.merges(REPO)] == [fix.number, pulls[1].number]
     assert len(bot_comments(forge, number)) == 1
     assert len([b for b in bot_comments(forge, fix.number) if "patchwarden:merge" in b]) == 1
-    outcomes = await pw.store.find_outcomes(repo=REPO)
+    outcomes = await pw.store.learning.find_outcomes(repo=REPO)
     assert sorted(o.kind for o in outcomes if o.pr_number) == ["fix", "revert"]
     (job,) = await pw.jobs("fix")  # the one job, run again after the restart
     assert job.state == JobState.SUCCEEDED
@@ -487,7 +487,7 @@ async def test_a_rejected_patch_opens_nothing_and_the_issue_says_why(
     assert "rejected" in said
     assert "caps" in said
     assert "What a maintainer can do" in said
-    (outcome,) = await pw.store.find_outcomes(repo=REPO)
+    (outcome,) = await pw.store.learning.find_outcomes(repo=REPO)
     assert outcome.status == "rejected"
     assert outcome.decision == "reject"
 
@@ -554,7 +554,7 @@ async def test_a_refused_merge_is_audited_reported_and_not_retried(
     attempts = forge.calls("PUT", r"/pulls/\d+/merge$")
     assert len(attempts) == 1  # no blind retry: the next event that changes something does
     assert said in merge_said(forge, pull.number)
-    refused = [e for e in await pw.store.query_audit(_q()) if e.action == "merge.refused"]
+    refused = [e for e in await pw.store.journal.query_audit(_q()) if e.action == "merge.refused"]
     assert [str(status) in (e.reason or "") for e in refused] == [True]
     # A person asking again is a new decision on fresh facts: it merges.
     await forge.approve(REPO, pull.number, user="carol")

@@ -95,7 +95,9 @@ async def test_many_label_deliveries_for_one_issue_make_one_session(
     assert len(sessions) == 2, ended  # the labels' one, and the other words' one
     # only the fix. actions, and all of them: under load the waits alone pass the default
     # 1,000 entries, and the oldest-first page then lacked the last coalesced ones
-    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="fix.", limit=100_000))
+    audit = await pw.store.journal.query_audit(
+        AuditQuery(repo=REPO, action_prefix="fix.", limit=100_000)
+    )
     said = Counter(e.action for e in audit)
     assert said["fix.coalesced"] + said["fix.answered"] + said["fix.unchanged"] >= TRIGGERS
     assert said["fix.waits"] == ended["waiting"]
@@ -136,7 +138,7 @@ async def test_a_request_behind_a_stuck_session_runs_after_its_last_look(
     assert ended["waiting"] == 2, ended  # two looks, then it ran beside the stuck one
     sessions = [j for j in jobs if (j.result or {}).get("status") not in ("waiting",)]
     assert len(sessions) == 2, ended
-    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="fix."))
+    audit = await pw.store.journal.query_audit(AuditQuery(repo=REPO, action_prefix="fix."))
     assert Counter(e.action for e in audit)["fix.waits"] == 2
 
 
@@ -185,7 +187,7 @@ async def test_a_maintainers_commit_on_the_pull_requests_branch_is_never_overwri
     assert first.number == pull.number
     assert first.head_sha == theirs  # alice's commit is where she left it
     assert second.head == f"{pull.head}-2"
-    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="branch.kept"))
+    audit = await pw.store.journal.query_audit(AuditQuery(repo=REPO, action_prefix="branch.kept"))
     assert [e.reason for e in audit] == [
         f"{pull.head} has commits Patchwarden did not push; the patch goes to {pull.head}-2"
     ]
@@ -211,7 +213,7 @@ async def test_a_retried_job_updates_its_own_branch_not_a_new_one(
     assert model.remaining == 0  # two attempts, two sessions
     (pull,) = forge.pulls(REPO)
     assert not pull.head.endswith("-2")
-    audit = await pw.store.query_audit(AuditQuery(repo=REPO, action_prefix="branch."))
+    audit = await pw.store.journal.query_audit(AuditQuery(repo=REPO, action_prefix="branch."))
     pushes = [e for e in audit if e.action == "branch.pushed"]
     assert len(pushes) == 2  # each attempt recorded its push
     assert [e for e in audit if e.action == "branch.kept"] == []

@@ -79,7 +79,11 @@ def on_main(forge: LocalForge, path: str) -> str:
 
 
 async def said(pw: Harness, action: str) -> list[str]:
-    return [str(e.reason) for e in await pw.store.query_audit(AuditQuery()) if e.action == action]
+    return [
+        str(e.reason)
+        for e in await pw.store.journal.query_audit(AuditQuery())
+        if e.action == action
+    ]
 
 
 async def test_a_patch_bump_merges_itself_and_the_alert_closes(
@@ -117,7 +121,7 @@ async def test_a_patch_bump_merges_itself_and_the_alert_closes(
     # of the fix records that its merge did it.
     assert alert.state == "fixed"
     [job] = await pw.jobs("security_alert")
-    outcome = await pw.store.get_outcome(job.id)
+    outcome = await pw.store.learning.get_outcome(job.id)
     assert (outcome.decision, outcome.status) == ("automerge", "published")
     assert outcome.details["alert_closed"]["action"] == "fixed"
     assert f"Dependabot alert #1 fixed: the merge of #{pull.number} fixed it" in await said(

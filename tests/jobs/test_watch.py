@@ -115,7 +115,9 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     assert "failed 3 of its last 5 runs (60 %), against 0 % over the 20 runs before" in failing
     slower = forge.issue(REPO, issues["Patchwarden watch: Slower: build"]).body or ""
     assert "150 s, against 60 s" in slower
-    audit = [e.action for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=100_000))]
+    audit = [
+        e.action for e in await pw.store.journal.query_audit(AuditQuery(repo=REPO, limit=100_000))
+    ]
     assert audit.count("watch.opened") == 3
     # This week's report (weekly_report: true) says what the watch noticed.
     (report,) = weekly_reports(forge)
@@ -176,7 +178,8 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     assert len(await pw.jobs("alert")) == alerts
     assert len(weekly_reports(forge)) == 1  # edited through the week, never repeated
     reasons = [
-        e.reason or "" for e in await pw.store.query_audit(AuditQuery(repo=REPO, limit=100_000))
+        e.reason or ""
+        for e in await pw.store.journal.query_audit(AuditQuery(repo=REPO, limit=100_000))
     ]
     assert any("unit is flaky here" in r for r in reasons)
     assert alerts > alerts_before  # the e2e failures did start the culprit finder

@@ -846,13 +846,15 @@ async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves
     assert not [b for b in forge.repos[REPO].git.refs() if "patchwarden/" in b]  # no push
     said = [c.body for c in forge.comments(REPO, issue.number)]
     assert any("rejected" in c and "(slack-token) at `util.py:8`" in c for c in said), said
-    (outcome,) = await pw.store.find_outcomes(repo=REPO)
+    (outcome,) = await pw.store.learning.find_outcomes(repo=REPO)
     assert (outcome.status, outcome.decision) == ("rejected", "reject")
     results = list((tmp_path / "cache" / "results").glob("*.json"))
     assert len(results) == 1
     stored = results[0].read_text()
     assert "[REDACTED:slack-token]" in stored  # the diff and the summary, masked
-    audit = [dataclasses.asdict(e) for e in await pw.store.query_audit(AuditQuery(repo=REPO))]
+    audit = [
+        dataclasses.asdict(e) for e in await pw.store.journal.query_audit(AuditQuery(repo=REPO))
+    ]
     texts = {
         "session result": stored,
         "audit log": json.dumps(audit),

@@ -62,7 +62,7 @@ async def test_json_lines_carry_the_job_s_ids_and_mask_secrets(
         return {"status": "published", "decision": "automerge", "pr": 3}
 
     pool = WorkerPool(store, {"fix": ("q", work)}, [Lane("q", 1)], lease_seconds=5)
-    await store.enqueue(
+    await store.queue.enqueue(
         NewJob(kind="fix", key="k", queue="q", repo="o/r", installation_id=7, payload={})
     )
     await pool.run_until_idle()

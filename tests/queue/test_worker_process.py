@@ -61,7 +61,7 @@ class Scenario:
         return worker
 
     async def job(self) -> Job:
-        [job] = await self.store.list_jobs(kind="delivery")
+        [job] = await self.store.queue.list_jobs(kind="delivery")
         return job
 
     async def finished(self) -> bool:
@@ -125,7 +125,7 @@ async def scenario(
         REPO, issue.number, "@patchwarden fix this", author="alice", send=False
     )
     delivery, jobs = _delivery(1, forge.comment_event(REPO, issue.number, comment))
-    await store.record_delivery(delivery, jobs=jobs)
+    await store.journal.record_delivery(delivery, jobs=jobs)
     procs: list[subprocess.Popen[bytes]] = []
     log = (tmp_path / "workers.log").open("ab")
 
@@ -157,9 +157,11 @@ async def test_killed_worker_leaves_the_job_to_be_retried_once(scenario: Scenari
     job = await scenario.job()
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 2
-    assert len(await scenario.store.list_jobs(kind="fix")) == 1
+    assert len(await scenario.store.queue.list_jobs(kind="fix")) == 1
     assert scenario.forge.comment_reactions(scenario.comment.id) == ["eyes"]
-    actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
+    actions = [
+        e.action for e in await scenario.store.journal.query_audit(AuditQuery(job_id=job.id))
+    ]
     assert "job.retried_after_lost_lease" in actions
     assert actions.count("job.succeeded") == 1
     assert await _signal_and_wait(second, signal.SIGTERM) == 0
@@ -179,11 +181,11 @@ async def test_sigterm_without_drain_time_gives_the_job_back(scenario: Scenario)
     job = await scenario.job()
     assert job.state == JobState.QUEUED  # released, not failed, not lost
     assert job.attempts == 0
-    assert await scenario.store.list_jobs(kind="fix") == []
+    assert await scenario.store.queue.list_jobs(kind="fix") == []
 
     again = scenario.start_worker()
     await _wait(scenario.finished, what="the released job to run")
-    assert len(await scenario.store.list_jobs(kind="fix")) == 1
+    assert len(await scenario.store.queue.list_jobs(kind="fix")) == 1
     assert scenario.forge.comment_reactions(scenario.comment.id) == ["eyes"]
     assert await _signal_and_wait(again, signal.SIGTERM) == 0
 
@@ -203,8 +205,10 @@ async def test_workers_killed_again_and_again_do_not_fail_the_job(scenario: Scen
     job = await scenario.job()
     assert job.state == JobState.SUCCEEDED
     assert job.crashes == 3
-    assert len(await scenario.store.list_jobs(kind="fix")) == 1
-    actions = [e.action for e in await scenario.store.query_audit(AuditQuery(job_id=job.id))]
+    assert len(await scenario.store.queue.list_jobs(kind="fix")) == 1
+    actions = [
+        e.action for e in await scenario.store.journal.query_audit(AuditQuery(job_id=job.id))
+    ]
     assert actions.count("job.retried_after_lost_lease") == 3
     assert await _signal_and_wait(last, signal.SIGTERM) == 0
 
@@ -233,7 +237,7 @@ async def test_several_workers_on_postgres_killed_while_they_work(
         )
         comments.append(comment)
         delivery, jobs = _delivery(n, forge.comment_event(REPO, issue.number, comment))
-        await store.record_delivery(delivery, jobs=jobs)
+        await store.journal.record_delivery(delivery, jobs=jobs)
     forge.delay("/permission", 0.5)  # every routing job is mid-flight for a while
     log = (tmp_path / "workers.log").open("ab")
 
@@ -255,19 +259,19 @@ async def test_several_workers_on_postgres_killed_while_they_work(
             workers[victim % 3] = start()
 
         async def all_routed() -> bool:
-            jobs = await store.list_jobs(kind="delivery")
+            jobs = await store.queue.list_jobs(kind="delivery")
             return all(j.state == JobState.SUCCEEDED for j in jobs)
 
         await _wait(all_routed, what="every delivery routed", within=90)
-        routed = await store.list_jobs(kind="delivery")
+        routed = await store.queue.list_jobs(kind="delivery")
         assert len(routed) == 24
-        assert await store.list_jobs(state="failed") == []
-        fixes = await store.list_jobs(kind="fix")
+        assert await store.queue.list_jobs(state="failed") == []
+        fixes = await store.queue.list_jobs(kind="fix")
         assert len(fixes) == 24
         assert len({j.payload["issue_number"] for j in fixes}) == 24
         for comment in comments:
             assert forge.comment_reactions(comment.id) == ["eyes"]
-        audit = await store.query_audit(AuditQuery(limit=100_000))
+        audit = await store.journal.query_audit(AuditQuery(limit=100_000))
         succeeded = [e.job_id for e in audit if e.action == "job.succeeded"]
         assert sorted(succeeded) == sorted({j.id for j in routed})  # each exactly once
         assert any(e.action == "job.retried_after_lost_lease" for e in audit)  # kills hit jobs

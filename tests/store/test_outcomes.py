@@ -78,26 +78,26 @@ FULL = Outcome(
 
 
 async def test_an_outcome_round_trips_field_by_field(store: Store) -> None:
-    await store.save_outcome(FULL)
-    assert await store.get_outcome(FULL.job_id) == FULL
-    assert await store.get_outcome(FULL.job_id + 1) is None
+    await store.learning.save_outcome(FULL)
+    assert await store.learning.get_outcome(FULL.job_id) == FULL
+    assert await store.learning.get_outcome(FULL.job_id + 1) is None
     bare = outcome(8)
-    await store.save_outcome(bare)
-    got = await store.get_outcome(8)
+    await store.learning.save_outcome(bare)
+    got = await store.learning.get_outcome(8)
     assert got == bare
     assert got is not None
     assert (got.status, got.tokens, got.cost_usd, got.details) == ("running", 0, 0.0, {})
 
 
 async def test_saving_the_same_job_again_replaces_its_row(store: Store) -> None:
-    await store.save_outcome(outcome(1, status="running", details={"step": 1}))
+    await store.learning.save_outcome(outcome(1, status="running", details={"step": 1}))
     later = outcome(1, status="published", pr_number=9, details={"step": 2})
-    await store.save_outcome(later)
-    assert await store.get_outcome(1) == later
-    assert await store.find_outcomes() == [later]
+    await store.learning.save_outcome(later)
+    assert await store.learning.get_outcome(1) == later
+    assert await store.learning.find_outcomes() == [later]
     # Replacing clears what the new record leaves unset.
-    await store.save_outcome(outcome(1, status="failed"))
-    replaced = await store.get_outcome(1)
+    await store.learning.save_outcome(outcome(1, status="failed"))
+    replaced = await store.learning.get_outcome(1)
     assert replaced is not None
     assert (replaced.status, replaced.pr_number, replaced.details) == ("failed", None, {})
 
@@ -110,10 +110,10 @@ async def test_find_outcomes_ands_its_filters_and_orders_by_creation(store: Stor
         outcome(4, REPO_B, created_at=T0 + 90),
     ]
     for row in reversed(rows):
-        await store.save_outcome(row)
+        await store.learning.save_outcome(row)
 
     async def ids(**filters: Any) -> list[int]:
-        return [o.job_id for o in await store.find_outcomes(**filters)]
+        return [o.job_id for o in await store.learning.find_outcomes(**filters)]
 
     assert await ids() == [2, 3, 1, 4]  # created_at, then job_id on a tie
     assert await ids(repo=REPO_A) == [2, 1]
@@ -130,25 +130,25 @@ async def test_find_outcomes_ands_its_filters_and_orders_by_creation(store: Stor
 
 
 async def test_pause_and_resume_change_state_once_and_are_audited(store: Store) -> None:
-    assert await store.get_pause(REPO_A) is None
+    assert await store.repos.get_pause(REPO_A) is None
     before = time.time()
-    assert await store.set_pause(REPO_A, paused=True, actor="alice", reason="release freeze")
-    assert not await store.set_pause(REPO_A, paused=True, actor="bob", reason="again")
-    pause = await store.get_pause(REPO_A)
+    assert await store.repos.set_pause(REPO_A, paused=True, actor="alice", reason="release freeze")
+    assert not await store.repos.set_pause(REPO_A, paused=True, actor="bob", reason="again")
+    pause = await store.repos.get_pause(REPO_A)
     assert pause is not None
     assert (pause.repo, pause.actor, pause.reason) == (REPO_A, "alice", "release freeze")
     assert before <= pause.at <= time.time()
-    assert await store.set_pause(REPO_B, paused=True, actor="carol")
-    assert [p.repo for p in await store.pauses()] == [REPO_B, REPO_A]
+    assert await store.repos.set_pause(REPO_B, paused=True, actor="carol")
+    assert [p.repo for p in await store.repos.pauses()] == [REPO_B, REPO_A]
 
-    assert await store.set_pause(REPO_A, paused=False, actor="bob", reason="freeze over")
-    assert not await store.set_pause(REPO_A, paused=False, actor="bob")
-    assert await store.get_pause(REPO_A) is None
-    [left] = await store.pauses()
+    assert await store.repos.set_pause(REPO_A, paused=False, actor="bob", reason="freeze over")
+    assert not await store.repos.set_pause(REPO_A, paused=False, actor="bob")
+    assert await store.repos.get_pause(REPO_A) is None
+    [left] = await store.repos.pauses()
     assert left == Pause(REPO_B, "carol", left.at)
-    assert await store.get_pause(REPO_B) == left
+    assert await store.repos.get_pause(REPO_B) == left
 
-    entries = await store.query_audit(AuditQuery())
+    entries = await store.journal.query_audit(AuditQuery())
     assert [(e.action, e.actor, e.repo, e.reason) for e in entries] == [
         ("repo.paused", "alice", REPO_A, "release freeze"),
         ("repo.paused", "carol", REPO_B, None),
@@ -186,12 +186,12 @@ async def test_a_version_3_database_is_migrated_and_keeps_its_jobs(tmp_path: Pat
     await store.open()
     try:
         assert await store.schema_version() == SQLITE_MIGRATIONS[-1].version
-        [job] = await store.list_jobs()
+        [job] = await store.queue.list_jobs()
         assert job.key == "old-job"
         assert job.crashes == 0  # the column a later migration added
-        await store.save_outcome(outcome(job.id, status="published", pr_number=3))
-        assert [o.pr_number for o in await store.find_outcomes(repo=REPO_A)] == [3]
-        assert await store.set_pause(REPO_A, paused=True, actor="alice")
+        await store.learning.save_outcome(outcome(job.id, status="published", pr_number=3))
+        assert [o.pr_number for o in await store.learning.find_outcomes(repo=REPO_A)] == [3]
+        assert await store.repos.set_pause(REPO_A, paused=True, actor="alice")
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
@@ -464,12 +464,12 @@ def outcomes_db(tmp_path: Path) -> str:
         try:
             ids = []
             for key in ("a-old", "a-new", "b-new"):
-                job, _ = await store.enqueue(NewJob(kind="fix", key=key))
+                job, _ = await store.queue.enqueue(NewJob(kind="fix", key=key))
                 ids.append(job.id)
-            await store.save_outcome(
+            await store.learning.save_outcome(
                 outcome(ids[0], REPO_A, created_at=now - 3 * 86400, status="rejected")
             )
-            await store.save_outcome(
+            await store.learning.save_outcome(
                 outcome(
                     ids[1],
                     REPO_A,
@@ -483,7 +483,7 @@ def outcomes_db(tmp_path: Path) -> str:
                     cost_usd=0.25,
                 )
             )
-            await store.save_outcome(
+            await store.learning.save_outcome(
                 outcome(
                     ids[2],
                     REPO_B,
@@ -565,7 +565,7 @@ def test_audit_outcomes_shows_what_each_kind_of_change_has_earned(
         store = store_for_url(outcomes_db)
         await store.open()
         try:
-            await store.set_standing(
+            await store.learning.set_standing(
                 TrustStanding(REPO_A, "lint", "automerge", "earned", why, time.time())
             )
         finally:
@@ -606,7 +606,7 @@ def _pause(url: str, repo: str, *, actor: str, reason: str | None = None) -> Non
         store = store_for_url(url)
         await store.open()
         try:
-            await store.set_pause(repo, paused=True, actor=actor, reason=reason)
+            await store.repos.set_pause(repo, paused=True, actor=actor, reason=reason)
         finally:
             await store.close()
 
@@ -671,10 +671,8 @@ async def test_outcome_fields_all_have_a_column(store_url: str) -> None:
     store = store_for_url(store_url)
     await store.open()
     try:
-        columns = await store._run(  # type: ignore[attr-defined]
-            lambda: store._db.execute(  # type: ignore[attr-defined]
-                "SELECT * FROM outcomes WHERE 1 = 0"
-            )
+        columns = await store.database.run(
+            lambda: store.database.db.execute("SELECT * FROM outcomes WHERE 1 = 0")
         )
         names = [d[0] for d in columns.description]
     finally:
@@ -689,7 +687,7 @@ async def test_a_version_5_outcome_keeps_its_merge_state_in_typed_fields(
     the typed columns, so a pull request waiting to merge across the upgrade keeps its
     rules, its `ship it`s and GitHub's last refusal (on SQLite and PostgreSQL alike)."""
     old_store = store_for_url(store_url)
-    old_store.MIGRATIONS = old_store.MIGRATIONS[:5]  # type: ignore[attr-defined]
+    old_store.database.migrations = old_store.database.migrations[:5]
     await old_store.open()
     details = {
         "score": {"score": 18},
@@ -704,8 +702,8 @@ async def test_a_version_5_outcome_keeps_its_merge_state_in_typed_fields(
     }
     old = [(7, REPO_A, "fix", "comment", T0, "published", json.dumps(details))]
     old.append((8, REPO_A, "fix", "comment", T0, "running", "{}"))
-    await old_store._run(  # type: ignore[attr-defined]
-        lambda: old_store._db.executemany(  # type: ignore[attr-defined]
+    await old_store.database.run(
+        lambda: old_store.database.db.executemany(
             "INSERT INTO outcomes (job_id, repo, kind, trigger, created_at, status, details)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             old,
@@ -717,8 +715,8 @@ async def test_a_version_5_outcome_keeps_its_merge_state_in_typed_fields(
     await store.open()
     try:
         assert await store.schema_version() == SQLITE_MIGRATIONS[-1].version
-        waiting = await store.get_outcome(7)
-        bare = await store.get_outcome(8)
+        waiting = await store.learning.get_outcome(7)
+        bare = await store.learning.get_outcome(8)
     finally:
         await store.close()
     assert waiting is not None

@@ -30,14 +30,9 @@ async def test_many_processes_starting_at_once_migrate_once(postgres: PostgresSe
     try:
         versions = {await s.schema_version() for s in stores}
         assert versions == {POSTGRES_MIGRATIONS[-1].version}
-        rows = await stores[0]._run(  # type: ignore[attr-defined]
-            lambda: (
-                stores[0]
-                ._db.execute(  # type: ignore[attr-defined]
-                    "SELECT COUNT(*) FROM schema_migrations"
-                )
-                .fetchone()
-            )
+        database = stores[0].database
+        rows = await database.run(
+            lambda: database.db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()
         )
         assert rows[0] == len(POSTGRES_MIGRATIONS)
     finally:
@@ -48,10 +43,8 @@ async def test_a_newer_schema_is_refused(postgres: PostgresServer) -> None:
     url = postgres.create_database()
     store = store_for_url(url)
     await store.open()
-    await store._run(  # type: ignore[attr-defined]
-        lambda: store._db.execute(  # type: ignore[attr-defined]
-            "INSERT INTO schema_migrations VALUES (99, 'future', 0)"
-        )
+    await store.database.run(
+        lambda: store.database.db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     )
     await store.close()
     with pytest.raises(StoreError, match="newer than this Patchwarden knows"):
@@ -76,9 +69,11 @@ async def test_text_with_a_nul_is_kept_not_refused(postgres: PostgresServer) -> 
     await store.open()
     try:
         delivery = Delivery("d\x00", "github", "issues", "opened", 7, "o/r", "eve\x00", {}, 1.0)
-        assert await store.record_delivery(delivery)
-        await store.audit("x.noted", reason="a\x00b")
-        [entry] = [e for e in await store.query_audit(AuditQuery()) if e.action == "x.noted"]
+        assert await store.journal.record_delivery(delivery)
+        await store.journal.audit("x.noted", reason="a\x00b")
+        [entry] = [
+            e for e in await store.journal.query_audit(AuditQuery()) if e.action == "x.noted"
+        ]
         assert entry.reason == "a\ufffdb"
     finally:
         await store.close()
@@ -89,7 +84,7 @@ async def test_dropped_connections_are_reopened(postgres: PostgresServer) -> Non
     its connection gone fails (the worker retries it), and the next calls work."""
     import psycopg
 
-    from app.store.postgres import PostgresStore
+    from app.store.postgres import PostgresDriver
 
     url = postgres.create_database()
     store = store_for_url(url)
@@ -103,7 +98,7 @@ async def test_dropped_connections_are_reopened(postgres: PostgresServer) -> Non
             )
         await asyncio.sleep(0.2)
         failed = 0
-        for _ in range(PostgresStore.CONNECTIONS * 2):
+        for _ in range(PostgresDriver.connections * 2):
             try:
                 await store.ping()
             except psycopg.OperationalError:
@@ -119,8 +114,8 @@ async def test_dropped_connections_are_reopened(postgres: PostgresServer) -> Non
             if not errors:
                 break
         assert errors == []  # every connection reopened
-        assert failed <= PostgresStore.CONNECTIONS  # at most once per connection
-        assert await store.count_deliveries() == 0
+        assert failed <= PostgresDriver.connections  # at most once per connection
+        assert await store.journal.count_deliveries() == 0
     finally:
         await store.close()
 
@@ -150,10 +145,10 @@ def test_timestamps_keep_their_precision(postgres: PostgresServer) -> None:
         await store.open()
         try:
             at = time.time()
-            await store.record_delivery(
+            await store.journal.record_delivery(
                 Delivery("d1", "github", "ping", None, None, None, None, {}, at)
             )
-            got = await store.get_delivery("d1")
+            got = await store.journal.get_delivery("d1")
             assert got is not None
             return got.received_at - at
         finally:
@@ -175,19 +170,19 @@ async def test_the_intake_survives_a_pooler_that_loses_prepared_statements(
             return Delivery(f"d{n}", "github", "ping", None, 7, "o/r", "x", {}, time.time())
 
         for n in range(3):
-            assert await store.record_delivery(delivery(n))
+            assert await store.journal.record_delivery(delivery(n))
 
         def forget() -> None:  # behind psycopg's back: the server drops what it prepared
-            db = store._db  # type: ignore[attr-defined]
+            db = store.database.db
             names = [r[0] for r in db.execute("SELECT name FROM pg_prepared_statements")]
             assert names
             for name in names:
                 db.conn.pgconn.exec_(f'DEALLOCATE "{name}"'.encode())
 
-        await store._run_intake(forget)  # type: ignore[attr-defined]
-        assert await store.record_delivery(delivery(3))  # not lost, not an error
-        assert await store.record_delivery(delivery(4))
-        assert await store.count_deliveries() == 5
+        await store.database.run_intake(forget)
+        assert await store.journal.record_delivery(delivery(3))  # not lost, not an error
+        assert await store.journal.record_delivery(delivery(4))
+        assert await store.journal.count_deliveries() == 5
         assert "not preparing" in caplog.text
     finally:
         await store.close()

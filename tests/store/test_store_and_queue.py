@@ -68,10 +68,10 @@ async def test_delivery_is_stored_once_with_its_jobs(store: Store) -> None:
     delivery = Delivery(
         "d1", "github", "issues", "opened", 7, "o/r", "alice", {"a": 1}, time.time()
     )
-    assert await store.record_delivery(delivery, jobs=[_job("k1")]) is True
-    assert await store.record_delivery(delivery, jobs=[_job("k2")]) is False
-    assert [j.key for j in await store.list_jobs()] == ["k1"]
-    assert await store.get_delivery("d1") == delivery
+    assert await store.journal.record_delivery(delivery, jobs=[_job("k1")]) is True
+    assert await store.journal.record_delivery(delivery, jobs=[_job("k2")]) is False
+    assert [j.key for j in await store.queue.list_jobs()] == ["k1"]
+    assert await store.journal.get_delivery("d1") == delivery
 
 
 async def test_a_delivery_with_several_jobs_is_audited_in_order_and_keys_stay_unique(
@@ -80,7 +80,7 @@ async def test_a_delivery_with_several_jobs_is_audited_in_order_and_keys_stay_un
     """What the intake writes, the same on both databases (PostgreSQL does it in one
     statement): the delivery, its audit entry, then each new job and its entry; a job
     whose key exists is not made again; odd text is kept."""
-    await store.enqueue(_job("old"))
+    await store.queue.enqueue(_job("old"))
     odd = 'it\'s 100% "quoted"; -- ?, $1, %s, \\ and a NUL:\x00 é'
     delivery = Delivery(
         "d-odd", "github", "issue_comment", None, None, None, odd, {"body": odd}, 1000.0
@@ -92,14 +92,14 @@ async def test_a_delivery_with_several_jobs_is_audited_in_order_and_keys_stay_un
         _job("new-2", **d),
         _job("new-1", **d),
     ]
-    assert await store.record_delivery(delivery, jobs=jobs) is True
-    assert [j.key for j in await store.list_jobs()] == ["old", "new-1", "new-2"]
-    first = (await store.list_jobs())[1]
+    assert await store.journal.record_delivery(delivery, jobs=jobs) is True
+    assert [j.key for j in await store.queue.list_jobs()] == ["old", "new-1", "new-2"]
+    first = (await store.queue.list_jobs())[1]
     assert (first.repo, first.run_after, first.max_attempts) == ("o/r", 5000.0, 3)
-    stored = await store.get_delivery("d-odd")
+    stored = await store.journal.get_delivery("d-odd")
     assert stored is not None
     assert stored.payload == {"body": odd}  # JSON keeps a NUL as \u0000
-    entries = await store.query_audit(AuditQuery())
+    entries = await store.journal.query_audit(AuditQuery())
     ours = [e for e in entries if e.delivery_id == "d-odd"]
     assert [(e.action, e.reason) for e in ours] == [
         ("delivery.received", "issue_comment"),
@@ -112,15 +112,15 @@ async def test_a_delivery_with_several_jobs_is_audited_in_order_and_keys_stay_un
         {"key": "new-1", "queue": "q"},
         {"key": "new-2", "queue": "q"},
     ]
-    assert [e.job_id for e in ours[1:]] == [j.id for j in (await store.list_jobs())[1:]]
+    assert [e.job_id for e in ours[1:]] == [j.id for j in (await store.queue.list_jobs())[1:]]
     assert ours[0].at == 1000.0
-    assert await store.record_delivery(delivery, jobs=[_job("new-3")]) is False
-    assert len(await store.query_audit(AuditQuery())) == len(entries)
+    assert await store.journal.record_delivery(delivery, jobs=[_job("new-3")]) is False
+    assert len(await store.journal.query_audit(AuditQuery())) == len(entries)
 
 
 async def test_enqueue_is_idempotent_on_the_key(store: Store) -> None:
-    first, new = await store.enqueue(_job("same"))
-    again, new_again = await store.enqueue(_job("same"))
+    first, new = await store.queue.enqueue(_job("same"))
+    again, new_again = await store.queue.enqueue(_job("same"))
     assert (new, new_again) == (True, False)
     assert first.id == again.id
 
@@ -130,27 +130,31 @@ async def test_queued_jobs_of_one_key_prefix_are_cancelled_and_running_ones_left
 ) -> None:
     """Issue 34: a dismissed alert ends the work still queued for it, and no other."""
     for key in ("alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#12:1", "alert:o/r#1:3"):
-        await store.enqueue(_job(key, repo="o/r"))
-    running = await store.claim(queue="q", kinds=["work"], owner="w", lease_seconds=30)
+        await store.queue.enqueue(_job(key, repo="o/r"))
+    running = await store.queue.claim(queue="q", kinds=["work"], owner="w", lease_seconds=30)
     assert running is not None
     assert running.key == "alert:o/r#1:1"
-    found = await store.jobs_with_key("work", "alert:o/r#1:")
+    found = await store.queue.jobs_with_key("work", "alert:o/r#1:")
     assert [j.key for j in found] == ["alert:o/r#1:1", "alert:o/r#1:2", "alert:o/r#1:3"]
-    assert await store.jobs_with_key("other", "alert:o/r#1:") == []
+    assert await store.queue.jobs_with_key("other", "alert:o/r#1:") == []
 
-    ids = await store.cancel_queued("work", "alert:o/r#1:", reason="dismissed", delivery_id="d1")
+    ids = await store.queue.cancel_queued(
+        "work", "alert:o/r#1:", reason="dismissed", delivery_id="d1"
+    )
     assert ids == [found[1].id, found[2].id]
-    states = {j.key: (j.state, j.result) for j in await store.list_jobs(kind="work")}
+    states = {j.key: (j.state, j.result) for j in await store.queue.list_jobs(kind="work")}
     assert states == {
         "alert:o/r#1:1": (JobState.RUNNING, None),
         "alert:o/r#1:2": (JobState.SUCCEEDED, {"status": "cancelled", "reason": "dismissed"}),
         "alert:o/r#1:3": (JobState.SUCCEEDED, {"status": "cancelled", "reason": "dismissed"}),
         "alert:o/r#12:1": (JobState.QUEUED, None),
     }
-    cancelled = [e for e in await store.query_audit(AuditQuery()) if e.action == "job.cancelled"]
+    cancelled = [
+        e for e in await store.journal.query_audit(AuditQuery()) if e.action == "job.cancelled"
+    ]
     assert sorted(e.job_id or 0 for e in cancelled) == ids
     assert {(e.repo, e.delivery_id, e.reason) for e in cancelled} == {("o/r", "d1", "dismissed")}
-    assert await store.cancel_queued("work", "alert:o/r#1:", reason="again") == []
+    assert await store.queue.cancel_queued("work", "alert:o/r#1:", reason="again") == []
 
 
 async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
@@ -158,11 +162,11 @@ async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
     await a.open()
     await b.open()
     for i in range(30):
-        await a.enqueue(_job(f"k{i}"))
+        await a.queue.enqueue(_job(f"k{i}"))
 
     async def drain(s: Store, owner: str) -> list[int]:
         got = []
-        while job := await s.claim(queue="q", kinds=["work"], owner=owner, lease_seconds=30):
+        while job := await s.queue.claim(queue="q", kinds=["work"], owner=owner, lease_seconds=30):
             got.append(job.id)
         return got
 
@@ -175,22 +179,24 @@ async def test_two_workers_never_claim_the_same_job(store_url: str) -> None:
 
 @pytest.mark.slow  # waits leases and backoffs out
 async def test_only_the_lease_holder_completes(store: Store) -> None:
-    await store.enqueue(_job("k"))
-    job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
+    await store.queue.enqueue(_job("k"))
+    job = await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=0.05)
     assert job is not None
     await asyncio.sleep(0.1)  # A's lease expires: a crash; the job waits a backoff
     # (a whole second: "not yet" must hold on a busy machine too)
     backoff = {"crash_backoff_seconds": 1.0}
-    assert not await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=1, **backoff)
+    assert not await store.queue.claim(
+        queue="q", kinds=["work"], owner="B", lease_seconds=1, **backoff
+    )
     await asyncio.sleep(1.05)
-    retaken = await store.claim(queue="q", kinds=["work"], owner="B", lease_seconds=30)
+    retaken = await store.queue.claim(queue="q", kinds=["work"], owner="B", lease_seconds=30)
     assert retaken is not None
     assert retaken.id == job.id
     assert (retaken.attempts, retaken.crashes, retaken.errors) == (2, 1, 1)
-    assert await store.complete(job.id, owner="A", result={}) is False
-    assert await store.heartbeat(job.id, owner="A", lease_seconds=30) is False
-    assert await store.complete(job.id, owner="B", result={"ok": True}) is True
-    done = await store.get_job(job.id)
+    assert await store.queue.complete(job.id, owner="A", result={}) is False
+    assert await store.queue.heartbeat(job.id, owner="A", lease_seconds=30) is False
+    assert await store.queue.complete(job.id, owner="B", result={"ok": True}) is True
+    done = await store.queue.get_job(job.id)
     assert done is not None
     assert done.state == JobState.SUCCEEDED
     assert done.result == {"ok": True}
@@ -205,12 +211,12 @@ async def test_crashes_are_not_the_job_s_errors_and_back_off(store: Store) -> No
     doubles, whatever its max_attempts; at MAX_CRASHES it fails, visibly."""
     from app.store.models import MAX_CRASHES
 
-    await store.enqueue(_job("k", max_attempts=2))
+    await store.queue.enqueue(_job("k", max_attempts=2))
     delays = []
     for n in range(MAX_CRASHES):
         job = None
         for _ in range(400):
-            job = await store.claim(
+            job = await store.queue.claim(
                 queue="q", kinds=["work"], owner=f"w{n}", lease_seconds=0.01, **FAST
             )
             if job is not None:
@@ -220,53 +226,57 @@ async def test_crashes_are_not_the_job_s_errors_and_back_off(store: Store) -> No
         await asyncio.sleep(0.02)  # the worker dies: its lease expires
         if n == MAX_CRASHES - 1:
             break
-        assert not await store.claim(queue="q", kinds=["work"], owner="x", lease_seconds=1, **FAST)
-        [queued] = await store.list_jobs()
+        assert not await store.queue.claim(
+            queue="q", kinds=["work"], owner="x", lease_seconds=1, **FAST
+        )
+        [queued] = await store.queue.list_jobs()
         assert queued.state == JobState.QUEUED
         assert queued.crashes == n + 1
         delays.append(queued.run_after - queued.updated_at)
     assert delays == sorted(delays)
     assert delays[-1] > delays[0]
-    assert not await store.claim(queue="q", kinds=["work"], owner="C", lease_seconds=1, **FAST)
-    [job] = await store.list_jobs()
+    assert not await store.queue.claim(
+        queue="q", kinds=["work"], owner="C", lease_seconds=1, **FAST
+    )
+    [job] = await store.queue.list_jobs()
     assert job.state == JobState.FAILED
     assert f"{MAX_CRASHES} times: a crash loop" in (job.last_error or "")
-    actions = [e.action for e in await store.query_audit(AuditQuery(job_id=job.id))]
+    actions = [e.action for e in await store.journal.query_audit(AuditQuery(job_id=job.id))]
     assert actions[-1] == "job.failed"
 
 
 async def test_a_failed_job_with_a_person_queues_its_notice_once(store: Store) -> None:
-    await store.enqueue(_job("k", max_attempts=1))
-    await store.enqueue(NewJob(kind="work", key="i", queue="q", payload={"issue_number": 7}))
+    await store.queue.enqueue(_job("k", max_attempts=1))
+    await store.queue.enqueue(NewJob(kind="work", key="i", queue="q", payload={"issue_number": 7}))
     for _ in range(2):
-        job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+        job = await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
         assert job is not None
-        assert await store.fail(job.id, owner="A", error="boom")
-    notices = await store.list_jobs(kind="failure_notice")
+        assert await store.queue.fail(job.id, owner="A", error="boom")
+    notices = await store.queue.list_jobs(kind="failure_notice")
     assert [n.payload for n in notices] == [{"job_id": job.id}]  # only the one with an issue
     assert notices[0].queue == "events"
 
 
 async def test_retry_later_waits_and_release_does_not_count(store: Store) -> None:
-    await store.enqueue(_job("k"))
-    job = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+    await store.queue.enqueue(_job("k"))
+    job = await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
     assert job is not None
-    assert await store.retry_later(job.id, owner="A", error="boom", delay_seconds=60)
-    assert await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30) is None
-    await store.enqueue(_job("k2"))
-    job2 = await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
+    assert await store.queue.retry_later(job.id, owner="A", error="boom", delay_seconds=60)
+    assert await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30) is None
+    await store.queue.enqueue(_job("k2"))
+    job2 = await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=30)
     assert job2 is not None
-    assert await store.release(job2.id, owner="A")
-    back = await store.get_job(job2.id)
+    assert await store.queue.release(job2.id, owner="A")
+    back = await store.queue.get_job(job2.id)
     assert back is not None
     assert back.state == JobState.QUEUED
     assert back.attempts == 0
 
 
 async def test_kinds_without_a_runner_wait_in_the_store(store: Store) -> None:
-    await store.enqueue(NewJob(kind="fix", key="f", queue="q"))
-    assert await store.claim(queue="q", kinds=["work"], owner="A", lease_seconds=1) is None
-    [job] = await store.list_jobs()
+    await store.queue.enqueue(NewJob(kind="fix", key="f", queue="q"))
+    assert await store.queue.claim(queue="q", kinds=["work"], owner="A", lease_seconds=1) is None
+    [job] = await store.queue.list_jobs()
     assert job.state == JobState.QUEUED
 
 
@@ -286,7 +296,7 @@ async def test_pool_bounds_concurrency_and_queues_the_rest(store: Store) -> None
 
     pool = WorkerPool(store, {"work": ("q", handler)}, [Lane("q", 2)], poll_seconds=0.02)
     for i in range(10):
-        await store.enqueue(_job(f"k{i}"))
+        await store.queue.enqueue(_job(f"k{i}"))
     await pool.start()
     for _ in range(200):
         if len(done) == 10:
@@ -313,11 +323,11 @@ async def test_pool_retries_then_fails_with_the_reason(store: Store) -> None:
         [Lane("q", 1)],
         retry_base_seconds=0,
     )
-    await store.enqueue(_job("k"))
-    await store.enqueue(NewJob(kind="doomed", key="d", queue="q"))
+    await store.queue.enqueue(_job("k"))
+    await store.queue.enqueue(NewJob(kind="doomed", key="d", queue="q"))
     await pool.run_until_idle()
     assert attempts == [1, 2, 3]
-    flaky_job, doomed_job = await store.list_jobs()
+    flaky_job, doomed_job = await store.queue.list_jobs()
     assert flaky_job.state == doomed_job.state == JobState.FAILED
     assert (
         flaky_job.last_error == "gave up after 3 attempts; last error: RuntimeError: GitHub is down"
@@ -335,13 +345,15 @@ async def test_heartbeat_keeps_a_long_job_leased(store: Store) -> None:
     # A lease of 0.3 s is beaten every 0.1 s: a beat may be 0.2 s late on a busy machine
     # (with 0.05 s, the beat's own interval, one late beat lost the lease).
     pool = WorkerPool(store, {"work": ("q", slow)}, [Lane("q", 1)], lease_seconds=0.3)
-    await store.enqueue(_job("k"))
+    await store.queue.enqueue(_job("k"))
     runner = asyncio.create_task(pool.run_until_idle())
     await asyncio.sleep(0.75)
     # another worker looking now finds nothing to steal
-    assert await store.claim(queue="q", kinds=["work"], owner="thief", lease_seconds=1) is None
+    assert (
+        await store.queue.claim(queue="q", kinds=["work"], owner="thief", lease_seconds=1) is None
+    )
     await runner
-    [job] = await store.list_jobs()
+    [job] = await store.queue.list_jobs()
     assert job.state == JobState.SUCCEEDED
     assert job.attempts == 1
 
@@ -352,16 +364,16 @@ async def test_model_spend_adds_up_per_installation_and_day(store_url: str) -> N
     try:
         one = ModelSpend(calls=1, prompt_tokens=100, completion_tokens=20, cost_usd=0.25)
         await asyncio.gather(
-            *(store.add_model_spend(7, day="2026-11-22", spend=one) for _ in range(4))
+            *(store.repos.add_model_spend(7, day="2026-11-22", spend=one) for _ in range(4))
         )
-        await store.add_model_spend(7, day="2026-11-23", spend=one)
-        await store.add_model_spend(8, day="2026-11-22", spend=one)
-        assert await store.model_spend(7, day="2026-11-22") == ModelSpend(
+        await store.repos.add_model_spend(7, day="2026-11-23", spend=one)
+        await store.repos.add_model_spend(8, day="2026-11-22", spend=one)
+        assert await store.repos.model_spend(7, day="2026-11-22") == ModelSpend(
             calls=4, prompt_tokens=400, completion_tokens=80, cost_usd=1.0
         )
-        assert (await store.model_spend(7, day="2026-11-23")).calls == 1
-        assert (await store.model_spend(8, day="2026-11-22")).cost_usd == 0.25
-        assert await store.model_spend(9, day="2026-11-22") == ModelSpend()
+        assert (await store.repos.model_spend(7, day="2026-11-23")).calls == 1
+        assert (await store.repos.model_spend(8, day="2026-11-22")).cost_usd == 0.25
+        assert await store.repos.model_spend(9, day="2026-11-22") == ModelSpend()
     finally:
         await store.close()
 
@@ -372,12 +384,12 @@ async def test_claim_once_lets_one_caller_through_across_store_handles(store_url
     await second.open()
     try:
         claims = await asyncio.gather(
-            *(s.claim_once("refusal:octo/x#1:comment:9") for s in (first, second) * 4)
+            *(s.journal.claim_once("refusal:octo/x#1:comment:9") for s in (first, second) * 4)
         )
         assert sorted(claims) == [False] * 7 + [True]
-        await first.release_once("refusal:octo/x#1:comment:9")
-        assert await second.claim_once("refusal:octo/x#1:comment:9")
-        assert await first.claim_once("refusal:octo/x#1:comment:10")
+        await first.journal.release_once("refusal:octo/x#1:comment:9")
+        assert await second.journal.claim_once("refusal:octo/x#1:comment:9")
+        assert await first.journal.claim_once("refusal:octo/x#1:comment:10")
     finally:
         await first.close()
         await second.close()

@@ -29,7 +29,7 @@ async def ctx(tmp_path: Path) -> AsyncIterator[HandlerContext]:
 
 async def ran(store: Store, check: str, sha: str, conclusion: str, n: int) -> None:
     now = time.time() - 3600 + n
-    await store.record_check(
+    await store.checks.record_check(
         CheckRecord(REPO, check, sha, conclusion, now, now - 30, external_id=str(n))
     )
 
@@ -59,8 +59,8 @@ async def test_never_held_back_while_a_merge_is_in_its_canary_window(ctx: Handle
     await ran(ctx.store, "unit", A, "failure", 1)
     await ran(ctx.store, "unit", A, "success", 2)
     await ran(ctx.store, "unit", B, "failure", 3)
-    job, _ = await ctx.store.enqueue(NewJob(kind="fix", key="k"))
-    await ctx.store.save_outcome(
+    job, _ = await ctx.store.queue.enqueue(NewJob(kind="fix", key="k"))
+    await ctx.store.learning.save_outcome(
         Outcome(
             job_id=job.id,
             repo=REPO,

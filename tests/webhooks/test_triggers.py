@@ -560,7 +560,7 @@ async def test_permission_lookup_5xx_triggers_nothing_and_is_audited(
     await pw.settle()
     assert await pw.jobs("fix") == []
     assert pw.forge.comment_reactions(comment.id) == []
-    entries = await pw.store.query_audit(AuditQuery(repo=REPO))
+    entries = await pw.store.journal.query_audit(AuditQuery(repo=REPO))
     failed = [e for e in entries if e.action == "trigger.failed_closed"]
     assert len(failed) == 1
     assert str(status) in (failed[0].reason or "")

@@ -71,12 +71,14 @@ async def test_every_real_payload_is_accepted_and_routed(pw: Harness, relative: 
     await pw.settle()
     [job] = [j for j in await pw.jobs("delivery") if j.delivery_id == delivery_id]
     assert job.state == JobState.SUCCEEDED, job.last_error
-    stored = await pw.store.get_delivery(delivery_id)
+    stored = await pw.store.journal.get_delivery(delivery_id)
     assert stored is not None
     assert stored.event == event
     assert stored.payload == payload
     actions = {
-        e.action for e in await pw.store.query_audit(AuditQuery()) if e.delivery_id == delivery_id
+        e.action
+        for e in await pw.store.journal.query_audit(AuditQuery())
+        if e.delivery_id == delivery_id
     }
     assert "delivery.received" in actions
     # Every delivery ends in a recorded decision: a trigger verdict, an ignore, or bookkeeping.
@@ -124,7 +126,7 @@ async def test_installation_events_record_repositories(pw: Harness) -> None:
     created["repositories"] = [{"full_name": "octo-org/a"}, {"full_name": "octo-org/b"}]
     await pw.post_webhook("installation", created)
     await pw.settle()
-    assert await pw.store.installed_repos() == {"octo-org/a": 99, "octo-org/b": 99}
+    assert await pw.store.repos.installed_repos() == {"octo-org/a": 99, "octo-org/b": 99}
 
     _, removed = _prepare(pw, "installation_repositories/removed-1.json")
     removed["installation"] = {"id": 99, "account": {"login": "octo-org"}}
@@ -132,13 +134,13 @@ async def test_installation_events_record_repositories(pw: Harness) -> None:
     removed["repositories_added"] = [{"full_name": "octo-org/c"}]
     await pw.post_webhook("installation_repositories", removed)
     await pw.settle()
-    assert await pw.store.installed_repos() == {"octo-org/b": 99, "octo-org/c": 99}
+    assert await pw.store.repos.installed_repos() == {"octo-org/b": 99, "octo-org/c": 99}
 
     _, deleted = _prepare(pw, "installation/deleted-1.json")
     deleted["installation"] = {"id": 99}
     await pw.post_webhook("installation", deleted)
     await pw.settle()
-    assert await pw.store.installed_repos() == {}
+    assert await pw.store.repos.installed_repos() == {}
 
 
 def _mis_signings(body: bytes) -> dict[str, dict[str, str]]:
@@ -165,7 +167,7 @@ async def test_every_payload_is_rejected_when_mis_signed(pw: Harness, relative: 
         )
         assert status == 401, name
         assert "error" in answer
-    assert await pw.store.count_deliveries() == 0
+    assert await pw.store.journal.count_deliveries() == 0
     assert await pw.jobs("delivery") == []
 
 
@@ -189,7 +191,7 @@ async def test_same_delivery_100_times_20_at_once_makes_one_job(pw: Harness) -> 
     await pw.settle()
     assert len(await pw.jobs("delivery")) == 1
     assert len(await pw.jobs("fix")) == 1
-    assert await pw.store.count_deliveries() == 1
+    assert await pw.store.journal.count_deliveries() == 1
     assert pw.forge.comment_reactions(comment.id) == ["eyes"]
     assert len(pw.forge.calls("POST", "/reactions")) == 1
 
@@ -216,8 +218,8 @@ async def test_unknown_events_are_stored_acknowledged_and_ignored(pw: Harness) -
     )
     assert status == 202
     await pw.settle()
-    assert await pw.store.count_deliveries() == 2
-    entries = await pw.store.query_audit(AuditQuery())
+    assert await pw.store.journal.count_deliveries() == 2
+    entries = await pw.store.journal.query_audit(AuditQuery())
     ignored = [e.reason for e in entries if e.action == "delivery.ignored"]
     assert "no handler for star.created" in ignored
     assert "no handler for issues.transferred" in ignored
@@ -246,7 +248,7 @@ async def test_form_encoded_payloads_are_accepted(pw: Harness) -> None:
         "ping", body, headers={"Content-Type": "application/x-www-form-urlencoded"}
     )
     assert status == 202
-    assert await pw.store.count_deliveries() == 1
+    assert await pw.store.journal.count_deliveries() == 1
 
 
 async def test_large_payloads_up_to_githubs_cap_are_accepted(pw: Harness) -> None:

@@ -4,9 +4,9 @@ is delivered, and the issue Patchwarden keeps for each finding."""
 
 from __future__ import annotations
 
+from app.store.database import DB, Database, Row, audit_row
+from app.store.interface import CheckHistory
 from app.store.models import CheckRecord, WatchFinding
-from app.store.sql_base import DB, Row
-from app.store.sql_learn import SQLLearn
 
 
 def _check(repo: str, row: Row) -> CheckRecord:
@@ -35,7 +35,10 @@ def _finding(row: Row) -> WatchFinding:
     )
 
 
-class SQLWatch(SQLLearn):
+class SQLCheckHistory(CheckHistory):
+    def __init__(self, database: Database):
+        self.database = database
+
     async def record_check(self, record: CheckRecord) -> bool:
         def tx(db: DB) -> bool:
             cur = db.execute(
@@ -55,11 +58,11 @@ class SQLWatch(SQLLearn):
             )
             return cur.rowcount > 0
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))
 
     async def check_history(self, repo: str, *, since: float) -> list[CheckRecord]:
         def q() -> list[CheckRecord]:
-            rows = self._db.execute(
+            rows = self.database.db.execute(
                 "SELECT check_name, sha, conclusion, completed_at, started_at, source,"
                 " external_id FROM check_history WHERE repo = ? AND completed_at >= ?"
                 " ORDER BY completed_at, id",
@@ -67,18 +70,18 @@ class SQLWatch(SQLLearn):
             ).fetchall()
             return [_check(repo, r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def watch_findings(self, repo: str) -> list[WatchFinding]:
         def q() -> list[WatchFinding]:
-            rows = self._db.execute(
+            rows = self.database.db.execute(
                 "SELECT repo, finding, issue_number, state, title, first_seen, last_seen,"
                 " body_sha FROM watch_findings WHERE repo = ? ORDER BY finding",
                 (repo,),
             ).fetchall()
             return [_finding(r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def save_finding(self, finding: WatchFinding, *, audit: str | None = None) -> None:
         def tx(db: DB) -> None:
@@ -104,7 +107,7 @@ class SQLWatch(SQLLearn):
                 ),
             )
             if audit is not None:
-                self._audit_row(
+                audit_row(
                     db,
                     audit,
                     repo=finding.repo,
@@ -113,4 +116,4 @@ class SQLWatch(SQLLearn):
                     at=finding.last_seen,
                 )
 
-        await self._run(self._write(tx))
+        await self.database.run(self.database.write(tx))

@@ -1,6 +1,6 @@
-"""The job queue in SQL: deliveries recorded with their jobs in one transaction, and
-jobs claimed with leases, heartbeats, retries with backoff, crash counting and failure
-(with the notice to the person who asked), as decision 002 gives them to the store.
+"""The queue: jobs enqueued (a delivery's in its transaction: app/store/journal.py), claimed
+with leases, heartbeats, retries with backoff, crash counting and failure (with the
+notice to the person who asked), as decision 002 gives them to the store.
 
 Two workers, in this process or another, never lease the same job: on SQLite,
 ``BEGIN IMMEDIATE`` takes the write lock before a job is read for claiming; on
@@ -14,128 +14,100 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.store.database import DB, Database, Row, audit_row
+from app.store.interface import Queue
 from app.store.models import (
     FAILURE_NOTICE,
     MAX_CRASHES,
-    Delivery,
     Job,
+    JobState,
     NewJob,
     backoff,
 )
-from app.store.sql_base import _JOB_COLUMNS, DB, SQLBase, _job
+
+_JOB_COLUMNS = (
+    "id, kind, queue, idempotency_key, repo, installation_id, delivery_id, payload, state,"
+    " attempts, max_attempts, run_after, lease_owner, lease_expires_at, last_error, result,"
+    " created_at, updated_at, crashes"
+)
 
 
-class SQLJobs(SQLBase):
-    """Deliveries and jobs; the rest of the store is :class:`~app.store.sql.SQLStore`."""
+def _job(row: Row) -> Job:
+    return Job(
+        id=row["id"],
+        kind=row["kind"],
+        queue=row["queue"],
+        key=row["idempotency_key"],
+        repo=row["repo"],
+        installation_id=row["installation_id"],
+        delivery_id=row["delivery_id"],
+        payload=json.loads(row["payload"]),
+        state=JobState(row["state"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        run_after=row["run_after"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+        last_error=row["last_error"],
+        result=json.loads(row["result"]) if row["result"] else None,
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        crashes=row["crashes"],
+    )
 
-    # -- deliveries ---------------------------------------------------------
-    def _insert_job(self, db: DB, job: NewJob, actor: str | None) -> int | None:
-        now = time.time()
-        inserted = db.execute(
-            "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id, delivery_id,"
-            " payload, state, attempts, max_attempts, run_after, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
-            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
-            (
-                job.kind,
-                job.queue,
-                job.key,
-                job.repo,
-                job.installation_id,
-                job.delivery_id,
-                json.dumps(job.payload, sort_keys=True),
-                job.max_attempts or self.default_max_attempts,
-                job.run_after if job.run_after is not None else now,
-                now,
-                now,
-            ),
-        )
-        row = inserted.fetchone()
-        if row is None:
-            return None
-        job_id = int(row[0])
-        self._audit_row(
-            db,
-            "job.enqueued",
-            actor=actor,
-            repo=job.repo,
-            job_id=job_id,
-            delivery_id=job.delivery_id,
-            reason=job.kind,
-            details={"key": job.key, "queue": job.queue},
-            at=now,
-        )
-        return job_id
 
-    async def record_delivery(self, delivery: Delivery, *, jobs: Sequence[NewJob] = ()) -> bool:
-        def tx(db: DB) -> bool:
-            cur = db.execute(
-                "INSERT INTO deliveries (id, source, event, action, installation_id, repo,"
-                " sender, payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (id) DO NOTHING",
-                (
-                    delivery.id,
-                    delivery.source,
-                    delivery.event,
-                    delivery.action,
-                    delivery.installation_id,
-                    delivery.repo,
-                    delivery.sender,
-                    json.dumps(delivery.payload),
-                    delivery.received_at,
-                ),
-            )
-            if cur.rowcount == 0:
-                return False
-            self._audit_row(
-                db,
-                "delivery.received",
-                actor=delivery.sender,
-                repo=delivery.repo,
-                delivery_id=delivery.id,
-                reason=f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event,
-                details={"source": delivery.source, "installation_id": delivery.installation_id},
-                at=delivery.received_at,
-            )
-            for job in jobs:
-                self._insert_job(db, job, delivery.sender)
-            return True
+def insert_job(db: DB, job: NewJob, actor: str | None, *, default_max_attempts: int) -> int | None:
+    """Insert ``job`` unless one with its key exists, audited; its id, or ``None``."""
+    now = time.time()
+    inserted = db.execute(
+        "INSERT INTO jobs (kind, queue, idempotency_key, repo, installation_id, delivery_id,"
+        " payload, state, attempts, max_attempts, run_after, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?)"
+        " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+        (
+            job.kind,
+            job.queue,
+            job.key,
+            job.repo,
+            job.installation_id,
+            job.delivery_id,
+            json.dumps(job.payload, sort_keys=True),
+            job.max_attempts or default_max_attempts,
+            job.run_after if job.run_after is not None else now,
+            now,
+            now,
+        ),
+    )
+    row = inserted.fetchone()
+    if row is None:
+        return None
+    job_id = int(row[0])
+    audit_row(
+        db,
+        "job.enqueued",
+        actor=actor,
+        repo=job.repo,
+        job_id=job_id,
+        delivery_id=job.delivery_id,
+        reason=job.kind,
+        details={"key": job.key, "queue": job.queue},
+        at=now,
+    )
+    return job_id
 
-        return await self._run(self._write(tx))
 
-    async def get_delivery(self, delivery_id: str) -> Delivery | None:
-        def q() -> Delivery | None:
-            row = self._db.execute("SELECT * FROM deliveries WHERE id = ?", (delivery_id,))
-            r = row.fetchone()
-            if r is None:
-                return None
-            return Delivery(
-                id=r["id"],
-                source=r["source"],
-                event=r["event"],
-                action=r["action"],
-                installation_id=r["installation_id"],
-                repo=r["repo"],
-                sender=r["sender"],
-                payload=json.loads(r["payload"]),
-                received_at=r["received_at"],
-            )
+class SQLQueue(Queue):
+    def __init__(self, database: Database, *, default_max_attempts: int = 3):
+        self.database = database
+        self.default_max_attempts = default_max_attempts
 
-        return await self._run(q)
-
-    async def count_deliveries(self) -> int:
-        return await self._run(
-            lambda: int(self._db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0])
-        )
-
-    # -- jobs ---------------------------------------------------------------
     def _get_job(self, db: DB, job_id: int) -> Job:
         row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()  # noqa: S608
         return _job(row)
 
     async def enqueue(self, job: NewJob, *, actor: str | None = None) -> tuple[Job, bool]:
         def tx(db: DB) -> tuple[Job, bool]:
-            job_id = self._insert_job(db, job, actor)
+            job_id = insert_job(db, job, actor, default_max_attempts=self.default_max_attempts)
             if job_id is not None:
                 return self._get_job(db, job_id), True
             row = db.execute(
@@ -144,7 +116,7 @@ class SQLJobs(SQLBase):
             ).fetchone()
             return _job(row), False
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))
 
     async def claim(
         self,
@@ -158,55 +130,29 @@ class SQLJobs(SQLBase):
         if not kinds:
             return None
         marks = ", ".join("?" for _ in kinds)
+        skip_locked = self.database.driver.skip_locked
+        # One statement picks the next due job and leases it (the row locked, and rows
+        # other workers hold skipped, on PostgreSQL).
+        lease = (  # marks and the dialect's suffix only: no input in the text
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"  # noqa: S608
+            " lease_expires_at = ?, updated_at = ? WHERE id = ("
+            " SELECT id FROM jobs WHERE queue = ? AND state = 'queued' AND run_after <= ?"
+            f" AND kind IN ({marks}) ORDER BY run_after, id LIMIT 1{skip_locked})"
+            f" RETURNING {_JOB_COLUMNS}"
+        )
 
         def tx(db: DB) -> Job | None:
             now = time.time()
-            # An expired lease is a crash (the worker died, was killed, lost the
-            # database): not the job's own error. The job waits a backoff and runs again;
-            # after MAX_CRASHES it fails, and the person who asked is told.
             expired = db.execute(
                 "SELECT id, crashes, lease_owner FROM jobs WHERE queue = ?"  # noqa: S608
                 f" AND kind IN ({marks}) AND state = 'running' AND lease_expires_at < ?"
-                f" ORDER BY id{self.SKIP_LOCKED}",
+                f" ORDER BY id{skip_locked}",
                 (queue, *kinds, now),
             ).fetchall()
             for row in expired:
-                crashes = row["crashes"] + 1
-                stopped = f"the worker {row['lease_owner']} stopped without finishing"
-                if crashes >= MAX_CRASHES:
-                    db.execute("UPDATE jobs SET crashes = ? WHERE id = ?", (crashes, row["id"]))
-                    self._fail_row(db, row["id"], f"{stopped}, {crashes} times: a crash loop", now)
-                    continue
-                delay = backoff(crash_backoff_seconds, crashes)
-                db.execute(
-                    "UPDATE jobs SET state = 'queued', crashes = ?, lease_owner = NULL,"
-                    " lease_expires_at = NULL, last_error = ?, run_after = ?, updated_at = ?"
-                    " WHERE id = ?",
-                    (crashes, f"{stopped} (crash {crashes} of {MAX_CRASHES})", now + delay, now,
-                     row["id"]),
-                )  # fmt: skip
-                job_row = db.execute("SELECT repo FROM jobs WHERE id = ?", (row["id"],)).fetchone()
-                self._audit_row(
-                    db,
-                    "job.retried_after_lost_lease",
-                    repo=job_row["repo"],
-                    job_id=row["id"],
-                    reason=stopped,
-                    details={"crash": crashes, "of": MAX_CRASHES, "delay_seconds": delay},
-                    at=now,
-                )
-            # One statement picks the next due job and leases it (the row locked, and
-            # rows other workers hold skipped, on PostgreSQL).
-            lease = (  # marks and the dialect's suffix only: no input in the text
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?,"  # noqa: S608
-                " lease_expires_at = ?, updated_at = ? WHERE id = ("
-                " SELECT id FROM jobs WHERE queue = ? AND state = 'queued' AND run_after <= ?"
-                f" AND kind IN ({marks}) ORDER BY run_after, id LIMIT 1{self.SKIP_LOCKED})"
-                f" RETURNING {_JOB_COLUMNS}"
-            )
+                self._lost_lease(db, row, now, crash_backoff_seconds)
             row = db.execute(
-                lease,
-                (owner, now + lease_seconds, now, queue, now, *kinds),
+                lease, (owner, now + lease_seconds, now, queue, now, *kinds)
             ).fetchone()
             if row is None:
                 return None
@@ -214,18 +160,41 @@ class SQLJobs(SQLBase):
             details: dict[str, Any] = {"attempt": job.attempts, "owner": owner}
             if job.crashes:
                 details["crashes"] = job.crashes
-            self._audit_row(
-                db,
-                "job.claimed",
-                repo=job.repo,
-                job_id=job.id,
-                reason=job.kind,
-                details=details,
-                at=now,
-            )
+            audit_row(
+                db, "job.claimed", repo=job.repo, job_id=job.id, reason=job.kind,
+                details=details, at=now,
+            )  # fmt: skip
             return job
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))
+
+    def _lost_lease(self, db: DB, row: Row, now: float, crash_backoff_seconds: float) -> None:
+        """An expired lease is a crash (the worker died, was killed, lost the database):
+        not the job's own error. The job waits a backoff and runs again; after
+        MAX_CRASHES it fails, and the person who asked is told."""
+        crashes = row["crashes"] + 1
+        stopped = f"the worker {row['lease_owner']} stopped without finishing"
+        if crashes >= MAX_CRASHES:
+            db.execute("UPDATE jobs SET crashes = ? WHERE id = ?", (crashes, row["id"]))
+            self._fail_row(db, row["id"], f"{stopped}, {crashes} times: a crash loop", now)
+            return
+        delay = backoff(crash_backoff_seconds, crashes)
+        db.execute(
+            "UPDATE jobs SET state = 'queued', crashes = ?, lease_owner = NULL,"
+            " lease_expires_at = NULL, last_error = ?, run_after = ?, updated_at = ?"
+            " WHERE id = ?",
+            (crashes, f"{stopped} (crash {crashes} of {MAX_CRASHES})", now + delay, now, row["id"]),
+        )
+        job_row = db.execute("SELECT repo FROM jobs WHERE id = ?", (row["id"],)).fetchone()
+        audit_row(
+            db,
+            "job.retried_after_lost_lease",
+            repo=job_row["repo"],
+            job_id=row["id"],
+            reason=stopped,
+            details={"crash": crashes, "of": MAX_CRASHES, "delay_seconds": delay},
+            at=now,
+        )
 
     def _owned_update(
         self,
@@ -247,22 +216,22 @@ class SQLJobs(SQLBase):
             if audit is not None:
                 action, reason, details = audit
                 repo = held[0]
-                self._audit_row(
+                audit_row(
                     db, action, repo=repo, job_id=job_id, reason=reason, details=details, at=now
                 )
             return True
 
-        return lambda: self._tx(tx)
+        return lambda: self.database.tx(tx)
 
     async def heartbeat(self, job_id: int, *, owner: str, lease_seconds: float) -> bool:
-        return await self._run(
+        return await self.database.run(
             self._owned_update(
                 job_id, owner, "lease_expires_at = ?", (time.time() + lease_seconds,), None
             )
         )
 
     async def complete(self, job_id: int, *, owner: str, result: dict[str, Any]) -> bool:
-        return await self._run(
+        return await self.database.run(
             self._owned_update(
                 job_id,
                 owner,
@@ -275,7 +244,7 @@ class SQLJobs(SQLBase):
     async def retry_later(
         self, job_id: int, *, owner: str, error: str, delay_seconds: float
     ) -> bool:
-        return await self._run(
+        return await self.database.run(
             self._owned_update(
                 job_id,
                 owner,
@@ -290,7 +259,7 @@ class SQLJobs(SQLBase):
         def tx(db: DB) -> bool:
             held = db.execute(
                 "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?"  # noqa: S608
-                f" AND state = 'running'{self.FOR_UPDATE}",
+                f" AND state = 'running'{self.database.driver.for_update}",
                 (job_id, owner),
             ).fetchone()
             if held is None:
@@ -298,7 +267,7 @@ class SQLJobs(SQLBase):
             self._fail_row(db, job_id, error, time.time())
             return True
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))
 
     def _fail_row(self, db: DB, job_id: int, error: str, now: float) -> None:
         """Fail the job, audit it, and queue the notice that tells the person who asked
@@ -309,7 +278,7 @@ class SQLJobs(SQLBase):
             (error, now, job_id),
         )
         job = self._get_job(db, job_id)
-        self._audit_row(db, "job.failed", repo=job.repo, job_id=job_id, reason=error, at=now)
+        audit_row(db, "job.failed", repo=job.repo, job_id=job_id, reason=error, at=now)
         if job.kind != FAILURE_NOTICE and (
             job.payload.get("issue_number") or job.payload.get("pr")
         ):
@@ -321,10 +290,10 @@ class SQLJobs(SQLBase):
                 installation_id=job.installation_id,
                 payload={"job_id": job_id},
             )
-            self._insert_job(db, notice, None)
+            insert_job(db, notice, None, default_max_attempts=self.default_max_attempts)
 
     async def release(self, job_id: int, *, owner: str) -> bool:
-        return await self._run(
+        return await self.database.run(
             self._owned_update(
                 job_id,
                 owner,
@@ -337,35 +306,35 @@ class SQLJobs(SQLBase):
 
     async def get_job(self, job_id: int) -> Job | None:
         def q() -> Job | None:
-            row = self._db.execute(
+            row = self.database.db.execute(
                 f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?",  # noqa: S608
                 (job_id,),
             ).fetchone()
             return _job(row) if row else None
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def list_jobs(self, *, kind: str | None = None, state: str | None = None) -> list[Job]:
         def q() -> list[Job]:
-            rows = self._db.execute(
+            rows = self.database.db.execute(
                 f"SELECT {_JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR kind = ?)"  # noqa: S608
                 " AND (? IS NULL OR state = ?) ORDER BY id",
                 (kind, kind, state, state),
             ).fetchall()
             return [_job(r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def jobs_with_key(self, kind: str, prefix: str) -> list[Job]:
         def q() -> list[Job]:
-            rows = self._db.execute(
+            rows = self.database.db.execute(
                 f"SELECT {_JOB_COLUMNS} FROM jobs WHERE kind = ?"  # noqa: S608
                 " AND substr(idempotency_key, 1, ?) = ? ORDER BY id",
                 (kind, len(prefix), prefix),
             ).fetchall()
             return [_job(r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def cancel_queued(
         self, kind: str, prefix: str, *, reason: str, delivery_id: str | None = None
@@ -380,7 +349,7 @@ class SQLJobs(SQLBase):
                 (json.dumps(result, sort_keys=True), time.time(), kind, len(prefix), prefix),
             ).fetchall()
             for row in rows:
-                self._audit_row(
+                audit_row(
                     db,
                     "job.cancelled",
                     repo=row["repo"],
@@ -390,4 +359,4 @@ class SQLJobs(SQLBase):
                 )
             return sorted(int(row["id"]) for row in rows)
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))

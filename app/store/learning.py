@@ -1,12 +1,30 @@
-"""What earned autonomy reads and keeps (app/policy/learn.py decides it): trust events (a
-pull request closed unmerged, a maintainer's reset) and each kind of change's standing as
-last scored, with its changes audited in the same transaction."""
+"""What the store keeps to learn from: each job's outcome, and what earned autonomy reads
+and keeps (app/policy/learn.py decides it): trust events (a pull request closed
+unmerged, a maintainer's reset) and each kind of change's standing as last scored, its
+changes audited in the same transaction."""
 
 from __future__ import annotations
 
-from app.store.models import TrustEvent, TrustStanding
-from app.store.sql_base import DB, Row
-from app.store.sql_reports import SQLReports
+import dataclasses
+import json
+
+from app.store.database import DB, Database, Row, audit_row
+from app.store.interface import Learning
+from app.store.models import Outcome, TrustEvent, TrustStanding
+
+# The outcomes table has one column per Outcome field, of the same name; these hold JSON.
+_OUTCOME_FIELDS = tuple(f.name for f in dataclasses.fields(Outcome))
+_OUTCOME_COLUMNS = ", ".join(_OUTCOME_FIELDS)
+_OUTCOME_JSON = ("details", "links", "ship_it")
+
+
+def _outcome(row: Row) -> Outcome:
+    values = {name: row[name] for name in _OUTCOME_FIELDS}
+    for name in _OUTCOME_JSON:
+        values[name] = json.loads(values[name])
+    values["links"] = tuple(values["links"])
+    values["two_person"] = bool(values["two_person"])
+    return Outcome(**values)
 
 
 def _event(row: Row) -> TrustEvent:
@@ -31,7 +49,69 @@ def _standing(row: Row) -> TrustStanding:
     )
 
 
-class SQLLearn(SQLReports):
+class SQLLearning(Learning):
+    def __init__(self, database: Database):
+        self.database = database
+
+    async def save_outcome(self, outcome: Outcome) -> None:
+        values = dataclasses.asdict(outcome)
+        for name in _OUTCOME_JSON:
+            values[name] = json.dumps(values[name], sort_keys=True)
+        values["two_person"] = int(values["two_person"])  # an INTEGER column in both
+        marks = ", ".join("?" for _ in _OUTCOME_FIELDS)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in _OUTCOME_FIELDS[1:])
+
+        def tx(db: DB) -> None:
+            db.execute(
+                f"INSERT INTO outcomes ({_OUTCOME_COLUMNS}) VALUES ({marks})"  # noqa: S608
+                f" ON CONFLICT (job_id) DO UPDATE SET {updates}",
+                tuple(values[name] for name in _OUTCOME_FIELDS),
+            )
+
+        await self.database.run(self.database.write(tx))
+
+    async def get_outcome(self, job_id: int) -> Outcome | None:
+        def q() -> Outcome | None:
+            row = self.database.db.execute(
+                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?",  # noqa: S608
+                (job_id,),
+            ).fetchone()
+            return _outcome(row) if row else None
+
+        return await self.database.run(q)
+
+    async def find_outcomes(
+        self,
+        *,
+        repo: str | None = None,
+        pr_number: int | None = None,
+        head_sha: str | None = None,
+        merge_sha: str | None = None,
+        since: float | None = None,
+    ) -> list[Outcome]:
+        def q() -> list[Outcome]:
+            rows = self.database.db.execute(
+                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes"  # noqa: S608
+                " WHERE (? IS NULL OR repo = ?) AND (? IS NULL OR pr_number = ?)"
+                " AND (? IS NULL OR head_sha = ?) AND (? IS NULL OR merge_sha = ?)"
+                " AND (? IS NULL OR created_at >= ?) ORDER BY created_at, job_id",
+                (
+                    repo,
+                    repo,
+                    pr_number,
+                    pr_number,
+                    head_sha,
+                    head_sha,
+                    merge_sha,
+                    merge_sha,
+                    since,
+                    since,
+                ),
+            ).fetchall()
+            return [_outcome(r) for r in rows]
+
+        return await self.database.run(q)
+
     async def add_trust_event(self, event: TrustEvent) -> None:
         def tx(db: DB) -> None:
             db.execute(
@@ -48,7 +128,7 @@ class SQLLearn(SQLReports):
                         "DELETE FROM standings WHERE repo = ? AND category = ?",
                         (event.repo, event.category),
                     )
-            self._audit_row(
+            audit_row(
                 db,
                 f"trust.{event.what}",
                 actor=event.actor,
@@ -66,18 +146,18 @@ class SQLLearn(SQLReports):
                 at=event.at,
             )
 
-        await self._run(self._write(tx))
+        await self.database.run(self.database.write(tx))
 
     async def trust_events(self, repo: str, *, since: float | None = None) -> list[TrustEvent]:
         def q() -> list[TrustEvent]:
-            rows = self._db.execute(
+            rows = self.database.db.execute(
                 "SELECT repo, what, category, at, actor, pr_number FROM trust_events"
                 " WHERE repo = ? AND at >= ? ORDER BY at, id",
                 (repo, since if since is not None else float("-inf")),
             ).fetchall()
             return [_event(r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
 
     async def set_standing(
         self, standing: TrustStanding, *, job_id: int | None = None
@@ -109,7 +189,7 @@ class SQLLearn(SQLReports):
                 action = {"earned": "trust.promoted", "demoted": "trust.demoted"}.get(
                     standing.state, "trust.restored"
                 )
-                self._audit_row(
+                audit_row(
                     db,
                     action,
                     repo=standing.repo,
@@ -125,21 +205,21 @@ class SQLLearn(SQLReports):
                 )
             return before
 
-        return await self._run(self._write(tx))
+        return await self.database.run(self.database.write(tx))
 
     async def standings(self, repo: str | None = None) -> list[TrustStanding]:
         def q() -> list[TrustStanding]:
             columns = "repo, category, autonomy, state, explanation, at"
             if repo is None:
-                rows = self._db.execute(
+                rows = self.database.db.execute(
                     f"SELECT {columns} FROM standings ORDER BY repo, category"  # noqa: S608
                 ).fetchall()
             else:
-                rows = self._db.execute(
+                rows = self.database.db.execute(
                     f"SELECT {columns} FROM standings WHERE repo = ?"  # noqa: S608
                     " ORDER BY category",
                     (repo,),
                 ).fetchall()
             return [_standing(r) for r in rows]
 
-        return await self._run(q)
+        return await self.database.run(q)
