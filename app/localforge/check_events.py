@@ -36,7 +36,9 @@ async def check_run_changed(
     pulls = open_pulls_at(repo, run.head_sha)
     forge.emit(
         "check_run",
-        forge.event(repo, action, sender, check_run=forge.render.check_run(repo, run, pulls)),
+        forge.event(
+            repo, action, sender, check_run=forge.render.checks.check_run(repo, run, pulls)
+        ),
     )
     suite = run.suite
     runs = [r for r in repo.check_runs if r.suite is suite]
@@ -60,7 +62,7 @@ async def check_run_changed(
                 repo,
                 "completed",
                 sender,
-                check_suite=forge.render.check_suite(
+                check_suite=forge.render.checks.check_suite(
                     repo, suite, len(runs), pulls, head_commit=head
                 ),
             ),

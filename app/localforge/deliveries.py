@@ -24,7 +24,7 @@ class Deliveries(ForgeBase):
 
     def emit(self, event: str, payload: dict[str, Any]) -> Delivery:
         """Queue a delivery, checked against the webhook schema; it goes out in order."""
-        hook = self.render.hook(event, payload)
+        hook = self.render.webhooks.hook(event, payload)
         problems = self.hook_contract.problems(event, hook)
         if problems:
             self.violations.append(
@@ -118,7 +118,7 @@ class Deliveries(ForgeBase):
     def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"action": action, **fields}
         payload["repository"] = self.repository_json(repo)
-        payload["sender"] = self.render.user(sender)
+        payload["sender"] = self.render.accounts.user(sender)
         payload["installation"] = {
             "id": repo.installation_id,
             "node_id": _node_id("Installation", repo.installation_id),
@@ -127,4 +127,4 @@ class Deliveries(ForgeBase):
 
     def repository_json(self, repo: Repo) -> dict[str, Any]:
         open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
-        return self.render.repository(repo, open_issues=open_issues)
+        return self.render.repos.repository(repo, open_issues=open_issues)

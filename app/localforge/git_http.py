@@ -563,19 +563,11 @@ def _scan(source: Path) -> Iterator[tuple[str, tuple[str, Path | bytes]]]:
 # -- smart HTTP ------------------------------------------------------------------------
 
 
-async def http_backend(
-    request: web.Request, repo: BareRepo, *, path_info: str, remote_user: str
-) -> web.StreamResponse:
-    """Answer one smart-HTTP request for repo by running ``git http-backend`` as a CGI.
-
-    The caller has authenticated the request. aiohttp inflates a gzip request body unless
-    its server runs with ``auto_decompress=False``; the body is sniffed so both work.
-    """
-    if not path_info.startswith("/") or ".." in path_info.split("/"):
-        return web.Response(status=404, text="not found\n")
-    body, first = request.content, b""
-    while len(first) < 2 and (chunk := await body.read(2 - len(first))):
-        first += chunk
+def _cgi_env(
+    request: web.Request, repo: BareRepo, path_info: str, remote_user: str, first: bytes
+) -> dict[str, str]:
+    """The CGI environment of ``git http-backend`` for this request (``first``: the
+    body's first bytes, which say whether it is still compressed)."""
     env = git_env(repo.path) | {
         "GIT_PROJECT_ROOT": str(repo.path.parent),
         "GIT_HTTP_EXPORT_ALL": "1",
@@ -593,6 +585,23 @@ async def http_backend(
         env["CONTENT_LENGTH"] = str(request.content_length)  # else git reads to EOF
     if protocol := request.headers.get("Git-Protocol"):
         env["HTTP_GIT_PROTOCOL"] = protocol
+    return env
+
+
+async def http_backend(
+    request: web.Request, repo: BareRepo, *, path_info: str, remote_user: str
+) -> web.StreamResponse:
+    """Answer one smart-HTTP request for repo by running ``git http-backend`` as a CGI.
+
+    The caller has authenticated the request. aiohttp inflates a gzip request body unless
+    its server runs with ``auto_decompress=False``; the body is sniffed so both work.
+    """
+    if not path_info.startswith("/") or ".." in path_info.split("/"):
+        return web.Response(status=404, text="not found\n")
+    body, first = request.content, b""
+    while len(first) < 2 and (chunk := await body.read(2 - len(first))):
+        first += chunk
+    env = _cgi_env(request, repo, path_info, remote_user, first)
     proc = await asyncio.create_subprocess_exec(
         "git", "http-backend", env=env, stdin=PIPE, stdout=PIPE, stderr=PIPE
     )

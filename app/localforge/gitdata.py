@@ -40,7 +40,7 @@ async def create_blob(call: Call) -> Answer:
         data = str(content).encode()
     else:
         raise ApiError(422, f"encoding must be one of utf-8 or base64, not {encoding!r}")
-    return Answer(201, call.forge.render.short_blob(repo, repo.git.write_blob(data)))
+    return Answer(201, call.forge.render.git.short_blob(repo, repo.git.write_blob(data)))
 
 
 @op("git/create-tree")
@@ -68,7 +68,7 @@ async def create_tree(call: Call) -> Answer:
                 raise ApiError(422, f"tree.sha {sha} is not a valid blob")
         entries.append((path, str(mode), sha))
     tree = repo.git.write_tree(base, entries)
-    return Answer(201, call.forge.render.git_tree(repo, tree, repo.git.tree_entries(tree)))
+    return Answer(201, call.forge.render.git.git_tree(repo, tree, repo.git.tree_entries(tree)))
 
 
 def _person(value: Any, default: Person) -> tuple[Person, str | None]:
@@ -104,7 +104,7 @@ async def create_commit(call: Call) -> Answer:
     # GitHub signs it only when it writes the identity itself.
     if not any(call.field(k) for k in ("author", "committer", "signature")):
         repo.verified.add(sha)
-    return Answer(201, call.forge.render.git_commit(repo, repo.git.commit(sha)))
+    return Answer(201, call.forge.render.git.git_commit(repo, repo.git.commit(sha)))
 
 
 @op("git/update-ref")
@@ -124,4 +124,4 @@ async def update_ref(call: Call) -> Answer:
             raise ApiError(409, "Reference cannot be updated")
         if before != sha:
             await call.forge.after_push(repo, {ref: (before, sha)}, call.bot)
-    return Answer(200, call.forge.render.git_ref(repo, ref, sha))
+    return Answer(200, call.forge.render.git.git_ref(repo, ref, sha))

@@ -9,7 +9,7 @@ import base64
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jwt
@@ -20,6 +20,7 @@ from app.localforge import view
 from app.localforge.api_errors import ApiError
 from app.localforge.forge_base import (
     GIT_PATH,
+    Fault,
     Recorded,
     Violation,
 )
@@ -103,20 +104,12 @@ class HTTPFront(World):
             page = view.page(self.repos, request.path)
             if page is not None:
                 return web.Response(status=page[0], text=page[1], content_type="text/html")
-        body: Any = None
         raw = await request.read() if request.can_read_body else b""
-        if raw:
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                return self._json({"message": "Problems parsing JSON"}, 400)
-        for entry in self.delays:
-            pattern, seconds, times = entry
-            if pattern.search(request.path) and (times is None or times > 0):
-                if times is not None:
-                    entry[2] = times - 1
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), seconds)
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            return self._json({"message": "Problems parsing JSON"}, 400)
+        await self._delay(request.path)
         auth = self._auth(request)
         auth_kind = auth.kind if isinstance(auth, Auth) else None
         found = self.contract.match(request.method, request.path)
@@ -129,34 +122,15 @@ class HTTPFront(World):
                 )
             )
 
-        for fault in self.faults:
-            if (
-                fault.times > 0
-                and fault.method == request.method
-                and fault.path.search(request.path)
-            ):
-                fault.times -= 1
-                record(fault.status)
-                return web.json_response(
-                    fault.body, status=fault.status, headers=self._rate_headers() | fault.headers
-                )
+        fault = self._fault(request)
+        if fault is not None:
+            record(fault.status)
+            return web.json_response(
+                fault.body, status=fault.status, headers=self._rate_headers() | fault.headers
+            )
         if found is None:
-            self.violations.append(
-                Violation(
-                    "unknown-operation",
-                    f"{request.method} {request.path}",
-                    ["GitHub has no such operation (or LocalForge does not implement it)"],
-                )
-            )
             record(404)
-            return self._json(
-                {
-                    "message": "Not Found",
-                    "documentation_url": "https://docs.github.com/rest",
-                    "status": "404",
-                },
-                404,
-            )
+            return self._unknown(request)
         op, params = found
         if (
             isinstance(auth, ApiError)
@@ -169,16 +143,68 @@ class HTTPFront(World):
             return self._json(self._error_body(op, auth), auth.status)
         problems = self.contract.request_problems(op, request.query, body)
         if problems:
-            self.violations.append(
-                Violation("request", f"{request.method} {request.path} ({op.id})", problems)
-            )
             record(422)
-            message = "Invalid request.\n\n" + "\n".join(problems)
-            return self._json(
-                {"message": message, "documentation_url": op.documentation_url, "status": "422"},
-                422,
+            return self._invalid(request, op, problems)
+        answer = await self._answer(
+            request, Call(self, op, params, request.query, body, auth, request), record
+        )
+        record(answer.status)
+        return self._json(answer.body, answer.status, answer.headers)
+
+    async def _delay(self, path: str) -> None:
+        """Wait as a test asked requests to ``path`` to wait (or until the forge stops)."""
+        for entry in self.delays:
+            pattern, seconds, times = entry
+            if pattern.search(path) and (times is None or times > 0):
+                if times is not None:
+                    entry[2] = times - 1
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), seconds)
+
+    def _fault(self, request: web.Request) -> Fault | None:
+        """The fault a test injected for this request, counted down, or ``None``."""
+        for fault in self.faults:
+            if (
+                fault.times > 0
+                and fault.method == request.method
+                and fault.path.search(request.path)
+            ):
+                fault.times -= 1
+                return fault
+        return None
+
+    def _unknown(self, request: web.Request) -> web.Response:
+        self.violations.append(
+            Violation(
+                "unknown-operation",
+                f"{request.method} {request.path}",
+                ["GitHub has no such operation (or LocalForge does not implement it)"],
             )
-        call = Call(self, op, params, request.query, body, auth, request)
+        )
+        return self._json(
+            {
+                "message": "Not Found",
+                "documentation_url": "https://docs.github.com/rest",
+                "status": "404",
+            },
+            404,
+        )
+
+    def _invalid(self, request: web.Request, op: Any, problems: list[str]) -> web.Response:
+        self.violations.append(
+            Violation("request", f"{request.method} {request.path} ({op.id})", problems)
+        )
+        message = "Invalid request.\n\n" + "\n".join(problems)
+        return self._json(
+            {"message": message, "documentation_url": op.documentation_url, "status": "422"},
+            422,
+        )
+
+    async def _answer(
+        self, request: web.Request, call: Call, record: Callable[[int], None]
+    ) -> Answer:
+        """The operation's handler's answer, checked against GitHub's description."""
+        op = call.op
         try:
             answer = await HANDLERS[op.id](call)
         except ApiError as exc:
@@ -199,8 +225,7 @@ class HTTPFront(World):
                         problems,
                     )
                 )
-        record(answer.status)
-        return self._json(answer.body, answer.status, answer.headers)
+        return answer
 
     @staticmethod
     def _error_body(op: Any, exc: ApiError) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def _require_app(call: Call) -> None:
 @op("apps/get-authenticated")
 async def get_app(call: Call) -> Answer:
     _require_app(call)
-    return Answer(200, call.forge.render.app())
+    return Answer(200, call.forge.render.accounts.app())
 
 
 @op("apps/list-installations")
@@ -148,7 +148,7 @@ async def list_installations(call: Call) -> Answer:
     for repo in call.forge.repos.values():
         by_installation.setdefault(repo.installation_id, []).append(repo)
     found = [
-        call.forge.render.listed_installation(iid, repos[0].owner, repos)
+        call.forge.render.accounts.listed_installation(iid, repos[0].owner, repos)
         for iid, repos in sorted(by_installation.items())
     ]
     for installation in found:
@@ -165,7 +165,7 @@ async def create_from_manifest(call: Call) -> Answer:
     created = call.forge.convert_manifest(call.params["code"])
     if created is None:
         raise ApiError(404, "Not Found")
-    return Answer(201, call.forge.render.app() | created)
+    return Answer(201, call.forge.render.accounts.app() | created)
 
 
 @op("users/get-by-username")
@@ -176,7 +176,7 @@ async def get_user(call: Call) -> Answer:
         user = call.forge.bot  # an App's bot user exists from the App's creation
     if user is None:
         raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.public_user(user, created_at=call.forge.born))
+    return Answer(200, call.forge.render.accounts.public_user(user, created_at=call.forge.born))
 
 
 @op("apps/create-installation-access-token")
@@ -188,7 +188,7 @@ async def create_token(call: Call) -> Answer:
         raise ApiError(404, "Not Found")
     token = call.forge.token_for(installation_id)
     expires = call.forge.tokens[token][1]
-    return Answer(201, call.forge.render.access_token(token, expires, repos))
+    return Answer(201, call.forge.render.repos.access_token(token, expires, repos))
 
 
 @op("apps/get-repo-installation")
@@ -198,7 +198,9 @@ async def get_repo_installation(call: Call) -> Answer:
     if repo is None:
         raise ApiError(404, "Not Found")
     repos = [r for r in call.forge.repos.values() if r.installation_id == repo.installation_id]
-    return Answer(200, call.forge.render.installation(repo.installation_id, repo.owner, repos))
+    return Answer(
+        200, call.forge.render.accounts.installation(repo.installation_id, repo.owner, repos)
+    )
 
 
 # -- repositories, contents, refs ---------------------------------------------------
@@ -217,7 +219,7 @@ async def get_content(call: Call) -> Answer:
     entry = repo.git.entry(sha, call.params["path"])
     if entry is None:
         raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.content(repo, entry, ref))
+    return Answer(200, call.forge.render.git.content(repo, entry, ref))
 
 
 @op("repos/get-branch")
@@ -231,7 +233,7 @@ async def get_branch(call: Call) -> Answer:
         any(c.required for c in repo.required_checks) or repo.signed_commits_required
     )
     return Answer(
-        200, call.forge.render.branch(repo, name, repo.git.commit(sha), protected=protected)
+        200, call.forge.render.git.branch(repo, name, repo.git.commit(sha), protected=protected)
     )
 
 
@@ -248,7 +250,7 @@ async def get_permission(call: Call) -> Answer:
         {
             "permission": ROLES[role],
             "role_name": role,
-            "user": call.forge.render.collaborator(user, role),
+            "user": call.forge.render.accounts.collaborator(user, role),
         },
     )
 
@@ -260,7 +262,7 @@ async def get_ref(call: Call) -> Answer:
     sha = repo.git.refs().get(ref)
     if sha is None:
         raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.git_ref(repo, ref, sha))
+    return Answer(200, call.forge.render.git.git_ref(repo, ref, sha))
 
 
 @op("git/create-ref")
@@ -275,7 +277,7 @@ async def create_ref(call: Call) -> Answer:
         if not repo.git.create_ref(ref, sha):
             raise ApiError(422, "Reference already exists")
         await call.forge.after_push(repo, {ref: (None, sha)}, call.bot)
-    return Answer(201, call.forge.render.git_ref(repo, ref, sha))
+    return Answer(201, call.forge.render.git.git_ref(repo, ref, sha))
 
 
 @op("git/delete-ref")
@@ -315,7 +317,7 @@ async def list_pulls(call: Call) -> Answer:
             continue
         found.append((pull, issue))
     chunk, headers = call.page(found)
-    return Answer(200, [call.forge.render.pull_simple(repo, p, i) for p, i in chunk], headers)
+    return Answer(200, [call.forge.render.pulls.pull_simple(repo, p, i) for p, i in chunk], headers)
 
 
 @op("pulls/create")
@@ -410,7 +412,7 @@ async def list_pull_files(call: Call) -> Answer:
     files = repo.git.diff_files(base, pull.head_sha)
     chunk, headers = call.page(files)
     return Answer(
-        200, [call.forge.render.pull_file(repo, pull.head_sha, f) for f in chunk], headers
+        200, [call.forge.render.pulls.pull_file(repo, pull.head_sha, f) for f in chunk], headers
     )
 
 
@@ -419,7 +421,7 @@ async def list_reviews(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
     chunk, headers = call.page(pull.reviews)
-    return Answer(200, [call.forge.render.review(repo, pull, r) for r in chunk], headers)
+    return Answer(200, [call.forge.render.pulls.review(repo, pull, r) for r in chunk], headers)
 
 
 @op("pulls/create-review")
@@ -443,7 +445,7 @@ async def create_review(call: Call) -> Answer:
     review = call.forge.submit_review(
         repo.full_name, pull.number, user=call.bot, state=state, body=body
     )
-    return Answer(200, call.forge.render.review(repo, pull, review))
+    return Answer(200, call.forge.render.pulls.review(repo, pull, review))
 
 
 @op("pulls/request-reviewers")
@@ -457,7 +459,7 @@ async def request_reviewers(call: Call) -> Answer:
         user=call.bot,
         teams=call.field("team_reviewers") or [],
     )
-    return Answer(201, call.forge.render.pull_simple(repo, pull, repo.issues[pull.number]))
+    return Answer(201, call.forge.render.pulls.pull_simple(repo, pull, repo.issues[pull.number]))
 
 
 # -- issues, comments, reactions, labels ---------------------------------------------
@@ -530,7 +532,7 @@ async def list_comments(call: Call) -> Answer:
             ) from None
         comments = [c for c in comments if c.updated_at >= cutoff]
     chunk, headers = call.page(comments)
-    return Answer(200, [call.forge.render.comment(repo, c) for c in chunk], headers)
+    return Answer(200, [call.forge.render.issues.comment(repo, c) for c in chunk], headers)
 
 
 @op("issues/create-comment")
@@ -539,7 +541,7 @@ async def create_comment(call: Call) -> Answer:
     issue = call.issue(repo)
     comment = call.forge.new_comment(repo, issue, call.field("body"), call.bot, via_app=True)
     call.forge.emit_comment(repo, comment, "created", call.bot)
-    return Answer(201, call.forge.render.comment(repo, comment))
+    return Answer(201, call.forge.render.issues.comment(repo, comment))
 
 
 @op("issues/update-comment")
@@ -553,7 +555,7 @@ async def update_comment(call: Call) -> Answer:
     comment.updated_at = time.time()
     if old != comment.body:
         call.forge.emit_comment(repo, comment, "edited", call.bot, changes={"body": {"from": old}})
-    return Answer(200, call.forge.render.comment(repo, comment))
+    return Answer(200, call.forge.render.issues.comment(repo, comment))
 
 
 @op("reactions/create-for-issue")
@@ -561,7 +563,7 @@ async def react_issue(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
     reaction, created = call.forge.react(issue.reactions, call.field("content"), call.bot)
-    return Answer(201 if created else 200, call.forge.render.reaction(reaction))
+    return Answer(201 if created else 200, call.forge.render.issues.reaction(reaction))
 
 
 @op("reactions/create-for-issue-comment")
@@ -571,7 +573,7 @@ async def react_comment(call: Call) -> Answer:
     if comment is None:
         raise ApiError(404, "Not Found")
     reaction, created = call.forge.react(comment.reactions, call.field("content"), call.bot)
-    return Answer(201 if created else 200, call.forge.render.reaction(reaction))
+    return Answer(201 if created else 200, call.forge.render.issues.reaction(reaction))
 
 
 @op("issues/get-label")
@@ -580,7 +582,7 @@ async def get_label(call: Call) -> Answer:
     label = repo.labels.get(call.params["name"].lower())
     if label is None:
         raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.label(repo, label))
+    return Answer(200, call.forge.render.issues.label(repo, label))
 
 
 @op("issues/create-label")
@@ -592,7 +594,7 @@ async def create_label(call: Call) -> Answer:
     label = call.forge.label(repo, name)
     label.color = (call.field("color") or "ededed").lstrip("#")
     label.description = call.field("description")
-    return Answer(201, call.forge.render.label(repo, label))
+    return Answer(201, call.forge.render.issues.label(repo, label))
 
 
 @op("issues/add-labels")
@@ -616,10 +618,10 @@ async def add_labels(call: Call) -> Answer:
                     "labeled",
                     call.bot,
                     issue=call.forge.issue_json(repo, issue),
-                    label=call.forge.render.label(repo, label),
+                    label=call.forge.render.issues.label(repo, label),
                 ),
             )
-    return Answer(200, [call.forge.render.label(repo, x) for x in issue.labels])
+    return Answer(200, [call.forge.render.issues.label(repo, x) for x in issue.labels])
 
 
 @op("issues/remove-label")
@@ -631,7 +633,7 @@ async def remove_label(call: Call) -> Answer:
     if len(kept) == len(issue.labels):
         raise ApiError(404, "Label does not exist")
     issue.labels = kept
-    return Answer(200, [call.forge.render.label(repo, x) for x in issue.labels])
+    return Answer(200, [call.forge.render.issues.label(repo, x) for x in issue.labels])
 
 
 # -- checks and statuses -----------------------------------------------------------
@@ -670,7 +672,7 @@ async def create_check_run(call: Call) -> Answer:
     await check_run_changed(call.forge, repo, run, "created", call.bot)
     if run.status == "completed":
         await check_run_changed(call.forge, repo, run, "completed", call.bot)
-    return Answer(201, call.forge.render.check_run(repo, run, open_pulls_at(repo, sha)))
+    return Answer(201, call.forge.render.checks.check_run(repo, run, open_pulls_at(repo, sha)))
 
 
 def _run(call: Call, repo: Repo) -> CheckRun:
@@ -685,7 +687,9 @@ def _run(call: Call, repo: Repo) -> CheckRun:
 async def get_check_run(call: Call) -> Answer:
     repo = call.repo
     run = _run(call, repo)
-    return Answer(200, call.forge.render.check_run(repo, run, open_pulls_at(repo, run.head_sha)))
+    return Answer(
+        200, call.forge.render.checks.check_run(repo, run, open_pulls_at(repo, run.head_sha))
+    )
 
 
 @op("checks/update")
@@ -702,7 +706,9 @@ async def update_check_run(call: Call) -> Answer:
     _apply_run_fields(run, call)
     if run.status == "completed" and not was_completed:
         await check_run_changed(call.forge, repo, run, "completed", call.bot)
-    return Answer(200, call.forge.render.check_run(repo, run, open_pulls_at(repo, run.head_sha)))
+    return Answer(
+        200, call.forge.render.checks.check_run(repo, run, open_pulls_at(repo, run.head_sha))
+    )
 
 
 @op("checks/list-for-ref")
@@ -724,7 +730,7 @@ async def list_check_runs(call: Call) -> Answer:
         200,
         {
             "total_count": len(runs),
-            "check_runs": [call.forge.render.check_run(repo, r, pulls) for r in chunk],
+            "check_runs": [call.forge.render.checks.check_run(repo, r, pulls) for r in chunk],
         },
         headers,
     )
@@ -739,7 +745,7 @@ async def list_check_suites(call: Call) -> Answer:
     pulls = open_pulls_at(repo, sha)
     head = repo.git.commit(sha)
     body = [
-        call.forge.render.check_suite(
+        call.forge.render.checks.check_suite(
             repo, s, sum(1 for r in repo.check_runs if r.suite is s), pulls, head_commit=head
         )
         for s in chunk
@@ -754,7 +760,7 @@ async def combined_status(call: Call) -> Answer:
     if sha is None:
         raise ApiError(404, "Not Found")
     statuses = [s for s in repo.statuses if s.sha == sha]
-    return Answer(200, call.forge.render.combined_status(repo, sha, statuses))
+    return Answer(200, call.forge.render.checks.combined_status(repo, sha, statuses))
 
 
 @op("repos/create-commit-status")
@@ -773,4 +779,4 @@ async def create_status(call: Call) -> Answer:
         call.bot,
     )
     repo.statuses.append(status)
-    return Answer(201, call.forge.render.commit_status(repo, status))
+    return Answer(201, call.forge.render.checks.commit_status(repo, status))

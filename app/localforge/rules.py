@@ -244,26 +244,8 @@ class GitHubRules(Deliveries):
         issue = repo.issues[pull.number]
         async with self.lock(repo):
             self.refresh_pull(repo, pull)
-            if pull.merged or issue.state == "closed":
-                raise ApiError(405, "Pull Request is not mergeable")
-            if sha is not None and sha != pull.head_sha:
-                raise ApiError(409, "Head branch was modified. Review and try the merge again.")
-            for name, state in self.required_state(repo, pull.head_sha).items():
-                if state != "passing":
-                    word = {"failing": "is failing", "pending": "is in progress"}.get(
-                        state, "is expected"
-                    )
-                    raise ApiError(405, f'Required status check "{name}" {word}.')
-            if repo.signed_commits_required and pull.base == repo.default_branch:
-                self._signatures(repo, pull, method, user)
-            default_title = {
-                "merge": f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head}",
-                "squash": f"{issue.title} (#{pull.number})",
-                "rebase": issue.title,
-            }[method]
-            # GitHub's default body: the PR title for a merge commit, nothing otherwise.
-            body = message or (issue.title if method == "merge" else "")
-            commit_message = (title or default_title) + (f"\n\n{body}" if body else "")
+            self._may_merge(repo, pull, sha=sha, method=method, user=user)
+            commit_message = _merge_message(repo, pull, issue, method, title, message)
             person = Person(user.login, f"{user.login}@users.noreply.localforge")
             merged_sha = await asyncio.to_thread(
                 repo.git.merge,
@@ -307,6 +289,24 @@ class GitHubRules(Deliveries):
                     if target is not None and not target.is_pull and target.state == "open":
                         self.close_issue(repo, target, user, by_pull=pull.number)
         return merged_sha
+
+    def _may_merge(
+        self, repo: Repo, pull: Pull, *, sha: str | None, method: str, user: User
+    ) -> None:
+        """Raise GitHub's refusal when ``pull`` may not merge now."""
+        issue = repo.issues[pull.number]
+        if pull.merged or issue.state == "closed":
+            raise ApiError(405, "Pull Request is not mergeable")
+        if sha is not None and sha != pull.head_sha:
+            raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+        for name, state in self.required_state(repo, pull.head_sha).items():
+            if state != "passing":
+                word = {"failing": "is failing", "pending": "is in progress"}.get(
+                    state, "is expected"
+                )
+                raise ApiError(405, f'Required status check "{name}" {word}.')
+        if repo.signed_commits_required and pull.base == repo.default_branch:
+            self._signatures(repo, pull, method, user)
 
     def close_issue(
         self,
@@ -354,7 +354,7 @@ class GitHubRules(Deliveries):
                     user,
                     number=pull.number,
                     pull_request=self.pull_json(repo, pull),
-                    requested_reviewer=self.render.user(reviewer),
+                    requested_reviewer=self.render.accounts.user(reviewer),
                 ),
             )
 
@@ -387,8 +387,8 @@ class GitHubRules(Deliveries):
                 base_ref=None,
                 compare=f"{self.url}/{repo.full_name}/compare/"
                 f"{(before or ZERO_SHA)[:12]}...{(after or ZERO_SHA)[:12]}",
-                commits=[self.render.push_commit(repo, c) for c in commits[-20:]],
-                head_commit=self.render.push_commit(repo, commits[-1]) if commits else None,
+                commits=[self.render.git.push_commit(repo, c) for c in commits[-20:]],
+                head_commit=self.render.git.push_commit(repo, commits[-1]) if commits else None,
                 pusher={
                     "name": pusher.login,
                     "email": None
@@ -398,27 +398,7 @@ class GitHubRules(Deliveries):
             )
             payload.pop("action")
             self.emit("push", payload)
-            for pull in list(repo.pulls.values()):
-                if pull.head != branch or repo.issues[pull.number].state != "open":
-                    continue
-                if after is None:
-                    await self.close_pull(repo, pull, pusher)
-                    continue
-                old = pull.head_sha
-                pull.head_sha = after
-                self.refresh_pull(repo, pull)
-                self.emit(
-                    "pull_request",
-                    self.event(
-                        repo,
-                        "synchronize",
-                        pusher,
-                        number=pull.number,
-                        before=old,
-                        after=after,
-                        pull_request=self.pull_json(repo, pull),
-                    ),
-                )
+            await self._heads_moved(repo, branch, after, pusher)
             if after is not None and branch == repo.default_branch:
                 await self.default_branch_moved(repo, after)
             if after is not None and repo.required_checks:
@@ -426,13 +406,38 @@ class GitHubRules(Deliveries):
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
+    async def _heads_moved(self, repo: Repo, branch: str, after: str | None, pusher: User) -> None:
+        """The open pull requests whose head is ``branch``: synchronized, or closed when
+        the branch is gone."""
+        for pull in list(repo.pulls.values()):
+            if pull.head != branch or repo.issues[pull.number].state != "open":
+                continue
+            if after is None:
+                await self.close_pull(repo, pull, pusher)
+                continue
+            old = pull.head_sha
+            pull.head_sha = after
+            self.refresh_pull(repo, pull)
+            self.emit(
+                "pull_request",
+                self.event(
+                    repo,
+                    "synchronize",
+                    pusher,
+                    number=pull.number,
+                    before=old,
+                    after=after,
+                    pull_request=self.pull_json(repo, pull),
+                ),
+            )
+
     # -- webhook payloads (event, repository_json: app/localforge/deliveries.py) ---
     def issue_json(self, repo: Repo, issue: Issue) -> dict[str, Any]:
-        return self.render.issue(repo, issue, repo.pulls.get(issue.number))
+        return self.render.issues.issue(repo, issue, repo.pulls.get(issue.number))
 
     def pull_json(self, repo: Repo, pull: Pull) -> dict[str, Any]:
         mergeable, state = self.mergeability(repo, pull)
-        return self.render.pull(
+        return self.render.pulls.pull(
             repo, pull, repo.issues[pull.number], mergeable=mergeable, mergeable_state=state
         )
 
@@ -446,3 +451,17 @@ def closing_references(repo: Repo, text: str) -> list[int]:
         if named.lower() == repo.full_name.lower() and number not in numbers:
             numbers.append(number)
     return numbers
+
+
+def _merge_message(
+    repo: Repo, pull: Pull, issue: Issue, method: str, title: str | None, message: str | None
+) -> str:
+    """The merge's commit message as GitHub writes it, unless the caller gave one."""
+    default_title = {
+        "merge": f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head}",
+        "squash": f"{issue.title} (#{pull.number})",
+        "rebase": issue.title,
+    }[method]
+    # GitHub's default body: the PR title for a merge commit, nothing otherwise.
+    body = message or (issue.title if method == "merge" else "")
+    return (title or default_title) + (f"\n\n{body}" if body else "")

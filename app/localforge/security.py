@@ -24,9 +24,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from app.localforge.render import Renderer, _webhook_definitions, iso
+from app.localforge.render import Renderer
 from app.localforge.rules import GitHubRules
+from app.localforge.shapes import iso
 from app.localforge.state import Repo, User
+from app.localforge.webhook_shapes import webhook_definitions
 
 Kind = Literal["dependabot", "code_scanning"]
 # What people do to an alert; GitHub's own account (`github_account`) does the rest
@@ -64,7 +66,7 @@ class SecurityAlert:
 
 def github_account() -> dict[str, Any]:
     """GitHub's own account, the sender of the alerts it raises, fixes and reintroduces."""
-    props = _webhook_definitions()["github-org"]["properties"]
+    props = webhook_definitions()["github-org"]["properties"]
     return {name: p["const"] for name, p in props.items() if "const" in p}
 
 
@@ -257,7 +259,11 @@ def _dismissal(render: Renderer, alert: SecurityAlert) -> dict[str, Any]:
     if alert.dismissed is None:
         return {"dismissed_at": None, "dismissed_by": None, "dismissed_reason": None}
     by, reason, at = alert.dismissed
-    return {"dismissed_at": iso(at), "dismissed_by": render.user(by), "dismissed_reason": reason}
+    return {
+        "dismissed_at": iso(at),
+        "dismissed_by": render.accounts.user(by),
+        "dismissed_reason": reason,
+    }
 
 
 def _dependabot(render: Renderer, repo: Repo, alert: SecurityAlert) -> dict[str, Any]:

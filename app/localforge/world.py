@@ -116,9 +116,11 @@ class World(SecurityAlerts):
             "installation",
             {
                 "action": "created",
-                "installation": self.render.installation(installation_id, repos[0].owner, repos),
+                "installation": self.render.accounts.installation(
+                    installation_id, repos[0].owner, repos
+                ),
                 "repositories": [self.repository_json(r) for r in repos],
-                "sender": self.render.user(sender),
+                "sender": self.render.accounts.user(sender),
             },
         )
         await self.flush()
@@ -158,7 +160,7 @@ class World(SecurityAlerts):
     ) -> dict[str, Any]:
         """The ``issue_comment`` payload GitHub sends for ``comment`` on issue ``number``."""
         r = self.repos[repo]
-        return self.render.hook(
+        return self.render.webhooks.hook(
             "issue_comment", self._comment_payload(r, comment, action, comment.user)
         )
 
@@ -172,7 +174,7 @@ class World(SecurityAlerts):
             sender,
             **extra,
             issue=self.issue_json(repo, issue),
-            comment=self.render.comment(repo, comment),
+            comment=self.render.issues.comment(repo, comment),
         )
 
     def emit_comment(
@@ -194,7 +196,7 @@ class World(SecurityAlerts):
                 "labeled",
                 self.user(actor),
                 issue=self.issue_json(r, issue),
-                label=self.render.label(r, added),
+                label=self.render.issues.label(r, added),
             ),
         )
         await self.flush()
@@ -219,7 +221,7 @@ class World(SecurityAlerts):
                 r,
                 "submitted",
                 user,
-                review=self.render.review(r, pull, review),
+                review=self.render.pulls.review(r, pull, review),
                 pull_request=self.pull_json(r, pull),
             ),
         )

@@ -19,7 +19,7 @@ import pytest
 
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.git_http import BareRepo, CommitInfo, Entry, FileChange, Person
-from app.localforge.render import Renderer, iso
+from app.localforge.render import Renderer
 from app.localforge.security import (
     PEOPLES_ACTIONS,
     SecurityAlert,
@@ -27,6 +27,7 @@ from app.localforge.security import (
     apply,
     github_account,
 )
+from app.localforge.shapes import iso
 from app.localforge.state import (
     CheckOutput,
     CheckRun,
@@ -79,7 +80,9 @@ class World:
         return [(self.pull, self.pr)]
 
     def pull_json(self) -> dict[str, Any]:
-        return self.r.pull(self.repo, self.pull, self.pr, mergeable=True, mergeable_state="clean")
+        return self.r.pulls.pull(
+            self.repo, self.pull, self.pr, mergeable=True, mergeable_state="clean"
+        )
 
 
 @pytest.fixture
@@ -225,36 +228,42 @@ def signed(w: World, render: Callable[[Repo, CommitInfo], Any]) -> Callable[...,
 
 
 REST: list[tuple[str, int, Render]] = [
-    ("apps/get-authenticated", 200, lambda w: w.r.app()),
+    ("apps/get-authenticated", 200, lambda w: w.r.accounts.app()),
     (
         "apps/create-installation-access-token",
         201,
-        lambda w: w.r.access_token("ghs_forge", AT + 3600, [w.repo]),
+        lambda w: w.r.repos.access_token("ghs_forge", AT + 3600, [w.repo]),
     ),
-    ("apps/get-repo-installation", 200, lambda w: w.r.installation(7, w.org, [w.repo])),
-    ("apps/list-installations", 200, lambda w: [w.r.listed_installation(7, w.org, [w.repo])]),
+    ("apps/get-repo-installation", 200, lambda w: w.r.accounts.installation(7, w.org, [w.repo])),
+    (
+        "apps/list-installations",
+        200,
+        lambda w: [w.r.accounts.listed_installation(7, w.org, [w.repo])],
+    ),
     (
         "apps/create-from-manifest",
         201,
         lambda w: (
-            w.r.app()
+            w.r.accounts.app()
             | {"client_id": "Iv1.x", "client_secret": "s", "webhook_secret": "w", "pem": "k"}
         ),
     ),
-    ("users/get-by-username", 200, lambda w: w.r.public_user(w.bot, created_at=AT)),
-    ("users/get-by-username", 200, lambda w: w.r.public_user(w.alice, created_at=AT)),
-    ("repos/get", 200, lambda w: w.r.repository(w.repo)),
-    ("repos/get-content", 200, lambda w: w.r.content(w.repo, w.file, "main")),
-    ("repos/get-content", 200, lambda w: w.r.content(w.repo, w.tree, "main")),
+    ("users/get-by-username", 200, lambda w: w.r.accounts.public_user(w.bot, created_at=AT)),
+    ("users/get-by-username", 200, lambda w: w.r.accounts.public_user(w.alice, created_at=AT)),
+    ("repos/get", 200, lambda w: w.r.repos.repository(w.repo)),
+    ("repos/get-content", 200, lambda w: w.r.git.content(w.repo, w.file, "main")),
+    ("repos/get-content", 200, lambda w: w.r.git.content(w.repo, w.tree, "main")),
     (
         "repos/get-content",
         200,
-        lambda w: w.r.content(w.repo, Entry("l", "symlink", "f" * 40, 9, b"widget.py", ()), "main"),
+        lambda w: w.r.git.content(
+            w.repo, Entry("l", "symlink", "f" * 40, 9, b"widget.py", ()), "main"
+        ),
     ),
     (
         "repos/get-content",
         200,
-        lambda w: w.r.content(
+        lambda w: w.r.git.content(
             w.repo, w.tree.children[3], "main", submodule_git_url="https://example.com/v.git"
         ),
     ),
@@ -264,80 +273,82 @@ REST: list[tuple[str, int, Render]] = [
         lambda w: {
             "permission": "write",
             "role_name": "maintain",
-            "user": w.r.collaborator(w.alice, "maintain"),
+            "user": w.r.accounts.collaborator(w.alice, "maintain"),
         },
     ),
-    ("repos/get-branch", 200, lambda w: w.r.branch(w.repo, "main", w.head, protected=True)),
-    ("repos/get-branch", 200, lambda w: w.r.branch(w.repo, "a/b", w.head, protected=False)),
-    ("git/get-ref", 200, lambda w: w.r.git_ref(w.repo, "heads/fix-widget", HEAD)),
-    ("git/create-ref", 201, lambda w: w.r.git_ref(w.repo, "refs/heads/fix-widget", HEAD)),
-    ("git/update-ref", 200, lambda w: w.r.git_ref(w.repo, "heads/patchwarden/1-x", HEAD)),
-    ("git/create-blob", 201, lambda w: w.r.short_blob(w.repo, "b" * 40)),
+    ("repos/get-branch", 200, lambda w: w.r.git.branch(w.repo, "main", w.head, protected=True)),
+    ("repos/get-branch", 200, lambda w: w.r.git.branch(w.repo, "a/b", w.head, protected=False)),
+    ("git/get-ref", 200, lambda w: w.r.git.git_ref(w.repo, "heads/fix-widget", HEAD)),
+    ("git/create-ref", 201, lambda w: w.r.git.git_ref(w.repo, "refs/heads/fix-widget", HEAD)),
+    ("git/update-ref", 200, lambda w: w.r.git.git_ref(w.repo, "heads/patchwarden/1-x", HEAD)),
+    ("git/create-blob", 201, lambda w: w.r.git.short_blob(w.repo, "b" * 40)),
     (
         "git/create-tree",
         201,
-        lambda w: w.r.git_tree(w.repo, "t" * 40, [("100644", w.file), ("040000", w.tree)]),
+        lambda w: w.r.git.git_tree(w.repo, "t" * 40, [("100644", w.file), ("040000", w.tree)]),
     ),
-    ("git/create-commit", 201, lambda w: w.r.git_commit(w.repo, w.head)),
-    ("git/create-commit", 201, lambda w: signed(w, w.r.git_commit)(w.repo, w.head)),
-    ("pulls/list", 200, lambda w: [w.r.pull_simple(w.repo, w.pull, labelled(w).pr)]),
+    ("git/create-commit", 201, lambda w: w.r.git.git_commit(w.repo, w.head)),
+    ("git/create-commit", 201, lambda w: signed(w, w.r.git.git_commit)(w.repo, w.head)),
+    ("pulls/list", 200, lambda w: [w.r.pulls.pull_simple(w.repo, w.pull, labelled(w).pr)]),
     ("pulls/create", 201, lambda w: w.pull_json()),
     ("pulls/get", 200, lambda w: labelled(w).pull_json()),
     (
         "pulls/update",
         200,
-        lambda w: w.r.pull(w.repo, w.pull, w.pr, mergeable=None, mergeable_state="unknown"),
+        lambda w: w.r.pulls.pull(w.repo, w.pull, w.pr, mergeable=None, mergeable_state="unknown"),
     ),
-    ("pulls/list-files", 200, lambda w: [w.r.pull_file(w.repo, HEAD, w.change)]),
-    ("pulls/list-reviews", 200, lambda w: [w.r.review(w.repo, w.pull, w.pull.reviews[0])]),
+    ("pulls/list-files", 200, lambda w: [w.r.pulls.pull_file(w.repo, HEAD, w.change)]),
+    ("pulls/list-reviews", 200, lambda w: [w.r.pulls.review(w.repo, w.pull, w.pull.reviews[0])]),
     (
         "pulls/create-review",
         200,
-        lambda w: w.r.review(w.repo, w.pull, Review(41, w.bob, "PENDING", "", HEAD)),
+        lambda w: w.r.pulls.review(w.repo, w.pull, Review(41, w.bob, "PENDING", "", HEAD)),
     ),
     (
         "pulls/request-reviewers",
         201,
-        lambda w: w.r.pull_simple(w.repo, review_requested(w).pull, labelled(w).pr),
+        lambda w: w.r.pulls.pull_simple(w.repo, review_requested(w).pull, labelled(w).pr),
     ),
-    ("issues/create", 201, lambda w: w.r.issue(w.repo, w.issue)),
-    ("issues/get", 200, lambda w: w.r.issue(w.repo, w.pr, w.pull)),
-    ("issues/update", 200, lambda w: w.r.issue(w.repo, w.issue)),
-    ("issues/list-comments", 200, lambda w: [w.r.comment(w.repo, w.issue.comments[0])]),
-    ("issues/create-comment", 201, lambda w: w.r.comment(w.repo, w.pr.comments[0])),
-    ("issues/update-comment", 200, lambda w: w.r.comment(w.repo, w.issue.comments[0])),
-    ("reactions/create-for-issue", 201, lambda w: w.r.reaction(w.issue.reactions[0])),
+    ("issues/create", 201, lambda w: w.r.issues.issue(w.repo, w.issue)),
+    ("issues/get", 200, lambda w: w.r.issues.issue(w.repo, w.pr, w.pull)),
+    ("issues/update", 200, lambda w: w.r.issues.issue(w.repo, w.issue)),
+    ("issues/list-comments", 200, lambda w: [w.r.issues.comment(w.repo, w.issue.comments[0])]),
+    ("issues/create-comment", 201, lambda w: w.r.issues.comment(w.repo, w.pr.comments[0])),
+    ("issues/update-comment", 200, lambda w: w.r.issues.comment(w.repo, w.issue.comments[0])),
+    ("reactions/create-for-issue", 201, lambda w: w.r.issues.reaction(w.issue.reactions[0])),
     (
         "reactions/create-for-issue-comment",
         201,
-        lambda w: w.r.reaction(w.issue.comments[0].reactions[0]),
+        lambda w: w.r.issues.reaction(w.issue.comments[0].reactions[0]),
     ),
-    ("issues/get-label", 200, lambda w: w.r.label(w.repo, w.issue.labels[0])),
-    ("issues/create-label", 201, lambda w: w.r.label(w.repo, w.issue.labels[0])),
-    ("issues/add-labels", 200, lambda w: [w.r.label(w.repo, w.issue.labels[0])]),
+    ("issues/get-label", 200, lambda w: w.r.issues.label(w.repo, w.issue.labels[0])),
+    ("issues/create-label", 201, lambda w: w.r.issues.label(w.repo, w.issue.labels[0])),
+    ("issues/add-labels", 200, lambda w: [w.r.issues.label(w.repo, w.issue.labels[0])]),
     ("issues/remove-label", 200, lambda w: []),
-    ("checks/create", 201, lambda w: w.r.check_run(w.repo, w.queued_run, w.pulls)),
-    ("checks/get", 200, lambda w: w.r.check_run(w.repo, w.run, w.pulls)),
-    ("checks/update", 200, lambda w: w.r.check_run(w.repo, w.run, [])),
+    ("checks/create", 201, lambda w: w.r.checks.check_run(w.repo, w.queued_run, w.pulls)),
+    ("checks/get", 200, lambda w: w.r.checks.check_run(w.repo, w.run, w.pulls)),
+    ("checks/update", 200, lambda w: w.r.checks.check_run(w.repo, w.run, [])),
     (
         "checks/list-for-ref",
         200,
-        lambda w: {"total_count": 1, "check_runs": [w.r.check_run(w.repo, w.run, w.pulls)]},
+        lambda w: {"total_count": 1, "check_runs": [w.r.checks.check_run(w.repo, w.run, w.pulls)]},
     ),
     (
         "checks/list-suites-for-ref",
         200,
         lambda w: {
             "total_count": 1,
-            "check_suites": [w.r.check_suite(w.repo, w.suite, 1, w.pulls, head_commit=w.head)],
+            "check_suites": [
+                w.r.checks.check_suite(w.repo, w.suite, 1, w.pulls, head_commit=w.head)
+            ],
         },
     ),
     (
         "repos/get-combined-status-for-ref",
         200,
-        lambda w: w.r.combined_status(w.repo, HEAD, w.statuses),
+        lambda w: w.r.checks.combined_status(w.repo, HEAD, w.statuses),
     ),
-    ("repos/create-commit-status", 201, lambda w: w.r.commit_status(w.repo, w.statuses[1])),
+    ("repos/create-commit-status", 201, lambda w: w.r.checks.commit_status(w.repo, w.statuses[1])),
 ]
 
 
@@ -371,7 +382,7 @@ def test_the_contract_catches_a_broken_shape(w: World) -> None:
     problems = contract.response_problems(pulls_get, 200, broken)
     assert '"head" wasn\'t supplied.' in problems
     assert any("properties/number" in p for p in problems)
-    wrong_state = {**w.r.check_run(w.repo, w.run, []), "status": "done"}
+    wrong_state = {**w.r.checks.check_run(w.repo, w.run, []), "status": "done"}
     assert contract.response_problems(contract.by_id("checks/get"), 200, wrong_state) != []
 
 
@@ -380,10 +391,10 @@ def test_the_contract_catches_a_broken_shape(w: World) -> None:
 
 def event(w: World, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {"action": action, **fields} if action else dict(fields)
-    payload["repository"] = w.r.repository(w.repo)
-    payload["sender"] = w.r.user(sender)
-    payload["installation"] = w.r.installation(7, w.org, [w.repo])
-    payload["organization"] = w.r.organization(w.org)
+    payload["repository"] = w.r.repos.repository(w.repo)
+    payload["sender"] = w.r.accounts.user(sender)
+    payload["installation"] = w.r.accounts.installation(7, w.org, [w.repo])
+    payload["organization"] = w.r.accounts.organization(w.org)
     return payload
 
 
@@ -413,8 +424,8 @@ def push(w: World) -> dict[str, Any]:
         forced=False,
         base_ref=None,
         compare=f"{BASE_URL}/octo-org/widgets/compare/{BASE}...{HEAD}",
-        commits=[w.r.push_commit(w.repo, w.head)],
-        head_commit=w.r.push_commit(w.repo, w.head),
+        commits=[w.r.git.push_commit(w.repo, w.head)],
+        head_commit=w.r.git.push_commit(w.repo, w.head),
         pusher={"name": "alice", "email": "alice@example.com"},
     )
 
@@ -472,35 +483,35 @@ def security_alert(event_name: str, action: str) -> Callable[[World], dict[str, 
 HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
     "installation$created": lambda w: {
         "action": "created",
-        "installation": w.r.installation(7, w.org, [w.repo]),
-        "repositories": [w.r.repository(w.repo)],
-        "sender": w.r.user(w.alice),
+        "installation": w.r.accounts.installation(7, w.org, [w.repo]),
+        "repositories": [w.r.repos.repository(w.repo)],
+        "sender": w.r.accounts.user(w.alice),
     },
     "issue_comment$created": lambda w: event(
         w,
         "created",
         w.alice,
-        issue=w.r.issue(w.repo, w.issue),
-        comment=w.r.comment(w.repo, w.issue.comments[0]),
+        issue=w.r.issues.issue(w.repo, w.issue),
+        comment=w.r.issues.comment(w.repo, w.issue.comments[0]),
     ),
     "issue_comment$edited": lambda w: event(
         w,
         "edited",
         w.bot,
         changes={"body": {"from": "Checking."}},
-        issue=w.r.issue(w.repo, w.pr),
-        comment=w.r.comment(w.repo, w.pr.comments[0]),
+        issue=w.r.issues.issue(w.repo, w.pr),
+        comment=w.r.issues.comment(w.repo, w.pr.comments[0]),
     ),
-    "issues$opened": lambda w: event(w, "opened", w.bob, issue=w.r.issue(w.repo, w.issue)),
+    "issues$opened": lambda w: event(w, "opened", w.bob, issue=w.r.issues.issue(w.repo, w.issue)),
     "issues$labeled": lambda w: event(
         w,
         "labeled",
         w.alice,
-        issue=w.r.issue(w.repo, w.issue),
-        label=w.r.label(w.repo, w.issue.labels[0]),
+        issue=w.r.issues.issue(w.repo, w.issue),
+        label=w.r.issues.label(w.repo, w.issue.labels[0]),
     ),
     "issues$closed": lambda w: event(
-        closed_by_merge(merged(w)), "closed", w.alice, issue=w.r.issue(w.repo, w.issue)
+        closed_by_merge(merged(w)), "closed", w.alice, issue=w.r.issues.issue(w.repo, w.issue)
     ),
     "pull_request$opened": lambda w: event(
         w, "opened", w.alice, number=2, pull_request=w.pull_json()
@@ -521,7 +532,9 @@ HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
         "closed",
         w.alice,
         number=2,
-        pull_request=w.r.pull(w.repo, w.pull, w.pr, mergeable=None, mergeable_state="unknown"),
+        pull_request=w.r.pulls.pull(
+            w.repo, w.pull, w.pr, mergeable=None, mergeable_state="unknown"
+        ),
     ),
     "pull_request$review_requested": lambda w: event(
         review_requested(w),
@@ -529,26 +542,26 @@ HOOKS: dict[str, Callable[[World], dict[str, Any]]] = {
         w.bot,
         number=2,
         pull_request=w.pull_json(),
-        requested_reviewer=w.r.user(w.alice),
+        requested_reviewer=w.r.accounts.user(w.alice),
     ),
     "pull_request_review$submitted": lambda w: event(
         w,
         "submitted",
         w.alice,
-        review=w.r.review(w.repo, w.pull, w.pull.reviews[0]),
+        review=w.r.pulls.review(w.repo, w.pull, w.pull.reviews[0]),
         pull_request=w.pull_json(),
     ),
     "check_suite$completed": lambda w: event(
         w,
         "completed",
         w.bot,
-        check_suite=w.r.check_suite(w.repo, w.suite, 1, w.pulls, head_commit=w.head),
+        check_suite=w.r.checks.check_suite(w.repo, w.suite, 1, w.pulls, head_commit=w.head),
     ),
     "check_run$created": lambda w: event(
-        w, "created", w.bot, check_run=w.r.check_run(w.repo, w.queued_run, w.pulls)
+        w, "created", w.bot, check_run=w.r.checks.check_run(w.repo, w.queued_run, w.pulls)
     ),
     "check_run$completed": lambda w: event(
-        w, "completed", w.bot, check_run=w.r.check_run(w.repo, w.run, w.pulls)
+        w, "completed", w.bot, check_run=w.r.checks.check_run(w.repo, w.run, w.pulls)
     ),
     "push$event": push,
     **{
@@ -579,15 +592,15 @@ def test_webhook_payloads_follow_the_event_schema(w: World, key: str) -> None:
     raw = HOOKS[key](w)
     hooks = WebhookContract.load()
     assert hooks.problems(event_name, raw) != []  # REST shapes alone are not what GitHub sends
-    delivered = w.r.hook(event_name, raw)
+    delivered = w.r.webhooks.hook(event_name, raw)
     assert hooks.problems(event_name, delivered) == []
 
 
 def test_hook_only_drops_what_the_schema_forbids_and_fits_enums(w: World) -> None:
-    review = w.r.review(w.repo, w.pull, w.pull.reviews[0])
+    review = w.r.pulls.review(w.repo, w.pull, w.pull.reviews[0])
     raw = event(w, "submitted", w.alice, review=review, pull_request=w.pull_json())
     raw["repository"]["made_up"] = 1
-    hook = w.r.hook("pull_request_review", raw)
+    hook = w.r.webhooks.hook("pull_request_review", raw)
     assert "subscribers_count" in raw["repository"]  # full-repository has it,
     assert "subscribers_count" not in hook["repository"]  # the webhook repository does not
     assert "made_up" not in hook["repository"]
@@ -604,21 +617,21 @@ def test_hook_drops_an_event_the_schema_s_installation_does_not_list_yet(w: Worl
     (7.6.1) cannot say so yet, its ``app`` can: the delivery keeps what it may say."""
     raw = HOOKS["installation$created"](w)
     assert {"dependabot_alert", "code_scanning_alert"} <= set(raw["installation"]["events"])
-    events = w.r.hook("installation", raw)["installation"]["events"]
+    events = w.r.webhooks.hook("installation", raw)["installation"]["events"]
     assert "dependabot_alert" not in events
     assert "code_scanning_alert" in events
     assert len(events) == len(raw["installation"]["events"]) - 1
 
 
 def test_hook_leaves_a_payload_it_cannot_fix_for_the_contract_to_report(w: World) -> None:
-    raw = event(w, "opened", w.bob, issue=w.r.issue(w.repo, w.issue))
+    raw = event(w, "opened", w.bob, issue=w.r.issues.issue(w.repo, w.issue))
     del raw["issue"]["user"]
     raw["issue"]["assignee"] = {"login": "not-a-user"}
     hooks = WebhookContract.load()
-    problems = hooks.problems("issues", w.r.hook("issues", raw))
+    problems = hooks.problems("issues", w.r.webhooks.hook("issues", raw))
     assert '"user" wasn\'t supplied.' in problems
     assert len(problems) >= 2
-    unknown = w.r.hook("issues", {**raw, "action": "reopened"})
+    unknown = w.r.webhooks.hook("issues", {**raw, "action": "reopened"})
     assert unknown == {**raw, "action": "reopened"}  # no schema to project onto: sent as is
     assert hooks.problems("issues", unknown) == [
         "issues$reopened is not an event the contract knows; add it to EVENTS and re-extract"
@@ -630,7 +643,7 @@ def test_hook_leaves_a_payload_it_cannot_fix_for_the_contract_to_report(w: World
 
 def test_collaborator_permissions_follow_the_role(w: World) -> None:
     granted = {
-        role: {k for k, v in w.r.collaborator(w.alice, role)["permissions"].items() if v}
+        role: {k for k, v in w.r.accounts.collaborator(w.alice, role)["permissions"].items() if v}
         for role in ("read", "triage", "write", "maintain", "admin")
     }
     assert granted["read"] == {"pull"}
@@ -641,14 +654,16 @@ def test_collaborator_permissions_follow_the_role(w: World) -> None:
 
 
 def test_author_association_follows_ownership_and_collaboration(w: World) -> None:
-    assert w.r.issue(w.repo, w.issue)["author_association"] == "NONE"  # bob
-    assert w.r.comment(w.repo, w.issue.comments[0])["author_association"] == "MEMBER"  # alice
-    assert w.r.review(w.repo, w.pull, w.pull.reviews[0])["author_association"] == "MEMBER"
+    assert w.r.issues.issue(w.repo, w.issue)["author_association"] == "NONE"  # bob
+    assert (
+        w.r.issues.comment(w.repo, w.issue.comments[0])["author_association"] == "MEMBER"
+    )  # alice
+    assert w.r.pulls.review(w.repo, w.pull, w.pull.reviews[0])["author_association"] == "MEMBER"
     personal = replace(w.repo, owner=w.bob)  # bob's own repository, alice collaborates
-    assert w.r.issue(personal, w.issue)["author_association"] == "OWNER"
-    assert w.r.comment(personal, w.issue.comments[0])["author_association"] == "COLLABORATOR"
-    assert w.r.repository(personal)["owner"]["type"] == "User"
-    assert w.r.repository(w.repo)["owner"]["type"] == "Organization"
+    assert w.r.issues.issue(personal, w.issue)["author_association"] == "OWNER"
+    assert w.r.issues.comment(personal, w.issue.comments[0])["author_association"] == "COLLABORATOR"
+    assert w.r.repos.repository(personal)["owner"]["type"] == "User"
+    assert w.r.repos.repository(w.repo)["owner"]["type"] == "Organization"
 
 
 def status(n: int, state: str, context: str, at: float, sha: str = HEAD) -> CommitStatus:
@@ -679,13 +694,13 @@ def status(n: int, state: str, context: str, at: float, sha: str = HEAD) -> Comm
     ],
 )
 def test_combined_status(w: World, statuses: list[CommitStatus], state: str, count: int) -> None:
-    combined = w.r.combined_status(w.repo, HEAD, statuses)
+    combined = w.r.checks.combined_status(w.repo, HEAD, statuses)
     assert (combined["state"], combined["total_count"]) == (state, count)
     assert len(combined["statuses"]) == count
 
 
 def test_file_content_is_base64_in_lines_of_sixty(w: World) -> None:
-    content = w.r.content(w.repo, w.file, "main")
+    content = w.r.git.content(w.repo, w.file, "main")
     assert isinstance(content, dict)
     lines = content["content"].split("\n")
     assert lines[-1] == ""  # every line ends in a newline, the last one too
@@ -697,7 +712,7 @@ def test_file_content_is_base64_in_lines_of_sixty(w: World) -> None:
 
 
 def test_directory_lists_its_children_with_submodules_as_files(w: World) -> None:
-    listing = w.r.content(w.repo, w.tree, "main")
+    listing = w.r.git.content(w.repo, w.tree, "main")
     assert isinstance(listing, list)
     assert [(e["name"], e["type"]) for e in listing] == [
         ("widget.py", "file"),
@@ -709,24 +724,24 @@ def test_directory_lists_its_children_with_submodules_as_files(w: World) -> None
     assert listing[1]["download_url"] is None
     assert listing[3]["git_url"] is None  # the submodule's commit is in another repository
     with pytest.raises(ValueError, match="submodule"):
-        w.r.content(w.repo, w.tree.children[3], "main")
+        w.r.git.content(w.repo, w.tree.children[3], "main")
 
 
 def test_urls_point_at_the_forge(w: World) -> None:
-    repo = w.r.repository(w.repo)
+    repo = w.r.repos.repository(w.repo)
     assert repo["url"] == f"{BASE_URL}/repos/octo-org/widgets"
     assert repo["clone_url"] == f"{BASE_URL}/octo-org/widgets.git"
     assert (
-        w.r.issue(w.repo, w.pr)["pull_request"]["url"]
+        w.r.issues.issue(w.repo, w.pr)["pull_request"]["url"]
         == f"{BASE_URL}/repos/octo-org/widgets/pulls/2"
     )
     html = [
         repo["html_url"],
-        w.r.issue(w.repo, w.issue)["html_url"],
-        w.r.issue(w.repo, w.pr)["html_url"],
+        w.r.issues.issue(w.repo, w.issue)["html_url"],
+        w.r.issues.issue(w.repo, w.pr)["html_url"],
         w.pull_json()["html_url"],
-        w.r.comment(w.repo, w.issue.comments[0])["html_url"],
-        w.r.review(w.repo, w.pull, w.pull.reviews[0])["html_url"],
+        w.r.issues.comment(w.repo, w.issue.comments[0])["html_url"],
+        w.r.pulls.review(w.repo, w.pull, w.pull.reviews[0])["html_url"],
     ]
     assert html[1] == f"{BASE_URL}/octo-org/widgets/issues/1"
     assert html[2] == html[3] == f"{BASE_URL}/octo-org/widgets/pull/2"
@@ -738,7 +753,7 @@ def test_urls_point_at_the_forge(w: World) -> None:
 
 
 def test_values_come_from_the_state(w: World) -> None:
-    pull = w.r.hook("pull_request", HOOKS["pull_request$closed"](w))["pull_request"]
+    pull = w.r.webhooks.hook("pull_request", HOOKS["pull_request$closed"](w))["pull_request"]
     assert (pull["merged"], pull["merged_at"], pull["merge_commit_sha"]) == (
         True,
         iso(AT + 50),
@@ -747,32 +762,32 @@ def test_values_come_from_the_state(w: World) -> None:
     assert pull["merged_by"]["login"] == "alice"
     assert (pull["head"]["label"], pull["base"]["ref"]) == ("octo-org:fix-widget", "main")
     assert (pull["additions"], pull["deletions"], pull["changed_files"]) == (3, 1, 1)
-    issue = w.r.issue(w.repo, w.pr)
+    issue = w.r.issues.issue(w.repo, w.pr)
     assert issue["pull_request"]["merged_at"] == iso(AT + 50)
     assert issue["id"] != pull["id"]
-    rollup = w.r.issue(w.repo, w.issue)["reactions"]
+    rollup = w.r.issues.issue(w.repo, w.issue)["reactions"]
     assert (rollup["total_count"], rollup["+1"], rollup["eyes"]) == (1, 1, 0)
-    assert w.r.comment(w.repo, w.pr.comments[0])["performed_via_github_app"]["id"] == APP_ID
-    assert w.r.comment(w.repo, w.issue.comments[0])["performed_via_github_app"] is None
-    run = w.r.check_run(w.repo, w.queued_run, [])
+    assert w.r.issues.comment(w.repo, w.pr.comments[0])["performed_via_github_app"]["id"] == APP_ID
+    assert w.r.issues.comment(w.repo, w.issue.comments[0])["performed_via_github_app"] is None
+    run = w.r.checks.check_run(w.repo, w.queued_run, [])
     assert run["app"]["slug"] == "localforge-ci"
     assert run["completed_at"] is None
     assert run["details_url"] == run["app"]["external_url"]  # GitHub's default
     assert run["external_id"] == ""
-    commit = w.r.push_commit(w.repo, w.head)
+    commit = w.r.git.push_commit(w.repo, w.head)
     assert commit["timestamp"] == "2026-11-22T11:00:00+01:00"
-    branch = w.r.branch(w.repo, "main", w.head, protected=False)
+    branch = w.r.git.branch(w.repo, "main", w.head, protected=False)
     assert branch["commit"]["commit"]["author"]["date"] == "2026-11-22T10:00:00Z"
-    assert w.r.git_ref(w.repo, "heads/x", HEAD)["ref"] == "refs/heads/x"
+    assert w.r.git.git_ref(w.repo, "heads/x", HEAD)["ref"] == "refs/heads/x"
     assert iso(AT) == "2026-11-22T10:00:00Z"
 
 
 def test_requested_reviewers_and_a_closed_issue_come_from_the_state(w: World) -> None:
     assert w.pull_json()["requested_reviewers"] == []
-    requested = w.r.hook("pull_request", HOOKS["pull_request$review_requested"](w))
+    requested = w.r.webhooks.hook("pull_request", HOOKS["pull_request$review_requested"](w))
     assert [u["login"] for u in requested["pull_request"]["requested_reviewers"]] == ["alice"]
     assert requested["requested_reviewer"]["login"] == "alice"
-    closed = w.r.hook("issues", HOOKS["issues$closed"](w))["issue"]
+    closed = w.r.webhooks.hook("issues", HOOKS["issues$closed"](w))["issue"]
     assert (closed["state"], closed["state_reason"], closed["closed_at"]) == (
         "closed",
         "completed",
