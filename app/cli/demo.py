@@ -36,7 +36,7 @@ from typing import Any
 
 from aiohttp import web
 
-from app.config import load_settings
+from app.config import Settings, load_settings
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
 from app.runtime import Runtime
@@ -212,6 +212,28 @@ async def _audit_link(forge: LocalForge, pull: Any) -> str:
     return link
 
 
+CLOSES = (
+    "The forge's pages close with the demo; to look around them afterwards:"
+    " patchwarden demo --keep (or make demo ARGS=--keep)."
+)
+
+
+def _settings(folder: Path, private: str, secret: str, forge_url: str, port: int) -> Settings:
+    return load_settings(
+        app_id=4242,
+        private_key=private,
+        webhook_secret=secret,
+        github_api_url=forge_url,
+        database_url=f"sqlite:///{folder / 'patchwarden.db'}",
+        cache_dir=folder / "cache",
+        poll_seconds=0.2,
+        # The dashboard issue is brought up to date once, at the end of the story (so
+        # the story's issue and pull request numbers stay as the README tells them).
+        dashboard_seconds=3600,
+        public_url=f"http://127.0.0.1:{port}",
+    )
+
+
 async def _demo(folder: Path, *, keep: bool) -> int:
     started = time.monotonic()
     private, public = generate_app_key()
@@ -223,19 +245,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    settings = load_settings(
-        app_id=4242,
-        private_key=private,
-        webhook_secret=secret,
-        github_api_url=forge.url,
-        database_url=f"sqlite:///{folder / 'patchwarden.db'}",
-        cache_dir=folder / "cache",
-        poll_seconds=0.2,
-        # The dashboard issue is brought up to date once, at the end of the story (so
-        # the story's issue and pull request numbers stay as the README tells them).
-        dashboard_seconds=3600,
-        public_url=f"http://127.0.0.1:{port}",
-    )
+    settings = _settings(folder, private, secret, forge.url, port)
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -249,7 +259,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
         print(f"Patchwarden on http://127.0.0.1:{port}; fixer: {fixer}; state in {folder}\n")
 
         async def outcomes() -> list[Outcome]:
-            return await store.find_outcomes(repo=REPO)
+            return await store.learning.find_outcomes(repo=REPO)
 
         try:
             await _play(forge, story, outcomes)
@@ -264,10 +274,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
             return 1
         story.say("Every step happened.")
         if not keep:
-            print(
-                "\nThe forge's pages close with the demo; to look around them afterwards:"
-                " patchwarden demo --keep (or make demo ARGS=--keep)."
-            )
+            print(f"\n{CLOSES}")
         if keep:
             print(
                 f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.", flush=True
@@ -302,11 +309,11 @@ async def _dashboard(forge: LocalForge, story: Story, runtime: Runtime) -> None:
     from app.contract.kinds import DashboardJob
 
     job = DashboardJob(repo=REPO, window=0).new_job(installation_id=INSTALLATION)
-    await runtime.store.enqueue(job)
+    await runtime.store.queue.enqueue(job)
     runtime.pool.wake(DashboardJob.queue)
 
     async def opened() -> int | None:
-        return (await runtime.store.dashboard_issue(REPO))[0]
+        return (await runtime.store.repos.dashboard_issue(REPO))[0]
 
     deadline = asyncio.get_running_loop().time() + 30
     while (number := await opened()) is None:

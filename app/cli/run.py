@@ -68,13 +68,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         raise BadInput(
             "--fixer llm needs a model: set PATCHWARDEN_LLM_MODEL (see docs/configuration.md)"
         )
-    title = task_text.splitlines()[0][:TITLE_CHARS]  # whole: the subject line shortens it
-    kind: Literal["fix", "alert", "lint"] = "fix"
-    if args.alert:
-        kind = "alert"
-    elif args.fixer == "lint":
-        kind = "lint"
-    task = Task(title, kind=kind, instructions=task_text, check=args.check, good=args.good)
+    task = _task(args, task_text)
     overrides: dict[str, object] = {}
     if args.setup:
         overrides["setup"] = list(args.setup)
@@ -104,18 +98,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
                 f"left as it is; the patch is on {branch}"
             )
             result = result.model_copy(update={"branch": branch})
-        score = score_session(
-            result,
-            policy,
-            trigger=Trigger("manual"),
-            max_tokens=spec.budget.max_tokens,
-            max_cost_usd=spec.budget.max_cost_usd,
-        )
-        clock.show(f"risk {score.score}/100 ({score.risk}): {score.decision}")
-        name = result.branch.replace("/", "-") + ".md"
-        body = args.body or checkout.git_dir / "patchwarden" / name
-        body.parent.mkdir(parents=True, exist_ok=True)
-        body.write_text(render_body(result, score, title=title, bot=settings.bot_name))
+        body = _write_body(args, settings, checkout, result, spec, clock)
         clock.show(f"branch {result.branch} in {top}; PR body in {body}")
     verified, verdict = _verdict(result)
     clock.show(verdict)
@@ -127,6 +110,41 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
     elif result.fix is not None and result.fix.summary:
         print(result.fix.summary)
     return 0 if verified else 1
+
+
+def _task(args: argparse.Namespace, task_text: str) -> Task:
+    title = task_text.splitlines()[0][:TITLE_CHARS]  # whole: the subject line shortens it
+    kind: Literal["fix", "alert", "lint"] = "fix"
+    if args.alert:
+        kind = "alert"
+    elif args.fixer == "lint":
+        kind = "lint"
+    return Task(title, kind=kind, instructions=task_text, check=args.check, good=args.good)
+
+
+def _write_body(
+    args: argparse.Namespace,
+    settings: Settings,
+    checkout: _Checkout,
+    result: SessionResult,
+    spec: SessionSpec,
+    clock: _Clock,
+) -> Path:
+    """Score the session as the App would, and write the PR body it would open."""
+    assert result.policy is not None
+    score = score_session(
+        result,
+        result.policy,
+        trigger=Trigger("manual"),
+        max_tokens=spec.budget.max_tokens,
+        max_cost_usd=spec.budget.max_cost_usd,
+    )
+    clock.show(f"risk {score.score}/100 ({score.risk}): {score.decision}")
+    name = result.branch.replace("/", "-") + ".md"
+    body: Path = args.body or checkout.git_dir / "patchwarden" / name
+    body.parent.mkdir(parents=True, exist_ok=True)
+    body.write_text(render_body(result, score, title=spec.task.title, bot=settings.bot_name))
+    return body
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,32 @@ _HOST = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?"
 )
 
+# Why the form is not shown: the link's token is missing, unknown, or used by another browser.
+REFUSED: dict[str, tuple[str, str, int]] = {
+    "missing": (
+        "This page needs its link",
+        "<p>Open the address <code>patchwarden setup</code> printed on its terminal:"
+        f" it carries a one-time token. If that terminal is gone, {AGAIN}.</p>",
+        403,
+    ),
+    "unknown": (
+        "This link has expired",
+        "<p>It is not the link this <code>patchwarden setup</code> printed: each run"
+        " prints a new one, and a link from an earlier run (or a mistyped one) no"
+        " longer works. Open the link on the terminal where setup runs now, or"
+        f" {AGAIN}.</p>",
+        403,
+    ),
+    "used": (
+        "This link was used already",
+        "<p>Another browser opened it first, and only that browser may go on (a"
+        " link seen in a log or over a shoulder must not be enough). Go on in that"
+        " browser, or stop setup (Ctrl-C on its terminal) and"
+        f" {AGAIN}.</p>",
+        410,
+    ),
+}
+
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Patchwarden setup</title>
 <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:42em;margin:3em auto;padding:0 1em}}
@@ -190,31 +216,9 @@ class Setup:
         if (done := self.finished()) is not None:
             return done
         refused = self.refusal(request, "token")
-        if refused == "missing":
-            return page(
-                "This page needs its link",
-                "<p>Open the address <code>patchwarden setup</code> printed on its terminal:"
-                f" it carries a one-time token. If that terminal is gone, {AGAIN}.</p>",
-                403,
-            )
-        if refused == "unknown":
-            return page(
-                "This link has expired",
-                "<p>It is not the link this <code>patchwarden setup</code> printed: each run"
-                " prints a new one, and a link from an earlier run (or a mistyped one) no"
-                " longer works. Open the link on the terminal where setup runs now, or"
-                f" {AGAIN}.</p>",
-                403,
-            )
-        if refused == "used":
-            return page(
-                "This link was used already",
-                "<p>Another browser opened it first, and only that browser may go on (a"
-                " link seen in a log or over a shoulder must not be enough). Go on in that"
-                " browser, or stop setup (Ctrl-C on its terminal) and"
-                f" {AGAIN}.</p>",
-                410,
-            )
+        if refused in REFUSED:
+            title, text, status = REFUSED[refused]
+            return page(title, text, status)
         back = browser_address(
             public=self.base,
             scheme=request.scheme,

@@ -209,6 +209,17 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
     except tomllib.TOMLDecodeError:
         found.blocked.append(Blocked("pyproject.toml", 1, "", "pyproject.toml does not parse"))
         return
+    new_text = _raise_pep508(text, data, package, fixed, found)
+    new_text = _raise_poetry(new_text, data, package, fixed, found)
+    if new_text != text:
+        found.edited["pyproject.toml"] = new_text
+
+
+def _raise_pep508(
+    text: str, data: dict[str, Any], package: str, fixed: Version, found: Pins
+) -> str:
+    """``text`` with ``package``'s requirement strings raised in PEP 621's dependencies,
+    optional dependencies and PEP 735's dependency groups."""
     project = _table(data, "project")
     strings: list[str] = [*_listed_strings(project.get("dependencies"))]
     for group in _table(project, "optional-dependencies").values():
@@ -233,20 +244,22 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
         if edited != new_text:
             found.changes.append(Change("pyproject.toml", _line_of(text, s), s, new))
             new_text = edited
+    return new_text
+
+
+def _raise_poetry(
+    text: str, data: dict[str, Any], package: str, fixed: Version, found: Pins
+) -> str:
+    """``text`` with ``package``'s constraints raised in Poetry's dependency tables."""
     poetry = _table(_table(data, "tool"), "poetry")
     tables = [_table(poetry, "dependencies"), _table(poetry, "dev-dependencies")]
     tables += [_table(g, "dependencies") for g in _table(poetry, "group").values()]
+    new_text = text
     for table in tables:
         for name, value in table.items():
             if canonicalize_name(name) != canonicalize_name(package):
                 continue
-            constraint = (
-                value
-                if isinstance(value, str)
-                else value.get("version")
-                if isinstance(value, dict)
-                else None
-            )
+            constraint = value.get("version") if isinstance(value, dict) else value
             if not isinstance(constraint, str):
                 continue
             new, why = raised_poetry(constraint, fixed)
@@ -260,19 +273,12 @@ def _raise_pyproject(tree: Path, package: str, fixed: Version, found: Pins) -> N
                     found.blocked.append(Blocked("pyproject.toml", line, constraint, why))
                 continue
             if m:
-                new_text = (
-                    new_text[: m.start()]
-                    + m.group(1)
-                    + m.group(2)
-                    + new
-                    + m.group(2)
-                    + new_text[m.end() :]
-                )
+                q = m.group(2)
+                new_text = new_text[: m.start()] + m.group(1) + q + new + q + new_text[m.end() :]
                 found.changes.append(
                     Change("pyproject.toml", line, f"{name} = {constraint!r}", f"{name} = {new!r}")
                 )
-    if new_text != text:
-        found.edited["pyproject.toml"] = new_text
+    return new_text
 
 
 def _table(data: object, key: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from app.jobs.context import Running
 from app.jobs.report import Report
 from app.policy.score import Score
 from app.publish.body import labels_for, render_body, verdict
+from app.publish.github import Publisher
 from app.sessions.result import SessionResult
 from app.sessions.task import Task
 from app.store import Outcome
@@ -83,20 +84,7 @@ async def publish(
     await pub.check_run(
         head, status="in_progress", title="Opening the pull request", summary="", run_id=check
     )
-    pull, created = await pub.upsert_pull(
-        branch=result.branch,
-        base=draft.base,
-        title=draft.title,
-        body=draft.body,
-        draft=score.decision == "draft",
-    )
-    number = int(pull["number"])
-    await pub.set_labels(number, labels_for(score), prefix="risk:")
-    requested_by = outcome.requested_by
-    if requested_by and created:
-        refused = await pub.request_review(number, requested_by)
-        if refused:
-            log.info("review request for %s on #%s: %s", requested_by, number, refused)
+    number, pull, created = await _open(pub, result, score, draft, outcome.requested_by)
     await pub.check_run(
         head,
         status="completed",
@@ -114,10 +102,10 @@ async def publish(
         pr_url=pull.get("html_url"),
         links=draft.links,
     )
-    await store.save_outcome(outcome)
-    await store.audit(
+    await store.learning.save_outcome(outcome)
+    await store.journal.audit(
         "pr.opened" if created else "pr.updated",
-        actor=requested_by,
+        actor=outcome.requested_by,
         repo=pub.repo,
         job_id=run.job.id,
         reason=f"#{number}: {verdict(score)}",
@@ -129,6 +117,27 @@ async def publish(
     )
     await run.enqueue(MergeJob(repo=pub.repo, pr=number, reason="opened", ref=head))
     return {"status": "published", "pr": number, "score": score.score, "decision": score.decision}
+
+
+async def _open(
+    pub: Publisher, result: SessionResult, score: Score, draft: Draft, requested_by: str | None
+) -> tuple[int, dict[str, Any], bool]:
+    """Open (or update) the pull request, label its risk, and ask who asked to review
+    a new one: its number, GitHub's pull request, and whether it is new."""
+    pull, created = await pub.upsert_pull(
+        branch=result.branch,
+        base=draft.base,
+        title=draft.title,
+        body=draft.body,
+        draft=score.decision == "draft",
+    )
+    number = int(pull["number"])
+    await pub.set_labels(number, labels_for(score), prefix="risk:")
+    if requested_by and created:
+        refused = await pub.request_review(number, requested_by)
+        if refused:
+            log.info("review request for %s on #%s: %s", requested_by, number, refused)
+    return number, pull, created
 
 
 def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:

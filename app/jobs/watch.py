@@ -22,9 +22,10 @@ from app.contract.kinds import WatchJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
 from app.jobs.weekly import update_weekly
-from app.policy.policy_model import REPO_SOURCE, WatchRules
+from app.policy.policy_model import REPO_SOURCE, Policy, WatchRules
 from app.policy.watch_rules import Finding, watch
 from app.publish.body import _code, inert, inline
+from app.publish.github import Publisher
 from app.store import Job, WatchFinding
 
 HISTORY_DAYS = 180  # the most history a run reads
@@ -93,7 +94,7 @@ async def _gone(ctx: JobContext, pub: Any, old: WatchFinding, *, now: float) -> 
     number, state = await pub.upsert_issue(
         old.issue_number, f"Patchwarden watch: {old.title}"[:200], text
     )
-    await ctx.store.save_finding(
+    await ctx.store.checks.save_finding(
         WatchFinding(
             repo=old.repo,
             key=old.key,
@@ -109,6 +110,61 @@ async def _gone(ctx: JobContext, pub: Any, old: WatchFinding, *, now: float) -> 
     return "gone"
 
 
+class _IssuesOff(Exception):
+    """GitHub refused an issue: issues are turned off in the repository."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+async def _post(
+    ctx: JobContext,
+    pub: Publisher,
+    repo: str,
+    finding: Finding,
+    old: WatchFinding | None,
+    policy: Policy,
+    now: float,
+) -> str:
+    """Open, update or leave the issue of one finding; what became of it."""
+    if old is not None and old.state not in ("open", "gone"):
+        return old.state  # ignored, or closed by a maintainer
+    first = old.first_seen if old is not None else now
+    body = render(finding, bot=ctx.bot, first_seen=first, rules=policy.watch)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    if old is not None and old.body_sha == digest:
+        return "unchanged"
+    if old is None and not await ctx.store.journal.claim_once(f"watch:{repo}:{finding.key}"):
+        return "another worker opens it"
+    try:
+        number, state = await pub.upsert_issue(
+            old.issue_number if old is not None else None,
+            f"Patchwarden watch: {finding.title}"[:200],
+            body,
+        )
+    except BaseException as exc:
+        if old is None:  # a retry may open it
+            await ctx.store.journal.release_once(f"watch:{repo}:{finding.key}")
+        if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
+            raise _IssuesOff(exc.status_code) from exc  # issues are turned off here
+        raise
+    await ctx.store.checks.save_finding(
+        WatchFinding(
+            repo=repo,
+            key=finding.key,
+            issue_number=number,
+            state="closed" if state == "closed" else "open",
+            title=finding.title,
+            first_seen=first,
+            last_seen=now,
+            body_sha=digest,
+        ),
+        audit="watch.opened" if old is None else None,
+    )
+    return "opened" if old is None else f"updated #{number}"
+
+
 async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     kind = WatchJob.of(job)
     repo = kind.repo
@@ -122,54 +178,17 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     if not policy.watch.enabled:
         return {"status": "off"}
     now = time.time()
-    records = await ctx.store.check_history(repo, since=now - HISTORY_DAYS * 86400)
+    records = await ctx.store.checks.check_history(repo, since=now - HISTORY_DAYS * 86400)
     findings = watch(records, policy.watch, now=now)
-    kept = {f.key: f for f in await ctx.store.watch_findings(repo)}  # and the weekly reports
+    kept = {f.key: f for f in await ctx.store.checks.watch_findings(repo)}  # and the weekly reports
     said: dict[str, str] = {}
     for finding in findings:
-        old = kept.get(finding.key)
-        if old is not None and old.state not in ("open", "gone"):
-            said[finding.key] = old.state  # ignored, or closed by a maintainer
-            continue
-        first = old.first_seen if old is not None else now
-        body = render(finding, bot=ctx.bot, first_seen=first, rules=policy.watch)
-        digest = hashlib.sha256(body.encode()).hexdigest()
-        if old is not None and old.body_sha == digest:
-            said[finding.key] = "unchanged"
-            continue
-        if old is None and not await ctx.store.claim_once(f"watch:{repo}:{finding.key}"):
-            said[finding.key] = "another worker opens it"
-            continue
         try:
-            number, state = await pub.upsert_issue(
-                old.issue_number if old is not None else None,
-                f"Patchwarden watch: {finding.title}"[:200],
-                body,
+            said[finding.key] = await _post(
+                ctx, pub, repo, finding, kept.get(finding.key), policy, now
             )
-        except BaseException as exc:
-            if old is None:  # a retry may open it
-                await ctx.store.release_once(f"watch:{repo}:{finding.key}")
-            if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
-                # issues are turned off in this repository
-                return {
-                    "status": "skipped",
-                    "reason": f"GitHub refused the issue ({exc.status_code})",
-                }
-            raise
-        await ctx.store.save_finding(
-            WatchFinding(
-                repo=repo,
-                key=finding.key,
-                issue_number=number,
-                state="closed" if state == "closed" else "open",
-                title=finding.title,
-                first_seen=first,
-                last_seen=now,
-                body_sha=digest,
-            ),
-            audit="watch.opened" if old is None else None,
-        )
-        said[finding.key] = "opened" if old is None else f"updated #{number}"
+        except _IssuesOff as off:
+            return {"status": "skipped", "reason": f"GitHub refused the issue ({off.status})"}
     found = {f.key for f in findings}
     for old in kept.values():
         if old.state == "open" and old.key not in found and not old.key.startswith("report:"):

@@ -117,17 +117,17 @@ def render(week: Week) -> str:
     return "\n".join(out) + "\n"
 
 
-async def update_weekly(
-    store: Store, pub: Publisher, *, repo: str, bot: str, now: float
-) -> dict[str, Any]:
-    """Bring this week's report issue up to date (open it the first time)."""
+async def _week(
+    store: Store, *, repo: str, bot: str, now: float
+) -> tuple[Week, list[WatchFinding]]:
+    """What this week's report says, read from the store, and the watch's findings."""
     label, start, _ = week_of(now)
     since = start - 90 * 86400  # merged this week, created before it
-    outcomes = await store.find_outcomes(repo=repo, since=since)
-    trust = await store.query_audit(
+    outcomes = await store.learning.find_outcomes(repo=repo, since=since)
+    trust = await store.journal.query_audit(
         AuditQuery(repo=repo, since=start, action_prefix="trust.", limit=10_000)
     )
-    findings = await store.watch_findings(repo)
+    findings = await store.checks.watch_findings(repo)
     week = Week(
         repo=repo,
         bot=bot,
@@ -146,13 +146,22 @@ async def update_weekly(
             and (f.first_seen >= start or (f.state == "open" and f.last_seen >= start - 7 * 86400))
         ],
     )
+    return week, findings
+
+
+async def update_weekly(
+    store: Store, pub: Publisher, *, repo: str, bot: str, now: float
+) -> dict[str, Any]:
+    """Bring this week's report issue up to date (open it the first time)."""
+    week, findings = await _week(store, repo=repo, bot=bot, now=now)
+    label = week.label
     body = render(week)
     digest = hashlib.sha256(body.encode()).hexdigest()
     key = f"report:{label}"
     kept = next((f for f in findings if f.key == key), None)
     if kept is not None and kept.body_sha == digest:
         return {"status": "unchanged", "issue": kept.issue_number}
-    if kept is None and not await store.claim_once(f"weekly:{repo}:{label}"):
+    if kept is None and not await store.journal.claim_once(f"weekly:{repo}:{label}"):
         return {"status": "another worker opens it"}
     title = f"Patchwarden weekly report: {label}"
     try:
@@ -161,11 +170,11 @@ async def update_weekly(
         )
     except BaseException as exc:
         if kept is None:  # a retry may open it
-            await store.release_once(f"weekly:{repo}:{label}")
+            await store.journal.release_once(f"weekly:{repo}:{label}")
         if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
             return {"status": "skipped", "reason": f"GitHub refused the issue ({exc.status_code})"}
         raise
-    await store.save_finding(
+    await store.checks.save_finding(
         WatchFinding(
             repo=repo,
             key=key,

@@ -107,21 +107,10 @@ class BwrapSandbox(Sandbox):
         if self.privileged:
             chown_tree(path, self.uid)
 
-    def _wrap(self, call: Call) -> Wrapped:
-        if not self.bwrap:
-            self.check()
-        args: list[str] = [self.bwrap]
-        if self.privileged:
-            args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            args += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
-            args += ["--disable-userns"]
-        if self.privileged and not call.network:
-            args.append("--unshare-net")
-        elif not self.privileged and call.network:
-            args.append("--share-net")
-        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    def _filesystem(self, call: Call) -> list[str]:
+        """The sandbox's file system: the system read-only, /proc, /dev, the built /etc,
+        private /tmp and /dev/shm, then the toolchain's and the call's mounts."""
+        args: list[str] = []
         made: set[str] = {"/"}
         for d in SYSTEM_DIRS:
             if os.path.islink(d):
@@ -158,6 +147,24 @@ class BwrapSandbox(Sandbox):
                 made.add(d)
             args += ["--bind" if m.writable else "--ro-bind", str(m.source), m.target]
             made.add(m.target)
+        return args
+
+    def _wrap(self, call: Call) -> Wrapped:
+        if not self.bwrap:
+            self.check()
+        args: list[str] = [self.bwrap]
+        if self.privileged:
+            args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+            args += ["--disable-userns"]
+        if self.privileged and not call.network:
+            args.append("--unshare-net")
+        elif not self.privileged and call.network:
+            args.append("--share-net")
+        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+        args += self._filesystem(call)
         # The environment's values (an index's credentials among them) go through
         # stdin (`--args 0`), never argv, where any user of the host could read them.
         args += ["--chdir", call.cwd, "--clearenv", "--args", "0"]

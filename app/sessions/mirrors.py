@@ -51,27 +51,7 @@ class WorkspaceCache:
             env = git_env(self.home, remote=remote)
             secrets = [remote.token] if remote.token else []
             if not (path / "HEAD").exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-                try:
-                    await run_git(
-                        ["clone", "--mirror", "--quiet", "--", remote.url, str(tmp)],
-                        env=env,
-                        secrets=secrets,
-                    )
-                    # Only branches and tags: a mirror of GitHub would also take every
-                    # refs/pull/*; sessions fetch a missing commit by its sha instead.
-                    gd = ["--git-dir", str(tmp)]
-                    await run_git([*gd, "config", "--unset-all", "remote.origin.fetch"], env=env)
-                    for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
-                        await run_git(
-                            [*gd, "config", "--add", "remote.origin.fetch", spec], env=env
-                        )
-                    await run_git([*gd, "config", "gc.auto", "0"], env=env)
-                    tmp.rename(path)
-                finally:
-                    if tmp.exists():
-                        shutil.rmtree(tmp, ignore_errors=True)
+                await self._clone(remote, path, env, secrets)
                 self._fetched(remote.repo, began)
                 if want is None or await self._has(path, want, env):
                     return path
@@ -106,6 +86,29 @@ class WorkspaceCache:
                 if not await self._has(path, want, env):
                     raise WorkspaceError(f"commit {want} is not in {remote.repo}")
             return path
+
+    @staticmethod
+    async def _clone(remote: Remote, path: Path, env: dict[str, str], secrets: list[str]) -> None:
+        """Clone ``remote`` as a mirror at ``path``, whole or not at all."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        try:
+            await run_git(
+                ["clone", "--mirror", "--quiet", "--", remote.url, str(tmp)],
+                env=env,
+                secrets=secrets,
+            )
+            # Only branches and tags: a mirror of GitHub would also take every
+            # refs/pull/*; sessions fetch a missing commit by its sha instead.
+            gd = ["--git-dir", str(tmp)]
+            await run_git([*gd, "config", "--unset-all", "remote.origin.fetch"], env=env)
+            for spec in ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"):
+                await run_git([*gd, "config", "--add", "remote.origin.fetch", spec], env=env)
+            await run_git([*gd, "config", "gc.auto", "0"], env=env)
+            tmp.rename(path)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
 
     async def contains(self, remote: Remote, commit: str, ancestor: str) -> bool:
         """Whether ``ancestor`` is in ``commit``'s history (``commit`` is fetched if the

@@ -115,26 +115,7 @@ def host_package_config(
     """
     home = home if home is not None else Path(environ.get("HOME") or os.path.expanduser("~"))
     mapper = _PathMapper(isolated=isolated)
-    env: dict[str, str] = {}
-    sources: list[str] = []
-    named_secrets: list[str] = []
-    for name, value in sorted(environ.items()):
-        if name in _FILE_VARIABLES or not _matches(name, passenv):
-            continue
-        if name.startswith("PATCHWARDEN_") or "PUBLISH" in name.upper():
-            continue  # the App's own settings, and upload credentials: never
-        if name in BASE_ENV or name == "PATH":
-            continue  # the sandbox's own (HOME, PATH, the locale) are not the host's
-        if not ENV_NAME.match(name):
-            log.warning("setup: %s is not a valid variable name; not passed", name[:60])
-            continue
-        if SECRET_NAME.search(name):
-            named_secrets.append(value)  # an index password or token: masked
-        # A cache folder is the host's own: passing it would mount it into setup.
-        keep_paths = "CACHE" not in name.upper()
-        env[name] = mapper.rewrite_value(value) if keep_paths else value
-        sources.append(f"${name}")
-
+    env, sources, named_secrets = _variables(environ, passenv, mapper)
     generated: dict[str, str] = {}
     if _matches("PIP_CONFIG_FILE", passenv):
         pip_files = pip_config_files(environ, home=home)
@@ -169,6 +150,33 @@ def host_package_config(
     return PackageConfig(
         env=env, mounts=tuple(mounts), secrets=tuple(secrets), sources=tuple(sources)
     )
+
+
+def _variables(
+    environ: Mapping[str, str], passenv: Sequence[str], mapper: _PathMapper
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """The host's variables setup may see (paths rewritten into the sandbox), where
+    each came from, and the values whose names say they are secret."""
+    env: dict[str, str] = {}
+    sources: list[str] = []
+    named_secrets: list[str] = []
+    for name, value in sorted(environ.items()):
+        if name in _FILE_VARIABLES or not _matches(name, passenv):
+            continue
+        if name.startswith("PATCHWARDEN_") or "PUBLISH" in name.upper():
+            continue  # the App's own settings, and upload credentials: never
+        if name in BASE_ENV or name == "PATH":
+            continue  # the sandbox's own (HOME, PATH, the locale) are not the host's
+        if not ENV_NAME.match(name):
+            log.warning("setup: %s is not a valid variable name; not passed", name[:60])
+            continue
+        if SECRET_NAME.search(name):
+            named_secrets.append(value)  # an index password or token: masked
+        # A cache folder is the host's own: passing it would mount it into setup.
+        keep_paths = "CACHE" not in name.upper()
+        env[name] = mapper.rewrite_value(value) if keep_paths else value
+        sources.append(f"${name}")
+    return env, sources, named_secrets
 
 
 def _uv_from_pip(env: dict[str, str], pip: configparser.RawConfigParser) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import selectors
 import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
 
@@ -133,6 +135,75 @@ def run_captured(
     usage come from ``wait4``, so they cover every descendant the process waited for.
     """
     started = time.monotonic()
+    proc = _start(wrapped)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err = _Capture(output_bytes), _Capture(output_bytes)
+    done = threading.Event()
+    stop = stop or threading.Event()
+    deadline = _Deadline(proc.pid, wrapped.on_timeout, timeout, stop, done)
+    pump = threading.Thread(target=_pump, args=(proc.stdout, proc.stderr, out, err, done))
+    pump.daemon = True
+    pump.start()
+    _, status, rusage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    # The tree is gone (bwrap) or detached; give the pipes a moment to reach EOF.
+    done.set()
+    stop.set()  # releases the deadline's thread
+    pump.join(timeout=5)
+    proc.stdout.close()
+    proc.stderr.close()
+    duration = time.monotonic() - started
+    timed_out = deadline.reason is not None
+    exit_code: int | None = None if timed_out else proc.returncode
+    return Completed(
+        argv=shown,
+        exit_code=exit_code,
+        stdout=out.text(),
+        stderr=err.text(),
+        duration_seconds=round(duration, 4),
+        timed_out=timed_out,
+        killed_by=deadline.reason if timed_out else _killed_by(exit_code),
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        usage=_usage(duration, rusage, account),
+    )
+
+
+_LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV}
+
+
+class _Deadline:
+    """Kills the process group at ``timeout``, or as soon as ``stop`` is set, unless the
+    run is ``done`` first (running ``on_timeout``'s commands before); ``reason`` says
+    which ("timeout" or "cancelled"), or ``None``."""
+
+    def __init__(
+        self,
+        pid: int,
+        on_timeout: Sequence[Sequence[str]],
+        timeout: float,
+        stop: threading.Event,
+        done: threading.Event,
+    ) -> None:
+        self.reason: str | None = None
+        self._args = (pid, on_timeout, timeout, stop, done)
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _wait(self) -> None:
+        pid, on_timeout, timeout, stop, done = self._args
+        cancelled = stop.wait(timeout)
+        if done.is_set():
+            return
+        self.reason = "cancelled" if cancelled else "timeout"
+        for extra in on_timeout:
+            subprocess.run(extra, capture_output=True, timeout=30, check=False)  # noqa: S603
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _start(wrapped: Wrapped) -> subprocess.Popen[bytes]:
+    """Start ``wrapped`` in its own session, its stdin written and closed."""
     proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
         wrapped.argv,
         stdin=subprocess.DEVNULL if wrapped.stdin is None else subprocess.PIPE,
@@ -143,78 +214,34 @@ def run_captured(
         start_new_session=True,
         close_fds=True,
     )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
     if proc.stdin is not None:
         # bwrap reads its `--args 0` before anything runs; then the command sees EOF.
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write(wrapped.stdin or b"")
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
-    out, err = _Capture(output_bytes), _Capture(output_bytes)
-    done = threading.Event()
-    timed_out = threading.Event()
-    stop = stop or threading.Event()
+    return proc
 
-    reason: list[str] = []
 
-    def kill_at_deadline() -> None:
-        cancelled = stop.wait(timeout)
-        if done.is_set():
-            return
-        reason.append("cancelled" if cancelled else "timeout")
-        timed_out.set()
-        for extra in wrapped.on_timeout:
-            subprocess.run(extra, capture_output=True, timeout=30, check=False)  # noqa: S603
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_at_deadline, daemon=True)
-    killer.start()
-    pump = threading.Thread(target=_pump, args=(proc.stdout, proc.stderr, out, err, done))
-    pump.daemon = True
-    pump.start()
-    _, status, rusage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    # The tree is gone (bwrap) or detached; give the pipes a moment to reach EOF.
-    done.set()
-    stop.set()  # releases the killer thread
-    pump.join(timeout=5)
-    proc.stdout.close()
-    proc.stderr.close()
-    duration = time.monotonic() - started
-    usage = Usage(wall_seconds=round(duration, 4))
-    if account:
-        usage = Usage(
-            wall_seconds=round(duration, 4),
-            cpu_seconds=round(rusage.ru_utime + rusage.ru_stime, 4),
-            max_rss_kb=int(rusage.ru_maxrss),
-        )
-    killed_by: str | None = None
-    exit_code: int | None = proc.returncode
-    if timed_out.is_set():
-        exit_code = None
-        killed_by = reason[0]
-    elif exit_code is not None and exit_code < 0:
-        killed_by = _signal_name(-exit_code)
-    elif exit_code is not None and exit_code > 128 and exit_code - 128 in _LIMIT_SIGNALS:
-        # bwrap reports a child killed by signal N as exit status 128 + N.
-        killed_by = _signal_name(exit_code - 128)
-    return Completed(
-        argv=shown,
-        exit_code=exit_code,
-        stdout=out.text(),
-        stderr=err.text(),
-        duration_seconds=round(duration, 4),
-        timed_out=timed_out.is_set(),
-        killed_by=killed_by,
-        stdout_truncated=out.truncated,
-        stderr_truncated=err.truncated,
-        usage=usage,
+def _usage(duration: float, rusage: resource.struct_rusage, account: bool) -> Usage:
+    """What the run used; without ``account`` (a shared runner), its wall time only."""
+    if not account:
+        return Usage(wall_seconds=round(duration, 4))
+    return Usage(
+        wall_seconds=round(duration, 4),
+        cpu_seconds=round(rusage.ru_utime + rusage.ru_stime, 4),
+        max_rss_kb=int(rusage.ru_maxrss),
     )
 
 
-_LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV}
+def _killed_by(exit_code: int | None) -> str | None:
+    """The signal that ended the run, by name, or ``None`` when it exited."""
+    if exit_code is not None and exit_code < 0:
+        return _signal_name(-exit_code)
+    if exit_code is not None and exit_code > 128 and exit_code - 128 in _LIMIT_SIGNALS:
+        # bwrap reports a child killed by signal N as exit status 128 + N.
+        return _signal_name(exit_code - 128)
+    return None
 
 
 def _pump(

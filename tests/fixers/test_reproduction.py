@@ -9,7 +9,7 @@ import pytest
 
 from app.fixers.llm.agreement import agreed
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.repair_prompt import repro_prompt
+from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.reproduction import reproduces
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports

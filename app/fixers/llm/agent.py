@@ -313,32 +313,7 @@ class AgentFixer(ModelFixer):
         """Run the tool calls in ``completion`` and put their results in the conversation."""
         run.repeating = False  # this answer was the hotter one, if any
         if completion.tool_calls:
-            run.idle = 0
-            run.dialects["native"] = run.dialects.get("native", 0) + len(completion.tool_calls)
-            run.messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.content or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in completion.tool_calls
-                    ],
-                }
-            )
-            for call in completion.tool_calls:
-                run.note("assistant", completion.content, tool=call.name, arguments=call.arguments)
-                result = await self._run_tool(run, call.name, call.arguments, in_prose=False)
-                run.results.append((len(run.messages), call.name))
-                run.messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": result.text}
-                )
-                run.note("tool", result.text, tool=call.name)
-                if result.finished or run.stopped:
-                    return
+            await self._native_calls(run, completion)
             return
         run.messages.append({"role": "assistant", "content": completion.content})
         parsed = parse(completion.content, TOOL_PARAMETERS)
@@ -374,6 +349,33 @@ class AgentFixer(ModelFixer):
                 break
         run.results.append((len(run.messages), parsed.calls[0].name))
         run.messages.append({"role": "user", "content": "\n\n".join(results)})
+
+    async def _native_calls(self, run: _Run, completion: Completion) -> None:
+        """The server's own tool calls: each run, its result a ``tool`` message."""
+        run.idle = 0
+        run.dialects["native"] = run.dialects.get("native", 0) + len(completion.tool_calls)
+        run.messages.append(
+            {
+                "role": "assistant",
+                "content": completion.content or None,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in completion.tool_calls
+                ],
+            }
+        )
+        for call in completion.tool_calls:
+            run.note("assistant", completion.content, tool=call.name, arguments=call.arguments)
+            result = await self._run_tool(run, call.name, call.arguments, in_prose=False)
+            run.results.append((len(run.messages), call.name))
+            run.messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
+            run.note("tool", result.text, tool=call.name)
+            if result.finished or run.stopped:
+                return
 
     async def _run_tool(
         self, run: _Run, name: str, arguments: str | dict[str, Any], *, in_prose: bool

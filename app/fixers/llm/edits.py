@@ -36,16 +36,7 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
     if old == "":
         raise EditError("'old' is empty; to add text, include the line before it in 'old'")
     if old == new:
-        if old not in text and _unnumbered(old) not in text:
-            raise EditError(
-                f"'old' and 'new' are the same, and 'old' is not in {rel} either: put in "
-                "'old' the lines to change, copied exactly from the file, and in 'new' "
-                "those lines as they should read"
-            )
-        raise EditError(
-            "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
-            "what the code should say instead"
-        )
+        raise EditError(_no_change(text, old, rel))
     if old not in text and _numbered(old):
         # Copied from read_file with its line numbers: they are not in the file.
         old, new = _unnumbered(old), _unnumbered(new)  # new: its copied lines, not added ones
@@ -94,6 +85,20 @@ def apply_edit(text: str, old: str, new: str, rel: str) -> Edit:
         f"this edit would leave {rel} unable to parse ({broken}), so it was not applied. "
         f"With it the lines would read:\n{shown}\nWrite 'new' with each line's full "
         "indentation as it should stand in the file."
+    )
+
+
+def _no_change(text: str, old: str, rel: str) -> str:
+    """Why an edit whose 'old' and 'new' are the same is refused."""
+    if old not in text and _unnumbered(old) not in text:
+        return (
+            f"'old' and 'new' are the same, and 'old' is not in {rel} either: put in "
+            "'old' the lines to change, copied exactly from the file, and in 'new' "
+            "those lines as they should read"
+        )
+    return (
+        "'old' and 'new' are the same, so this edit changes nothing; put in 'new' "
+        "what the code should say instead"
     )
 
 

@@ -23,7 +23,7 @@ import ast
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -218,6 +218,56 @@ def frames_in(text: str) -> list[Place]:
     return [p for _, p in sorted(found, key=lambda f: f[0])]
 
 
+Evidence = Iterator[tuple[Symbol, float, str]]
+
+
+def _in_frames(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+    """Frames: the task's (innermost first) and the failing tests' (innermost last)."""
+    files = sorted(idx.sources)
+    seen_frame = False
+    for place in [*task.places, *reversed(frames)]:
+        path = file_for(place.path, files)
+        if path is None or looks_like_test(path) or not place.line:
+            continue
+        for s in idx.symbols:
+            if s.path == path and s.start <= place.line <= s.end:
+                bonus = INNERMOST if not seen_frame else 0.0
+                yield s, FRAME + bonus, f"a stack frame is in it ({path}:{place.line})"
+                seen_frame = True
+
+
+def _named(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+    """Names the task writes as code, and files it names."""
+    text = task.words
+    cited = _cited(text)
+    for s in idx.symbols:
+        module = s.path.removesuffix(".py").replace("/", ".")
+        for name in cited:
+            parts = name.split(".")
+            if parts[-1] != s.name:
+                continue
+            qualified = ".".join(parts[-2:]) == s.qualname or (
+                len(parts) > 1 and module.endswith(".".join(parts[:-1]))
+            )
+            yield s, NAMED + (QUALIFIED if qualified else 0.0), f"the task names `{name}`"
+    for path in {p.removeprefix("./") for p in _PATH.findall(text)}:
+        for s in idx.symbols:
+            if s.path == path or s.path.endswith("/" + path):
+                yield s, PATH, f"the task names {path}"
+
+
+def _tested(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+    """What the failing tests call."""
+    called = {c for source in tests for c in _called_names(source)}
+    for s in idx.symbols:
+        if s.name in called:
+            yield s, TESTED, f"a failing test calls {s.name}()"
+
+
+# Each kind of evidence, in the order a suspect's reasons are listed; then words (BM25).
+EVIDENCE = (_in_frames, _named, _tested)
+
+
 def localize(
     idx: Index,
     task: Task,
@@ -232,51 +282,14 @@ def localize(
     innermost last; ``tests``: the source of failing or reproducing tests."""
     if not idx.symbols:
         return []
-    text = task.words
     points: dict[Symbol, float] = dict.fromkeys(idx.symbols, 0.0)
     evidence: dict[Symbol, list[str]] = {s: [] for s in idx.symbols}
-
-    def give(symbol: Symbol, amount: float, why: str) -> None:
-        points[symbol] += amount
-        if why not in evidence[symbol]:
-            evidence[symbol].append(why)
-
-    files = sorted(idx.sources)
-    # Frames: the task's (innermost first) and the failing tests' (innermost last).
-    ordered = [*task.places, *reversed(frames)]
-    seen_frame = False
-    for place in ordered:
-        path = file_for(place.path, files)
-        if path is None or looks_like_test(path) or not place.line:
-            continue
-        for s in idx.symbols:
-            if s.path == path and s.start <= place.line <= s.end:
-                bonus = INNERMOST if not seen_frame else 0.0
-                give(s, FRAME + bonus, f"a stack frame is in it ({path}:{place.line})")
-                seen_frame = True
-    # Names the task writes as code, and files it names.
-    cited = _cited(text)
-    for s in idx.symbols:
-        module = s.path.removesuffix(".py").replace("/", ".")
-        for name in cited:
-            parts = name.split(".")
-            if parts[-1] != s.name:
-                continue
-            qualified = ".".join(parts[-2:]) == s.qualname or (
-                len(parts) > 1 and module.endswith(".".join(parts[:-1]))
-            )
-            give(s, NAMED + (QUALIFIED if qualified else 0.0), f"the task names `{name}`")
-    for path in {p.removeprefix("./") for p in _PATH.findall(text)}:
-        for s in idx.symbols:
-            if s.path == path or s.path.endswith("/" + path):
-                give(s, PATH, f"the task names {path}")
-    # What the failing tests call.
-    called = {c for source in tests for c in _called_names(source)}
-    for s in idx.symbols:
-        if s.name in called:
-            give(s, TESTED, f"a failing test calls {s.name}()")
-    # Words.
-    for s, score in _bm25(idx.symbols, words(text)).items():
+    for kind in EVIDENCE:
+        for symbol, amount, why in kind(idx, task, frames, tests):
+            points[symbol] += amount
+            if why not in evidence[symbol]:
+                evidence[symbol].append(why)
+    for s, score in _bm25(idx.symbols, words(task.words)).items():
         if score > 0:
             points[s] += score
     ranked = sorted(idx.symbols, key=lambda s: (-points[s], s.path, s.start))
@@ -284,8 +297,8 @@ def localize(
     for s in ranked[:limit]:
         if points[s] <= 0:
             break
-        why = evidence[s] or ["its words match the task's"]
-        out.append(Suspect(s, round(points[s], 3), tuple(why)))
+        reasons = evidence[s] or ["its words match the task's"]
+        out.append(Suspect(s, round(points[s], 3), tuple(reasons)))
     return out
 
 

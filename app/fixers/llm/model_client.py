@@ -146,21 +146,8 @@ class ModelClient:
                         client, provider, messages, tools, temperature, n=n, seed=seed
                     )
                 except openai.APIStatusError as exc:
-                    status = exc.status_code
-                    outcome = _outcome(status)
-                    detail = self._detail(exc)
-                    await self._audited(provider, outcome, started, status=status, detail=detail)
-                    if outcome == "error":
-                        if tools and status in (400, 404, 422) and "tool" in detail.lower():
-                            raise ToolsUnsupported(
-                                f"{provider.label} refused tool calling: {detail}"
-                            ) from None
-                        raise ModelError(
-                            f"{provider.label} answered {status}: {detail} "
-                            "(not retried: only a timeout, 429 or 5xx moves to a fallback)"
-                        ) from None
-                    wait = _retry_after(exc.response.headers) or 0.0
-                    failures.append(f"{provider.label}: {status} {detail}")
+                    wait = await self._refused(provider, exc, tools, started)
+                    failures.append(f"{provider.label}: {exc.status_code} {self._detail(exc)}")
                     continue
                 except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                     outcome = (
@@ -176,6 +163,28 @@ class ModelClient:
             f"no model answered after {attempt} attempts ({_RETRYABLE} each): "
             + "; ".join(failures)
         )
+
+    async def _refused(
+        self,
+        provider: LlmProvider,
+        exc: openai.APIStatusError,
+        tools: list[dict[str, Any]] | None,
+        started: float,
+    ) -> float:
+        """Audit a refusal; raise unless a fallback may answer (a 429 or 5xx), else the
+        wait the endpoint asked for."""
+        status = exc.status_code
+        outcome = _outcome(status)
+        detail = self._detail(exc)
+        await self._audited(provider, outcome, started, status=status, detail=detail)
+        if outcome == "error":
+            if tools and status in (400, 404, 422) and "tool" in detail.lower():
+                raise ToolsUnsupported(f"{provider.label} refused tool calling: {detail}") from None
+            raise ModelError(
+                f"{provider.label} answered {status}: {detail} "
+                "(not retried: only a timeout, 429 or 5xx moves to a fallback)"
+            ) from None
+        return _retry_after(exc.response.headers) or 0.0
 
     async def _create(
         self,

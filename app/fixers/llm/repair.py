@@ -26,17 +26,13 @@ The steps, each in its module:
    forgot (:mod:`candidates`, :mod:`imports`).
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all; a candidate that breaks a test that passed before is out. The most voted
-   candidate that passes wins, the smallest diff among equals. If none passes, one
-   more round shows the model its two nearest misses (or, when half the answers or more
-   wrote the function back unchanged and the repository's own failing tests judge,
-   asks for it anew with its body hidden: signature, docstring, the test, no misses; a
-   1.5B model copies what it is shown). Then a cloze round (:mod:`cloze`): each
-   computing statement hidden in turn behind its frame (``start = ???``), one greedy
-   answer each. Then, when a model's test judged, its other kept tests judge the changes
-   that missed only it (:func:`~app.fixers.llm.repair_job.other_judges`: the test chosen
-   may be the one that is wrong).
-7. **Nothing verified, nothing proposed**: no test that shows the problem, or no
-   candidate that passes it, ends the job with an honest answer — never a pull request.
+   passing candidate wins, the smallest diff among equals. Else one more round shows
+   the two nearest misses (or, when half the answers wrote the function back unchanged
+   and the repository's own tests judge, asks for it anew, its body hidden: a 1.5B
+   model copies what it is shown); then a cloze round (:mod:`cloze`: each computing
+   statement hidden in turn, ``start = ???``); then a model's other kept tests judge
+   the changes that missed only its chosen one (:func:`~.repair_job.other_judges`).
+7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
 from __future__ import annotations
@@ -50,11 +46,18 @@ from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
 from app.fixers.llm.candidates import Candidate, candidates_of
-from app.fixers.llm.localize import Index, frames_in, index, localize
+from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
-from app.fixers.llm.repair_job import Job, other_judges, summary
+from app.fixers.llm.repair_job import (
+    Job,
+    no_fix,
+    other_judges,
+    summary,
+    task_words,
+    tests_named,
+)
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import reproduce
 from app.fixers.llm.spend import Ledger, ModelFixer
@@ -69,6 +72,15 @@ from app.words import plural
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
 HOT = 0.8
+NO_SUSPECT = (
+    "no verified fix: the repair strategy found no Python function the task points at "
+    "(it names none, no stack trace or failing test leads to one)"
+)
+NOTHING_SHOWS = (
+    "no verified fix: nothing shows the problem ({why}), so no change could be checked "
+    "against it; a test that fails because of the bug (or a clearer example in the issue: "
+    "the call, what it returns, what it should) lets Patchwarden try again"
+)
 
 
 class RepairFixer(ModelFixer):
@@ -115,20 +127,9 @@ class RepairFixer(ModelFixer):
 
     async def _repair(self, job: Job) -> FixOutcome:
         ws, report = job.ws, job.report
-        ws.progress("fix: the tests as they are")
-        before = await run_tests(ws, name="repair-tests-before")
-        failing = before.failing() if before is not None else []
-        frames = (
-            [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
-        )
-        sources = [source_of_test(ws.tree, t, job.idx) for t in failing]
-        suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
-        report.suspects = [s.describe() for s in suspects]
+        before, failing, suspects = await self._localize(job)
         if not suspects:
-            return self.gave_up(
-                "no verified fix: the repair strategy found no Python function the task "
-                "points at (it names none, no stack trace or failing test leads to one)"
-            )
+            return self.gave_up(NO_SUSPECT)
         ws.progress(f"fix: suspects {', '.join(s.symbol.qualname for s in suspects[:3])}")
         must_pass = list(failing)
         repro: str | None = None
@@ -146,12 +147,8 @@ class RepairFixer(ModelFixer):
                 must_pass = [repro]
                 job.printed[repro] = found.output
         if not must_pass:
-            why = report.reproduction_note or "no test fails"
             return self.gave_up(
-                f"no verified fix: nothing shows the problem ({why}), so no change could be "
-                "checked against it; a test that fails because of the bug (or a clearer "
-                "example in the issue: the call, what it returns, what it should) lets "
-                "Patchwarden try again"
+                NOTHING_SHOWS.format(why=report.reproduction_note or "no test fails")
             )
         passed_before = before.passing() if before is not None else set()
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
@@ -175,36 +172,56 @@ class RepairFixer(ModelFixer):
         # with a strong judge only (email-plus: one model test passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]] if strong else []
         report.mechanical_note = "" if strong else WEAK_JUDGE
-        for suspect in list({id(s): s for s in mechanics}.values()):
+        fixed = await self._mechanical(job, mechanics, must_pass, passed_before, repro)
+        if fixed is not None:
+            return fixed
+        if repro is not None:
+            remove_confined(ws.tree, repro)
+        return self.gave_up(no_fix(job, order, repro))
+
+    async def _localize(self, job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
+        """The tests as they are (which fail, and their tracebacks), and the suspects."""
+        job.ws.progress("fix: the tests as they are")
+        before = await run_tests(job.ws, name="repair-tests-before")
+        failing = before.failing() if before is not None else []
+        frames = (
+            [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
+        )
+        sources = [source_of_test(job.ws.tree, t, job.idx) for t in failing]
+        suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
+        job.report.suspects = [s.describe() for s in suspects]
+        return before, failing, suspects
+
+    async def _mechanical(
+        self,
+        job: Job,
+        suspects: Sequence[Suspect],
+        must_pass: list[str],
+        passed_before: set[str],
+        repro: str | None,
+    ) -> FixOutcome | None:
+        """Small mechanical changes to each suspect, tried against the tests; the fix
+        when exactly one change passes."""
+        report = job.report
+        for suspect in list({id(s): s for s in suspects}.values()):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
-            ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
+            job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
             mech = await mechanical(
-                ws, job.idx, target, words=_words(job.task), must_pass=must_pass,
+                job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
                 passed_before=passed_before,
             )  # fmt: skip
             report.mechanical += mech.tried
             if mech.winner is not None:
                 report.passed += 1
                 report.target = target.symbol.qualname
-                report.chosen = mech.chosen(target, _names(must_pass))
+                report.chosen = mech.chosen(target, tests_named(must_pass))
                 return self._apply(job, target, mech.winner[1], repro)
             if mech.ambiguous:
                 report.mechanical_note = mech.ambiguous
                 break
-        if repro is not None:
-            remove_confined(ws.tree, repro)
-        n, why = report.mechanical, report.mechanical_note
-        tried = plural(report.candidates, "distinct change")
-        where = ", ".join(s.symbol.qualname for s in order)
-        then = f", then {plural(n, 'mechanical change')}" if n else ""
-        judge = "the reproduction test pass" if repro else "the failing tests pass"
-        stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
-        return self.gave_up(
-            f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
-            f"none made {judge} with every other test still passing{stopped}{why}"
-        )
+        return None
 
     # -- repair ----------------------------------------------------------------
     async def _rounds(
@@ -322,7 +339,7 @@ class RepairFixer(ModelFixer):
                 report.chosen = (
                     f"{candidate.votes} of {answers} answers{how} wrote this change"
                     + (" (the most)" if candidate.votes > 1 else "")
-                    + f"; it makes {_names(must_pass)} pass and keeps every other test "
+                    + f"; it makes {tests_named(must_pass)} pass and keeps every other test "
                     "passing" + ("; the smallest such change" if len(candidates) > 1 else "")
                 )
                 return candidate
@@ -381,12 +398,3 @@ class RepairFixer(ModelFixer):
             for answer in got:
                 job.note("assistant", answer if answer.startswith(prefill) else prefill + answer)
         return answers
-
-
-def _words(task: Task) -> str:
-    """The task's own words, where a mechanical change finds the numbers it names."""
-    return "\n".join([task.title, *(d.text for d in task.documents)])
-
-
-def _names(tests: Sequence[str]) -> str:
-    return ", ".join(f"`{t}`" for t in tests[:3]) + (" and more" if len(tests) > 3 else "")

@@ -6,11 +6,12 @@ missed (:func:`other_judges`), and what the pull request says (:func:`summary`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.fixers.llm.candidates import Candidate
-from app.fixers.llm.localize import Index
+from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import try_change
@@ -149,3 +150,27 @@ def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> s
         added = "; ".join(f"`{line}`" for line in winner.imports)
         lines.append(f"Imports it uses that the answer left out, added: {added}.")
     return "\n".join(lines)
+
+
+def no_fix(job: Job, order: Sequence[Suspect], repro: str | None) -> str:
+    """The honest answer: what was tried, on what, and why none of it is published."""
+    report = job.report
+    n, why = report.mechanical, report.mechanical_note
+    tried = plural(report.candidates, "distinct change")
+    where = ", ".join(s.symbol.qualname for s in order)
+    then = f", then {plural(n, 'mechanical change')}" if n else ""
+    judge = "the reproduction test pass" if repro else "the failing tests pass"
+    stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
+    return (
+        f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
+        f"none made {judge} with every other test still passing{stopped}{why}"
+    )
+
+
+def task_words(task: Task) -> str:
+    """The task's own words, where a mechanical change finds the numbers it names."""
+    return "\n".join([task.title, *(d.text for d in task.documents)])
+
+
+def tests_named(tests: Sequence[str]) -> str:
+    return ", ".join(f"`{t}`" for t in tests[:3]) + (" and more" if len(tests) > 3 else "")

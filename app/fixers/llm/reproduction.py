@@ -35,7 +35,7 @@ from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.contradictions import strip_contradictions
 from app.fixers.llm.examples import Example, example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.repair_prompt import repro_prompt
+from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.testruns import (
     Tests,
     failure_of,
@@ -309,14 +309,7 @@ async def reproduce(
     found = await observe(ws, examples(task, idx, suspects))
     prompt = repro_prompt(task, idx, suspects, found)
     folder = tests_folder(idx)
-    # The issue's own words make a test without the model: kept on the same terms.
-    imports, own = example_test(found)
-    own_why = own_printed = ""
-    if own:
-        tests, own_printed = await _on_base(ws, folder, "example", merged(None, imports, own))
-        verdict, own_why = reproduces(tests, task, idx, merged(None, imports, own))
-        if not verdict:
-            own = []
+    imports, own, own_why, own_printed = await _own_example(ws, task, idx, folder, found)
     judged = _Judged()
     if own_why and not own:
         judged.reasons[f"the issue's example {own_why}"] += 1
@@ -328,34 +321,69 @@ async def reproduce(
             break  # shown beyond doubt, or the budget gave fewer answers than asked
         answers = await sample(prompt, REPRO_SAMPLES, batch * REPRO_SAMPLES)
         await _judge(ws, task, idx, suspects, found, folder, answers, judged)
-    kept, reasons, printed, stripped = judged.kept, judged.reasons, judged.printed, judged.stripped
+    kept, printed = judged.kept, judged.printed
     chosen = majority(kept)
     if chosen is None and not own:
-        return Reproduction(
-            None,
-            "no test the model wrote failed on the base for the "
-            + (
-                "bug's reason: " + "; ".join(f"{n} x {r}" for r, n in reasons.most_common(3))
-                if reasons
-                else "bug's reason"
-            )
-            + (
-                f" ({plural(stripped, 'assertion')} of what the issue says is the bug taken out)"
-                if stripped
-                else ""
-            ),
-        )
+        return Reproduction(None, _none_kept(judged))
     name = suspects[0].symbol.qualname.replace(".", "_").lower()
     rel = free_path(ws.tree, posixpath.join(folder, f"test_{name}_issue.py"))
     source = merged(chosen[0] if chosen else None, imports, own)
     write_confined(ws.tree, rel, source.encode())
     ws.sandbox.prepare_writable(ws.tree)
+    agree = sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0])) if chosen else 0
+    output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
+    others: dict[str, tuple[str, str]] = {}
+    for other, why in kept if agree == 1 else ():  # two that agree are not overruled
+        if chosen and normalised(other) != normalised(chosen[0]):
+            others.setdefault(normalised(other), (merged(other, imports, own), why))
+    return Reproduction(
+        rel,
+        "; ".join(_notes(judged, chosen, agree, own, own_why)),
+        output.strip().replace("{path}", rel),
+        strong=bool(own) or agree > 1,
+        others=tuple(others.values())[:MAX_OTHERS],
+    )
+
+
+async def _own_example(
+    ws: FixContext, task: Task, idx: Index, folder: str, found: Sequence[Example]
+) -> tuple[list[str], list[str], str, str]:
+    """The issue's own words made a test without the model, kept on the same terms:
+    its imports, its assertions (none when it does not reproduce), why, and its output."""
+    imports, own = example_test(found)
+    if not own:
+        return imports, own, "", ""
+    tests, printed = await _on_base(ws, folder, "example", merged(None, imports, own))
+    verdict, why = reproduces(tests, task, idx, merged(None, imports, own))
+    return imports, own if verdict else [], why, printed
+
+
+def _none_kept(judged: _Judged) -> str:
+    """Why no test was kept: the commonest reasons the model's tests failed otherwise."""
+    reasons, stripped = judged.reasons, judged.stripped
+    return (
+        "no test the model wrote failed on the base for the "
+        + (
+            "bug's reason: " + "; ".join(f"{n} x {r}" for r, n in reasons.most_common(3))
+            if reasons
+            else "bug's reason"
+        )
+        + (
+            f" ({plural(stripped, 'assertion')} of what the issue says is the bug taken out)"
+            if stripped
+            else ""
+        )
+    )
+
+
+def _notes(
+    judged: _Judged, chosen: tuple[str, str] | None, agree: int, own: list[str], own_why: str
+) -> list[str]:
+    """What the PR body says of the reproduction: which test, and how sure."""
     notes = []
-    agree = 0
     if chosen:
-        agree = sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0]))
         notes.append(
-            f"fails on the base ({chosen[1]}); {len(kept)} of {judged.answers} samples "
+            f"fails on the base ({chosen[1]}); {len(judged.kept)} of {judged.answers} samples "
             f"failed for the bug's reason, {agree} agree on what it should do"
         )
     if own:
@@ -365,17 +393,8 @@ async def reproduce(
             + f"fail{'' if len(own) > 1 else 's'} on the base ({own_why}) "
             "in a test Patchwarden wrote from the issue's words"
         )
-    if stripped:
-        notes.append(f"{plural(stripped, 'assertion')} of what the issue says is the bug taken out")
-    output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
-    others: dict[str, tuple[str, str]] = {}
-    for other, why in kept if agree == 1 else ():  # two that agree are not overruled
-        if chosen and normalised(other) != normalised(chosen[0]):
-            others.setdefault(normalised(other), (merged(other, imports, own), why))
-    return Reproduction(
-        rel,
-        "; ".join(notes),
-        output.strip().replace("{path}", rel),
-        strong=bool(own) or agree > 1,
-        others=tuple(others.values())[:MAX_OTHERS],
-    )
+    if judged.stripped:
+        notes.append(
+            f"{plural(judged.stripped, 'assertion')} of what the issue says is the bug taken out"
+        )
+    return notes
