@@ -426,7 +426,16 @@ BOILING = (
 )
 
 
-@pytest.mark.parametrize("judge", ["the repository's failing test", "a model's reproduction"])
+# How each judge comes about: the repository's own failing test; three reproductions
+# that agree; one reproduction (the others fail for the wrong reason, twice over).
+JUDGES = {
+    "the repository's failing test": ([], ISSUE, True),
+    "reproductions that agree": ([REPRO_RIGHT] * 3, ISSUE, True),
+    "one model's reproduction": ([REPRO_RIGHT, *[REPRO_WRONG_IMPORT] * 5], VAGUE, False),
+}
+
+
+@pytest.mark.parametrize("judge", list(JUDGES))
 async def test_answers_that_repeat_the_code_get_a_second_round_that_says_so(
     runner: SessionRunner,
     tmp_path: Path,
@@ -436,22 +445,25 @@ async def test_answers_that_repeat_the_code_get_a_second_round_that_says_so(
 ) -> None:
     """slug-accents with the 1.5B model: shown the failing test, it wrote the function back
     unchanged in 4 of 4 answers, and the fixer stopped there; later 3 of 4, and round 2
-    copied the fourth's miss. Half the answers or more unchanged: where the repository's
-    own failing test judges, the body is hidden and the function asked for anew; where a
-    reproduction the model wrote judges (it may assert the bug: email-plus), it is not."""
+    copied the fourth's miss. Half the answers or more unchanged: where a trusted judge
+    judges (the repository's own failing test, or reproductions that agree: url-join's
+    three did, and saw only copies), the body is hidden and the function asked for anew;
+    where one test the model wrote judges (it may assert the bug: email-plus), it is not."""
     unchanged = block(TEMPS)
     ours = judge == "the repository's failing test"
+    reproductions, issue, hidden = JUDGES[judge]
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        *([] if ours else [REPRO_RIGHT] * 3),
+        *reproductions,
         unchanged,
         BREAKS_FREEZING,
         RIGHT,
         unchanged,
         samples=2,
+        issue=issue,
         files={"test_boil.py": BOILING} if ours else None,
     )
     assert result.status == "patched", (result.error, result.fix)
@@ -466,7 +478,7 @@ async def test_answers_that_repeat_the_code_get_a_second_round_that_says_so(
     ]
     assert "Earlier answers wrote" not in prompts[0]
     assert "return (f - 32) * 9 / 5" in prompts[0]
-    if ours:
+    if hidden:
         # Only what it must keep: the signature and the docstring; no miss shows the body.
         assert "Earlier answers wrote its body back exactly as it is" in prompts[-1]
         assert "return (f - 32) * 9 / 5" not in prompts[-1]

@@ -26,12 +26,11 @@ The steps, each in its module:
    forgot (:mod:`candidates`, :mod:`imports`).
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all; a candidate that breaks a test that passed before is out. The most voted
-   passing candidate wins, the smallest diff among equals. Else one more round shows
-   the two nearest misses (or, when half the answers wrote the function back unchanged
-   and the repository's own tests judge, asks for it anew, its body hidden: a 1.5B
-   model copies what it is shown); then a cloze round (:mod:`cloze`: each computing
-   statement hidden in turn, ``start = ???``); then a model's other kept tests judge
-   the changes that missed only its chosen one (:func:`~.repair_job.other_judges`).
+   passing candidate wins, the smallest diff among equals. Else one more round shows the
+   two nearest misses (half the answers copies and a trusted judge: asked anew, body
+   hidden; a 1.5B model copies what it is shown); a cloze round (:mod:`cloze`: each
+   computing statement hidden in turn); a model's other kept tests judge the changes
+   that missed only its chosen one (:func:`~.repair_job.other_judges`).
 7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
@@ -159,7 +158,7 @@ class RepairFixer(ModelFixer):
             if target is None:
                 continue
             winner = await self._rounds(
-                job, target, must_pass, passed_before, before, own_tests=repro is None
+                job, target, must_pass, passed_before, before, trusted=strong
             )
             if winner is not None:
                 return self._apply(job, target, winner, repro)
@@ -232,9 +231,10 @@ class RepairFixer(ModelFixer):
         passed_before: set[str],
         before: Tests | None,
         *,
-        own_tests: bool,
+        trusted: bool,
     ) -> Candidate | None:
-        """``own_tests``: the repository's own failing tests judge, not a reproduction."""
+        """``trusted``: the repository's own failing tests judge, or a reproduction two
+        samples agree on or the issue's own example backs (not one model's test)."""
         report = job.report
         misses: list[Candidate] = []
         repeated = False  # every answer of the round was the code as it is
@@ -245,10 +245,10 @@ class RepairFixer(ModelFixer):
                 break  # nothing came near: no round of misses, but the cloze round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            # The body is hidden only when the repository's own failing tests judge: fit to
-            # a model's test, a function written anew was wrong (email-plus).
+            # The body is hidden only for a trusted judge (email-plus: fit to one model's
+            # test, a function written anew was wrong).
             messages = repair_prompt(
-                *asked, misses, job.printed, repeated=repeated, hide=repeated and own_tests
+                *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
             )
             # The answer starts as the function does, signature and all (given only `def
             # name(` a small model renamed parameters); not after a round of copies, so a
