@@ -18,13 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack
 
 from app.errors import NoDatabase, StoreError
 from app.store.migrations import Dialect, migrations_for
 
 if TYPE_CHECKING:
-    from app.store.models import Delivery, NewJob
+    from app.store.models import AuditFields, Delivery, NewJob
 
 T = TypeVar("T")
 
@@ -99,30 +99,21 @@ class Driver:
 
 
 def audit_row(
-    db: DB,
-    action: str,
-    *,
-    actor: str | None = None,
-    repo: str | None = None,
-    job_id: int | None = None,
-    delivery_id: str | None = None,
-    reason: str | None = None,
-    details: dict[str, Any] | None = None,
-    at: float | None = None,
+    db: DB, action: str, *, at: float | None = None, **fields: Unpack[AuditFields]
 ) -> None:
-    """Write an audit entry inside the caller's transaction."""
+    """Write an audit entry inside the caller's transaction (``at``: now by default)."""
     db.execute(
         "INSERT INTO audit (at, action, actor, repo, job_id, delivery_id, reason, details)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             at if at is not None else time.time(),
             action,
-            actor,
-            repo,
-            job_id,
-            delivery_id,
-            reason,
-            json.dumps(details or {}, sort_keys=True),
+            fields.get("actor"),
+            fields.get("repo"),
+            fields.get("job_id"),
+            fields.get("delivery_id"),
+            fields.get("reason"),
+            json.dumps(fields.get("details") or {}, sort_keys=True),
         ),
     )
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from app.store.models import (
     AuditEntry,
+    AuditFields,
     AuditQuery,
     CheckRecord,
     Delivery,
@@ -108,17 +109,7 @@ class Journal(abc.ABC):
     async def count_deliveries(self) -> int: ...
 
     @abc.abstractmethod
-    async def audit(
-        self,
-        action: str,
-        *,
-        actor: str | None = None,
-        repo: str | None = None,
-        job_id: int | None = None,
-        delivery_id: str | None = None,
-        reason: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None: ...
+    async def audit(self, action: str, **fields: Unpack[AuditFields]) -> None: ...
 
     @abc.abstractmethod
     async def query_audit(self, query: AuditQuery) -> list[AuditEntry]: ...

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Unpack
 
 from app.store.database import DB, Database, audit_row
 from app.store.interface import Journal
 from app.store.job_queue import insert_job
-from app.store.models import AuditEntry, AuditQuery, Delivery, NewJob
+from app.store.models import AuditEntry, AuditFields, AuditQuery, Delivery, NewJob
 
 
 def _like_prefix(prefix: str | None) -> str | None:
@@ -93,30 +93,8 @@ class SQLJournal(Journal):
             lambda: int(self.database.db.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0])
         )
 
-    async def audit(
-        self,
-        action: str,
-        *,
-        actor: str | None = None,
-        repo: str | None = None,
-        job_id: int | None = None,
-        delivery_id: str | None = None,
-        reason: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        def tx(db: DB) -> None:
-            audit_row(
-                db,
-                action,
-                actor=actor,
-                repo=repo,
-                job_id=job_id,
-                delivery_id=delivery_id,
-                reason=reason,
-                details=details,
-            )
-
-        await self.database.run(self.database.write(tx))
+    async def audit(self, action: str, **fields: Unpack[AuditFields]) -> None:
+        await self.database.run(self.database.write(lambda db: audit_row(db, action, **fields)))
 
     async def query_audit(self, query: AuditQuery) -> list[AuditEntry]:
         def q() -> list[AuditEntry]:

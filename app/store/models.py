@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 
 class JobState(enum.StrEnum):
@@ -85,6 +85,18 @@ def backoff(base_seconds: float, n: int) -> float:
 
 # The kind of job that tells the person who asked that a job failed (app/jobs/notice.py).
 FAILURE_NOTICE = "failure_notice"
+
+
+class AuditFields(TypedDict, total=False):
+    """What an audit entry says beside its action (each optional), written once for the
+    journal's ``audit`` and the rows other changes write in their own transaction."""
+
+    actor: str | None
+    repo: str | None
+    job_id: int | None
+    delivery_id: str | None
+    reason: str | None
+    details: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
