@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack
 
 from app.errors import NoDatabase, StoreError
 from app.store.migrations import Dialect, migrations_for
+from app.store.models import AuditFields
 
 if TYPE_CHECKING:
-    from app.store.models import AuditFields, Delivery, NewJob
+    from app.store.models import Delivery, NewJob
 
 T = TypeVar("T")
 
@@ -102,6 +103,9 @@ def audit_row(
     db: DB, action: str, *, at: float | None = None, **fields: Unpack[AuditFields]
 ) -> None:
     """Write an audit entry inside the caller's transaction (``at``: now by default)."""
+    unknown = fields.keys() - AuditFields.__annotations__.keys()
+    if unknown:  # mypy says so too; a caller it does not check fails here, not silently
+        raise TypeError(f"an audit entry has no field {', '.join(sorted(unknown))}")
     db.execute(
         "INSERT INTO audit (at, action, actor, repo, job_id, delivery_id, reason, details)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

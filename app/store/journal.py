@@ -94,7 +94,9 @@ class SQLJournal(Journal):
         )
 
     async def audit(self, action: str, **fields: Unpack[AuditFields]) -> None:
-        await self.database.run(self.database.write(lambda db: audit_row(db, action, **fields)))
+        await self.database.run(
+            self.database.write(lambda db: audit_row(db, action, at=None, **fields))
+        )
 
     async def query_audit(self, query: AuditQuery) -> list[AuditEntry]:
         def q() -> list[AuditEntry]:

@@ -422,3 +422,15 @@ async def test_an_sqlite_too_old_for_returning_says_so(
     monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
     with pytest.raises(StoreError, match=r"SQLite is 3\.31\.1; Patchwarden needs 3\.35"):
         await store_for_url(f"sqlite:///{tmp_path / 'old.db'}").open()
+
+
+async def test_an_audit_entry_with_a_field_it_does_not_have_is_refused(store: Store) -> None:
+    """A misspelt field would lose what the entry says (``reason`` as ``reson``): mypy
+    names it, and a caller mypy does not check gets an error, not a silent blank."""
+    with pytest.raises(TypeError, match="no field reson"):
+        await store.journal.audit("job.noted", reson="typo")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):  # the time is the store's to set
+        await store.journal.audit("job.noted", at=0.0)  # type: ignore[call-arg]
+    await store.journal.audit("job.noted", repo="octo/x", reason="kept")
+    entries = await store.journal.query_audit(AuditQuery(action_prefix="job.noted"))
+    assert [(e.repo, e.reason) for e in entries] == [("octo/x", "kept")]
