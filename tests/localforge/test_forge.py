@@ -659,7 +659,7 @@ async def test_an_answer_off_contract_is_caught(
     forge: LocalForge, gh: GitHubClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     forge.open_issue(REPO, "t", author="alice", labels=["bug"])
-    monkeypatch.setattr(forge.render, "label", lambda repo, label: {"name": label.name})
+    monkeypatch.setattr(forge.render.issues, "label", lambda repo, label: {"name": label.name})
     with forge.expect_violations() as seen:
         await gh.getitem("/repos/{owner}/{repo}/labels/{name}", {**R, "name": "bug"})
     assert [v.kind for v in seen] == ["response"]
