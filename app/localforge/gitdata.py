@@ -20,7 +20,7 @@ from typing import Any
 
 from app.localforge.api_errors import ApiError
 from app.localforge.git_http import Person, _safe_path
-from app.localforge.rest import Answer, Call, _validation, op
+from app.localforge.rest_call import Answer, Call, op, validation
 
 # The committer GitHub writes on the commits it signs.
 GITHUB_COMMITTER = Person("GitHub", "noreply@github.com")
@@ -35,7 +35,7 @@ async def create_blob(call: Call) -> Answer:
         try:
             data = base64.b64decode(content, validate=False)
         except (binascii.Error, ValueError):
-            raise _validation("Blob", "content") from None
+            raise validation("Blob", "content") from None
     elif encoding in ("utf-8", "utf8"):
         data = str(content).encode()
     else:

@@ -15,7 +15,6 @@ from typing import Any
 import jwt
 from aiohttp import web
 
-from app.localforge import gitdata as _gitdata  # noqa: F401 - registers its handlers
 from app.localforge import view
 from app.localforge.api_errors import ApiError
 from app.localforge.forge_base import (
