@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.agreement import agreed
+from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.reproduction import reproduces
 from app.fixers.llm.splice import is_decorator
 from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
@@ -69,6 +69,23 @@ T = "tests/test_issue.py::test_remove"
             "E         ? +                     +\n",
             False,
             "only in a message's quotes or spacing",
+        ),
+        # dedupe-order: the same items in another order is the bug, not a message's quotes
+        # (one line out, the same line in: pytest's full diff of a moved item)
+        (
+            "failed",
+            "assert ['a', 'c', 'b'] == ['b', 'a', 'c']\n"
+            "E       AssertionError: assert ['a', 'c', 'b'] == ['b', 'a', 'c']\n"
+            "E         At index 0 diff: 'a' != 'b'\n"
+            "E         Full diff:\n"
+            "E           [\n"
+            "E         -     'b',\n"
+            "E               'a',\n"
+            "E               'c',\n"
+            "E         +     'b',\n"
+            "E           ]\n",
+            True,
+            "AssertionError",
         ),
         # ... but two strings that differ in a word are the bug's reason
         (
