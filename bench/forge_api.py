@@ -49,9 +49,9 @@ from procstat import (
 
 from app.git import Remote, git_env
 from app.github.client import GitHubApp, GitHubClient
+from app.localforge.bare_repo import BareRepo
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.forge_server import LocalForge
-from app.localforge.git_http import BareRepo
 from app.localforge.keys import generate_app_key
 
 HOST = "127.0.0.1"

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.localforge.api_errors import ApiError
-from app.localforge.git_http import Person, _safe_path
+from app.localforge.bare_repo import Person, _safe_path
 from app.localforge.rest_call import Answer, Call, op, validation
 
 # The committer GitHub writes on the commits it signs.

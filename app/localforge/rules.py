@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.localforge.api_errors import ApiError, custom_error
+from app.localforge.bare_repo import Person
 from app.localforge.deliveries import Deliveries
 from app.localforge.forge_base import (
     CLOSING,
     ZERO_SHA,
 )
 from app.localforge.forge_ci import run_required_checks
-from app.localforge.git_http import Person
 from app.localforge.state import (
     REACTIONS,
     Comment,

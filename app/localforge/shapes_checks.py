@@ -10,7 +10,7 @@ from app.localforge.shapes_pulls import Pulls
 from app.localforge.shapes_repos import Repositories
 
 if TYPE_CHECKING:
-    from app.localforge.git_http import CommitInfo
+    from app.localforge.bare_repo import CommitInfo
     from app.localforge.state import CheckRun, CheckSuite, CommitStatus, Issue, Pull, Repo
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from app.localforge.shapes import Json, Links, iso, node_id, utc
 
 if TYPE_CHECKING:
-    from app.localforge.git_http import CommitInfo, Entry
+    from app.localforge.bare_repo import CommitInfo, Entry
     from app.localforge.state import Repo
 
 _PGP = ("-----BEGIN PGP SIGNATURE-----", "-----END PGP SIGNATURE-----")

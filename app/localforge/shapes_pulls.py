@@ -11,7 +11,7 @@ from app.localforge.shapes_issues import Issues
 from app.localforge.shapes_repos import Repositories
 
 if TYPE_CHECKING:
-    from app.localforge.git_http import FileChange
+    from app.localforge.bare_repo import FileChange
     from app.localforge.state import Issue, Pull, Repo, Review
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.localforge.git_http import BareRepo
+from app.localforge.bare_repo import BareRepo
 
 Role = Literal["admin", "maintain", "write", "triage", "read"]
 ROLES: dict[str, str] = {

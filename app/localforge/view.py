@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from app.localforge.git_http import GitError
+from app.localforge.bare_repo import GitError
 from app.localforge.github_markdown import Links, render
 
 if TYPE_CHECKING:

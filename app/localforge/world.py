@@ -16,13 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.localforge.bare_repo import BareRepo, Person
 from app.localforge.check_events import check_run_changed, suite_for
 from app.localforge.forge_base import (
     Fault,
     Recorded,
     Violation,
 )
-from app.localforge.git_http import BareRepo, Person
 from app.localforge.security import SecurityAlerts
 from app.localforge.state import (
     ROLES,

@@ -26,8 +26,8 @@ from pytest_aiohttp import AiohttpServer
 from app.github import signing
 from app.github.client import GitHubApp, GitHubClient
 from app.localforge import LocalForge
+from app.localforge.bare_repo import git_env
 from app.localforge.contract import RestContract, WebhookContract
-from app.localforge.git_http import git_env
 from app.localforge.rest import HANDLERS
 from tests.conftest import APP_ID, INSTALLATION, REPO, SECRET, Harness
 

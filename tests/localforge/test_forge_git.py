@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from app.localforge.git_http import BareRepo, GitError, Person, git_env, http_backend
+from app.localforge.bare_repo import BareRepo, GitError, Person, git_env
+from app.localforge.git_http import http_backend
 
 ALICE = Person("Alice", "alice@example.com")
 BOB = Person("Bob", "bob@example.com")

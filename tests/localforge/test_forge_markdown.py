@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.localforge.git_http import BareRepo, Person
+from app.localforge.bare_repo import BareRepo, Person
 from app.localforge.github_markdown import Links, clean_html, render
 from app.localforge.state import Comment, Issue, Repo, User
 from app.localforge.view import page

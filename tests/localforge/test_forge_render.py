@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from app.localforge.bare_repo import BareRepo, CommitInfo, Entry, FileChange, Person
 from app.localforge.contract import RestContract, WebhookContract
-from app.localforge.git_http import BareRepo, CommitInfo, Entry, FileChange, Person
 from app.localforge.render import Renderer
 from app.localforge.security import (
     PEOPLES_ACTIONS,

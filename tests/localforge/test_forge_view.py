@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.localforge.git_http import BareRepo
+from app.localforge.bare_repo import BareRepo
 from app.localforge.state import (
     CheckOutput,
     CheckRun,
