@@ -70,5 +70,6 @@ def _snapshot(db: DB, at: float) -> MetricsSnapshot:
 
 
 async def read_metrics(database: Database, *, now: float | None = None) -> MetricsSnapshot:
-    at = time.time() if now is None else now
-    return await database.run(lambda: _snapshot(database.db, at))
+    # the time read on the store's thread, as the counts are: a call that waited for a
+    # free thread does not age the backlog it reports
+    return await database.run(lambda: _snapshot(database.db, time.time() if now is None else now))
