@@ -16,12 +16,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import gidgethub
-
 from app.contract.kinds import WatchJob
 from app.errors import RepoConfigError
 from app.jobs.context import JobContext
-from app.jobs.weekly import update_weekly
+from app.jobs.weekly import IssuesOff, keep_issue, update_weekly
 from app.policy.policy_model import REPO_SOURCE, Policy, WatchRules
 from app.policy.watch_rules import Finding, watch
 from app.publish.body import _code, inert, inline
@@ -110,14 +108,6 @@ async def _gone(ctx: JobContext, pub: Any, old: WatchFinding, *, now: float) -> 
     return "gone"
 
 
-class _IssuesOff(Exception):
-    """GitHub refused an issue: issues are turned off in the repository."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
 async def _post(
     ctx: JobContext,
     pub: Publisher,
@@ -135,33 +125,22 @@ async def _post(
     digest = hashlib.sha256(body.encode()).hexdigest()
     if old is not None and old.body_sha == digest:
         return "unchanged"
-    if old is None and not await ctx.store.journal.claim_once(f"watch:{repo}:{finding.key}"):
-        return "another worker opens it"
-    try:
-        number, state = await pub.upsert_issue(
-            old.issue_number if old is not None else None,
-            f"Patchwarden watch: {finding.title}"[:200],
-            body,
-        )
-    except BaseException as exc:
-        if old is None:  # a retry may open it
-            await ctx.store.journal.release_once(f"watch:{repo}:{finding.key}")
-        if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
-            raise _IssuesOff(exc.status_code) from exc  # issues are turned off here
-        raise
-    await ctx.store.checks.save_finding(
-        WatchFinding(
-            repo=repo,
-            key=finding.key,
-            issue_number=number,
-            state="closed" if state == "closed" else "open",
-            title=finding.title,
-            first_seen=first,
-            last_seen=now,
-            body_sha=digest,
-        ),
-        audit="watch.opened" if old is None else None,
+    found = WatchFinding(
+        repo=repo,
+        key=finding.key,
+        issue_number=0,
+        state="open",
+        title=finding.title,
+        first_seen=first,
+        last_seen=now,
+        body_sha=digest,
     )
+    number = await keep_issue(
+        ctx.store, pub, old, found, title=f"Patchwarden watch: {finding.title}"[:200], body=body,
+        once=f"watch:{repo}:{finding.key}", audit="watch.opened",
+    )  # fmt: skip
+    if number is None:
+        return "another worker opens it"
     return "opened" if old is None else f"updated #{number}"
 
 
@@ -187,7 +166,7 @@ async def watch_job(ctx: JobContext, job: Job) -> dict[str, Any]:
             said[finding.key] = await _post(
                 ctx, pub, repo, finding, kept.get(finding.key), policy, now
             )
-        except _IssuesOff as off:
+        except IssuesOff as off:
             return {"status": "skipped", "reason": f"GitHub refused the issue ({off.status})"}
     found = {f.key for f in findings}
     for old in kept.values():

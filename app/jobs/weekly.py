@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -149,6 +149,48 @@ async def _week(
     return week, findings
 
 
+class IssuesOff(Exception):
+    """GitHub refused an issue: issues are turned off in the repository."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+async def keep_issue(
+    store: Store,
+    pub: Publisher,
+    kept: WatchFinding | None,
+    found: WatchFinding,
+    *,
+    title: str,
+    body: str,
+    once: str,
+    audit: str,
+) -> int | None:
+    """Open the issue ``found`` is about (once across workers: ``once``) or update the one
+    ``kept``, and keep ``found`` with its number and state (a new one audited as
+    ``audit``); its number, or None when another worker opens it. Raises
+    :class:`IssuesOff` when GitHub refuses issues here."""
+    if kept is None and not await store.journal.claim_once(once):
+        return None
+    try:
+        number, state = await pub.upsert_issue(
+            kept.issue_number if kept is not None else None, title, body
+        )
+    except BaseException as exc:
+        if kept is None:  # a retry may open it
+            await store.journal.release_once(once)
+        if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
+            raise IssuesOff(exc.status_code) from exc
+        raise
+    await store.checks.save_finding(
+        replace(found, issue_number=number, state="closed" if state == "closed" else "open"),
+        audit=audit if kept is None else None,
+    )
+    return number
+
+
 async def update_weekly(
     store: Store, pub: Publisher, *, repo: str, bot: str, now: float
 ) -> dict[str, Any]:
@@ -161,30 +203,24 @@ async def update_weekly(
     kept = next((f for f in findings if f.key == key), None)
     if kept is not None and kept.body_sha == digest:
         return {"status": "unchanged", "issue": kept.issue_number}
-    if kept is None and not await store.journal.claim_once(f"weekly:{repo}:{label}"):
-        return {"status": "another worker opens it"}
     title = f"Patchwarden weekly report: {label}"
-    try:
-        number, state = await pub.upsert_issue(
-            kept.issue_number if kept is not None else None, title, body
-        )
-    except BaseException as exc:
-        if kept is None:  # a retry may open it
-            await store.journal.release_once(f"weekly:{repo}:{label}")
-        if isinstance(exc, gidgethub.BadRequest) and exc.status_code in (403, 410):
-            return {"status": "skipped", "reason": f"GitHub refused the issue ({exc.status_code})"}
-        raise
-    await store.checks.save_finding(
-        WatchFinding(
-            repo=repo,
-            key=key,
-            issue_number=number,
-            state="closed" if state == "closed" else "open",
-            title=title,
-            first_seen=kept.first_seen if kept is not None else now,
-            last_seen=now,
-            body_sha=digest,
-        ),
-        audit="report.opened" if kept is None else None,
+    found = WatchFinding(
+        repo=repo,
+        key=key,
+        issue_number=0,
+        state="open",
+        title=title,
+        first_seen=kept.first_seen if kept is not None else now,
+        last_seen=now,
+        body_sha=digest,
     )
+    try:
+        number = await keep_issue(
+            store, pub, kept, found, title=title, body=body, once=f"weekly:{repo}:{label}",
+            audit="report.opened",
+        )  # fmt: skip
+    except IssuesOff as off:
+        return {"status": "skipped", "reason": f"GitHub refused the issue ({off.status})"}
+    if number is None:
+        return {"status": "another worker opens it"}
     return {"status": "updated", "issue": number}

@@ -183,3 +183,34 @@ async def test_the_watch_finds_flaky_failing_and_slow_checks_once_each(
     ]
     assert any("unit is flaky here" in r for r in reasons)
     assert alerts > alerts_before  # the e2e failures did start the culprit finder
+
+
+async def test_with_issues_turned_off_the_watch_skips_and_opens_them_once_they_are_on(
+    story: Callable[..., Awaitable[Harness]],  # noqa: F811
+) -> None:
+    """GitHub answers 410 to a new issue where issues are turned off: the watch says it
+    skipped, keeps no claim on the issue, and opens it when issues are back."""
+    pw = await story(checks=False, extra=WATCH)
+    forge = pw.forge
+    one = str(forge.repos[REPO].git.resolve("refs/heads/main"))
+    two = await forge.push(REPO, {"notes.md": "more\n"}, author="alice")
+    await settle(pw)
+    forge.fail("POST", rf"^/repos/{REPO}/issues$", 410, message="Issues are disabled", times=1000)
+    await history(forge, "unit", "." * 10, [one, two], seconds=[30.0] * 10)
+    for outcome in ("failure", "success"):  # a re-run of a failure that passes: flaky
+        await forge.report_check(
+            REPO, two, "unit", conclusion=outcome, started_at=time.time() - 30,
+            completed_at=time.time(),
+        )  # fmt: skip
+    await settle(pw)
+    assert watch_issues(forge) == {}
+    results = [j.result for j in await pw.jobs("watch") if j.result]
+    assert {"status": "skipped", "reason": "GitHub refused the issue (410)"} in results
+
+    forge.faults.clear()  # issues are on again
+    await forge.report_check(
+        REPO, two, "unit", conclusion="success", started_at=time.time() - 30,
+        completed_at=time.time(),
+    )  # fmt: skip
+    await settle(pw)
+    assert list(watch_issues(forge)) == ["Patchwarden watch: Flaky check: unit"]
