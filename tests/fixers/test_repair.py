@@ -553,6 +553,7 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     junk = text("I think the function is fine.")
     script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE, BREAKS_FREEZING, RENAMED]
     script.append(BREAKS_FREEZING)  # the cloze round: the one computing line hidden
+    script += [UNPARSEABLE, RENAMED, BREAKS_FREEZING, junk]  # more answers, as many again
     async with ScriptedModel(script, api_key=KEY) as model:
         pw = await make_pw(
             workers=1,
@@ -567,7 +568,7 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
         await pw.settle(within=300, every_job=True)
     assert model.violations == []
     assert model.remaining == 0
-    second_round = model.requests[-2].body["messages"][-1]["content"]
+    second_round = model.requests[-3].body["messages"][-1]["content"]
     assert "An earlier attempt (1) was wrong (breaks: " in second_round
     assert "return f * 100 / 212" in second_round
     assert forge.pulls(REPO) == []
@@ -609,6 +610,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         UNPARSEABLE,
         UNPARSEABLE,
         *[UNPARSEABLE] * 2,  # the cloze round: `return f < FREEZING`, then `FREEZING = 32`
+        *[UNPARSEABLE] * 4,  # more answers to round 1's prompt
         samples=2,
         issue=issue,
         temps=FREEZING,
@@ -618,7 +620,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     assert fix is not None
     report = fix.repair
     assert report is not None
-    assert report.dropped == {"unparseable": 4}
+    assert report.dropped == {"unparseable": 8}
     assert report.masked == 2
     assert report.mechanical >= 2
     if told_apart:
@@ -764,6 +766,7 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         UNPARSEABLE,
         UNPARSEABLE,  # round 2
         UNPARSEABLE,  # the cloze round
+        *[UNPARSEABLE] * 4,  # more answers: the issue's example backs the test chosen
         samples=2,
     )
     assert result.status == "patched", (result.error, result.fix)
@@ -782,3 +785,137 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         fix.repair.reproduction_note
     )
     assert fix.repair.chosen.startswith("1 answer wrote this change; it makes the reproduction")
+
+
+async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """retry-count with the 1.5B model: the one test kept expected the impossible (its
+    function raised every time), the other kept tests were as wrong, and the right
+    change, written by nine answers of twelve, failed it. When every change misses a
+    reproduction one model test alone backs and answers agree on a change, a few tests
+    are written afresh: one that fails on the base for the bug's reason and passes with
+    that change becomes the reproduction."""
+    off_by_one = block(
+        "from temps import fahrenheit_to_celsius\n\n\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+    )
+    no_test = text("The function looks right to me.")
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        off_by_one,  # kept, alone: a weak judge, and wrong
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        REPRO_WRONG_IMPORT,  # the second batch: nothing more kept
+        REPRO_ASSERTS_THE_BUG,
+        no_test,
+        RIGHT,
+        RIGHT,  # round 1: two answers agree, and fail the test chosen
+        BREAKS_FREEZING,
+        UNPARSEABLE,  # round 2
+        UNPARSEABLE,  # the cloze round
+        REPRO_ASSERTS_THE_BUG,  # written afresh: passes on the base, not kept
+        REPRO_RIGHT,  # fails on the base for the bug's reason
+        REPRO_WRONG_IMPORT,
+        samples=2,
+        issue=VAGUE,
+    )
+    assert model.remaining == 0
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
+    assert "== 101" not in result.diff.unified
+    assert "a test the model wrote afresh" in fix.repair.reproduction_note
+    assert fix.repair.chosen.startswith("2 answers wrote this change; it makes the reproduction")
+
+
+async def test_a_change_one_answer_wrote_gets_no_test_written_afresh(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """Tests written afresh judge only a change answers agree on: one answer's change
+    that missed the one test kept is not tried again, and nothing is proposed."""
+    off_by_one = block(
+        "from temps import fahrenheit_to_celsius\n\n\n"
+        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+    )
+    no_test = text("The function looks right to me.")
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        off_by_one,
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        no_test,
+        RIGHT,
+        BREAKS_FREEZING,  # round 1: no two answers agree
+        UNPARSEABLE,
+        UNPARSEABLE,  # round 2
+        UNPARSEABLE,  # the cloze round
+        REPRO_RIGHT,  # never asked for
+        samples=2,
+        issue=VAGUE,
+    )
+    assert model.remaining == 1
+    assert result.status != "patched"
+    assert result.diff is None or "5 / 9" not in result.diff.unified
+
+
+async def test_when_every_round_misses_a_trusted_judge_more_answers_are_drawn(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """slug-accents and url-join with the 1.5B model: about 1 answer in 8 was right, and
+    rounds of 4 held none. When a trusted judge (here the issue's own example) turned
+    every change down, the last round's prompt is answered again, twice as many times,
+    with new seeds; the right answer among them is chosen."""
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_RIGHT,
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        BREAKS_FREEZING,
+        UNPARSEABLE,  # round 1
+        BREAKS_FREEZING,
+        RENAMED,  # round 2, shown the miss
+        UNPARSEABLE,  # the cloze round
+        UNPARSEABLE,
+        BREAKS_FREEZING,
+        RIGHT,
+        RENAMED,  # more answers to round 2's prompt
+        samples=2,
+    )
+    assert model.remaining == 0
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    assert fix.repair.rounds == 4
+    assert fix.repair.samples == 9
+    assert fix.repair.chosen.startswith("1 of 4 answers wrote this change")
+    more = [r.body for r in model.requests][-1]
+    assert more["n"] == 4
+    assert more["temperature"] == 0.8
+    assert more["messages"] == model.requests[-3].body["messages"]  # round 2's prompt
+    assert "An earlier attempt (1) was wrong" in more["messages"][-1]["content"]

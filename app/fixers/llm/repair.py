@@ -30,14 +30,14 @@ The steps, each in its module:
    two nearest misses (half the answers copies and a trusted judge: asked anew, body
    hidden; a 1.5B model copies what it is shown); a cloze round (:mod:`cloze`: each
    computing statement hidden in turn); a model's other kept tests judge the changes
-   that missed only its chosen one (:func:`~.repair_job.other_judges`).
+   that missed only its chosen one, then tests written afresh (:func:`~.repair_job.last_judges`).
 7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +46,19 @@ from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
-from app.fixers.llm.mechanical import WEAK_JUDGE, mechanical
+from app.fixers.llm.mechanical import WEAK_JUDGE
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import (
     Job,
+    last_judges,
+    mechanical_fix,
     no_fix,
-    other_judges,
     summary,
-    task_words,
     tests_named,
 )
 from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.reproduction import reproduce
+from app.fixers.llm.reproduction import Reproduction, reproduce
 from app.fixers.llm.spend import Ledger, ModelFixer
 from app.fixers.llm.splice import Target, header, target_of
 from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
@@ -70,6 +70,7 @@ from app.words import plural
 
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
+MORE = 2  # times a round's answers drawn again when a trusted judge turned all down
 HOT = 0.8
 NO_SUSPECT = (
     "no verified fix: the repair strategy found no Python function the task points at "
@@ -91,6 +92,7 @@ class RepairFixer(ModelFixer):
         *,
         prices: dict[str, Price] | None = None,
         samples: int = SAMPLES,
+        more: int | None = None,
         prefill: bool = False,
         pick: bool = True,
         ledger: Ledger | None = None,
@@ -98,9 +100,12 @@ class RepairFixer(ModelFixer):
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``prefill``: start the model's answer with the opening fence and the function's
-        signature (servers that continue an assistant turn, as llama.cpp's does)."""
+        signature (servers that continue an assistant turn, as llama.cpp's does).
+        ``more``: answers drawn again after every round missed under a trusted judge
+        (twice ``samples`` unless given)."""
         super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.samples = max(1, samples)
+        self.more = max(0, self.samples * MORE if more is None else more)
         self.prefill = prefill
         self.pick = pick
 
@@ -133,7 +138,7 @@ class RepairFixer(ModelFixer):
         must_pass = list(failing)
         repro: str | None = None
         strong = True  # the repository's own failing tests judge
-        others: tuple[tuple[str, str], ...] = ()
+        found: Reproduction | None = None
 
         async def sample(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
             return await self._sample(job, messages, k=k, prefill="", start=start)
@@ -141,7 +146,7 @@ class RepairFixer(ModelFixer):
         if not failing and ws.commands.is_pytest and ws.commands.test:
             found = await reproduce(ws, job.task, job.idx, suspects, sample)
             report.reproduction, report.reproduction_note = found.path, found.note
-            repro, strong, others = found.path, found.strong, found.others
+            repro, strong = found.path, found.strong
             if repro is not None:
                 must_pass = [repro]
                 job.printed[repro] = found.output
@@ -164,16 +169,16 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        other = await other_judges(job, repro, others, passed_before) if repro else None
+        other = await last_judges(job, found, suspects, sample, passed_before)
         if other is not None:
             return self._apply(job, *other, repro)
         # The model missed: mechanical changes cost no tokens, so a third suspect too —
         # with a strong judge only (email-plus: one model test passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]] if strong else []
         report.mechanical_note = "" if strong else WEAK_JUDGE
-        fixed = await self._mechanical(job, mechanics, must_pass, passed_before, repro)
+        fixed = await mechanical_fix(job, mechanics, must_pass, passed_before)
         if fixed is not None:
-            return fixed
+            return self._apply(job, *fixed, repro)
         if repro is not None:
             remove_confined(ws.tree, repro)
         return self.gave_up(no_fix(job, order, repro))
@@ -190,37 +195,6 @@ class RepairFixer(ModelFixer):
         suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
         job.report.suspects = [s.describe() for s in suspects]
         return before, failing, suspects
-
-    async def _mechanical(
-        self,
-        job: Job,
-        suspects: Sequence[Suspect],
-        must_pass: list[str],
-        passed_before: set[str],
-        repro: str | None,
-    ) -> FixOutcome | None:
-        """Small mechanical changes to each suspect, tried against the tests; the fix
-        when exactly one change passes."""
-        report = job.report
-        for suspect in list({id(s): s for s in suspects}.values()):
-            target = target_of(job.idx, suspect.symbol)
-            if target is None:
-                continue
-            job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
-            mech = await mechanical(
-                job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
-                passed_before=passed_before,
-            )  # fmt: skip
-            report.mechanical += mech.tried
-            if mech.winner is not None:
-                report.passed += 1
-                report.target = target.symbol.qualname
-                report.chosen = mech.chosen(target, tests_named(must_pass))
-                return self._apply(job, target, mech.winner[1], repro)
-            if mech.ambiguous:
-                report.mechanical_note = mech.ambiguous
-                break
-        return None
 
     # -- repair ----------------------------------------------------------------
     async def _rounds(
@@ -277,7 +251,31 @@ class RepairFixer(ModelFixer):
             misses = sorted(
                 (c for c in tested if c.output), key=lambda c: (c.verdict.startswith("breaks"),)
             )[:2]
-        return await self._cloze(job, target, asked, judge)
+        winner = await self._cloze(job, target, asked, judge)
+        if winner is None and trusted and self.more and not job.stopped:
+            winner = await self._more(job, target, messages, prefill, judge)
+        return winner
+
+    async def _more(
+        self,
+        job: Job,
+        target: Target,
+        messages: list[dict[str, Any]],
+        prefill: str,
+        judge: tuple[list[str], set[str]],
+    ) -> Candidate | None:
+        """More answers to the last round's prompt (new seeds), when a trusted judge
+        turned every change down: with the 1.5B model about 1 answer in 8 to slug-accents'
+        and url-join's prompts was right, so 4 a round often hold none."""
+        job.report.rounds += 1
+        job.ws.progress(f"fix: more answers on {target.symbol.qualname}")
+        answers = await self._sample(
+            job, messages, k=self.more, prefill=prefill, start=self.samples
+        )
+        job.report.samples += len(answers)
+        candidates = candidates_of(job.idx, target, answers, prefill, job.report.dropped)
+        job.report.candidates += len(candidates)
+        return await self._judge(job, target, candidates, len(answers), judge, [])
 
     async def _cloze(
         self,

@@ -1,7 +1,8 @@
 """What one repair job carries — its context, its meter, what it has found out so far
 (:class:`Report`, frozen into the session result's :class:`RepairReport`) — and the
-two steps that read it at the end: the other kept tests as judges of the changes that
-missed (:func:`other_judges`), and what the pull request says (:func:`summary`)."""
+steps that read it at the end: other tests as judges of the changes that missed
+(:func:`last_judges`), mechanical changes (:func:`mechanical_fix`), and what the pull
+request says (:func:`summary`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.mechanical import mechanical
+from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
-from app.fixers.llm.splice import Target
+from app.fixers.llm.splice import Target, target_of
 from app.fixers.llm.testruns import try_change
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
@@ -72,8 +75,39 @@ class Job:
         self.transcript.append(TranscriptEntry(role=role, content=content))
 
 
+AGREED = 2  # answers that wrote one change: enough for tests written afresh to judge it
+
+
+async def last_judges(
+    job: Job,
+    found: Reproduction | None,
+    suspects: Sequence[Suspect],
+    sample: Sample,
+    passed_before: set[str],
+) -> tuple[Target, Candidate] | None:
+    """When no change passed the reproduction a model's test alone backs: the other
+    kept tests judge the changes that missed (:func:`other_judges`); then, when answers
+    agree on a change that missed, a few tests written afresh judge it (a change written
+    by many answers and a test written apart from them, which fails on the base for the
+    bug's reason, agree: retry-count). None without a reproduction."""
+    if found is None or found.path is None:
+        return None
+    other = await other_judges(job, found.path, found.others, passed_before)
+    if other is not None or found.strong or job.stopped:
+        return other
+    if not any(c.votes >= AGREED for _, c in job.missed):
+        return None
+    fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
+    return await other_judges(job, found.path, fresh, passed_before, votes=AGREED)
+
+
 async def other_judges(
-    job: Job, repro: str, others: tuple[tuple[str, str], ...], passed_before: set[str]
+    job: Job,
+    repro: str,
+    others: tuple[tuple[str, str], ...],
+    passed_before: set[str],
+    *,
+    votes: int = 1,
 ) -> tuple[Target, Candidate] | None:
     """When no change passed the reproduction chosen, each other test the model wrote
     that failed on the base for the bug's reason judges the changes that failed the
@@ -84,9 +118,10 @@ async def other_judges(
     of a function that fails once; the change four answers wrote was right); a change
     that passes another of its tests, written to the issue's words, and every test the
     repository had, goes to review as any other. Otherwise the chosen test is put back.
-    The report says so."""
+    The report says so. ``votes``: only changes that many answers wrote (for tests
+    written afresh, after every change missed)."""
     first = read_confined(job.ws.tree, repro)
-    missed = sorted(job.missed, key=lambda m: -m[1].votes)
+    missed = sorted((m for m in job.missed if m[1].votes >= votes), key=lambda m: -m[1].votes)
     if first is None or not missed or not others:
         return None
     try:
@@ -106,7 +141,7 @@ async def other_judges(
                 if verdict == "passed":
                     first = source.encode()  # it stays: the reproduction now
                     job.report.target = target.symbol.qualname
-                    _judged_by_another(job.report, candidate, why)
+                    _judged_by_another(job.report, candidate, why, afresh=votes > 1)
                     return target, candidate
         return None
     finally:
@@ -114,17 +149,45 @@ async def other_judges(
         job.ws.sandbox.prepare_writable(job.ws.tree)
 
 
-def _judged_by_another(report: Report, winner: Candidate, why: str) -> None:
+def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: bool) -> None:
     report.passed += 1
     report.failed["test failed"] -= 1  # it failed the first test, and passed this one
+    which = "a test the model wrote afresh" if afresh else "another test the model wrote"
     report.reproduction_note = (
-        f"fails on the base ({why}); it is another test the model wrote: no change passed "
+        f"fails on the base ({why}); it is {which}: no change passed "
         f"the one chosen first, which {report.reproduction_note}"
     )
     report.chosen = (
         f"{plural(winner.votes, 'answer')} wrote this change; it makes the reproduction pass "
         "and keeps every other test passing"
     )
+
+
+async def mechanical_fix(
+    job: Job, suspects: Sequence[Suspect], must_pass: list[str], passed_before: set[str]
+) -> tuple[Target, Candidate] | None:
+    """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
+    tests; the fix when exactly one change passes (left in the tree)."""
+    report = job.report
+    for suspect in list({id(s): s for s in suspects}.values()):
+        target = target_of(job.idx, suspect.symbol)
+        if target is None:
+            continue
+        job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
+        mech = await mechanical(
+            job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
+            passed_before=passed_before,
+        )  # fmt: skip
+        report.mechanical += mech.tried
+        if mech.winner is not None:
+            report.passed += 1
+            report.target = target.symbol.qualname
+            report.chosen = mech.chosen(target, tests_named(must_pass))
+            return target, mech.winner[1]
+        if mech.ambiguous:
+            report.mechanical_note = mech.ambiguous
+            break
+    return None
 
 
 def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:

@@ -71,6 +71,11 @@ class Reproduction:
     # change passes the chosen one (paginate-offset: the greedy test expected page 1 to
     # start at the second item; another sample's test was right).
     others: tuple[tuple[str, str], ...] = ()  # (source, how it failed on the base)
+    # What a fresh batch needs (:func:`fresh_tests`): the prompt, the issue's examples as
+    # run on the base, and the tests judged already (normalised).
+    prompt: tuple[dict[str, Any], ...] = ()
+    found: tuple[Example, ...] = ()
+    seen: frozenset[str] = frozenset()
 
 
 REPRO_SAMPLES = 3
@@ -244,7 +249,30 @@ async def reproduce(
         output.strip().replace("{path}", rel),
         strong=bool(own) or agree > 1,
         others=tuple(others.values())[:MAX_OTHERS],
+        prompt=tuple(prompt),
+        found=tuple(found),
+        seen=frozenset(judged.seen),
     )
+
+
+async def fresh_tests(
+    ws: FixContext,
+    task: Task,
+    idx: Index,
+    suspects: Sequence[Suspect],
+    sample: Sample,
+    chosen: Reproduction,
+) -> tuple[tuple[str, str], ...]:
+    """One more batch of the model's tests (new seeds, none seen before), kept on the
+    same terms as the first: judges for changes that many answers wrote and the test
+    chosen failed (retry-count: the right change, written by nine answers of twelve,
+    failed a test that raised every time; the other kept tests were as wrong)."""
+    ws.progress("fix: tests written afresh, for the changes the answers agree on")
+    judged = _Judged(seen=set(chosen.seen))
+    answers = await sample(list(chosen.prompt), REPRO_SAMPLES, REPRO_BATCHES * REPRO_SAMPLES)
+    await _judge(ws, task, idx, suspects, chosen.found, tests_folder(idx), answers, judged)
+    unique = {normalised(source): (source, why) for source, why in judged.kept}
+    return tuple(unique.values())[:MAX_OTHERS]
 
 
 async def _own_example(
