@@ -795,7 +795,7 @@ async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
 ) -> None:
     """retry-count with the 1.5B model: the one test kept expected the impossible (its
     function raised every time), the other kept tests were as wrong, and the right
-    change, written by nine answers of twelve, failed it. When every change misses a
+    change, written by eight answers of twelve, failed it. When every change misses a
     reproduction one model test alone backs and answers agree on a change, a few tests
     are written afresh: one that fails on the base for the bug's reason and passes with
     that change becomes the reproduction."""

@@ -265,7 +265,7 @@ async def fresh_tests(
 ) -> tuple[tuple[str, str], ...]:
     """One more batch of the model's tests (new seeds, none seen before), kept on the
     same terms as the first: judges for changes that many answers wrote and the test
-    chosen failed (retry-count: the right change, written by nine answers of twelve,
+    chosen failed (retry-count: the right change, written by eight answers of twelve,
     failed a test that raised every time; the other kept tests were as wrong)."""
     ws.progress("fix: tests written afresh, for the changes the answers agree on")
     judged = _Judged(seen=set(chosen.seen))
