@@ -68,6 +68,11 @@ REPRO_ASSERTS_THE_BUG = block(
     "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 324.0\n"
 )
 REPRO_RIGHT = block("def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n")
+OFF_BY_ONE = block(
+    "from temps import fahrenheit_to_celsius\n\n\n"
+    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+)
+NO_TEST = text("The function looks right to me.")
 
 UNPARSEABLE = block("def fahrenheit_to_celsius(f):\n    return (f - 32) * 5 /\n")
 RENAMED = block("def f_to_c(f):\n    return (f - 32) * 5 / 9\n")
@@ -215,7 +220,7 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
         tmp_path,
         make_model,
         make_client,
-        *[REPRO_WRONG_IMPORT, syntax_error, not_named] * 2,  # a second batch: again
+        *[REPRO_WRONG_IMPORT, syntax_error, not_named] * 3,  # a second and third batch
         samples=3,
         issue=VAGUE,
     )
@@ -233,10 +238,11 @@ async def test_a_reproduction_that_fails_for_the_wrong_reason_is_not_kept(
     assert fix.repair.reproduction is None
     assert fix.repair.samples == 0  # no repair was asked for
     assert result.diff.files == []  # nothing left behind
-    # Nothing shown by the first three tests: three more were asked for, all hot.
-    assert len(model.requests) == 3
-    assert [r.body.get("temperature") == 0.0 for r in model.requests] == [True, False, False]
-    assert {r.body.get("seed") for r in model.requests[1:]} == {1001, 1003}
+    # Nothing shown by the first three tests: three more were asked for, all hot, and
+    # none kept: three more again, new seeds.
+    assert len(model.requests) == 4
+    assert [r.body.get("temperature") == 0.0 for r in model.requests] == [True] + [False] * 3
+    assert [r.body.get("seed") for r in model.requests[1:]] == [1001, 1003, 1006]
 
 
 async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
@@ -264,6 +270,7 @@ async def test_a_reproduction_that_tests_its_own_copy_of_the_code_is_not_kept(
         make_client,
         *[its_own_copy] * 4,
         *[wraps_itself] * 2,
+        *[NO_TEST] * 3,  # none kept: a third batch
         samples=2,
         issue=VAGUE,
     )
@@ -509,13 +516,14 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
 ) -> None:
     """strategy auto (the default): repair finds nothing to check a change against (every
     test the model writes asserts the bug), then the agent gets what the budget leaves:
-    enough for it with 30 model calls, not with 6 (3 spent on reproduction: two batches)."""
+    enough for it with 30 model calls, not with 6 (4 spent on reproduction: three
+    batches)."""
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        *[REPRO_ASSERTS_THE_BUG] * 6,
+        *[REPRO_ASSERTS_THE_BUG] * 9,
         *AGENT_FIX,
         samples=2,
         auto=True,
@@ -530,14 +538,14 @@ async def test_auto_tries_the_agent_only_after_repair_and_within_the_budget(
         assert result.status == "patched", (result.error, fix.reason)
         assert "+    return (f - 32) * 5 / 9" in result.diff.unified
         assert "Then the agent." in fix.summary  # the PR says repair came first
-        assert fix.usage.calls == 6  # 3 requests of repair (2 batches of 3), 3 of the agent
+        assert fix.usage.calls == 7  # 4 requests of repair (3 batches of 3), 3 of the agent
         assert next(e.tool for e in fix.transcript if e.role == "tool") == "edit"
     else:
         assert result.status == "failed"
         assert fix.reason is not None
         assert fix.reason.startswith("no verified fix: nothing shows the problem")
         assert fix.reason.endswith("the budget left no room for the agent")
-        assert len(model.requests) == 3  # 6 answers: 1 greedy, n=2, n=3; never the agent
+        assert len(model.requests) == 4  # 9 answers: 1 greedy, n=2, n=3, n=3; no agent
         assert result.diff.files == []
 
 
@@ -796,84 +804,95 @@ async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
     """retry-count with the 1.5B model: the one test kept expected the impossible (its
     function raised every time), the other kept tests were as wrong, and the right
     change, written by eight answers of twelve, failed it. When every change misses a
-    reproduction one model test alone backs and answers agree on a change, a few tests
-    are written afresh: one that fails on the base for the bug's reason and passes with
-    that change becomes the reproduction."""
-    off_by_one = block(
+    reproduction one model test alone backs and answers of a round agree on a change, a
+    few tests are written afresh: one that fails on the base for the bug's reason (the
+    test chosen out of the tree meanwhile: this repository's command runs every test)
+    and passes with that change becomes the reproduction."""
+    shows_nothing = block(
         "from temps import fahrenheit_to_celsius\n\n\n"
-        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+        "def test_freezing_point():\n    assert fahrenheit_to_celsius(32) == 0\n"
     )
-    no_test = text("The function looks right to me.")
+    boils = block(
+        "from temps import fahrenheit_to_celsius\n\n\n"
+        "def test_boils():\n    assert fahrenheit_to_celsius(212) == 100.0\n"
+    )
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        off_by_one,  # kept, alone: a weak judge, and wrong
+        OFF_BY_ONE,  # kept, alone: a weak judge, and wrong
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
         REPRO_WRONG_IMPORT,  # the second batch: nothing more kept
         REPRO_ASSERTS_THE_BUG,
-        no_test,
+        NO_TEST,
         RIGHT,
         RIGHT,  # round 1: two answers agree, and fail the test chosen
         BREAKS_FREEZING,
         UNPARSEABLE,  # round 2
         UNPARSEABLE,  # the cloze round
-        REPRO_ASSERTS_THE_BUG,  # written afresh: passes on the base, not kept
-        REPRO_RIGHT,  # fails on the base for the bug's reason
-        REPRO_WRONG_IMPORT,
+        shows_nothing,  # written afresh: passes on the base, not kept
+        boils,  # fails on the base for the bug's reason
+        NO_TEST,
         samples=2,
         issue=VAGUE,
+        files={".github/patchwarden.yml": 'test: "python -m pytest -q ."\n'},
     )
     assert model.remaining == 0
+    afresh = model.requests[-1].body
+    assert afresh["n"] == 3
+    assert afresh["seed"] == 1009  # none of the three batches' seeds
+    assert afresh["messages"] == model.requests[0].body["messages"]
     assert result.status == "patched", (result.error, result.fix)
     fix = result.fix
     assert fix is not None
     assert fix.repair is not None
     assert "+    return (f - 32) * 5 / 9" in result.diff.unified
-    assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
+    assert "+    assert fahrenheit_to_celsius(212) == 100.0" in result.diff.unified
     assert "== 101" not in result.diff.unified
+    assert "test_freezing_point" not in result.diff.unified
     assert "a test the model wrote afresh" in fix.repair.reproduction_note
     assert fix.repair.chosen.startswith("2 answers wrote this change; it makes the reproduction")
 
 
-async def test_a_change_one_answer_wrote_gets_no_test_written_afresh(
+async def test_a_change_one_answer_of_a_round_wrote_is_not_judged_by_tests_written_afresh(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
 ) -> None:
-    """Tests written afresh judge only a change answers agree on: one answer's change
-    that missed the one test kept is not tried again, and nothing is proposed."""
-    off_by_one = block(
-        "from temps import fahrenheit_to_celsius\n\n\n"
-        "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
+    """Tests written afresh judge only a change answers of a round agree on: the right
+    change one answer wrote would pass the new test, and is still not proposed."""
+    five_eighths = block(
+        'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n'
+        "    return (f - 32) * 5 / 8\n"
     )
-    no_test = text("The function looks right to me.")
     result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
-        off_by_one,
+        OFF_BY_ONE,
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
-        no_test,
+        NO_TEST,
+        five_eighths,
+        five_eighths,  # round 1: two answers agree on a wrong change
         RIGHT,
-        BREAKS_FREEZING,  # round 1: no two answers agree
-        UNPARSEABLE,
-        UNPARSEABLE,  # round 2
+        UNPARSEABLE,  # round 2: one answer writes the right one
         UNPARSEABLE,  # the cloze round
-        REPRO_RIGHT,  # never asked for
+        REPRO_RIGHT,  # written afresh, and kept: the right change passes it
+        NO_TEST,
+        NO_TEST,
         samples=2,
         issue=VAGUE,
     )
-    assert model.remaining == 1
+    assert model.remaining == 0
     assert result.status != "patched"
-    assert result.diff is None or "5 / 9" not in result.diff.unified
+    assert "5 / 9" not in (result.diff.unified if result.diff else "")
 
 
 async def test_when_every_round_misses_a_trusted_judge_more_answers_are_drawn(
@@ -913,9 +932,48 @@ async def test_when_every_round_misses_a_trusted_judge_more_answers_are_drawn(
     assert "+    return (f - 32) * 5 / 9" in result.diff.unified
     assert fix.repair.rounds == 4
     assert fix.repair.samples == 9
-    assert fix.repair.chosen.startswith("1 of 4 answers wrote this change")
+    assert fix.repair.chosen.startswith("1 of 4 answers asked again wrote this change")
     more = [r.body for r in model.requests][-1]
+    assert more["seed"] == 1002  # round 2's were 1001
     assert more["n"] == 4
     assert more["temperature"] == 0.8
     assert more["messages"] == model.requests[-3].body["messages"]  # round 2's prompt
     assert "An earlier attempt (1) was wrong" in more["messages"][-1]["content"]
+
+
+async def test_when_two_batches_keep_no_test_a_third_is_drawn(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """memoize-kwargs with the 1.5B model: six tests passed on the base or failed with a
+    TypeError, and the job ended with nothing to check a change against; in three runs
+    of four a test was kept. When two batches keep none, a third is drawn."""
+    no_test = NO_TEST
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_WRONG_IMPORT,
+        REPRO_ASSERTS_THE_BUG,
+        no_test,
+        REPRO_ASSERTS_THE_BUG,
+        REPRO_WRONG_IMPORT,
+        no_test,  # two batches, nothing kept
+        REPRO_RIGHT,
+        no_test,
+        REPRO_WRONG_IMPORT,  # the third: one kept
+        RIGHT,
+        UNPARSEABLE,
+        samples=2,
+        issue=VAGUE,
+    )
+    assert model.remaining == 0
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert "1 of 9 samples failed for the bug's reason" in fix.repair.reproduction_note
+    assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified

@@ -27,10 +27,9 @@ The steps, each in its module:
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all; a candidate that breaks a test that passed before is out. The most voted
    passing candidate wins, the smallest diff among equals. Else one more round shows the
-   two nearest misses (half the answers copies and a trusted judge: asked anew, body
-   hidden; a 1.5B model copies what it is shown); a cloze round (:mod:`cloze`: each
-   computing statement hidden in turn); a model's other kept tests judge the changes
-   that missed only its chosen one, then tests written afresh (:func:`~.repair_job.last_judges`).
+   two nearest misses (copies and a trusted judge: asked anew, body hidden); a cloze
+   round (:mod:`cloze`: each computing statement hidden in turn); a trusted judge: more
+   answers; the other kept tests, then tests written afresh (:func:`~.repair_job.last_judges`).
 7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
@@ -169,6 +168,9 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
+        more = await self._more(job, (must_pass, passed_before)) if strong else None
+        if more is not None:
+            return self._apply(job, *more, repro)
         other = await last_judges(job, found, suspects, sample, passed_before)
         if other is not None:
             return self._apply(job, *other, repro)
@@ -251,31 +253,30 @@ class RepairFixer(ModelFixer):
             misses = sorted(
                 (c for c in tested if c.output), key=lambda c: (c.verdict.startswith("breaks"),)
             )[:2]
-        winner = await self._cloze(job, target, asked, judge)
-        if winner is None and trusted and self.more and not job.stopped:
-            winner = await self._more(job, target, messages, prefill, judge)
-        return winner
+        job.again = job.again or (target, messages, prefill)
+        return await self._cloze(job, target, asked, judge)
 
     async def _more(
-        self,
-        job: Job,
-        target: Target,
-        messages: list[dict[str, Any]],
-        prefill: str,
-        judge: tuple[list[str], set[str]],
-    ) -> Candidate | None:
-        """More answers to the last round's prompt (new seeds), when a trusted judge
-        turned every change down: with the 1.5B model about 1 answer in 8 to slug-accents'
-        and url-join's prompts was right, so 4 a round often hold none."""
+        self, job: Job, judge: tuple[list[str], set[str]]
+    ) -> tuple[Target, Candidate] | None:
+        """More answers to the first suspect's last prompt (new seeds), when a trusted
+        judge turned every change of every suspect down: with the 1.5B model about 1
+        answer in 8 to slug-accents' and url-join's prompts was right, so rounds of 4
+        often hold none. Changes tested before are not tested again."""
+        if job.again is None or not self.more or job.stopped:
+            return None
+        target, messages, prefill = job.again
         job.report.rounds += 1
         job.ws.progress(f"fix: more answers on {target.symbol.qualname}")
-        answers = await self._sample(
-            job, messages, k=self.more, prefill=prefill, start=self.samples
-        )
-        job.report.samples += len(answers)
-        candidates = candidates_of(job.idx, target, answers, prefill, job.report.dropped)
-        job.report.candidates += len(candidates)
-        return await self._judge(job, target, candidates, len(answers), judge, [])
+        got = await self._sample(job, messages, k=self.more, prefill=prefill, start=self.samples)
+        job.report.samples += len(got)
+        candidates = candidates_of(job.idx, target, got, prefill, job.report.dropped)
+        fresh = [c for c in candidates if c.text not in job.tried]
+        if len(fresh) < len(candidates):
+            job.report.dropped["duplicate"] += len(candidates) - len(fresh)
+        job.report.candidates += len(fresh)
+        winner = await self._judge(job, target, fresh, len(got), judge, [], how=" asked again")
+        return (target, winner) if winner is not None else None
 
     async def _cloze(
         self,
@@ -355,6 +356,7 @@ class RepairFixer(ModelFixer):
         must_pass: list[str],
         passed_before: set[str],
     ) -> None:
+        job.tried.add(candidate.text)
         candidate.verdict, candidate.output = await try_change(
             job.ws,
             job.idx,

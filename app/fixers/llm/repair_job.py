@@ -68,6 +68,10 @@ class Job:
     # Candidates that failed the reproduction (its run comes first): tried again, in
     # full, under the other kept tests (:func:`other_judges`).
     missed: list[tuple[Target, Candidate]] = field(default_factory=list)
+    # The first suspect's last prompt (and its prefill), asked again when a trusted
+    # judge turned every change down; and every change tested, by its text.
+    again: tuple[Target, list[dict[str, Any]], str] | None = None
+    tried: set[str] = field(default_factory=set)
 
     def note(self, role: Any, content: str) -> None:
         if len(content) > TRANSCRIPT_ENTRY_CHARS:
@@ -75,7 +79,7 @@ class Job:
         self.transcript.append(TranscriptEntry(role=role, content=content))
 
 
-AGREED = 2  # answers that wrote one change: enough for tests written afresh to judge it
+AGREED = 2  # answers of one round that wrote one change: tests written afresh may judge it
 
 
 async def last_judges(
@@ -98,7 +102,7 @@ async def last_judges(
     if not any(c.votes >= AGREED for _, c in job.missed):
         return None
     fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
-    return await other_judges(job, found.path, fresh, passed_before, votes=AGREED)
+    return await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
 
 
 async def other_judges(
@@ -108,6 +112,7 @@ async def other_judges(
     passed_before: set[str],
     *,
     votes: int = 1,
+    afresh: bool = False,
 ) -> tuple[Target, Candidate] | None:
     """When no change passed the reproduction chosen, each other test the model wrote
     that failed on the base for the bug's reason judges the changes that failed the
@@ -118,8 +123,8 @@ async def other_judges(
     of a function that fails once; the change four answers wrote was right); a change
     that passes another of its tests, written to the issue's words, and every test the
     repository had, goes to review as any other. Otherwise the chosen test is put back.
-    The report says so. ``votes``: only changes that many answers wrote (for tests
-    written afresh, after every change missed)."""
+    The report says so. ``votes``: only changes that many answers of a round wrote;
+    ``afresh``: the tests were written after every change missed (:func:`last_judges`)."""
     first = read_confined(job.ws.tree, repro)
     missed = sorted((m for m in job.missed if m[1].votes >= votes), key=lambda m: -m[1].votes)
     if first is None or not missed or not others:
@@ -141,7 +146,7 @@ async def other_judges(
                 if verdict == "passed":
                     first = source.encode()  # it stays: the reproduction now
                     job.report.target = target.symbol.qualname
-                    _judged_by_another(job.report, candidate, why, afresh=votes > 1)
+                    _judged_by_another(job.report, candidate, why, afresh=afresh)
                     return target, candidate
         return None
     finally:

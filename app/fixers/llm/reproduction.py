@@ -9,11 +9,12 @@ assertion, an exception the task names, or one the repository's own code defines
 never for an ImportError, a NameError, a SyntaxError, a missing fixture or an assertion
 that compares with a function (a fixture used as a value: no fix could pass it); the
 imports it forgot are added. When no two kept tests agree on what the code should do
-(and the issue's own words make no test), a second batch is drawn. Where kept tests
-expect different results of one call, the majority's expectation wins; when the test
-chosen has none agreeing with it, the others stay at hand as judges of last resort
-(``Reproduction.others``). Beside the model's tests, the issue's own words make one
-where they say what a call gives and should (app/fixers/llm/examples.py), and a model's
+(and the issue's own words make no test), a second batch is drawn, and a third when
+none was kept. Where kept tests expect different results of one call, the majority's
+expectation wins; when the test chosen has none agreeing with it, the others stay at
+hand as judges of last resort (``Reproduction.others``), and more can be written afresh
+(:func:`fresh_tests`). Beside the model's tests, the issue's own words make one where
+they say what a call gives and should (app/fixers/llm/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
 tree, in one file: the patch's reproduction, checked again by the session against the
 base.
@@ -44,7 +45,7 @@ from app.fixers.llm.testruns import (
     tests_folder,
     with_imports,
 )
-from app.sessions.files import remove_confined, write_confined
+from app.sessions.files import read_confined, remove_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.task import Task
 from app.words import plural
@@ -79,7 +80,7 @@ class Reproduction:
 
 
 REPRO_SAMPLES = 3
-REPRO_BATCHES = 2  # the second only when the first showed nothing beyond doubt
+REPRO_BATCHES = 3  # the second when the first showed nothing for sure, the third nothing
 MAX_OTHERS = 3
 
 
@@ -223,9 +224,13 @@ async def reproduce(
     # A second batch when the first showed nothing (retry-count, token-bucket: a small
     # model's tests fail for the wrong reason more often than not), or no two tests that
     # agree (paginate-offset's greedy test expected the wrong first item).
+    # A third when still none is kept (memoize-kwargs: six tests passed on the base or
+    # failed with a TypeError; kept in three runs of four).
     for batch in range(REPRO_BATCHES):
         if batch and (own or agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
             break  # shown beyond doubt, or the budget gave fewer answers than asked
+        if batch > 1 and judged.kept:
+            break
         answers = await sample(prompt, REPRO_SAMPLES, batch * REPRO_SAMPLES)
         await _judge(ws, task, idx, suspects, found, folder, answers, judged)
     kept, printed = judged.kept, judged.printed
@@ -270,7 +275,17 @@ async def fresh_tests(
     ws.progress("fix: tests written afresh, for the changes the answers agree on")
     judged = _Judged(seen=set(chosen.seen))
     answers = await sample(list(chosen.prompt), REPRO_SAMPLES, REPRO_BATCHES * REPRO_SAMPLES)
-    await _judge(ws, task, idx, suspects, chosen.found, tests_folder(idx), answers, judged)
+    # The test chosen is out of the tree meanwhile: a command that runs every test
+    # (`pytest tests`) would have it fail beside a new one that shows nothing.
+    held = read_confined(ws.tree, chosen.path) if chosen.path else None
+    if chosen.path and held is not None:
+        remove_confined(ws.tree, chosen.path)
+    try:
+        await _judge(ws, task, idx, suspects, chosen.found, tests_folder(idx), answers, judged)
+    finally:
+        if chosen.path and held is not None:
+            write_confined(ws.tree, chosen.path, held)
+            ws.sandbox.prepare_writable(ws.tree)
     unique = {normalised(source): (source, why) for source, why in judged.kept}
     return tuple(unique.values())[:MAX_OTHERS]
 
