@@ -87,6 +87,16 @@ RIGHT = block(
 )
 
 
+def fixed_right(result: Any) -> Any:
+    """The session's fix, once it is checked to be the right change, patched."""
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    return fix
+
+
 def task(issue: str = ISSUE) -> Task:
     return Task(
         "fahrenheit_to_celsius is wrong",
@@ -777,11 +787,7 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         *[UNPARSEABLE] * 4,  # more answers: the issue's example backs the test chosen
         samples=2,
     )
-    assert result.status == "patched", (result.error, result.fix)
-    fix = result.fix
-    assert fix is not None
-    assert fix.repair is not None
-    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    fix = fixed_right(result)
     # The reproduction in the patch is the test that passed, not the one chosen first.
     assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
     assert "== 101" not in result.diff.unified
@@ -793,6 +799,18 @@ async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_ke
         fix.repair.reproduction_note
     )
     assert fix.repair.chosen.startswith("1 answer wrote this change; it makes the reproduction")
+
+
+# Two batches of reproduction answers that keep one test alone (a weak judge), and a
+# wrong one: 212 °F expected to be 101 °C.
+ALONE_AND_WRONG = (
+    OFF_BY_ONE,
+    REPRO_WRONG_IMPORT,
+    REPRO_ASSERTS_THE_BUG,
+    REPRO_WRONG_IMPORT,  # the second batch: nothing more kept
+    REPRO_ASSERTS_THE_BUG,
+    NO_TEST,
+)
 
 
 async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
@@ -821,12 +839,7 @@ async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
         tmp_path,
         make_model,
         make_client,
-        OFF_BY_ONE,  # kept, alone: a weak judge, and wrong
-        REPRO_WRONG_IMPORT,
-        REPRO_ASSERTS_THE_BUG,
-        REPRO_WRONG_IMPORT,  # the second batch: nothing more kept
-        REPRO_ASSERTS_THE_BUG,
-        NO_TEST,
+        *ALONE_AND_WRONG,
         RIGHT,
         RIGHT,  # round 1: two answers agree, and fail the test chosen
         BREAKS_FREEZING,
@@ -844,11 +857,7 @@ async def test_a_change_the_answers_agree_on_is_judged_by_a_test_written_afresh(
     assert afresh["n"] == 3
     assert afresh["seed"] == 1009  # none of the three batches' seeds
     assert afresh["messages"] == model.requests[0].body["messages"]
-    assert result.status == "patched", (result.error, result.fix)
-    fix = result.fix
-    assert fix is not None
-    assert fix.repair is not None
-    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    fix = fixed_right(result)
     assert "+    assert fahrenheit_to_celsius(212) == 100.0" in result.diff.unified
     assert "== 101" not in result.diff.unified
     assert "test_freezing_point" not in result.diff.unified
@@ -873,12 +882,7 @@ async def test_a_change_one_answer_of_a_round_wrote_is_not_judged_by_tests_writt
         tmp_path,
         make_model,
         make_client,
-        OFF_BY_ONE,
-        REPRO_WRONG_IMPORT,
-        REPRO_ASSERTS_THE_BUG,
-        REPRO_WRONG_IMPORT,
-        REPRO_ASSERTS_THE_BUG,
-        NO_TEST,
+        *ALONE_AND_WRONG,
         five_eighths,
         five_eighths,  # round 1: two answers agree on a wrong change
         RIGHT,
@@ -925,11 +929,7 @@ async def test_when_every_round_misses_a_trusted_judge_more_answers_are_drawn(
         samples=2,
     )
     assert model.remaining == 0
-    assert result.status == "patched", (result.error, result.fix)
-    fix = result.fix
-    assert fix is not None
-    assert fix.repair is not None
-    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    fix = fixed_right(result)
     assert fix.repair.rounds == 4
     assert fix.repair.samples == 9
     assert fix.repair.chosen.startswith("1 of 4 answers asked again wrote this change")
@@ -950,7 +950,6 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     """memoize-kwargs with the 1.5B model: six tests passed on the base or failed with a
     TypeError, and the job ended with nothing to check a change against; in three runs
     of four a test was kept. When two batches keep none, a third is drawn."""
-    no_test = NO_TEST
     result, model = await _repair(
         runner,
         tmp_path,
@@ -958,12 +957,12 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
         make_client,
         REPRO_WRONG_IMPORT,
         REPRO_ASSERTS_THE_BUG,
-        no_test,
+        NO_TEST,
         REPRO_ASSERTS_THE_BUG,
         REPRO_WRONG_IMPORT,
-        no_test,  # two batches, nothing kept
+        NO_TEST,  # two batches, nothing kept
         REPRO_RIGHT,
-        no_test,
+        NO_TEST,
         REPRO_WRONG_IMPORT,  # the third: one kept
         RIGHT,
         UNPARSEABLE,
@@ -971,9 +970,6 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
         issue=VAGUE,
     )
     assert model.remaining == 0
-    assert result.status == "patched", (result.error, result.fix)
-    fix = result.fix
-    assert fix is not None
-    assert fix.repair is not None
+    fix = fixed_right(result)
     assert "1 of 9 samples failed for the bug's reason" in fix.repair.reproduction_note
     assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
