@@ -91,7 +91,6 @@ class RepairFixer(ModelFixer):
         *,
         prices: dict[str, Price] | None = None,
         samples: int = SAMPLES,
-        more: int | None = None,
         prefill: bool = False,
         pick: bool = True,
         ledger: Ledger | None = None,
@@ -99,12 +98,10 @@ class RepairFixer(ModelFixer):
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``prefill``: start the model's answer with the opening fence and the function's
-        signature (servers that continue an assistant turn, as llama.cpp's does).
-        ``more``: answers drawn again after every round missed under a trusted judge
-        (twice ``samples`` unless given)."""
+        signature (servers that continue an assistant turn, as llama.cpp's does)."""
         super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.samples = max(1, samples)
-        self.more = max(0, self.samples * MORE if more is None else more)
+        self.more = self.samples * MORE  # answers drawn again (:meth:`_more`)
         self.prefill = prefill
         self.pick = pick
 
@@ -263,7 +260,7 @@ class RepairFixer(ModelFixer):
         judge turned every change of every suspect down: with the 1.5B model about 1
         answer in 8 to slug-accents' and url-join's prompts was right, so rounds of 4
         often hold none. Changes tested before are not tested again."""
-        if job.again is None or not self.more or job.stopped:
+        if job.again is None or job.stopped:
             return None
         target, messages, prefill = job.again
         job.report.rounds += 1
