@@ -413,7 +413,9 @@ def ending_of(
         return "no change" if result.status == "no-change" else "agent gave up"
     if report.samples == 0:
         return "no reproduction" if report.suspects else "nothing localised"
-    tried = {s.split(" (")[0] for s in report.suspects[:2]}
+    # The model's pick is tried first, then the first suspect (app/fixers/llm/pick.py).
+    chosen = [report.picked, *report.suspects[:1]] if report.picked else report.suspects[:2]
+    tried = {s.split(" (")[0] for s in chosen}
     if not tried & at_fault(task):
         return "wrong function"
     if report.candidates == 0:

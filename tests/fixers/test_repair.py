@@ -973,3 +973,68 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     fix = fixed_right(result)
     assert "1 of 9 samples failed for the bug's reason" in fix.repair.reproduction_note
     assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
+
+
+def partly_wrong(*asserts: str) -> Any:
+    """A reproduction as word-count's: the issue's example right, then cases the model
+    invented, some wrong."""
+    body = "".join(f"    assert fahrenheit_to_celsius({a}\n" for a in asserts)
+    return block(f"from temps import fahrenheit_to_celsius\n\n\ndef test_boiling():\n{body}")
+
+
+@pytest.mark.parametrize(
+    ("written", "fixed"),
+    [
+        (("212) == 100", "50) == 10", "-40) == -41"), True),
+        # Without its wrong assertion, what is left passes on the base: it shows nothing.
+        (("32) == 0", "212) == 101"), False),
+    ],
+)
+async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    written: tuple[str, ...],
+    fixed: bool,
+) -> None:
+    """word-count with the 1.5B model: the one test kept asserted the issue's example
+    right and two cases it invented wrong, and the right change, written by two answers
+    of four, failed only those. The reproduction less the model's assertions such a
+    change fails (at most half of them) judges it, as long as what is left still fails
+    on the base; the trimmed test is the one the pull request adds."""
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        partly_wrong(*written),
+        *ALONE_AND_WRONG[1:],
+        RIGHT,
+        RIGHT,  # round 1: two answers agree, and fail the test chosen
+        BREAKS_FREEZING,
+        UNPARSEABLE,  # round 2
+        UNPARSEABLE,  # the cloze round
+        NO_TEST,
+        NO_TEST,
+        NO_TEST,  # tests written afresh: none
+        samples=2,
+        issue=VAGUE,
+    )
+    assert model.remaining == 0, (result.status, result.error, result.fix)
+    if not fixed:
+        assert result.status != "patched"
+        assert "5 / 9" not in (result.diff.unified if result.diff else "")
+        return
+    fix = fixed_right(result)
+    assert "+    assert fahrenheit_to_celsius(50) == 10" in result.diff.unified
+    assert "-41" not in result.diff.unified
+    assert fix.repair.chosen.startswith(
+        "2 answers of one round wrote this change; it makes the reproduction pass once 1 of "
+        "its 3 model-written assertions are taken out"
+    )
+    assert "taken out (what is left still fails on the base)" in fix.repair.reproduction_note
+    score = score_session(result, result.policy, trigger=Trigger("comment"))  # type: ignore[arg-type]
+    assert score.decision == "review"
+    body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
+    assert "model-written assertions are taken out" in body

@@ -11,13 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.mechanical import mechanical
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target, target_of
-from app.fixers.llm.testruns import try_change
+from app.fixers.llm.testruns import failure_of, run_tests, try_change
+from app.fixers.llm.trim import failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry
@@ -93,16 +95,19 @@ async def last_judges(
     kept tests judge the changes that missed (:func:`other_judges`); then, when answers
     agree on a change that missed, a few tests written afresh judge it (a change written
     by many answers and a test written apart from them, which fails on the base for the
-    bug's reason, agree: retry-count). None without a reproduction."""
+    bug's reason, agree: retry-count); last, the reproduction less the assertions such
+    a change fails (:func:`trimmed_judge`). None without a reproduction."""
     if found is None or found.path is None:
         return None
     other = await other_judges(job, found.path, found.others, passed_before)
-    if other is not None or found.strong or job.stopped:
+    if other is not None or job.stopped:
         return other
-    if not any(c.votes >= AGREED for _, c in job.missed):
-        return None
-    fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
-    return await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
+    if not found.strong and any(c.votes >= AGREED for _, c in job.missed):
+        fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
+        other = await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
+        if other is not None or job.stopped:
+            return other
+    return await trimmed_judge(job, found.path, passed_before)
 
 
 async def other_judges(
@@ -152,6 +157,84 @@ async def other_judges(
     finally:
         write_confined(job.ws.tree, repro, first)
         job.ws.sandbox.prepare_writable(job.ws.tree)
+
+
+TRIMMED = 3  # agreed changes the trimmed reproduction may judge, the most voted first
+
+
+async def trimmed_judge(
+    job: Job, repro: str, passed_before: set[str]
+) -> tuple[Target, Candidate] | None:
+    """The reproduction less the model's assertions that a change many answers agree on
+    fails (:mod:`trim`), as long as at most half of them go and what is left still
+    fails on the base at an assertion the model wrote: the change wins when it passes
+    that and keeps every other test passing; the trimmed test becomes the reproduction.
+    Otherwise the test is put back as it was."""
+    first = read_confined(job.ws.tree, repro)
+    agreed = sorted((m for m in job.missed if m[1].votes >= AGREED), key=lambda m: -m[1].votes)
+    if first is None or not agreed:
+        return None
+    whole = first.decode()
+    total = len(model_asserts(whole))
+    try:
+        for target, candidate in agreed[:TRIMMED]:
+            source, output, gone = whole, candidate.output, 0
+            while not job.stopped:
+                lines = failed_lines(output, repro)
+                trimmed = without(source, lines) if lines else None
+                gone += len(lines)
+                if trimmed is None or gone * 2 > total:
+                    break
+                source = trimmed
+                job.ws.progress(f"fix: the reproduction less {plural(gone, 'assertion')}")
+                write_confined(job.ws.tree, repro, source.encode())
+                job.ws.sandbox.prepare_writable(job.ws.tree)
+                if not await _still_shows(job, repro, source):
+                    break
+                verdict, output = await try_change(
+                    job.ws, job.idx, path=target.symbol.path, text=candidate.text,
+                    must_pass=[repro], passed_before=passed_before,
+                )  # fmt: skip
+                if verdict == "passed":
+                    first = source.encode()  # it stays: the reproduction now
+                    _judged_trimmed(job, target, candidate, gone, total)
+                    return target, candidate
+                if not verdict.startswith("test failed"):
+                    break
+        return None
+    finally:
+        write_confined(job.ws.tree, repro, first)
+        job.ws.sandbox.prepare_writable(job.ws.tree)
+
+
+async def _still_shows(job: Job, repro: str, source: str) -> bool:
+    """Whether the trimmed test still fails on the base for the bug's reason, at an
+    assertion the model wrote (not only at the issue's own example's)."""
+    base = await run_tests(job.ws, extra=[repro], name="repair-trimmed-base")
+    shows, _ = reproduces(base, job.task, job.idx, source)
+    mine = {
+        line
+        for a in model_asserts(source)
+        for line in range(a.lineno, (a.end_lineno or a.lineno) + 1)
+    }
+    return shows and bool(mine & set(failed_lines(failure_of(base, repro), repro)))
+
+
+def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, total: int) -> None:
+    report = job.report
+    report.passed += 1
+    report.failed["test failed"] -= 1  # it failed the whole test, and passed the rest
+    report.target = target.symbol.qualname
+    report.reproduction_note += (
+        f"; {gone} of the {plural(total, 'assertion')} the model wrote, which the change "
+        f"{plural(winner.votes, 'answer')} agree on failed, taken out (what is left still "
+        "fails on the base)"
+    )
+    report.chosen = (
+        f"{plural(winner.votes, 'answer')} of one round wrote this change; it makes the "
+        f"reproduction pass once {gone} of its {total} model-written assertions are taken "
+        "out, and keeps every other test passing"
+    )
 
 
 def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: bool) -> None:
