@@ -135,6 +135,19 @@ def test_layout_comments_and_docstrings_do_not_make_answers_differ() -> None:
     assert normalised(a) != normalised(c)
 
 
+def test_isinstance_checks_in_either_order_are_one_change_and_other_operands_are_not() -> None:
+    """deep-merge with the 1.5B model: two answers of four wrote the right change, one
+    with its checks the other way round; counted apart, a one-vote wrong change won."""
+    merge = "def m(a, b):\n    if {}:\n        return {}\n    return b\n"
+    one = merge.format("isinstance(a, dict) and isinstance(b, dict)", "a == b")
+    other = merge.format("isinstance(b, dict) and isinstance(a, dict)", "b == a")
+    assert normalised(one) == normalised(other)
+    # `a and a.x` is not `a.x and a`: only isinstance checks commute here
+    guarded = merge.format("a and a.x", "a")
+    assert normalised(guarded) != normalised(merge.format("a.x and a", "a"))
+    assert normalised(one) != normalised(merge.format("isinstance(a, dict)", "a == b"))
+
+
 @pytest.mark.parametrize(
     ("candidate", "keeps"),
     [

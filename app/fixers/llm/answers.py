@@ -145,9 +145,34 @@ def _assigned(node: ast.stmt) -> set[str]:
     return set()
 
 
+class _Commuted(ast.NodeTransformer):
+    """One order for what reads the same either way: ``isinstance`` checks joined by
+    ``and``/``or`` (deep-merge: two answers of four wrote the right change, one with the
+    checks the other way round, and a wrong change with one vote was tried first), and
+    the two sides of one ``==`` or ``!=``."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        if all(
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "isinstance"
+            for v in node.values
+        ):
+            node.values = sorted(node.values, key=ast.dump)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            left, right = node.left, node.comparators[0]
+            if ast.dump(left) > ast.dump(right):
+                node.left, node.comparators = right, [left]
+        return node
+
+
 def normalised(source: str) -> str:
-    """A form of Python source that two answers differing only in layout, comments or
-    docstrings share: the dump of its syntax tree without positions or docstrings."""
+    """A form of Python source that two answers differing only in layout, comments,
+    docstrings or the order of what commutes (:class:`_Commuted`) share: the dump of its
+    syntax tree without positions or docstrings."""
     module = parse(textwrap.dedent(source))
     if module is None:
         return source
@@ -162,4 +187,4 @@ def normalised(source: str) -> str:
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(module, annotate_fields=False, include_attributes=False)
+    return ast.dump(_Commuted().visit(module), annotate_fields=False, include_attributes=False)
