@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.agreement import agreed
+from app.fixers.llm.agreement import agreed, expectations
 from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repro_prompt import repro_prompt
@@ -338,3 +338,24 @@ def test_one_kept_test_alone_is_not_agreement_two_alike_are() -> None:
     assert not agreed([(first, "AssertionError")])
     assert not agreed([(first, "AssertionError"), (right, "AssertionError")])
     assert agreed([(first, "AssertionError"), (right, "AssertionError"), (right, "x")])
+
+
+def test_tests_that_only_name_their_values_alike_do_not_agree() -> None:
+    """paginate-offset with the 1.5B model: two tests asserted ``paginate(items, page,
+    per_page) == expected_result``, of different items and pages; they agreed as
+    written, and the wrong one judged alone. A name set once reads as its value."""
+    test = (
+        "def test_p():\n    items = list(range({}))\n    page = 1\n"
+        "    expected_result = items[{}]\n"
+        "    assert paginate(items, page, 10) == expected_result\n"
+    )
+    wrong, right = test.format(20, "1:11"), test.format(20, ":10")
+    assert not agreed([(wrong, "AssertionError"), (right, "AssertionError")])
+    # the same values under other names, or written out, agree
+    written_out = (
+        "def test_q():\n    assert paginate(list(range(20)), 1, 10) == list(range(20))[:10]\n"
+    )
+    assert agreed([(right, "AssertionError"), (written_out, "AssertionError")])
+    # a name set twice is not read as either value
+    twice = test.format(20, ":10").replace("    page = 1\n", "    page = 1\n    page = 2\n")
+    assert expectations(twice) != expectations(right)

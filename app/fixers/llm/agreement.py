@@ -7,27 +7,84 @@ right: retry-count, paginate-offset).
 from __future__ import annotations
 
 import ast
+import copy
 from collections import Counter
 
 from app.fixers.llm.answers import parse
 
 
 def expectations(source: str) -> dict[str, str]:
-    """What a test asserts of each expression: ``assert f(x) == y`` gives f(x) -> y."""
+    """What a test asserts of each expression: ``assert f(x) == y`` gives f(x) -> y,
+    with the names a test function sets once read as what they were set to
+    (paginate-offset: two tests asserted ``paginate(items, page, per_page) ==
+    expected_result`` of different items and expected different pages; read as written,
+    they agreed, and the wrong one judged alone)."""
     module = parse(source)
     out: dict[str, str] = {}
     if module is None:
         return out
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Assert)
-            and isinstance(node.test, ast.Compare)
-            and len(node.test.ops) == 1
-            and isinstance(node.test.ops[0], (ast.Eq, ast.Is))
-        ):
-            left = ast.dump(node.test.left, annotate_fields=False)
-            out[left] = ast.dump(node.test.comparators[0], annotate_fields=False)
+    scopes = [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in [module, *scopes]:
+        names = _set_once(scope)
+        for node in _own_nodes(scope):
+            if (
+                isinstance(node, ast.Assert)
+                and isinstance(node.test, ast.Compare)
+                and len(node.test.ops) == 1
+                and isinstance(node.test.ops[0], (ast.Eq, ast.Is))
+            ):
+                left = _dump(node.test.left, names)
+                out[left] = _dump(node.test.comparators[0], names)
     return out
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a function (or module), but those of the functions inside it."""
+    nodes: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        nodes.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _set_once(scope: ast.AST) -> dict[str, ast.expr]:
+    """The names a scope assigns exactly once, by a plain ``name = value``."""
+    counts: Counter[str] = Counter()
+    values: dict[str, ast.expr] = {}
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] += 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if counts[name] == 1}
+
+
+class _Read(ast.NodeTransformer):
+    def __init__(self, names: dict[str, ast.expr]) -> None:
+        self.names, self.depth = names, 0
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        value = self.names.get(node.id)
+        if value is None or self.depth > 3:  # `a = b; b = a` cannot loop for ever
+            return node
+        self.depth += 1
+        try:
+            read: ast.AST = self.visit(copy.deepcopy(value))
+            return read
+        finally:
+            self.depth -= 1
+
+
+def _dump(node: ast.expr, names: dict[str, ast.expr]) -> str:
+    return ast.dump(_Read(names).visit(copy.deepcopy(node)), annotate_fields=False)
 
 
 def majority(kept: list[tuple[str, str]]) -> tuple[str, str] | None:
