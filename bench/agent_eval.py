@@ -413,9 +413,11 @@ def ending_of(
         return "no change" if result.status == "no-change" else "agent gave up"
     if report.samples == 0:
         return "no reproduction" if report.suspects else "nothing localised"
-    # The model's pick is tried first, then the first suspect (app/fixers/llm/pick.py).
-    chosen = [report.picked, *report.suspects[:1]] if report.picked else report.suspects[:2]
-    tried = {s.split(" (")[0] for s in chosen}
+    # The model's pick is tried first, then the localiser's first; its first two when
+    # the pick is its first or there is none (app/fixers/llm/pick.py).
+    names = [s.split(" (")[0] for s in report.suspects]
+    pick = report.picked.split(" (")[0]
+    tried = set(names[:2]) if not pick or names[:1] == [pick] else {pick, *names[:1]}
     if not tried & at_fault(task):
         return "wrong function"
     if report.candidates == 0:

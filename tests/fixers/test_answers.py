@@ -146,6 +146,11 @@ def test_isinstance_checks_in_either_order_are_one_change_and_other_operands_are
     guarded = merge.format("a and a.x", "a")
     assert normalised(guarded) != normalised(merge.format("a.x and a", "a"))
     assert normalised(one) != normalised(merge.format("isinstance(a, dict)", "a == b"))
+    # the first check guards the second: not the same change the other way round
+    guard = merge.format("isinstance(a, list) and isinstance(a[0], str)", "a")
+    assert normalised(guard) != normalised(
+        merge.format("isinstance(a[0], str) and isinstance(a, list)", "a")
+    )
 
 
 @pytest.mark.parametrize(

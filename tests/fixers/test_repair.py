@@ -1031,10 +1031,10 @@ async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
     assert "-41" not in result.diff.unified
     assert fix.repair.chosen.startswith(
         "2 answers of one round wrote this change; it makes the reproduction pass once 1 of "
-        "its 3 model-written assertions are taken out"
+        "the 3 assertions the model wrote is taken out"
     )
     assert "taken out (what is left still fails on the base)" in fix.repair.reproduction_note
     score = score_session(result, result.policy, trigger=Trigger("comment"))  # type: ignore[arg-type]
     assert score.decision == "review"
     body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
-    assert "model-written assertions are taken out" in body
+    assert "assertions the model wrote is taken out" in body

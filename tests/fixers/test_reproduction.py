@@ -3,6 +3,7 @@ fail on the base for the bug's reason, which is read from what pytest reported."
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -359,3 +360,9 @@ def test_tests_that_only_name_their_values_alike_do_not_agree() -> None:
     # a name set twice is not read as either value
     twice = test.format(20, ":10").replace("    page = 1\n", "    page = 1\n    page = 2\n")
     assert expectations(twice) != expectations(right)
+    # a name read through itself is not unfolded; an expression too deep to read as
+    # values is read as written
+    grows = "def test_r():\n    x = 1\n    y = y + x\n    assert f(y) == x\n"
+    assert list(expectations(grows).values()) == [ast.dump(ast.Constant(1), annotate_fields=False)]
+    deep = "def test_d():\n    x = 1\n    assert f(x) == " + " + ".join(["x"] * 900) + "\n"
+    assert len(expectations(deep)) == 1

@@ -12,6 +12,9 @@ from collections import Counter
 
 from app.fixers.llm.answers import parse
 
+MAX_VALUE_NODES = 60  # a longer value stays a name
+MAX_READS = 50
+
 
 def expectations(source: str) -> dict[str, str]:
     """What a test asserts of each expression: ``assert f(x) == y`` gives f(x) -> y,
@@ -33,8 +36,12 @@ def expectations(source: str) -> dict[str, str]:
                 and len(node.test.ops) == 1
                 and isinstance(node.test.ops[0], (ast.Eq, ast.Is))
             ):
-                left = _dump(node.test.left, names)
-                out[left] = _dump(node.test.comparators[0], names)
+                try:
+                    left = _dump(node.test.left, names)
+                    out[left] = _dump(node.test.comparators[0], names)
+                except RecursionError:  # a model's expression too deep to read as values
+                    left = ast.dump(node.test.left, annotate_fields=False)
+                    out[left] = ast.dump(node.test.comparators[0], annotate_fields=False)
     return out
 
 
@@ -58,24 +65,35 @@ def _set_once(scope: ast.AST) -> dict[str, ast.expr]:
     for node in _own_nodes(scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] += 1
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            counts[node.name] += 1
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
         ):
             values[node.targets[0].id] = node.value
-    return {name: value for name, value in values.items() if counts[name] == 1}
+    return {
+        name: value
+        for name, value in values.items()
+        if counts[name] == 1
+        and sum(1 for _ in ast.walk(value)) <= MAX_VALUE_NODES
+        and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value))
+    }
 
 
 class _Read(ast.NodeTransformer):
+    """Names read as their values: at most :data:`MAX_READS` of them, three deep (`a =
+    b; b = a` cannot loop for ever, nor a value that names another thirty times)."""
+
     def __init__(self, names: dict[str, ast.expr]) -> None:
-        self.names, self.depth = names, 0
+        self.names, self.depth, self.reads = names, 0, 0
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         value = self.names.get(node.id)
-        if value is None or self.depth > 3:  # `a = b; b = a` cannot loop for ever
+        if value is None or self.depth > 3 or self.reads >= MAX_READS:
             return node
-        self.depth += 1
+        self.depth, self.reads = self.depth + 1, self.reads + 1
         try:
             read: ast.AST = self.visit(copy.deepcopy(value))
             return read

@@ -153,10 +153,18 @@ class _Commuted(ast.NodeTransformer):
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         self.generic_visit(node)
-        if all(
-            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "isinstance"
+        checked = [
+            ast.dump(v.args[0])
             for v in node.values
-        ):
+            if isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Name)
+            and v.func.id == "isinstance"
+            and v.args
+        ]
+        # Not when one checks part of another (`isinstance(v, list) and
+        # isinstance(v[0], str)`: the first guards the second).
+        apart = not any(a != b and a in b for a in checked for b in checked)
+        if len(checked) == len(node.values) and apart:
             node.values = sorted(node.values, key=ast.dump)
         return node
 

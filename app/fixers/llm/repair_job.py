@@ -95,8 +95,9 @@ async def last_judges(
     kept tests judge the changes that missed (:func:`other_judges`); then, when answers
     agree on a change that missed, a few tests written afresh judge it (a change written
     by many answers and a test written apart from them, which fails on the base for the
-    bug's reason, agree: retry-count); last, the reproduction less the assertions such
-    a change fails (:func:`trimmed_judge`). None without a reproduction."""
+    bug's reason, agree: retry-count); last, unless two kept tests agree on what the
+    code should do, the reproduction less the assertions such a change fails
+    (:func:`trimmed_judge`). None without a reproduction."""
     if found is None or found.path is None:
         return None
     other = await other_judges(job, found.path, found.others, passed_before)
@@ -107,6 +108,8 @@ async def last_judges(
         other = await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
         if other is not None or job.stopped:
             return other
+    if found.agree > 1:
+        return None  # two tests that agree are not overruled, nor trimmed
     return await trimmed_judge(job, found.path, passed_before)
 
 
@@ -182,10 +185,9 @@ async def trimmed_judge(
             while not job.stopped:
                 lines = failed_lines(output, repro)
                 trimmed = without(source, lines) if lines else None
-                gone += len(lines)
-                if trimmed is None or gone * 2 > total:
+                if trimmed is None or (gone + trimmed[1]) * 2 > total:
                     break
-                source = trimmed
+                source, gone = trimmed[0], gone + trimmed[1]
                 job.ws.progress(f"fix: the reproduction less {plural(gone, 'assertion')}")
                 write_confined(job.ws.tree, repro, source.encode())
                 job.ws.sandbox.prepare_writable(job.ws.tree)
@@ -232,8 +234,8 @@ def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, tota
     )
     report.chosen = (
         f"{plural(winner.votes, 'answer')} of one round wrote this change; it makes the "
-        f"reproduction pass once {gone} of its {total} model-written assertions are taken "
-        "out, and keeps every other test passing"
+        f"reproduction pass once {gone} of the {total} assertions the model wrote "
+        f"{'is' if gone == 1 else 'are'} taken out, and keeps every other test passing"
     )
 
 

@@ -68,6 +68,7 @@ class Reproduction:
     # The issue's own example fails too, or two of the model's tests agree on what the
     # code should do: a judge for changes no model wrote (app/fixers/llm/mechanical.py).
     strong: bool = False
+    agree: int = 0  # the kept tests that agree with the one chosen on what it should do
     # The other kept tests, each as the file would be in its place: judges to try when no
     # change passes the chosen one (paginate-offset: the greedy test expected page 1 to
     # start at the second item; another sample's test was right).
@@ -253,6 +254,7 @@ async def reproduce(
         "; ".join(_notes(judged, chosen, agree, own, own_why)),
         output.strip().replace("{path}", rel),
         strong=bool(own) or agree > 1,
+        agree=agree,
         others=tuple(others.values())[:MAX_OTHERS],
         prompt=tuple(prompt),
         found=tuple(found),
