@@ -708,8 +708,60 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
     assert result.diff.files == []
     assert fix.reason is not None
     assert fix.reason.endswith(
-        "no mechanical changes: one model-written test is too weak a judge for a change no "
-        "model wrote"
+        "no other mechanical change than a loop over a copy: one model-written test is too "
+        "weak a judge for a change no model wrote"
+    )
+
+
+DROP_FROZEN = (
+    "def drop_frozen(readings):\n"
+    '    """The readings above freezing (32 °F): ``readings``, changed in place."""\n'
+    "    for r in readings:\n"
+    "        if r <= 32:\n"
+    "            readings.remove(r)\n"
+    "    return readings\n"
+)
+
+
+async def test_a_single_model_test_judges_a_loop_over_a_copy(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """event-unsubscribe with the 1.5B model: a handler unsubscribed itself while the
+    bus looped over its handlers, the model never wrote the loop over a copy, and in
+    three runs of six its one kept test passed with it. A loop over a copy behaves as
+    the loop did unless the body changes what it loops over, so one model test may
+    judge that change (and no other mechanical one)."""
+    issue = "`drop_frozen` keeps frozen readings when two of them come one after the other."
+    one_test = block(
+        "from temps import drop_frozen\n\n\n"
+        "def test_two_frozen():\n    assert drop_frozen([10, 20, 50]) == [50]\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        one_test,
+        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
+        samples=2,
+        issue=issue,
+        temps=DROP_FROZEN,
+        files={"test_temps.py": "from temps import drop_frozen\n\n\ndef test_none():\n"
+               "    assert drop_frozen([]) == []\n"},
+    )  # fmt: skip
+    assert result.status == "patched", (result.error, result.fix)
+    assert "-    for r in readings:\n+    for r in list(readings):" in result.diff.unified
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
+    assert report.mechanical == 1  # the loop over a copy alone: no other kind was tried
+    assert report.chosen.startswith(
+        "a mechanical change, tried after the model's answers all missed: the loop runs "
+        "over a copy of `readings`"
     )
 
 

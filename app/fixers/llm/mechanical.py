@@ -11,21 +11,25 @@ tests cannot tell which one fixes the bug, and neither is proposed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index
 from app.fixers.llm.mutants import Mutant, mutants
+from app.fixers.llm.mutators import MUTATORS, Mutator
 from app.fixers.llm.splice import Target, changed_lines, splice, unit_sources
 from app.fixers.llm.testruns import try_change
 from app.sessions.files import write_confined
 from app.sessions.fix_context import FixContext
 from app.words import plural
 
-# Why no mechanical change was tried: a change no model wrote needs a strong judge (the
-# repository's own failing tests, the issue's own example, or two model tests agreeing).
+# Why only loops over a copy were tried: a change no model wrote needs a strong judge
+# (the repository's own failing tests, the issue's own example, or two model tests
+# agreeing), but that one (app/fixers/llm/mutators.py's WEAK_JUDGE_MUTATORS).
 WEAK_JUDGE = (
-    "no mechanical changes: one model-written test is too weak a judge for a change no model wrote"
+    "no other mechanical change than a loop over a copy: one model-written test is too weak "
+    "a judge for a change no model wrote"
 )
 
 
@@ -70,14 +74,15 @@ async def mechanical(
     words: str,
     must_pass: list[str],
     passed_before: set[str],
+    kinds: Sequence[Mutator] = MUTATORS,
 ) -> Mechanical:
-    """Each change of the target tested; the tree is left with the winner in it, when
-    there is exactly one, and as it was otherwise."""
+    """Each change of the target (of ``kinds``) tested; the tree is left with the winner
+    in it, when there is exactly one, and as it was otherwise."""
     path = target.symbol.path
     text = idx.sources[path]
     units = unit_sources(text, target)
     found = Mechanical()
-    for mutant in mutants(units, words=words):
+    for mutant in mutants(units, words=words, kinds=kinds):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)

@@ -21,10 +21,11 @@ source, so the rest of the function keeps its layout and comments.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
-from app.fixers.llm.mutators import MUTATORS
+from app.fixers.llm.mutators import MUTATORS, Mutator
 from app.fixers.llm.spans import Source, Words
 
 MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
@@ -41,11 +42,17 @@ class Mutant:
     line: int  # in the unit's source, 1-based
 
 
-def mutants(units: dict[str, str], *, words: str = "", limit: int = MAX_MUTANTS) -> list[Mutant]:
+def mutants(
+    units: dict[str, str],
+    *,
+    words: str = "",
+    limit: int = MAX_MUTANTS,
+    kinds: Sequence[Mutator] = MUTATORS,
+) -> list[Mutant]:
     """The distinct one-node changes of the units (the function first), in the order of
     how often such a change is the fix, at most ``limit``; ``words``: the task's text,
     whose numbers may be a case a literal tuple left out, and whose inline code may use
-    a character a regular expression lacks."""
+    a character a regular expression lacks; ``kinds``: the mutators to use."""
     found = Words.of(words)
     seen: set[str] = set()
     out: list[Mutant] = []
@@ -55,7 +62,7 @@ def mutants(units: dict[str, str], *, words: str = "", limit: int = MAX_MUTANTS)
         if tree is not None:
             by_unit.append((name, Source(source, tree)))
             seen.add(f"{name}\0{normalised(source)}")
-    for mutator in MUTATORS:
+    for mutator in kinds:
         for name, src in by_unit:
             for edit in mutator(src, found):
                 new = src.replaced(edit)

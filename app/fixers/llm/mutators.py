@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from app.fixers.llm.spans import Edit, Source, Words, code_nodes
 
@@ -268,7 +268,9 @@ def _logic(src: Source, words: Words) -> Iterator[Edit]:
             yield Edit(node, src.text(node.operand), what, kind=node.operand)
 
 
-MUTATORS = (
+Mutator = Callable[[Source, Words], Iterator[Edit]]
+
+MUTATORS: tuple[Mutator, ...] = (
     _boundaries,
     _off_by_one,
     _unused_parameters,
@@ -279,3 +281,10 @@ MUTATORS = (
     _dropped_arguments,
     _logic,
 )
+
+# The one kind a single model-written test may judge: a loop over a copy behaves as the
+# loop did unless its body changes what it loops over, and a test that fails without the
+# copy and passes with it shows the body did (event-unsubscribe: a handler unsubscribed
+# itself mid-loop; the 1.5B model never wrote the copy, and in three runs of six its one
+# kept test passed with it). `not` taken away passed such a test and was wrong.
+WEAK_JUDGE_MUTATORS: tuple[Mutator, ...] = (_loop_over_copy,)

@@ -15,6 +15,7 @@ from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.mechanical import mechanical
+from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target, target_of
@@ -254,10 +255,16 @@ def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: b
 
 
 async def mechanical_fix(
-    job: Job, suspects: Sequence[Suspect], must_pass: list[str], passed_before: set[str]
+    job: Job,
+    suspects: Sequence[Suspect],
+    must_pass: list[str],
+    passed_before: set[str],
+    *,
+    weak: bool = False,
 ) -> tuple[Target, Candidate] | None:
     """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
-    tests; the fix when exactly one change passes (left in the tree)."""
+    tests; the fix when exactly one change passes (left in the tree). ``weak``: one model
+    test judges, so only loops over a copy are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
     report = job.report
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
@@ -266,7 +273,7 @@ async def mechanical_fix(
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
             job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
-            passed_before=passed_before,
+            passed_before=passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
         )  # fmt: skip
         report.mechanical += mech.tried
         if mech.winner is not None:
