@@ -1040,6 +1040,8 @@ def partly_wrong(*asserts: str) -> Any:
         (("212) == 100", "50) == 10", "-40) == -41"), True),
         # Without its wrong assertion, what is left passes on the base: it shows nothing.
         (("32) == 0", "212) == 101"), False),
+        # The assertion it failed at on the base is what it was kept for: it stays.
+        (("212) == 101", "50) == 10", "-40) == -40"), False),
     ],
 )
 async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
@@ -1053,8 +1055,9 @@ async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
     """word-count with the 1.5B model: the one test kept asserted the issue's example
     right and two cases it invented wrong, and the right change, written by two answers
     of four, failed only those. The reproduction less the model's assertions such a
-    change fails (at most half of them) judges it, as long as what is left still fails
-    on the base; the trimmed test is the one the pull request adds."""
+    change fails (at most half of them, never one it failed at on the base) judges it,
+    as long as what is left still fails on the base; the trimmed test is the one the
+    pull request adds."""
     result, model = await _repair(
         runner,
         tmp_path,

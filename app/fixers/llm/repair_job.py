@@ -20,7 +20,7 @@ from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target, target_of
 from app.fixers.llm.testruns import failure_of, run_tests, try_change
-from app.fixers.llm.trim import failed_lines, model_asserts, without
+from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry
@@ -170,8 +170,9 @@ async def trimmed_judge(
     job: Job, repro: str, passed_before: set[str]
 ) -> tuple[Target, Candidate] | None:
     """The reproduction less the model's assertions that a change many answers agree on
-    fails (:mod:`trim`), as long as at most half of them go and what is left still
-    fails on the base at an assertion the model wrote: the change wins when it passes
+    fails (:mod:`trim`), as long as at most half of them go, those it failed at on the
+    base (what it was kept for) stay, and what is left still fails on the base at an
+    assertion the model wrote: the change wins when it passes
     that and keeps every other test passing; the trimmed test becomes the reproduction.
     Otherwise the test is put back as it was."""
     first = read_confined(job.ws.tree, repro)
@@ -180,6 +181,9 @@ async def trimmed_judge(
         return None
     whole = first.decode()
     total = len(model_asserts(whole))
+    shown = evidence(whole, failed_lines(job.printed.get(repro, ""), repro))
+    if not shown:
+        return None  # it was not kept for an assertion the model wrote
     try:
         for target, candidate in agreed[:TRIMMED]:
             source, output, gone = whole, candidate.output, 0
@@ -188,6 +192,8 @@ async def trimmed_judge(
                 trimmed = without(source, lines) if lines else None
                 if trimmed is None or (gone + trimmed[1]) * 2 > total:
                     break
+                if not shown <= asserted(trimmed[0]):
+                    break  # what it was kept for stays
                 source, gone = trimmed[0], gone + trimmed[1]
                 job.ws.progress(f"fix: the reproduction less {plural(gone, 'assertion')}")
                 write_confined(job.ws.tree, repro, source.encode())

@@ -57,6 +57,23 @@ def model_asserts(source: str) -> list[ast.Assert]:
     return [n for n in ast.walk(module) if isinstance(n, ast.Assert) and id(n) not in own]
 
 
+def evidence(source: str, lines: list[int]) -> set[str]:
+    """The model's assertions at ``lines`` (where the test failed on the base), as
+    written: what the test was kept for, which trimming must leave in place (token-bucket:
+    the change failed `assert not bucket.allow()`, the very line that failed on the base;
+    taken out, what was left still failed on the base, at a nonsense assertion)."""
+    return {
+        ast.unparse(a)
+        for a in model_asserts(source)
+        if any(a.lineno <= line <= (a.end_lineno or a.lineno) for line in lines)
+    }
+
+
+def asserted(source: str) -> set[str]:
+    """The model's assertions of a file, as written (to compare with :func:`evidence`)."""
+    return {ast.unparse(a) for a in model_asserts(source)}
+
+
 def _one_case(module: ast.Module) -> dict[int, ast.FunctionDef]:
     """The model's assertions that check one case each (by ``id``), with their test."""
     out: dict[int, ast.FunctionDef] = {}
