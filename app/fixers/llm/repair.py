@@ -29,7 +29,8 @@ The steps, each in its module:
    passing candidate wins, the smallest diff among equals. Else one more round shows the
    two nearest misses (copies and a trusted judge: asked anew, body hidden); a cloze
    round (:mod:`cloze`: each computing statement hidden in turn); a trusted judge: more
-   answers; the other kept tests, then tests written afresh (:func:`~.repair_job.last_judges`).
+   answers; the other kept tests, tests written afresh, the reproduction less what an
+   agreed change fails (:func:`~.repair_job.last_judges`); mechanical changes.
 7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
