@@ -221,12 +221,7 @@ async def _still_shows(job: Job, repro: str, source: str) -> bool:
     assertion the model wrote (not only at the issue's own example's)."""
     base = await run_tests(job.ws, extra=[repro], name="repair-trimmed-base")
     shows, _ = reproduces(base, job.task, job.idx, source)
-    mine = {
-        line
-        for a in model_asserts(source)
-        for line in range(a.lineno, (a.end_lineno or a.lineno) + 1)
-    }
-    return shows and bool(mine & set(failed_lines(failure_of(base, repro), repro)))
+    return shows and bool(evidence(source, failed_lines(failure_of(base, repro), repro)))
 
 
 def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, total: int) -> None:
