@@ -1093,3 +1093,58 @@ async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
     assert score.decision == "review"
     body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
     assert "assertions the model wrote is taken out" in body
+
+
+RAISES = block(
+    'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n'
+    "    if f < -459.67:\n"
+    '        raise ValueError(f"{f} is below absolute zero")\n'
+    "    return (f - 32) * 5 / 9\n"
+)
+ASKS_A_RAISE = VAGUE + " Below absolute zero (-459.67) it should raise ValueError."
+
+
+@pytest.mark.parametrize("raised", [True, False])
+async def test_a_change_that_raises_nothing_the_issue_asks_for_is_not_published(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    raised: bool,
+) -> None:
+    """parse-bool with the 1.5B model: the issue asked that anything but the listed
+    values raise ValueError, the model's test checked one value, and in 6 runs of 9 a
+    change that raises nothing was published, wrong. When the issue says the code should
+    raise an exception and the reproduction does not check it, a change that names it
+    nowhere is dropped before it runs, however many answers wrote it; the honest answer
+    says so."""
+    answers = (RIGHT, RAISES) if raised else (RIGHT, RIGHT, UNPARSEABLE)
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        REPRO_RIGHT,
+        *ALONE_AND_WRONG[1:],
+        *answers,  # round 1, then (with nothing tested) the cloze round's one answer
+        samples=2,
+        issue=ASKS_A_RAISE,
+    )
+    assert model.remaining == 0, (result.status, result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert fix.repair.dropped["does not raise what the issue asks"] == (1 if raised else 2)
+    if raised:
+        fixed_right(result)
+        assert "+        raise ValueError(" in result.diff.unified
+        assert fix.repair.chosen.startswith("1 of 2 answers wrote this change")
+        return
+    assert result.status != "patched"
+    assert "5 / 9" not in (result.diff.unified if result.diff else "")
+    assert fix.reason.startswith("no verified fix")
+    assert (
+        "2 answers raised no `ValueError`, which the issue says the code should raise and "
+        "the reproduction does not check" in fix.reason
+    )
+    assert fix.repair.mechanical == 0  # a small change to it raises nothing new

@@ -4,7 +4,9 @@ An answer that does not parse, changes nothing or changes the function's paramet
 dropped before anything runs (``dropped`` counts why); the rest are grouped by
 normalised syntax tree, which counts the votes, spliced in by the function's line range
 (:mod:`splice`), and given the imports they forgot (:mod:`imports`: ``raise
-OutOfStock`` in a module that never imported it is a right change all the same).
+OutOfStock`` in a module that never imported it is a right change all the same). A
+change that names nowhere an exception the issue says the code should raise, when no
+test that judges checks it, is dropped too (:mod:`demands`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import definitions, normalised
+from app.fixers.llm.demands import DROPPED, unmet
 from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import Target, changed_lines, keeps_parameters, splice, unit_sources
@@ -32,9 +35,16 @@ class Candidate:
 
 
 def candidates_of(
-    idx: Index, target: Target, answers: Sequence[str], prefill: str, dropped: Counter[str]
+    idx: Index,
+    target: Target,
+    answers: Sequence[str],
+    prefill: str,
+    dropped: Counter[str],
+    *,
+    demands: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """The distinct changes the answers write, each with its votes."""
+    """The distinct changes the answers write, each with its votes. ``demands``: the
+    exceptions the issue says the code should raise that no judging test names."""
     text = idx.sources[target.symbol.path]
     home = module_name(target.symbol.path).split(".")[0]
     original = unit_sources(text, target)
@@ -59,6 +69,9 @@ def candidates_of(
         )
         if normalised(found.function) == normalised(original[""]) and not constants:
             dropped["unchanged"] += 1
+            continue
+        if demands and unmet(demands, units.values(), idx):
+            dropped[DROPPED] += 1
             continue
         if key in by_key:
             by_key[key].votes += 1

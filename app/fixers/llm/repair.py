@@ -44,24 +44,27 @@ from typing import Any
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
-from app.fixers.llm.candidates import Candidate, candidates_of
+from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import (
     Job,
+    changes_in,
+    demands_of,
     last_judges,
     mechanical_fix,
     no_fix,
     summary,
     tests_named,
+    validate,
 )
 from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.reproduction import Reproduction, reproduce
 from app.fixers.llm.spend import Ledger, ModelFixer
 from app.fixers.llm.splice import Target, header, target_of
-from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test, try_change
+from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test
 from app.sessions.files import remove_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
@@ -146,7 +149,7 @@ class RepairFixer(ModelFixer):
             repro, strong = found.path, found.strong
             if repro is not None:
                 must_pass = [repro]
-                job.printed[repro] = found.output
+                job.printed[repro], job.demands = found.output, demands_of(job, repro)
         if not must_pass:
             return self.gave_up(
                 NOTHING_SHOWS.format(why=report.reproduction_note or "no test fails")
@@ -235,7 +238,7 @@ class RepairFixer(ModelFixer):
             answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
             unchanged = report.dropped["unchanged"]
             report.samples += len(answers)
-            candidates = candidates_of(job.idx, target, answers, prefill, report.dropped)
+            candidates = changes_in(job, target, answers, prefill)
             report.candidates += len(candidates)
             # A 1.5B model shown the test's failure often writes the function back as it
             # is (slug-accents: 3 answers of 4, and the fourth's miss copied in round 2):
@@ -269,7 +272,7 @@ class RepairFixer(ModelFixer):
         job.ws.progress(f"fix: more answers on {target.symbol.qualname}")
         got = await self._sample(job, messages, k=self.more, prefill=prefill, start=self.samples)
         job.report.samples += len(got)
-        candidates = candidates_of(job.idx, target, got, prefill, job.report.dropped)
+        candidates = changes_in(job, target, got, prefill)
         fresh = [c for c in candidates if c.text not in job.tried]
         if len(fresh) < len(candidates):
             job.report.dropped["duplicate"] += len(candidates) - len(fresh)
@@ -302,7 +305,7 @@ class RepairFixer(ModelFixer):
             messages = repair_prompt(*asked, [], job.printed, mask=span)
             got = await self._sample(job, messages, k=1, prefill=pre)
             job.report.masked, answers = job.report.masked + len(got), answers + len(got)
-            for new in candidates_of(job.idx, target, got, pre, job.report.dropped):
+            for new in changes_in(job, target, got, pre):
                 same = next((c for c in candidates if c.text == new.text), None)
                 if same is None:
                     candidates.append(new)
@@ -329,7 +332,7 @@ class RepairFixer(ModelFixer):
         passed before; ``tested`` gets every candidate tested."""
         report, (must_pass, passed_before) = job.report, judge
         for candidate in sorted(candidates, key=lambda c: (-c.votes, c.changed_lines)):
-            await self._validate(job, target, candidate, must_pass, passed_before)
+            await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)
             if candidate.verdict == "passed":
                 report.passed += 1
@@ -346,24 +349,6 @@ class RepairFixer(ModelFixer):
             if miss and all(c.text != candidate.text for _, c in job.missed):
                 job.missed.append((target, candidate))  # failed the reproduction
         return None
-
-    async def _validate(
-        self,
-        job: Job,
-        target: Target,
-        candidate: Candidate,
-        must_pass: list[str],
-        passed_before: set[str],
-    ) -> None:
-        job.tried.add(candidate.text)
-        candidate.verdict, candidate.output = await try_change(
-            job.ws,
-            job.idx,
-            path=target.symbol.path,
-            text=candidate.text,
-            must_pass=must_pass,
-            passed_before=passed_before,
-        )
 
     def _apply(self, job: Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
         # The winner is in the tree already (validation leaves a passing candidate).

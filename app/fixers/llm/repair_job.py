@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.fixers.llm.bug_reason import reproduces
-from app.fixers.llm.candidates import Candidate
+from app.fixers.llm.candidates import Candidate, candidates_of
+from app.fixers.llm.demands import DROPPED, demanded, mentions, unmet
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.mechanical import mechanical
 from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
@@ -75,11 +76,39 @@ class Job:
     # judge turned every change down; and every change tested, by its text.
     again: tuple[Target, list[dict[str, Any]], str] | None = None
     tried: set[str] = field(default_factory=set)
+    # Exceptions the issue says the code should raise that the judging test does not
+    # name: a change must name them (:mod:`demands`).
+    demands: frozenset[str] = frozenset()
 
     def note(self, role: Any, content: str) -> None:
         if len(content) > TRANSCRIPT_ENTRY_CHARS:
             content = content[:TRANSCRIPT_ENTRY_CHARS] + "\n[... cut]"
         self.transcript.append(TranscriptEntry(role=role, content=content))
+
+
+def changes_in(job: Job, target: Target, answers: Sequence[str], prefill: str) -> list[Candidate]:
+    """The distinct changes a round's answers write (:func:`candidates_of`)."""
+    dropped = job.report.dropped
+    return candidates_of(job.idx, target, answers, prefill, dropped, demands=job.demands)
+
+
+def demands_of(job: Job, repro: str) -> frozenset[str]:
+    """The exceptions the issue says the code should raise that the reproduction at
+    ``repro`` (the model's test, or the issue's example) does not name."""
+    test = (read_confined(job.ws.tree, repro) or b"").decode(errors="replace")
+    return frozenset(n for n in demanded(task_words(job.task)) if not mentions(test, n))
+
+
+async def validate(
+    job: Job, target: Target, candidate: Candidate, must_pass: list[str], passed_before: set[str]
+) -> None:
+    """The candidate tried in the sandbox (left in the tree when it passes): its verdict
+    and output are set."""
+    job.tried.add(candidate.text)
+    candidate.verdict, candidate.output = await try_change(
+        job.ws, job.idx, path=target.symbol.path, text=candidate.text,
+        must_pass=must_pass, passed_before=passed_before,
+    )  # fmt: skip
 
 
 AGREED = 2  # answers of one round that wrote one change: tests written afresh may judge it
@@ -269,8 +298,8 @@ async def mechanical_fix(
     report = job.report
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
-        if target is None:
-            continue
+        if target is None or unmet(job.demands, ["\n".join(job.idx.lines(target.symbol))], job.idx):
+            continue  # a small change to it raises nothing new
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
             job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
@@ -322,6 +351,12 @@ def no_fix(job: Job, order: Sequence[Suspect], repro: str | None) -> str:
     then = f", then {plural(n, 'mechanical change')}" if n else ""
     judge = "the reproduction test pass" if repro else "the failing tests pass"
     stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
+    if report.dropped[DROPPED]:
+        names = " or ".join(f"`{n}`" for n in sorted(job.demands))
+        why += (
+            f"; {plural(report.dropped[DROPPED], 'answer')} raised no {names}, which the "
+            "issue says the code should raise and the reproduction does not check"
+        )
     return (
         f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
         f"none made {judge} with every other test still passing{stopped}{why}"
