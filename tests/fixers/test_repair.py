@@ -1144,7 +1144,7 @@ async def test_a_change_that_raises_nothing_the_issue_asks_for_is_not_published(
     assert "5 / 9" not in (result.diff.unified if result.diff else "")
     assert fix.reason.startswith("no verified fix")
     assert (
-        "2 answers raised no `ValueError`, which the issue says the code should raise and "
-        "the reproduction does not check" in fix.reason
+        "2 answers named nowhere `ValueError`, which the issue was read as asking the code "
+        "to raise (and the reproduction does not name), and were not tried" in fix.reason
     )
     assert fix.repair.mechanical == 0  # a small change to it raises nothing new

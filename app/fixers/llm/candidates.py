@@ -49,6 +49,8 @@ def candidates_of(
     home = module_name(target.symbol.path).split(".")[0]
     original = unit_sources(text, target)
     names = [c[0] for c in target.constants]
+    # What the issue asks to be raised that the function does not name already.
+    wanted = unmet(demands, original.values(), idx, path=target.symbol.path) if demands else []
     by_key: dict[str, Candidate] = {}
     for answer in answers:
         found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
@@ -70,7 +72,7 @@ def candidates_of(
         if normalised(found.function) == normalised(original[""]) and not constants:
             dropped["unchanged"] += 1
             continue
-        if demands and unmet(demands, units.values(), idx):
+        if wanted and unmet(wanted, units.values(), idx, path=target.symbol.path):
             dropped[DROPPED] += 1
             continue
         if key in by_key:

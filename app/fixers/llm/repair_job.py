@@ -96,7 +96,9 @@ def demands_of(job: Job, repro: str) -> frozenset[str]:
     """The exceptions the issue says the code should raise that the reproduction at
     ``repro`` (the model's test, or the issue's example) does not name."""
     test = (read_confined(job.ws.tree, repro) or b"").decode(errors="replace")
-    return frozenset(n for n in demanded(task_words(job.task)) if not mentions(test, n))
+    texts = [job.task.title, *(d.text for d in job.task.documents)]
+    asked = demanded(texts, known=job.idx.defines)
+    return frozenset(n for n in asked if not mentions(test, n))
 
 
 async def validate(
@@ -298,7 +300,8 @@ async def mechanical_fix(
     report = job.report
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
-        if target is None or unmet(job.demands, ["\n".join(job.idx.lines(target.symbol))], job.idx):
+        lines = "\n".join(job.idx.lines(suspect.symbol))
+        if target is None or unmet(job.demands, [lines], job.idx, path=suspect.symbol.path):
             continue  # a small change to it raises nothing new
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
@@ -352,10 +355,11 @@ def no_fix(job: Job, order: Sequence[Suspect], repro: str | None) -> str:
     judge = "the reproduction test pass" if repro else "the failing tests pass"
     stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
     if report.dropped[DROPPED]:
-        names = " or ".join(f"`{n}`" for n in sorted(job.demands))
+        names = ", ".join(f"`{n}`" for n in sorted(job.demands))
         why += (
-            f"; {plural(report.dropped[DROPPED], 'answer')} raised no {names}, which the "
-            "issue says the code should raise and the reproduction does not check"
+            f"; {plural(report.dropped[DROPPED], 'answer')} named nowhere {names}, which the "
+            "issue was read as asking the code to raise (and the reproduction does not "
+            "name), and were not tried"
         )
     return (
         f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
