@@ -5,8 +5,8 @@ dropped before anything runs (``dropped`` counts why); the rest are grouped by
 normalised syntax tree, which counts the votes, spliced in by the function's line range
 (:mod:`splice`), and given the imports they forgot (:mod:`imports`: ``raise
 OutOfStock`` in a module that never imported it is a right change all the same). A
-change that names nowhere an exception the issue says the code should raise, when no
-test that judges checks it, is dropped too (:mod:`demands`).
+change that names nowhere an exception the issue says the code should raise, when the
+reproduction does not name it, is dropped too (:mod:`demands`).
 """
 
 from __future__ import annotations

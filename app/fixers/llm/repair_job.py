@@ -300,8 +300,7 @@ async def mechanical_fix(
     report = job.report
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
-        lines = "\n".join(job.idx.lines(suspect.symbol))
-        if target is None or unmet(job.demands, [lines], job.idx, path=suspect.symbol.path):
+        if target is None or (job.demands and _names_none(job, suspect)):
             continue  # a small change to it raises nothing new
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
@@ -318,6 +317,12 @@ async def mechanical_fix(
             report.mechanical_note = mech.ambiguous
             break
     return None
+
+
+def _names_none(job: Job, suspect: Suspect) -> bool:
+    """Whether the suspect, as it is, names nowhere an exception the issue asks for."""
+    lines = "\n".join(job.idx.lines(suspect.symbol))
+    return bool(unmet(job.demands, [lines], job.idx, path=suspect.symbol.path))
 
 
 def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:
