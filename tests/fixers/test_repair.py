@@ -666,7 +666,7 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert f", then {report.mechanical} mechanical changes; none made" in fix.reason
 
 
-async def test_a_single_model_test_never_judges_a_mechanical_change(
+async def test_a_single_model_test_never_judges_a_boundary_change(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
@@ -708,8 +708,10 @@ async def test_a_single_model_test_never_judges_a_mechanical_change(
     assert result.diff.files == []
     assert fix.reason is not None
     assert fix.reason.endswith(
-        "no other mechanical change than a loop over a copy: one model-written test is too "
-        "weak a judge for a change no model wrote"
+        "only the mechanical changes one model-written test may judge were tried (a loop "
+        "over a copy, an element moved, a number or character the issue names added, a "
+        "constant argument left out): it is too weak a judge for a boundary, an off-by-one "
+        "or a `not` taken away"
     )
 
 
@@ -762,6 +764,62 @@ async def test_a_single_model_test_judges_a_loop_over_a_copy(
     assert report.chosen.startswith(
         "a mechanical change, tried after the model's answers all missed: the loop runs "
         "over a copy of `readings`"
+    )
+
+
+VALID = (
+    "import re\n\n"
+    'EMAIL = re.compile(r"^[a-z0-9._-]+@[a-z0-9-]+(\\.[a-z0-9-]+)+$")\n\n\n'
+    "def is_valid(address):\n"
+    '    """Whether ``address`` is an email address."""\n'
+    "    return bool(EMAIL.match(address))\n"
+)
+VALID_TESTS = (
+    "from temps import is_valid\n\n\n"
+    "def test_dots():\n    assert is_valid('first.last-x@example.co.uk')\n\n\n"
+    "def test_no_domain_dot():\n    assert not is_valid('a@b')\n"
+)
+
+
+async def test_a_single_model_test_judges_a_character_the_issue_names(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """email-plus with the 1.5B model: the pattern lacks the `+` of the issue's own
+    example, and the model's answers missed. A character the issue's words use, added to
+    a character class that lacks it, has the issue behind it, so one model test may
+    judge it (in repair18-34 it passed such tests twice, right both times)."""
+    issue = (
+        "`is_valid` turns down `jane+news@example.com`, and people cannot sign up with it: "
+        "plus addressing is standard."
+    )
+    one_test = block(
+        "from temps import is_valid\n\n\n"
+        "def test_plus():\n    assert is_valid('jane+news@example.com')\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        one_test,
+        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
+        samples=2,
+        issue=issue,
+        temps=VALID,
+        files={"test_temps.py": VALID_TESTS},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    assert '+EMAIL = re.compile(r"^[a-z0-9._+-]+@' in result.diff.unified
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
+    assert report.chosen.startswith(
+        "a mechanical change, tried after the model's answers all missed: `+` added to the "
+        "character class `[a-z0-9._-]`"
     )
 
 

@@ -24,12 +24,14 @@ from app.sessions.files import write_confined
 from app.sessions.fix_context import FixContext
 from app.words import plural
 
-# Why only loops over a copy were tried: a change no model wrote needs a strong judge
-# (the repository's own failing tests, the issue's own example, or two model tests
-# agreeing), but that one (app/fixers/llm/mutators.py's WEAK_JUDGE_MUTATORS).
+# Why only some kinds were tried: a change no model wrote needs a strong judge (the
+# repository's own failing tests, the issue's own example, or two model tests agreeing),
+# but for the kinds one model test may judge (mutators.py's WEAK_JUDGE_MUTATORS).
 WEAK_JUDGE = (
-    "no other mechanical change than a loop over a copy: one model-written test is too weak "
-    "a judge for a change no model wrote"
+    "only the mechanical changes one model-written test may judge were tried (a loop over "
+    "a copy, an element moved, a number or character the issue names added, a constant "
+    "argument left out): it is too weak a judge for a boundary, an off-by-one or a `not` "
+    "taken away"
 )
 
 

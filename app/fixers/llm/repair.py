@@ -176,8 +176,8 @@ class RepairFixer(ModelFixer):
         if other is not None:
             return self._apply(job, *other, repro)
         # The model missed: mechanical changes cost no tokens, so a third suspect too —
-        # with a weak judge loops over a copy only (email-plus: one model test passed
-        # `not` taken away).
+        # with a weak judge only the kinds it may judge (email-plus: one model test
+        # passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
         report.mechanical_note = "" if strong else WEAK_JUDGE
         fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)

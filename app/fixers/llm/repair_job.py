@@ -296,7 +296,7 @@ async def mechanical_fix(
 ) -> tuple[Target, Candidate] | None:
     """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
     tests; the fix when exactly one change passes (left in the tree). ``weak``: one model
-    test judges, so only loops over a copy are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
+    test judges, so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
     report = job.report
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
