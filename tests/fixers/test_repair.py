@@ -823,6 +823,64 @@ async def test_a_single_model_test_judges_a_character_the_issue_names(
     )
 
 
+COUNT = (
+    "def count_words(text):\n"
+    '    """The number of words in ``text``."""\n'
+    '    return len(text.split(" "))\n'
+)
+COUNT_TESTS = (
+    "from temps import count_words\n\n\ndef test_two():\n    assert count_words('a b') == 2\n"
+)
+
+
+def count(body: str) -> Any:
+    return block(f'def count_words(text):\n    """The number of words in ``text``."""\n{body}')
+
+
+async def test_a_one_node_change_an_answer_wrote_is_tried_before_more_voted_ones(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """word-count with the 1.5B model, three runs of seven: two answers of four wrote
+    `[w for w in text.split(" ") if w]`, one wrote `text.split()`; both passed the one
+    kept test and the repository's, and the two-vote change, wrong on tabs and newlines,
+    was published. An answer that is also a one-node change of the function was written
+    by two sources, the model and the mutation, and is tried first."""
+    issue = "`count_words` counts runs of spaces as words: any whitespace run separates two."
+    one_test = block(
+        "from temps import count_words\n\n\n"
+        "def test_runs():\n    assert count_words('hello  world') == 2\n"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        one_test,
+        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        count('    return len([w for w in text.split(" ") if w])\n'),
+        count('    return len([w for w in text.split(" ") if w])\n'),
+        count("    return len(text.split())\n"),
+        UNPARSEABLE,
+        samples=4,
+        issue=issue,
+        temps=COUNT,
+        files={"test_temps.py": COUNT_TESTS},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    assert "+    return len(text.split())" in result.diff.unified
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert (report.candidates, report.passed) == (2, 1)  # the one-node change, tested first
+    assert report.chosen.startswith(
+        "1 of 4 answers wrote this change, which is also a one-node change "
+        '(`text.split(" ")` became `text.split()`), so it was tried before changes more '
+        "answers wrote; it makes `tests/test_count_words_issue.py` pass"
+    )
+
+
 async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
     runner: SessionRunner,
     tmp_path: Path,

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index
 from app.fixers.llm.mutants import Mutant, mutants
-from app.fixers.llm.mutators import MUTATORS, Mutator
+from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS, Mutator
 from app.fixers.llm.splice import Target, changed_lines, splice, unit_sources
 from app.fixers.llm.testruns import try_change
 from app.sessions.files import write_confined
@@ -119,3 +120,21 @@ def where(target: Target, mutant: Mutant) -> str:
         if name == mutant.unit:
             first = start
     return f"{target.symbol.path}:{first + mutant.line - 1}"
+
+
+def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str]:
+    """The target's one-node changes of the kinds one model test may judge, as whole
+    files (normalised) and what each changed: an answer that writes one of them was
+    written by two sources, the model and the mutation (word-count: `text.split(" ")` as
+    `text.split()`, one answer in four, beside a bigger change two answers wrote that
+    passed the same tests and was wrong)."""
+    text = idx.sources[target.symbol.path]
+    units = unit_sources(text, target)
+    out: dict[str, str] = {}
+    for mutant in mutants(units, words=words, kinds=WEAK_JUDGE_MUTATORS):
+        function = units[""] if mutant.unit else mutant.source
+        constants = {mutant.unit: mutant.source} if mutant.unit else {}
+        spliced = splice(text, target, function, constants)
+        if spliced is not None:
+            out.setdefault(normalised(spliced), mutant.what)
+    return out

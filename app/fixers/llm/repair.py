@@ -44,19 +44,22 @@ from typing import Any
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
+from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
-from app.fixers.llm.mechanical import WEAK_JUDGE
+from app.fixers.llm.mechanical import WEAK_JUDGE, one_node_changes
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import (
     Job,
     changes_in,
+    chosen_note,
     demands_of,
     last_judges,
     mechanical_fix,
     no_fix,
     summary,
+    task_words,
     tests_named,
     validate,
 )
@@ -327,21 +330,26 @@ class RepairFixer(ModelFixer):
         tested: list[Candidate],
         how: str = "",
     ) -> Candidate | None:
-        """The candidates tested in the sandbox, the most voted and smallest first; the
-        first that passes wins. ``judge``: the tests that must pass, and those that
-        passed before; ``tested`` gets every candidate tested."""
+        """The candidates tested in the sandbox, the most voted and smallest first (a
+        one-node change, :func:`one_node_changes`, before all); the first that passes
+        wins. ``judge``: the tests that must pass, and those that passed before;
+        ``tested`` gets every candidate tested."""
         report, (must_pass, passed_before) = job.report, judge
-        for candidate in sorted(candidates, key=lambda c: (-c.votes, c.changed_lines)):
+        small = one_node_changes(job.idx, target, words=task_words(job.task))
+        kind = {id(c): small.get(normalised(c.text), "") for c in candidates}
+        order = sorted(candidates, key=lambda c: (not kind[id(c)], -c.votes, c.changed_lines))
+        for candidate in order:
             await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname
-                report.chosen = (
-                    f"{candidate.votes} of {answers} answers{how} wrote this change"
-                    + (" (the most)" if candidate.votes > 1 else "")
-                    + f"; it makes {tests_named(must_pass)} pass and keeps every other test "
-                    "passing" + ("; the smallest such change" if len(candidates) > 1 else "")
+                report.chosen = chosen_note(candidate, order, f"{answers} answers{how}", kind)
+                report.chosen += f"; it makes {tests_named(must_pass)} pass and keeps every "
+                report.chosen += "other test passing" + (
+                    "; the smallest such change"
+                    if len(order) > 1 and not kind[id(order[0])]
+                    else ""
                 )
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1

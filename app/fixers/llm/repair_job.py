@@ -379,3 +379,18 @@ def task_words(task: Task) -> str:
 
 def tests_named(tests: Sequence[str]) -> str:
     return ", ".join(f"`{t}`" for t in tests[:3]) + (" and more" if len(tests) > 3 else "")
+
+
+def chosen_note(
+    winner: Candidate, order: list[Candidate], answers: str, kind: dict[int, str]
+) -> str:
+    """How many answers wrote the winner, and whether it was tried first as a one-node
+    change (:func:`one_node_changes`), for the pull request."""
+    most = 1 < winner.votes == max(c.votes for c in order)
+    said = f"{winner.votes} of {answers} wrote this change" + (" (the most)" if most else "")
+    if kind[id(winner)]:
+        said += (
+            f", which is also a one-node change ({kind[id(winner)]}), so it was tried before "
+            "changes more answers wrote"
+        )
+    return said
