@@ -23,6 +23,7 @@ from app.git import Remote
 from app.localforge import LocalForge
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
+from app.sessions.result import RepairReport
 from app.sessions.session import SessionRunner
 from app.sessions.task import Budget, Document, SessionSpec, Task
 from tests.conftest import INSTALLATION, REPO, Harness, make_project
@@ -715,6 +716,40 @@ async def test_a_single_model_test_never_judges_a_boundary_change(
     )
 
 
+async def _one_test_judges(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    test: str,
+    *answers: Any,
+    issue: str,
+    temps: str,
+    tests: str,
+    samples: int = 2,
+) -> tuple[Any, RepairReport]:
+    """The session on ``temps`` (with ``tests``) where one model test, the only one of
+    six kept, judges the ``answers``: it ends patched; the result and the repair report."""
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        block(test),
+        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        *answers,
+        samples=samples,
+        issue=issue,
+        temps=temps,
+        files={"test_temps.py": tests},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
+    return result, report
+
+
 DROP_FROZEN = (
     "def drop_frozen(readings):\n"
     '    """The readings above freezing (32 °F): ``readings``, changed in place."""\n'
@@ -735,32 +770,23 @@ async def test_a_single_model_test_judges_a_loop_over_a_copy(
     bus looped over its handlers, the model never wrote the loop over a copy, and in
     three runs of six its one kept test passed with it. A loop over a copy behaves as
     the loop did unless the body changes what it loops over, so one model test may
-    judge that change (and no other mechanical one)."""
+    judge that change (a boundary or an off-by-one it may not)."""
     issue = "`drop_frozen` keeps frozen readings when two of them come one after the other."
-    one_test = block(
-        "from temps import drop_frozen\n\n\n"
-        "def test_two_frozen():\n    assert drop_frozen([10, 20, 50]) == [50]\n"
-    )
-    result, _ = await _repair(
+    result, report = await _one_test_judges(
         runner,
         tmp_path,
         make_model,
         make_client,
-        one_test,
-        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        "from temps import drop_frozen\n\n\n"
+        "def test_two_frozen():\n    assert drop_frozen([10, 20, 50]) == [50]\n",
         *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
-        samples=2,
         issue=issue,
         temps=DROP_FROZEN,
-        files={"test_temps.py": "from temps import drop_frozen\n\n\ndef test_none():\n"
-               "    assert drop_frozen([]) == []\n"},
-    )  # fmt: skip
-    assert result.status == "patched", (result.error, result.fix)
+        tests="from temps import drop_frozen\n\n\ndef test_none():\n"
+        "    assert drop_frozen([]) == []\n",
+    )
     assert "-    for r in readings:\n+    for r in list(readings):" in result.diff.unified
-    report = result.fix.repair if result.fix else None
-    assert report is not None
-    assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
-    assert report.mechanical == 1  # the loop over a copy alone: no other kind was tried
+    assert report.mechanical == 1  # the loop over a copy alone: no `<=` as `<`, no `33`
     assert report.chosen.startswith(
         "a mechanical change, tried after the model's answers all missed: the loop runs "
         "over a copy of `readings`"
@@ -795,28 +821,19 @@ async def test_a_single_model_test_judges_a_character_the_issue_names(
         "`is_valid` turns down `jane+news@example.com`, and people cannot sign up with it: "
         "plus addressing is standard."
     )
-    one_test = block(
-        "from temps import is_valid\n\n\n"
-        "def test_plus():\n    assert is_valid('jane+news@example.com')\n"
-    )
-    result, _ = await _repair(
+    result, report = await _one_test_judges(
         runner,
         tmp_path,
         make_model,
         make_client,
-        one_test,
-        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        "from temps import is_valid\n\n\n"
+        "def test_plus():\n    assert is_valid('jane+news@example.com')\n",
         *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
-        samples=2,
         issue=issue,
         temps=VALID,
-        files={"test_temps.py": VALID_TESTS},
+        tests=VALID_TESTS,
     )
-    assert result.status == "patched", (result.error, result.fix)
     assert '+EMAIL = re.compile(r"^[a-z0-9._+-]+@' in result.diff.unified
-    report = result.fix.repair if result.fix else None
-    assert report is not None
-    assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
     assert report.chosen.startswith(
         "a mechanical change, tried after the model's answers all missed: `+` added to the "
         "character class `[a-z0-9._-]`"
@@ -849,17 +866,13 @@ async def test_a_one_node_change_an_answer_wrote_is_tried_before_more_voted_ones
     was published. An answer that is also a one-node change of the function was written
     by two sources, the model and the mutation, and is tried first."""
     issue = "`count_words` counts runs of spaces as words: any whitespace run separates two."
-    one_test = block(
-        "from temps import count_words\n\n\n"
-        "def test_runs():\n    assert count_words('hello  world') == 2\n"
-    )
-    result, _ = await _repair(
+    result, report = await _one_test_judges(
         runner,
         tmp_path,
         make_model,
         make_client,
-        one_test,
-        *[text("I cannot write a test.")] * 5,  # two batches: one kept test is weak
+        "from temps import count_words\n\n\n"
+        "def test_runs():\n    assert count_words('hello  world') == 2\n",
         count('    return len([w for w in text.split(" ") if w])\n'),
         count('    return len([w for w in text.split(" ") if w])\n'),
         count("    return len(text.split())\n"),
@@ -867,12 +880,9 @@ async def test_a_one_node_change_an_answer_wrote_is_tried_before_more_voted_ones
         samples=4,
         issue=issue,
         temps=COUNT,
-        files={"test_temps.py": COUNT_TESTS},
+        tests=COUNT_TESTS,
     )
-    assert result.status == "patched", (result.error, result.fix)
     assert "+    return len(text.split())" in result.diff.unified
-    report = result.fix.repair if result.fix else None
-    assert report is not None
     assert (report.candidates, report.passed) == (2, 1)  # the one-node change, tested first
     assert report.chosen.startswith(
         "1 of 4 answers wrote this change, which is also a one-node change "
