@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.answers import normalised
+from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import index
+from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.mutants import MAX_MUTANTS, mutants
+from app.fixers.llm.repair_job import chosen_note
 from app.fixers.llm.splice import splice, target_of, unit_sources
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
@@ -188,3 +191,49 @@ def test_a_form_feed_in_a_string_does_not_shift_the_lines() -> None:
     source = 's = "\x0c"\n\n\ndef f(x):\n    a = x < 3\n    b = x < 30\n'
     found = {m.line: m.source for m in mutants({"": source})}
     assert found[6].split("\n")[5] == "    b = x <= 30"
+
+
+@pytest.mark.parametrize("name", sorted(MECHANICAL))
+def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_may_judge_it(
+    name: str,
+) -> None:
+    """The eval's one-change fixes, written by an answer as the whole file, are known as
+    one-node changes (tried before more-voted answers) for the kinds one model test may
+    judge — `+` added, `&` moved first, `split()` — and not for an off-by-one
+    (token-bucket's `/ 1000` taken away), which one model test may not judge."""
+    task = BENCH / "agent_tasks" / name
+    meta = tomllib.loads((task / "task.toml").read_text())
+    function, expected = MECHANICAL[name]
+    idx = index(task / "repo")
+    target = target_of(idx, next(s for s in idx.symbols if s.name == function))
+    assert target is not None
+    path = target.symbol.path
+    fixed = (task / "solution" / path).read_text()
+    known = one_node_changes(idx, target, words=meta["title"] + "\n" + meta["issue"])
+    if name == "token-bucket":
+        assert normalised(fixed) not in known
+    else:
+        assert expected in known[normalised(fixed)]
+
+
+def _answer(votes: int) -> Candidate:
+    return Candidate(function="", constants={}, text=str(votes), changed_lines=1, votes=votes)
+
+
+def test_the_pull_request_says_when_a_one_node_answer_went_before_more_votes() -> None:
+    one, two = _answer(1), _answer(2)
+    kind = {id(one): '`text.split(" ")` became `text.split()`', id(two): ""}
+    assert chosen_note(one, [one, two], "4 answers", kind) == (
+        "1 of 4 answers wrote this change, which is also a one-node change "
+        '(`text.split(" ")` became `text.split()`), so it was tried before changes more '
+        "answers wrote"
+    )
+    # With the most votes it would have gone first anyway: no such claim.
+    kind = {id(one): "", id(two): "`&` moved first"}
+    assert chosen_note(two, [two, one], "3 answers", kind) == (
+        "2 of 3 answers wrote this change (the most), which is also a one-node change "
+        "(`&` moved first)"
+    )
+    assert chosen_note(two, [two, one], "3 answers", {id(one): "", id(two): ""}) == (
+        "2 of 3 answers wrote this change (the most)"
+    )

@@ -348,7 +348,7 @@ class RepairFixer(ModelFixer):
                 report.chosen += f"; it makes {tests_named(must_pass)} pass and keeps every "
                 report.chosen += "other test passing" + (
                     "; the smallest such change"
-                    if len(order) > 1 and not kind[id(order[0])]
+                    if len(order) > 1 and not kind[id(candidate)]
                     else ""
                 )
                 return candidate

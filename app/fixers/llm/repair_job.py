@@ -386,11 +386,10 @@ def chosen_note(
 ) -> str:
     """How many answers wrote the winner, and whether it was tried first as a one-node
     change (:func:`one_node_changes`), for the pull request."""
-    most = 1 < winner.votes == max(c.votes for c in order)
-    said = f"{winner.votes} of {answers} wrote this change" + (" (the most)" if most else "")
+    top = max(c.votes for c in order)
+    said = f"{winner.votes} of {answers} wrote this change"
+    said += " (the most)" if 1 < winner.votes == top else ""
     if kind[id(winner)]:
-        said += (
-            f", which is also a one-node change ({kind[id(winner)]}), so it was tried before "
-            "changes more answers wrote"
-        )
+        said += f", which is also a one-node change ({kind[id(winner)]})"
+        said += ", so it was tried before changes more answers wrote" if winner.votes < top else ""
     return said
