@@ -15,9 +15,9 @@ import pytest
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import index
-from app.fixers.llm.mechanical import one_node_changes
+from app.fixers.llm.mechanical import chosen_note, one_node_changes
 from app.fixers.llm.mutants import MAX_MUTANTS, mutants
-from app.fixers.llm.repair_job import chosen_note
+from app.fixers.llm.mutators import WEAK_JUDGE_MUTATORS
 from app.fixers.llm.splice import splice, target_of, unit_sources
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
@@ -207,33 +207,57 @@ def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_
     idx = index(task / "repo")
     target = target_of(idx, next(s for s in idx.symbols if s.name == function))
     assert target is not None
-    path = target.symbol.path
-    fixed = (task / "solution" / path).read_text()
     known = one_node_changes(idx, target, words=meta["title"] + "\n" + meta["issue"])
     if name == "token-bucket":
-        assert normalised(fixed) not in known
-    else:
-        assert expected in known[normalised(fixed)]
+        assert not any(expected in what for what in known.values())
+        return
+    fixed = (task / "solution" / target.symbol.path).read_text()
+    assert expected in known[normalised(fixed)]
 
 
-def _answer(votes: int) -> Candidate:
-    return Candidate(function="", constants={}, text=str(votes), changed_lines=1, votes=votes)
+def test_one_model_test_never_sees_a_number_dropped_or_an_allowlist_widened() -> None:
+    """`range(1, n)` as `range(n)` is an off-by-one, and a `/` or `.` added to a name's
+    allowlist lets a path through: such changes need a stronger judge than one model
+    test, and are never tried first as one-node answers."""
+    code = (
+        "import re\n\nNAME = re.compile(r'^[a-z0-9_-]+$')\n\n\n"
+        "def names(text, n):\n"
+        "    return [w for w in text.split(' ') if NAME.match(w)][0:n] + list(range(1, n))\n"
+    )
+    words = "`../etc/passwd` and `a+b` should both work, and `n` is wrong"
+    weak = {m.what for m in mutants({"": code}, words=words, kinds=WEAK_JUDGE_MUTATORS)}
+    every = {m.what for m in mutants({"": code}, words=words)}
+    assert "`range(1, n)` became `range(n)`" in every - weak
+    assert "`/` added to the character class `[a-z0-9_-]`" in every - weak
+    assert "`.` added to the character class `[a-z0-9_-]`" in every - weak
+    assert "`+` added to the character class `[a-z0-9_-]`" in weak
+    assert "`text.split(' ')` became `text.split()`" in weak
+
+
+def _answer(votes: int, one_node: str = "") -> Candidate:
+    return Candidate(function="", constants={}, votes=votes, one_node=one_node)
 
 
 def test_the_pull_request_says_when_a_one_node_answer_went_before_more_votes() -> None:
-    one, two = _answer(1), _answer(2)
-    kind = {id(one): '`text.split(" ")` became `text.split()`', id(two): ""}
-    assert chosen_note(one, [one, two], "4 answers", kind) == (
-        "1 of 4 answers wrote this change, which is also a one-node change "
-        '(`text.split(" ")` became `text.split()`), so it was tried before changes more '
-        "answers wrote"
+    split = '`text.split(" ")` became `text.split()`'
+    one, two = _answer(1, split), _answer(2)
+    assert chosen_note(one, [one, two], "4 answers", "`t`") == (
+        f"1 of 4 answers wrote this change, which is also a one-node change ({split}), so "
+        "it was tried before changes more answers wrote; it makes `t` pass and keeps every "
+        "other test passing"
     )
+    # A one-node answer with more votes that failed first: no claim about more votes.
+    three = _answer(3, "`&` moved first")
+    assert "so it was tried before" not in chosen_note(one, [three, one], "4 answers", "`t`")
     # With the most votes it would have gone first anyway: no such claim.
-    kind = {id(one): "", id(two): "`&` moved first"}
-    assert chosen_note(two, [two, one], "3 answers", kind) == (
+    two.one_node, one.one_node = "`&` moved first", ""
+    assert chosen_note(two, [two, one], "3 answers", "`t`") == (
         "2 of 3 answers wrote this change (the most), which is also a one-node change "
-        "(`&` moved first)"
+        "(`&` moved first); it makes `t` pass and keeps every other test passing"
     )
-    assert chosen_note(two, [two, one], "3 answers", {id(one): "", id(two): ""}) == (
-        "2 of 3 answers wrote this change (the most)"
+    # Among changes as many answers wrote, the smallest went first.
+    two.one_node, other = "", _answer(2)
+    assert chosen_note(two, [two, other, one], "5 answers", "`t`").endswith(
+        "; the smallest such change"
     )
+    assert not chosen_note(two, [two, one], "3 answers", "`t`").endswith("smallest such change")

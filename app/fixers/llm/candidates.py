@@ -32,6 +32,7 @@ class Candidate:
     verdict: str = ""  # "passed", or why not
     output: str = ""  # the failing test's trimmed output, for the next round
     imports: tuple[str, ...] = ()  # import lines added for names it uses
+    one_node: str = ""  # what it changed, when it is also a one-node change (mechanical.py)
 
 
 def candidates_of(

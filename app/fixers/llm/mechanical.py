@@ -28,11 +28,12 @@ from app.words import plural
 # Why only some kinds were tried: a change no model wrote needs a strong judge (the
 # repository's own failing tests, the issue's own example, or two model tests agreeing),
 # but for the kinds one model test may judge (mutators.py's WEAK_JUDGE_MUTATORS).
+ONE_NODE_LIMIT = 200  # no test runs for these: the whole list, not the first 60
+
 WEAK_JUDGE = (
-    "only the mechanical changes one model-written test may judge were tried (a loop over "
-    "a copy, an element moved, a number or character the issue names added, a constant "
-    "argument left out): it is too weak a judge for a boundary, an off-by-one or a `not` "
-    "taken away"
+    "one model-written test is too weak a judge for most mechanical changes: only a loop "
+    "over a copy, an element moved, a string argument left out or a `+ _ - @ #` the "
+    "issue's examples use added to a character class may be tried"
 )
 
 
@@ -131,10 +132,28 @@ def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str
     text = idx.sources[target.symbol.path]
     units = unit_sources(text, target)
     out: dict[str, str] = {}
-    for mutant in mutants(units, words=words, kinds=WEAK_JUDGE_MUTATORS):
+    for mutant in mutants(units, words=words, kinds=WEAK_JUDGE_MUTATORS, limit=ONE_NODE_LIMIT):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)
         if spliced is not None:
             out.setdefault(normalised(spliced), mutant.what)
     return out
+
+
+def chosen_note(winner: Candidate, order: list[Candidate], answers: str, tests: str) -> str:
+    """How many answers wrote the winner, whether it went first as a one-node change
+    (:func:`one_node_changes`) or was the smallest of those as many wrote, for the pull
+    request; ``tests``: those it makes pass."""
+    top = max(c.votes for c in order)
+    said = f"{winner.votes} of {answers} wrote this change"
+    said += " (the most)" if 1 < winner.votes == top else ""
+    if winner.one_node:
+        said += f", which is also a one-node change ({winner.one_node})"
+        more = any(c.votes > winner.votes for c in order if not c.one_node)
+        said += ", so it was tried before changes more answers wrote" if more else ""
+    said += f"; it makes {tests} pass and keeps every other test passing"
+    equals = [c for c in order if c is not winner and c.votes == winner.votes]
+    if not winner.one_node and any(not c.one_node for c in equals):
+        said += "; the smallest such change"
+    return said

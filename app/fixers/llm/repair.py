@@ -26,7 +26,8 @@ The steps, each in its module:
    forgot (:mod:`candidates`, :mod:`imports`).
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
    then all; a candidate that breaks a test that passed before is out. The most voted
-   passing candidate wins, the smallest diff among equals. Else one more round shows the
+   passing candidate wins, the smallest diff among equals (an answer that is also a
+   one-node change one model test may judge goes first). Else one more round shows the
    two nearest misses (copies and a trusted judge: asked anew, body hidden); a cloze
    round (:mod:`cloze`: each computing statement hidden in turn); a trusted judge: more
    answers; the other kept tests, tests written afresh, the reproduction less what an
@@ -47,19 +48,17 @@ from app.fixers.llm import cloze
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
-from app.fixers.llm.mechanical import WEAK_JUDGE, one_node_changes
+from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import (
     Job,
     changes_in,
-    chosen_note,
     demands_of,
     last_judges,
     mechanical_fix,
     no_fix,
     summary,
-    task_words,
     tests_named,
     validate,
 )
@@ -335,22 +334,18 @@ class RepairFixer(ModelFixer):
         wins. ``judge``: the tests that must pass, and those that passed before;
         ``tested`` gets every candidate tested."""
         report, (must_pass, passed_before) = job.report, judge
-        small = one_node_changes(job.idx, target, words=task_words(job.task))
-        kind = {id(c): small.get(normalised(c.text), "") for c in candidates}
-        order = sorted(candidates, key=lambda c: (not kind[id(c)], -c.votes, c.changed_lines))
+        small = job.one_node_changes(target) if len(candidates) > 1 else {}
+        for c in candidates:
+            c.one_node = small.get(normalised(c.text), "") if small else ""
+        order = sorted(candidates, key=lambda c: (not c.one_node, -c.votes, c.changed_lines))
         for candidate in order:
             await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname
-                report.chosen = chosen_note(candidate, order, f"{answers} answers{how}", kind)
-                report.chosen += f"; it makes {tests_named(must_pass)} pass and keeps every "
-                report.chosen += "other test passing" + (
-                    "; the smallest such change"
-                    if len(order) > 1 and not kind[id(candidate)]
-                    else ""
-                )
+                written = f"{answers} answers{how}"
+                report.chosen = chosen_note(candidate, order, written, tests_named(must_pass))
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
             miss = candidate.verdict.startswith("test failed: ") and must_pass[0] in job.printed

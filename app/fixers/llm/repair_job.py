@@ -15,7 +15,7 @@ from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.demands import DROPPED, demanded, mentions, unmet
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.mechanical import mechanical
+from app.fixers.llm.mechanical import mechanical, one_node_changes
 from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
@@ -79,6 +79,15 @@ class Job:
     # Exceptions the issue says the code should raise that the judging test does not
     # name: a change must name them (:mod:`demands`).
     demands: frozenset[str] = frozenset()
+    one_node: dict[str, dict[str, str]] = field(default_factory=dict)  # by target
+
+    def one_node_changes(self, target: Target) -> dict[str, str]:
+        """The target's one-node changes one model test may judge, worked out once."""
+        name = f"{target.symbol.path}:{target.symbol.qualname}"
+        if name not in self.one_node:
+            words = task_words(self.task)
+            self.one_node[name] = one_node_changes(self.idx, target, words=words)
+        return self.one_node[name]
 
     def note(self, role: Any, content: str) -> None:
         if len(content) > TRANSCRIPT_ENTRY_CHARS:
@@ -379,17 +388,3 @@ def task_words(task: Task) -> str:
 
 def tests_named(tests: Sequence[str]) -> str:
     return ", ".join(f"`{t}`" for t in tests[:3]) + (" and more" if len(tests) > 3 else "")
-
-
-def chosen_note(
-    winner: Candidate, order: list[Candidate], answers: str, kind: dict[int, str]
-) -> str:
-    """How many answers wrote the winner, and whether it was tried first as a one-node
-    change (:func:`one_node_changes`), for the pull request."""
-    top = max(c.votes for c in order)
-    said = f"{winner.votes} of {answers} wrote this change"
-    said += " (the most)" if 1 < winner.votes == top else ""
-    if kind[id(winner)]:
-        said += f", which is also a one-node change ({kind[id(winner)]})"
-        said += ", so it was tried before changes more answers wrote" if winner.votes < top else ""
-    return said
