@@ -153,7 +153,9 @@ def chosen_note(winner: Candidate, order: list[Candidate], answers: str, tests: 
         more = any(c.votes > winner.votes for c in order if not c.one_node)
         said += ", so it was tried before changes more answers wrote" if more else ""
     said += f"; it makes {tests} pass and keeps every other test passing"
-    equals = [c for c in order if c is not winner and c.votes == winner.votes]
-    if not winner.one_node and any(not c.one_node for c in equals):
+    # Size chose it only over as many votes tried after it (smaller ones that failed
+    # went before it and chose nothing).
+    after = order[next(i for i, c in enumerate(order) if c is winner) + 1 :]
+    if not winner.one_node and any(c.votes == winner.votes and not c.one_node for c in after):
         said += "; the smallest such change"
     return said
