@@ -261,5 +261,5 @@ def test_the_pull_request_says_when_a_one_node_answer_went_before_more_votes() -
         "; the smallest such change"
     )
     assert not chosen_note(two, [two, one], "3 answers", "`t`").endswith("smallest such change")
-    # A smaller one as many wrote failed before it: size chose nothing (toolz-take-nth).
+    # A smaller one as many wrote failed before it: size chose nothing.
     assert not chosen_note(two, [other, two], "4 answers", "`t`").endswith("such change")
