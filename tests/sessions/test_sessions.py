@@ -179,7 +179,13 @@ async def test_two_sessions_of_one_repo_run_side_by_side_and_fetch_once(
 async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
-    config = 'setup: "python -m venv --without-pip /env"\ntest: "python -m pytest -q"\n'
+    # The test command is not pytest (the environment has none): a base whose tests
+    # cannot collect would stop the fixer, and which finished first was a race (CI
+    # saw the probe cancelled once). This one prints which python ran it.
+    config = (
+        'setup: "python -m venv --without-pip /env"\n'
+        "test: \"python -c 'import sys; print(sys.prefix)'\"\n"
+    )
     files = {"calc.py": FIXED, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": config}
     remote = Remote("octo/setup", str(make_project(tmp_path / "setup", files)))
 
@@ -197,9 +203,12 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     assert [s.cached for s in second.steps if s.phase == "setup"] == [True]
     assert first.fix is not None
     assert "Read-only file system" in first.fix.summary
-    # The tests ran with the environment's python (it has no pytest: the config said so).
+    # The tests ran with the environment's python, as the config said.
     assert first.tests is not None
     assert first.tests.source == "config"
+    tests = [s for s in first.steps if s.name == "tests"]
+    assert tests, [s.name for s in first.steps]
+    assert all(s.output.splitlines()[0] == "/env" for s in tests), [s.output for s in tests]
 
 
 async def test_a_failing_setup_fails_the_session_with_the_command_named(
