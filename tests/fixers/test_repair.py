@@ -409,6 +409,54 @@ async def test_a_right_change_that_forgot_an_import_gets_it(
     )
 
 
+async def test_a_right_change_that_dropped_a_guard_clause_gets_it_back(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """url-join with the 1.5B model: the one answer in 18 that wrote the fix left out
+    the function's `if not path: return base`, broke the empty-path test and was thrown
+    away. The answer with the check put back is tried next, passes, and the pull request
+    says what was put back and why."""
+    guarded = (
+        "def fahrenheit_to_celsius(f):\n"
+        '    """Degrees Fahrenheit in degrees Celsius."""\n'
+        "    if f is None:  # a missing reading stays missing\n"
+        "        return None\n"
+        "    return (f - 32) * 9 / 5\n"
+    )
+    tests = TESTS + "\n\ndef test_missing():\n    assert fahrenheit_to_celsius(None) is None\n"
+    drops_it = block(
+        'def fahrenheit_to_celsius(f):\n    """Degrees Celsius."""\n    return (f - 32) * 5 / 9\n'
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[REPRO_RIGHT] * 3,
+        drops_it,
+        samples=1,
+        temps=guarded,
+        files={"test_temps.py": tests},
+    )
+    fix = fixed_right(result)
+    assert "    if f is None:  # a missing reading stays missing\n         return None\n" in (
+        result.diff.unified
+    )  # the clause as it was, comment and all: not a line of it in the diff
+    assert '+    """Degrees Celsius."""\n' in result.diff.unified  # the rest as answered
+    report = fix.repair
+    assert report is not None
+    assert report.failed == {"breaks": 1}  # the answer as written broke test_missing
+    assert (report.candidates, report.passed) == (1, 1)
+    assert report.chosen.startswith(
+        "1 of 1 answers wrote this change without the code's check `if f is None:  # a "
+        "missing reading stays missing`, which broke a test that passed before: put back "
+        "here; it makes `tests/test_fahrenheit_to_celsius_issue.py` pass"
+    )
+
+
 async def test_a_server_that_refuses_n_is_asked_once_per_sample(
     runner: SessionRunner,
     tmp_path: Path,

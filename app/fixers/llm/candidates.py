@@ -33,6 +33,7 @@ class Candidate:
     output: str = ""  # the failing test's trimmed output, for the next round
     imports: tuple[str, ...] = ()  # import lines added for names it uses
     one_node: str = ""  # what it changed, when it is also a one-node change (mechanical.py)
+    restored: tuple[str, ...] = ()  # the code's guard clauses it got back (guards.py)
 
 
 def candidates_of(

@@ -148,6 +148,12 @@ def chosen_note(winner: Candidate, order: list[Candidate], answers: str, tests: 
     top = max(c.votes for c in order)
     said = f"{winner.votes} of {answers} wrote this change"
     said += " (the most)" if 1 < winner.votes == top else ""
+    if winner.restored:
+        checks = ", ".join(f"`{head}`" for head in winner.restored)
+        said += (
+            f" without the code's check{'s' if len(winner.restored) > 1 else ''} "
+            f"{checks}, which broke a test that passed before: put back here"
+        )
     if winner.one_node:
         said += f", which is also a one-node change ({winner.one_node})"
         more = any(c.votes > winner.votes for c in order if not c.one_node)

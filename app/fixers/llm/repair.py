@@ -47,6 +47,7 @@ from app.fixers.interface import Audit, no_audit
 from app.fixers.llm import cloze
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
+from app.fixers.llm.guards import restored
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.model_client import ModelClient, ModelError
@@ -338,9 +339,13 @@ class RepairFixer(ModelFixer):
         for c in candidates:
             c.one_node = small.get(normalised(c.text), "") if small else ""
         order = sorted(candidates, key=lambda c: (not c.one_node, -c.votes, c.changed_lines))
-        for candidate in order:
+        for at, candidate in enumerate(order):  # grows: a dropped guard put back goes next
             await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)
+            breaks = candidate.verdict.startswith("breaks")
+            back = restored(job.idx, target, candidate, job.demands) if breaks else None
+            if back is not None and back.text not in job.tried:
+                order.insert(at + 1, back)
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname

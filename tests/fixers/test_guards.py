@@ -1,0 +1,110 @@
+"""A whole-function answer's dropped guard clauses put back (app/fixers/llm/guards.py):
+only clauses the answer left out entirely, word for word, where they ran before."""
+
+from __future__ import annotations
+
+import ast
+
+from app.fixers.llm.guards import guards_put_back
+
+JOIN = '''def join_url(base: str, path: str) -> str:
+    """``base`` and ``path`` joined with one slash."""
+    if not path:
+        return base
+    return base + "/" + path if not base.endswith("/") else base + path
+'''
+# url-join's right answer from the 1.5B model (repair38), without the check.
+ANSWER = '''def join_url(base: str, path: str) -> str:
+    """Joins `base` and `path` with one slash."""
+    return base.rstrip('/') + '/' + path.lstrip('/')
+'''
+
+
+def run(source: str, *args: object) -> object:
+    scope: dict[str, object] = {}
+    exec(compile(source, "<answer>", "exec"), scope)  # noqa: S102 (our own literals)
+    fn = next(v for k, v in scope.items() if callable(v) and not k.startswith("__"))
+    return fn(*args)  # type: ignore[operator]
+
+
+def test_the_url_join_answer_gets_its_empty_path_check_back() -> None:
+    got = guards_put_back(JOIN, ANSWER)
+    assert got is not None
+    source, heads = got
+    assert heads == ["if not path:"]
+    assert source == (
+        "def join_url(base: str, path: str) -> str:\n"
+        '    """Joins `base` and `path` with one slash."""\n'
+        "    if not path:\n"
+        "        return base\n"
+        "    return base.rstrip('/') + '/' + path.lstrip('/')\n"
+    )
+    assert run(ANSWER, "https://x.org", "") == "https://x.org/"  # what broke the test
+    assert run(source, "https://x.org", "") == "https://x.org"
+    assert run(source, "https://api.example.com/v1/", "/users") == (
+        "https://api.example.com/v1/users"
+    )
+
+
+def test_a_check_the_answer_kept_either_way_round_is_not_put_back() -> None:
+    kept = "def join_url(base, path):\n    if path:\n        return base.rstrip('/') + '/' + path\n"
+    assert guards_put_back(JOIN, kept) is None
+    moved = (
+        "def join_url(base, path):\n    joined = base.rstrip('/')\n"
+        "    return joined if not path else joined + '/' + path\n"
+    )
+    assert guards_put_back(JOIN, moved) is None  # `not path` is still tested
+
+
+def test_no_guard_in_the_code_nothing_to_put_back() -> None:
+    assert guards_put_back("def f(x):\n    return x + 1\n", "def f(x):\n    return x\n") is None
+    # A check with an else, or one that does not leave the function, is no guard clause.
+    branchy = "def f(x):\n    if x:\n        return 1\n    else:\n        return 2\n"
+    assert guards_put_back(branchy, "def f(x):\n    return 3\n") is None
+    logs = "def f(x):\n    if x:\n        print(x)\n    return x\n"
+    assert guards_put_back(logs, "def f(x):\n    return x * 2\n") is None
+    assert guards_put_back(JOIN, "not python (") is None
+
+
+def test_only_the_checks_before_the_first_kept_one_go_back_in_their_order() -> None:
+    code = (
+        "def area(shape):\n"
+        "    if shape is None:\n        return 0\n"
+        "    if not shape.sides:\n        raise ValueError('no sides')\n"
+        "    if shape.flat:\n        return 0\n"
+        "    return shape.w * shape.h\n"
+    )
+    # The answer kept the middle check and dropped the others: the first goes back on
+    # top; the last would run before the kept one, where it never ran, so it stays out.
+    answer = (
+        "def area(shape):\n"
+        "    if not shape.sides:\n        raise ValueError('no sides')\n"
+        "    return shape.w * shape.h * 1\n"
+    )
+    got = guards_put_back(code, answer)
+    assert got is not None
+    source, heads = got
+    assert heads == ["if shape is None:"]
+    body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+    assert [ast.unparse(s).splitlines()[0] for s in body] == [
+        "if shape is None:",
+        "if not shape.sides:",
+        "return shape.w * shape.h * 1",
+    ]
+
+
+def test_a_method_in_its_class_indentation_and_a_one_line_clause() -> None:
+    method = (
+        "    def get(self, key):\n"
+        "        if key not in self.data: return self.default\n"
+        "        return self.data[key]\n"
+    )
+    answer = "    def get(self, key):\n        return self.data.get(key)\n"
+    got = guards_put_back(method, answer)
+    assert got is not None
+    assert got[0] == (
+        "def get(self, key):\n"
+        "    if key not in self.data: return self.default\n"
+        "    return self.data.get(key)\n"
+    )
+    assert got[1] == ["if key not in self.data: return self.default"]
