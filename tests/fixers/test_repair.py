@@ -1322,3 +1322,51 @@ async def test_a_change_that_raises_nothing_the_issue_asks_for_is_not_published(
         "to raise (and the reproduction does not name), and were not tried" in fix.reason
     )
     assert fix.repair.mechanical == 0  # a small change to it raises nothing new
+
+
+FLAG = 'def flag(raw):\n    """The boolean a setting\'s text means."""\n    return bool(raw)\n'
+FLAG_TESTS = "from temps import flag\n\n\ndef test_set():\n    assert flag('yes') is True\n"
+
+
+def flag_answer(body: str) -> Any:
+    return block(f'def flag(raw):\n    """The boolean a setting\'s text means."""\n{body}')
+
+
+async def test_the_values_an_issue_lists_are_tried_as_it_says_they_may_be_written(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """parse-bool with the 1.5B model (repair38): the issue listed the false words "(any
+    case, with spaces around)", the model's test set `false` alone, and a change that
+    lower-cased but did not strip passed it and was published. The test gets a twin with
+    the listed values written as the issue allows, and that change fails it."""
+    issue = (
+        "A setting of `false` turns the flag on. `false`, `no` and `off` (any case, with "
+        "spaces around) must be false."
+    )
+    lower_only = flag_answer("    return raw.lower() not in ('false', 'no', 'off')\n")
+    right = flag_answer("    return raw.strip().lower() not in ('false', 'no', 'off')\n")
+    result, report = await _one_test_judges(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        "from temps import flag\n\n\ndef test_false():\n    assert flag('false') is False\n",
+        lower_only,
+        lower_only,  # the most votes: tried first
+        right,
+        samples=3,
+        issue=issue,
+        temps=FLAG,
+        tests=FLAG_TESTS,
+    )
+    assert "+    return raw.strip().lower() not in ('false', 'no', 'off')" in result.diff.unified
+    assert report.failed == {"test failed": 1}  # the lower-cased change, by the twin
+    assert "+def test_false_any_case_spaces_around():" in result.diff.unified
+    assert "+    assert flag(' FALSE ') is False" in result.diff.unified
+    assert (
+        "each of its tests that passes a value the issue lists also tried with the values "
+        "written as the issue allows (' FALSE ' for 'false')" in report.reproduction_note
+    )

@@ -36,6 +36,7 @@ from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.contradictions import strip_contradictions
 from app.fixers.llm.examples import Example, example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.modifiers import allowed, with_twins
 from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.testruns import (
     Tests,
@@ -168,6 +169,8 @@ class _Judged:
     seen: set[str] = field(default_factory=set)
     reasons: Counter[str] = field(default_factory=Counter)
     printed: dict[str, str] = field(default_factory=dict)  # source -> its base output
+    twinned: set[str] = field(default_factory=set)  # sources given twins (modifiers.py)
+    varied: dict[str, str] = field(default_factory=dict)  # the issue's values, as allowed
     stripped: int = 0
     answers: int = 0
 
@@ -196,6 +199,9 @@ async def _judge(
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
         judged.stripped += gone
+        judged.varied = allowed([task.title, *(d.text for d in task.documents)])
+        source, twins = with_twins(source, judged.varied)
+        judged.twinned |= {source} if twins else set()
         key = normalised(source)
         if key in judged.seen:
             judged.kept += [(s, w) for s, w in judged.kept if normalised(s) == key][:1]
@@ -339,6 +345,12 @@ def _notes(
             + ("also " if chosen else "")
             + f"fail{'' if len(own) > 1 else 's'} on the base ({own_why}) "
             "in a test Patchwarden wrote from the issue's words"
+        )
+    if chosen and chosen[0] in judged.twinned:
+        value, written = next(iter(judged.varied.items()))
+        notes.append(
+            "each of its tests that passes a value the issue lists also tried with the "
+            f"values written as the issue allows ({written!r} for {value!r})"
         )
     if judged.stripped:
         notes.append(
