@@ -68,29 +68,54 @@ def test_no_guard_in_the_code_nothing_to_put_back() -> None:
 
 def test_only_the_checks_before_the_first_kept_one_go_back_in_their_order() -> None:
     code = (
-        "def area(shape):\n"
-        "    if shape is None:\n        return 0\n"
+        "def area(shape, scale, unit):\n"
+        "    if scale is None:\n        return 0\n"
         "    if not shape.sides:\n        raise ValueError('no sides')\n"
-        "    if shape.flat:\n        return 0\n"
-        "    return shape.w * shape.h\n"
+        "    if unit == 'px':\n        return 0\n"
+        "    return shape.w * shape.h * scale\n"
     )
     # The answer kept the middle check and dropped the others: the first goes back on
     # top; the last would run before the kept one, where it never ran, so it stays out.
     answer = (
-        "def area(shape):\n"
+        "def area(shape, scale, unit):\n"
         "    if not shape.sides:\n        raise ValueError('no sides')\n"
-        "    return shape.w * shape.h * 1\n"
+        "    return shape.w * shape.h * scale * 1\n"
     )
     got = guards_put_back(code, answer)
     assert got is not None
     source, heads = got
-    assert heads == ["if shape is None:"]
+    assert heads == ["if scale is None:"]
     body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
     assert [ast.unparse(s).splitlines()[0] for s in body] == [
-        "if shape is None:",
+        "if scale is None:",
         "if not shape.sides:",
-        "return shape.w * shape.h * 1",
+        "return shape.w * shape.h * scale * 1",
     ]
+
+
+def test_a_check_the_answer_rewrote_is_its_fix_and_stays_as_written() -> None:
+    code = "def last(xs):\n    if len(xs) <= 0:\n        raise IndexError\n    return xs[-1]\n"
+    rewrote = "def last(xs):\n    if len(xs) < 0:\n        raise IndexError\n    return xs[-1]\n"
+    assert guards_put_back(code, rewrote) is None
+    moved = "def last(xs):\n    return xs[-1] if xs else None\n"
+    assert guards_put_back(code, moved) is None  # `xs` is still tested
+
+
+def test_what_cannot_take_a_clause_back_gets_none() -> None:
+    # The body on the `def` line; an `await` in an async original's clause, put in a
+    # function that is not async; only a docstring.
+    assert guards_put_back(JOIN, "def join_url(base, path): return base + path\n") is None
+    waits = "async def f(x):\n    if await x.closed():\n        return None\n    return 1\n"
+    assert guards_put_back(waits, "def f(x):\n    return 2\n") is None
+    assert guards_put_back(JOIN, 'def join_url(base, path):\n    """Only a docstring."""\n') is None
+
+
+def test_an_answer_indented_with_tabs_keeps_its_tabs() -> None:
+    answer = "def join_url(base, path):\n\treturn base.rstrip('/') + '/' + path.lstrip('/')\n"
+    got = guards_put_back(JOIN, answer)
+    assert got is not None
+    assert got[0].startswith("def join_url(base, path):\n\tif not path:\n\t    return base\n")
+    compile(got[0], "<answer>", "exec")
 
 
 def test_a_method_in_its_class_indentation_and_a_one_line_clause() -> None:
@@ -107,4 +132,4 @@ def test_a_method_in_its_class_indentation_and_a_one_line_clause() -> None:
         "    if key not in self.data: return self.default\n"
         "    return self.data.get(key)\n"
     )
-    assert got[1] == ["if key not in self.data: return self.default"]
+    assert got[1] == ["if key not in self.data:"]

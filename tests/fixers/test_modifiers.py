@@ -41,11 +41,8 @@ def test_the_values_of_the_sentence_that_says_how_they_may_be_written() -> None:
         "0": " 0 ",
         "no": " NO ",
         "off": " OFF ",
-        "true": " TRUE ",
-        "1": " 1 ",
-        "yes": " YES ",
-        "on": " ON ",
-    }  # not `FEATURE_X=false`, `settings.load()` or `env_flag`: other sentences
+    }  # not `FEATURE_X=false` or `env_flag` (other sentences), nor the true words (after
+    # the `;`: another clause, which says nothing of how they are written)
 
 
 def test_each_modifier_alone_and_words_that_are_not_one() -> None:
@@ -54,17 +51,33 @@ def test_each_modifier_alone_and_words_that_are_not_one() -> None:
         "ab1": " ab1 ",
         "7": " 7 ",
     }
-    # "in any case" is an idiom; a value that is not a word is left alone.
+    assert allowed(["`on` or `off` in any case"]) == {"on": "ON", "off": "OFF"}
+    assert allowed(["upper or lower case: `ab`"]) == {"ab": "AB"}
+    assert allowed(["regardless of case, e.g. `yes`, `no`"]) == {"yes": "YES", "no": "NO"}
+    # Idioms; values that are not words or are names in code; hidden text.
     assert allowed(["In any case `false` must be false."]) == {}
     assert allowed(["in any case, `x` fails"]) == {}
+    assert allowed(["handle any case where `value` is `None`"]) == {}
     assert allowed(["`a b` and `--flag` (any case) work"]) == {}
-    # Elsewhere in the issue does not count: the sentence that lists them must say it.
+    assert allowed(["`parse_bool` should accept `off` regardless of case"]) == {"off": "OFF"}
+    assert allowed(["<!-- `admin` regardless of case -->Login fails."]) == {}
+    # Elsewhere in the issue does not count: the clause that lists them must say it.
     assert allowed(["`yes` is true. Any case works for the other flags."]) == {}
+    assert allowed(["- `true`, `yes` are true\n- `false` is false (any case)"]) == {
+        "false": "FALSE"
+    }
+
+
+def test_a_clause_that_says_what_must_not_be_allows_nothing() -> None:
+    assert allowed(["`yes` with leading and trailing spaces must raise ValueError."]) == {}
+    assert allowed(["`foo` is written with no spaces around it"]) == {}
+    assert allowed(["`Admin` must not be case-insensitive"]) == {}
+    assert allowed(["`root` in any case is rejected"]) == {}
 
 
 def test_a_twin_of_each_test_that_passes_a_listed_value_as_input() -> None:
-    source, twins = with_twins(MODEL_TEST, allowed([PARSE_BOOL]))
-    assert twins == 2
+    source, used = with_twins(MODEL_TEST, allowed([PARSE_BOOL]))
+    assert used == ["false", "no", "off"]
     assert source.startswith(MODEL_TEST.rstrip("\n"))  # the model's test as it was
     module = ast.parse(source)
     names = [n.name for n in module.body if isinstance(n, ast.FunctionDef)]
@@ -87,19 +100,27 @@ def test_a_twin_of_each_test_that_passes_a_listed_value_as_input() -> None:
 
 
 def test_nothing_allowed_or_nothing_to_vary_leaves_the_test_alone() -> None:
-    assert with_twins(MODEL_TEST, {}) == (MODEL_TEST, 0)
-    assert with_twins(MODEL_TEST, {"maybe": " MAYBE "}) == (MODEL_TEST, 0)
-    assert with_twins("def test_x(:\n", {"false": " FALSE "}) == ("def test_x(:\n", 0)
+    assert with_twins(MODEL_TEST, {}) == (MODEL_TEST, [])
+    assert with_twins(MODEL_TEST, {"maybe": " MAYBE "}) == (MODEL_TEST, [])
+    assert with_twins("def test_x(:\n", {"false": " FALSE "}) == ("def test_x(:\n", [])
 
 
-def test_a_value_given_to_a_call_in_an_assertion_varies_its_expected_result_not() -> None:
+def test_only_inputs_vary_never_what_a_test_expects() -> None:
     test = (
-        "from flags import flag, words\n\n\n"
+        "import os\nimport pytest\nfrom flags import flag, words, check, normalise\n\n\n"
         "def test_false():\n    assert flag('no') is False\n\n\n"
-        "def test_words():\n    assert words() == ['no', 'off']\n"
+        "def test_words():\n    assert words() == ['no', 'off']\n\n\n"
+        "def test_expected_in_a_name():\n    raw = 'no'\n    assert normalise(' NO ') == raw\n\n\n"
+        "def test_pair():\n    assert check('NO', 'no')\n\n\n"
+        "@pytest.mark.parametrize('raw,expected', [('NO', 'no')])\n"
+        "def test_rows(raw, expected):\n    assert normalise(raw) == expected\n\n\n"
+        "def test_env():\n    os.environ['FLAG'] = 'off'\n    assert flag() is False\n"
     )
-    source, twins = with_twins(test, {"no": " NO ", "off": " OFF "})
-    assert twins == 1
-    assert source.endswith(
-        "def test_false_any_case_spaces_around():\n    assert flag(' NO ') is False\n"
+    source, used = with_twins(test, {"no": " NO ", "off": " OFF "})
+    assert used == ["no", "off"]
+    added = source[len(test.rstrip("\n")) :]
+    assert added == (
+        "\n\n\ndef test_false_any_case_spaces_around():\n    assert flag(' NO ') is False\n"
+        "\n\ndef test_env_any_case_spaces_around():\n    os.environ['FLAG'] = ' OFF '\n"
+        "    assert flag() is False\n"
     )

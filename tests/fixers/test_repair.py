@@ -449,11 +449,11 @@ async def test_a_right_change_that_dropped_a_guard_clause_gets_it_back(
     report = fix.repair
     assert report is not None
     assert report.failed == {"breaks": 1}  # the answer as written broke test_missing
-    assert (report.candidates, report.passed) == (1, 1)
+    assert (report.candidates, report.passed) == (2, 1)  # the answer, then put back
     assert report.chosen.startswith(
-        "1 of 1 answers wrote this change without the code's check `if f is None:  # a "
-        "missing reading stays missing`, which broke a test that passed before: put back "
-        "here; it makes `tests/test_fahrenheit_to_celsius_issue.py` pass"
+        "1 of 1 answers wrote this change without the code's check `if f is None:`, which "
+        "broke a test that passed before: put back here; it makes "
+        "`tests/test_fahrenheit_to_celsius_issue.py` pass"
     )
 
 
@@ -1367,6 +1367,6 @@ async def test_the_values_an_issue_lists_are_tried_as_it_says_they_may_be_writte
     assert "+def test_false_any_case_spaces_around():" in result.diff.unified
     assert "+    assert flag(' FALSE ') is False" in result.diff.unified
     assert (
-        "each of its tests that passes a value the issue lists also tried with the values "
-        "written as the issue allows (' FALSE ' for 'false')" in report.reproduction_note
+        "its tests that pass a value the issue lists are also tried with the values written "
+        "as the issue allows (' FALSE ' for 'false')" in report.reproduction_note
     )

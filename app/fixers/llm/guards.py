@@ -9,14 +9,18 @@ dropped one of the leading ``if ...: return``/``raise`` clauses of the code as i
 the same answer with those clauses put back, word for word, is worth one more test
 run: it changes less than the answer did, and it is judged like any other change.
 
-A clause counts as dropped only when no condition of the answer tests what it tested
-(either way round: ``if path:`` keeps ``if not path:``); only the clauses before the
-first one the answer kept are put back, at the top, so each runs where it ran before.
+A clause counts as dropped only when no condition of the answer reads a variable it
+read (``if path:`` keeps ``if not path:``, and ``if len(xs) < 0`` keeps ``if len(xs)
+<= 0``: an edited clause is the answer's fix, never undone); only the clauses before
+the first one the answer kept are put back, at the top, so each runs where it ran
+before. A change put back is judged by the repository's tests and the reproduction
+alone: never by the weaker judges of a change that missed (no model wrote it).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 import textwrap
 from collections import Counter
@@ -53,47 +57,51 @@ def _leading_guards(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.If]:
     return guards
 
 
-def _core(test: ast.expr) -> str:
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    return ast.dump(test)
+def _names(test: ast.AST) -> set[str]:
+    """The variables a condition reads (builtins such as ``len`` aside)."""
+    return {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and not hasattr(builtins, n.id)}
+
+
+def _kept(guard: ast.If, conditions: list[ast.expr]) -> bool:
+    """Whether some condition of the answer tests what ``guard`` tested: the same
+    variables (``if len(xs) < 0`` keeps ``if len(xs) <= 0``, rewritten: putting the old
+    one back would undo the fix), or the same test when it reads none."""
+    names = _names(guard.test)
+    if names:
+        return any(names & _names(c) for c in conditions)
+    return any(ast.dump(c) == ast.dump(guard.test) for c in conditions)
 
 
 def guards_put_back(original: str, answer: str) -> tuple[str, list[str]] | None:
     """``answer`` (a whole function) with the leading guard clauses of ``original`` it
-    dropped put back after its docstring, in the answer's indentation; and the first
-    line of each clause put back. None when it dropped none (or either does not
-    parse)."""
+    dropped put back after its docstring, in the answer's indentation; and each clause's
+    condition. None when it dropped none (or the result would not compile)."""
     old, new = _function(original), _function(answer)
-    if old is None or new is None or not new.body:
+    if old is None or new is None or _first(new) >= len(new.body):
         return None
-    tested = {
-        _core(n.test)
-        for n in ast.walk(new)
-        if isinstance(n, ast.If | ast.IfExp | ast.While | ast.Assert)
-    }
+    conditions = [
+        n.test for n in ast.walk(new) if isinstance(n, ast.If | ast.IfExp | ast.While | ast.Assert)
+    ]
     # Only those before any it kept: they ran first in the code, and still do.
-    dropped = list(itertools.takewhile(lambda g: _core(g.test) not in tested, _leading_guards(old)))
-    if not dropped:
+    dropped = list(itertools.takewhile(lambda g: not _kept(g, conditions), _leading_guards(old)))
+    at = new.body[_first(new)]
+    if not dropped or at.lineno == new.lineno:  # nothing dropped; `def f(x): return x`
         return None
     old_lines = textwrap.dedent(original).splitlines()
     new_lines = textwrap.dedent(answer).splitlines()
-    at = new.body[_first(new)] if _first(new) < len(new.body) else None
-    if at is None:  # only a docstring: nothing to guard
-        return None
-    indent = " " * at.col_offset
-    clauses: list[str] = []
-    for guard in dropped:
-        text = textwrap.dedent("\n".join(old_lines[guard.lineno - 1 : guard.end_lineno]))
-        clauses.append(textwrap.indent(text, indent))
-    # Decorators and comments above the first statement stay where they were.
-    insert = at.lineno - 1
-    lines = [*new_lines[:insert], *"\n".join(clauses).splitlines(), *new_lines[insert:]]
+    top = min([at.lineno, *(d.lineno for d in getattr(at, "decorator_list", []))])
+    indent = new_lines[top - 1][: at.col_offset]  # the answer's own (tabs stay tabs)
+    clauses = [
+        textwrap.indent(textwrap.dedent("\n".join(old_lines[g.lineno - 1 : g.end_lineno])), indent)
+        for g in dropped
+    ]
+    lines = [*new_lines[: top - 1], *"\n".join(clauses).splitlines(), *new_lines[top - 1 :]]
     result = "\n".join(lines) + "\n"
-    if _function(result) is None:
+    try:  # `await` in a clause of an async original, a `global` below it: no test run
+        compile(result, "<answer>", "exec")
+    except SyntaxError:
         return None
-    heads = [old_lines[g.lineno - 1].strip() for g in dropped]
-    return result, heads
+    return result, [f"if {ast.unparse(g.test)}:" for g in dropped]
 
 
 def restored(

@@ -344,8 +344,9 @@ class RepairFixer(ModelFixer):
             tested.append(candidate)
             breaks = candidate.verdict.startswith("breaks")
             back = restored(job.idx, target, candidate, job.demands) if breaks else None
-            if back is not None and back.text not in job.tried:
+            if back is not None and back.text not in {*job.tried, *(c.text for c in order)}:
                 order.insert(at + 1, back)
+                report.candidates += 1
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname
@@ -354,6 +355,7 @@ class RepairFixer(ModelFixer):
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
             miss = candidate.verdict.startswith("test failed: ") and must_pass[0] in job.printed
+            miss = miss and not candidate.restored  # no model wrote it: no weaker judge
             if miss and all(c.text != candidate.text for _, c in job.missed):
                 job.missed.append((target, candidate))  # failed the reproduction
         return None

@@ -169,7 +169,7 @@ class _Judged:
     seen: set[str] = field(default_factory=set)
     reasons: Counter[str] = field(default_factory=Counter)
     printed: dict[str, str] = field(default_factory=dict)  # source -> its base output
-    twinned: set[str] = field(default_factory=set)  # sources given twins (modifiers.py)
+    twinned: dict[str, list[str]] = field(default_factory=dict)  # source -> values varied
     varied: dict[str, str] = field(default_factory=dict)  # the issue's values, as allowed
     stripped: int = 0
     answers: int = 0
@@ -200,8 +200,9 @@ async def _judge(
         source, gone = strip_contradictions(with_imports(source, idx), found)
         judged.stripped += gone
         judged.varied = allowed([task.title, *(d.text for d in task.documents)])
-        source, twins = with_twins(source, judged.varied)
-        judged.twinned |= {source} if twins else set()
+        source, used = with_twins(source, judged.varied)
+        if used:
+            judged.twinned[source] = used
         key = normalised(source)
         if key in judged.seen:
             judged.kept += [(s, w) for s, w in judged.kept if normalised(s) == key][:1]
@@ -347,10 +348,10 @@ def _notes(
             "in a test Patchwarden wrote from the issue's words"
         )
     if chosen and chosen[0] in judged.twinned:
-        value, written = next(iter(judged.varied.items()))
+        value = judged.twinned[chosen[0]][0]
         notes.append(
-            "each of its tests that passes a value the issue lists also tried with the "
-            f"values written as the issue allows ({written!r} for {value!r})"
+            "its tests that pass a value the issue lists are also tried with the values "
+            f"written as the issue allows ({judged.varied[value]!r} for {value!r})"
         )
     if judged.stripped:
         notes.append(
