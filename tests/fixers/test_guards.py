@@ -133,3 +133,9 @@ def test_a_method_in_its_class_indentation_and_a_one_line_clause() -> None:
         "    return self.data.get(key)\n"
     )
     assert got[1] == ["if key not in self.data:"]
+
+
+def test_an_answer_that_cannot_be_read_is_left_alone() -> None:
+    # A NUL byte (SyntaxError or ValueError, by Python version): no crash, no change.
+    assert guards_put_back(JOIN, "def join_url(base, path):\n    return '\0'\n") is None
+    assert guards_put_back("def f(x):\n    return '\0'\n", ANSWER) is None

@@ -25,25 +25,25 @@ import itertools
 import textwrap
 from collections import Counter
 
+from app.fixers.llm.answers import parse
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import Target, unit_sources
 
 
 def _function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return None
-    found = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    tree = parse(textwrap.dedent(source))
+    found = (
+        [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        if tree
+        else []
+    )
     return found[0] if len(found) == 1 else None
 
 
 def _first(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     """The index in the body of the first statement after the docstring."""
-    body = fn.body
-    doc = body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-    return 1 if doc and isinstance(body[0].value.value, str) else 0  # type: ignore[attr-defined]
+    return 0 if ast.get_docstring(fn, clean=False) is None else 1
 
 
 def _leading_guards(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.If]:
@@ -99,7 +99,7 @@ def guards_put_back(original: str, answer: str) -> tuple[str, list[str]] | None:
     result = "\n".join(lines) + "\n"
     try:  # `await` in a clause of an async original, a `global` below it: no test run
         compile(result, "<answer>", "exec")
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return None
     return result, [f"if {ast.unparse(g.test)}:" for g in dropped]
 

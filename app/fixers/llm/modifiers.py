@@ -22,6 +22,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable
 
+from app.fixers.llm.answers import parse
 from app.untrusted.markdown import visible_text
 
 # "in any case, ..." is an idiom, and so is "any case where/that ...".
@@ -136,9 +137,8 @@ def with_twins(source: str, varied: dict[str, str]) -> tuple[str, list[str]]:
     issue allows; and the values the twins vary, in order."""
     if not varied:
         return source, []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse(source)
+    if tree is None:
         return source, []
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     twins, used = [], []

@@ -186,6 +186,7 @@ async def _judge(
     judged: _Judged,
 ) -> None:
     """Each answer's test run on the base and kept if it fails for the bug's reason."""
+    judged.varied = allowed([task.title, *(d.text for d in task.documents)])
     for answer in answers:
         n = judged.answers
         judged.answers += 1
@@ -199,7 +200,6 @@ async def _judge(
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
         judged.stripped += gone
-        judged.varied = allowed([task.title, *(d.text for d in task.documents)])
         source, used = with_twins(source, judged.varied)
         if used:
             judged.twinned[source] = used
