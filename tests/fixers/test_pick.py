@@ -41,12 +41,20 @@ def test_the_suspect_an_answer_names_first(answer: str, name: str | None) -> Non
     assert (found.symbol.qualname if found else None) == name
 
 
-def test_the_most_named_suspect_wins_and_a_tie_goes_to_the_greedy_answer() -> None:
+def test_the_most_named_suspect_wins_a_tie_goes_to_the_greedy_answer_and_one_vote_is_none() -> None:
     choice, how = picked(["emit", "unsubscribe", "emit"], SUSPECTS)
     assert choice is SUSPECTS[1]
     assert how == "2 of 3 answers named it"
-    choice, _ = picked(["emit_all", "unsubscribe", "nothing"], SUSPECTS)
+    choice, _ = picked(["emit_all", "emit_all", "unsubscribe", "unsubscribe"], SUSPECTS)
     assert choice is SUSPECTS[2]
+    # One answer each, or one alone among answers that name nothing: no pick, so the
+    # localiser's first goes first (humanize: the greedy answer's `intword` went first).
+    assert picked(["emit_all", "unsubscribe", "emit"], SUSPECTS) == (
+        None,
+        "no two answers of 3 named the same suspect",
+    )
+    assert picked(["emit_all", "nothing", "nothing"], SUSPECTS)[0] is None
+    assert picked(["emit_all"], SUSPECTS)[0] is SUSPECTS[2]  # one answer asked, one given
     assert picked(["no idea"] * 3, SUSPECTS) == (None, "no answer of 3 named a suspect")
 
 

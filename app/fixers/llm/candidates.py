@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import definitions, normalised
 from app.fixers.llm.demands import DROPPED, unmet
+from app.fixers.llm.docstrings import restored
 from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
 from app.fixers.llm.splice import Target, changed_lines, keeps_parameters, splice, unit_sources
@@ -81,7 +82,8 @@ def candidates_of(
             by_key[key].votes += 1
             dropped["duplicate"] += 1
             continue
-        spliced = splice(text, target, found.function, constants)
+        # The docstring shown shortened is put back whole (docstrings.py).
+        spliced = splice(text, target, restored(found.function, original[""]), constants)
         if spliced is None:
             dropped["does not fit"] += 1
             continue

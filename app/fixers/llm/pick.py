@@ -5,7 +5,8 @@ touched, not where the bug is: "after the rate limiter runs out every call to `a
 is refused" — ``allow`` is named, ``_refill`` is at fault (bench task token-bucket);
 "a handler calls `bus.unsubscribe(...)` while an event is being emitted" — ``emit`` is.
 Shown the few top suspects' code and what the reproduction test printed on the base, the
-model answers with one name; three answers vote (ties go to the greedy one). The pick
+model answers with one name; three answers vote (ties go to the greedy one, and none
+is a pick unless two agree). The pick
 is tried first and the localiser's own first choice second, so a wrong pick costs one
 target's rounds and never loses the localiser's answer.
 """
@@ -17,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from app.fixers.llm.docstrings import short_lines, span
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.repair_prompt import issue_text
 from app.fixers.llm.reproduction import Sample
@@ -40,7 +42,9 @@ def pick_prompt(
 ) -> list[dict[str, Any]]:
     shown = []
     for n, s in enumerate(suspects[:PICK_AMONG], 1):
-        lines = dedent(idx.lines(s.symbol))
+        # A long docstring as its first line: the body is what shows the bug (humanize's
+        # `ordinal`: 39 lines of docstring filled the 40 shown, and the pick went wrong).
+        lines = short_lines(dedent(idx.lines(s.symbol)), span("\n".join(idx.lines(s.symbol))))
         code = "\n".join(lines[:MAX_LINES]) + ("\n    ..." if len(lines) > MAX_LINES else "")
         shown.append(f"{n}. `{s.symbol.qualname}` in {s.symbol.path}:\n```python\n{code}\n```")
     content = (
@@ -79,12 +83,17 @@ def named(answer: str, suspects: Sequence[Suspect]) -> Suspect | None:
 
 def picked(answers: Sequence[str], suspects: Sequence[Suspect]) -> tuple[Suspect | None, str]:
     """The suspect most answers name (a tie goes to the first answer's, the greedy one),
-    and how the vote went."""
+    and how the vote went; None when no two answers of several name the same one (one
+    answer each for three suspects is no pick: humanize's greedy answer named `intword`,
+    the localiser's first, `ordinal`, which a failing test calls, waited a whole target's
+    rounds)."""
     votes = [named(a, suspects) for a in answers]
     counted = Counter(v.symbol.qualname for v in votes if v is not None)
     if not counted:
         return None, f"no answer of {len(answers)} named a suspect"
     top = max(counted.values())
+    if top < 2 <= len(answers):
+        return None, f"no two answers of {len(answers)} named the same suspect"
     for v in votes:
         if v is not None and counted[v.symbol.qualname] == top:
             return v, f"{top} of {len(answers)} answers named it"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from app.fixers.llm import cloze
+from app.fixers.llm import cloze, docstrings
 from app.fixers.llm.localize import Index, Symbol
 from app.fixers.llm.splice import Target, dedent, header, signature
 from app.fixers.llm.testruns import (
@@ -117,7 +117,7 @@ def _the_code(idx: Index, target: Target, hidden: bool, mask: cloze.Mask | None)
     units = sorted([(symbol.start, symbol.end), *((a, b) for _, a, b in target.constants)])
     code = [
         blind(idx, symbol) if hidden and start == symbol.start
-        else "\n".join(dedent(cloze.hide(lines[start - 1 : end], start, mask)))
+        else "\n".join(_shown(lines[start - 1 : end], start, mask, start == symbol.start))
         for start, end in units
     ]  # fmt: skip
     where = f"`{symbol.qualname}`"
@@ -142,6 +142,14 @@ def _the_code(idx: Index, target: Target, hidden: bool, mask: cloze.Mask | None)
             f"```python\n{block}\n```"
         )
     return f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```"
+
+
+def _shown(unit: list[str], start: int, mask: cloze.Mask | None, function: bool) -> list[str]:
+    """A unit's lines as the prompt shows them: dedented, the masked line hidden, and
+    the function's long docstring as its first line (:mod:`docstrings`: put back whole
+    in every answer)."""
+    lines = dedent(cloze.hide(unit, start, mask))
+    return docstrings.short_lines(lines, docstrings.span("\n".join(unit))) if function else lines
 
 
 def _the_tests(

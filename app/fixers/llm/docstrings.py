@@ -1,0 +1,129 @@
+"""A long docstring shown as its first line, and put back whole in the answer.
+
+Real code documents itself at length: humanize's ``ordinal`` is 74 lines, 39 of them
+its docstring. A 1.5B model asked for the whole corrected function writes every line
+of it back, at about 8 tokens a second on two cores, before the one line that matters;
+in repair39real the same task took 1,205 s, 35 answers of up to 3,200 characters. And
+shown the first 40 lines of each suspect to pick the one at fault, it saw ``ordinal``'s
+docstring and not its body.
+
+So where a function's docstring runs past :data:`DOC_LINES` lines, the prompts show it
+as its first sentence line and `` ...`` (:func:`shortened`), and the answer gets the
+original docstring back, in place of whatever it wrote there or where it wrote none
+(:func:`restored`): the change a pull request proposes is to the code, and the
+documentation stays as its authors wrote it. A docstring that shares a line with
+other code is left as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from app.fixers.llm.answers import parse
+
+DOC_LINES = 4  # a docstring this long or shorter is shown whole
+MORE = "..."
+
+
+def _function(source: str) -> tuple[list[str], ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    module = parse(textwrap.dedent(source))
+    if module is None or not module.body:
+        return None
+    node = module.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return textwrap.dedent(source).splitlines(), node
+
+
+def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Expr | None:
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first
+    return None
+
+
+def _place(source: str) -> tuple[list[str], int, int, int] | None:
+    """The function's lines (dedented) and its docstring's first and last lines
+    (1-based) and column, when it is on lines of its own; else None."""
+    found = _function(source)
+    if found is None:
+        return None
+    lines, node = found
+    doc = _docstring(node)
+    if doc is None or doc.end_lineno is None or doc.lineno == node.lineno:
+        return None
+    rest = node.body[1].lineno if len(node.body) > 1 else None
+    if lines[doc.lineno - 1][: doc.col_offset].strip() or rest == doc.end_lineno:
+        return None
+    return lines, doc.lineno, doc.end_lineno, doc.col_offset
+
+
+def span(source: str) -> tuple[int, int] | None:
+    """The first and last lines (1-based, in ``source``: one function) of its docstring
+    when it is longer than :data:`DOC_LINES` and on lines of its own; else None."""
+    place = _place(source)
+    if place is None or place[2] - place[1] + 1 <= DOC_LINES:
+        return None
+    return place[1], place[2]
+
+
+def short_lines(lines: list[str], where: tuple[int, int] | None, first: int = 1) -> list[str]:
+    """``lines`` (a function's, its first at line ``first``) with the docstring at
+    ``where`` (:func:`span`, in the same numbering) shown as one line: its first words
+    and `` ...``."""
+    if where is None:
+        return lines
+    a, b = where[0] - first, where[1] - first
+    if not 0 <= a <= b < len(lines):
+        return lines
+    text = "\n".join(lines[a : b + 1])
+    indent = lines[a][: len(lines[a]) - len(lines[a].lstrip())]
+    quote = next((q for q in ('"""', "'''") if q in text), '"""')
+    words = next((ln.strip() for ln in _body_of(text, quote).splitlines() if ln.strip()), "")
+    words = words.replace(quote, "").replace("\\", "")
+    return [*lines[:a], f"{indent}{quote}{words} {MORE}{quote}", *lines[b + 1 :]]
+
+
+def _body_of(text: str, quote: str) -> str:
+    start = text.find(quote)
+    end = text.rfind(quote)
+    return text[start + len(quote) : end] if 0 <= start < end else text
+
+
+def shortened(source: str) -> str:
+    """The function (dedented) with a long docstring shown as one line."""
+    lines = textwrap.dedent(source).splitlines()
+    return "\n".join(short_lines(lines, span(source)))
+
+
+def restored(answer: str, original: str) -> str:
+    """The answer's function (dedented source) with the original's long docstring in
+    place of its own, or put in where it has none, word for word. The answer as it is
+    when the original's docstring was shown whole, or either is not one function."""
+    where = span(original)
+    found = _function(answer)
+    theirs = _place(original)
+    if where is None or found is None or theirs is None:
+        return answer
+    lines, node = found
+    head = node.body[0]
+    if head.lineno == node.lineno:
+        return answer  # `def f(): return x`: no line of its own to put it on
+    o_lines, a, b, column = theirs
+    indent = lines[head.lineno - 1][: head.col_offset]
+    # The first line at the answer's indent, the rest as they were: inside the string.
+    put = [indent + o_lines[a - 1][column:], *o_lines[a:b]]
+    if _docstring(node) is not None:
+        mine = _place(answer)
+        if mine is None:
+            return answer  # `"""doc"""; x = 1`: not on lines of its own
+        out = [*lines[: mine[1] - 1], *put, *lines[mine[2] :]]
+    else:
+        out = [*lines[: head.lineno - 1], *put, *lines[head.lineno - 1 :]]
+    result = "\n".join(out) + "\n"
+    return result if parse(result) is not None else answer

@@ -1,0 +1,152 @@
+"""Long docstrings (app/fixers/llm/docstrings.py): shown to the model as their first
+line, put back word for word in what it answers, so the change proposed is the code's
+alone — on made-up functions and on every function of the real projects."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from app.fixers.llm.candidates import candidates_of
+from app.fixers.llm.docstrings import restored, shortened, span
+from app.fixers.llm.localize import Index, Suspect, index
+from app.fixers.llm.pick import pick_prompt
+from app.fixers.llm.repair_prompt import repair_prompt
+from app.fixers.llm.splice import changed_lines, target_of
+from app.sessions.task import Document, Task
+from tests.realworld.conftest import unpack
+from tests.realworld.projects import PROJECTS
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+ORIGINAL = '''\
+def ordinal(value):
+    """Converts an integer to its ordinal as a string.
+
+    For example, 1 is "1st", 2 is "2nd".
+        >>> ordinal(11)
+        '11th'
+    """
+    suffixes = ("th", "st", "nd", "rd")
+    if value % 100 in (11, 12):
+        return f"{value}th"
+    return f"{value}{suffixes[value % 10] if value % 10 < 4 else 'th'}"
+'''
+
+SHOWN = '''\
+def ordinal(value):
+    """Converts an integer to its ordinal as a string. ..."""
+    suffixes = ("th", "st", "nd", "rd")
+'''
+
+FIXED = ORIGINAL.replace("(11, 12)", "(11, 12, 13)")
+
+
+def test_a_long_docstring_is_shown_as_its_first_line_and_a_short_one_whole() -> None:
+    assert shortened(ORIGINAL).startswith(SHOWN)
+    assert shortened(ORIGINAL).endswith("suffixes[value % 10] if value % 10 < 4 else 'th'}\"")
+    assert span(ORIGINAL) == (2, 7)
+    short = 'def f(x):\n    """\n    Twice x.\n    """\n    return 2 * x\n'
+    assert span(short) is None
+    assert shortened(short) == short.rstrip("\n")
+    # One that shares a line with code is not touched.
+    shared = 'def f(x):\n    """a\n\n\n\n    b"""; return 2 * x\n'
+    assert span(shared) is None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # the docstring as shown (what a model copies), the fix below it
+        SHOWN + FIXED.split('    suffixes = ("th", "st", "nd", "rd")\n')[1],
+        # no docstring at all
+        FIXED.replace(FIXED[FIXED.index('    """') : FIXED.index("    suffixes")], ""),
+        # a docstring of its own, at a two-space indent
+        textwrap.indent(
+            textwrap.dedent(FIXED.split("\n", 1)[1]).replace(
+                '"""Converts', '"""Mine.\n\nConverts', 1
+            ),
+            "  ",
+        ).join(["def ordinal(value):\n", ""]),
+    ],
+    ids=["shortened", "none", "its-own"],
+)
+def test_the_answer_gets_the_original_docstring_back_word_for_word(answer: str) -> None:
+    back = restored(answer, ORIGINAL)
+    tree = ast.parse(back)
+    assert ast.get_docstring(tree.body[0], clean=False) == ast.get_docstring(
+        ast.parse(ORIGINAL).body[0], clean=False
+    )
+    assert "in (11, 12, 13):" in back  # the change is kept
+    if "  suffixes" not in answer or "    suffixes" in answer:
+        assert back == FIXED
+
+
+def test_what_cannot_take_a_docstring_back_is_left_as_it_is() -> None:
+    one_line = "def ordinal(value): return str(value)\n"
+    assert restored(one_line, ORIGINAL) == one_line
+    assert restored("x = 1\n", ORIGINAL) == "x = 1\n"
+    short = 'def f(x):\n    """Twice x."""\n    return 2 * x\n'
+    assert restored("def f(x):\n    return 3 * x\n", short) == "def f(x):\n    return 3 * x\n"
+
+
+def _humanize(tmp_path: Path) -> tuple[Path, Index, str]:
+    meta = tomllib.loads((BENCH / "real_tasks/humanize-ordinal-teens/task.toml").read_text())
+    project = next(p for p in PROJECTS if p.name == meta["project"])
+    tree = unpack(project, tmp_path / project.name)
+    (bug,) = meta["bug"]
+    path = tree / bug["file"]
+    path.write_text(path.read_text().replace(bug["old"], bug["new"]))
+    return tree, index(tree), bug["file"]
+
+
+@pytest.mark.realworld
+def test_in_a_real_project_the_model_sees_the_body_and_the_pull_request_changes_one_line(
+    tmp_path: Path,
+) -> None:
+    """humanize's `ordinal` (74 lines, 39 of them docstring): the pick and repair
+    prompts show its body, and an answer written from the shortened docstring changes
+    only the line it fixes."""
+    tree, idx, path = _humanize(tmp_path)
+    symbol = next(s for s in idx.symbols if s.qualname == "ordinal" and s.path == path)
+    target = target_of(idx, symbol)
+    assert target is not None
+    task = Task("ordinal(13) gives '13rd'", documents=(Document("issue #1 body", "13th"),))
+    picking = pick_prompt(task, idx, [Suspect(symbol, 1.0)] * 2, "")[-1]["content"]
+    assert "if value % 100 in (11, 12):" in picking
+    asked = repair_prompt(task, idx, tree, target, [], None, [])[-1]["content"]
+    code = asked.split("```python\n")[1].split("```")[0]
+    assert '    """Converts an integer to its ordinal as a string. ..."""\n' in code
+    assert ">>> ordinal(1002)" not in code
+    assert "if value % 100 in (11, 12):" in code
+    # The model answers from what it was shown, with the fix.
+    answer = "```python\n" + code.replace("in (11, 12):", "in (11, 12, 13):") + "```"
+    (found,) = candidates_of(idx, target, [answer], "", Counter())
+    original = idx.sources[path]
+    assert changed_lines(original, found.text) == 2
+    assert found.text == original.replace("in (11, 12):", "in (11, 12, 13):")
+
+
+@pytest.mark.slow
+@pytest.mark.realworld
+@pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS))
+def test_every_long_docstring_of_a_real_project_comes_back_as_it_was(
+    name: str, tmp_path: Path
+) -> None:
+    """Each function of the project with a long docstring, shortened as the prompts show
+    it and put back: the function as the file has it, to the character."""
+    project = next(p for p in PROJECTS if p.name == name)
+    idx = index(unpack(project, tmp_path / name))
+    tried = 0
+    for symbol in idx.symbols:
+        source = textwrap.dedent("\n".join(idx.lines(symbol))) + "\n"
+        if span(source) is None:
+            continue
+        tried += 1
+        assert restored(shortened(source) + "\n", source) == source, symbol.qualname
+    assert tried >= 2  # iniconfig has 2 of 19; toolz 77 of 178
