@@ -664,34 +664,40 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
     told_apart: bool,
 ) -> None:
     """html-escape with the 1.5B model: sixteen answers, none moved `&` first. A one-token
-    bug (here `<` for `<=`) is found by trying small changes, as program repair does, after
-    the model's answers: kept only when it is the only change that passes. Without a test
-    at 32.5 °F, `FREEZING = 33` passes as well as `<=`, and nothing is proposed."""
+    bug (here `<` for `<=`) is found by trying small changes, as program repair does, as
+    soon as the model's first round missed (the issue's own example judges: trusted):
+    kept only when it is the only change that passes, and then no more answers are asked
+    for. Without a test at 32.5 °F, `FREEZING = 33` passes as well as `<=`: the rounds go
+    on, and in the end nothing is proposed."""
     issue = "`is_freezing(32)` returns `False`, it should be `True`: water freezes at 32 °F."
-    result, _ = await _repair(
+    later = [  # no round 2: nothing came near
+        *[UNPARSEABLE] * 2,  # the cloze round: `return f < FREEZING`, then `FREEZING = 32`
+        *[UNPARSEABLE] * 4,  # more answers to round 1's prompt
+    ]
+    result, model = await _repair(
         runner,
         tmp_path,
         make_model,
         make_client,
         *[text("I cannot write a test.")] * 3,  # the issue's own example is the test
+        UNPARSEABLE,  # round 1
         UNPARSEABLE,
-        UNPARSEABLE,
-        *[UNPARSEABLE] * 2,  # the cloze round: `return f < FREEZING`, then `FREEZING = 32`
-        *[UNPARSEABLE] * 4,  # more answers to round 1's prompt
+        *([] if told_apart else later),
         samples=2,
         issue=issue,
         temps=FREEZING,
         files={"test_temps.py": FREEZING_TESTS + (WARM if told_apart else "")},
     )
+    assert model.remaining == 0
     fix = result.fix
     assert fix is not None
     report = fix.repair
     assert report is not None
-    assert report.dropped == {"unparseable": 8}
-    assert report.masked == 2
     assert report.mechanical >= 2
     if told_apart:
         assert result.status == "patched", (result.error, fix.reason)
+        assert report.dropped == {"unparseable": 2}  # round 1 only: no more model calls
+        assert (report.rounds, report.masked) == (1, 0)
         assert "-    return f < FREEZING\n+    return f <= FREEZING" in result.diff.unified
         assert result.tests is not None
         assert result.tests.broken == []
@@ -701,12 +707,14 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
             title="is_freezing is wrong at 32",
         )
         assert (
-            "Chosen: a mechanical change, tried after the model's answers all missed: "
-            "`<` became `<=` (temps.py:6)"
+            "Chosen: a mechanical change, tried after the model's first round on "
+            "`is_freezing` missed: `<` became `<=` (temps.py:6)"
         ) in body
         assert f"then {report.mechanical} mechanical changes, 1 passed" in body
     else:
         assert result.status == "failed"
+        assert report.dropped == {"unparseable": 8}  # the rounds went on
+        assert report.masked == 2
         assert result.diff.files == []
         assert fix.reason is not None
         assert fix.reason.startswith("no verified fix")

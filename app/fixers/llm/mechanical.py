@@ -48,11 +48,17 @@ class Mechanical:
     def winner(self) -> tuple[Mutant, Candidate] | None:
         return self.passed[0] if len(self.passed) == 1 else None
 
-    def chosen(self, target: Target, tests: str) -> str:
-        """Why the winner was chosen, for the pull request."""
+    def chosen(self, target: Target, tests: str, *, early: bool = False) -> str:
+        """Why the winner was chosen, for the pull request; ``early``: right after the
+        model's first round on the target missed, not after every answer did."""
         change = self.passed[0][0]
+        when = (
+            f"the model's first round on `{target.symbol.qualname}` missed"
+            if early
+            else "the model's answers all missed"
+        )
         return (
-            "a mechanical change, tried after the model's answers all missed: "
+            f"a mechanical change, tried after {when}: "
             f"{change.what} ({where(target, change)}); it makes {tests} pass and keeps "
             f"every other test passing, the only one of {plural(self.tried, 'such change')} "
             "tried that does"

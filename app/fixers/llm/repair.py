@@ -50,6 +50,7 @@ from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.guards import restored
 from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
 from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
+from app.fixers.llm.mechanical_rounds import mechanical_first, mechanical_fix
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.pick import order_of
 from app.fixers.llm.repair_job import (
@@ -57,7 +58,6 @@ from app.fixers.llm.repair_job import (
     changes_in,
     demands_of,
     last_judges,
-    mechanical_fix,
     no_fix,
     summary,
     tests_named,
@@ -253,6 +253,8 @@ class RepairFixer(ModelFixer):
             )
             tested: list[Candidate] = []
             winner = await self._judge(job, target, candidates, len(answers), judge, tested)
+            if winner is None and round_ == 1 and trusted and not job.stopped:
+                winner = await mechanical_first(job, target, must_pass, passed_before)
             if winner is not None or job.stopped:
                 return winner
             misses = sorted(

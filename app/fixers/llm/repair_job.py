@@ -13,13 +13,12 @@ from typing import Any
 
 from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
-from app.fixers.llm.demands import DROPPED, demanded, mentions, unmet
+from app.fixers.llm.demands import DROPPED, demanded, mentions
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.mechanical import mechanical, one_node_changes
-from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
+from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
-from app.fixers.llm.splice import Target, target_of
+from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import failure_of, run_tests, try_change
 from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
@@ -80,6 +79,8 @@ class Job:
     # name: a change must name them (:mod:`demands`).
     demands: frozenset[str] = frozenset()
     one_node: dict[str, dict[str, str]] = field(default_factory=dict)  # by target
+    # Targets whose mechanical changes were tried, and why none was kept if two passed.
+    mechanized: dict[str, str] = field(default_factory=dict)
 
     def one_node_changes(self, target: Target) -> dict[str, str]:
         """The target's one-node changes one model test may judge, worked out once."""
@@ -293,45 +294,6 @@ def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: b
         f"{plural(winner.votes, 'answer')} wrote this change; it makes the reproduction pass "
         "and keeps every other test passing"
     )
-
-
-async def mechanical_fix(
-    job: Job,
-    suspects: Sequence[Suspect],
-    must_pass: list[str],
-    passed_before: set[str],
-    *,
-    weak: bool = False,
-) -> tuple[Target, Candidate] | None:
-    """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
-    tests; the fix when exactly one change passes (left in the tree). ``weak``: one model
-    test judges, so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
-    report = job.report
-    for suspect in list({id(s): s for s in suspects}.values()):
-        target = target_of(job.idx, suspect.symbol)
-        if target is None or (job.demands and _names_none(job, suspect)):
-            continue  # a small change to it raises nothing new
-        job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
-        mech = await mechanical(
-            job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
-            passed_before=passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
-        )  # fmt: skip
-        report.mechanical += mech.tried
-        if mech.winner is not None:
-            report.passed += 1
-            report.target = target.symbol.qualname
-            report.chosen = mech.chosen(target, tests_named(must_pass))
-            return target, mech.winner[1]
-        if mech.ambiguous:
-            report.mechanical_note = mech.ambiguous
-            break
-    return None
-
-
-def _names_none(job: Job, suspect: Suspect) -> bool:
-    """Whether the suspect, as it is, names nowhere an exception the issue asks for."""
-    lines = "\n".join(job.idx.lines(suspect.symbol))
-    return bool(unmet(job.demands, [lines], job.idx, path=suspect.symbol.path))
 
 
 def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:
