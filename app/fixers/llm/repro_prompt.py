@@ -164,7 +164,7 @@ def repro_prompt(
     top = suspects[0].symbol
     lines = idx.lines(top)
     module = module_name(top.path)
-    example = import_example(idx)
+    example = import_example(idx, module)
     name = top.qualname
     shown = _shown(idx, top)
     call = name if top.kind == "function" else f"{name.split('.')[0]}(...).{top.name}"
