@@ -14,10 +14,10 @@ import pytest
 
 from app.fixers.llm.candidates import candidates_of
 from app.fixers.llm.docstrings import restored, shortened, span
-from app.fixers.llm.localize import Index, Suspect, index
+from app.fixers.llm.localize import Index, Suspect, Symbol, index
 from app.fixers.llm.pick import pick_prompt
 from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.splice import changed_lines, target_of
+from app.fixers.llm.splice import changed_lines, splice, target_of, unit_sources
 from app.sessions.task import Document, Task
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
@@ -87,12 +87,63 @@ def test_the_answer_gets_the_original_docstring_back_word_for_word(answer: str) 
         assert back == FIXED
 
 
-def test_what_cannot_take_a_docstring_back_is_left_as_it_is() -> None:
-    one_line = "def ordinal(value): return str(value)\n"
-    assert restored(one_line, ORIGINAL) == one_line
-    assert restored("x = 1\n", ORIGINAL) == "x = 1\n"
+def test_an_answer_that_cannot_take_the_docstring_back_is_not_a_change() -> None:
+    """Else the pull request would shorten the docstring to what the prompt showed."""
+    assert restored("def ordinal(value): return str(value)\n", ORIGINAL) is None
+    shared = 'def ordinal(value):\n    """Converts ..."""; return str(value)\n'
+    assert restored(shared, ORIGINAL) is None
+    assert restored("x = 1\n", ORIGINAL) == "x = 1\n"  # no function: not for it to say
     short = 'def f(x):\n    """Twice x."""\n    return 2 * x\n'
     assert restored("def f(x):\n    return 3 * x\n", short) == "def f(x):\n    return 3 * x\n"
+
+
+def test_the_docstring_goes_above_a_decorated_first_statement() -> None:
+    answer = (
+        "def ordinal(value):\n"
+        "    @functools.lru_cache\n"
+        "    def inner(v):\n"
+        "        return str(v)\n"
+        "    return inner(value)\n"
+    )
+    back = restored(answer, ORIGINAL)
+    assert back is not None
+    assert back.startswith('def ordinal(value):\n    """Converts an integer')
+    assert '    """\n    @functools.lru_cache\n    def inner(v):' in back
+
+
+def test_a_quote_inside_a_single_quoted_docstring_does_not_fool_the_short_line() -> None:
+    source = "def f():\n    r'''Say \"\"\"hi\"\"\" to x.\n\n\n\n    '''\n    return 1\n"
+    assert "    '''Say \"\"\"hi\"\"\" to x. ...'''" in shortened(source)
+    ast.parse(shortened(source))
+
+
+METHOD_FILE = (
+    "class Shop:\n"
+    "    def total(self, items):\n"
+    '        """The total.\n'
+    "        \n"
+    "        Prices are summed, then rounded:\n"
+    "            >>> Shop().total([1.005])\n"
+    "            1.0\n"
+    '        """\n'
+    "        return round(sum(items), 1)\n"
+)
+
+
+def test_a_method_gets_its_docstring_back_to_the_character_in_the_file() -> None:
+    """Offline, the path every answer takes (candidates_of): the method's docstring,
+    a line of spaces in it and all, comes back in the file; only the fixed line differs."""
+    idx = Index(sources={"shop.py": METHOD_FILE})
+    symbol = Symbol("shop.py", "Shop.total", 2, 9, "method")
+    target = target_of(idx, symbol)
+    assert target is not None
+    asked = repair_prompt(Task("total rounds to 1 place"), idx, Path("."), target, [], None, [])
+    code = asked[-1]["content"].split("```python\n")[1].split("```")[0]
+    assert code.startswith('def total(self, items):\n    """The total. ..."""\n    return')
+    answer = "```python\n" + code.replace("sum(items), 1)", "sum(items), 2)") + "```"
+    (found,) = candidates_of(idx, target, [answer], "", Counter())
+    assert found.text == METHOD_FILE.replace("sum(items), 1)", "sum(items), 2)")
+    assert found.changed_lines == 2
 
 
 def _humanize(tmp_path: Path) -> tuple[Path, Index, str]:
@@ -139,14 +190,20 @@ def test_every_long_docstring_of_a_real_project_comes_back_as_it_was(
     name: str, tmp_path: Path
 ) -> None:
     """Each function of the project with a long docstring, shortened as the prompts show
-    it and put back: the function as the file has it, to the character."""
+    it, put back and spliced in: the file as it was, to the character."""
     project = next(p for p in PROJECTS if p.name == name)
     idx = index(unpack(project, tmp_path / name))
     tried = 0
     for symbol in idx.symbols:
-        source = textwrap.dedent("\n".join(idx.lines(symbol))) + "\n"
-        if span(source) is None:
+        target = target_of(idx, symbol)
+        if target is None:
+            continue
+        text = idx.sources[symbol.path]
+        unit = unit_sources(text, target)[""]
+        if span(unit) is None:
             continue
         tried += 1
-        assert restored(shortened(source) + "\n", source) == source, symbol.qualname
+        back = restored(shortened(unit) + "\n", unit)
+        assert back is not None, symbol.qualname
+        assert splice(text, target, back, {}) == text, symbol.qualname
     assert tried >= 2  # iniconfig has 2 of 19; toolz 77 of 178

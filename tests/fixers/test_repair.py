@@ -723,6 +723,46 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert f", then {report.mechanical} mechanical changes; none made" in fix.reason
 
 
+async def test_mechanical_changes_go_early_on_the_localisers_first_not_on_a_pick(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """The model picks the helper `threshold`, where `32` as `33` alone passes the
+    issue's example: tried early there, that wrong-place change would be published. It
+    is not: the early round runs on the localiser's first, `is_freezing`, whose change
+    (`<=`) and the helper's both pass, so the tests cannot choose, and no mechanical
+    change of any suspect is proposed."""
+    issue = (
+        "`is_freezing(32)` returns `False`, it should be `True`: water freezes at 32 °F. "
+        "Is `threshold()` wrong?"
+    )
+    temps = "def threshold():\n    return 32\n\n\ndef is_freezing(f):\n    return f < threshold()\n"
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[text("I cannot write a test.")] * 3,  # the issue's own example is the test
+        *[text("threshold")] * 3,  # the pick
+        *[UNPARSEABLE] * 30,
+        samples=2,
+        issue=issue,
+        temps=temps,
+        files={"test_temps.py": FREEZING_TESTS},
+    )
+    fix = result.fix
+    assert fix is not None
+    assert fix.repair is not None
+    assert fix.repair.picked == "threshold (3 of 3 answers named it)"
+    assert result.status == "failed"
+    assert result.diff.files == []
+    assert fix.reason is not None
+    assert "two mechanical changes pass (`<` became `<=`; `32` became `33`)" in fix.reason
+    assert fix.repair.mechanical == 2  # the early round's two, and no other round
+
+
 async def test_a_single_model_test_never_judges_a_boundary_change(
     runner: SessionRunner,
     tmp_path: Path,

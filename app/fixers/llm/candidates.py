@@ -83,7 +83,8 @@ def candidates_of(
             dropped["duplicate"] += 1
             continue
         # The docstring shown shortened is put back whole (docstrings.py).
-        spliced = splice(text, target, restored(found.function, original[""]), constants)
+        function = restored(found.function, original[""])
+        spliced = splice(text, target, function, constants) if function is not None else None
         if spliced is None:
             dropped["does not fit"] += 1
             continue

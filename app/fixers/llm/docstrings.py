@@ -83,7 +83,8 @@ def short_lines(lines: list[str], where: tuple[int, int] | None, first: int = 1)
         return lines
     text = "\n".join(lines[a : b + 1])
     indent = lines[a][: len(lines[a]) - len(lines[a].lstrip())]
-    quote = next((q for q in ('"""', "'''") if q in text), '"""')
+    opening = lines[a].lstrip().lstrip("rRuUbB")
+    quote = next((q for q in ('"""', "'''") if opening.startswith(q)), '"""')
     words = next((ln.strip() for ln in _body_of(text, quote).splitlines() if ln.strip()), "")
     words = words.replace(quote, "").replace("\\", "")
     return [*lines[:a], f"{indent}{quote}{words} {MORE}{quote}", *lines[b + 1 :]]
@@ -101,29 +102,39 @@ def shortened(source: str) -> str:
     return "\n".join(short_lines(lines, span(source)))
 
 
-def restored(answer: str, original: str) -> str:
+def restored(answer: str, original: str) -> str | None:
     """The answer's function (dedented source) with the original's long docstring in
-    place of its own, or put in where it has none, word for word. The answer as it is
-    when the original's docstring was shown whole, or either is not one function."""
+    place of its own, or put in where it has none, word for word (its lines as the
+    original has them: a line of spaces inside it stays one). The answer as it is when
+    the original's docstring was shown whole or the answer is no function; None when
+    the docstring was shown shortened and cannot go back (a body on the ``def`` line, a
+    docstring sharing its line with code): such an answer would publish the shortened
+    docstring."""
     where = span(original)
+    if where is None:
+        return answer
     found = _function(answer)
-    theirs = _place(original)
-    if where is None or found is None or theirs is None:
+    if found is None:
         return answer
     lines, node = found
     head = node.body[0]
     if head.lineno == node.lineno:
-        return answer  # `def f(): return x`: no line of its own to put it on
-    o_lines, a, b, column = theirs
-    indent = lines[head.lineno - 1][: head.col_offset]
+        return None  # `def f(): return x`: no line of its own to put it on
+    o_lines, (a, b), column = original.splitlines(), where, _doc_column(original)
     # The first line at the answer's indent, the rest as they were: inside the string.
-    put = [indent + o_lines[a - 1][column:], *o_lines[a:b]]
     if _docstring(node) is not None:
         mine = _place(answer)
         if mine is None:
-            return answer  # `"""doc"""; x = 1`: not on lines of its own
-        out = [*lines[: mine[1] - 1], *put, *lines[mine[2] :]]
-    else:
-        out = [*lines[: head.lineno - 1], *put, *lines[head.lineno - 1 :]]
-    result = "\n".join(out) + "\n"
-    return result if parse(result) is not None else answer
+            return None  # `"""doc"""; x = 1`: not on lines of its own
+        first, last, at = mine[1], mine[2], lines[mine[1] - 1][: mine[3]]
+    else:  # above the first statement, and above its decorators
+        first = min([head.lineno, *(d.lineno for d in getattr(head, "decorator_list", []))])
+        last, at = first - 1, lines[head.lineno - 1][: head.col_offset]
+    put = [at + o_lines[a - 1][column:], *o_lines[a:b]]
+    result = "\n".join([*lines[: first - 1], *put, *lines[last:]]) + "\n"
+    return result if parse(result) is not None else None
+
+
+def _doc_column(source: str) -> int:
+    place = _place(source)
+    return place[3] if place is not None else 0

@@ -1,5 +1,6 @@
-"""The repair's mechanical rounds (:mod:`mechanical`) as a job runs them: on a target
-as soon as the model's first round on it missed under a trusted judge, and on every
+"""The repair's mechanical rounds (:mod:`mechanical`) as a job runs them: on the
+localiser's first suspect as soon as the model's first round on it missed under a
+trusted judge (:func:`mechanical_first`), and on every
 suspect left when the model missed everywhere; each target once."""
 
 from __future__ import annotations
@@ -26,19 +27,23 @@ async def mechanical_fix(
     """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
     tests; the fix when exactly one change passes (left in the tree). ``weak``: one model
     test judges, so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
+    # Two changes of one target passed early: the tests cannot choose among one-node
+    # changes, and another suspect's that passes alone is no surer (the helper's `32` as
+    # `33` beside the function's `<` as `<=`).
+    ambiguous = next((note for note in job.mechanized.values() if note), "")
+    if ambiguous:
+        job.report.mechanical_note = ambiguous
+        return None
     for suspect in list({id(s): s for s in suspects}.values()):
         target = target_of(job.idx, suspect.symbol)
         if target is None or (job.demands and _names_none(job, suspect.symbol)):
             continue  # a small change to it raises nothing new
-        if target.symbol.where in job.mechanized:  # tried after the model's first round
-            if job.mechanized[target.symbol.where]:  # two of its changes passed
-                job.report.mechanical_note = job.mechanized[target.symbol.where]
-                break  # the tests cannot choose: no other suspect's change is either
-            continue
-        winner, ambiguous = await _mechanical_on(job, target, must_pass, passed_before, weak)
+        if target.symbol.where in job.mechanized:
+            continue  # tried after the model's first round on it
+        winner, two = await _mechanical_on(job, target, must_pass, passed_before, weak)
         if winner is not None:
             return target, winner
-        if ambiguous:
+        if two:
             break
     return None
 
@@ -47,7 +52,9 @@ async def mechanical_first(
     job: Job, target: Target, must_pass: list[str], passed_before: set[str]
 ) -> Candidate | None:
     """The target's mechanical changes, tried as soon as the model's first round on it
-    missed, when the judge is trusted (the repository's own failing test, the issue's
+    missed, when it is the localiser's first suspect (a model's pick may be the wrong
+    function, where a one-node change could pass and be wrong) and the judge is trusted
+    (the repository's own failing test, the issue's
     example, two model tests that agree): they cost no tokens, and where one of them is
     the fix the model's later rounds cost minutes on a real project (humanize's
     `ordinal`: 30 answers of up to 1,900 characters before `13` was added to `(11,

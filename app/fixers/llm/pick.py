@@ -5,8 +5,8 @@ touched, not where the bug is: "after the rate limiter runs out every call to `a
 is refused" — ``allow`` is named, ``_refill`` is at fault (bench task token-bucket);
 "a handler calls `bus.unsubscribe(...)` while an event is being emitted" — ``emit`` is.
 Shown the few top suspects' code and what the reproduction test printed on the base, the
-model answers with one name; three answers vote (ties go to the greedy one, and none
-is a pick unless two agree). The pick
+model answers with one name; three answers vote (ties go to the greedy one, and of
+several answers, none is a pick unless two agree). The pick
 is tried first and the localiser's own first choice second, so a wrong pick costs one
 target's rounds and never loses the localiser's answer.
 """

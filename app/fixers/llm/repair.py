@@ -165,9 +165,12 @@ class RepairFixer(ModelFixer):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
+            # Mechanical changes early on the localiser's first only: a pick may be the
+            # wrong function, where a one-node change could pass and be wrong.
             winner = await self._rounds(
-                job, target, must_pass, passed_before, before, trusted=strong
-            )
+                job, target, must_pass, passed_before, before, trusted=strong,
+                mechanize=strong and suspect is suspects[0],
+            )  # fmt: skip
             if winner is not None:
                 return self._apply(job, target, winner, repro)
             if job.stopped:
@@ -213,9 +216,11 @@ class RepairFixer(ModelFixer):
         before: Tests | None,
         *,
         trusted: bool,
+        mechanize: bool = False,
     ) -> Candidate | None:
         """``trusted``: the repository's own failing tests judge, or a reproduction two
-        samples agree on or the issue's own example backs (not one model's test)."""
+        samples agree on or the issue's own example backs (not one model's test);
+        ``mechanize``: mechanical changes right after the first round misses."""
         report = job.report
         misses: list[Candidate] = []
         repeated = False  # every answer of the round was the code as it is
@@ -253,7 +258,7 @@ class RepairFixer(ModelFixer):
             )
             tested: list[Candidate] = []
             winner = await self._judge(job, target, candidates, len(answers), judge, tested)
-            if winner is None and round_ == 1 and trusted and not job.stopped:
+            if winner is None and round_ == 1 and mechanize and not job.stopped:
                 winner = await mechanical_first(job, target, must_pass, passed_before)
             if winner is not None or job.stopped:
                 return winner

@@ -125,9 +125,12 @@ def splice(text: str, target: Target, function: str, constants: dict[str, str]) 
 
 
 def _indented(source: str, indent: str) -> str:
+    """Every line that is not empty indented (a line of spaces too: inside a docstring
+    it is part of the string, and the original's had the indent)."""
     return (
         "".join(
-            (indent + line if line.strip() else line) for line in source.splitlines(keepends=True)
+            (indent + line if line.strip("\r\n") else line)
+            for line in source.splitlines(keepends=True)
         ).rstrip("\n")
         + "\n"
     )

@@ -194,10 +194,11 @@ def import_example(idx: Index, module: str = "") -> str:
             best = (rank, lines)
         if rank == 2:
             break
-    lines = best[1]
-    mentioning = [ln for ln in lines if _mentions(ln, module)][:MAX_IMPORTS]
-    others = [ln for ln in lines if ln not in mentioning][: MAX_IMPORTS - len(mentioning)]
-    return "\n".join(ln for ln in lines if ln in mentioning or ln in others)
+    lines = list(dict.fromkeys(best[1]))  # a line the file repeats, once
+    mentioning = [i for i, ln in enumerate(lines) if _mentions(ln, module)][:MAX_IMPORTS]
+    others = [i for i in range(len(lines)) if i not in mentioning]
+    kept = {*mentioning, *others[: MAX_IMPORTS - len(mentioning)]}
+    return "\n".join(ln for i, ln in enumerate(lines) if i in kept)
 
 
 def _absolute_imports(text: str) -> list[str]:
