@@ -21,19 +21,15 @@ import ast
 import textwrap
 
 from app.fixers.llm.answers import parse
+from app.fixers.llm.splice import first_function
 
 DOC_LINES = 4  # a docstring this long or shorter is shown whole
 MORE = "..."
 
 
 def _function(source: str) -> tuple[list[str], ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    module = parse(textwrap.dedent(source))
-    if module is None or not module.body:
-        return None
-    node = module.body[0]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    return textwrap.dedent(source).splitlines(), node
+    node = first_function(source)
+    return (textwrap.dedent(source).splitlines(), node) if node is not None else None
 
 
 def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Expr | None:

@@ -191,14 +191,19 @@ def dedent(lines: list[str]) -> list[str]:
     return [x[indent:] for x in lines]
 
 
+def first_function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function ``source`` (dedented) opens with, parsed; None if it opens with
+    something else or does not parse."""
+    module = parse(textwrap.dedent(source))
+    node = module.body[0] if module is not None and module.body else None
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
 def is_decorator(source: str) -> bool:
     """Whether a function returns a function it defines (``def memoize(fn): ... return
     inner``): a small model tests one by calling it on a name that does not exist."""
-    module = parse(textwrap.dedent(source))
-    if module is None or not module.body:
-        return False
-    fn = module.body[0]
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    fn = first_function(source)
+    if fn is None:
         return False
     inner = {n.name for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     return any(
