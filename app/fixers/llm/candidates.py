@@ -48,9 +48,7 @@ def candidates_of(
 ) -> list[Candidate]:
     """The distinct changes the answers write, each with its votes. ``demands``: the
     exceptions the issue says the code should raise that no judging test names."""
-    text = idx.sources[target.symbol.path]
-    home = module_name(target.symbol.path).split(".")[0]
-    original = unit_sources(text, target)
+    original = unit_sources(idx.sources[target.symbol.path], target)
     names = [c[0] for c in target.constants]
     # What the issue asks to be raised that the function does not name already.
     wanted = unmet(demands, original.values(), idx, path=target.symbol.path) if demands else []
@@ -82,22 +80,34 @@ def candidates_of(
             by_key[key].votes += 1
             dropped["duplicate"] += 1
             continue
-        # The docstring shown shortened is put back whole (docstrings.py).
-        function = restored(found.function, original[""])
-        spliced = splice(text, target, function, constants) if function is not None else None
-        if spliced is None:
+        candidate = _spliced(idx, target, found.function, constants, original[""])
+        if candidate is None:
             dropped["does not fit"] += 1
             continue
-        added = forgotten(text, spliced, lambda name: _near(defined_by(idx, name), home))
-        spliced = with_import_lines(spliced, added)
-        by_key[key] = Candidate(
-            function=found.function,
-            constants=constants,
-            text=spliced,
-            changed_lines=changed_lines(text, spliced),
-            imports=tuple(added),
-        )
+        by_key[key] = candidate
     return list(by_key.values())
+
+
+def _spliced(
+    idx: Index, target: Target, function: str, constants: dict[str, str], original: str
+) -> Candidate | None:
+    """The change in its file, with the imports it forgot and the docstring shown
+    shortened put back whole (:mod:`docstrings`); None when it does not fit."""
+    text = idx.sources[target.symbol.path]
+    home = module_name(target.symbol.path).split(".")[0]
+    whole = restored(function, original)
+    spliced = splice(text, target, whole, constants) if whole is not None else None
+    if spliced is None:
+        return None
+    added = forgotten(text, spliced, lambda name: _near(defined_by(idx, name), home))
+    spliced = with_import_lines(spliced, added)
+    return Candidate(
+        function=function,
+        constants=constants,
+        text=spliced,
+        changed_lines=changed_lines(text, spliced),
+        imports=tuple(added),
+    )
 
 
 def _near(modules: list[str], home: str) -> list[str]:

@@ -165,8 +165,7 @@ class RepairFixer(ModelFixer):
             target = target_of(job.idx, suspect.symbol)
             if target is None:
                 continue
-            # Mechanical changes early on the localiser's first only: a pick may be the
-            # wrong function, where a one-node change could pass and be wrong.
+            # Early mechanical changes on the localiser's first only (a pick may be wrong).
             winner = await self._rounds(
                 job, target, must_pass, passed_before, before, trusted=strong,
                 mechanize=strong and suspect is suspects[0],
