@@ -3,7 +3,8 @@
 Real code documents itself at length: humanize's ``ordinal`` is 74 lines, 39 of them
 its docstring. A 1.5B model asked for the whole corrected function writes every line
 of it back, at about 8 tokens a second on two cores, before the one line that matters;
-in repair39real the same task took 1,205 s, 35 answers of up to 3,200 characters. And
+in repair39real the same task took 1,205 s, 35 model calls, answers of up to 3,200
+characters. And
 shown the first 40 lines of each suspect to pick the one at fault, it saw ``ordinal``'s
 docstring and not its body.
 
@@ -12,7 +13,8 @@ as its first sentence line and `` ...`` (:func:`shortened`), and the answer gets
 original docstring back, in place of whatever it wrote there or where it wrote none
 (:func:`restored`): the change a pull request proposes is to the code, and the
 documentation stays as its authors wrote it. A docstring that shares a line with
-other code is left as it is.
+other code is shown as it is; an answer that cannot take the docstring back (its body
+on the ``def`` line) is no change, else the pull request would shorten the docstring.
 """
 
 from __future__ import annotations

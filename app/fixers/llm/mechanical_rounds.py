@@ -1,7 +1,7 @@
 """The repair's mechanical rounds (:mod:`mechanical`) as a job runs them: on the
 localiser's first suspect as soon as the model's first round on it missed under a
-trusted judge (:func:`mechanical_first`), and on every
-suspect left when the model missed everywhere; each target once."""
+trusted judge (:func:`mechanical_first`), and on every suspect left when the model
+missed everywhere; each target once."""
 
 from __future__ import annotations
 
@@ -54,11 +54,11 @@ async def mechanical_first(
     """The target's mechanical changes, tried as soon as the model's first round on it
     missed, when it is the localiser's first suspect (a model's pick may be the wrong
     function, where a one-node change could pass and be wrong) and the judge is trusted
-    (the repository's own failing test, the issue's
-    example, two model tests that agree): they cost no tokens, and where one of them is
-    the fix the model's later rounds cost minutes on a real project (humanize's
-    `ordinal`: 30 answers of up to 1,900 characters before `13` was added to `(11,
-    12)`). A change the model wrote still goes first: its first round came before."""
+    (the repository's own failing test, the issue's example, two model tests that
+    agree): they cost no tokens, and where one of them is the fix the model's later
+    rounds cost minutes on a real project (humanize's `ordinal`: 28 more model calls,
+    answers of up to 1,900 characters, before `13` was added to `(11, 12)`). A change
+    the model wrote still goes first: its first round came before."""
     if job.demands and _names_none(job, target.symbol):
         return None  # a small change to it raises nothing new
     winner, _ = await _mechanical_on(job, target, must_pass, passed_before, False, early=True)
