@@ -108,9 +108,9 @@ def restored(answer: str, original: str) -> str | None:
     the docstring was shown shortened and cannot go back (a body on the ``def`` line, a
     docstring sharing its line with code): such an answer would publish the shortened
     docstring."""
-    where = span(original)
-    if where is None:
-        return answer
+    theirs = _place(original)
+    if theirs is None or theirs[2] - theirs[1] + 1 <= DOC_LINES:
+        return answer  # shown whole (see :func:`span`)
     found = _function(answer)
     if found is None:
         return answer
@@ -118,7 +118,7 @@ def restored(answer: str, original: str) -> str | None:
     head = node.body[0]
     if head.lineno == node.lineno:
         return None  # `def f(): return x`: no line of its own to put it on
-    o_lines, (a, b), column = original.splitlines(), where, _doc_column(original)
+    o_lines, (_, a, b, column) = original.splitlines(), theirs
     # The first line at the answer's indent, the rest as they were: inside the string.
     if _docstring(node) is not None:
         mine = _place(answer)
@@ -131,8 +131,3 @@ def restored(answer: str, original: str) -> str | None:
     put = [at + o_lines[a - 1][column:], *o_lines[a:b]]
     result = "\n".join([*lines[: first - 1], *put, *lines[last:]]) + "\n"
     return result if parse(result) is not None else None
-
-
-def _doc_column(source: str) -> int:
-    place = _place(source)
-    return place[3] if place is not None else 0
