@@ -124,12 +124,12 @@ def _kin(a: Any, b: Any) -> bool:
     return (isinstance(a, number) and isinstance(b, number)) or type(a) is type(b)
 
 
-def _literal(node: ast.AST) -> bool:
+def literal(node: ast.AST) -> bool:
     """A literal, or a pure builtin (``list``, ``range``...) of literals."""
     if isinstance(node, ast.keyword):
-        return node.arg is not None and _literal(node.value)
+        return node.arg is not None and literal(node.value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _PURE:
-        return all(_literal(a) for a in [*node.args, *node.keywords])
+        return all(literal(a) for a in [*node.args, *node.keywords])
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
@@ -149,7 +149,7 @@ def _dotted(node: ast.AST) -> list[str] | None:
 def _rebuild(node: ast.expr, idx: Index, imports: list[str]) -> str | None:
     """The call with module prefixes dropped and the import it needs recorded; None
     unless every argument is literal and every name is one the repository defines."""
-    if not isinstance(node, ast.Call) or not all(_literal(a) for a in [*node.args, *node.keywords]):
+    if not isinstance(node, ast.Call) or not all(literal(a) for a in [*node.args, *node.keywords]):
         return None
     args = ", ".join(
         [ast.unparse(a) for a in node.args]
