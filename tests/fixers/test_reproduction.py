@@ -305,6 +305,8 @@ def test_the_issues_decorator_call_starts_a_test_that_fails_on_the_bug_and_passe
         ),
         # written bare, with its @
         ("`@retry` gives up after one failure.", "@retry\n", "result = flaky()"),
+        # with its module: the test imports the name
+        ("`@resilience.retry(3)` fails twice.", "@retry(3)\n", "assert len(calls) == ..."),
         # not literal arguments: not code the issue may write into a test
         ("`@retry(exceptions=(MyError,))` fails twice and raises.", None, None),
         ("`retry` fails.", None, None),  # no @, no call: a name, not the decorator's use
@@ -324,7 +326,8 @@ def test_only_the_issues_literal_decorator_call_is_written_into_the_test(
         assert "define a small function decorated with `@retry`" in prompt
     else:
         assert f"    {shown}" in prompt
-        assert check is not None and check in prompt
+        assert check is not None
+        assert check in prompt
 
 
 EVENTS = """\

@@ -11,17 +11,17 @@ the bug is fixed.
 from __future__ import annotations
 
 import ast
-import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.examples import Example, literal
+from app.fixers.llm.examples import Example
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repair_prompt import issue_text
 from app.fixers.llm.splice import is_decorator
+from app.fixers.llm.test_starts import FAILING, failures, flaky_test, times
 from app.fixers.llm.testruns import import_example
 from app.sessions.task import Task
 from app.untrusted.sanitize import fence
@@ -70,123 +70,25 @@ def _shown(idx: Index, top: Symbol) -> str:
     return "\n".join([*parts, method])
 
 
-# An issue about a decorated function that fails: retrying, error handling, fallbacks.
-_FAILING = re.compile(r"(?i)\b(?:fail\w*|rais\w*|error\w*|exception\w*|retr\w*|throw\w*)")
-
-
-# "a function that fails twice and then succeeds": how often the issue's function fails.
-_TIMES = re.compile(
-    r"(?i)\b(?:fail|rais|throw|error)\w*\s+(once|twice|two times|three times|four times|"
-    r"five times|\d+ times)\b"
-)
-MAX_DECORATOR = 120  # characters of the issue's decorator call written into a test
-_COUNT = {"once": 1, "twice": 2, "two": 2, "three": 3, "four": 4, "five": 5}
-
-
-def _failures(task: Task) -> int:
-    """How often the issue's function fails before it works: 2 for "fails twice"
-    (retry-count: told "the first times", a 1.5B model wrote a function that fails once,
-    six tests in six, and the bug shows only from the second failure); 2 when unsaid."""
-    m = _TIMES.search(task.words)
-    if m is None:
-        return 2
-    said = m.group(1).lower().split()[0]
-    return _COUNT.get(said) or int(said)
-
-
-def _times(n: int) -> str:
-    """3 as "the first three times"."""
-    if n == 1:
-        return "the first time"
-    word = {v: k for k, v in _COUNT.items()}.get(n, str(n))
-    return f"the first {word} times"
-
-
-def _decorator_call(name: str, task: Task) -> str | None:
-    """The issue's own use of the decorator, `@retry(attempts=3)` or `@retry`, rebuilt
-    from its literal arguments (untrusted words become code only so); None when the
-    issue writes none."""
-    for m in re.finditer(r"`(@?)([^`\n]{1,200})`", task.words):
-        try:
-            node = ast.parse(m.group(2).strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        if isinstance(node, ast.Name) and node.id == name and m.group(1):
-            return f"@{name}"
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == name
-            and all(literal(a) for a in [*node.args, *node.keywords])
-        ):
-            call = ast.unparse(node)
-            if "`" not in call and len(call) <= MAX_DECORATOR:
-                return f"@{call}"
-    return None
-
-
-FLAKY_TEST = """\
-def test_issue():
-    calls = []
-
-    {decorator}
-    def flaky():
-        calls.append(1)
-        if len(calls) <= {failures}:
-            raise ValueError("failed")
-        return "ok"
-
-{check}"""
-
-# What the test checks, with `...` for the model to fill: what the call gives, and how
-# often the function was called.
-RETURNS = """\
-    result = flaky()
-    assert result == ...
-    assert len(calls) == ..."""
-RAISES = """\
-    with pytest.raises(ValueError):
-        flaky()
-    assert len(calls) == ..."""
-
-# "... should raise", "must still fail": the issue wants the error through.
-_SHOULD_RAISE = re.compile(
-    r"(?i)\b(?:should|must|is expected to|ought to)\s+(?:still\s+)?(?:raise|fail|throw|propagate)"
-)
-
-
 def _decorator_hint(name: str, task: Task) -> str:
     """How to test a decorator: the decorated function the test defines must behave as
     the issue's does (retry-count: a hint to return `f"{a} {b}"` made all three tests
-    pass on the base, for a bug that shows only when the function raises). When the
-    issue writes the decorator's call, the test's start is written for the model: told
-    in words, nine tests in nine defined a function that could never succeed
-    (``calls.index(x) < 2``, no ``return``), so none could pass on any fix."""
-    failures = _failures(task)
-    if not _FAILING.search(task.words):
+    pass on the base, for a bug that shows only when the function raises). The test is
+    written up to its expectations when the issue writes the decorator's call
+    (app/fixers/llm/test_starts.py)."""
+    if not FAILING.search(task.words):
         return (
             f"`{name}` is a decorator: in the test, define a small function decorated with "
             f'`@{name}` whose result its arguments decide (say, `return f"{{a}} {{b}}"`), '
             "call it as the issue's example does, and assert what it returns.\n\n"
         )
-    decorator = _decorator_call(name, task)
-    check = RAISES if _SHOULD_RAISE.search(task.words) else RETURNS
-    if decorator is None:
-        return (
-            f"`{name}` is a decorator: in the test, define a small function decorated with "
-            f"`@{name}` (with the arguments the issue's example gives), that does what the "
-            f"issue says it does (say, raises `ValueError` {_times(failures)} it is called, "
-            'then returns `"ok"`), counting its calls in a list; call it and assert what the issue '
-            "says should happen: what it returns or raises, and how many times it was "
-            "called.\n\n"
-        )
-    return (
-        f"`{name}` is a decorator. Write the test like this: `flaky` raises `ValueError` "
-        f'{_times(failures)} it is called, then returns `"ok"`, and `calls` counts its calls:\n'
-        f"```python\n{FLAKY_TEST.format(decorator=decorator, failures=failures, check=check)}"
-        "\n```\n"
-        "Replace each `...` with what the issue says it should be once the bug is fixed (not "
-        "what it is now: that is the bug).\n\n"
+    return flaky_test(name, task) or (
+        f"`{name}` is a decorator: in the test, define a small function decorated with "
+        f"`@{name}` (with the arguments the issue's example gives), that does what the "
+        f"issue says it does (say, raises `ValueError` {times(failures(task))} it is "
+        'called, then returns `"ok"`), counting its calls in a list; call it and assert what '
+        "the issue says should happen: what it returns or raises, and how many times it was "
+        "called.\n\n"
     )
 
 

@@ -1,0 +1,128 @@
+"""The start of a reproduction test, written by Patchwarden, not by the model.
+
+Told in words how to build what a test needs, a 1.5B model can get the building wrong
+more often than the expectation: nine tests in nine for retry-count defined a function
+that could never succeed (``calls.index(x) < 2``, no ``return "ok"``). When the issue
+itself writes the decorator's call (`@retry(attempts=3)`), the test is written here up
+to its expectations, and the model replaces each ``...`` with what the issue says
+should happen: 4 to 5 tests in 12 then showed the bug and passed on the fix.
+
+The same start for a class that takes a clock (token-bucket: a fake clock, the object
+built as the issue builds it) was tried and left out: 0 tests in 9 were right with it,
+as without it; what that model gets wrong there is what to do and expect.
+
+The issue's call becomes code only rebuilt from its literal arguments, as the issue's
+examples do (app/fixers/llm/examples.py): untrusted words never reach a test as written.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from app.fixers.llm.examples import literal
+from app.sessions.task import Task
+
+MAX_CALL = 120  # characters of the issue's call written into a test
+
+# An issue about a decorated function that fails: retrying, error handling, fallbacks.
+FAILING = re.compile(r"(?i)\b(?:fail\w*|rais\w*|error\w*|exception\w*|retr\w*|throw\w*)")
+
+# "a function that fails twice and then succeeds": how often the issue's function fails.
+_TIMES = re.compile(
+    r"(?i)\b(?:fail|rais|throw|error)\w*\s+(once|twice|two times|three times|four times|"
+    r"five times|\d+ times)\b"
+)
+_COUNT = {"once": 1, "twice": 2, "two": 2, "three": 3, "four": 4, "five": 5}
+
+# "... should raise", "must still fail": the issue wants the error through.
+_SHOULD_RAISE = re.compile(
+    r"(?i)\b(?:should|must|is expected to|ought to)\s+(?:still\s+)?"
+    r"(?:raise|fail|throw|propagate)"
+)
+
+
+def failures(task: Task) -> int:
+    """How often the issue's function fails before it works: 2 for "fails twice"
+    (retry-count: told "the first times", a 1.5B model wrote a function that fails once,
+    six tests in six, and the bug shows only from the second failure); 2 when unsaid."""
+    m = _TIMES.search(task.words)
+    if m is None:
+        return 2
+    said = m.group(1).lower().split()[0]
+    return _COUNT.get(said) or int(said)
+
+
+def times(n: int) -> str:
+    """3 as "the first three times"."""
+    if n == 1:
+        return "the first time"
+    word = {v: k for k, v in _COUNT.items()}.get(n, str(n))
+    return f"the first {word} times"
+
+
+def decorator_call(task: Task, name: str) -> ast.Call | ast.Name | None:
+    """The issue's own use of the decorator ``name``: `@retry`, or a call with literal
+    arguments only (`retry(attempts=3)`, `resilience.retry(3)`), rebuilt without its
+    module; None when the issue writes none."""
+    for m in re.finditer(r"`(@?)([^`\n]{1,200})`", task.words):
+        try:
+            node = ast.parse(m.group(2).strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if m.group(1) and isinstance(node, ast.Name) and node.id == name:
+            return node
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if called != name or not all(literal(a) for a in [*node.args, *node.keywords]):
+            continue
+        rebuilt = ast.Call(func=ast.Name(id=name), args=node.args, keywords=node.keywords)
+        if "`" not in ast.unparse(rebuilt) and len(ast.unparse(rebuilt)) <= MAX_CALL:
+            return rebuilt
+    return None
+
+
+FLAKY_TEST = """\
+def test_issue():
+    calls = []
+
+    @{decorator}
+    def flaky():
+        calls.append(1)
+        if len(calls) <= {failures}:
+            raise ValueError("failed")
+        return "ok"
+
+{check}"""
+RETURNS = """\
+    result = flaky()
+    assert result == ...
+    assert len(calls) == ..."""
+RAISES = """\
+    with pytest.raises(ValueError):
+        flaky()
+    assert len(calls) == ..."""
+
+
+def flaky_test(name: str, task: Task) -> str | None:
+    """For a decorator the issue writes (`@retry(attempts=3)`) and says fails: a test
+    of a function it decorates that raises as often as the issue says, then returns
+    "ok", counting its calls; the model fills in what it should return (or that it
+    raises, where the issue says it should) and how often it should be called."""
+    if not FAILING.search(task.words):
+        return None
+    call = decorator_call(task, name)
+    if call is None:
+        return None
+    n = failures(task)
+    check = RAISES if _SHOULD_RAISE.search(task.words) else RETURNS
+    return (
+        f"`{name}` is a decorator. Write the test like this: `flaky` raises `ValueError` "
+        f'{times(n)} it is called, then returns `"ok"`, and `calls` counts its calls:\n'
+        "```python\n"
+        + FLAKY_TEST.format(decorator=ast.unparse(call), failures=n, check=check)
+        + "\n```\nReplace each `...` with what the issue says it should be once the bug is "
+        "fixed (not what it is now: that is the bug).\n\n"
+    )
