@@ -58,6 +58,20 @@ def test_the_lines_that_name_the_code_are_kept_when_there_are_many() -> None:
     assert shown[:2] == ["import m0", "import m1"]  # once
 
 
+def test_an_import_the_tests_try_is_shown_and_its_fallback_is_not() -> None:
+    idx = Index(
+        sources={
+            "tests/test_zones.py": (
+                "import pytest\n"
+                "try:\n    from shop.zones import utc\nexcept ImportError:\n"
+                "    from backports.zones import utc\n\n\n"
+                "def test_utc():\n    assert utc\n"
+            )
+        }
+    )
+    assert import_example(idx, "shop.zones") == "import pytest\nfrom shop.zones import utc"
+
+
 @pytest.mark.realworld
 @pytest.mark.parametrize(
     ("name", "module", "wanted"),

@@ -202,13 +202,20 @@ def import_example(idx: Index, module: str = "") -> str:
 
 
 def _absolute_imports(text: str) -> list[str]:
-    """A module's top-level imports but relative and ``__future__`` ones, one per line."""
+    """A module's top-level imports but relative and ``__future__`` ones, one per line;
+    a top-level ``try:``'s too (`try: from dateutil import tz` and a fallback under
+    ``except ImportError``: the fallback is not what the tests use)."""
     module = parse(text)
     if module is None:
         return []
+    nodes = [
+        n
+        for top in module.body
+        for n in (top.body if isinstance(top, ast.Try) else [top])
+    ]
     return [
         ast.unparse(node)
-        for node in module.body
+        for node in nodes
         if isinstance(node, ast.Import)
         or (isinstance(node, ast.ImportFrom) and not node.level and node.module != "__future__")
     ]
