@@ -208,11 +208,7 @@ def _absolute_imports(text: str) -> list[str]:
     module = parse(text)
     if module is None:
         return []
-    nodes = [
-        n
-        for top in module.body
-        for n in (top.body if isinstance(top, ast.Try) else [top])
-    ]
+    nodes = [n for top in module.body for n in (top.body if isinstance(top, ast.Try) else [top])]
     return [
         ast.unparse(node)
         for node in nodes
