@@ -1418,3 +1418,80 @@ async def test_the_values_an_issue_lists_are_tried_as_it_says_they_may_be_writte
         "its tests that pass a value the issue lists are also tried with the values written "
         "as the issue allows (' FALSE ' for 'false')" in report.reproduction_note
     )
+
+
+RETRYING = """\
+def retry(attempts=3):
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            for attempt in range(1, attempts):
+                try:
+                    return fn(*args, **kwargs)
+                except ValueError:
+                    if attempt == attempts - 1:
+                        raise
+        return inner
+    return wrap
+"""
+RETRY_TESTS = (
+    "from temps import retry\n\n\n"
+    "def test_a_function_that_works():\n"
+    "    assert retry()(lambda: 1)() == 1\n"
+)
+RETRY_ISSUE = (
+    "With `@retry(attempts=3)`, a function that fails twice and then succeeds still "
+    "raises: it is called only twice."
+)
+START = (
+    "from temps import retry\n\n\ndef test_issue():\n    calls = []\n\n"
+    "    @retry(attempts=3)\n    def flaky():\n        calls.append(1)\n"
+    "        if len(calls) <= 2:\n            raise ValueError('failed')\n"
+    "        return 'ok'\n\n"
+)
+
+
+async def test_a_decorators_test_is_the_one_written_for_the_model_with_its_values(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """retry-count with the 1.5B model: given the test up to its expectations, the
+    greedy answer and one more put `pytest.raises(ValueError)` around the call, two
+    tests that agree on what no fix can pass; another called `flaky()` twice. Their
+    values are read into the test written for them: the one that gives none is not
+    kept, and the rest judge the right change."""
+    expects_the_error = block(
+        START + "    with pytest.raises(ValueError):\n        flaky()\n    assert len(calls) == 3\n"
+    )
+    calls_it_twice = block(
+        START + "    flaky()\n    assert flaky() == 'ok'\n    assert len(calls) == 3\n"
+    )
+    right = RETRYING.replace("range(1, attempts)", "range(1, attempts + 1)").replace(
+        "attempts - 1", "attempts"
+    )
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        expects_the_error,
+        expects_the_error,
+        calls_it_twice,
+        *[calls_it_twice] * 3,  # a second batch: two that agree
+        block(right),
+        block(right),
+        samples=2,
+        issue=RETRY_ISSUE,
+        temps=RETRYING,
+        files={"test_temps.py": RETRY_TESTS},
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    assert "+            for attempt in range(1, attempts + 1):" in result.diff.unified
+    repair = result.fix.repair
+    # the two that expect the error give no value for the result: not kept
+    assert "4 of 6 samples failed for the bug's reason" in repair.reproduction_note
+    # the reproduction in the patch: called once, the values the answer gave
+    assert "+    result = flaky()\n+    assert result == 'ok'\n+    assert len(calls) == 3" in (
+        result.diff.unified
+    )

@@ -21,7 +21,7 @@ from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repair_prompt import issue_text
 from app.fixers.llm.splice import is_decorator
-from app.fixers.llm.test_starts import FAILING, failures, flaky_test, times
+from app.fixers.llm.test_starts import FAILING, Start, failures, start_for, times
 from app.fixers.llm.testruns import import_example
 from app.sessions.task import Task
 from app.untrusted.sanitize import fence
@@ -70,7 +70,7 @@ def _shown(idx: Index, top: Symbol) -> str:
     return "\n".join([*parts, method])
 
 
-def _decorator_hint(name: str, task: Task) -> str:
+def _decorator_hint(name: str, task: Task, start: Start | None) -> str:
     """How to test a decorator: the decorated function the test defines must behave as
     the issue's does (retry-count: a hint to return `f"{a} {b}"` made all three tests
     pass on the base, for a bug that shows only when the function raises). The test is
@@ -82,7 +82,7 @@ def _decorator_hint(name: str, task: Task) -> str:
             f'`@{name}` whose result its arguments decide (say, `return f"{{a}} {{b}}"`), '
             "call it as the issue's example does, and assert what it returns.\n\n"
         )
-    return flaky_test(name, task) or (
+    return (start.prompt if start else "") or (
         f"`{name}` is a decorator: in the test, define a small function decorated with "
         f"`@{name}` (with the arguments the issue's example gives), that does what the "
         f"issue says it does (say, raises `ValueError` {times(failures(task))} it is "
@@ -171,7 +171,7 @@ def repro_prompt(
             else ""
         )
         + (
-            _decorator_hint(name, task)
+            _decorator_hint(name, task, start_for(task, idx, suspects))
             if top.kind == "function" and is_decorator("\n".join(lines))
             else _hints(shown)
         )

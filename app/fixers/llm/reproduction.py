@@ -38,6 +38,7 @@ from app.fixers.llm.examples import Example, example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.modifiers import allowed, with_twins
 from app.fixers.llm.repro_prompt import repro_prompt
+from app.fixers.llm.test_starts import start_for
 from app.fixers.llm.testruns import (
     Tests,
     failure_of,
@@ -187,12 +188,16 @@ async def _judge(
 ) -> None:
     """Each answer's test run on the base and kept if it fails for the bug's reason."""
     judged.varied = allowed([task.title, *(d.text for d in task.documents)])
+    start = start_for(task, idx, suspects)
     for answer in answers:
         n = judged.answers
         judged.answers += 1
         source = test_in_answer(answer)
         if source is None:
             judged.reasons["no test in the answer"] += 1
+            continue
+        if start is not None and (source := start.filled(source)) is None:
+            judged.reasons["no value for each `...` of the test written for it"] += 1
             continue
         why = unpassable(source, suspects)
         if why:

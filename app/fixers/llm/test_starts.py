@@ -5,7 +5,9 @@ more often than the expectation: nine tests in nine for retry-count defined a fu
 that could never succeed (``calls.index(x) < 2``, no ``return "ok"``). When the issue
 itself writes the decorator's call (`@retry(attempts=3)`), the test is written here up
 to its expectations, and the model replaces each ``...`` with what the issue says
-should happen: 4 to 5 tests in 12 then showed the bug and passed on the fix.
+should happen. What the model sends back is read for those values only, and the test
+is the one written here with them (:meth:`Start.filled`): the model still rewrote the
+rest of it, and two answers that agreed on a test no fix could pass judged every fix.
 
 The same start for a class that takes a clock (token-bucket: a fake clock, the object
 built as the issue builds it) was tried and left out: 0 tests in 9 were right with it,
@@ -19,8 +21,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import literal
+from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.splice import is_decorator
 from app.sessions.task import Task
 
 MAX_CALL = 120  # characters of the issue's call written into a test
@@ -106,7 +113,52 @@ RAISES = """\
     assert len(calls) == ..."""
 
 
-def flaky_test(name: str, task: Task) -> str | None:
+@dataclass(frozen=True)
+class Start:
+    """A test written for the model up to its expectations: what the prompt says, and
+    the test with a ``...`` for each value the model gives."""
+
+    prompt: str
+    template: str
+
+    def filled(self, answer: str) -> str | None:
+        """The test written for the model with the values the answer's test asserts in
+        place of each ``...``, or None when it asserts none for one of them. The model
+        writes values, not the test: a 1.5B model kept the decorated function but
+        replaced `result = flaky()` by `pytest.raises(ValueError)` around the call
+        (retry-count, the greedy answer and one more: a test no fix could pass, and two
+        that agree are a strong judge), or called `flaky()` twice."""
+        module = parse(answer)
+        if module is None:
+            return None
+        said: dict[str, str] = {}
+        for node in ast.walk(module):
+            if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
+                continue
+            test = node.test
+            if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+                continue
+            left = _SAME.get(ast.unparse(test.left), ast.unparse(test.left))
+            if left in _FILLED and left not in said and literal(test.comparators[0]):
+                said[left] = ast.unparse(test.comparators[0])
+        lines = []
+        for line in self.template.splitlines():
+            head, dots, _ = line.partition(" == ...")
+            if dots:
+                left = head.strip().removeprefix("assert ")
+                if left not in said:
+                    return None
+                line = f"{head} == {said[left]}"
+            lines.append(line)
+        return "\n".join(lines) + "\n"
+
+
+# What the template asserts, and what else an answer may assert it as.
+_FILLED = frozenset({"result", "len(calls)"})
+_SAME = {"flaky()": "result"}
+
+
+def flaky_test(name: str, task: Task) -> Start | None:
     """For a decorator the issue writes (`@retry(attempts=3)`) and says fails: a test
     of a function it decorates that raises as often as the issue says, then returns
     "ok", counting its calls; the model fills in what it should return (or that it
@@ -118,11 +170,21 @@ def flaky_test(name: str, task: Task) -> str | None:
         return None
     n = failures(task)
     check = RAISES if _SHOULD_RAISE.search(task.words) else RETURNS
-    return (
+    template = FLAKY_TEST.format(decorator=ast.unparse(call), failures=n, check=check)
+    return Start(
         f"`{name}` is a decorator. Write the test like this: `flaky` raises `ValueError` "
         f'{times(n)} it is called, then returns `"ok"`, and `calls` counts its calls:\n'
-        "```python\n"
-        + FLAKY_TEST.format(decorator=ast.unparse(call), failures=n, check=check)
-        + "\n```\nReplace each `...` with what the issue says it should be once the bug is "
-        "fixed (not what it is now: that is the bug).\n\n"
+        f"```python\n{template}\n```\nReplace each `...` with what the issue says it should "
+        "be once the bug is fixed (not what it is now: that is the bug).\n\n",
+        template,
     )
+
+
+def start_for(task: Task, idx: Index, suspects: Sequence[Suspect]) -> Start | None:
+    """The test written for the model for the localiser's first suspect, if any."""
+    if not suspects:
+        return None
+    top = suspects[0].symbol
+    if top.kind != "function" or not is_decorator("\n".join(idx.lines(top))):
+        return None
+    return flaky_test(top.qualname, task)

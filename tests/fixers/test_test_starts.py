@@ -1,0 +1,110 @@
+"""A test written for the model up to its expectations (app/fixers/llm/test_starts.py):
+the model's answer gives the values, the test stays the one written for it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.fixers.llm.localize import Index, Suspect, Symbol
+from app.fixers.llm.test_starts import Start, start_for
+from app.sessions.task import Document, Task
+
+RETRY = """\
+def retry(attempts=3):
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            for attempt in range(1, attempts):
+                try:
+                    return fn(*args, **kwargs)
+                except Exception:
+                    if attempt == attempts - 1:
+                        raise
+        return inner
+    return wrap
+"""
+FIXED = RETRY.replace("range(1, attempts)", "range(1, attempts + 1)").replace(
+    "attempts - 1", "attempts"
+)
+IDX = Index(sources={"retry.py": RETRY})
+SUSPECTS = [Suspect(Symbol(path="retry.py", qualname="retry", start=1, end=11, kind="function"), 1)]
+ISSUE = (
+    "With `@retry(attempts=3)`, a function that fails twice and then succeeds still "
+    "raises: it is called only twice."
+)
+
+
+def _start(said: str = ISSUE) -> Start:
+    start = start_for(Task("retry", documents=(Document("issue #1 body", said),)), IDX, SUSPECTS)
+    assert start is not None
+    return start
+
+
+def _answer(checks: str) -> str:
+    """A model's test: the start as written, then its own checks."""
+    body = _start().template.split("\n\n    result = flaky()")[0]
+    return f"from retry import retry\nimport pytest\n\n{body}\n\n{checks}"
+
+
+def _outcome(tmp_path: Path, code: str, test: str) -> int:
+    (tmp_path / "retry.py").write_text(code)
+    (tmp_path / "test_issue.py").write_text("import pytest\nfrom retry import retry\n\n" + test)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_issue.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    ).returncode
+
+
+def test_the_answer_gives_values_and_the_test_written_for_it_takes_them(tmp_path: Path) -> None:
+    """retry-count: the model called `flaky()` once bare and once in its assertion, so
+    it expected a fourth call; read for its values, the test calls it once."""
+    answer = _answer('    flaky()\n    assert flaky() == "ok"\n    assert len(calls) == 3\n')
+    test = _start().filled(answer)
+    assert test is not None
+    assert test.endswith(
+        "    result = flaky()\n    assert result == 'ok'\n    assert len(calls) == 3\n"
+    )
+    assert "    flaky()\n" not in test  # called once
+    assert _outcome(tmp_path, RETRY, test) == 1  # shows the bug
+    assert _outcome(tmp_path, FIXED, test) == 0  # passes on the fix
+
+
+@pytest.mark.parametrize(
+    "checks",
+    [
+        # retry-count, the greedy answer and one more: an error expected where the issue
+        # says the function succeeds; no value for the result
+        "    with pytest.raises(ValueError):\n        flaky()\n    assert len(calls) == 3\n",
+        # a value that is a name, not a value
+        "    result = flaky()\n    assert result == expected\n    assert len(calls) == 3\n",
+        "    assert flaky() == 'ok'\n",  # no count
+        "    assert flaky() != 'failed'\n    assert len(calls) == 3\n",  # not what is asked
+    ],
+)
+def test_an_answer_that_leaves_a_value_out_makes_no_test(checks: str) -> None:
+    assert _start().filled(_answer(checks)) is None
+
+
+def test_where_the_issue_wants_the_error_through_only_the_count_is_asked() -> None:
+    start = _start("With `@retry(2)` a function that fails 3 times should raise.")
+    assert "    with pytest.raises(ValueError):\n        flaky()\n" in start.template
+    test = start.filled("def test_x():\n    assert len(calls) == 2\n")
+    assert test is not None
+    assert test.endswith("        flaky()\n    assert len(calls) == 2\n")
+    assert "@retry(2)" in test
+
+
+def test_no_start_for_code_that_is_not_a_decorator_or_an_issue_that_writes_none() -> None:
+    task = Task("retry", documents=(Document("issue #1 body", ISSUE),))
+    plain = Index(sources={"retry.py": "def retry(attempts=3):\n    return attempts\n"})
+    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=2, kind="function")
+    assert start_for(task, plain, [Suspect(symbol, 1)]) is None
+    vague = Task("retry", documents=(Document("issue #1 body", "retry fails twice"),))
+    assert start_for(vague, IDX, SUSPECTS) is None
+    assert start_for(task, IDX, []) is None
