@@ -8,12 +8,14 @@ For each of the project's tasks (``bench/agent_tasks``) the reproduction prompt 
 as the fixer builds it (the index, the localiser's first suspect, the same words; the
 issue's example calls are not run on the base here, so their lines are missing from
 the prompt), and ``n`` tests are drawn from the model: the first greedy, the rest at the
-fixer's temperature with new seeds. Each test, with the imports it forgot added as the
-fixer adds them, runs in the bubblewrap sandbox on the task's buggy tree and on its
+fixer's temperature with new seeds. Each test, read as the fixer reads it (the imports
+it forgot added; where the prompt wrote the test up to its expectations, that test with
+the values the answer asserts), runs in the bubblewrap sandbox on the task's buggy tree and on its
 reference solution. A test is **right** when it fails on the bug and passes on the fix.
 The other outcomes: it fails on both (a wrong expectation, or a test no fix could
 pass), passes on the bug (it shows nothing), errors before running (an import, a
-syntax error), or the answer holds no test.
+syntax error), gives no value for a ``...`` of the test written for it, or the answer
+holds no test.
 
 This isolates the one step the session cannot check: whether the model's test says
 what the issue says. The whole session is measured by ``bench/agent_eval.py``.
@@ -38,6 +40,7 @@ from app.fixers.llm.localize import index, localize
 from app.fixers.llm.repair import HOT
 from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.reproduction import test_in_answer
+from app.fixers.llm.test_starts import start_for
 from app.fixers.llm.testruns import with_imports
 from app.sessions.backends import BwrapSandbox
 from app.sessions.sandbox import WORKSPACE, Mount
@@ -85,7 +88,9 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
     shutil.copytree(t.folder / "solution", fix, dirs_exist_ok=True)
     task = _task(t)
     idx = index(bug)
-    messages = repro_prompt(task, idx, localize(idx, task))
+    suspects = localize(idx, task)
+    messages = repro_prompt(task, idx, suspects)
+    start = start_for(task, idx, suspects)
     sandbox = BwrapSandbox(state_dir=work / "sandbox")
     kinds: Counter[str] = Counter()
     for i in range(n):
@@ -99,6 +104,9 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
         test = test_in_answer(answer.choices[0].message.content or "")
         if test is None:
             kinds["no test"] += 1
+            continue
+        if start is not None and (test := start.filled(test)) is None:
+            kinds["no value for a `...`"] += 1
             continue
         test = with_imports(test, idx)
         kinds[_kind(await _outcome(sandbox, bug, test), await _outcome(sandbox, fix, test))] += 1

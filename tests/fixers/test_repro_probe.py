@@ -45,8 +45,8 @@ async def test_each_test_is_judged_on_the_bug_and_on_the_fix(tmp_path: Path) -> 
     (task,) = agent_eval.load_tasks(names=["retry-count"])
     answers = [
         _answer('    assert flaky() == "ok"\n    assert len(calls) == 3\n'),  # right
-        _answer("    assert len(calls) == 2\n"),  # never calls it: fails on both
-        # the bug's behaviour asserted: passes on the bug
+        _answer("    assert len(calls) == 2\n"),  # no value for the result
+        # the bug's behaviour asserted: no value for the result either
         _answer("    with pytest.raises(ValueError):\n        flaky()\n"),
         _answer('    assert flaky() == "ok"\n    assert len(calls) == 4\n'),  # fails on both
         "I cannot write that test.",
@@ -58,8 +58,8 @@ async def test_each_test_is_judged_on_the_bug_and_on_the_fix(tmp_path: Path) -> 
     assert row["right"] == 1
     assert row["kinds"] == {
         "right": 1,
-        "fails on both": 2,
-        "passes on the bug": 1,
+        "fails on both": 1,
+        "no value for a `...`": 2,
         "no test": 1,
     }
     # the prompt the fixer writes: the test started from the issue's `@retry(attempts=3)`
