@@ -71,6 +71,7 @@ def test_the_answer_gives_values_and_the_test_written_for_it_takes_them(tmp_path
         "    result = flaky()\n    assert result == 'ok'\n    assert len(calls) == 3\n"
     )
     assert "    flaky()\n" not in test  # called once
+    assert test.startswith("from retry import retry\n")  # what the prompt shows
     assert _outcome(tmp_path, RETRY, test) == 1  # shows the bug
     assert _outcome(tmp_path, FIXED, test) == 0  # passes on the fix
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import literal
+from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.splice import is_decorator
 from app.sessions.task import Task
@@ -120,6 +121,7 @@ class Start:
 
     prompt: str
     template: str
+    header: str = ""  # the import of the code under test, above the filled test
 
     def filled(self, answer: str) -> str | None:
         """The test written for the model with the values the answer's test asserts in
@@ -150,7 +152,7 @@ class Start:
                     return None
                 line = f"{head} == {said[left]}"
             lines.append(line)
-        return "\n".join(lines) + "\n"
+        return self.header + "\n".join(lines) + "\n"
 
 
 # What the template asserts, and what else an answer may assert it as.
@@ -187,4 +189,8 @@ def start_for(task: Task, idx: Index, suspects: Sequence[Suspect]) -> Start | No
     top = suspects[0].symbol
     if top.kind != "function" or not is_decorator("\n".join(idx.lines(top))):
         return None
-    return flaky_test(top.qualname, task)
+    start = flaky_test(top.qualname, task)
+    if start is None:
+        return None
+    # Its own import: the one the prompt shows, not a guess among modules defining the name.
+    return replace(start, header=f"from {module_name(top.path)} import {top.qualname}\n\n\n")
