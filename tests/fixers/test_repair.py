@@ -34,6 +34,7 @@ from tests.fixers.test_fixer_llm import (  # noqa: F401 (fixtures)
     make_model,
     provider,
 )
+from tests.fixers.test_reproduction import RETRY
 
 pytestmark = [
     pytest.mark.slow,
@@ -1420,19 +1421,6 @@ async def test_the_values_an_issue_lists_are_tried_as_it_says_they_may_be_writte
     )
 
 
-RETRYING = """\
-def retry(attempts=3):
-    def wrap(fn):
-        def inner(*args, **kwargs):
-            for attempt in range(1, attempts):
-                try:
-                    return fn(*args, **kwargs)
-                except ValueError:
-                    if attempt == attempts - 1:
-                        raise
-        return inner
-    return wrap
-"""
 RETRY_TESTS = (
     "from temps import retry\n\n\n"
     "def test_a_function_that_works():\n"
@@ -1467,7 +1455,7 @@ async def test_a_decorators_test_is_the_one_written_for_the_model_with_its_value
     calls_it_twice = block(
         START + "    flaky()\n    assert flaky() == 'ok'\n    assert len(calls) == 3\n"
     )
-    right = RETRYING.replace("range(1, attempts)", "range(1, attempts + 1)").replace(
+    right = RETRY.replace("range(1, attempts)", "range(1, attempts + 1)").replace(
         "attempts - 1", "attempts"
     )
     result, _ = await _repair(
@@ -1483,7 +1471,7 @@ async def test_a_decorators_test_is_the_one_written_for_the_model_with_its_value
         block(right),
         samples=2,
         issue=RETRY_ISSUE,
-        temps=RETRYING,
+        temps=RETRY,
         files={"test_temps.py": RETRY_TESTS},
     )
     assert result.status == "patched", (result.error, result.fix)

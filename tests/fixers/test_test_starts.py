@@ -11,22 +11,11 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
+from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.test_starts import Start, start_for
 from app.sessions.task import Document, Task
+from tests.fixers.test_reproduction import RETRY
 
-RETRY = """\
-def retry(attempts=3):
-    def wrap(fn):
-        def inner(*args, **kwargs):
-            for attempt in range(1, attempts):
-                try:
-                    return fn(*args, **kwargs)
-                except Exception:
-                    if attempt == attempts - 1:
-                        raise
-        return inner
-    return wrap
-"""
 FIXED = RETRY.replace("range(1, attempts)", "range(1, attempts + 1)").replace(
     "attempts - 1", "attempts"
 )
@@ -109,3 +98,41 @@ def test_no_start_for_code_that_is_not_a_decorator_or_an_issue_that_writes_none(
     vague = Task("retry", documents=(Document("issue #1 body", "retry fails twice"),))
     assert start_for(vague, IDX, SUSPECTS) is None
     assert start_for(task, IDX, []) is None
+
+
+def _test_written(prompt: str, fill: list[str]) -> str:
+    """The test the prompt starts, its `...` filled in order, as a model would."""
+    block = prompt.split("```python\n")[-1].split("\n```")[0]
+    lines = block.splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("..."):
+            lines[i] = line.rstrip()[:-3] + fill.pop(0)
+    assert not fill
+    return "\n".join(lines) + "\n"
+
+
+def test_the_issues_decorator_call_starts_a_test_that_fails_on_the_bug_and_passes_on_the_fix(
+    tmp_path: Path,
+) -> None:
+    """bench task retry-count: told in words, nine tests in nine defined a function that
+    could never succeed (``calls.index(x) < 2``, no ``return "ok"``). With the issue's
+    `@retry(attempts=3)`, the prompt writes the test but for its expectations, and the
+    test filled as the issue says shows the bug and passes on the fix."""
+    idx = Index(sources={"retry.py": RETRY})
+    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
+    task = Task(
+        title="@retry(attempts=3) only tries twice",
+        documents=(
+            Document(
+                "issue #1 body",
+                "With `@retry(attempts=3)`, a function that fails twice and then succeeds "
+                "still raises: it is called only twice.",
+            ),
+        ),
+    )
+    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "    @retry(attempts=3)\n    def flaky():" in prompt
+    assert "if len(calls) <= 2:" in prompt  # "fails twice"
+    test = _test_written(prompt, ['"ok"', "3"])
+    assert _outcome(tmp_path, RETRY, test) == 1  # shows the bug
+    assert _outcome(tmp_path, FIXED, test) == 0  # passes on the fix
