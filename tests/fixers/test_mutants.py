@@ -263,3 +263,18 @@ def test_the_pull_request_says_when_a_one_node_answer_went_before_more_votes() -
     assert not chosen_note(two, [two, one], "3 answers", "`t`").endswith("smallest such change")
     # A smaller one as many wrote failed before it: size chose nothing.
     assert not chosen_note(two, [other, two], "4 answers", "`t`").endswith("such change")
+
+
+def test_a_guard_that_raises_is_never_turned_round() -> None:
+    """email-plus, repair43: `not` taken away from `if not is_valid_email(address):
+    raise ...` passed two model tests that agreed (`jane+news@...` signs up) and was
+    published; it rejects every valid address. A `not` elsewhere may still go."""
+    source = (
+        "def signup(address):\n"
+        "    if not is_valid_email(address):\n"
+        "        raise SignupError(address)\n"
+        "    return {'email': address, 'new': not known(address)}\n"
+    )
+    whats = [m.what for m in mutants({"": source})]
+    assert "`not` taken away from `not is_valid_email(address)`" not in whats
+    assert "`not` taken away from `not known(address)`" in whats

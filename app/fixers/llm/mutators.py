@@ -260,7 +260,16 @@ def _character_classes(
 
 
 def _logic(src: Source, words: Words) -> Iterator[Edit]:
-    """``and`` for ``or`` and the other way; a ``not`` taken away."""
+    """``and`` for ``or`` and the other way; a ``not`` taken away, but not from a guard
+    that raises: `if not is_valid(x): raise` turned round rejects every input it took,
+    and a test of the one input the issue names passes it (email-plus, repair43: a
+    wrong change published on two model tests that agreed, the repository's own tests
+    never calling `signup` with a valid address)."""
+    guards = {
+        id(n.test)
+        for n in ast.walk(src.tree)
+        if isinstance(n, ast.If) and any(isinstance(b, ast.Raise) for b in n.body)
+    }
     for node in code_nodes(src):
         if isinstance(node, ast.BoolOp):
             swapped = ast.BoolOp(ast.Or() if isinstance(node.op, ast.And) else ast.And(), [])
@@ -269,7 +278,11 @@ def _logic(src: Source, words: Words) -> Iterator[Edit]:
             text = f" {word} ".join(src.operand(v, above=tight) for v in node.values)
             was = "and" if word == "or" else "or"
             yield Edit(node, text, f"`{was}` became `{word}`", kind=swapped)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        elif (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.Not)
+            and id(node) not in guards
+        ):
             what = f"`not` taken away from `{src.text(node)}`"
             yield Edit(node, src.text(node.operand), what, kind=node.operand)
 
