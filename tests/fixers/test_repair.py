@@ -1483,3 +1483,83 @@ async def test_a_decorators_test_is_the_one_written_for_the_model_with_its_value
     assert "+    result = flaky()\n+    assert result == 'ok'\n+    assert len(calls) == 3" in (
         result.diff.unified
     )
+
+
+SIGNUP = VALID + (
+    "\n\nclass SignupError(ValueError):\n    pass\n"
+    "\n\ndef signup(address):\n"
+    '    """The new account of ``address``, a valid email address."""\n'
+    "    if not is_valid(address):\n"
+    '        raise SignupError(f"{address!r} is not a valid email address")\n'
+    '    return {"email": address}\n'
+)
+# Taking `not` away passes the model's test and every test the repository has.
+TURNED = block(
+    "def signup(address):\n"
+    '    """The new account of ``address``, a valid email address."""\n'
+    "    if is_valid(address):\n"
+    '        raise SignupError(f"{address!r} is not a valid email address")\n'
+    '    return {"email": address}\n'
+)
+PLUS_ALLOWED = block(
+    "def signup(address):\n"
+    '    """The new account of ``address``, a valid email address."""\n'
+    '    local, _, domain = address.partition("@")\n'
+    '    if not is_valid(local.split("+")[0] + "@" + domain):\n'
+    '        raise SignupError(f"{address!r} is not a valid email address")\n'
+    '    return {"email": address}\n'
+)
+PLUS_ISSUE = (
+    "`signup` turns down `jane+news@example.com`: plus addressing is standard. Dots and "
+    "hyphens (`first.last-x@example.co.uk`) must keep working, and `a@b` must stay invalid."
+)
+
+
+@pytest.mark.parametrize("kept", [True, False])
+async def test_a_change_that_breaks_what_the_issue_says_must_keep_working_is_not_published(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    kept: bool,
+) -> None:
+    """email-plus in repair43: `not` taken away from `signup`'s guard passed two model
+    tests and the repository's (which never call `signup`), and was published; every
+    valid address was then refused. The issue's own words say which values must keep
+    working: written into a test on the base, they turn that change down."""
+    if not kept:  # the check taken out: the turned guard is what gets published
+        monkeypatch.setattr("app.fixers.llm.repair_job.keep", _nothing)
+    result, report = await _one_test_judges(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        "from temps import signup\n\n\ndef test_plus():\n"
+        "    assert signup('jane+news@example.com') == {'email': 'jane+news@example.com'}\n",
+        TURNED,
+        PLUS_ALLOWED,
+        issue=PLUS_ISSUE,
+        temps=SIGNUP,
+        tests=VALID_TESTS,
+    )
+    diff = result.diff.unified
+    if not kept:
+        assert "+    if is_valid(address):" in diff
+        assert report.kept is None
+        return
+    assert "+    if is_valid(address):" not in diff
+    assert '+    if not is_valid(local.split("+")[0] + "@" + domain):' in diff
+    assert report.kept == "tests/test_signup_kept.py"
+    assert report.failed.get("breaks") == 1
+    # The test is in the patch, as the base gave each value.
+    assert "+++ b/tests/test_signup_kept.py" in diff
+    assert "+    assert signup('first.last-x@example.co.uk') == {'email': " in diff
+    assert "+    with pytest.raises(SignupError):\n+        signup('a@b')" in diff
+    score = score_session(result, result.policy, trigger=Trigger("comment"))
+    body = render_body(result, score, title="signup turns down plus addresses")
+    assert "Kept as it was: tests/test_signup_kept.py checks what the issue says" in body
+
+
+async def _nothing(*_: Any, **__: Any) -> None:
+    return None

@@ -25,13 +25,14 @@ The steps, each in its module:
    spliced in by the function's line range (:mod:`splice`) and given the imports they
    forgot (:mod:`candidates`, :mod:`imports`).
 6. **Validate and select** in the sandbox: the failing and reproducing tests first,
-   then all; a candidate that breaks a test that passed before is out. The most voted
-   passing candidate wins, the smallest diff among equals (an answer that is also a
-   one-node change one model test may judge goes first). Else one more round shows the
-   two nearest misses (copies and a trusted judge: asked anew, body hidden); a cloze
-   round (:mod:`cloze`: each computing statement hidden in turn); a trusted judge: more
-   answers; the other kept tests, tests written afresh, the reproduction less what an
-   agreed change fails (:func:`~.repair_job.last_judges`); mechanical changes.
+   then all; a candidate that breaks a test that passed before (or the test of what the
+   issue says must keep working, :mod:`kept`) is out. The most voted passing candidate
+   wins, the smallest diff among equals (an answer that is also a one-node change one
+   model test may judge goes first). Else one more round shows the two nearest misses
+   (copies and a trusted judge: asked anew, body hidden); a cloze round (:mod:`cloze`:
+   each computing statement hidden in turn); a trusted judge: more answers; the other
+   kept tests, tests written afresh, the reproduction less what an agreed change fails
+   (:func:`~.repair_job.last_judges`); mechanical changes.
 7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
 """
 
@@ -57,6 +58,7 @@ from app.fixers.llm.repair_job import (
     Job,
     changes_in,
     demands_of,
+    keep_too,
     last_judges,
     no_fix,
     summary,
@@ -154,10 +156,10 @@ class RepairFixer(ModelFixer):
                 must_pass = [repro]
                 job.printed[repro], job.demands = found.output, demands_of(job, repro)
         if not must_pass:
-            return self.gave_up(
-                NOTHING_SHOWS.format(why=report.reproduction_note or "no test fails")
-            )
+            why = report.reproduction_note or "no test fails"
+            return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
+        passed_before |= await keep_too(job, suspects, must_pass)  # :mod:`kept`
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
         how = sample if self.pick else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
@@ -180,16 +182,15 @@ class RepairFixer(ModelFixer):
         other = await last_judges(job, found, suspects, sample, passed_before)
         if other is not None:
             return self._apply(job, *other, repro)
-        # The model missed: mechanical changes cost no tokens, so a third suspect too —
-        # with a weak judge only the kinds it may judge (email-plus: one model test
-        # passed `not` taken away).
+        # The model missed: mechanical changes cost no tokens, so a third suspect too (with
+        # a weak judge only the kinds it may judge: email-plus passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
         report.mechanical_note = "" if strong else WEAK_JUDGE
         fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)
         if fixed is not None:
             return self._apply(job, *fixed, repro)
-        if repro is not None:
-            remove_confined(ws.tree, repro)
+        for path in filter(None, (repro, job.report.kept)):
+            remove_confined(ws.tree, path)
         return self.gave_up(no_fix(job, order, repro))
 
     async def _localize(self, job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
@@ -261,9 +262,8 @@ class RepairFixer(ModelFixer):
                 winner = await mechanical_first(job, target, must_pass, passed_before)
             if winner is not None or job.stopped:
                 return winner
-            misses = sorted(
-                (c for c in tested if c.output), key=lambda c: (c.verdict.startswith("breaks"),)
-            )[:2]
+            near = (c for c in tested if c.output)
+            misses = sorted(near, key=lambda c: c.verdict.startswith("breaks"))[:2]
         job.again = job.again or (target, messages, prefill)
         return await self._cloze(job, target, asked, judge)
 

@@ -14,12 +14,13 @@ from typing import Any
 from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.demands import DROPPED, demanded, mentions
+from app.fixers.llm.kept import keep
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
-from app.fixers.llm.testruns import failure_of, run_tests, try_change
+from app.fixers.llm.testruns import failure_of, path_of_test, run_tests, try_change
 from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
@@ -38,6 +39,8 @@ class Report:
     picked: str = ""
     reproduction: str | None = None
     reproduction_note: str = ""
+    kept: str | None = None
+    kept_note: str = ""
     target: str | None = None
     rounds: int = 0
     samples: int = 0
@@ -100,6 +103,23 @@ def changes_in(job: Job, target: Target, answers: Sequence[str], prefill: str) -
     """The distinct changes a round's answers write (:func:`candidates_of`)."""
     dropped = job.report.dropped
     return candidates_of(job.idx, target, answers, prefill, dropped, demands=job.demands)
+
+
+async def keep_too(job: Job, suspects: Sequence[Suspect], shown_by: Sequence[str]) -> set[str]:
+    """The test of what the issue says must keep working (:mod:`kept`), written and
+    passing on the base: its ids, which every change must keep passing. ``shown_by``:
+    the tests that show the bug (their inputs are not what must stay as it is)."""
+    used = [
+        (read_confined(job.ws.tree, p) or b"").decode(errors="replace")
+        for p in {path_of_test(t, job.idx) for t in shown_by} - {None}
+        if p
+    ]
+    texts = [job.task.title, *(d.text for d in job.task.documents)]
+    found = await keep(job.ws, texts, job.idx, suspects, used)
+    if found is None:
+        return set()
+    job.report.kept, job.report.kept_note = found.path, found.note
+    return set(found.ids)
 
 
 def demands_of(job: Job, repro: str) -> frozenset[str]:
@@ -307,6 +327,8 @@ def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> s
         lines.append(f"Picked by the model among the suspects: {report.picked}.")
     if repro:
         lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
+    if report.kept:
+        lines.append(f"Kept as it was: {report.kept_note}.")
     lines.append(
         f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}"
         + (f" ({report.masked} of them with one line hidden)" if report.masked else "")

@@ -82,7 +82,7 @@ async def run_tests(ws: FixContext, *, extra: Sequence[str] = (), name: str) -> 
     return Tests(run.model_copy(update={"counts": counts, "outcomes": outcomes}), failures)
 
 
-def _ids(tests: Tests, test: str) -> list[str]:
+def ids_in(tests: Tests, test: str) -> list[str]:
     """The ids a test stands for: itself, or every test of a file given by its path."""
     if not test.endswith(".py"):
         return [test]
@@ -94,7 +94,7 @@ def failed_in(tests: Tests | None, test: str) -> bool:
     """Whether ``test`` (an id, or a reproduction file's path) did not pass."""
     if tests is None:
         return True
-    ids = _ids(tests, test)
+    ids = ids_in(tests, test)
     return not ids or any(tests.run.outcomes.get(t, "missing") != "passed" for t in ids)
 
 
@@ -102,7 +102,7 @@ def failure_of(tests: Tests | None, test: str) -> str:
     """What ``test`` (an id, or a file's path: its failing tests) printed, trimmed."""
     if tests is None:
         return ""
-    return trim("\n".join(tests.failures[t] for t in _ids(tests, test) if t in tests.failures))
+    return trim("\n".join(tests.failures[t] for t in ids_in(tests, test) if t in tests.failures))
 
 
 def first_line(text: str) -> str:

@@ -1,0 +1,83 @@
+"""What the issue says must keep working (app/fixers/llm/kept.py): read from its own words,
+narrowly, and called only where one argument is all a function takes."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.fixers.llm.kept import kept_values, one_argument_functions
+from app.fixers.llm.localize import Index, Suspect, Symbol
+
+# bench task email-plus's issue, as a user wrote it
+EMAIL_PLUS = (
+    "People cannot sign up with addresses like `jane+news@example.com`: the form says the "
+    "address is invalid. Plus addressing is standard. Dots and hyphens in the local part\n"
+    "(`first.last-x@example.co.uk`) must keep working, and `a@b` (no dot in the domain) "
+    "and\n`@example.com` must stay invalid."
+)
+
+
+def test_the_values_an_issue_says_must_keep_working_or_stay_invalid_are_read() -> None:
+    assert kept_values([EMAIL_PLUS]) == ["first.last-x@example.co.uk", "a@b", "@example.com"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "`1` must no longer be accepted.",  # a change asked for
+        "`yes` should not stay true.",
+        "`on` must never keep working.",
+        "`signup` must keep working.",  # code, not a value
+        "`config.merge` should stay as it is.",
+        "`is_newer('1.2', '1.2.0')` must stay False.",
+        "`1.2 == 1.2.0` must stay true.",  # a claim, not an input
+        "`x@y.z` is refused. Everything else must keep working.",  # another sentence
+        "`x@y.z` is refused, everything else must keep working.",  # another clause
+        "```\nassert ok('a@b')  # must stay invalid: `a@b`\n```",  # code, not prose
+        "> `a@b` must stay invalid",  # a quote, not the reporter's words
+    ],
+)
+def test_nothing_is_read_where_the_words_do_not_ask_for_it(said: str) -> None:
+    assert kept_values([said]) == []
+
+
+def test_a_value_the_bugs_own_test_uses_is_not_what_must_stay_as_it_is() -> None:
+    """After a regression "`x` should still be accepted" names the bug's own input: the
+    base refuses it, and a test that it stays refused would turn down the fix."""
+    said = "`Jane+News@example.com` should still be accepted, and `a@b` must stay invalid."
+    repro = "def test_plus():\n    assert signup('jane+news@example.com')\n"
+    assert kept_values([said], used=[repro]) == ["a@b"]
+    assert kept_values([said]) == ["Jane+News@example.com", "a@b"]
+
+
+def test_literals_are_read_as_python_and_at_most_six() -> None:
+    said = "`0`, `1.5`, `'x'`, `a`, `b`, `c` and `d` must all keep working."
+    assert kept_values([said]) == [0, 1.5, "x"]  # `a`…`d` are names: code
+    many = "`a@1`, `a@2`, `a@3`, `a@4`, `a@5`, `a@6` and `a@7` must stay valid."
+    assert len(kept_values([many])) == 6
+
+
+MODULE = (
+    "def is_valid(address, strict=False):\n    return True\n\n\n"
+    "def join(a, b):\n    return a + b\n\n\n"
+    "def by_keyword(*, address):\n    return address\n\n\n"
+    "class Form:\n    def check(self, address):\n        return True\n"
+)
+
+
+def _suspect(qualname: str, start: int, end: int, kind: str = "function") -> Suspect:
+    return Suspect(Symbol("forms.py", qualname, start, end, kind), 1.0)  # type: ignore[arg-type]
+
+
+def test_only_module_functions_taking_one_argument_are_called() -> None:
+    idx = Index(sources={"forms.py": MODULE}, defines={"is_valid": ["forms.py"]})
+    suspects = [
+        _suspect("join", 5, 6),
+        _suspect("Form.check", 14, 15, "method"),
+        _suspect("by_keyword", 9, 10),
+        _suspect("is_valid", 1, 2),
+    ]
+    assert one_argument_functions(idx, suspects) == []  # is_valid is the fourth
+    assert one_argument_functions(idx, suspects[3:] + suspects[:3]) == [
+        ("is_valid", "from forms import is_valid")
+    ]
