@@ -19,6 +19,12 @@ holds no test.
 
 This isolates the one step the session cannot check: whether the model's test says
 what the issue says. The whole session is measured by ``bench/agent_eval.py``.
+
+It also reads the tests as the fixer chooses among them: the tests that fail on the bug
+count as kept (the fixer's own filter is stricter), drawn in batches of
+``REPRO_SAMPLES``. After each whole batch, the row says which test the majority backs
+(its kind) and whether another kept test agrees with it, so that rules for when to stop
+drawing can be compared (``chosen``: ``{batches: [kind of the chosen test, agreed]}``).
 """
 
 from __future__ import annotations
@@ -36,10 +42,11 @@ from typing import Any
 from agent_eval import TASKS, EvalTask, load_tasks, settings_for
 from openai import AsyncOpenAI
 
+from app.fixers.llm.agreement import expectations, majority
 from app.fixers.llm.localize import index, localize
 from app.fixers.llm.repair import HOT
 from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.reproduction import test_in_answer
+from app.fixers.llm.reproduction import REPRO_SAMPLES, test_in_answer
 from app.fixers.llm.test_starts import start_for
 from app.fixers.llm.testruns import with_imports
 from app.sessions.backends import BwrapSandbox
@@ -93,6 +100,8 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
     start = start_for(task, idx, suspects)
     sandbox = BwrapSandbox(state_dir=work / "sandbox")
     kinds: Counter[str] = Counter()
+    kept: list[tuple[str, str]] = []  # (test, its kind), in the order drawn
+    chosen: dict[int, list[Any]] = {}
     for i in range(n):
         answer = await client.chat.completions.create(
             model=model,
@@ -109,8 +118,24 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
             kinds["no value for a `...`"] += 1
             continue
         test = with_imports(test, idx)
-        kinds[_kind(await _outcome(sandbox, bug, test), await _outcome(sandbox, fix, test))] += 1
-    return {"task": t.name, "samples": n, "right": kinds["right"], "kinds": dict(kinds)}
+        on_bug = await _outcome(sandbox, bug, test)
+        kind = _kind(on_bug, await _outcome(sandbox, fix, test))
+        kinds[kind] += 1
+        if on_bug == "failed":
+            kept.append((test, kind))
+        if (i + 1) % REPRO_SAMPLES == 0:
+            chosen[(i + 1) // REPRO_SAMPLES] = choice(kept)
+    row = {"task": t.name, "samples": n, "right": kinds["right"], "kinds": dict(kinds)}
+    return row | {"chosen": chosen}
+
+
+def choice(kept: list[tuple[str, str]]) -> list[Any]:
+    """The kind of the test the majority backs, and whether another kept test agrees."""
+    best = majority(kept)
+    if best is None:
+        return ["none kept", False]
+    same = sum(1 for s, _ in kept if expectations(s) == expectations(best[0]))
+    return [best[1], same > 1]
 
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -123,7 +148,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
             for t in tasks:
                 row = await probe(t, args.n, client, settings.llm_model or "", Path(tmp))
                 right = f"{row['right']}/{row['samples']} right"
-                print(f"{t.name:24} {right}  {row['kinds']}", flush=True)
+                print(f"{t.name:24} {right}  {row['kinds']}  chosen: {row['chosen']}", flush=True)
                 rows.append(row)
     return rows
 
