@@ -113,16 +113,15 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
         test = test_in_answer(answer.choices[0].message.content or "")
         if test is None:
             kinds["no test"] += 1
-            continue
-        if start is not None and (test := start.filled(test)) is None:
+        elif start is not None and (test := start.filled(test)) is None:
             kinds["no value for a `...`"] += 1
-            continue
-        test = with_imports(test, idx)
-        on_bug = await _outcome(sandbox, bug, test)
-        kind = _kind(on_bug, await _outcome(sandbox, fix, test))
-        kinds[kind] += 1
-        if on_bug == "failed":
-            kept.append((test, kind))
+        if test is not None:
+            test = with_imports(test, idx)
+            on_bug = await _outcome(sandbox, bug, test)
+            kind = _kind(on_bug, await _outcome(sandbox, fix, test))
+            kinds[kind] += 1
+            if on_bug == "failed":
+                kept.append((test, kind))
         if (i + 1) % REPRO_SAMPLES == 0:
             chosen[(i + 1) // REPRO_SAMPLES] = choice(kept)
     row = {"task": t.name, "samples": n, "right": kinds["right"], "kinds": dict(kinds)}

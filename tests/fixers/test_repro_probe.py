@@ -62,5 +62,8 @@ async def test_each_test_is_judged_on_the_bug_and_on_the_fix(tmp_path: Path) -> 
         "no value for a `...`": 2,
         "no test": 1,
     }
+    # After the first batch of three, the one kept test is the vote's, with no other
+    # agreeing (five answers make no second batch).
+    assert row["chosen"] == {1: ["right", False]}
     # the prompt the fixer writes: the test started from the issue's `@retry(attempts=3)`
     assert all("    @retry(attempts=3)\n    def flaky():" in p for p in prompts)
