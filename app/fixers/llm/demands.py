@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from app.fixers.llm.localize import Index
 from app.untrusted.markdown import visible_text
@@ -53,11 +53,17 @@ def demanded(texts: Iterable[str], known: Iterable[str] = ()) -> frozenset[str]:
     `OutOfStock`". ``known``: the names the repository defines (its classes)."""
     classes = set(known)
     names: set[str] = set()
+    for sentence in own_sentences(texts):
+        names |= _asked(sentence, classes)
+    return frozenset(names)
+
+
+def own_sentences(texts: Iterable[str]) -> Iterator[str]:
+    """The reporter's own prose of each text (no code blocks, no quotes: a pasted
+    traceback says nothing), a sentence at a time."""
     for text in texts:
         prose = visible_text(text[:MAX_TEXT], own_words=True)
-        for sentence in _SENTENCE.split(prose):
-            names |= _asked(sentence.strip(), classes)
-    return frozenset(names)
+        yield from (sentence.strip() for sentence in _SENTENCE.split(prose))
 
 
 def _asked(sentence: str, classes: set[str]) -> set[str]:

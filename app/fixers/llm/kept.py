@@ -35,20 +35,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.fixers.llm.answers import parse
+from app.fixers.llm.demands import own_sentences
 from app.fixers.llm.imports import importable, module_name
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.testruns import failed_in, free_path, ids_in, run_tests, tests_folder
 from app.sessions.files import remove_confined, write_confined
 from app.sessions.fix_context import FixContext
-from app.untrusted.markdown import visible_text
 
-MAX_TEXT = 20_000  # characters of each text read
 MAX_VALUES = 6
 MAX_VALUE_CHARS = 200
 MAX_FUNCTIONS = 3  # of the first suspects
 MAX_REPR = 500  # a longer result is not written into a test
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 _CUE = re.compile(
     r"\b(?:must|should|has to|have to|needs? to|will)\s+(?:\w+\s+)?"
     r"(?:keep|stay|remain|still|continue)\b",
@@ -81,17 +79,15 @@ def kept_values(texts: Iterable[str], used: Iterable[str] = ()) -> list[Any]:
     still be accepted" may be said of the bug's own input, after a regression."""
     bug = _constants(used)
     found: list[Any] = []
-    for text in texts:
-        prose = visible_text(text[:MAX_TEXT], own_words=True)
-        for sentence in _SENTENCE.split(prose):
-            for clause in _clauses(sentence):
-                if not _CUE.search(clause) or _NEGATION.search(_SPAN.sub("", clause)):
-                    continue
-                for m in _SPAN.finditer(clause):
-                    value = _value(m.group(1).strip())
-                    low = value.lower() if isinstance(value, str) else value
-                    if value is not None and value not in found and repr(low) not in bug:
-                        found.append(value)
+    for sentence in own_sentences(texts):
+        for clause in _clauses(sentence):
+            if not _CUE.search(clause) or _NEGATION.search(_SPAN.sub("", clause)):
+                continue
+            for m in _SPAN.finditer(clause):
+                value = _value(m.group(1).strip())
+                low = value.lower() if isinstance(value, str) else value
+                if value is not None and value not in found and repr(low) not in bug:
+                    found.append(value)
     return found[:MAX_VALUES]
 
 
