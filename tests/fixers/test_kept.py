@@ -3,8 +3,11 @@ narrowly, and called only where one argument is all a function takes."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
+from app.fixers.llm import kept
 from app.fixers.llm.kept import kept_values, one_argument_functions
 from app.fixers.llm.localize import Index, Suspect, Symbol
 
@@ -81,3 +84,29 @@ def test_only_module_functions_taking_one_argument_are_called() -> None:
     assert one_argument_functions(idx, suspects[3:] + suspects[:3]) == [
         ("is_valid", "from forms import is_valid")
     ]
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        "x'); import os; os.system('id') #",
+        "__import__('os').system('id')",
+        "a'b\"c",
+        "a\\\\b",
+        "\\u202e@example.com",
+        "'''@x",
+        "x\" + open('/etc/passwd').read() + \"",
+    ],
+)
+def test_a_hostile_value_is_refused_or_written_back_as_the_same_string(span: str) -> None:
+    """A value goes into a call in the sandbox and into a test in the patch only as the
+    ``repr`` of a literal: whatever the issue wrote, the code written is one call of the
+    function with that string, and nothing else."""
+    for value in kept_values([f"`{span}` must stay invalid."]):
+        source, _ = kept._test([("f", "from m import f")], [value], [[{"repr": "True"}]], Index())
+        module = ast.parse(source)
+        assert [type(n).__name__ for n in module.body] == ["ImportFrom", "FunctionDef"]
+        (check,) = module.body[1].body  # type: ignore[attr-defined]
+        call = check.test.left
+        assert ast.unparse(call.func) == "f"
+        assert [ast.literal_eval(a) for a in call.args] == [value]
