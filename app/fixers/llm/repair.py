@@ -159,7 +159,7 @@ class RepairFixer(ModelFixer):
             why = report.reproduction_note or "no test fails"
             return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
-        passed_before |= await keep_too(job, suspects, must_pass)  # :mod:`kept`
+        passed_before |= await keep_too(job, suspects, must_pass, found)  # :mod:`kept`
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
         how = sample if self.pick else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)

@@ -105,21 +105,22 @@ def changes_in(job: Job, target: Target, answers: Sequence[str], prefill: str) -
     return candidates_of(job.idx, target, answers, prefill, dropped, demands=job.demands)
 
 
-async def keep_too(job: Job, suspects: Sequence[Suspect], shown_by: Sequence[str]) -> set[str]:
+async def keep_too(
+    job: Job, suspects: Sequence[Suspect], shown_by: Sequence[str], found: Reproduction | None
+) -> set[str]:
     """The test of what the issue says must keep working (:mod:`kept`), written and
     passing on the base: its ids, which every change must keep passing. ``shown_by``:
-    the tests that show the bug (their inputs are not what must stay as it is)."""
-    used = [
-        (read_confined(job.ws.tree, p) or b"").decode(errors="replace")
-        for p in {path_of_test(t, job.idx) for t in shown_by} - {None}
-        if p
-    ]
+    the tests that show the bug, and ``found``'s other kept tests (their inputs are not
+    what must stay as it is, and the functions they call are those worth calling)."""
+    paths = {p for p in (path_of_test(t, job.idx) for t in shown_by) if p}
+    used = [(read_confined(job.ws.tree, p) or b"").decode(errors="replace") for p in paths]
+    used += [source for source, _ in found.others] if found is not None else []
     texts = [job.task.title, *(d.text for d in job.task.documents)]
-    found = await keep(job.ws, texts, job.idx, suspects, used)
-    if found is None:
+    kept = await keep(job.ws, texts, job.idx, suspects, used)
+    if kept is None:
         return set()
-    job.report.kept, job.report.kept_note = found.path, found.note
-    return set(found.ids)
+    job.report.kept, job.report.kept_note = kept.path, kept.note
+    return set(kept.ids)
 
 
 def demands_of(job: Job, repro: str) -> frozenset[str]:
