@@ -275,11 +275,7 @@ async def observe(ws: FixContext, found: list[Example]) -> list[Example]:
             "    out.append({'raised': type(e).__name__, 'message': str(e)[:100]})",
         ]
     lines.append("print(json.dumps(out))")
-    done = await ws.run(["python", "-c", "\n".join(lines)], name="repair-observe", timeout=60)
-    try:
-        values = json.loads(done.stdout.strip().splitlines()[-1]) if done.ok else []
-    except (ValueError, IndexError):
-        values = []
+    values = await printed_list(ws, lines, name="repair-observe")
     seen: list[Example] = []
     for e, v in zip(found, values, strict=False):
         if not isinstance(v, dict):
@@ -297,6 +293,17 @@ async def observe(ws: FixContext, found: list[Example]) -> list[Example]:
         shown = f"list(...) gives {text}" if listed else text
         seen.append(replace(e, shown=shown[:MAX_SHOWN], value=value, listed=listed))
     return seen
+
+
+async def printed_list(ws: FixContext, lines: Sequence[str], *, name: str, **run: Any) -> list[Any]:
+    """The JSON list a Python script (``lines``) prints last, run in the sandbox (``run``:
+    more of :meth:`FixContext.run`'s arguments); [] when it failed or printed none."""
+    done = await ws.run(["python", "-c", "\n".join(lines)], name=name, timeout=60, **run)
+    try:
+        value = json.loads(done.stdout.strip().splitlines()[-1]) if done.ok else []
+    except (ValueError, IndexError):
+        value = []
+    return value if isinstance(value, list) else []
 
 
 def example_test(found: Sequence[Example]) -> tuple[list[str], list[str]]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
@@ -35,7 +34,8 @@ from typing import Any
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.demands import own_sentences
-from app.fixers.llm.imports import importable, module_name
+from app.fixers.llm.examples import last_name, printed_list
+from app.fixers.llm.imports import defined_by, importable, module_name
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.testruns import free_path, ids_in, run_tests, tests_folder
 from app.sessions.files import remove_confined, write_confined
@@ -264,15 +264,16 @@ def _named(texts: Sequence[str], used: Iterable[str]) -> set[str]:
         module = parse(source)
         for node in ast.walk(module) if module is not None else ():
             if isinstance(node, ast.Call):
-                func = node.func
-                names.add(getattr(func, "id", "") or getattr(func, "attr", ""))
+                names.add(last_name(node))
     for m in (m for text in texts for m in _SPAN.finditer(text)):
         try:
             node = ast.parse(m.group(1).strip(), mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        node = node.func if isinstance(node, ast.Call) else node
-        names.add(getattr(node, "id", "") or getattr(node, "attr", ""))
+        if isinstance(node, ast.Call):
+            names.add(last_name(node))
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            names.add(getattr(node, "id", "") or getattr(node, "attr", ""))
     return names - {""}
 
 
@@ -281,7 +282,7 @@ async def _observe(
 ) -> list[list[dict[str, str] | None]]:
     """What each function gives for each value on the base: ``{"repr": ...}`` or
     ``{"raised": name}``, None where two calls disagreed or nothing came back. The tree
-    is mounted read-only: what the code writes does not land in the patch."""
+    is mounted read-only: the observing run cannot change it."""
     lines = ["import json", "out = []"]
     for name, line in functions:
         lines += ["row = []", "try:", f"    {line}", "except Exception:", f"    {name} = None"]
@@ -302,18 +303,13 @@ async def _observe(
             ]
         lines.append("out.append(row)")
     lines.append("print(json.dumps(out))")
-    done = await ws.run(
-        ["python", "-c", "\n".join(lines)],
+    return await printed_list(
+        ws,
+        lines,
         name="repair-kept-observe",
-        timeout=60,
         env={"PYTHONHASHSEED": seed},
         mounts=[replace(m, writable=False) for m in ws.mounts],
     )
-    try:
-        rows = json.loads(done.stdout.strip().splitlines()[-1]) if done.ok else []
-    except (ValueError, IndexError):
-        rows = []
-    return rows if isinstance(rows, list) else []
 
 
 def _same(a: list[Any], b: list[Any]) -> list[list[Any]]:
@@ -390,10 +386,8 @@ def _check(call: str, got: Any, idx: Index, imports: list[str]) -> str | None:
 
 def _import(name: str, idx: Index, imports: list[str]) -> bool:
     """The import of an exception class one module of the repository defines."""
-    modules = {module_name(p) for p in idx.defines.get(name, [])}
+    modules = defined_by(idx, name)
     if len(modules) != 1:
         return False
-    line = f"from {modules.pop()} import {name}"
-    if line not in imports:
-        imports.append(line)
+    imports.append(f"from {modules[0]} import {name}")
     return True
