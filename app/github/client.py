@@ -6,7 +6,11 @@ What this adds to gidgethub:
 - rate limits handled as GitHub documents them (see ``ratelimit.py``), with bounded
   retries, through gidgethub's ``handle_rate_limit_error`` hook;
 - mutating requests (POST/PATCH/PUT/DELETE) serialised per installation, as GitHub
-  asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests);
+  asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests):
+  a write holds the installation's lock for the whole logical request — its rate-limit
+  waits and retries included — so writes made after it leave after it, in the order
+  they were made (issue 55); the lock is released when the write succeeds, is refused
+  (not a rate limit: no retry), runs out of retries, raises or is cancelled;
 - one rate-limit gate per installation (and one for the App's JWT calls): a rate limit
   one request meets pauses every request of that installation until GitHub's reset, as
   GitHub asks ("stop making requests until the reset"), not just the request that met
@@ -18,16 +22,18 @@ What this adds to gidgethub:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 import gidgethub
 import gidgethub.aiohttp
+from gidgethub.abc import JSON_CONTENT_TYPE
 
 from app import __version__
 from app.github.auth import AppAuth
@@ -41,6 +47,10 @@ USER_AGENT = f"patchwarden/{__version__}"
 
 # The pause this task already slept through (its own rate limit): its retry goes at once.
 _WAITED: ContextVar[float] = ContextVar("patchwarden_github_waited", default=0.0)
+
+# The installation write lock this task holds for its whole request (retries included),
+# so the request's own HTTP attempts do not queue behind themselves.
+_HOLDING: ContextVar[asyncio.Lock | None] = ContextVar("patchwarden_github_holding", default=None)
 
 
 SHARED_CHECK_SECONDS = 1.0  # how often a process reads the other processes' pauses
@@ -120,15 +130,56 @@ class GitHubClient(gidgethub.aiohttp.GitHubAPI):
             request_headers["authorization"] = f"{self._scheme} {await self._token()}"
         return await super()._request(method, url, request_headers, body)
 
+    @contextlib.asynccontextmanager
+    async def _in_turn(self, method: str) -> AsyncIterator[None]:
+        """Hold the installation's write lock for a mutating request (FIFO: writes go in
+        the order they asked); reads, App calls and a task already holding it pass."""
+        lock = self._mutation_lock
+        if lock is None or method.upper() not in MUTATING or _HOLDING.get() is lock:
+            yield
+            return
+        async with lock:  # released on return, exception and cancellation alike
+            held = _HOLDING.set(lock)
+            try:
+                yield
+            finally:
+                _HOLDING.reset(held)
+
+    async def _make_request(
+        self,
+        method: str,
+        url: str,
+        url_vars: Mapping[str, Any] | None,
+        data: Any,
+        accept: str,
+        jwt: str | None = None,
+        oauth_token: str | None = None,
+        content_type: str = JSON_CONTENT_TYPE,
+        extra_headers: dict[str, str] | None = None,
+    ) -> tuple[bytes, str | None, int]:
+        """gidgethub's request with its retry loop, a write holding its turn throughout:
+        a write queued behind one that waits out a rate limit goes after that one's retry."""
+        async with self._in_turn(method):
+            return await super()._make_request(
+                method,
+                url,
+                url_vars,
+                data,
+                accept,
+                jwt=jwt,
+                oauth_token=oauth_token,
+                content_type=content_type,
+                extra_headers=extra_headers,
+            )
+
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
-        if self._mutation_lock is not None and method.upper() in MUTATING:
-            async with self._mutation_lock:
-                await self._at_gate(method, url)
-                return await self._request_with_auth(method, url, headers, body)
-        await self._at_gate(method, url)
-        return await self._request_with_auth(method, url, headers, body)
+        # One HTTP attempt. A write coming through _make_request already holds its turn;
+        # one that does not (gidgethub's graphql) takes it here.
+        async with self._in_turn(method):
+            await self._at_gate(method, url)
+            return await self._request_with_auth(method, url, headers, body)
 
     async def _at_gate(self, method: str, url: str) -> None:
         """Wait out a rate limit another request of this installation met (in this

@@ -2,7 +2,8 @@
 
 Rate limits are honoured as GitHub documents them, retries are bounded, a 401 refreshes
 the installation token once, the App JWT is what GitHub accepts, installation tokens are
-cached, and mutations are serialised per installation.
+cached, and mutations are serialised per installation, in the order they were made, a
+rate-limited write's wait and retry included.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ OWNER, NAME = REPO.split("/")
 PERMISSION = "/repos/{owner}/{repo}/collaborators/{username}/permission"
 PERMISSION_RE = "/collaborators/alice/permission$"
 COMMENT_REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+ISSUE_COMMENTS = "/repos/{owner}/{repo}/issues/{number}/comments"
+ISSUE_COMMENTS_RE = r"/issues/\d+/comments$"
 NOW = 1_700_000_000.0
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,10 +93,19 @@ async def new_comment(forge: LocalForge, repo: str = REPO) -> Comment:
     return await forge.post_comment(repo, issue.number, "hi", author="alice", send=False)
 
 
-async def until_refused(forge: LocalForge) -> None:
-    """Until the forge has answered the permission request with its injected 429."""
+async def comment_on(gh: GitHubClient, number: int, body: str, repo: str = REPO) -> Any:
+    owner, name = repo.split("/")
+    return await gh.post(
+        ISSUE_COMMENTS, {"owner": owner, "repo": name, "number": number}, data={"body": body}
+    )
+
+
+async def until_refused(
+    forge: LocalForge, method: str = "GET", path_re: str = PERMISSION_RE
+) -> None:
+    """Until the forge has answered the request with its injected 429."""
     for _ in range(500):
-        if [c for c in forge.calls("GET", PERMISSION_RE) if c.status == 429]:
+        if [c for c in forge.calls(method, path_re) if c.status == 429]:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the forge never answered 429")
@@ -778,6 +790,95 @@ async def test_mutations_of_different_installations_run_together(
     assert forge.comment_reactions(ours.id) == ["eyes"]
     assert forge.comment_reactions(theirs.id) == ["eyes"]
     assert elapsed < 0.55
+
+
+@pytest.mark.parametrize("made", ["before-its-answer", "during-its-pause"])
+async def test_a_rate_limited_write_keeps_its_place_before_later_writes(
+    forge: LocalForge, make_app: Callable[..., GitHubApp], made: str
+) -> None:
+    """Issue 55: at the end of a 429's pause a later comment reached GitHub before the
+    earlier one's retry. The write that met the limit keeps the installation's turn
+    through its wait and retry; a write made after it goes after it."""
+    issue = forge.open_issue(REPO, "t", author="alice")
+    app = make_app(policy=RetryPolicy(base_seconds=30.0))
+    await app.auth.installation_token(INSTALLATION)  # keep minting out of the timing
+    forge.fail("POST", ISSUE_COMMENTS_RE, 429, headers={"retry-after": "0.2"}, message="Slow")
+    first = asyncio.create_task(comment_on(app.installation(INSTALLATION), issue.number, "A"))
+    if made == "during-its-pause":
+        await until_refused(forge, "POST", ISSUE_COMMENTS_RE)
+    second = asyncio.create_task(comment_on(app.installation(INSTALLATION), issue.number, "B"))
+    await asyncio.wait_for(asyncio.gather(first, second), timeout=10)
+
+    received = forge.calls("POST", ISSUE_COMMENTS_RE)
+    assert [(c.body["body"], c.status) for c in received] == [("A", 429), ("A", 201), ("B", 201)]
+    refused, retried, later = received
+    assert retried.at - refused.at >= 0.2  # GitHub's retry-after, honoured
+    assert later.at >= retried.at  # B left after A's retry was answered, not beside it
+    assert [c.body for c in forge.comments(REPO, issue.number)] == ["A", "B"]
+
+
+async def test_a_rate_limited_write_does_not_hold_another_installations_writes(
+    forge: LocalForge, make_app: Callable[..., GitHubApp]
+) -> None:
+    other = "octo-org/gadgets"
+    forge.add_repo(other, installation_id=INSTALLATION + 1)
+    ours = forge.open_issue(REPO, "t", author="alice")
+    theirs = forge.open_issue(other, "t", author="alice")
+    app = make_app()
+    await app.auth.installation_token(INSTALLATION)
+    await app.auth.installation_token(INSTALLATION + 1)
+    ours_re = f"/repos/{REPO}{ISSUE_COMMENTS_RE}"
+    forge.fail("POST", ours_re, 429, headers={"retry-after": "1"}, message="Slow")
+    first = asyncio.create_task(comment_on(app.installation(INSTALLATION), ours.number, "A"))
+    await until_refused(forge, "POST", ours_re)
+    await comment_on(app.installation(INSTALLATION + 1), theirs.number, "C", repo=other)
+    await asyncio.wait_for(first, timeout=10)
+
+    refused, retried = forge.calls("POST", ours_re)
+    (elsewhere,) = forge.calls("POST", f"/repos/{other}/issues/")
+    assert elsewhere.status == 201
+    assert elsewhere.at < refused.at + 0.5  # not held for the other installation's limit
+    assert retried.at - refused.at >= 1.0
+
+
+@pytest.mark.parametrize("ends", ["refused", "cancelled-in-its-pause", "cancelled-queued"])
+async def test_a_write_that_ends_unsent_lets_the_next_write_go(
+    forge: LocalForge, make_app: Callable[..., GitHubApp], ends: str
+) -> None:
+    """The installation's turn passes on when a write is refused for good (not a rate
+    limit: no wait, no retry), cancelled while it waits out a rate limit, or cancelled
+    while queued behind another write."""
+    issue = forge.open_issue(REPO, "t", author="alice")
+    app = make_app()
+    await app.auth.installation_token(INSTALLATION)
+
+    def write(body: str) -> asyncio.Task[Any]:
+        return asyncio.create_task(comment_on(app.installation(INSTALLATION), issue.number, body))
+
+    if ends == "refused":
+        forge.fail("POST", ISSUE_COMMENTS_RE, 403, message="Resource not accessible by integration")
+        first, second = write("A"), write("B")
+        with pytest.raises(gidgethub.BadRequest):
+            await first
+        await asyncio.wait_for(second, timeout=5)
+        expected = [("A", 403), ("B", 201)]
+    elif ends == "cancelled-in-its-pause":
+        forge.fail("POST", ISSUE_COMMENTS_RE, 429, headers={"retry-after": "0.3"})
+        first, second = write("A"), write("B")
+        await until_refused(forge, "POST", ISSUE_COMMENTS_RE)
+        first.cancel()
+        await asyncio.wait_for(second, timeout=5)
+        expected = [("A", 429), ("B", 201)]
+    else:
+        forge.fail("POST", ISSUE_COMMENTS_RE, 429, headers={"retry-after": "0.3"})
+        first, second, third = write("A"), write("B"), write("C")
+        await until_refused(forge, "POST", ISSUE_COMMENTS_RE)
+        second.cancel()
+        await asyncio.wait_for(asyncio.gather(first, third), timeout=5)
+        expected = [("A", 429), ("A", 201), ("C", 201)]
+
+    received = forge.calls("POST", ISSUE_COMMENTS_RE)
+    assert [(c.body["body"], c.status) for c in received] == expected
 
 
 # -- 9. tokens never in URLs ---------------------------------------------------------------
