@@ -289,6 +289,7 @@ class CodeScanningAlert(_Model):
     tool: ScanTool
     html_url: Url
     most_recent_instance: ScanInstance | None = None
+    instances: list[ScanInstance] | None = None  # the older shape, which the schema requires
 
 
 class CodeScanningAlertEvent(Envelope):

@@ -4,12 +4,14 @@ An alert that opens (``created``, ``reopened``, ``reintroduced``, ``auto_reopene
 code scanning also ``appeared_in_branch`` and ``reopened_by_user``) starts a
 ``security_alert`` job when the repository's policy (``alerts`` in
 ``.github/patchwarden.yml`` on the default branch) handles its kind and severity, and
-a code scanning alert is on the default branch. One job per opening of an alert: a
-redelivery, or ``created`` and ``appeared_in_branch`` of one alert, make one job, and
-an alert with work queued or running starts no second one. An alert that closes
-(``dismissed``, ``fixed``, ``auto_dismissed``, ``closed_by_user``) cancels the work
-still queued for it. Every decision is audited; :func:`screen` and :func:`job_for` are
-pure.
+a code scanning alert is on the default branch and names a place in the code (from
+``most_recent_instance``, else ``instances``, the shape GitHub's own example has). An
+alert that starts nothing is audited ``trigger.ignored`` with why and what would change
+that. One job per opening of an alert: a redelivery, or ``created`` and
+``appeared_in_branch`` of one alert, make one job, and an alert with work queued or
+running starts no second one. An alert that closes (``dismissed``, ``fixed``,
+``auto_dismissed``, ``closed_by_user``) cancels the work still queued for it. Every
+decision is audited; :func:`screen` and :func:`job_for` are pure.
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ from app.sessions.policyfile import default_policy_text
 from app.store import JobState
 from app.untrusted.sanitize import sanitize
 from app.webhooks.context import HandlerContext
-from app.webhooks.payloads import CodeScanningAlertEvent, DependabotAlertEvent, typed
+from app.webhooks.payloads import (
+    CodeScanningAlertEvent,
+    DependabotAlertEvent,
+    ScanInstance,
+    ScanLocation,
+    typed,
+)
 from app.words import plural
 
 router = Router()
@@ -81,27 +89,67 @@ def severity_of(data: AlertEvent) -> str | None:
     return found if found in SEVERITIES else None
 
 
+def instance_of(data: CodeScanningAlertEvent) -> ScanInstance | None:
+    """The alert's instance: its most recent one. A payload shaped as the published
+    schema has it (``instances`` required, ``most_recent_instance`` optional: GitHub's
+    own example ``created`` has only the list) gives the one on the event's ref, else
+    the first."""
+    alert = data.alert
+    if alert.most_recent_instance is not None:
+        return alert.most_recent_instance
+    found = alert.instances or []
+    on_ref = [i for i in found if data.ref and i.ref == data.ref]
+    return next(iter(on_ref or found), None)
+
+
+def place_of(data: CodeScanningAlertEvent) -> ScanLocation | None:
+    """Where in the code the alert is (a file and a line), or None: nothing to fix at."""
+    instance = instance_of(data)
+    place = instance.location if instance is not None else None
+    return place if place is not None and place.path and place.start_line else None
+
+
 def branch_of(data: CodeScanningAlertEvent) -> str | None:
-    """The ref the alert was found on (``refs/heads/main``): the event's, else its most
-    recent instance's; None when GitHub does not say (a person closed or reopened it)."""
-    instance = data.alert.most_recent_instance
+    """The ref the alert was found on (``refs/heads/main``): the event's, else its
+    instance's; None when GitHub does not say (a person closed or reopened it)."""
+    instance = instance_of(data)
     return data.ref or (instance.ref if instance is not None else None) or None
 
 
 def screen(event: str, data: AlertEvent, rules: AlertKindRules) -> str | None:
-    """Why an alert that opened starts no fix, or None when it does."""
+    """Why an alert that opened starts no fix, and what would change that; None when
+    it starts one."""
     key = f"alerts.{source_of(event)}"
     if rules.mode == "off":
-        return f"`{key}.mode` is off in `{REPO_SOURCE}`"
+        return (
+            f"`{key}.mode` is off in `{REPO_SOURCE}`: set it to `review` there to have "
+            "fixes proposed"
+        )
     severity = severity_of(data)
+    if severity is None and isinstance(data, CodeScanningAlertEvent):
+        return (
+            "its rule has no level and no security severity, so nothing to weigh it by: "
+            "give the rule a level (error, warning or note) in the tool that reports it"
+        )
     if severity is None:
         return "its severity is not one of low, medium, high, critical: nothing to weigh it by"
     if SEVERITIES.index(severity) < SEVERITIES.index(rules.min_severity):
-        return f"its severity {severity} is below `{key}.min_severity` ({rules.min_severity})"
+        return (
+            f"its severity {severity} is below `{key}.min_severity` ({rules.min_severity}): "
+            f"set it to `{severity}` in `{REPO_SOURCE}` to have such alerts fixed"
+        )
     if isinstance(data, CodeScanningAlertEvent):
         ref, default = branch_of(data), data.repository.default_branch
         if ref is not None and default is not None and ref != f"refs/heads/{default}":
-            return f"it is on {ref}, not on the default branch {default}: fixes go there"
+            return (
+                f"it is on {ref}, not on the default branch {default}, where fixes go: one "
+                f"starts when the alert appears on {default}"
+            )
+        if place_of(data) is None:
+            return (
+                "it names no place in the code (a file and a line): nothing to fix; the "
+                "tool that reports it must give one"
+            )
     return None
 
 
@@ -137,8 +185,8 @@ def job_for(
             cve=advisory.cve_id,
         )
     scan = data.alert
-    instance = scan.most_recent_instance
-    place = instance.location if instance is not None else None
+    instance = instance_of(data)
+    place = place_of(data)
     message = instance.message.text if instance and instance.message else None
     texts = [scan.rule.full_description or "", message or ""]
     return SecurityAlertJob(

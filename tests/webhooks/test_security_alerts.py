@@ -130,7 +130,8 @@ async def test_a_code_scanning_alert_on_the_default_branch_only(pw: Harness) -> 
     assert await _alert_jobs(pw) == []
     assert await _said(pw, "trigger.ignored") == [
         "code scanning alert #1 created: it is on refs/heads/feature, not on the default "
-        "branch main: fixes go there; acknowledged, no fix"
+        "branch main, where fixes go: one starts when the alert appears on main; "
+        "acknowledged, no fix"
     ]
     elsewhere.facts["ref"] = "refs/heads/main"  # merged: the next analysis finds it there
     await pw.forge.alert_event(REPO, elsewhere, "appeared_in_branch")
@@ -159,12 +160,14 @@ async def test_a_code_scanning_alert_on_the_default_branch_only(pw: Harness) -> 
         (
             "alerts:\n  dependabot:\n    mode: off\n",
             "Dependabot alert #1 created: `alerts.dependabot.mode` is off in "
-            "`.github/patchwarden.yml`; acknowledged, no fix",
+            "`.github/patchwarden.yml`: set it to `review` there to have fixes proposed; "
+            "acknowledged, no fix",
         ),
         (
             "alerts:\n  dependabot:\n    min_severity: critical\n",
             "Dependabot alert #1 created: its severity high is below "
-            "`alerts.dependabot.min_severity` (critical); acknowledged, no fix",
+            "`alerts.dependabot.min_severity` (critical): set it to `high` in "
+            "`.github/patchwarden.yml` to have such alerts fixed; acknowledged, no fix",
         ),
     ],
 )
@@ -192,6 +195,124 @@ async def test_a_policy_that_does_not_load_starts_nothing(pw: Harness) -> None:
     [said] = await _said(pw, "trigger.failed_closed")
     assert said.startswith("Dependabot alert #1 created: the policy does not load (")
     assert ".github/patchwarden.yml:3" in said
+
+
+# -- GitHub's own example `code_scanning_alert.created`, as a subscriber gets it (issue 55) --
+
+
+def github_example(*, ref: str | None = None, **rule: Any) -> dict[str, Any]:
+    """GitHub's own example ``code_scanning_alert`` ``created`` delivery, for REPO: a
+    CodeQL rule at level error, found on ``refs/heads/code-feature``, its place in
+    ``instances`` only (the published schema requires that list, not
+    ``most_recent_instance``)."""
+    payload = with_installation(load_fixture("code_scanning_alert/created-1.json"))
+    payload["repository"].update(full_name=REPO, default_branch="main")
+    if ref is not None:
+        payload["ref"] = ref
+        for instance in payload["alert"]["instances"]:
+            instance["ref"] = ref
+    payload["alert"]["rule"].update(rule)
+    return payload
+
+
+async def _audited(pw: Harness, action: str) -> list[str]:
+    """What ``patchwarden audit --repo`` lists for REPO under ``action``."""
+    entries = await pw.store.journal.query_audit(AuditQuery(repo=REPO))
+    return [str(e.reason) for e in entries if e.action == action]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        None,  # no .github/patchwarden.yml
+        "alerts:\n  dependabot:\n    mode: off\n",  # `alerts` without `code_scanning`
+        "autonomy: automerge\n",  # no `alerts` at all
+    ],
+)
+async def test_github_s_example_code_scanning_alert_starts_a_fix_by_default(
+    pw: Harness, config: str | None
+) -> None:
+    if config is not None:
+        await _with_policy(pw, config)
+    status, _ = await pw.post_webhook("code_scanning_alert", github_example())
+    assert status == 202
+    await pw.settle()
+    # As published, it is on a feature branch: no fix there, and the audit says so.
+    assert await _alert_jobs(pw) == []
+    assert await _audited(pw, "trigger.ignored") == [
+        "code scanning alert #10 created: it is on refs/heads/code-feature, not on the "
+        "default branch main, where fixes go: one starts when the alert appears on main; "
+        "acknowledged, no fix"
+    ]
+    appeared = github_example(ref="refs/heads/main")
+    appeared["action"] = "appeared_in_branch"
+    status, _ = await pw.post_webhook("code_scanning_alert", appeared)
+    assert status == 202
+    await pw.settle()
+    [job] = await _alert_jobs(pw)
+    kind = SecurityAlertJob.of(job)
+    assert (kind.tool, kind.rule, kind.severity, kind.mode, kind.model) == (
+        "CodeQL",
+        "java/sql-injection",
+        "high",  # level error, no security severity
+        "review",  # the default: a fix waits for a maintainer
+        False,  # and no model writes it
+    )
+    # The place comes from `instances`: the example has no `most_recent_instance`.
+    path = "src/main/java/com/github/demo/service/BookService.java"
+    assert (kind.path, kind.start_line, kind.end_line) == (path, 84, 84)
+    assert security_task(kind).scan is not None
+    assert await _audited(pw, "trigger.accepted") == [
+        "code scanning alert #10 appeared_in_branch (high): a fix is queued "
+        "(`alerts.code_scanning.mode`: review)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "rule", "why"),
+    [
+        (
+            "alerts:\n  code_scanning:\n    mode: off\n",
+            {},
+            "`alerts.code_scanning.mode` is off in `.github/patchwarden.yml`: set it to "
+            "`review` there to have fixes proposed",
+        ),
+        (
+            None,
+            {"severity": "note"},
+            "its severity low is below `alerts.code_scanning.min_severity` (medium): set it "
+            "to `low` in `.github/patchwarden.yml` to have such alerts fixed",
+        ),
+        (
+            None,
+            {"severity": None},
+            "its rule has no level and no security severity, so nothing to weigh it by: "
+            "give the rule a level (error, warning or note) in the tool that reports it",
+        ),
+        (
+            None,
+            {},  # and no instance has a location
+            "it names no place in the code (a file and a line): nothing to fix; the tool "
+            "that reports it must give one",
+        ),
+    ],
+)
+async def test_a_code_scanning_alert_the_policy_skips_says_why_and_what_to_change(
+    pw: Harness, config: str | None, rule: dict[str, Any], why: str
+) -> None:
+    if config is not None:
+        await _with_policy(pw, config)
+    payload = github_example(ref="refs/heads/main", **rule)
+    if why.startswith("it names no place"):
+        for instance in payload["alert"]["instances"]:
+            del instance["location"]
+    status, _ = await pw.post_webhook("code_scanning_alert", payload)
+    assert status == 202
+    await pw.settle()
+    assert await _alert_jobs(pw) == []
+    assert await _audited(pw, "trigger.ignored") == [
+        f"code scanning alert #10 created: {why}; acknowledged, no fix"
+    ]
 
 
 async def test_a_code_scanning_alert_without_an_autofix_or_a_model_opens_nothing(
@@ -308,14 +429,19 @@ def test_a_code_scanning_rule_s_severity(rule: dict[str, Any], severity: str | N
 
 
 def test_screen_over_real_examples() -> None:
-    on_default = _scan("code_scanning_alert/reopened-2.json", severity="error")
+    # A Rubocop alert on the default branch whose one instance names no place.
+    nowhere = _scan("code_scanning_alert/reopened-2.json", severity="error")
+    assert "names no place in the code" in str(screen("code_scanning_alert", nowhere, RULES))
+    data = load_fixture("code_scanning_alert/reopened-2.json")
+    data["alert"]["instances"][0]["location"] = {"path": "app/x.rb", "start_line": 3}
+    on_default = CodeScanningAlertEvent.model_validate(data)
     assert screen("code_scanning_alert", on_default, RULES) is None
     on_a_pull = _scan("code_scanning_alert/created-1.json")  # refs/heads/code-feature
     assert "not on the default branch master" in str(
         screen("code_scanning_alert", on_a_pull, RULES)
     )
     unknown = _scan("code_scanning_alert/reopened-2.json", severity=None)
-    assert "severity is not one of" in str(screen("code_scanning_alert", unknown, RULES))
+    assert "no level and no security severity" in str(screen("code_scanning_alert", unknown, RULES))
     dependabot = DependabotAlertEvent.model_validate(
         load_fixture("dependabot_alert/created-1.json")
     )
