@@ -418,10 +418,13 @@ class AlertRules(_Strict):
     """Code scanning alerts: a finding at a place in the code."""
 
 
-# A policy stored before `alerts` existed reads as both kinds off.
+# A policy without `alerts` (stored before it existed, or an operator's default policy
+# written then) reads as the shipped default: fixes that wait for a maintainer, code
+# scanning fixes by a model off (issue 55). The webhook handler, which reads the shipped
+# default, queued the alert's job as review: the score holds it as review too.
 ALERTS_BEFORE_ISSUE_34: dict[str, Any] = {
-    "dependabot": {"mode": "off", "min_severity": "low"},
-    "code_scanning": {"mode": "off", "min_severity": "low", "model": False},
+    "dependabot": {"mode": "review", "min_severity": "low"},
+    "code_scanning": {"mode": "review", "min_severity": "medium", "model": False},
 }
 
 

@@ -4,9 +4,12 @@ size, its advisory's severity, what it installs anew, and ``alerts.dependabot``.
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from app.policy.evidence import Bump
+from app.policy.policy_model import load_policy
 from app.policy.score import Score, Trigger, score_session
+from app.sessions.policyfile import default_policy_text
 from tests.policy_helpers import gdiff, policy_with, result_for
 
 WITHIN = "autonomy: automerge\nalerts:\n  dependabot:\n    mode: within-autonomy\n"
@@ -96,3 +99,17 @@ def test_a_code_scanning_fix_is_held_by_its_own_mode() -> None:
     assert held.reason == (
         "a maintainer approves every code scanning fix (`alerts.code_scanning.mode`: review)"
     )
+
+
+def test_a_default_policy_without_alerts_holds_code_scanning_fixes_as_the_shipped_one() -> None:
+    """An operator's default policy (``PATCHWARDEN_DEFAULT_POLICY``) written before
+    ``alerts`` existed reads as the shipped default: a code scanning fix still waits for
+    a maintainer, where the webhook handler (which reads the shipped default) queued it
+    as review (issue 55)."""
+    shipped = yaml.safe_load(default_policy_text())
+    older = yaml.safe_dump({k: v for k, v in shipped.items() if k != "alerts"})
+    policy = load_policy(older, "autonomy: automerge\n")
+    assert policy.alerts == load_policy(default_policy_text()).alerts
+    result = result_for(gdiff("app/calc.py", ["    return int(text)"], ["    return eval(text)"]))
+    score = score_session(result, policy, trigger=Trigger("alert", alert="code_scanning"))
+    assert score.decision == "review", score.rules
