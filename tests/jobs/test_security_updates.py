@@ -5,7 +5,9 @@ phase gets as a user's find-links), the policy scores the bump and the pull requ
 opens; a patch bump merges itself under ``autonomy: automerge`` and the alert closes
 when the default branch no longer matches; a major bump waits for a maintainer, and
 dismissing its alert closes the pull request; a code scanning alert for a semgrep rule
-with an autofix becomes a pull request that changes the alert's place only.
+with an autofix becomes a pull request that changes the alert's place only, also with no
+configuration at all (GitHub's own example delivery, a rule of Patchwarden's pack), and
+an alert the default policy skips is audited with why (issue 55).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from app.store import AuditQuery
 from tests.conftest import INSTALLATION, REPO, Harness
 from tests.fixers.test_fixer_dependency import CHECK, wheels
 from tests.fixers.test_fixer_scanning import RULES, TESTS
+from tests.webhooks.test_security_alerts import github_example
 
 pytestmark = [
     pytest.mark.slow,
@@ -178,3 +181,57 @@ async def test_a_semgrep_alert_with_an_autofix_becomes_a_pull_request_at_its_pla
     assert f"Fixes [code scanning alert 1]({pw.forge.url}/{REPO}/security/code-scanning/1)" in body
     assert "it no longer matches at line 9" in body
     assert not pw.forge.pull(REPO, pull.number).merged  # `alerts.code_scanning.mode`: review
+
+
+ASSERT_EQUALS = (
+    "import unittest\n\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_one(self):\n"
+    "        self.assertEquals(1, 1)\n"
+)
+
+
+async def test_a_semgrep_alert_opens_a_pull_request_by_default_and_a_skipped_one_says_why(
+    make_pw: Callable[..., Awaitable[Harness]], forge: LocalForge
+) -> None:
+    """Issue 55: a repository with no ``.github/patchwarden.yml`` and no rule file of its
+    own. GitHub's own example ``created`` delivery (its place in ``instances`` only),
+    here for a rule of Patchwarden's autofix pack, opens a pull request that waits for a
+    maintainer; an alert the default policy skips leaves an audit line saying why."""
+    await forge.push(
+        REPO, {"tests/test_t.py": ASSERT_EQUALS, "pytest.ini": "[pytest]\n"}, author="alice"
+    )
+    pw = await make_pw(workers=1)
+    payload = github_example(
+        ref="refs/heads/main",
+        id="patchwarden.autofix.unittest-assert-equals",
+        severity="warning",  # semgrep's WARNING: medium
+        description="assertEquals() was removed in Python 3.12",
+    )
+    payload["alert"]["tool"]["name"] = "semgrep"
+    payload["alert"]["html_url"] = f"{forge.url}/{REPO}/security/code-scanning/10"
+    [instance] = payload["alert"]["instances"]
+    instance["location"].update(path="tests/test_t.py", start_line=6, end_line=6)
+    status, _ = await pw.post_webhook("code_scanning_alert", payload)
+    assert status == 202
+    await forge.raise_code_scanning_alert(
+        REPO, rule="patchwarden.autofix.logging-warn", path="tests/test_t.py", start_line=1,
+        severity="note",  # semgrep's INFO: low, below the default min_severity
+    )  # fmt: skip
+    await pw.settle(within=120, every_job=True)
+
+    [pull] = pw.forge.pulls(REPO)
+    issue = pw.forge.issue(REPO, pull.number)
+    assert issue.title == "Fix patchwarden.autofix.unittest-assert-equals at tests/test_t.py:6"
+    assert (pull.changed_files, pull.additions, pull.deletions) == (1, 1, 1)
+    body = issue.body or ""
+    assert f"Fixes [code scanning alert 10]({forge.url}/{REPO}/security/code-scanning/10)" in body
+    assert "(`alerts.code_scanning.mode`: review)" in body, body
+    assert not pw.forge.pull(REPO, pull.number).merged  # it waits for a maintainer
+    assert on_main(forge, "tests/test_t.py") == ASSERT_EQUALS
+    skipped = [s for s in await said(pw, "trigger.ignored") if s.startswith("code scanning")]
+    assert skipped == [
+        "code scanning alert #1 created: its severity low is below "
+        "`alerts.code_scanning.min_severity` (medium): set it to `low` in "
+        "`.github/patchwarden.yml` to have such alerts fixed; acknowledged, no fix"
+    ]
