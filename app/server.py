@@ -159,7 +159,9 @@ async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.R
         )
     checked = webhooks.check(event, payload)
     if isinstance(checked, payloads.Invalid):
-        return await _invalid(runtime, event, delivery_id, body, checked.reason), "invalid"
+        repo = payloads.named_repo(payload)
+        answer = await _invalid(runtime, event, delivery_id, body, checked.reason, repo=repo)
+        return answer, "invalid"
     delivery = Delivery(
         id=delivery_id,
         source="github",
@@ -182,13 +184,21 @@ async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.R
 
 
 async def _invalid(
-    runtime: Runtime, event: str, delivery_id: str, body: bytes, reason: str
+    runtime: Runtime,
+    event: str,
+    delivery_id: str,
+    body: bytes,
+    reason: str,
+    *,
+    repo: str | None = None,
 ) -> web.Response:
     """A signed delivery Patchwarden cannot act on: audited (not stored whole: it may be
-    huge or hostile), answered 400 with the reason, no job."""
+    huge or hostile) on the repository it names, if any, answered 400 with the reason,
+    no job."""
     log.warning("refused delivery %s (%s): %s", delivery_id, event, reason)
     await runtime.store.journal.audit(
         "delivery.invalid",
+        repo=repo,
         delivery_id=delivery_id,
         reason=reason,
         details={"event": event, "bytes": len(body)},

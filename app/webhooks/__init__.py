@@ -56,7 +56,7 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
     a check): one that is not what its handlers read runs none of them."""
     checked = check(delivery.event, delivery.payload)
     if isinstance(checked, payloads.Invalid):
-        await ctx.audit("delivery.invalid", actor=None, repo=None, reason=checked.reason)
+        await ctx.audit("delivery.invalid", actor=None, repo=delivery.repo, reason=checked.reason)
         return 0
     event = sansio.Event(delivery.payload, event=delivery.event, delivery_id=delivery.id)
     callbacks = router.fetch(event)

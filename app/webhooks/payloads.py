@@ -22,7 +22,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 
 MAX_DEPTH = 32  # GitHub's payloads nest at most 7 deep today
 INT64_MAX = 2**63 - 1
@@ -348,6 +355,18 @@ def check(
         return Invalid(_reason(exc))
 
 
+def named_repo(payload: Any) -> str | None:
+    """The repository a payload names (``repository.full_name``) when that much is well
+    formed, whatever the rest is: a delivery that cannot be used is audited on it."""
+    repository = payload.get("repository") if isinstance(payload, dict) else None
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    try:
+        return _REPO_NAME.validate_python(name)
+    except ValidationError:
+        return None
+
+
+_REPO_NAME: TypeAdapter[str] = TypeAdapter(RepoName)
 M = TypeVar("M", bound=Envelope)
 
 

@@ -315,6 +315,19 @@ async def test_a_code_scanning_alert_the_policy_skips_says_why_and_what_to_chang
     ]
 
 
+async def test_a_code_scanning_alert_that_cannot_be_read_is_refused_on_its_repository(
+    pw: Harness,
+) -> None:
+    payload = github_example(ref="refs/heads/main")
+    del payload["alert"]["rule"]["id"]
+    status, answer = await pw.post_webhook("code_scanning_alert", payload)
+    assert status == 400  # GitHub's delivery log shows the reason
+    assert answer["error"].endswith("cannot be used: `alert.rule.id`: missing")
+    assert await _alert_jobs(pw) == []
+    # and `patchwarden audit --repo` shows it, for the repository it names
+    assert await _audited(pw, "delivery.invalid") == ["`alert.rule.id`: missing"]
+
+
 async def test_a_code_scanning_alert_without_an_autofix_or_a_model_opens_nothing(
     make_pw: Callable[..., Awaitable[Harness]],
 ) -> None:
