@@ -60,8 +60,8 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
         return 0
     event = sansio.Event(delivery.payload, event=delivery.event, delivery_id=delivery.id)
     callbacks = router.fetch(event)
+    name = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
     if not callbacks:
-        name = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
         await ctx.audit(
             "delivery.ignored",
             actor=delivery.sender,
@@ -74,7 +74,12 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
             "delivery.ignored",
             actor=delivery.sender,
             repo=delivery.repo,
-            reason="payload names no installation; the App cannot act on it",
+            reason=(
+                f"{name} names no installation, so the App cannot act on it: it comes from "
+                "a webhook of the repository or organization, not from the installed App; "
+                "install the App on the repository (docs/install.md#3-install-the-app-on-"
+                "repositories)"
+            ),
         )
         return 0
     gh = app.installation(delivery.installation_id)

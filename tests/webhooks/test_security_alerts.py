@@ -328,6 +328,25 @@ async def test_a_code_scanning_alert_that_cannot_be_read_is_refused_on_its_repos
     assert await _audited(pw, "delivery.invalid") == ["`alert.rule.id`: missing"]
 
 
+async def test_a_code_scanning_alert_from_a_repository_webhook_says_what_to_do(
+    pw: Harness,
+) -> None:
+    """Not from the App (no ``installation``): a repository's own webhook pointed at
+    Patchwarden. Nothing can act on it, and the audit says what to do instead."""
+    payload = github_example(ref="refs/heads/main")
+    del payload["installation"]
+    status, _ = await pw.post_webhook("code_scanning_alert", payload)
+    assert status == 202
+    await pw.settle()
+    assert await _alert_jobs(pw) == []
+    assert await _audited(pw, "delivery.ignored") == [
+        "code_scanning_alert.created names no installation, so the App cannot act on it: "
+        "it comes from a webhook of the repository or organization, not from the installed "
+        "App; install the App on the repository (docs/install.md#3-install-the-app-on-"
+        "repositories)"
+    ]
+
+
 async def test_a_code_scanning_alert_without_an_autofix_or_a_model_opens_nothing(
     make_pw: Callable[..., Awaitable[Harness]],
 ) -> None:
