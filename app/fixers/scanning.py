@@ -1,9 +1,10 @@
 """The code scanning fixer: a semgrep rule's own autofix, at the alert's place only.
 
-A code scanning alert names a tool, a rule and a place. When the tool is semgrep and
-the rule is one Patchwarden has (the repository's own rule files on the base branch:
-``.semgrep.yml``, ``.semgrep.yaml``, ``.semgrep/``; else Patchwarden's packs in
-``policies/semgrep/``) and it has an autofix (``fix`` or ``fix-regex``):
+A code scanning alert names a tool, a rule and a place. When the tool is semgrep (as
+its SARIF output names itself: ``Semgrep OSS``) and the rule is one Patchwarden has
+(the repository's own rule files on the base branch: ``.semgrep.yml``,
+``.semgrep.yaml``, ``.semgrep/``; else Patchwarden's packs in ``policies/semgrep/``)
+and it has an autofix (``fix`` or ``fix-regex``):
 
 1. that one rule runs on that one file, in the sandbox (``semgrep --json``, offline);
 2. of its matches, the one at the alert's line is fixed, with the replacement semgrep
@@ -54,7 +55,7 @@ class ScanningFixer(Fixer):
         if scan is None:
             return self.gave_up("no code scanning alert: this fixer only answers those")
         rule, why = None, f"{scan.tool} cannot run here and has no autofix Patchwarden applies"
-        if scan.tool.lower() == "semgrep":
+        if is_semgrep(scan.tool):
             rule, where = find_rule(workspace.tree, self.rules_dir, scan.rule)
             if rule is None:
                 why = (
@@ -167,6 +168,14 @@ class ScanningFixer(Fixer):
             said = json.dumps(errors)[:500] if errors else done.stderr.strip()[-500:]
             raise OSError(f"semgrep failed on `{path}` (exit code {done.exit_code}): {said}")
         return [r for r in results if isinstance(r, dict) and "start" in r and "end" in r]
+
+
+def is_semgrep(tool: str) -> bool:
+    """Whether an alert's tool is semgrep: GitHub shows the SARIF file's driver name,
+    which semgrep writes as ``Semgrep OSS`` (``Semgrep Pro`` with its Pro engine), and
+    other uploaders as ``semgrep`` or ``Semgrep``."""
+    words = tool.lower().split()
+    return bool(words) and words[0] == "semgrep" and len(words) <= 2
 
 
 def find_rule(tree: Path, rules_dir: Path, wanted: str) -> tuple[dict[str, Any] | None, str]:

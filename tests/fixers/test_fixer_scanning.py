@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.scripted import tool
-from app.fixers.scanning import ScanningFixer, find_rule
+from app.fixers.scanning import ScanningFixer, find_rule, is_semgrep
 from app.git import Remote
 from app.sessions.session import SessionRunner
 from app.sessions.task import Document, Place, ScanAlert, SessionSpec, Task
@@ -219,3 +219,20 @@ async def test_a_file_too_big_to_write_back_whole_is_not_edited(
     assert result.status == "failed"
     assert result.fix is not None
     assert result.fix.reason == "`tests/test_t.py` is over 4 MiB: not edited here"
+
+
+@pytest.mark.parametrize(
+    ("tool", "semgrep"),
+    [
+        ("Semgrep OSS", True),  # semgrep's own SARIF driver name, as GitHub shows it
+        ("Semgrep Pro", True),
+        ("semgrep", True),
+        ("Semgrep", True),
+        ("CodeQL", False),
+        ("semgrep-rules-linter", False),
+        ("Semgrep OSS fork of something else", False),
+        ("", False),
+    ],
+)
+def test_the_tool_names_semgrep_goes_by(tool: str, semgrep: bool) -> None:
+    assert is_semgrep(tool) is semgrep

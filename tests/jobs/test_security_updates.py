@@ -208,7 +208,7 @@ async def test_a_semgrep_alert_opens_a_pull_request_by_default_and_a_skipped_one
         severity="warning",  # semgrep's WARNING: medium
         description="assertEquals() was removed in Python 3.12",
     )
-    payload["alert"]["tool"]["name"] = "semgrep"
+    payload["alert"]["tool"]["name"] = "Semgrep OSS"  # its SARIF's driver, as GitHub shows it
     payload["alert"]["html_url"] = f"{forge.url}/{REPO}/security/code-scanning/10"
     [instance] = payload["alert"]["instances"]
     instance["location"].update(path="tests/test_t.py", start_line=6, end_line=6)
