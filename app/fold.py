@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 # A quoted literal (optional Python prefix), its escapes kept: group 1 the prefix,
 # group 2 the quote, group 3 the body.
-_LITERAL = re.compile(r"""(?i)(?:\b([rbuf]{1,2}))?(["'])((?:\\.|(?!\2)[^\\\n])*)\2""")
+LITERAL = re.compile(r"""(?i)(?:\b([rbuf]{1,2}))?(["'])((?:\\.|(?!\2)[^\\\n])*)\2""")
 # What may stand between two pieces of one constant: `+`, nothing, a line break.
 # (a line break may come between, after a `\\`, and a diff's `+` at the next line's start)
 _JOINER = re.compile(r"\s*\+?\s*(?:\\?\n[+ ]?\s*\+?\s*)?")
@@ -105,13 +105,31 @@ _CLOSE_STARTS = frozenset(("+", ")", "]"))
 _QUOTES = frozenset(("'", '"'))
 
 
-def inner(text: str) -> Iterator[tuple[int, str]]:
+def inner(text: str) -> Iterator[tuple[list[int], str]]:
     """The bodies of quoted literals that hold quoted literals themselves (code in a
-    JSON string: a tool call's arguments), with where each starts."""
-    for m in _LITERAL.finditer(text):
+    JSON string: a tool call's arguments), as that code reads: escaped quotes and
+    backslashes (``\\"``, ``\\\\``) read once. With each, where each of its characters
+    is in ``text``, and where the body ends (one more entry than characters)."""
+    for m in LITERAL.finditer(text):
         body = m.group(3)
         if body.count("'") + body.count('"') >= 2:
-            yield m.start(3), body
+            yield _unescaped_quotes(body, m.start(3))
+
+
+def _unescaped_quotes(body: str, at: int) -> tuple[list[int], str]:
+    where: list[int] = []
+    out: list[str] = []
+    n = 0
+    while n < len(body):
+        where.append(at + n)
+        if body[n] == "\\" and n + 1 < len(body) and body[n + 1] in "\"'\\":
+            out.append(body[n + 1])
+            n += 2
+        else:
+            out.append(body[n])
+            n += 1
+    where.append(at + len(body))
+    return where, "".join(out)
 
 
 def _encoded(line: str) -> bool:
@@ -195,7 +213,7 @@ _Literal = tuple[int, int, str, tuple[int, int], bool]
 def _literals(line: str) -> Iterator[_Literal]:
     """Each quoted literal; an f-string only when every field of it is a literal;
     bytes and raw strings as written."""
-    for m in _LITERAL.finditer(line):
+    for m in LITERAL.finditer(line):
         prefix, body = (m.group(1) or "").lower(), m.group(3)
         fields = False
         if "f" in prefix:

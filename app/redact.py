@@ -13,6 +13,8 @@ whatever they look like.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 
 from app import credentials, fold
@@ -29,13 +31,26 @@ def find_secrets(text: str, *, allow: Sequence[str] = ()) -> list[SecretMatch]:
     return credentials.find(text, allow=credentials.allow_list(tuple(allow)))
 
 
-def redact(text: str, *, known: Iterable[str] = (), allow: Sequence[str] = ()) -> str:
+def redact(
+    text: str,
+    *,
+    known: Iterable[str] = (),
+    allow: Sequence[str] = (),
+    opaque: Iterable[str] = (),
+) -> str:
     """``text`` with every known secret and every credential-looking string masked.
 
     ``allow``: patterns of values left as they are (the policy's ``secrets.allow``), for
-    the stored diff the policy scores again; everywhere else an example is masked too."""
-    for secret in sorted({k for k in known if k and len(k) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, mask("secret"))
+    the stored diff the policy scores again; everywhere else an example is masked too.
+    ``opaque``: values that are no known credential but are not to be stored either
+    (random-looking values outside a change's scope), masked as ``opaque``."""
+    for value, kind in sorted(
+        {**{o: "opaque" for o in opaque if o and len(o) >= 4},
+         **{k: "secret" for k in known if k and len(k) >= 4}}.items(),
+        key=lambda vk: len(vk[0]),
+        reverse=True,
+    ):  # fmt: skip
+        text = text.replace(value, mask(kind))
     text = _mask_folded(text, allow)  # first: the pieces whole, before any is masked
     # Overlapping matches are masked one per pass (a token inside a header), so repeat
     # until nothing changes: the result is then a fixed point, redact(redact(x)) == redact(x).
@@ -77,9 +92,9 @@ def _folded_spans(text: str, allow: Sequence[str], depth: int = 0) -> dict[tuple
             nested = ("'" in line and '"' in line) or '\\"' in line
             if not nested or not fold.worth_folding(line):
                 continue
-            for offset, body in fold.inner(line):
+            for where, body in fold.inner(line):
                 for (start, end), kind in _folded_spans(body, allow, depth + 1).items():
-                    spans[(starts[n] + offset + start, starts[n] + offset + end)] = kind
+                    spans[(starts[n] + where[start], starts[n] + where[end])] = kind
     return spans
 
 
@@ -95,3 +110,38 @@ def _mask_once(text: str, allow: Sequence[str]) -> str:
         at = m.end
     parts.append(text[at:])
     return "".join(parts)
+
+
+_NUMBERS = re.compile(r"\d+(?:\s*,\s*\d+){3,}")
+# A key and its value: `key: value`, `key = value`, `"key": "value"`, `KEY=value`.
+_ENTRY = re.compile(
+    r"""(?:^|[\s{,(])["']?[\w.-]+["']?\s*[:=]\s*(?:(["'])((?:\\.|(?!\1)[^\\\n])*)\1|([^\s,#;'"]+))"""
+)
+
+
+def material(lines: Iterable[str]) -> list[str]:
+    """What a value could have been built from on these lines, to mask wherever it is
+    stored: each quoted literal's body of four characters or more, and each run of four
+    or more numbers (``103, 104, 112, 95``), as written and as JSON would write it."""
+    found: dict[str, None] = {}
+    for line in lines:
+        for m in fold.LITERAL.finditer(line):
+            if len(m.group(3)) >= 4:
+                found[m.group(3)] = None
+        for m in _NUMBERS.finditer(line):
+            found[m.group()] = None
+    for value in list(found):
+        found[json.dumps(value)[1:-1]] = None
+    return [v for v in found if len(v) >= 4]
+
+
+def opaque_values(lines: Iterable[str]) -> list[str]:
+    """The random-looking values of the key/value entries on these lines (a dict, YAML,
+    JSON, INI or ``.env``), whatever their keys are called."""
+    found: dict[str, None] = {}
+    for line in lines:
+        for m in _ENTRY.finditer(line):
+            value = m.group(2) if m.group(2) is not None else m.group(3)
+            if value and len(value) >= 16 and credentials.random_looking(value):
+                found[value] = None
+    return list(found)

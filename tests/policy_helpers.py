@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from app.policy.checked import NO_MODEL
 from app.policy.diff import parse_diff
-from app.policy.evidence import FindingsDelta, TestCounts, TestDelta, TestRun
+from app.policy.evidence import FindingsDelta, Scope, TestCounts, TestDelta, TestRun
 from app.policy.policy_model import Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import Diff, FileStat, FixOutcome, SandboxInfo, SessionResult
@@ -87,8 +88,10 @@ def result_for(
     policy: Policy | None = None,
     job_id: int | None = 42,
     branch: str = "patchwarden/42-fix",
+    scope: Scope | None = None,
 ) -> SessionResult:
-    """A patched SessionResult, as a session would have saved it."""
+    """A patched SessionResult, as a session would have saved it; a change a model
+    wrote has its scope checked (``scope``, by default all of it inside)."""
     if tests is None:
         tests = TestDelta(
             command=["python", "-m", "pytest", "-q"],
@@ -108,6 +111,7 @@ def result_for(
         diff=Diff(unified=unified, files=stats_of(unified)),
         tests=tests,
         findings=list(findings) or [FindingsDelta(tool=t) for t in ("ruff", "semgrep", "bandit")],
+        scope=scope if scope is not None or fixer in NO_MODEL else Scope(),
         policy=(policy or default_policy()).to_json(),
         started_at=1_800_000_000.0,
         finished_at=1_800_000_012.0,

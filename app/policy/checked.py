@@ -17,6 +17,10 @@ FIXER_REASON = {
     "revert": "a git revert of one commit: the one bisect blamed, or the one named",
     "dependency": "a dependency's constraints raised past a vulnerability, no model",
 }
+# Fixers that write without a model: what they change is theirs by construction.
+# Any other fixer's change (a model's, or one this list does not know) is contained.
+NO_MODEL = frozenset(("lint", "revert", "dependency"))
+MAX_SCOPE_PLACES = 5  # places that add points; every one is named
 
 
 def fixer(s: Scoring, tally: Tally) -> None:
@@ -37,6 +41,43 @@ def fixer(s: Scoring, tally: Tally) -> None:
             "made when it stopped"
             + ("" if shown else ", and no test shows that it fixes anything"),
         )
+
+
+def scope(s: Scoring, tally: Tally) -> None:
+    """A model's change that touches what the task does not explain: points per place,
+    and the rule that holds it (``scope.outside``, review by default). A change whose
+    scope was not checked is held as well: containment fails closed."""
+    v = s.verification
+    if v is None or v.fixer in NO_MODEL:
+        return
+    cap = s.policy.scope.outside
+    if v.scope is None and cap != "automerge":
+        why = "nothing checked which of its lines the task explains"
+        tally.rule("outside_scope", cap, f"a {_who(v.fixer)}'s change, and {why}")
+    if v.scope is None:
+        return
+    places = [p.shown() for p in v.scope.outside]
+    if not places:
+        return
+    shown = "; ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+    tally.add(
+        "outside_scope",
+        str(len(places)),
+        min(len(places), MAX_SCOPE_PLACES) * s.w.outside_scope,
+        "changes places the task does not explain (the rule below names them)",
+    )
+    if cap == "automerge":
+        return  # relaxed by the maintainer: the points and the PR body's list remain
+    tally.rule(
+        "outside_scope",
+        cap,
+        f"a {_who(v.fixer)}'s change outside the task's scope waits for a person "
+        f"(`scope.outside`: {cap}): {shown}",
+    )
+
+
+def _who(fixer: str) -> str:
+    return "model" if fixer == "llm" else f"`{fixer}` fixer"
 
 
 def tests_run(s: Scoring, tally: Tally) -> None:

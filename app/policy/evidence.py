@@ -24,8 +24,36 @@ class SecretFound(_Model):
     """A credential an added line held before the diff was masked (app/policy/secrets.py)."""
 
     path: str
-    line: int
+    line: int  # 0: not a line of the diff (a value the module computes)
     kind: str
+    # Found among the values the patched module holds once imported, not in its text:
+    # where (``KEY_ID``, ``Settings.token``, ``PARTS[2]``)
+    computed: str = ""
+
+
+class OutsidePlace(_Model):
+    """A place a change touches that the task does not explain (app/sessions/scope.py)."""
+
+    path: str
+    line: int = 0  # the first line (the patched file's; the base's for a removal); 0: the file
+    what: str  # "a new YAML data file", "module-level code", "a new function `f`", ...
+    removed: bool = False  # the change removes lines there (and adds none)
+
+    def shown(self) -> str:
+        """``"`shop/keys.py:3` (module-level code)"``: markdown, the path as code."""
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        where = where.replace("`", "'")
+        return f"`{where}` ({'removes ' if self.removed else ''}{self.what})"
+
+
+class Scope(_Model):
+    """Where a change lies against what the session implicated before the fixer changed
+    anything: the functions the fixer's localisation found, those the task names and
+    those the tests that show the fix reach on the base."""
+
+    implicated: list[str] = Field(default_factory=list)  # "path::qualname": why
+    outside: list[OutsidePlace] = Field(default_factory=list)
+    note: str = ""  # how it was found (what was traced, what could not be)
 
 
 class Finding(_Model):
@@ -243,3 +271,5 @@ class Session(Protocol):
     def tests(self) -> TestDelta | None: ...
     @property
     def findings(self) -> Sequence[FindingsDelta]: ...
+    @property
+    def scope(self) -> Scope | None: ...  # None: not checked (a fixer that needs no model)

@@ -41,7 +41,12 @@ def diff_rules(s: Scoring, tally: Tally) -> None:
         )
     for hit in features.secrets:
         where = f"{hit.path}:{hit.line}" if hit.line else hit.path
-        rule("secret", "reject", f"adds what looks like a credential ({hit.kind}) at `{where}`")
+        how = (
+            f" (the value of `{hit.computed}` once the module is imported)" if hit.computed else ""
+        )
+        rule(
+            "secret", "reject", f"adds what looks like a credential ({hit.kind}) at `{where}`{how}"
+        )
 
 
 def categories(s: Scoring, tally: Tally) -> None:

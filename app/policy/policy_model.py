@@ -265,6 +265,9 @@ class Weights(_Strict):
     )
     """Credit for a security update by its advisory's severity: a vulnerability left
     open is a risk of its own."""
+    outside_scope: float = Field(default=5, ge=0)
+    """Points per place a model's change touches that the task does not explain (at
+    most five places count)."""
 
 
 class BehaviourWeights(_Strict):
@@ -307,6 +310,16 @@ class BehaviourRules(_Strict):
     """Points per kind of behaviour a change adds, each kind counted once."""
     never_automerge: list[Literal["llm", "lint", "revert"]]
     """Fixers whose changes never merge themselves when they add any behaviour."""
+
+
+class ScopeRules(_Strict):
+    """How far a model's change may go when it touches what the task does not explain
+    (docs/policy.md#scope)."""
+
+    outside: Decision = "review"
+    """The most such a change gets: `review` (a maintainer approves it), `draft` or
+    `reject`; `automerge` lets it merge by itself, so a model steered by an issue's
+    text could merge a credential built in a way no detector reads."""
 
 
 class MergeRules(_Strict):
@@ -486,6 +499,8 @@ class Policy(_Strict):
     """Points each factor adds; the score is their sum, kept within 0-100."""
     behaviour: BehaviourRules
     """What a change makes the code do: points, and fixers that wait for a person."""
+    scope: ScopeRules = Field(default_factory=ScopeRules)
+    """What a model's change may touch beyond the functions the task implicates."""
     merge: MergeRules
     """How Patchwarden merges, and what it does after a merge."""
     alerts: AlertRules

@@ -99,6 +99,7 @@ FACTORS: tuple[Factor, ...] = (
     factors.caps,
     factors.behaviour,
     checked.fixer,
+    checked.scope,
     checked.tests_run,
     checked.tests_fixed,
     checked.findings,

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.policy.evidence import Bump, FindingsDelta, ModelUsage, Session, TestDelta
+from app.policy.evidence import Bump, FindingsDelta, ModelUsage, Scope, Session, TestDelta
 from app.policy.features import Features
 from app.policy.learn import Past, Standing, standing
 from app.policy.policy_model import Autonomy, Decision, Policy, Thresholds, Weights
@@ -121,6 +121,7 @@ class Verification:
     max_cost_usd: float | None = None
     unfinished: str | None = None  # why the fixer stopped before it finished
     bump: Bump | None = None  # the dependency fixer's security update
+    scope: Scope | None = None  # where the change lies against what the task implicates
 
     @classmethod
     def of(
@@ -138,6 +139,7 @@ class Verification:
             usage=fix.usage if fix is not None else None,
             unfinished=fix.unfinished if fix is not None else None,
             bump=getattr(fix, "bump", None),
+            scope=result.scope,
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
         )

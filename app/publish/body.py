@@ -181,6 +181,8 @@ def render_body(
         "branch": result.branch,
         "job_id": result.job_id,
         "links": list(links),
+        "outside": _outside(result),
+        "max_outside": MAX_FILES,
         "advisory": _advisory(fix.bump if fix is not None else None),
         "advisory_summary": fix.bump.summary if fix is not None and fix.bump else "",
     }
@@ -263,6 +265,15 @@ def _tests(tests: TestDelta | None) -> str:
     return text
 
 
+def _outside(result: SessionResult) -> list[tuple[str, str]]:
+    """Each place outside the change's scope: (where, what), the removals said so."""
+    places = result.scope.outside if result.scope is not None else []
+    return [
+        (f"{p.path}:{p.line}" if p.line else p.path, ("removes " if p.removed else "") + p.what)
+        for p in places
+    ]
+
+
 def _tool(delta: FindingsDelta) -> str:
     if not delta.ran or delta.error:
         return f"{delta.tool} did not run"
@@ -302,10 +313,30 @@ def _checks(result: SessionResult) -> list[str]:
                 f"New {delta.tool} {f.severity}: {_code(f.rule)} at "
                 f"{_code(f'{f.path}:{f.line}')}: {_inline(f.message)}"
             )
+    lines += _contained(result)
     for step in result.steps:
         if step.timed_out or (step.exit_code not in (0, None) and step.phase == "setup"):
             lines.append(f"Step {_code(step.name)} ended with {step.killed_by or step.exit_code}")
     return lines or ["No check reported anything beyond the line above."]
+
+
+def _contained(result: SessionResult) -> list[str]:
+    """What the scope check implicated and what importing the changed modules showed."""
+    lines = []
+    scope = result.scope
+    if scope is not None:
+        shown = ", ".join(_code(i.split(": ", 1)[0]) for i in scope.implicated[:10])
+        lines.append(f"Scope: the task implicates {shown or 'no function'}"
+                     + (f" ({_inline(scope.note)})" if scope.note else ""))  # fmt: skip
+    modules = result.modules
+    if modules is not None:
+        failed = [f"{_code(p)} ({_inline(why)})" for p, why in list(modules.failed.items())[:5]]
+        said = f"; did not import: {', '.join(failed)}" if failed else ""
+        lines.append(
+            f"Module values: imported {plural(len(modules.imported), 'changed module')} in the "
+            f"sandbox and scanned what they compute for credentials ({modules.found} found)" + said
+        )
+    return lines
 
 
 def _cost(result: SessionResult) -> str:

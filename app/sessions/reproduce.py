@@ -13,8 +13,9 @@ outcomes are read from its JUnit report; other runners get no reproduction check
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.policy.evidence import TestRun
@@ -54,6 +55,29 @@ async def reproduced(
     failed there and pass on the patch (sorted); (None, []) when there is nothing to run."""
     if not commands.is_pytest or not paths or not head.outcomes:
         return None, []
+    try:
+        with patch_tests_in_base(verifier, base_tree, head_tree, paths) as placed:
+            if not placed:
+                return None, []
+            step, run = await verifier.tests(
+                base_tree, env_dir, commands, label="base", extra=placed, name="reproduce"
+            )
+    except OSError as exc:
+        # Best effort: a path the base tree cannot hold (a symlink on the way) is no
+        # reason to fail a verified patch; it only shows nothing.
+        log.warning("reproduction not checked: %s", exc)
+        return None, []
+    failing = {t for t, o in run.outcomes.items() if o in ("failed", "errored")}
+    passing = {t for t, o in head.outcomes.items() if o == "passed"}
+    return step, sorted(failing & passing)
+
+
+@contextlib.contextmanager
+def patch_tests_in_base(
+    verifier: Verifier, base_tree: Path, head_tree: Path, paths: list[str]
+) -> Iterator[list[str]]:
+    """The patch's versions of the test files ``paths`` put into the base tree for the
+    time of the block (the paths placed, sorted), then the base's put back."""
     saved: dict[str, bytes | None] = {}
     try:
         for rel in paths:
@@ -66,16 +90,7 @@ async def reproduced(
             write_confined(base_tree, rel, data)
             saved[rel] = before  # only once written: only that is put back
             verifier.sandbox.prepare_writable(base_tree / rel)
-        if not saved:
-            return None, []
-        step, run = await verifier.tests(
-            base_tree, env_dir, commands, label="base", extra=sorted(saved), name="reproduce"
-        )
-    except OSError as exc:
-        # Best effort: a path the base tree cannot hold (a symlink on the way) is no
-        # reason to fail a verified patch; it only shows nothing.
-        log.warning("reproduction not checked: %s", exc)
-        return None, []
+        yield sorted(saved)
     finally:
         for rel, before in saved.items():
             try:
@@ -85,6 +100,3 @@ async def reproduced(
                     write_confined(base_tree, rel, before)
             except OSError as exc:  # the session's trees are removed when it ends anyway
                 log.warning("could not put back %s in the base tree: %s", rel, exc)
-    failing = {t for t, o in run.outcomes.items() if o in ("failed", "errored")}
-    passing = {t for t, o in head.outcomes.items() if o == "passed"}
-    return step, sorted(failing & passing)

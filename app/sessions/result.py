@@ -8,6 +8,7 @@ not know (:meth:`SessionResult.load`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,6 +18,7 @@ from app.policy.evidence import (
     Bump,
     FindingsDelta,
     ModelUsage,
+    Scope,
     SecretFound,
     TestDelta,
     Tool,
@@ -110,6 +112,17 @@ class TranscriptEntry(_Model):
     arguments: str | None = None  # the call's arguments as the model sent them (JSON)
 
 
+class ModuleScan(_Model):
+    """The changed Python modules imported in the sandbox, their values scanned for
+    credentials (app/sessions/contain.py). A module that does not import is no error:
+    it is named here, and only what the others compute was seen."""
+
+    imported: list[str] = Field(default_factory=list)  # of the patched tree
+    failed: dict[str, str] = Field(default_factory=dict)  # path -> why it did not import
+    found: int = 0  # credentials among the values only the patched tree's modules hold
+    steps: list[str] = Field(default_factory=list)  # the steps that ran the imports
+
+
 class Culprit(_Model):
     """The first bad commit the revert fixer found, and how."""
 
@@ -166,12 +179,16 @@ class FixOutcome(_Model):
     unfinished: str | None = None
     repair: RepairReport | None = None  # the llm fixer's repair strategy: what it tried
     bump: Bump | None = None  # the dependency fixer: the package raised, and why
+    # The functions the fixer's own localisation implicated before it changed anything
+    # ("path::qualname"): part of the scope a model's change must stay in.
+    implicated: list[str] = Field(default_factory=list)
 
-    def redacted(self, known: list[str]) -> FixOutcome:
-        """Every text the fixer produced, with credentials masked."""
+    def redacted(self, known: list[str], *, opaque: Sequence[str] = ()) -> FixOutcome:
+        """Every text the fixer produced, with credentials masked (``opaque``: values
+        masked as such, app/redact.py)."""
 
         def r(text: str | None) -> str | None:
-            return None if text is None else redact(text, known=known)
+            return None if text is None else redact(text, known=known, opaque=opaque)
 
         culprit = self.culprit
         if culprit is not None:
@@ -215,6 +232,10 @@ class SessionResult(_Model):
     steps: list[Step] = Field(default_factory=list)
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = Field(default_factory=list)
+    # Which of the change's places the task explains (a model's change: app/sessions/scope.py)
+    scope: Scope | None = None
+    # The changed modules imported, their values scanned (None: no Python changed)
+    modules: ModuleScan | None = None
     # The effective policy (policies/default.yml + the base branch's .github/patchwarden.yml),
     # read before the fixer ran; the score is computed with exactly this.
     policy: Policy | None = None

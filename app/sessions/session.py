@@ -26,6 +26,7 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -34,11 +35,20 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from app.errors import PatchwardenError, RepoConfigError
-from app.policy.evidence import Bump, FindingsDelta, TestDelta, TestRun, bump_size, larger_bump
+from app.policy.evidence import (
+    Bump,
+    FindingsDelta,
+    Scope,
+    TestDelta,
+    TestRun,
+    bump_size,
+    larger_bump,
+)
 from app.policy.features import Classifier
 from app.policy.policy_model import Policy
 from app.redact import redact
 from app.sessions import junit
+from app.sessions.contain import Trees, contain
 from app.sessions.environment import (
     Environment,
     EnvironmentBuilder,
@@ -53,7 +63,7 @@ from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.relock import relock_bump
 from app.sessions.repo_commands import RepoCommands, detect
 from app.sessions.reproduce import reproduced, test_files
-from app.sessions.result import Diff, FixOutcome, SessionResult, Step, Usage
+from app.sessions.result import Diff, FixOutcome, ModuleScan, SessionResult, Step, Usage
 from app.sessions.sandbox import Sandbox
 from app.sessions.task import Progress, SessionSpec, quiet
 from app.sessions.verify import (
@@ -144,6 +154,8 @@ class SessionRunner:
             steps=state.steps,
             tests=state.tests,
             findings=state.findings,
+            scope=state.scope,
+            modules=state.modules,
             policy=state.policy,
             usage=Usage(
                 wall_seconds=round(finished - started, 3),
@@ -388,6 +400,32 @@ class SessionRunner:
             )
             state.tests = state.tests.model_copy(update={"reproduced": shown})
             state.steps.extend([repro] if repro else [])
+        await self._contain(run)
+
+    async def _contain(self, run: _Run) -> None:
+        """The change's scope and its modules' values (app/sessions/contain.py); what
+        they found to hide is masked in everything the result stores."""
+        state, ws = run.state, run.ws
+        if state.fix is None:
+            return
+        run.progress("verify: the change's scope, and the values its modules compute")
+        trees = Trees(ws.base_tree, ws.tree, run.env_dir, run.head_env_dir)
+        found = await contain(
+            run.verifier,
+            trees,
+            task=run.spec.task,
+            fix=state.fix,
+            diff=state.diff,
+            tests=state.tests,
+            commands=run.commands,
+            policy=run.policy,
+        )
+        state.scope, state.modules = found.scope, found.modules
+        state.steps.extend(found.steps)
+        diff = state.diff.model_copy(update={"secrets": [*state.diff.secrets, *found.secrets]})
+        state.diff = diff
+        if found.known or found.opaque:
+            state.mask(found.known, found.opaque, allow=run.policy.secrets.allow)
 
     async def _setup(
         self,
@@ -552,7 +590,33 @@ class _State:
     tests: TestDelta | None = None
     findings: list[FindingsDelta] = field(default_factory=list)
     policy: Policy | None = None
+    scope: Scope | None = None
+    modules: ModuleScan | None = None
     pending: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def mask(self, known: list[str], opaque: list[str], *, allow: Sequence[str]) -> None:
+        """Mask ``known`` (as secrets) and ``opaque`` values in everything kept so far."""
+
+        def r(text: str) -> str:
+            return redact(text, known=known, opaque=opaque, allow=allow)
+
+        self.diff = self.diff.model_copy(update={"unified": r(self.diff.unified)})
+        if self.fix is not None:
+            self.fix = self.fix.redacted(known, opaque=opaque)
+        self.steps = [
+            s.model_copy(update={"output": r(s.output), "argv": [r(a) for a in s.argv]})
+            for s in self.steps
+        ]
+        self.findings = [
+            d.model_copy(
+                update={
+                    key: [f.model_copy(update={"snippet": r(f.snippet)}) for f in getattr(d, key)]
+                    for key in ("new", "fixed")
+                }
+            )
+            for d in self.findings
+        ]
+        self.error = r(self.error) if self.error else self.error
 
 
 def _broken(commands: RepoCommands, step: Step, run: TestRun, state: _State) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -147,16 +147,29 @@ class Verifier:
         label: Tree,
         extra: Sequence[str] = (),
         name: str = "tests",
+        addopts: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        mounts: Sequence[Mount] = (),
     ) -> tuple[Step, TestRun]:
         """Run the repository's test command (plus ``extra``) on ``tree`` (mounted at
-        /workspace)."""
+        /workspace); ``addopts`` go to pytest with the report's, ``env`` and ``mounts``
+        (a folder at /reports replaces the report's own) to the sandbox."""
         reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
         self.sandbox.prepare_writable(reports_dir)
         # One module that does not import must not hide every other test's outcome.
         report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
-        argv, env = repo_test_command(commands, env_dir, extra, addopts=report)
-        mounts = [*tree_mounts(tree, env_dir), Mount(reports_dir, REPORTS_MOUNT, writable=True)]
-        done = await self.sandbox.run(argv, mounts=mounts, env=env, timeout=self.timeouts.tests)
+        argv, test_env = repo_test_command(commands, env_dir, extra, addopts=[*report, *addopts])
+        mine = {m.target for m in mounts}
+        if REPORTS_MOUNT in mine:
+            reports_dir = next(m.source for m in mounts if m.target == REPORTS_MOUNT)
+        else:
+            mounts = [*mounts, Mount(reports_dir, REPORTS_MOUNT, writable=True)]
+        done = await self.sandbox.run(
+            argv,
+            mounts=[*tree_mounts(tree, env_dir), *mounts],
+            env={**test_env, **(env or {})},
+            timeout=self.timeouts.tests,
+        )
         step = make_step(done, name=name, phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
         xml = read_confined(reports_dir, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
@@ -172,6 +185,19 @@ class Verifier:
             except reports.ReportError as exc:
                 step = step.model_copy(update={"output": f"{step.output}\n[{exc}]"})
         return step, run
+
+    async def run_tool(
+        self,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount],
+        timeout: float,  # noqa: ASYNC109 - enforced by killing the tree, not by cancelling
+    ) -> Completed:
+        """A tool whose standard output is data to read (up to the tools' cap)."""
+        limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
+        return await self.sandbox.run(
+            argv, mounts=mounts, timeout=min(timeout, self.timeouts.tools), limits=limits
+        )
 
     async def linters(
         self, base: Path, head: Path, diff: Diff

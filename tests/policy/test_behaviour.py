@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from app.policy.behaviour import KINDS, SAYS, behaviours
 from app.policy.diff import parse_diff
-from app.policy.evidence import TestDelta
+from app.policy.evidence import Scope, TestDelta
 from app.policy.features import extract
 from app.policy.policy_model import LADDER, BehaviourWeights
 from app.policy.score import Score, Verification, score
@@ -213,7 +213,7 @@ def verification(fixer: str) -> Verification:
     tests = TestDelta(
         command=PY_CMD, source="detected", base=passed(5), head=passed(6), reproduced=["t::x"]
     )
-    return Verification(fixer=fixer, tests=tests)
+    return Verification(fixer=fixer, tests=tests, scope=Scope())
 
 
 def scored(diff: str, fixer: str, policy: Any = None) -> Score:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.policy.diff import parse_diff
-from app.policy.evidence import Finding, FindingsDelta, TestDelta
+from app.policy.evidence import Finding, FindingsDelta, Scope, TestDelta
 from app.policy.features import extract
 from app.policy.learn import ALL, Past, kind_of, standing, standings
 from app.policy.policy_model import PolicyError
@@ -182,7 +182,9 @@ def lint(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **kw)
+    return Verification(
+        fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw}
+    )
 
 
 def test_an_earned_kind_merges_itself_and_the_score_says_why() -> None:

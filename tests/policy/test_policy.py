@@ -10,7 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.policy.diff import TRUNCATION_MARK, parse_diff
-from app.policy.evidence import Finding, FindingsDelta, ModelUsage, TestCounts, TestDelta, TestRun
+from app.policy.evidence import (
+    Finding,
+    FindingsDelta,
+    ModelUsage,
+    Scope,
+    TestCounts,
+    TestDelta,
+    TestRun,
+)
 from app.policy.features import extract
 from app.policy.policy_model import LADDER, PolicyError, load_policy
 from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
@@ -148,7 +156,9 @@ def verification(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **kw)
+    return Verification(
+        fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw}
+    )
 
 
 def scored(

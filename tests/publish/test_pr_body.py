@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.policy.evidence import Bump, Finding, FindingsDelta, TestDelta
+from app.policy.evidence import Bump, Finding, FindingsDelta, OutsidePlace, Scope, TestDelta
 from app.policy.policy_model import Policy
 from app.policy.score import score_session
 from app.publish.body import labels_for, render_body
@@ -67,6 +67,7 @@ def source_fix() -> SessionResult:
         ],
         branch="patchwarden/43-fix-add",
         job_id=43,
+        scope=Scope(implicated=["src/calc.py::add: the task names it"]),
     )
 
 
@@ -233,3 +234,28 @@ def test_a_regenerated_lock_says_how_and_what_moved() -> None:
         "idna==3.7`); it moved `idna 3.6 → 3.7`, `+ x](https://evil.example) 1.0`, and no "
         "other entry."
     )
+
+
+def test_the_places_outside_the_scope_are_listed_first_and_inert() -> None:
+    result = result_for(
+        gdiff("src/calc.py", ["    return a + b"], ["    return a - b"])
+        + gdiff("src/keys.py", ["KEY = ''.join(PARTS)"], new=True),
+        fixer="llm",
+        scope=Scope(
+            outside=[
+                OutsidePlace(path="src/keys.py", what="a new Python module"),
+                OutsidePlace(path="src/calc.py", line=30, what="module-level code", removed=True),
+                OutsidePlace(path="src/`x`<img>.py", line=3, what="a new function `f`"),
+            ]
+        ),
+        policy=policy_with("autonomy: automerge\n"),
+    )
+    body, _ = body_of(result)
+    top = body.split("**Verified:**")[0]
+    assert "**Outside the task's scope:**" in top
+    assert "- `src/keys.py`: a new Python module" in top
+    assert "- `src/calc.py:30`: removes module-level code" in top
+    assert "- ``src/`x`<img>.py:3``: a new function `f`" in top
+    # Held for a person: the rule names the places, the decision is review.
+    assert "- **review**: a model's change outside the task's scope" in top
+    assert "may merge itself" not in top.splitlines()[0]

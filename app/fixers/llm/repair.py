@@ -126,13 +126,8 @@ class RepairFixer(ModelFixer):
             reason=outcome.reason or (outcome.summary.splitlines() or [""])[0],
             details=job.report.frozen().model_dump(),
         )
-        return outcome.model_copy(
-            update={
-                "usage": meter.usage,
-                "transcript": job.transcript,
-                "repair": job.report.frozen(),
-            }
-        )
+        done = {"usage": meter.usage, "transcript": job.transcript, "implicated": job.implicated}
+        return outcome.model_copy(update={**done, "repair": job.report.frozen()})
 
     async def _repair(self, job: Job) -> FixOutcome:
         ws, report = job.ws, job.report
@@ -204,6 +199,7 @@ class RepairFixer(ModelFixer):
         sources = [source_of_test(job.ws.tree, t, job.idx) for t in failing]
         suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
         job.report.suspects = [s.describe() for s in suspects]
+        job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
         return before, failing, suspects
 
     # -- repair ----------------------------------------------------------------

@@ -84,6 +84,8 @@ class Job:
     one_node: dict[str, dict[str, str]] = field(default_factory=dict)  # by target
     # Targets whose mechanical changes were tried, and why none was kept if two passed.
     mechanized: dict[str, str] = field(default_factory=dict)
+    # The localiser's suspects, "path::qualname": where a change may go (the scope).
+    implicated: list[str] = field(default_factory=list)
 
     def one_node_changes(self, target: Target) -> dict[str, str]:
         """The target's one-node changes one model test may judge, worked out once."""

@@ -61,6 +61,7 @@ class LlmFixer(Fixer):
         combined = {
             "usage": _sum(first.usage, second.usage),
             "transcript": [*first.transcript, *second.transcript],
+            "implicated": list(dict.fromkeys([*first.implicated, *second.implicated])),
             "repair": first.repair,
         }
         if second.ok:

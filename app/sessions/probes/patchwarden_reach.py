@@ -1,0 +1,77 @@
+"""A pytest plugin: which functions of the tree the chosen tests reach.
+
+Loaded inside the sandbox with ``-p patchwarden_reach`` (this folder on ``PYTHONPATH``). It keeps
+only the tests whose JUnit ids (``classname::name``, as pytest's ``--junitxml`` writes
+them) are listed, one a line, in the file ``$REACH_TESTS_FILE``, and while each
+runs (set-up, call and tear-down) records every Python function called whose file is
+under ``$REACH_ROOT``. At the end it writes
+``{test id: [[path relative to the root, first line], ...]}`` as JSON to
+``$REACH_REPORT``. A function is known by its file and its first line (a
+decorated one's first decorator): the caller maps that to a function of the tree.
+
+Standard library and pytest only; it imports nothing of Patchwarden.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+_ROOT = os.path.join(os.environ.get("REACH_ROOT", "/workspace"), "")
+_reached: dict[str, set[tuple[str, int]]] = {}
+
+
+def _wanted() -> set[str]:
+    try:
+        with open(os.environ["REACH_TESTS_FILE"], encoding="utf-8") as f:
+            return {line.strip() for line in f if line.strip()}
+    except (KeyError, OSError):
+        return set()
+
+
+def junit_id(nodeid: str) -> str:
+    """The id pytest's JUnit report gives the test ``nodeid``."""
+    from _pytest.junitxml import mangle_test_address
+
+    names = mangle_test_address(nodeid)
+    return "::".join([".".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = _wanted()
+    keep = [i for i in items if junit_id(i.nodeid) in wanted]
+    drop = [i for i in items if junit_id(i.nodeid) not in wanted]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    codes: set[object] = set()
+
+    def tracer(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            codes.add(frame.f_code)  # type: ignore[attr-defined]
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+        found = _reached.setdefault(junit_id(item.nodeid), set())
+        for code in codes:
+            name = code.co_filename  # type: ignore[attr-defined]
+            if name.startswith(_ROOT):
+                found.add((name[len(_ROOT) :], code.co_firstlineno))  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    out = os.environ.get("REACH_REPORT")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({k: sorted(v) for k, v in _reached.items()}, f)
