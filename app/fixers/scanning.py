@@ -1,4 +1,5 @@
-"""The code scanning fixer: a semgrep rule's own autofix, at the alert's place only.
+"""The code scanning fixer: a semgrep rule's own autofix, or ruff's safe fix, at the
+alert's place only.
 
 A code scanning alert names a tool, a rule and a place. When the tool is semgrep (as
 its SARIF output names itself: ``Semgrep OSS``) and the rule is one Patchwarden has
@@ -11,16 +12,23 @@ and it has an autofix (``fix`` or ``fix-regex``):
    computed for it, spliced in by byte offset: no other match, no other file changes;
 3. the rule runs again on the patched file, and the finding must be gone there.
 
+When the tool is ruff, the same with ruff (``--select`` the alert's rule, the
+repository's ruff configuration): the fix of the finding at the alert's line, when ruff
+calls it safe, applied by its edits' rows and columns; ruff must then report one
+finding fewer.
+
 Anything else (another tool such as CodeQL, which cannot run here; a rule Patchwarden
-does not have; a rule with no autofix) goes to the model only where the policy lets it
-(``alerts.code_scanning.model``), with the rule's texts as untrusted documents and the
-place as where to look; then the pull request says the finding was not checked again.
+does not have; a rule with no autofix, or no safe one) goes to the model only where the
+policy lets it (``alerts.code_scanning.model``), with the rule's texts as untrusted
+documents and the place as where to look; then the pull request says the finding was
+not checked again.
 Otherwise the job says why and changes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +48,8 @@ REPO_RULE_DIR = ".semgrep"
 MAX_RULE_FILES = 50
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 RULE_FILE = "alert-rule.yml"
+RUFF_CODE = re.compile(r"^[A-Z]{1,6}[0-9]{1,4}$")  # F401, UP031, PLR2004, ASYNC100
+LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class ScanningFixer(Fixer):
@@ -54,21 +64,12 @@ class ScanningFixer(Fixer):
         scan = task.scan
         if scan is None:
             return self.gave_up("no code scanning alert: this fixer only answers those")
-        rule, why = None, f"{scan.tool} cannot run here and has no autofix Patchwarden applies"
-        if is_semgrep(scan.tool):
-            rule, where = find_rule(workspace.tree, self.rules_dir, scan.rule)
-            if rule is None:
-                why = (
-                    f"the semgrep rule `{scan.rule}` is not in the repository's rule files "
-                    "(.semgrep.yml, .semgrep/) nor Patchwarden's, so its autofix is unknown"
-                )
-            elif "fix" not in rule and "fix-regex" not in rule:
-                why, rule = f"the semgrep rule `{scan.rule}` ({where}) has no autofix", None
-        if rule is not None:
-            fixed = await self._autofix(workspace, scan, rule)
-            if fixed is not None:
-                return fixed
-            why = f"semgrep computes no fix for `{scan.rule}` at `{scan.path}:{scan.start_line}`"
+        if is_ruff(scan.tool):
+            fixed, why = await self._ruff_fix(workspace, scan)
+        else:
+            fixed, why = await self._semgrep_fix(workspace, scan)
+        if fixed is not None:
+            return fixed
         if self.model is None:
             return self.gave_up(
                 f"{why}, and no model may write the fix (`alerts.code_scanning.model` is "
@@ -85,11 +86,81 @@ class ScanningFixer(Fixer):
             outcome = outcome.model_copy(update={"summary": outcome.summary + note})
         return outcome
 
-    async def _autofix(
-        self, ws: FixContext, scan: ScanAlert, rule: dict[str, Any]
-    ) -> FixOutcome | None:
-        """The rule's fix at the alert's place; None when semgrep computes none there
-        (a ``fix-regex`` on a ``pattern-regex`` rule, say)."""
+    async def _semgrep_fix(self, ws: FixContext, scan: ScanAlert) -> tuple[FixOutcome | None, str]:
+        """The semgrep rule's own autofix at the alert's place (or a final refusal), and
+        else why there is none."""
+        if not is_semgrep(scan.tool):
+            return None, f"{scan.tool} cannot run here and has no autofix Patchwarden applies"
+        rule, where = find_rule(ws.tree, self.rules_dir, scan.rule)
+        if rule is None:
+            return None, (
+                f"the semgrep rule `{scan.rule}` is not in the repository's rule files "
+                "(.semgrep.yml, .semgrep/) nor Patchwarden's, so its autofix is unknown"
+            )
+        if "fix" not in rule and "fix-regex" not in rule:
+            return None, f"the semgrep rule `{scan.rule}` ({where}) has no autofix"
+        fixed = await self._autofix(ws, scan, rule)
+        why = f"semgrep computes no fix for `{scan.rule}` at `{scan.path}:{scan.start_line}`"
+        return fixed, why
+
+    async def _ruff_fix(self, ws: FixContext, scan: ScanAlert) -> tuple[FixOutcome | None, str]:
+        """ruff's own safe fix of the one finding at the alert's place, with the
+        repository's ruff configuration, checked by running the rule again; else why
+        there is none."""
+        place = f"{scan.path}:{scan.start_line}"
+        if not RUFF_CODE.match(scan.rule):
+            return None, f"`{scan.rule}` is not a ruff rule code"
+        original = self._source(ws, scan)
+        if isinstance(original, FixOutcome):
+            return original, ""
+        try:
+            text = original.decode("utf-8")
+        except UnicodeDecodeError:
+            return self.gave_up(f"`{scan.path}` is not UTF-8: not edited here", final=True), ""
+        ws.progress(f"fix: ruff {scan.rule} on {scan.path}")
+        found = await self._ruff_findings(ws, scan)
+        at = [f for f in found if f["location"]["row"] == scan.start_line]
+        if not at:
+            rows = sorted({f["location"]["row"] for f in found})
+            return self.gave_up(
+                f"ruff does not report `{scan.rule}` at `{place}` on the base (it reports it "
+                f"at {rows or 'no line'}): the alert may be out of date; nothing changed",
+                final=True,
+            ), ""
+        fix = at[0].get("fix")
+        edits = fix.get("edits") if isinstance(fix, dict) else None
+        if not isinstance(fix, dict) or fix.get("applicability") != "safe" or not edits:
+            return None, f"ruff has no safe fix for `{scan.rule}` at `{place}`"
+        patched = apply_edits(text, edits)
+        if patched is None:
+            return None, f"ruff's fix for `{scan.rule}` at `{place}` does not apply"
+        write_confined(ws.tree, scan.path, patched.encode("utf-8"))
+        after = await self._ruff_findings(ws, scan)
+        if len(after) >= len(found):
+            write_confined(ws.tree, scan.path, original)
+            return self.gave_up(
+                f"ruff's fix did not remove the `{scan.rule}` finding at `{place}`; nothing "
+                "changed",
+                final=True,
+            ), ""
+        others = len(found) - 1
+        left = f" Its {others} other finding(s) in the file are left as they are." if others else ""
+        return FixOutcome(
+            fixer=self.name,
+            summary=(
+                f"Applied ruff's own safe fix for `{scan.rule}` at `{place}` (code scanning "
+                f"alert #{scan.number}), and nothing else.{left} ruff was run again on the "
+                f"patched `{scan.path}`: the finding is gone."
+            ),
+            commit_message=(
+                f"Fix {scan.rule} at {place}\n\nruff's fix for code scanning alert "
+                f"#{scan.number}, at that place only.\n\nPatchwarden session, fixer lint."
+            ),
+            rules_fixed={scan.rule: 1},
+        ), ""
+
+    def _source(self, ws: FixContext, scan: ScanAlert) -> bytes | FixOutcome:
+        """The alert's file as the tree has it, or why it is not edited."""
         original = read_confined(ws.tree, scan.path, limit=MAX_SOURCE_BYTES + 1)
         if original is None:
             return self.gave_up(f"`{scan.path}` is not a file of the tree", final=True)
@@ -98,6 +169,43 @@ class ScanningFixer(Fixer):
                 f"`{scan.path}` is over {MAX_SOURCE_BYTES // 2**20} MiB: not edited here",
                 final=True,
             )
+        return original
+
+    async def _ruff_findings(self, ws: FixContext, scan: ScanAlert) -> list[dict[str, Any]]:
+        """ruff's findings of the alert's rule in its file (the repository's ruff
+        configuration applies: the tree is the working folder)."""
+        ruff = f"{ws.sandbox.toolchain.bin_dir}/ruff"
+        argv = [ruff, "check", f"--select={scan.rule}", "--no-fix", "--output-format=json"]
+        done = await ws.run(
+            [*argv, "--exit-zero", "--no-cache", f"{WORKSPACE}/{scan.path}"],
+            name="ruff-alert-rule",
+            output_bytes=TOOL_OUTPUT_BYTES,
+            keep_stdout=False,
+        )
+        try:
+            found = json.loads(done.stdout) if done.ok and not done.stdout_truncated else None
+        except json.JSONDecodeError:
+            found = None
+        if not isinstance(found, list):
+            said = done.stderr.strip()[-500:]
+            raise OSError(f"ruff failed on `{scan.path}` (exit code {done.exit_code}): {said}")
+        return [
+            f
+            for f in found
+            if isinstance(f, dict)
+            and f.get("code") == scan.rule
+            and isinstance(f.get("location"), dict)
+            and isinstance(f["location"].get("row"), int)
+        ]
+
+    async def _autofix(
+        self, ws: FixContext, scan: ScanAlert, rule: dict[str, Any]
+    ) -> FixOutcome | None:
+        """The rule's fix at the alert's place; None when semgrep computes none there
+        (a ``fix-regex`` on a ``pattern-regex`` rule, say)."""
+        original = self._source(ws, scan)
+        if isinstance(original, FixOutcome):
+            return original
         folder = ws.workspace.root / "scan-rules"
         folder.mkdir(exist_ok=True)
         (folder / RULE_FILE).write_text(yaml.safe_dump({"rules": [rule]}, sort_keys=False))
@@ -176,6 +284,42 @@ def is_semgrep(tool: str) -> bool:
     other uploaders as ``semgrep`` or ``Semgrep``."""
     words = tool.lower().split()
     return bool(words) and words[0] == "semgrep" and len(words) <= 2
+
+
+def is_ruff(tool: str) -> bool:
+    """Whether an alert's tool is ruff (``ruff check --output-format sarif`` names its
+    driver ``ruff``)."""
+    return tool.strip().lower() == "ruff"
+
+
+def apply_edits(text: str, edits: list[Any]) -> str | None:
+    """``text`` with ruff's edits applied (rows and columns from 1, in characters), or
+    None when they do not fit it (out of range, overlapping, not ruff's shape)."""
+    # ruff's lines end at \n, \r\n or \r only (str.splitlines also splits at \f)
+    starts = [0, *(m.end() for m in LINE_END.finditer(text))]
+    ends = [*starts[1:], len(text)]  # a column may reach the line's end, not past it
+
+    def offset(at: Any) -> int:
+        row, column = int(at["row"]) - 1, int(at["column"]) - 1
+        if row < 0 or column < 0 or starts[row] + column > ends[row]:
+            raise ValueError(f"{at} is not in the text")
+        return starts[row] + column
+
+    spans = []
+    try:
+        for edit in edits:
+            a, b = offset(edit["location"]), offset(edit["end_location"])
+            spans.append((a, b, str(edit["content"])))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    spans.sort()
+    if any(b < a for a, b, _ in spans) or any(
+        spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1)
+    ):
+        return None
+    for a, b, content in reversed(spans):
+        text = text[:a] + content + text[b:]
+    return text
 
 
 def find_rule(tree: Path, rules_dir: Path, wanted: str) -> tuple[dict[str, Any] | None, str]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.fixers.llm.scripted import tool
-from app.fixers.scanning import ScanningFixer, find_rule, is_semgrep
+from app.fixers.scanning import ScanningFixer, apply_edits, find_rule, is_semgrep
 from app.git import Remote
 from app.sessions.session import SessionRunner
 from app.sessions.task import Document, Place, ScanAlert, SessionSpec, Task
@@ -236,3 +237,98 @@ async def test_a_file_too_big_to_write_back_whole_is_not_edited(
 )
 def test_the_tool_names_semgrep_goes_by(tool: str, semgrep: bool) -> None:
     assert is_semgrep(tool) is semgrep
+
+
+# -- ruff: its own safe fix of the one finding at the alert's place --------------------
+
+PKG = (
+    "import os\n"
+    "import sys\n"
+    "import json\n"
+    "\n\n"
+    "def argv():\n"
+    "    return sys.argv  # a line long enough for E501 when the line length is tiny\n"
+)
+PKG_TESTS = "from pkg import argv\n\n\ndef test_argv():\n    assert argv()\n"
+
+
+def ruff_alert(rule: str, line: int) -> Task:
+    scan = ScanAlert(tool="ruff", rule=rule, path="pkg.py", start_line=line, number=4)
+    return Task(title=f"Fix ruff {rule}", scan=scan)
+
+
+def ruff_project(tmp_path: Path) -> Remote:
+    files = {"pkg.py": PKG, "test_pkg.py": PKG_TESTS, "ruff.toml": "line-length = 40\n"}
+    return Remote("octo/pkg", str(make_project(tmp_path / "pkg", files)))
+
+
+async def test_ruff_s_safe_fix_is_applied_at_the_alert_s_place_and_nowhere_else(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    spec = SessionSpec(remote=ruff_project(tmp_path), task=ruff_alert("F401", 3))
+    result = await runner.run(spec, ScanningFixer())
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    assert [f.path for f in result.diff.files] == ["pkg.py"]
+    changed = [line for line in result.diff.unified.splitlines() if line[:1] in "+-"]
+    assert changed[2:] == ["-import json"]  # after the ---/+++ header; `os` is left
+    assert result.fix.fixer == "lint"
+    assert result.fix.summary == (
+        "Applied ruff's own safe fix for `F401` at `pkg.py:3` (code scanning alert #4), and "
+        "nothing else. Its 1 other finding(s) in the file are left as they are. ruff was run "
+        "again on the patched `pkg.py`: the finding is gone."
+    )
+    assert result.fix.rules_fixed == {"F401": 1}
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        (ruff_alert("E501", 7), "ruff has no safe fix for `E501` at `pkg.py:7`"),
+        (
+            ruff_alert("F401", 6),
+            "ruff does not report `F401` at `pkg.py:6` on the base (it reports it at [1, 3]): "
+            "the alert may be out of date; nothing changed",
+        ),
+        (ruff_alert("--config=x", 1), "`--config=x` is not a ruff rule code"),
+    ],
+    ids=["no-fix", "out-of-date", "not-a-code"],
+)
+async def test_what_ruff_cannot_fix_it_says_and_changes_nothing(
+    runner: SessionRunner, tmp_path: Path, task: Task, says: str
+) -> None:
+    spec = SessionSpec(remote=ruff_project(tmp_path), task=task)
+    result = await runner.run(spec, ScanningFixer())
+    assert result.status == "failed"
+    assert result.fix is not None
+    assert result.fix.reason is not None
+    assert says in result.fix.reason, result.fix.reason
+
+
+def _edit(row: int, column: int, end_row: int, end_column: int, content: str) -> dict[str, Any]:
+    return {
+        "location": {"row": row, "column": column},
+        "end_location": {"row": end_row, "column": end_column},
+        "content": content,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "edits", "after"),
+    [
+        ("import os\nimport sys\n", [_edit(1, 1, 2, 1, "")], "import sys\n"),
+        # columns count characters, not bytes
+        ('x = "ééé"; import os\n', [_edit(1, 12, 1, 21, "")], 'x = "ééé"; \n'),
+        # a form feed does not end a line for ruff
+        ("a\fb\nc = 1\n", [_edit(2, 1, 2, 2, "d")], "a\fb\nd = 1\n"),
+        ("a\n", [_edit(5, 1, 5, 2, "z")], None),  # no such line
+        ("ab\ncd\n", [_edit(1, 1, 1, 9, "")], None),  # past the line's end
+        ("abc\n", [_edit(1, 1, 1, 3, "x"), _edit(1, 2, 1, 4, "y")], None),  # overlapping
+        ("abc\n", [{"content": "x"}], None),  # not ruff's shape
+    ],
+)
+def test_ruff_s_edits_are_applied_by_row_and_column(
+    text: str, edits: list[Any], after: str | None
+) -> None:
+    assert apply_edits(text, edits) == after
