@@ -113,6 +113,7 @@ def _mask_once(text: str, allow: Sequence[str]) -> str:
 
 
 _NUMBERS = re.compile(r"\d+(?:\s*,\s*\d+){3,}")
+_LONG_NUMBERS = re.compile(r"\d+(?:\s*,\s*\d+){7,}")
 # A key and its value: `key: value`, `key = value`, `"key": "value"`, `KEY=value`.
 _ENTRY = re.compile(
     r"""(?:^|[\s{,(])["']?[\w.-]+["']?\s*[:=]\s*(?:(["'])((?:\\.|(?!\1)[^\\\n])*)\1|([^\s,#;'"]+))"""
@@ -136,12 +137,19 @@ def material(lines: Iterable[str]) -> list[str]:
 
 
 def opaque_values(lines: Iterable[str]) -> list[str]:
-    """The random-looking values of the key/value entries on these lines (a dict, YAML,
-    JSON, INI or ``.env``), whatever their keys are called."""
+    """The random-looking material on these lines, whatever names it goes by: values of
+    key/value entries (a dict, YAML, JSON, INI or ``.env``) and quoted literals that
+    look random, and runs of eight or more numbers (what ``bytes([...])`` or a list of
+    ``chr`` codes builds from)."""
     found: dict[str, None] = {}
     for line in lines:
-        for m in _ENTRY.finditer(line):
-            value = m.group(2) if m.group(2) is not None else m.group(3)
-            if value and len(value) >= 16 and credentials.random_looking(value):
+        values = [
+            m.group(2) if m.group(2) is not None else m.group(3) for m in _ENTRY.finditer(line)
+        ]
+        values += [m.group(3) for m in fold.LITERAL.finditer(line)]
+        for value in values:
+            if value and len(value) >= 12 and credentials.random_looking(value):
                 found[value] = None
+        for m in _LONG_NUMBERS.finditer(line):
+            found[m.group()] = None
     return list(found)

@@ -369,7 +369,10 @@ class SessionRunner:
         """The tests on the patch and the linters on both trees side by side; then the
         patch's new tests on the base code (did they fail there?)."""
         state, ws, commands, verifier = run.state, run.ws, run.commands, run.verifier
-        linters = asyncio.create_task(verifier.linters(ws.base_tree, ws.tree, state.diff))
+        is_test = Classifier(run.policy).is_test
+        linters = asyncio.create_task(
+            verifier.linters(ws.base_tree, ws.tree, state.diff, is_test=is_test)
+        )
         state.pending.append(linters)
         head_run: TestRun | None = None
         if commands.test:

@@ -122,6 +122,10 @@ def make_step(
     )
 
 
+def _never(path: str) -> bool:
+    return False
+
+
 class Verifier:
     def __init__(
         self,
@@ -200,9 +204,11 @@ class Verifier:
         )
 
     async def linters(
-        self, base: Path, head: Path, diff: Diff
+        self, base: Path, head: Path, diff: Diff, *, is_test: Callable[[str], bool] = _never
     ) -> tuple[list[Step], list[FindingsDelta]]:
-        """ruff, bandit and semgrep over the changed files of both trees, concurrently."""
+        """ruff, bandit and semgrep over the changed files of both trees, concurrently.
+        An ``assert`` in a test file (``is_test``) is what a test is made of, not a
+        finding (bandit's B101)."""
         text = [f for f in diff.files if not f.binary]
         base_files = [f.old_path or f.path for f in text if f.status != "added"]
         head_files = [f.path for f in text if f.status != "removed"]
@@ -228,7 +234,7 @@ class Verifier:
             jobs.append(("semgrep", semgrep, semgrep_mounts, RULES_MOUNT, reports.parse_semgrep))
         results = await asyncio.gather(*(self._tool(*job, roots, reader) for job in jobs))
         steps = [step for step, _ in results]
-        deltas = {delta.tool: delta for _, delta in results}
+        deltas = {delta.tool: _without_test_asserts(delta, is_test) for _, delta in results}
         files = {"ruff": len(py_targets), "bandit": len(py_targets), "semgrep": len(all_targets)}
         tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit")
         ordered = [deltas.get(t) or FindingsDelta(tool=t, ran=False) for t in tools]
@@ -261,6 +267,18 @@ class Verifier:
             return step, FindingsDelta(tool=name, error=str(exc))
         pairs = [(tree, _redacted(f, self.secrets)) for tree, f in pairs]
         return step, reports.findings_delta(name, pairs)
+
+
+TEST_ASSERT = "B101"  # bandit's assert_used
+
+
+def _without_test_asserts(delta: FindingsDelta, is_test: Callable[[str], bool]) -> FindingsDelta:
+    def kept(found: list[Finding]) -> list[Finding]:
+        return [f for f in found if not (f.rule == TEST_ASSERT and is_test(f.path))]
+
+    if delta.tool != "bandit":
+        return delta
+    return delta.model_copy(update={"new": kept(delta.new), "fixed": kept(delta.fixed)})
 
 
 def _redacted(finding: Finding, secrets: Sequence[str]) -> Finding:

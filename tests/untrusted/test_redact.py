@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from app.redact import find_secrets, mask, redact
+from app.redact import find_secrets, mask, material, opaque_values, redact
 
 
 def b64url(data: bytes) -> str:
@@ -393,3 +393,58 @@ def test_a_known_secret_never_survives(before: str, secret: str, after: str) -> 
     out = redact(before + secret + after, known=[secret])
     # The masks' own words ("secret", "REDACTED", "token") are not the secret showing.
     assert all(secret not in piece for piece in MASK_TEXT.split(out))
+
+
+GHP_BODY = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_token_in_pieces_inside_a_json_string_is_masked(depth: int) -> None:
+    """A tool call's arguments hold code as a JSON string: its quotes are escaped,
+    and the pieces are read as the code reads them."""
+    text = json.dumps({"content": f'T = "ghp_" + "{GHP_BODY}"\n'})
+    for _ in range(depth - 1):
+        text = json.dumps({"arguments": text})
+    masked = redact(text)
+    assert GHP_BODY not in masked
+    assert "ghp_" not in masked
+    assert "[REDACTED:github-token]" in masked
+    assert masked.startswith('{"')  # the JSON around it kept
+
+
+def test_opaque_values_are_masked_as_such_and_known_secrets_win() -> None:
+    text = "k=abcdefghij1234 and s3cr3t-value here"
+    assert redact(text, opaque=["abcdefghij1234"], known=["s3cr3t-value"]) == (
+        "k=[REDACTED:opaque] and [REDACTED:secret] here"
+    )
+
+
+def test_material_is_every_literal_and_run_of_numbers_on_the_lines() -> None:
+    lines = ["KEY = bytes([103, 104, 112, 95]).decode()", 'X = "ab" + "cd\\"ef"', "Y = 'zyxw'"]
+    found = material(lines)
+    assert "103, 104, 112, 95" in found
+    assert 'cd\\"ef' in found  # as written, and as JSON writes that
+    assert json.dumps('cd\\"ef')[1:-1] in found
+    assert "zyxw" in found
+    assert "ab" not in found  # too short to be material of anything
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '{"k": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"}',
+            ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"],
+        ),
+        ("b = Zq8dW2kP0xV7nR4tL1mS", ["Zq8dW2kP0xV7nR4tL1mS"]),
+        ('PARTS = ["ghp_", "Zq8dW2kP0xV7nR4tL1mS"]', ["Zq8dW2kP0xV7nR4tL1mS"]),
+        ("CODES = [103, 104, 112, 95, 65, 49, 98, 50]", ["103, 104, 112, 95, 65, 49, 98, 50"]),
+        ('name: "Patchwarden release notes"', []),
+        ("timeout = 30", []),
+        ("url: https://example.com/a/b/c/d/e", []),
+    ],
+)
+def test_opaque_values_are_random_material_whatever_its_name(
+    line: str, expected: list[str]
+) -> None:
+    assert opaque_values([line]) == expected
