@@ -150,18 +150,15 @@ async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.R
     try:
         payload = _decode(body, request.content_type)
     except RecursionError:
-        return await _invalid(runtime, event, delivery_id, body, "the payload nests too deep"), (
-            "invalid"
-        )
+        deep = payloads.Invalid("the payload nests too deep")
+        return await _invalid(runtime, event, delivery_id, body, deep), "invalid"
     except (ValueError, KeyError, UnicodeDecodeError) as exc:
         return _error(400, f"body is not a JSON webhook payload: {type(exc).__name__}"), (
             "bad_request"
         )
     checked = webhooks.check(event, payload)
     if isinstance(checked, payloads.Invalid):
-        repo = payloads.named_repo(payload)
-        answer = await _invalid(runtime, event, delivery_id, body, checked.reason, repo=repo)
-        return answer, "invalid"
+        return await _invalid(runtime, event, delivery_id, body, checked), "invalid"
     delivery = Delivery(
         id=delivery_id,
         source="github",
@@ -184,21 +181,16 @@ async def _github_webhook(request: web.Request, delivery_id: str) -> tuple[web.R
 
 
 async def _invalid(
-    runtime: Runtime,
-    event: str,
-    delivery_id: str,
-    body: bytes,
-    reason: str,
-    *,
-    repo: str | None = None,
+    runtime: Runtime, event: str, delivery_id: str, body: bytes, why: payloads.Invalid
 ) -> web.Response:
     """A signed delivery Patchwarden cannot act on: audited (not stored whole: it may be
     huge or hostile) on the repository it names, if any, answered 400 with the reason,
     no job."""
+    reason = why.reason
     log.warning("refused delivery %s (%s): %s", delivery_id, event, reason)
     await runtime.store.journal.audit(
         "delivery.invalid",
-        repo=repo,
+        repo=why.repo,
         delivery_id=delivery_id,
         reason=reason,
         details={"event": event, "bytes": len(body)},

@@ -22,14 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    TypeAdapter,
-    ValidationError,
-)
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 MAX_DEPTH = 32  # GitHub's payloads nest at most 7 deep today
 INT64_MAX = 2**63 - 1
@@ -328,9 +321,10 @@ MODELS: dict[str, type[Envelope]] = {
 
 @dataclass(frozen=True)
 class Invalid:
-    """Why a delivery cannot be acted on: said to the sender (400) and audited."""
+    """Why a delivery cannot be acted on: said (400), audited (on ``repo`` if known)."""
 
     reason: str
+    repo: str | None = None
 
 
 def check(
@@ -345,6 +339,7 @@ def check(
     problem = unsound(payload)
     if problem is not None:
         return Invalid(problem)
+    envelope = None
     try:
         envelope = Envelope.model_validate(payload)
         model = MODELS.get(event)
@@ -352,21 +347,10 @@ def check(
             return envelope
         return model.model_validate(payload)
     except ValidationError as exc:
-        return Invalid(_reason(exc))
+        repository = envelope.repository if envelope is not None else None
+        return Invalid(_reason(exc), repo=repository.full_name if repository else None)
 
 
-def named_repo(payload: Any) -> str | None:
-    """The repository a payload names (``repository.full_name``) when that much is well
-    formed, whatever the rest is: a delivery that cannot be used is audited on it."""
-    repository = payload.get("repository") if isinstance(payload, dict) else None
-    name = repository.get("full_name") if isinstance(repository, dict) else None
-    try:
-        return _REPO_NAME.validate_python(name)
-    except ValidationError:
-        return None
-
-
-_REPO_NAME: TypeAdapter[str] = TypeAdapter(RepoName)
 M = TypeVar("M", bound=Envelope)
 
 
