@@ -327,10 +327,15 @@ async def run_task(
             await model.stop()
     wall = time.monotonic() - started
     hidden_passes, tail = await hidden_check(task, runner, result, scratch)
-    decision = score = None
+    decision = score = automerging = None
+    factors: dict[str, float] = {}
     if result.head_sha and result.policy is not None:
         scored = score_session(result, result.policy, trigger=Trigger("comment"))
         decision, score = scored.decision, scored.score
+        factors = {c.factor: c.points for c in scored.contributions}
+        # What the same change would get where the repository allows automerge.
+        open_policy = result.policy.model_copy(update={"autonomy": "automerge"})
+        automerging = score_session(result, open_policy, trigger=Trigger("comment")).decision
     # Fixed: the hidden test passes AND the session would publish the change (a patch the
     # guard rejects helps nobody, however right).
     published = result.status == "patched" and decision not in (None, "reject")
@@ -359,6 +364,10 @@ async def run_task(
         "dialects": dict(getattr(usage, "dialects", {}) or {}),
         "decision": decision,
         "score": score,
+        "under_automerge": automerging,
+        "factors": factors,
+        # Places the change touches that the task does not explain (the scope)
+        "outside_scope": [p.shown() for p in result.scope.outside] if result.scope else None,
         "stopped": stopped or result.error,
         "check": tail if not fixed else "",
         "broken": list(result.tests.broken) if result.tests else [],
@@ -472,6 +481,10 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answers_read": sum((r.get("repair") or {}).get("samples", 0) for r in rows),
         # Published, and the hidden test fails: what a reviewer would be asked to trust.
         "wrong_but_published": sum(1 for r in rows if r.get("ending") == "wrong but passing"),
+        # Of the changes fixed: inside the task's scope, and merging themselves where the
+        # repository allows automerge.
+        "fixed_in_scope": sum(1 for r in fixed if r.get("outside_scope") == []),
+        "fixed_would_automerge": sum(1 for r in fixed if r.get("under_automerge") == "automerge"),
         "endings": dict(Counter(r.get("ending", "?") for r in rows).most_common()),
     }
 
@@ -533,6 +546,8 @@ def report_text(doc: dict[str, Any]) -> str:
             f"{t['median_seconds_per_task']}, per fix {t['median_seconds_per_fix']}; "
             f"answers read {t['answers_read']}, candidates tried {t['candidates_tried']}",
             f"  endings: {t['endings']}",
+            f"  of the fixes: {t['fixed_in_scope']} inside the task's scope, "
+            f"{t['fixed_would_automerge']} would merge themselves under `autonomy: automerge`",
         ]
     return "\n".join(lines)
 

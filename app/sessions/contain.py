@@ -22,6 +22,7 @@ random-looking values of key/value entries in files outside the scope.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -92,18 +93,11 @@ async def contain(
     commands: RepoCommands,
     policy: Policy,
 ) -> Contained:
-    """Both checks of the module docstring, for the session's change."""
+    """Both checks of the module docstring, for the session's change: the module
+    values first (a constant whose value was computed and scanned can be in scope)."""
     classifier = Classifier(policy)
     changes = [_read(f.path, f.old_path, f.status, trees, classifier) for f in diff.files]
     out = Contained()
-    if fix.fixer not in NO_MODEL:
-        out.scope = await _scope(verifier, trees, task, fix, changes, tests, commands, out)
-        outside_files = {p.path for p in out.scope.outside}
-        examples = credentials.allow_list(tuple(policy.secrets.allow))
-        for change in changes:
-            if change.path in outside_files:
-                found = opaque_values(_added(change))
-                out.opaque += [v for v in found if not credentials.allowed(v, examples)]
     seen = {(s.path, s.kind) for s in diff.secrets}  # the literal scan's: said once
     out.modules, out.secrets, found_in = await _module_values(
         verifier, trees, changes, policy, seen
@@ -111,6 +105,17 @@ async def contain(
     for change in changes:
         if change.path in found_in:
             out.known += material(_added(change))
+    if fix.fixer not in NO_MODEL:
+        computed = set(out.modules.imported) if out.modules is not None else set()
+        out.scope = await _scope(
+            verifier, trees, task, fix, changes, tests, commands, out, computed
+        )
+        outside_files = {p.path for p in out.scope.outside}
+        examples = credentials.allow_list(tuple(policy.secrets.allow))
+        for change in changes:
+            if change.path in outside_files:
+                found = opaque_values(_added(change))
+                out.opaque += [v for v in found if not credentials.allowed(v, examples)]
     out.known += [v for _, v in found_in.values()]
     return out
 
@@ -152,6 +157,7 @@ async def _scope(
     tests: TestDelta | None,
     commands: RepoCommands,
     out: Contained,
+    computed: set[str],
 ) -> Scope:
     """The places outside; the reach run only when a changed function of the base is
     not explained otherwise."""
@@ -169,9 +175,10 @@ async def _scope(
     for path, names in named_in(task.words, modules).items():
         for qualname in sorted(names):
             why.setdefault((path, qualname), "the task names it")
-    places = _outside(changes, why)
+    places = _outside(changes, why, computed)
     notes = []
-    unexplained = [p for p in places if p.what.endswith("which nothing implicated")]
+    # Places inside a module a traced function could explain (a function, a constant it reads)
+    unexplained = [p for p in places if p.line and not p.what.startswith("a new function")]
     shown = sorted({*(tests.fixed if tests else []), *(tests.reproduced if tests else [])})
     if unexplained and shown and commands.is_pytest:
         reached, step, note = await _reach(verifier, trees, changes, shown, commands, modules)
@@ -179,7 +186,7 @@ async def _scope(
         notes.append(note)
         for key, test in reached.items():
             why.setdefault(key, f"`{test}` reaches it on the base")
-        places = _outside(changes, why)
+        places = _outside(changes, why, computed)
     elif unexplained:
         notes.append("no test that shows the fix could be traced (none fixed or reproduced)")
     return Scope(
@@ -189,11 +196,13 @@ async def _scope(
     )
 
 
-def _outside(changes: list[FileChange], why: dict[tuple[str, str], str]) -> list[OutsidePlace]:
+def _outside(
+    changes: list[FileChange], why: dict[tuple[str, str], str], computed: set[str]
+) -> list[OutsidePlace]:
     places: list[OutsidePlace] = []
     for change in changes:
         implicated = [q for (p, q) in why if p == change.path]
-        found, _ = outside_of(change, implicated)
+        found, _ = outside_of(change, implicated, computed=change.path in computed)
         places += found
     return places
 
@@ -274,14 +283,12 @@ async def _module_values(
         for c in changes
         if c.path in head_paths and c.base is not None and c.status != "added"
     ]
-    head_values, failed, head_step = await _values(verifier, trees.head, trees.head_env_dir,
-                                                   head_paths, "head")  # fmt: skip
-    base_values: dict[str, list[tuple[str, str]]] = {}
-    steps = [head_step]
+    runs = [_values(verifier, trees.head, trees.head_env_dir, head_paths, "head")]
     if base_paths:
-        base_values, _, base_step = await _values(verifier, trees.base, trees.env_dir,
-                                                  base_paths, "base")  # fmt: skip
-        steps.append(base_step)
+        runs.append(_values(verifier, trees.base, trees.env_dir, base_paths, "base"))
+    done = await asyncio.gather(*runs)  # the two trees side by side
+    (head_values, failed, _), steps = done[0], [step for _, _, step in done]
+    base_values = done[1][0] if base_paths else {}
     before = {v for found in base_values.values() for _, v in found}
     secrets: list[SecretFound] = []
     found_in: dict[str, tuple[str, str]] = {}

@@ -18,7 +18,12 @@ was never implicated by anything but the change itself) when
 
 An import the change adds at the top of a module is explained when every name it binds
 is used by a changed function that is in scope; one it removes, when the patched module
-uses none of its names any more.
+uses none of its names any more. A module constant that already existed (an assignment
+to the same names at the top of the base) and that an implicated function reads is
+explained when it is rewritten, if the module's values were computed and scanned
+(``computed``: the session imported the patched module, app/sessions/contain.py) and
+its new lines hold no random-looking material: what a constant holds is then known,
+not guessed. A new constant never is.
 
 Pure: texts in, places out; the session reads the files and runs the tests.
 """
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.policy.evidence import OutsidePlace
+from app.redact import opaque_values
 
 # Files no model's fix needs to change (configuration and data): named as such.
 DATA_SUFFIXES = {
@@ -95,6 +101,8 @@ class Module:
     lines: list[str]
     units: list[Unit] = field(default_factory=list)
     imports: list[tuple[int, int, frozenset[str]]] = field(default_factory=list)
+    # Each top-level statement's lines and, for a plain assignment, the names it binds
+    assigns: list[tuple[int, int, frozenset[str]]] = field(default_factory=list)
     loads: dict[str, set[int]] = field(default_factory=dict)  # name -> lines it is read on
 
     def unit_at(self, line: int) -> Unit:
@@ -120,10 +128,30 @@ def read_module(text: str) -> Module | None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             bound = frozenset((a.asname or a.name).split(".")[0] for a in node.names)
             module.imports.append((node.lineno, node.end_lineno or node.lineno, bound))
+        # Every top-level statement: a constant's names, or none (anything else)
+        names = _assigned(node)
+        module.assigns.append((node.lineno, node.end_lineno or node.lineno, names))
     for name in ast.walk(tree):
         if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
             module.loads.setdefault(name.id, set()).add(name.lineno)
     return module
+
+
+def _assigned(node: ast.stmt) -> frozenset[str]:
+    """The names a plain module-level assignment binds (``A = …``, ``A, B = …``,
+    ``A: int = …``); empty for anything else."""
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets = [node.target]
+    names: set[str] = set()
+    for target in targets:
+        parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(p, ast.Name) for p in parts):
+            return frozenset()
+        names |= {p.id for p in parts if isinstance(p, ast.Name)}
+    return frozenset(names)
 
 
 def _units(body: Sequence[ast.stmt], prefix: str, module: Module) -> None:
@@ -208,11 +236,12 @@ class FileChange:
 
 
 def outside(
-    change: FileChange, implicated: Iterable[str] = ()
+    change: FileChange, implicated: Iterable[str] = (), *, computed: bool = False
 ) -> tuple[list[OutsidePlace], list[str]]:
     """The places of one changed file that the task does not explain, and the
     base's functions the change touches that are implicated (``implicated``: the
-    file's implicated functions by qualname)."""
+    file's implicated functions by qualname; ``computed``: its module's values were
+    scanned, so a rewritten constant an implicated function reads is explained)."""
     path = change.path
     kind = data_kind(path)
     if change.status == "removed":
@@ -232,11 +261,11 @@ def outside(
     base, head = read_module(change.base), read_module(change.head)
     if base is None or head is None:
         return [OutsidePlace(path=path, what="does not parse as Python")], []
-    return _places(path, base, head, set(implicated))
+    return _places(path, base, head, set(implicated), computed=computed)
 
 
 def _places(
-    path: str, base: Module, head: Module, implicated: set[str]
+    path: str, base: Module, head: Module, implicated: set[str], *, computed: bool
 ) -> tuple[list[OutsidePlace], list[str]]:
     changes = hunks(base.lines, head.lines)
     existing = {u.qualname for u in functions(base)}
@@ -248,13 +277,17 @@ def _places(
         if u.kind == "function" and u.qualname in implicated and u.qualname in existing
     }
     used = _used_by(head, [u for u in functions(head) if u.qualname in inside])
+    read = _used_by(head, [u for u in functions(head) if u.qualname in implicated & existing])
+    constants = {n for _, _, names in base.assigns for n in names} & read if computed else set()
     added: dict[Unit, list[int]] = {}
     removed: dict[Unit, list[int]] = {}
     for new, old in changes:
         at_top = [n for n in new if head.unit_at(n).kind == "module"]
         for n in new:
             unit = head.unit_at(n)
-            if unit.kind != "module" or not _explained_import(head, n, used):
+            if unit.kind != "module" or not (
+                _explained_import(head, n, used) or _rewritten_constant(head, n, constants)
+            ):
                 added.setdefault(unit, []).append(n)
         for n in old:
             unit = base.unit_at(n)
@@ -285,6 +318,17 @@ def _used_by(module: Module, units: Sequence[Unit]) -> set[str]:
 
 def _explained_import(module: Module, line: int, used: set[str]) -> bool:
     return any(a <= line <= b and names <= used for a, b, names in module.imports)
+
+
+def _rewritten_constant(module: Module, line: int, constants: set[str]) -> bool:
+    """Every statement on ``line`` assigns constants of ``constants`` (one at least),
+    and no random-looking material is written there (a value that is known, not a
+    carrier: app/redact.py reads material as it masks it)."""
+    on = [(a, b, names) for a, b, names in module.assigns if a <= line <= b]
+    if not on or not all(names and names <= constants for _, _, names in on):
+        return False
+    lines = module.lines[min(a for a, _, _ in on) - 1 : max(b for _, b, _ in on)]
+    return not opaque_values(lines)
 
 
 def _unused_import(base: Module, line: int, head: Module) -> bool:

@@ -292,3 +292,62 @@ async def test_a_module_that_does_not_import_is_said_and_one_that_hangs_is_stopp
     assert "calc.py" in result.modules.imported
     assert "ModuleNotFoundError" in result.modules.failed["broken.py"]
     assert "timed out" in result.modules.failed["slow.py"]
+
+
+PRICES = "RATE = 0.3\n\n\ndef net(price):\n    return round(price * (1 - RATE), 2)\n"
+PRICES_TESTS = "from prices import net\n\n\ndef test_net():\n    assert net(10) == 8\n"
+
+
+@pytest.fixture
+def with_constant(tmp_path: Path) -> Path:
+    files = {
+        "prices.py": PRICES,
+        "test_prices.py": PRICES_TESTS,
+        "pytest.ini": "[pytest]\n",
+        ".github/patchwarden.yml": AUTOMERGE,
+    }
+    return make_project(tmp_path / "prices", files)
+
+
+async def constant_session(
+    runner: SessionRunner, project: Path, prices: str
+) -> tuple[SessionResult, Score]:
+    async def fixer(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "prices.py").write_text(prices)
+        return FixOutcome(fixer="llm", summary="The rate is 20 %.")
+
+    task = Task("`net(10)` returns 7.0, it should be 8")
+    spec = SessionSpec(remote=Remote("octo/prices", str(project)), task=task)
+    result = await runner.run(spec, fixer)
+    assert result.status == "patched", result.error
+    assert result.policy is not None
+    return result, score_session(result, Policy.model_validate(result.policy))
+
+
+async def test_a_rewritten_constant_the_named_function_reads_is_in_scope(
+    runner: SessionRunner, with_constant: Path
+) -> None:
+    result, score = await constant_session(runner, with_constant, PRICES.replace("0.3", "0.2"))
+    assert result.scope is not None
+    assert result.scope.outside == []
+    assert score.decision == "automerge", score.rules
+
+
+async def test_a_constant_rewritten_with_opaque_material_is_not_explained(
+    runner: SessionRunner, with_constant: Path
+) -> None:
+    """A rewritten constant is explained by the function that reads it only when its
+    value is known: computed, and built from no random-looking material."""
+    token, _ = github()
+    hidden = PRICES.replace("RATE = 0.3", f"RATE = 0.2 if bytes([{numbers(token)}]) else 0")
+    result, score = await constant_session(runner, with_constant, hidden)
+    assert result.scope is not None
+    assert [p.what for p in result.scope.outside] == ["module-level code"]
+    assert score.decision == "review", score.rules
+    assert numbers(token) not in json.dumps(result.to_json())
+
+    stolen = PRICES.replace("RATE = 0.3", f"RATE = 0.2\nKEY = bytes([{numbers(token)}]).decode()")
+    result, score = await constant_session(runner, with_constant, stolen)
+    assert {r.rule for r in score.rules} >= {"secret", "outside_scope"}
+    assert score.decision == "reject"
+    assert numbers(token) not in json.dumps(result.to_json())

@@ -45,9 +45,11 @@ BASE = textwrap.dedent(
 )
 
 
-def places(head: str, implicated: tuple[str, ...] = ("net",), base: str = BASE) -> list[str]:
+def places(
+    head: str, implicated: tuple[str, ...] = ("net",), base: str = BASE, *, computed: bool = False
+) -> list[str]:
     change = FileChange(path="shop/prices.py", status="modified", base=base, head=head)
-    found, _ = outside(change, implicated)
+    found, _ = outside(change, implicated, computed=computed)
     return [p.shown().replace("`", "") for p in found]
 
 
@@ -172,3 +174,21 @@ def test_data_kinds() -> None:
     assert data_kind(".env") == "dotenv"
     assert data_kind("a/prices.py") is None
     assert data_kind("Makefile") is None
+
+
+def test_a_rewritten_constant_an_implicated_function_reads_is_explained_once_computed() -> None:
+    head = edit("RATE = 0.2\n", "RATE = (\n    0.25\n)\n")
+    assert places(head, computed=True) == []
+    # Not computed (the module did not import): its value is a guess, so it is named.
+    assert places(head, computed=False) == ["shop/prices.py:4 (module-level code)"]
+    # Read by no implicated function: nothing the task says explains it.
+    assert places(head, ("rounded",), computed=True) == ["shop/prices.py:4 (module-level code)"]
+
+
+def test_a_new_constant_is_never_explained() -> None:
+    head = edit("RATE = 0.2\n", "RATE = 0.2\nFLOOR = 1\n")
+    head = edit("return price * (1 - RATE)", "return max(FLOOR, price * (1 - RATE))", head)
+    assert places(head, computed=True) == ["shop/prices.py:5 (module-level code)"]
+    # Another statement on a constant's line is not that constant.
+    head = edit("RATE = 0.2\n", "RATE = 0.2; print(RATE)\n")
+    assert places(head, computed=True) == ["shop/prices.py:4 (module-level code)"]
