@@ -51,6 +51,7 @@ from app.metrics import Metrics
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE, Lane, WorkerPool
 from app.queue.worker import JobHandler
 from app.sessions.factory import runner_from
+from app.sessions.policyfile import DEFAULT_POLICY
 from app.store import Job, Store, store_for_url
 from app.webhooks import HandlerContext, route_delivery
 
@@ -107,6 +108,7 @@ class Runtime:
             on_enqueued=self.pool.wake,
             paused_globally=self.settings.paused,
             batch_seconds=self.settings.dashboard_seconds,
+            default_policy=self.settings.default_policy or DEFAULT_POLICY,
         )
         handled = await route_delivery(delivery, app=self.github, ctx=ctx)
         return {"handlers": handled}

@@ -13,6 +13,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from gidgethub import sansio
 from gidgethub.routing import Router
@@ -182,15 +183,15 @@ async def trust(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
 
 
 @functools.cache
-def default_policy() -> Policy:
-    return load_policy(default_policy_text())
+def default_policy(path: Path) -> Policy:
+    return load_policy(default_policy_text(path))
 
 
 async def _known_kinds(ctx: HandlerContext, repo: str) -> set[str]:
     """Kinds of change a reset may name: the fixers', the default policy's categories
     and every kind recorded in the repository (its own categories)."""
     recorded = {o.category for o in await ctx.store.learning.find_outcomes(repo=repo) if o.category}
-    return {*FIXER_CATEGORIES, *default_policy().categories, *recorded}
+    return {*FIXER_CATEGORIES, *default_policy(ctx.default_policy).categories, *recorded}
 
 
 async def ignore(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:

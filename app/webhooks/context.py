@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.contract.kinds import JobKind
 from app.contract.lifecycle_rules import pause_reason
+from app.sessions.policyfile import DEFAULT_POLICY
 from app.store import Job, Store
 
 
@@ -19,6 +21,9 @@ class HandlerContext:
     on_enqueued: Callable[[str], None] = field(default=lambda queue: None)
     paused_globally: bool = False  # PATCHWARDEN_PAUSED
     batch_seconds: float = 30.0  # PATCHWARDEN_DASHBOARD_SECONDS: a window jobs share
+    # PATCHWARDEN_DEFAULT_POLICY: the policy a repository's own file is merged over, here
+    # as in the sessions (an alert the operator's default turns off starts nothing)
+    default_policy: Path = DEFAULT_POLICY
 
     async def paused(self, repo: str) -> str | None:
         """Why no new job may start on ``repo`` now, or None."""

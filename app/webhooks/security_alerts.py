@@ -212,9 +212,10 @@ def _register() -> None:
 
 async def default_branch_policy(gh: GitHubClient, ctx: HandlerContext, repo: str) -> Policy:
     """The policy as the default branch has it; :class:`RepoConfigError` when it does
-    not load (a handler reads the shipped default under it, as app/webhooks/lifecycle.py)."""
+    not load (a handler reads the default under it, as app/webhooks/lifecycle.py): the
+    operator's (``PATCHWARDEN_DEFAULT_POLICY``) where one is set, as sessions do."""
     text = await Publisher(gh, repo, bot_login=ctx.bot_login).default_branch_file(REPO_SOURCE)
-    return load_policy(default_policy_text(), text)
+    return load_policy(default_policy_text(ctx.default_policy), text)
 
 
 async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from app.contract.kinds import SecurityAlertJob
 from app.jobs.security_alert import security_task
 from app.policy.policy_model import AlertKindRules
+from app.sessions.policyfile import DEFAULT_POLICY as SHIPPED_DEFAULT
 from app.store import AuditQuery, JobState, Outcome
 from app.untrusted.sanitize import fence
 from app.webhooks.payloads import CodeScanningAlertEvent, DependabotAlertEvent
@@ -313,6 +315,26 @@ async def test_a_code_scanning_alert_the_policy_skips_says_why_and_what_to_chang
     assert await _audited(pw, "trigger.ignored") == [
         f"code scanning alert #10 created: {why}; acknowledged, no fix"
     ]
+
+
+async def test_the_operator_s_default_policy_decides_for_a_repository_without_its_own(
+    make_pw: Callable[..., Awaitable[Harness]], tmp_path: Path
+) -> None:
+    """PATCHWARDEN_DEFAULT_POLICY is the policy every repository's file is merged over:
+    the alert handlers read it, as the sessions do."""
+    text = (SHIPPED_DEFAULT.read_text() + "\n").replace(
+        "  code_scanning:\n    mode: review", '  code_scanning:\n    mode: "off"'
+    )
+    assert 'mode: "off"' in text
+    default = tmp_path / "operator-default.yml"
+    default.write_text(text)
+    pw = await make_pw(default_policy=default)
+    status, _ = await pw.post_webhook("code_scanning_alert", github_example(ref="refs/heads/main"))
+    assert status == 202
+    await pw.settle()
+    assert await _alert_jobs(pw) == []
+    (said,) = await _audited(pw, "trigger.ignored")
+    assert "`alerts.code_scanning.mode` is off" in said
 
 
 async def test_a_code_scanning_alert_that_cannot_be_read_is_refused_on_its_repository(
