@@ -368,6 +368,9 @@ async def run_task(
         "factors": factors,
         # Places the change touches that the task does not explain (the scope)
         "outside_scope": [p.shown() for p in result.scope.outside] if result.scope else None,
+        "implicated": result.scope.implicated if result.scope else None,
+        "scope_note": result.scope.note if result.scope else None,
+        "modules_failed": result.modules.failed if result.modules else None,
         "stopped": stopped or result.error,
         "check": tail if not fixed else "",
         "broken": list(result.tests.broken) if result.tests else [],

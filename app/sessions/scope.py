@@ -52,6 +52,10 @@ DATA_SUFFIXES = {
     ".env": "dotenv",
     ".properties": "properties",
 }
+# Random-looking material that could carry a credential: a token's alphabet, or a run
+# of numbers. A regular expression's text (brackets, anchors, escapes) is code, and the
+# module values' scan reads what a compiled one holds.
+_CARRIER = re.compile(r"[\w+/=.-]+|\d+(?:\s*,\s*\d+)+")
 _CODE_CITE = re.compile(r"`([^`\n]{2,120})`")
 _CALL_CITE = re.compile(r"\b([A-Za-z_][\w.]{1,80})\(")
 
@@ -328,7 +332,7 @@ def _rewritten_constant(module: Module, line: int, constants: set[str]) -> bool:
     if not on or not all(names and names <= constants for _, _, names in on):
         return False
     lines = module.lines[min(a for a, _, _ in on) - 1 : max(b for _, b, _ in on)]
-    return not opaque_values(lines)
+    return not any(_CARRIER.fullmatch(v) for v in opaque_values(lines))
 
 
 def _unused_import(base: Module, line: int, head: Module) -> bool:

@@ -44,6 +44,8 @@ def test_the_values_a_module_holds_are_walked_in_containers_and_classes() -> Non
         "NESTED = {'k': ['abcdefgh-2', ('abcdefgh-3',)], 'abcdefgh-4': 1}\n"
         "class Settings:\n"
         "    secret = 'abcdefgh-5'\n"
+        "import re\n"
+        "PATTERN = re.compile('abcdefgh-6')\n"
         "LOOP = []\n"
         "LOOP.append(LOOP)\n",
         module.__dict__,
@@ -55,6 +57,7 @@ def test_the_values_a_module_holds_are_walked_in_containers_and_classes() -> Non
     assert found["NESTED['k'][1][0]"] == "abcdefgh-3"
     assert found["NESTED[1]"] == "abcdefgh-4"
     assert found["Settings.secret"] == "abcdefgh-5"
+    assert found["PATTERN.pattern"] == "abcdefgh-6"
     assert "SHORT" not in found
     assert not any(k.startswith("os") for k in found)  # another module's values are its own
 

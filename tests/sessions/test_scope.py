@@ -192,3 +192,21 @@ def test_a_new_constant_is_never_explained() -> None:
     # Another statement on a constant's line is not that constant.
     head = edit("RATE = 0.2\n", "RATE = 0.2; print(RATE)\n")
     assert places(head, computed=True) == ["shop/prices.py:4 (module-level code)"]
+
+
+def test_a_rewritten_regular_expression_is_explained_and_a_token_is_not() -> None:
+    base = "\n".join(
+        [
+            "import re",
+            "",
+            'EMAIL = re.compile(r"^[a-z.]+@[a-z]+$")',
+            "",
+            "",
+            "def ok(a):",
+            "    return bool(EMAIL.match(a))",
+        ]
+    )
+    regex = base.replace("[a-z.]+@", "[a-z.+]+@")
+    assert places(regex, ("ok",), base, computed=True) == []
+    token = base.replace('r"^[a-z.]+@[a-z]+$"', '"Zq8dW2kP0xV7nR4tL1mSa9"')
+    assert places(token, ("ok",), base, computed=True) == ["shop/prices.py:3 (module-level code)"]

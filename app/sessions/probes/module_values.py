@@ -3,14 +3,15 @@
 Run inside the sandbox (no network, no secrets) as
 ``python module_values.py ROOT SECONDS PATH...``: for each ``PATH`` (a ``.py`` file
 relative to ``ROOT``) a child process imports it as its package would (the folder above
-its outermost ``__init__.py`` put first on ``sys.path``), with ``SECONDS`` to do so,
-and walks what the module defines: its globals, the attributes of the classes it
-defines, and the items of containers among them (lists, tuples, sets, dicts' keys and
-values), to a bounded depth and count. Each string (and bytes, read as Latin-1) of at
-least ``MIN_CHARS`` characters is printed as one JSON line,
-``{"path": ..., "name": ..., "value": ...}``; a module that does not import is a line
-``{"path": ..., "error": ...}``. Values that only a function call would build are not
-seen: only what importing the module computes.
+its outermost ``__init__.py`` put first on ``sys.path``, then ``ROOT``), with
+``SECONDS`` to do so, and walks what the module defines: its globals, the attributes
+of the classes it defines, the items of containers among them (lists, tuples, sets,
+dicts' keys and values) and the text of compiled regular expressions, to a bounded
+depth and count. A module that imports is a JSON line ``{"path": ..., "imported":
+true}``, then each string (and bytes, read as Latin-1) of at least ``MIN_CHARS``
+characters it holds is a line ``{"path": ..., "name": ..., "value": ...}``; a module
+that does not import is a line ``{"path": ..., "error": ...}``. Values that only a
+function call would build are not seen: only what importing the module computes.
 
 Standard library only, for any Python 3 the repository uses; it imports nothing of
 Patchwarden. The results come back through a pipe of its own (the module's own output
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 
@@ -28,6 +30,7 @@ MIN_CHARS = 8
 MAX_CHARS = 16384
 MAX_VALUES = 5000  # per module
 MAX_DEPTH = 4
+_PATTERN = type(re.compile(""))
 
 
 def module_name(root: str, path: str) -> tuple[str, str]:
@@ -57,6 +60,9 @@ def values(module: object) -> list[tuple[str, str]]:
         if isinstance(value, str):
             if len(value) >= MIN_CHARS:
                 found.append((where, value[:MAX_CHARS]))
+            return
+        if isinstance(value, _PATTERN):  # a compiled regular expression: its text
+            walk(f"{where}.pattern", value.pattern, depth + 1)
             return
         seen.add(id(value))
         if isinstance(value, dict):
@@ -88,7 +94,7 @@ def _child(root: str, path: str, seconds: int, out: int) -> None:
     lines = []
     try:
         folder, name = module_name(root, path)
-        sys.path.insert(0, folder)
+        sys.path[:0] = [folder, root]  # the tree's root too, as pytest's rootdir is
         import importlib
 
         module = importlib.import_module(name)
