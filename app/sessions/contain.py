@@ -100,7 +100,7 @@ async def contain(
     out = Contained()
     seen = {(s.path, s.kind) for s in diff.secrets}  # the literal scan's: said once
     out.modules, out.secrets, found_in = await _module_values(
-        verifier, trees, changes, policy, seen
+        verifier, trees, changes, policy, seen, out.steps
     )
     for change in changes:
         if change.path in found_in:
@@ -271,9 +271,11 @@ async def _module_values(
     changes: list[FileChange],
     policy: Policy,
     seen: set[tuple[str, str]],
+    ran: list[Step],
 ) -> tuple[ModuleScan | None, list[SecretFound], dict[str, tuple[str, str]]]:
     """The scan, the credentials found (but those of a kind the diff's own scan found
-    in the same file, ``seen``), and by path the (name, value) of the first."""
+    in the same file, ``seen``), and by path the (name, value) of the first; the steps
+    it ran go to ``ran``."""
     head_paths = [c.path for c in changes if c.path.endswith(".py") and c.head is not None]
     if not head_paths:
         return None, [], {}
@@ -313,6 +315,7 @@ async def _module_values(
         found=len(secrets),
         steps=[s.name for s in steps],
     )
+    ran += steps
     return scan, secrets, found_in
 
 

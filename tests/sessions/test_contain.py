@@ -351,3 +351,14 @@ async def test_a_constant_rewritten_with_opaque_material_is_not_explained(
     assert {r.rule for r in score.rules} >= {"secret", "outside_scope"}
     assert score.decision == "reject"
     assert numbers(token) not in json.dumps(result.to_json())
+
+
+async def test_the_containment_steps_are_kept_with_the_session(
+    runner: SessionRunner, automerging: Path
+) -> None:
+    result, _ = await session(runner, automerging, {})
+    names = [s.name for s in result.steps]
+    assert "module-values-head" in names
+    assert "module-values-base" in names
+    assert result.modules is not None
+    assert result.modules.steps == ["module-values-head", "module-values-base"]
