@@ -371,6 +371,16 @@ async def run_task(
         "implicated": result.scope.implicated if result.scope else None,
         "scope_note": result.scope.note if result.scope else None,
         "modules_failed": result.modules.failed if result.modules else None,
+        # What containment added to the session: the module imports (both trees side by
+        # side) and the tracing run of the tests that show the fix, when it ran.
+        "contain_seconds": round(
+            max(
+                [s.duration_seconds for s in result.steps if s.name.startswith("module-values")]
+                or [0.0]
+            )
+            + sum(s.duration_seconds for s in result.steps if s.name == "reach"),
+            2,
+        ),
         "stopped": stopped or result.error,
         "check": tail if not fixed else "",
         "broken": list(result.tests.broken) if result.tests else [],
