@@ -98,9 +98,8 @@ async def contain(
     classifier = Classifier(policy)
     changes = [_read(f.path, f.old_path, f.status, trees, classifier) for f in diff.files]
     out = Contained()
-    seen = {(s.path, s.kind) for s in diff.secrets}  # the literal scan's: said once
     out.modules, out.secrets, found_in = await _module_values(
-        verifier, trees, changes, policy, seen, out.steps
+        verifier, trees, changes, policy, out.steps
     )
     for change in changes:
         if change.path in found_in:
@@ -270,12 +269,11 @@ async def _module_values(
     trees: Trees,
     changes: list[FileChange],
     policy: Policy,
-    seen: set[tuple[str, str]],
     ran: list[Step],
 ) -> tuple[ModuleScan | None, list[SecretFound], dict[str, tuple[str, str]]]:
-    """The scan, the credentials found (but those of a kind the diff's own scan found
-    in the same file, ``seen``), and by path the (name, value) of the first; the steps
-    it ran go to ``ran``."""
+    """The scan, the credentials found only this way (a value the patched module holds
+    that no added line writes as it is: assembled), and by path the (name, value) of
+    the first; the steps it ran go to ``ran``."""
     head_paths = [c.path for c in changes if c.path.endswith(".py") and c.head is not None]
     if not head_paths:
         return None, [], {}
@@ -292,6 +290,8 @@ async def _module_values(
     (head_values, failed, _), steps = done[0], [step for _, _, step in done]
     base_values = done[1][0] if base_paths else {}
     before = {v for found in base_values.values() for _, v in found}
+    written = {c.path: "\n".join(_added(c)) for c in changes if c.path in head_values}
+    seen: set[tuple[str, str]] = set()
     secrets: list[SecretFound] = []
     found_in: dict[str, tuple[str, str]] = {}
     for path, found in head_values.items():
@@ -304,11 +304,12 @@ async def _module_values(
             for kind in dict.fromkeys(
                 scan_line(line, path=path, allow=policy.secrets.allow, pragma=False)
             ):
-                if (path, kind) in seen:
-                    continue
-                seen.add((path, kind))
-                secrets.append(SecretFound(path=path, line=0, kind=kind, computed=where))
+                if value in written.get(path, ""):
+                    continue  # written as it is: the diff's own scan finds and masks it
                 found_in.setdefault(path, (where, value))
+                if (path, kind) not in seen:
+                    seen.add((path, kind))
+                    secrets.append(SecretFound(path=path, line=0, kind=kind, computed=where))
     scan = ModuleScan(
         imported=sorted(head_values),
         failed=failed,

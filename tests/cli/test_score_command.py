@@ -322,4 +322,5 @@ async def test_a_literal_credential_is_caught_before_the_diff_is_masked(
     assert result.policy is not None
     s = score_session(result, Policy.model_validate(result.policy))
     assert s.decision == "reject"
-    assert [r.rule for r in s.rules] == ["secret"]
+    # HEADERS is new module-level code, outside the task's scope: held as well.
+    assert [r.rule for r in s.rules] == ["secret", "outside_scope"]
