@@ -21,7 +21,9 @@ failing commit. Then:
 
 Every probe is tested the way the base is: the throwaway clone is mounted at
 ``/workspace`` (where an editable install points), with the environment at ``/env``
-and the files setup generated in place. When a probe's dependency files differ from
+and the files setup generated in place; once the failing tests are known, a probe runs
+only them (pytest deselects the rest: app/sessions/selection.py), since its verdict
+reads nothing else. When a probe's dependency files differ from
 the base's, it gets its own environment (built once per set of inputs, cached).
 
 All of the repository's code, and every git command on the throwaway clone, runs in
@@ -54,6 +56,7 @@ from app.sessions.repo_commands import ENV_MOUNT, SETUP_PATHSPECS, detect
 from app.sessions.reports import ReportError
 from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
+from app.sessions.selection import Selection, selecting
 from app.sessions.task import Budget, Task
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
 from app.words import plural
@@ -168,6 +171,8 @@ class _Search:
         self.setup_failed: set[str] = set()
         self.last_skip = "no report"  # why the last skipped probe was skipped
         self.target: frozenset[str] | None = None
+        # Once reproduction named the failing tests, each probe runs only those.
+        self.selection: Selection | None = None
         self.probes = 0
         self.bisect_steps = 0
         self.log: list[str] = []
@@ -253,6 +258,11 @@ class _Search:
             shown = ", ".join(sorted(self.target)[:3])
             more = f" and {len(self.target) - 3} more" if len(self.target) > 3 else ""
             self.log.append(f"# failing on {self.bad}: {shown}{more}")
+            # A probe's verdict reads only these tests: the others need not run.
+            folder = self.ws.workspace.root / "bisect-selection"
+            folder.mkdir(exist_ok=True)
+            self.selection = selecting(self.target, folder)
+            self.ws.sandbox.prepare_writable(folder)
 
     async def _last_good(self, given: str | None) -> str:
         history = await self._first_parents()
@@ -466,15 +476,22 @@ class _Search:
         for old in self.reports.iterdir():
             old.unlink()
         report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
+        chosen = self.selection
         env = self.envs.get(sha, self.base_env)
         _, variables = repo_test_command(
-            self.ws.commands, env.path if env else None, addopts=report
+            self.ws.commands,
+            env.path if env else None,
+            addopts=[*report, *(chosen.addopts if chosen else ())],
         )
         done = await self.ws.run(
             self.test,
             name=name,
-            env=variables,
-            mounts=[*self._mounts(env), Mount(self.reports, REPORTS_MOUNT, writable=True)],
+            env={**variables, **(chosen.env if chosen else {})},
+            mounts=[
+                *self._mounts(env),
+                Mount(self.reports, REPORTS_MOUNT, writable=True),
+                *(chosen.mounts if chosen else ()),
+            ],
             cwd=WORKSPACE,
             timeout=self.ws.timeouts.tests,
         )

@@ -7,8 +7,8 @@ string (docs/security.md#containment). Two checks close the class instead:
    each changed place the task does not explain. The functions implicated are the
    fixer's own localisation's, the ones the task names as code, and — only when a
    changed function is not yet explained — the ones the tests that show the fix reach
-   on the base tree (run with the :mod:`patchwarden_reach
-   <app.sessions.probes.patchwarden_reach>` plugin, the patch's test files in place).
+   on the base tree (run with the :mod:`patchwarden_tests
+   <app.sessions.probes.patchwarden_tests>` plugin, the patch's test files in place).
 2. **Module values**: each changed Python module of the patched tree, and of the base,
    imported in the sandbox (:mod:`module_values
    <app.sessions.probes.module_values>`), and every string its module level holds
@@ -37,7 +37,6 @@ from app.policy.features import Classifier
 from app.policy.policy_model import Policy
 from app.policy.secrets import scan_line
 from app.redact import material, opaque_values
-from app.sessions import probes
 from app.sessions.files import read_confined
 from app.sessions.repo_commands import RepoCommands
 from app.sessions.reproduce import patch_tests_in_base
@@ -45,13 +44,12 @@ from app.sessions.result import Diff, FixOutcome, ModuleScan, Step
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.scope import FileChange, Module, changed_lines, functions, named_in, read_module
 from app.sessions.scope import outside as outside_of
+from app.sessions.selection import PROBES, PROBES_MOUNT, selecting
 from app.sessions.task import Task
-from app.sessions.verify import REPORTS_MOUNT, Verifier, make_step, tree_mounts
+from app.sessions.verify import Verifier, make_step, tree_mounts
 
 log = logging.getLogger(__name__)
 
-PROBES = Path(probes.__file__).parent
-PROBES_MOUNT = "/probes"
 MAX_FILE_BYTES = 1024 * 1024
 MAX_MODULES = 40  # changed modules imported, per tree
 IMPORT_SECONDS = 10  # per module
@@ -217,16 +215,9 @@ async def _reach(
     """The base's functions (of changed files) each test of ``shown`` reaches, run on
     the base tree with the patch's test files in place."""
     scratch = Path(tempfile.mkdtemp(prefix="reach-", dir=verifier.scratch))
-    (scratch / "ids.txt").write_text("".join(f"{t}\n" for t in shown[:TRACED_TESTS]))
+    selection = selecting(shown[:TRACED_TESTS], scratch, trace=True)
     verifier.sandbox.prepare_writable(scratch)
-    env = {
-        "PYTHONPATH": PROBES_MOUNT,
-        "REACH_TESTS_FILE": f"{REPORTS_MOUNT}/ids.txt",
-        "REACH_REPORT": f"{REPORTS_MOUNT}/reach.json",
-        "REACH_ROOT": WORKSPACE,
-    }
     new_tests = [c.path for c in changes if c.test and c.head is not None]
-    mounts = [Mount(PROBES, PROBES_MOUNT), Mount(scratch, REPORTS_MOUNT, writable=True)]
     try:
         with patch_tests_in_base(verifier, trees.base, trees.head, new_tests):
             step, _ = await verifier.tests(
@@ -235,13 +226,13 @@ async def _reach(
                 commands,
                 label="base",
                 name="reach",
-                addopts=["-p", "patchwarden_reach"],
-                env=env,
-                mounts=mounts,
+                addopts=selection.addopts,
+                env=selection.env,
+                mounts=selection.mounts,
             )
     except OSError as exc:
         return {}, None, f"the tests that show the fix could not be traced ({exc})"
-    data = read_confined(scratch, "reach.json", limit=16 * 1024 * 1024)
+    data = read_confined(scratch, selection.trace.name, limit=16 * 1024 * 1024)
     try:
         traced = json.loads(data or b"{}")
     except ValueError:

@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 
 from app.sessions.probes import module_values
-from app.sessions.probes.patchwarden_reach import junit_id
+from app.sessions.probes.patchwarden_tests import junit_id
 
 PROBES = Path(module_values.__file__).parent
 
@@ -116,12 +116,12 @@ def test_the_reach_plugin_records_what_each_chosen_test_calls(tmp_path: Path) ->
     env = {
         **os.environ,
         "PYTHONPATH": str(PROBES),
-        "REACH_TESTS_FILE": str(tmp_path / "ids.txt"),
-        "REACH_REPORT": str(tmp_path / "reach.json"),
-        "REACH_ROOT": str(tmp_path),
+        "SELECT_TESTS_FILE": str(tmp_path / "ids.txt"),
+        "TRACE_REPORT": str(tmp_path / "reach.json"),
+        "TRACE_ROOT": str(tmp_path),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "patchwarden_reach", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "patchwarden_tests", "-p", "no:cacheprovider"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

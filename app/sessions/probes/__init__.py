@@ -1,5 +1,6 @@
 """Programs that run inside the sandbox, on the repository's own Python: never imported
-by the App itself (they import nothing of it). The session mounts this folder read-only
-and runs them: ``module_values`` (each changed module's values, for the credential scan)
-and ``patchwarden_reach`` (a pytest plugin: which functions the chosen tests reach).
+by the App itself (they import nothing of it; app/sessions/selection.py mounts this
+folder read-only). ``module_values`` imports each changed module and prints its values,
+for the credential scan; ``patchwarden_tests`` is a pytest plugin that runs only the
+chosen tests and can say which functions each reaches.
 """

@@ -1,13 +1,15 @@
-"""A pytest plugin: which functions of the tree the chosen tests reach.
+"""A pytest plugin: run only the chosen tests, and say which functions each reaches.
 
-Loaded inside the sandbox with ``-p patchwarden_reach`` (this folder on ``PYTHONPATH``). It keeps
-only the tests whose JUnit ids (``classname::name``, as pytest's ``--junitxml`` writes
-them) are listed, one a line, in the file ``$REACH_TESTS_FILE``, and while each
-runs (set-up, call and tear-down) records every Python function called whose file is
-under ``$REACH_ROOT``. At the end it writes
-``{test id: [[path relative to the root, first line], ...]}`` as JSON to
-``$REACH_REPORT``. A function is known by its file and its first line (a
-decorated one's first decorator): the caller maps that to a function of the tree.
+Loaded inside the sandbox with ``-p patchwarden_tests`` (this folder on ``PYTHONPATH``).
+
+- ``$SELECT_TESTS_FILE`` names a file of JUnit ids (``classname::name``, as pytest's
+  ``--junitxml`` writes them), one a line: every other collected test is deselected.
+  Collection errors are still reported, as without the plugin.
+- ``$TRACE_REPORT``, when set, names where to write, at the end, every Python
+  function each test called (set-up, call and tear-down) whose file is under
+  ``$TRACE_ROOT``: ``{test id: [[path relative to the root, first line], ...]}``. A
+  function is known by its file and its first line (a decorated one's first
+  decorator): the caller maps that to a function of the tree.
 
 Standard library and pytest only; it imports nothing of Patchwarden.
 """
@@ -20,15 +22,18 @@ import sys
 
 import pytest
 
-_ROOT = os.path.join(os.environ.get("REACH_ROOT", "/workspace"), "")
+_ROOT = os.path.join(os.environ.get("TRACE_ROOT", "/workspace"), "")
 _reached: dict[str, set[tuple[str, int]]] = {}
 
 
-def _wanted() -> set[str]:
+def _wanted() -> set[str] | None:
+    path = os.environ.get("SELECT_TESTS_FILE")
+    if not path:
+        return None
     try:
-        with open(os.environ["REACH_TESTS_FILE"], encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             return {line.strip() for line in f if line.strip()}
-    except (KeyError, OSError):
+    except OSError:
         return set()
 
 
@@ -42,6 +47,8 @@ def junit_id(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = _wanted()
+    if wanted is None:
+        return
     keep = [i for i in items if junit_id(i.nodeid) in wanted]
     drop = [i for i in items if junit_id(i.nodeid) not in wanted]
     if drop:
@@ -51,6 +58,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    if not os.environ.get("TRACE_REPORT"):
+        yield
+        return
     codes: set[object] = set()
 
     def tracer(frame: object, event: str, arg: object) -> None:
@@ -71,7 +81,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    out = os.environ.get("REACH_REPORT")
+    out = os.environ.get("TRACE_REPORT")
     if out:
         with open(out, "w", encoding="utf-8") as f:
             json.dump({k: sorted(v) for k, v in _reached.items()}, f)

@@ -1,0 +1,52 @@
+"""Running only some of a repository's pytest tests, and tracing what they reach.
+
+The plugin ``probes/patchwarden_tests.py`` does the work inside the sandbox;
+:func:`selecting` gives a test run what it needs to load it: pytest options (through
+``PYTEST_ADDOPTS``, so it reaches pytest however the repository's command starts it),
+the environment, and two mounts (the probes folder, read-only, and a folder with the
+list of tests and, when tracing, the report). Used by the scope's trace of the tests
+that show a fix (app/sessions/contain.py) and by the culprit finder, whose bisect probes
+need only the tests that failed (app/fixers/culprit.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.sessions import probes
+from app.sessions.sandbox import WORKSPACE, Mount
+
+PROBES = Path(probes.__file__).parent
+PROBES_MOUNT = "/probes"
+SELECTION_MOUNT = "/selection"
+PLUGIN = "patchwarden_tests"
+IDS_FILE = "tests.txt"
+TRACE_FILE = "reached.json"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a test run needs to run only the chosen tests (and trace them)."""
+
+    addopts: tuple[str, ...]
+    env: dict[str, str]
+    mounts: tuple[Mount, ...]
+    folder: Path  # the host side of /selection: the trace report lands here
+
+    @property
+    def trace(self) -> Path:
+        return self.folder / TRACE_FILE
+
+
+def selecting(ids: Iterable[str], folder: Path, *, trace: bool = False) -> Selection:
+    """Run only the tests of ``ids`` (JUnit ids) — and, with ``trace``, record what each
+    reaches under /workspace. ``folder`` (made by the caller, writable by the sandbox)
+    holds the list and the report."""
+    (folder / IDS_FILE).write_text("".join(f"{i}\n" for i in sorted(set(ids))))
+    env = {"PYTHONPATH": PROBES_MOUNT, "SELECT_TESTS_FILE": f"{SELECTION_MOUNT}/{IDS_FILE}"}
+    if trace:
+        env |= {"TRACE_REPORT": f"{SELECTION_MOUNT}/{TRACE_FILE}", "TRACE_ROOT": WORKSPACE}
+    mounts = (Mount(PROBES, PROBES_MOUNT), Mount(folder, SELECTION_MOUNT, writable=True))
+    return Selection(addopts=("-p", PLUGIN), env=env, mounts=mounts, folder=folder)
