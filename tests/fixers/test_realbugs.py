@@ -1,0 +1,113 @@
+"""The real-bug set's materialiser (bench/realbugs/) on a small history made here: a
+project whose fix commit adds a failing test. The task it builds fails on the bug and
+passes with the fix, in the sandbox; the split is fixed by the bug's id."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import realbugs  # noqa: E402  (bench/ is not a package)
+from realbugs import RealBug, build  # noqa: E402
+
+from app.sessions.backends import BwrapSandbox  # noqa: E402
+from app.sessions.mirrors import WorkspaceCache  # noqa: E402
+from app.sessions.session import SessionRunner  # noqa: E402
+from tests.conftest import git_commit, git_in  # noqa: E402
+
+BUGGY_SRC = "def slug(text):\n    return text.lower().replace(' ', '_')\n"
+FIXED_SRC = "def slug(text):\n    return text.strip().lower().replace(' ', '-')\n"
+OLD_TEST = "from shop.names import slug\n\n\ndef test_lower():\n    assert slug('AB') == 'ab'\n"
+NEW_TEST = OLD_TEST + "\n\ndef test_dashes():\n    assert slug(' a b ') == 'a-b'\n"
+
+
+def history(clones: Path) -> RealBug:
+    """A project clone under ``clones`` with a buggy commit and its fix (which adds the
+    failing test), and the bug as the manifest would record it."""
+    repo = clones / "shop"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "shop" / "__init__.py").write_text("")
+    (repo / "shop" / "names.py").write_text(BUGGY_SRC)
+    (repo / "tests" / "test_names.py").write_text(OLD_TEST)
+    git_in(repo, "init", "-q", "-b", "main")
+    buggy = git_commit(repo, "names")
+    (repo / "shop" / "names.py").write_text(FIXED_SRC)
+    (repo / "tests" / "test_names.py").write_text(NEW_TEST)
+    fixed = git_commit(repo, "slug: dashes, and no spaces at the ends")
+    return RealBug(
+        id="shop-1",
+        project="shop",
+        repository="https://example.com/shop",
+        buggy=buggy,
+        fixed=fixed,
+        test_files=("tests/test_names.py",),
+        tests=("tests/test_names.py::test_dashes",),
+        files=("shop/names.py",),
+    )
+
+
+def test_a_ci_task_is_the_bug_with_the_fix_s_failing_test_and_an_issue_task_without(
+    tmp_path: Path,
+) -> None:
+    bug = history(tmp_path / "sources")
+    ci = realbugs.materialise(bug, tmp_path / "sources", tmp_path / "ci", kind="ci")
+    assert (ci / "shop" / "names.py").read_text() == BUGGY_SRC  # the bug, not the fix
+    assert (ci / "tests" / "test_names.py").read_text() == NEW_TEST  # the red check's test
+    config = yaml.safe_load((ci / ".github" / "patchwarden.yml").read_text())
+    assert config["test"].endswith("tests/test_names.py")
+    assert not (ci / ".git" / "refs" / "remotes").exists() or not any(
+        (ci / ".git" / "refs" / "remotes").iterdir()
+    )  # nothing of the project's history but the one commit
+    issue = realbugs.materialise(bug, tmp_path / "sources", tmp_path / "issue", kind="issue")
+    assert (issue / "tests" / "test_names.py").read_text() == OLD_TEST  # hidden stays hidden
+    assert realbugs.hidden_tests(bug, tmp_path / "sources") == {
+        "tests/test_names.py": NEW_TEST.encode()
+    }
+
+
+def test_a_missing_clone_says_how_to_make_it(tmp_path: Path) -> None:
+    bug = history(tmp_path / "sources")
+    with pytest.raises(realbugs.SourceMissing, match=r"git clone https://example\.com/shop"):
+        realbugs.materialise(bug, tmp_path / "elsewhere", tmp_path / "t", kind="ci")
+
+
+def test_the_split_is_a_third_by_a_fixed_hash() -> None:
+    ids = [f"p-{n}" for n in range(300)]
+    tests = [i for i in ids if realbugs.split_of(i) == "test"]
+    assert 70 <= len(tests) <= 130
+    assert [realbugs.split_of(i) for i in ids] == [realbugs.split_of(i) for i in ids]
+
+
+def test_bugsinpy_test_names_become_pytest_node_ids() -> None:
+    run = "python -m unittest -q test.test_utils.TestUtil.test_match_str\n"
+    assert build.node_ids(run, "test/test_utils.py") == [
+        "test/test_utils.py::TestUtil::test_match_str"
+    ]
+    run = "pytest tests/test_a.py::TestB::test_c\ntox tests/test_d.py::test_e\n"
+    assert build.node_ids(run, "tests/test_a.py") == [
+        "tests/test_a.py::TestB::test_c",
+        "tests/test_d.py::test_e",
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+async def test_the_task_fails_on_the_bug_and_passes_with_the_fix_in_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    bug = history(tmp_path / "sources")
+    runner = SessionRunner(
+        cache=WorkspaceCache(tmp_path / "cache"), sandbox=BwrapSandbox(state_dir=tmp_path / "sb")
+    )
+    seen = await build.verify_one(bug, tmp_path / "sources", runner, tmp_path / "work")
+    assert seen["ok"], seen
+    assert seen["buggy"]["failing"] == ["tests.test_names::test_dashes"]  # type: ignore[index]
+    assert seen["fixed"]["exit"] == 0  # type: ignore[index]
