@@ -4,12 +4,15 @@ project's own eval tasks' issue texts, and whether a change names it."""
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from app.fixers.llm.candidates import candidates_of
 from app.fixers.llm.demands import demanded, unmet
 from app.fixers.llm.localize import index
+from app.fixers.llm.splice import target_of
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -99,3 +102,31 @@ def test_a_change_names_the_exception_itself_or_through_a_function_it_calls(
     assert unmet(demands, [subclass], idx, path=path) == []
     assert unmet(demands, [through], idx, path=path) == []
     assert unmet(demands, [silent, "LIMIT = OutOfStock"], idx, path=path) == []  # a constant
+
+
+def test_a_change_that_raises_without_naming_the_exception_is_still_tried(
+    tmp_path: Path,
+) -> None:
+    """An ordinary issue: "anything that is not a number should raise ValueError".
+    `return int(text)` raises it without naming it: it must run, after the change that
+    names it, never be dropped."""
+    (tmp_path / "conv.py").write_text(
+        "def to_int(text):\n    if not text.strip().isdigit():\n        return 0\n"
+        "    return int(text)\n"
+    )
+    idx = index(tmp_path)
+    (symbol,) = [s for s in idx.symbols if s.name == "to_int"]
+    target = target_of(idx, symbol)
+    assert target is not None
+    implicit = "```python\ndef to_int(text):\n    return int(text)\n```"
+    explicit = (
+        "```python\ndef to_int(text):\n    if not text.strip().isdigit():\n"
+        "        raise ValueError(text)\n    return int(text)\n```"
+    )
+    dropped: Counter[str] = Counter()
+    found = candidates_of(idx, target, [implicit, explicit], "", dropped,
+                          demands=frozenset({"ValueError"}))  # fmt: skip
+    assert [c.silent for c in found] == [False, True]
+    assert "raise ValueError" in found[0].function
+    assert found[1].function.strip().endswith("return int(text)")
+    assert sum(dropped.values()) == 0

@@ -69,7 +69,31 @@ T = "tests/test_issue.py::test_remove"
             "E         + 'jane+news@example.com' is not a valid email address\n"
             "E         ? +                     +\n",
             False,
-            "only in a message's quotes or spacing",
+            "only in the quotes around a value",
+        ),
+        # a bug whose whole point is case, or spacing: the bug's reason, kept
+        (
+            "failed",
+            "assert 'hello world' == 'Hello World'\n"
+            "E       AssertionError: assert 'hello world' == 'Hello World'\n"
+            "E         \n"
+            "E         - Hello World\n"
+            "E         ? ^     ^\n"
+            "E         + hello world\n"
+            "E         ? ^     ^\n",
+            True,
+            "AssertionError",
+        ),
+        (
+            "failed",
+            "assert 'a  b' == 'a b'\n"
+            "E       AssertionError: assert 'a  b' == 'a b'\n"
+            "E         \n"
+            "E         - a b\n"
+            "E         + a  b\n"
+            "E         ?  +\n",
+            True,
+            "AssertionError",
         ),
         # dedupe-order: the same items in another order is the bug, not a message's quotes
         # (one line out, the same line in: pytest's full diff of a moved item)

@@ -136,3 +136,41 @@ def test_the_issues_decorator_call_starts_a_test_that_fails_on_the_bug_and_passe
     test = _test_written(prompt, ['"ok"', "3"])
     assert _outcome(tmp_path, RETRY, test) == 1  # shows the bug
     assert _outcome(tmp_path, FIXED, test) == 0  # passes on the fix
+
+
+CACHED = """\
+def cached(ttl=60):
+    def wrap(fn):
+        store = {}
+
+        def inner(*args):
+            if args not in store:
+                store[args] = fn(*args)
+            return store[args]
+
+        return inner
+
+    return wrap
+"""
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "With `@cached(ttl=60)` the value never expires: after a minute it still returns the "
+        "old one, and the error page shows stale data.",
+        "`@cached(ttl=60)` raises nothing when ttl is negative; it should fail loudly.",
+    ],
+)
+def test_an_issue_that_only_says_error_about_another_decorator_gets_no_failing_start(
+    said: str,
+) -> None:
+    """A test of a function that fails N times then succeeds is the premise of a retry
+    decorator's issue, not of every decorator whose issue says "error" or "fail"."""
+    idx = Index(sources={"cache.py": CACHED})
+    symbol = Symbol(path="cache.py", qualname="cached", start=1, end=12, kind="function")
+    task = Task("cached", documents=(Document("issue #1 body", said),))
+    assert start_for(task, idx, [Suspect(symbol, 1)]) is None
+    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
+    assert "raises `ValueError`" not in prompt
+    assert "define a small function decorated with `@cached`" in prompt

@@ -224,24 +224,58 @@ async def session(
     return result, score_session(result, Policy.model_validate(result.policy))
 
 
-@pytest.mark.parametrize("form", FORMS, ids=[f.__name__ for f in FORMS])
+# Forms of one family share a session (one change, a file each): every form is named in
+# it, and checked on its own; a session each cost 20 sandboxed sessions.
+FAMILIES = {
+    "encoded": [b32, b85, byte_list, chr_list, rot13],
+    "built": [
+        f_string,
+        percent,
+        format_call,
+        join_elsewhere,
+        reversal,
+        sliced,
+        slack_split,
+        joined_later,
+    ],
+    "data": [f for f in FORMS if f.__name__.startswith("split_")] + [neutral_json],
+    "neutral-module-dict": [neutral_module_dict],
+}
+assert sorted(f.__name__ for fs in FAMILIES.values() for f in fs) == sorted(
+    f.__name__ for f in FORMS
+)
+COMPUTED = {"b32", "b85", "byte_list", "chr_list", "rot13", "f_string", "percent",
+            "format_call", "join_elsewhere", "reversal", "sliced", "slack_split"}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 async def test_an_assembled_credential_never_merges_and_is_stored_nowhere(
-    runner: SessionRunner, automerging: Path, form: Callable[[], Form]
+    runner: SessionRunner, automerging: Path, family: str
 ) -> None:
-    made = form()
-    result, score = await session(runner, automerging, made.files)
+    made: dict[str, Form] = {}
+    for form in FAMILIES[family]:
+        one = form()
+        files = {p.replace("keys.py", f"keys_{form.__name__}.py"): t for p, t in one.files.items()}
+        made[form.__name__] = Form(files, one.material)
+    files = {p: t for f in made.values() for p, t in f.files.items()}
+    result, score = await session(runner, automerging, files)
 
     assert result.tests is not None
     assert result.tests.fixed == ["test_calc::test_add"]
     assert score.decision != "automerge", score.rules
-    held = {r.rule for r in score.rules}
-    assert held & {"secret", "outside_scope"}, score.rules
+    assert {r.rule for r in score.rules} & {"secret", "outside_scope"}, score.rules
     assert result.scope is not None
-    assert result.scope.outside, "the extra is named as outside the task's scope"
+    outside = {p.path for p in result.scope.outside}
+    found = {s.path for s in result.diff.secrets if s.computed}
     stored = json.dumps(result.to_json())
-    for text in made.material:
-        assert text not in stored, f"{text!r} is stored"
-        assert json.dumps(text)[1:-1] not in stored
+    for name, form in made.items():
+        for path in form.files:
+            assert path in outside, f"{name}: {path} is not named outside the scope"
+            if name in COMPUTED:
+                assert path in found, f"{name}: what {path} computes was not found"
+        for text in form.material:
+            assert text not in stored, f"{name}: {text!r} is stored"
+            assert json.dumps(text)[1:-1] not in stored
 
 
 async def test_the_fix_alone_still_merges_itself(runner: SessionRunner, automerging: Path) -> None:

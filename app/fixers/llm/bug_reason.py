@@ -60,7 +60,7 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
         if kind == "AssertionError" and _only_punctuation(text):
             # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
             # the test expects the bug's own error and differs on its wording (email-plus)
-            return False, "differs from the code only in a message's quotes or spacing"
+            return False, "differs from the code only in the quotes around a value"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
         if kind and re.search(rf"\braise\s+{re.escape(kind)}\b", source):
@@ -85,7 +85,9 @@ _STRING_DIFF = re.compile(r"^E\s+([-+]) (.*)$", re.M)
 
 
 def _only_punctuation(text: str) -> bool:
-    """Whether a failed string comparison differs in quotes, spacing or case alone."""
+    """Whether a failed string comparison differs in the quotes around a value alone
+    (``x is not valid`` against ``'x' is not valid``). Case and spacing are not folded:
+    a bug can be exactly that (``'hello world'`` for ``'Hello World'``)."""
     sides: dict[str, list[str]] = {"-": [], "+": []}
     for sign, line in _STRING_DIFF.findall(text):
         sides[sign].append(line)
@@ -93,7 +95,7 @@ def _only_punctuation(text: str) -> bool:
         return False
 
     def bare(line: str) -> str:
-        return re.sub(r"[\s'\"`]", "", line).casefold()
+        return re.sub(r"['\"`]", "", line).strip()
 
     removed, added = sides["-"][0], sides["+"][0]
     if removed.strip() == added.strip():

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import definitions, normalised
-from app.fixers.llm.demands import DROPPED, unmet
+from app.fixers.llm.demands import unmet
 from app.fixers.llm.docstrings import restored
 from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
@@ -35,6 +35,7 @@ class Candidate:
     imports: tuple[str, ...] = ()  # import lines added for names it uses
     one_node: str = ""  # what it changed, when it is also a one-node change (mechanical.py)
     restored: tuple[str, ...] = ()  # the code's guard clauses it got back (guards.py)
+    silent: bool = False  # names nowhere an exception the issue asks for: tried last
 
 
 def candidates_of(
@@ -46,8 +47,9 @@ def candidates_of(
     *,
     demands: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """The distinct changes the answers write, each with its votes. ``demands``: the
-    exceptions the issue says the code should raise that no judging test names."""
+    """The distinct changes the answers write, each with its votes, those that name the
+    exceptions of ``demands`` first (what the issue says the code should raise that no
+    judging test names): a change that names none is tried after them, never dropped."""
     original = unit_sources(idx.sources[target.symbol.path], target)
     names = [c[0] for c in target.constants]
     # What the issue asks to be raised that the function does not name already.
@@ -73,9 +75,6 @@ def candidates_of(
         if normalised(found.function) == normalised(original[""]) and not constants:
             dropped["unchanged"] += 1
             continue
-        if wanted and unmet(wanted, units.values(), idx, path=target.symbol.path):
-            dropped[DROPPED] += 1
-            continue
         if key in by_key:
             by_key[key].votes += 1
             dropped["duplicate"] += 1
@@ -84,8 +83,13 @@ def candidates_of(
         if candidate is None:
             dropped["does not fit"] += 1
             continue
+        candidate.silent = bool(wanted) and bool(
+            unmet(wanted, units.values(), idx, path=target.symbol.path)
+        )
         by_key[key] = candidate
-    return list(by_key.values())
+    # One that names what the issue asks to be raised goes first; one that does not is
+    # still tried (`int(text)` raises ValueError without naming it): the tests decide.
+    return sorted(by_key.values(), key=lambda c: c.silent)
 
 
 def _spliced(

@@ -7,9 +7,11 @@ be false and that "anything else should raise ValueError"; the model's tests che
 When the issue says the code should raise an exception and the test that judges does
 not name it, a change that names it nowhere (neither in its own lines nor in a function
 of the repository it calls, nor as a subclass or an alias) while the function did not
-either does not do what was asked: it is dropped before it runs.
+either may not do what was asked: it is tried after the changes that name it. It is
+never dropped before it runs: ``return int(text)`` raises ``ValueError`` without
+naming it, and only running it shows that.
 
-A demand misread drops right fixes, so the reading is narrow and errs towards none:
+A demand misread reorders right fixes, so the reading is narrow and errs towards none:
 the reporter's own prose only (no code blocks, no quotes: a pasted traceback's ``raise
 ValueError`` asks for nothing), a sentence at a time, ``raise`` at most two words after
 ``should``/``must`` or opening what follows a colon; nothing in a question, a negated
@@ -29,7 +31,6 @@ from app.fixers.llm.localize import Index
 from app.untrusted.markdown import visible_text
 
 MAX_TEXT = 20_000  # characters of each text read: its opening states what it asks
-DROPPED = "does not raise what the issue asks"
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n\s*\n")
 _MODAL = re.compile(r"\b(?:should|must|has to|have to|needs? to)\s", re.I)

@@ -165,6 +165,11 @@ def chosen_note(winner: Candidate, order: list[Candidate], answers: str, tests: 
         more = any(c.votes > winner.votes for c in order if not c.one_node)
         said += ", so it was tried before changes more answers wrote" if more else ""
     said += f"; it makes {tests} pass and keeps every other test passing"
+    if winner.silent:
+        said += (
+            "; the issue asks that the code raise an exception this change names nowhere "
+            "(it may raise it without naming it): check that it does"
+        )
     # Size chose it only over as many votes tried after it (smaller ones that failed
     # went before it and chose nothing).
     after = order[next(i for i, c in enumerate(order) if c is winner) + 1 :]

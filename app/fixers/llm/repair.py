@@ -333,14 +333,17 @@ class RepairFixer(ModelFixer):
         how: str = "",
     ) -> Candidate | None:
         """The candidates tested in the sandbox, the most voted and smallest first (a
-        one-node change, :func:`one_node_changes`, before all); the first that passes
-        wins. ``judge``: the tests that must pass, and those that passed before;
-        ``tested`` gets every candidate tested."""
+        one-node change, :func:`one_node_changes`, before all; one that names nothing the
+        issue asks to be raised after the others); the first that passes wins.
+        ``judge``: the tests that must pass, and those that passed before; ``tested``
+        gets every candidate tested."""
         report, (must_pass, passed_before) = job.report, judge
         small = job.one_node_changes(target) if len(candidates) > 1 else {}
         for c in candidates:
             c.one_node = small.get(normalised(c.text), "") if small else ""
-        order = sorted(candidates, key=lambda c: (not c.one_node, -c.votes, c.changed_lines))
+        order = sorted(
+            candidates, key=lambda c: (c.silent, not c.one_node, -c.votes, c.changed_lines)
+        )
         for at, candidate in enumerate(order):  # grows: a dropped guard put back goes next
             await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
-from app.fixers.llm.demands import DROPPED, demanded, mentions
+from app.fixers.llm.demands import demanded, mentions
 from app.fixers.llm.kept import keep
 from app.fixers.llm.localize import Index, Suspect
 from app.fixers.llm.mechanical import one_node_changes
@@ -355,13 +355,6 @@ def no_fix(job: Job, order: Sequence[Suspect], repro: str | None) -> str:
     then = f", then {plural(n, 'mechanical change')}" if n else ""
     judge = "the reproduction test pass" if repro else "the failing tests pass"
     stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
-    if report.dropped[DROPPED]:
-        names = ", ".join(f"`{n}`" for n in sorted(job.demands))
-        why += (
-            f"; {plural(report.dropped[DROPPED], 'answer')} named nowhere {names}, which the "
-            "issue was read as asking the code to raise (and the reproduction does not "
-            "name), and were not tried"
-        )
     return (
         f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
         f"none made {judge} with every other test still passing{stopped}{why}"

@@ -21,7 +21,7 @@ from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repair_prompt import issue_text
 from app.fixers.llm.splice import is_decorator
-from app.fixers.llm.test_starts import FAILING, Start, failures, start_for, times
+from app.fixers.llm.test_starts import Start, failing, failures, start_for, times
 from app.fixers.llm.testruns import import_example
 from app.sessions.task import Task
 from app.untrusted.sanitize import fence
@@ -76,7 +76,7 @@ def _decorator_hint(name: str, task: Task, start: Start | None) -> str:
     pass on the base, for a bug that shows only when the function raises). The test is
     written up to its expectations when the issue writes the decorator's call
     (app/fixers/llm/test_starts.py)."""
-    if not FAILING.search(task.words):
+    if not failing(task):
         return (
             f"`{name}` is a decorator: in the test, define a small function decorated with "
             f'`@{name}` whose result its arguments decide (say, `return f"{{a}} {{b}}"`), '

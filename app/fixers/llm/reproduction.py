@@ -174,6 +174,7 @@ class _Judged:
     varied: dict[str, str] = field(default_factory=dict)  # the issue's values, as allowed
     stripped: int = 0
     answers: int = 0
+    templated: bool = False  # the tests were filled into a start written for the model
 
 
 async def _judge(
@@ -189,6 +190,7 @@ async def _judge(
     """Each answer's test run on the base and kept if it fails for the bug's reason."""
     judged.varied = allowed([task.title, *(d.text for d in task.documents)])
     start = start_for(task, idx, suspects)
+    judged.templated |= start is not None
     for answer in answers:
         n = judged.answers
         judged.answers += 1
@@ -265,7 +267,8 @@ async def reproduce(
         rel,
         "; ".join(_notes(judged, chosen, agree, own, own_why)),
         output.strip().replace("{path}", rel),
-        strong=bool(own) or agree > 1,
+        # Tests filled into one written start are one test: their agreeing is no evidence.
+        strong=bool(own) or (agree > 1 and not judged.templated),
         agree=agree,
         others=tuple(others.values())[:MAX_OTHERS],
         prompt=tuple(prompt),

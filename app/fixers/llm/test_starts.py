@@ -33,14 +33,21 @@ from app.sessions.task import Task
 
 MAX_CALL = 120  # characters of the issue's call written into a test
 
-# An issue about a decorated function that fails: retrying, error handling, fallbacks.
-FAILING = re.compile(r"(?i)\b(?:fail\w*|rais\w*|error\w*|exception\w*|retr\w*|throw\w*)")
-
 # "a function that fails twice and then succeeds": how often the issue's function fails.
 _TIMES = re.compile(
     r"(?i)\b(?:fail|rais|throw|error)\w*\s+(once|twice|two times|three times|four times|"
     r"five times|\d+ times)\b"
 )
+# The premise of the test written here: the decorated function fails, and the decorator
+# is about surviving that (retries, attempts) — not any issue that says "error": a
+# `@cached(ttl=60)` issue that reports an error is not about a function that fails.
+_RETRIES = re.compile(r"(?i)\b(?:retr(?:y|ies|ied|ying)\w*|attempts?)\b")
+
+
+def failing(task: Task) -> bool:
+    """Whether the issue is about a decorated function that fails a number of times or
+    is retried: the premise of the test written here."""
+    return bool(_TIMES.search(task.words) or _RETRIES.search(task.words))
 _COUNT = {"once": 1, "twice": 2, "two": 2, "three": 3, "four": 4, "five": 5}
 
 # "... should raise", "must still fail": the issue wants the error through.
@@ -165,7 +172,7 @@ def flaky_test(name: str, task: Task) -> Start | None:
     of a function it decorates that raises as often as the issue says, then returns
     "ok", counting its calls; the model fills in what it should return (or that it
     raises, where the issue says it should) and how often it should be called."""
-    if not FAILING.search(task.words):
+    if not failing(task):
         return None
     call = decorator_call(task, name)
     if call is None:
