@@ -182,9 +182,7 @@ def lint(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(
-        fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw}
-    )
+    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
 
 
 def test_an_earned_kind_merges_itself_and_the_score_says_why() -> None:

@@ -156,9 +156,7 @@ def verification(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(
-        fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw}
-    )
+    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
 
 
 def scored(
