@@ -48,6 +48,8 @@ def failing(task: Task) -> bool:
     """Whether the issue is about a decorated function that fails a number of times or
     is retried: the premise of the test written here."""
     return bool(_TIMES.search(task.words) or _RETRIES.search(task.words))
+
+
 _COUNT = {"once": 1, "twice": 2, "two": 2, "three": 3, "four": 4, "five": 5}
 
 # "... should raise", "must still fail": the issue wants the error through.
