@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import tarfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,12 +43,16 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "bugs.json"
+ISSUES = HERE / "issues.json"  # the issue texts, apart: written by hand, merged on load
 Kind = Literal["ci", "issue"]
 Split = Literal["dev", "test"]
 TEST_SHARE = 3  # one bug in three goes to the test split
 TEST_COMMAND = "python -m pytest -q -p no:cacheprovider"
 AUTHOR = ("Maintainer", "maintainer@example.com")
 GIT = shutil.which("git") or "/usr/bin/git"
+
+
+_FROM_ISSUES = frozenset(("kinds", "issue_title", "issue_text", "issue_source"))
 
 
 class SourceMissing(SystemExit):
@@ -79,7 +83,8 @@ class RealBug:
         return split_of(self.id)
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items()}
+        """The manifest's entry: the issue's text and the kinds live in issues.json."""
+        data = {k: v for k, v in self.__dict__.items() if k not in _FROM_ISSUES}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
     @classmethod
@@ -94,10 +99,34 @@ def split_of(bug_id: str) -> Split:
     return "test" if digest % TEST_SHARE == 0 else "dev"
 
 
-def load(path: Path = MANIFEST, *, verified_only: bool = True) -> list[RealBug]:
-    """The bugs of the manifest (only those verified on Python 3.11, by default)."""
+def load(
+    path: Path = MANIFEST, *, verified_only: bool = True, issues: Path | None = None
+) -> list[RealBug]:
+    """The bugs of the manifest (only those verified on Python 3.11, by default), each
+    with its issue text where ``issues.json`` has one (an ``issue`` task then too)."""
     bugs = [RealBug.of(item) for item in json.loads(path.read_text())["bugs"]]
+    texts = issue_texts(issues or path.parent / ISSUES.name)
+    bugs = [_with_issue(b, texts[b.id]) if b.id in texts else b for b in bugs]
     return [b for b in bugs if b.verified.get("ok")] if verified_only else bugs
+
+
+def issue_texts(path: Path = ISSUES) -> dict[str, dict[str, str]]:
+    """``issues.json``: by bug id, the issue a user filed (``title``, ``text``, and its
+    ``source``: the project's own issue, or "written from the test")."""
+    if not path.exists():
+        return {}
+    return {k: v for k, v in json.loads(path.read_text())["issues"].items()}
+
+
+def _with_issue(bug: RealBug, issue: dict[str, str]) -> RealBug:
+    kinds: tuple[Kind, ...] = ("ci", "issue")
+    return replace(
+        bug,
+        kinds=kinds,
+        issue_title=issue["title"],
+        issue_text=issue["text"],
+        issue_source=issue["source"],
+    )
 
 
 def save(bugs: Sequence[RealBug], path: Path = MANIFEST) -> None:

@@ -150,8 +150,7 @@ def collect(bugsinpy: Path) -> list[RealBug]:
             )
             old = known.get(bug.id)
             if old is not None:
-                keep = ("kinds", "issue_title", "issue_text", "issue_source", "verified")
-                bug = replace(bug, **{k: getattr(old, k) for k in keep})
+                bug = replace(bug, verified=old.verified)
                 if old.setup != SETUP[project] and old.verified.get("ok"):
                     bug = replace(bug, setup=old.setup)  # what it was verified with
             bugs.append(bug)
