@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -48,6 +49,7 @@ Kind = Literal["ci", "issue"]
 Split = Literal["dev", "test"]
 TEST_SHARE = 3  # one bug in three goes to the test split
 TEST_COMMAND = "python -m pytest -q -p no:cacheprovider"
+_TEST_SIDE = re.compile(r"(?:^|/)tests?/")
 AUTHOR = ("Maintainer", "maintainer@example.com")
 GIT = shutil.which("git") or "/usr/bin/git"
 
@@ -217,11 +219,14 @@ def materialise(bug: RealBug, sources: Path, dest: Path, *, kind: Kind) -> Path:
 
 
 def hidden_tests(bug: RealBug, sources: Path) -> dict[str, bytes]:
-    """The fix's versions of the failing tests' files: what decides whether a change
-    fixed the bug."""
+    """The fix's versions of the failing tests' files, and of every file the fix adds or
+    changes under a test folder (the data its tests read): what decides whether a
+    change fixed the bug."""
     clone = source_of(bug, sources)
+    changed = _git(clone, "diff", "--name-only", "--diff-filter=AM", bug.buggy, bug.fixed)
+    side = [p for p in changed.decode().splitlines() if _TEST_SIDE.search(p)]
     found = {}
-    for path in bug.test_files:
+    for path in sorted({*bug.test_files, *side}):
         text = file_at(clone, bug.fixed, path)
         if text is None:
             raise RuntimeError(f"{bug.id}: {path} is not in the fix {bug.fixed[:12]}")

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,6 +86,7 @@ SETUP: dict[str, tuple[str, ...]] = {
 _UNITTEST = re.compile(r"python -m unittest(?: -q)? ([\w.]+)")
 _PYTEST = re.compile(r"(?:pytest|tox)\s+(\S+::\S+|\S+\.py)")
 _PATCHED = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
+_TEST_PATH = re.compile(r"(?:^|/)tests?/")
 
 
 def _show(repo: Path, path: str) -> str:
@@ -107,17 +109,21 @@ def _names(repo: Path, folder: str) -> list[str]:
     return done.stdout.split()
 
 
-def node_ids(run_test: str, test_file: str) -> list[str]:
+def node_ids(run_test: str, test_files: Sequence[str]) -> list[str]:
     """``run_test.sh``'s tests as pytest node ids: ``python -m unittest
-    test.test_utils.TestUtil.test_x`` is ``test/test_utils.py::TestUtil::test_x``."""
+    test.test_utils.TestUtil.test_x`` is ``test/test_utils.py::TestUtil::test_x`` (the
+    test file whose module the dotted name starts with)."""
     found: list[str] = []
     for line in run_test.splitlines():
         m = _UNITTEST.search(line)
         if m:
-            module = test_file.removesuffix(".py").replace("/", ".")
             dotted = m.group(1)
-            rest = dotted.removeprefix(module + ".") if dotted.startswith(module) else ""
-            found.append("::".join([test_file, *rest.split(".")]) if rest else test_file)
+            for test_file in test_files:
+                module = test_file.removesuffix(".py").replace("/", ".")
+                if dotted == module or dotted.startswith(module + "."):
+                    rest = dotted.removeprefix(module).lstrip(".")
+                    found.append("::".join([test_file, *rest.split(".")]) if rest else test_file)
+                    break
             continue
         m = _PYTEST.search(line)
         if m:
@@ -134,9 +140,12 @@ def collect(bugsinpy: Path) -> list[RealBug]:
         for number in sorted(_names(bugsinpy, f"projects/{project}/bugs"), key=int):
             folder = f"projects/{project}/bugs/{number}"
             info = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', _show(bugsinpy, f"{folder}/bug.info")))
-            test_files = [t.strip() for t in info.get("test_file", "").split(";") if t.strip()]
-            tests = node_ids(_show(bugsinpy, f"{folder}/run_test.sh"), test_files[0])
+            named = [t.strip() for t in info.get("test_file", "").split(";") if t.strip()]
+            tests = node_ids(_show(bugsinpy, f"{folder}/run_test.sh"), named)
             patched = {b for _, b in _PATCHED.findall(_show(bugsinpy, f"{folder}/bug_patch.txt"))}
+            # The fix's test side: the files BugsInPy names and what the fix changes under a
+            # test folder (data files the tests read)
+            test_files = sorted({*named, *(p for p in patched if _TEST_PATH.search(p))})
             bug = RealBug(
                 id=f"{project}-{number}",
                 project=project,

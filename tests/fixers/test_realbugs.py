@@ -41,6 +41,8 @@ def history(clones: Path) -> RealBug:
     buggy = git_commit(repo, "names")
     (repo / "shop" / "names.py").write_text(FIXED_SRC)
     (repo / "tests" / "test_names.py").write_text(NEW_TEST)
+    (repo / "tests" / "data").mkdir()
+    (repo / "tests" / "data" / "names.txt").write_text("a-b\n")  # the fix's test data
     fixed = git_commit(repo, "slug: dashes, and no spaces at the ends")
     return RealBug(
         id="shop-1",
@@ -69,8 +71,11 @@ def test_a_ci_task_is_the_bug_with_the_fix_s_failing_test_and_an_issue_task_with
     issue = realbugs.materialise(bug, tmp_path / "sources", tmp_path / "issue", kind="issue")
     assert (issue / "tests" / "test_names.py").read_text() == OLD_TEST  # hidden stays hidden
     assert realbugs.hidden_tests(bug, tmp_path / "sources") == {
-        "tests/test_names.py": NEW_TEST.encode()
+        "tests/data/names.txt": b"a-b\n",
+        "tests/test_names.py": NEW_TEST.encode(),
     }
+    assert (ci / "tests" / "data" / "names.txt").exists()  # the red check's data too
+    assert not (issue / "tests" / "data").exists()
 
 
 def test_a_missing_clone_says_how_to_make_it(tmp_path: Path) -> None:
@@ -88,11 +93,11 @@ def test_the_split_is_a_third_by_a_fixed_hash() -> None:
 
 def test_bugsinpy_test_names_become_pytest_node_ids() -> None:
     run = "python -m unittest -q test.test_utils.TestUtil.test_match_str\n"
-    assert build.node_ids(run, "test/test_utils.py") == [
+    assert build.node_ids(run, ["test/data/x.json", "test/test_utils.py"]) == [
         "test/test_utils.py::TestUtil::test_match_str"
     ]
     run = "pytest tests/test_a.py::TestB::test_c\ntox tests/test_d.py::test_e\n"
-    assert build.node_ids(run, "tests/test_a.py") == [
+    assert build.node_ids(run, ["tests/test_a.py"]) == [
         "tests/test_a.py::TestB::test_c",
         "tests/test_d.py::test_e",
     ]
