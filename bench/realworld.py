@@ -19,7 +19,8 @@ steps:
 - ``overhead``: wall minus one run of the project's own tests: what Patchwarden adds to
   what a maintainer would wait for anyway;
 - ``contain``: the containment step after verification (the changed modules imported in
-  the sandbox, both trees side by side, their values scanned: app/sessions/contain.py).
+  the sandbox, both trees side by side, their values scanned: app/sessions/contain.py);
+  0 for the lint fixer, whose changes are not contained (no model writes them).
 
 Target: overhead ≤ 10 s, median over the projects, with a cached environment.
 """

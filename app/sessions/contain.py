@@ -1,14 +1,16 @@
 """Containment, after verification: the change's scope, and what its modules compute.
 
 Detectors read what a change writes; they cannot read every way it could build a
-string (docs/security.md#containment). Two checks close the class instead:
+string (docs/security.md#containment). Two checks close the class instead, for a
+change no fixer of ``NO_MODEL`` wrote (a model's, or an unknown fixer's; the others
+write nothing new: an autofix, a revert of history, a version raised):
 
-1. **Scope** (:mod:`app.sessions.scope`), for a change no fixer of ``NO_MODEL`` wrote:
-   each changed place the task does not explain. The functions implicated are the
-   fixer's own localisation's, the ones the task names as code, and — only when a
-   changed function is not yet explained — the ones the tests that show the fix reach
-   on the base tree (run with the :mod:`patchwarden_tests
-   <app.sessions.probes.patchwarden_tests>` plugin, the patch's test files in place).
+1. **Scope** (:mod:`app.sessions.scope`): each changed place the task does not
+   explain. The functions implicated are the fixer's own localisation's, the ones the
+   task names as code, and — only when a changed function is not yet explained — the
+   ones the tests that show the fix reach on the base tree (run with the
+   :mod:`patchwarden_tests <app.sessions.probes.patchwarden_tests>` plugin, the
+   patch's test files in place).
 2. **Module values**: each changed Python module of the patched tree, and of the base,
    imported in the sandbox (:mod:`module_values
    <app.sessions.probes.module_values>`), and every string its module level holds
@@ -91,29 +93,30 @@ async def contain(
     commands: RepoCommands,
     policy: Policy,
 ) -> Contained:
-    """Both checks of the module docstring, for the session's change: the module
-    values first (a constant whose value was computed and scanned can be in scope)."""
+    """Both checks of the module docstring, for the change of a fixer that is not one
+    of ``NO_MODEL`` (those write nothing new: an autofix, a revert of history, a
+    version raised): the module values first (a constant whose value was computed and
+    scanned can be in scope), then the scope."""
+    out = Contained()
+    if fix.fixer in NO_MODEL:
+        return out
     classifier = Classifier(policy)
     changes = [_read(f.path, f.old_path, f.status, trees, classifier) for f in diff.files]
-    out = Contained()
     out.modules, out.secrets, found_in = await _module_values(
         verifier, trees, changes, policy, out.steps
     )
     for change in changes:
         if change.path in found_in:
             out.known += material(_added(change))
-    if fix.fixer not in NO_MODEL:
-        computed = set(out.modules.imported) if out.modules is not None else set()
-        out.scope = await _scope(
-            verifier, trees, task, fix, changes, tests, commands, out, computed
-        )
-        outside_files = {p.path for p in out.scope.outside}
-        examples = credentials.allow_list(tuple(policy.secrets.allow))
-        for change in changes:
-            if change.path in outside_files:
-                found = opaque_values(_added(change))
-                out.opaque += [v for v in found if not credentials.allowed(v, examples)]
     out.known += [v for _, v in found_in.values()]
+    computed = set(out.modules.imported) if out.modules is not None else set()
+    out.scope = await _scope(verifier, trees, task, fix, changes, tests, commands, out, computed)
+    outside_files = {p.path for p in out.scope.outside}
+    examples = credentials.allow_list(tuple(policy.secrets.allow))
+    for change in changes:
+        if change.path in outside_files:
+            found = opaque_values(_added(change))
+            out.opaque += [v for v in found if not credentials.allowed(v, examples)]
     return out
 
 
