@@ -4,9 +4,10 @@ For an ``alert`` job (a check failed on the default branch) the session's base i
 failing commit. Then:
 
 1. **Reproduce.** The check's test command (``revert.checks`` in the repository's
-   config, else its test command) runs ``revert.reruns`` times on the failing commit.
-   The failure is *which tests fail*: the ids that fail or error in every run (from the
-   JUnit report any pytest writes). Failing some of the time is a flaky test and ends
+   config, else its test command) runs ``revert.reruns`` times on the failing commit
+   (after the first, only the tests that failed in it). The failure is *which tests
+   fail*: the ids that fail or error in every run (from the JUnit report any pytest
+   writes). Failing some of the time is a flaky test and ends
    the job (``final``: no other fixer is tried); never failing means there is nothing
    to revert. A command with no per-test report falls back to its exit status.
 2. **Last good commit.** The caller's (``Task.good``, e.g. the last green check), or
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -224,7 +226,11 @@ class _Search:
         self.envs[self.bad] = self.base_env
         if self.base_env is not None:
             self._place_generated(self.base_env)
-        results = [await self._tests(self.bad, name="reproduce") for _ in range(runs)]
+        results = [await self._tests(self.bad, name="reproduce")]
+        if results[0][0].counts is not None and _bad_ids(results[0][0]):
+            self._select(_bad_ids(results[0][0]))  # the runs after: the failing tests only
+        results += [await self._tests(self.bad, name="reproduce") for _ in range(runs - 1)]
+        self.selection = None
         reported = all(r.counts is not None for r, _ in results)
         failing_runs = [r for r, done in results if (_bad_ids(r) if reported else not done.ok)]
         where = f"on {self.bad[:12]}"
@@ -258,11 +264,14 @@ class _Search:
             shown = ", ".join(sorted(self.target)[:3])
             more = f" and {len(self.target) - 3} more" if len(self.target) > 3 else ""
             self.log.append(f"# failing on {self.bad}: {shown}{more}")
-            # A probe's verdict reads only these tests: the others need not run.
-            folder = self.ws.workspace.root / "bisect-selection"
-            folder.mkdir(exist_ok=True)
-            self.selection = selecting(self.target, folder)
-            self.ws.sandbox.prepare_writable(folder)
+            self._select(self.target)  # a probe's verdict reads only these tests
+
+    def _select(self, ids: Iterable[str]) -> None:
+        """The test runs from now on run only ``ids`` (pytest deselects the others)."""
+        folder = self.ws.workspace.root / "bisect-selection"
+        folder.mkdir(exist_ok=True)
+        self.selection = selecting(ids, folder)
+        self.ws.sandbox.prepare_writable(folder)
 
     async def _last_good(self, given: str | None) -> str:
         history = await self._first_parents()

@@ -84,7 +84,7 @@ async def test_the_culprit_finder_blames_the_breaking_commit(
     project: Project, realworld_runner: SessionRunner, tmp_path: Path
 ) -> None:
     repo = tmp_path / project.name
-    shas = breaking_history(project, repo, commits=15, breaks_at=9)
+    shas = breaking_history(project, repo, commits=10, breaks_at=6)
     spec = SessionSpec(
         remote=Remote(f"real/{project.name}", str(repo)),
         task=Task("tests fail on main", kind="alert", check="tests"),
@@ -93,7 +93,7 @@ async def test_the_culprit_finder_blames_the_breaking_commit(
 
     assert result.fix is not None
     assert result.fix.culprit is not None, (result.error, result.fix.reason)
-    assert result.fix.culprit.sha == shas[9], result.fix.culprit.bisect_log
+    assert result.fix.culprit.sha == shas[6], result.fix.culprit.bisect_log
     assert result.status == "patched", result.error
     assert result.tests is not None
     assert result.tests.fixed, "the revert makes the failing tests pass"
