@@ -42,10 +42,11 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import realbugs  # bench/realbugs: real bugs of real projects' histories
 from procstat import log
 
 from app.config import Settings, load_settings
@@ -59,7 +60,7 @@ from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import SessionRunner
 from app.sessions.task import Document, SessionSpec, Task
-from app.sessions.verify import repo_test_command, tree_mounts
+from app.sessions.verify import Verifier, repo_test_command, tree_mounts
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -90,6 +91,18 @@ class EvalTask:
     # the repository, and the edits that put the bug in, (file, old text, new text).
     project: str | None = None
     bug: tuple[tuple[str, str, str], ...] = ()
+    # A real bug of a real project's history (bench/realbugs), built from the clone of
+    # its project under ``sources``.
+    realbug: realbugs.RealBug | None = None
+    sources: Path | None = None
+
+    @property
+    def set(self) -> str:
+        """The task set: ``bench`` and ``real`` (the development set), ``realbugs:dev``
+        or ``realbugs:test``."""
+        if self.realbug is not None:
+            return f"realbugs:{self.realbug.split}"
+        return "real" if self.project is not None else "bench"
 
     def files(self, part: str) -> dict[str, str]:
         top = self.folder / part
@@ -125,10 +138,40 @@ def load_tasks(folder: Path = TASKS, names: list[str] | None = None) -> list[Eva
     return tasks
 
 
+def load_realbugs(
+    sources: Path, *, split: str, limit: int | None = None, manifest: Path = realbugs.MANIFEST
+) -> list[EvalTask]:
+    """The verified real bugs of ``split`` (``dev``, ``test`` or ``all``) as tasks: a
+    ``ci`` task each, and an ``issue`` task for those with an issue text. ``limit``
+    keeps the first bugs in a fixed order (a hash of the id), for a subset that does not
+    change as the manifest grows."""
+    bugs = [b for b in realbugs.load(manifest) if split == "all" or b.split == split]
+    bugs.sort(key=lambda b: realbugs.order_key(b.id))
+    tasks = []
+    for bug in bugs[:limit]:
+        for kind in bug.kinds:
+            title, text = realbugs.task_text(bug, kind)
+            tasks.append(
+                EvalTask(
+                    name=f"{bug.id}.{kind}",
+                    title=title,
+                    issue=text,
+                    difficulty=bug.project,
+                    kind=kind,
+                    folder=sources / bug.project,
+                    realbug=bug,
+                    sources=sources,
+                )
+            )
+    return tasks
+
+
 def reference_fix(task: EvalTask) -> list[Reply]:
     """What the scripted model answers for ``task``, as the agent is asked to work: a
     test that reproduces the bug (the hidden test's text, under another name), run;
     the reference fix as whole-file edits; the tests; finish."""
+    if task.realbug is not None:
+        return _realbug_fix(task.realbug, task.sources or Path())
     base = task.files("repo") if task.project is None else {}
     (hidden,) = task.files("hidden").values()
     repro = f"tests/test_reproduce_{task.name.replace('-', '_')}.py"
@@ -148,6 +191,24 @@ def reference_fix(task: EvalTask) -> list[Reply]:
     return replies
 
 
+def _realbug_fix(bug: realbugs.RealBug, sources: Path) -> list[Reply]:
+    """A real bug's reference answer: the fix commit's versions of the files it changes
+    (no test of its own: on an ``issue`` task the policy holds such a change, so the
+    harness check is the ``ci`` task)."""
+    clone = realbugs.source_of(bug, sources)
+    replies = [tool("list_files", path=".")]
+    for path in bug.files:
+        old = realbugs.file_at(clone, bug.buggy, path)
+        new = realbugs.file_at(clone, bug.fixed, path)
+        if new is None:
+            continue  # the fix deletes it: the agent's tools do not
+        if old is None:
+            replies.append(tool("create_file", path=path, content=new.decode()))
+        else:
+            replies.append(tool("edit", path=path, old=old.decode(), new=new.decode()))
+    return [*replies, tool("run_tests"), tool("finish", summary=f"the fix of {bug.id}")]
+
+
 def _git(repo: Path, *args: str) -> bytes:
     done = subprocess.run(
         [GIT, *args], cwd=repo, env=git_env(repo), capture_output=True, check=True
@@ -156,6 +217,8 @@ def _git(repo: Path, *args: str) -> bytes:
 
 
 def make_repo(task: EvalTask, path: Path) -> Path:
+    if task.realbug is not None:
+        return realbugs.materialise(task.realbug, task.sources or Path(), path, kind=task.kind)  # type: ignore[arg-type]
     if task.project is not None:
         return make_real_repo(task, path)
     for rel, text in task.files("repo").items():
@@ -192,6 +255,8 @@ def at_fault(task: EvalTask) -> set[str]:
     or that read a module constant it changes; for a real-project task, those holding the
     bug's edit."""
     found: set[str] = set()
+    if task.realbug is not None:
+        return _changed_units(task.realbug, task.sources or Path())
     if task.project is not None:
         tree = Path(tempfile.mkdtemp(prefix="at-fault-"))
         try:
@@ -216,6 +281,26 @@ def at_fault(task: EvalTask) -> set[str]:
         for name, (_, _, _, reads) in before.items():
             if not name.startswith("=") and (name in changed or reads & constants):
                 found.add(name)
+    return found
+
+
+def _changed_units(bug: realbugs.RealBug, sources: Path) -> set[str]:
+    """The functions and module constants (``=NAME``) a real bug's fix changes."""
+    clone = realbugs.source_of(bug, sources)
+    found: set[str] = set()
+    for path in bug.files:
+        if not path.endswith(".py"):
+            continue
+        texts = [realbugs.file_at(clone, c, path) for c in (bug.buggy, bug.fixed)]
+        try:
+            before, after = (_units(t.decode()) if t else {} for t in texts)
+        except SyntaxError:
+            continue
+        found |= {
+            f"{path}:{k}"
+            for k in before.keys() | after.keys()
+            if (before[k][2] if k in before else None) != (after[k][2] if k in after else None)
+        }
     return found
 
 
@@ -248,7 +333,19 @@ def _units(text: str) -> dict[str, tuple[int, int, str, set[str]]]:
 
 
 def spec_for(task: EvalTask, repo: Path, settings: Settings) -> SessionSpec:
-    """The session ``@patchwarden fix this`` on the task's issue asks for."""
+    """The session ``@patchwarden fix this`` on the task's issue asks for; for a real
+    bug's ``ci`` task, the one a red check on the default branch starts."""
+    if task.realbug is not None and task.kind == "ci":
+        return SessionSpec(
+            remote=Remote(f"eval/{task.name}", str(repo)),
+            task=Task(
+                task.title,
+                kind="alert",
+                check="tests",
+                documents=(Document(source="check alert", text=task.issue),),
+            ),
+            budget=budget_from(settings),
+        )
     return SessionSpec(
         remote=Remote(f"eval/{task.name}", str(repo)),
         task=Task(
@@ -275,6 +372,10 @@ async def hidden_check(
     )
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
+    if task.realbug is not None:
+        return await _hidden_check_realbug(
+            task.realbug, task.sources or Path(), runner, result, tree
+        )
     if task.project is not None:
         return await _hidden_check_real(task, runner, result, tree)
     for part in ("repo", "hidden"):
@@ -348,6 +449,8 @@ async def run_task(
         await asyncio.to_thread(save_transcript, transcripts / f"{task.name}.json", result)
     return {
         "task": task.name,
+        "set": task.set,
+        "project": task.realbug.project if task.realbug else task.project,
         "real": task.project is not None,
         "difficulty": task.difficulty,
         "kind": task.kind,
@@ -418,6 +521,35 @@ async def _hidden_check_real(
     return done.exit_code == 0 and not done.timed_out and not broken, tail
 
 
+async def _hidden_check_realbug(
+    bug: realbugs.RealBug, sources: Path, runner: SessionRunner, result: SessionResult, tree: Path
+) -> tuple[bool, str]:
+    """A real bug is fixed when, with the fix's versions of its test files put in, every
+    test of those files that the fix's own tree passes passes too (as the manifest's
+    verification ran them, in the sandbox), and the session broke none of the
+    repository's tests."""
+    for path, data in realbugs.hidden_tests(bug, sources).items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_bytes(data)
+    commands = detect(tree, base_python=runner.sandbox.toolchain.base_python)
+    runner.sandbox.prepare_writable(tree)
+    env = await runner.environments.ensure(result.repo, commands, tree, steps=[], secrets=[])
+    if env is not None:
+        env.apply(tree)
+    exact = replace(commands, test=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    verifier = Verifier(runner.sandbox, scratch=tree.parent)
+    step, run = await verifier.tests(
+        tree, env.path if env else None, exact, label="head", extra=list(bug.tests)
+    )
+    bad = sorted(t for t, o in run.outcomes.items() if o in ("failed", "errored"))
+    tail = "\n".join(step.output.strip().splitlines()[-12:])
+    broken = result.tests.broken if result.tests else []
+    if broken:
+        tail = f"the patch breaks {', '.join(broken[:5])}\n{tail}"
+    passed = run.exit_code == 0 and not bad and not run.timed_out
+    return passed and any(o == "passed" for o in run.outcomes.values()) and not broken, tail
+
+
 def ending_of(
     task: EvalTask, result: SessionResult, *, hidden_passes: bool, decision: str | None
 ) -> str:
@@ -440,12 +572,17 @@ def ending_of(
     names = [s.split(" (")[0] for s in report.suspects]
     pick = report.picked.split(" (")[0]
     tried = set(names[:2]) if not pick or names[:1] == [pick] else {pick, *names[:1]}
-    if not tried & at_fault(task):
+    if not {_bare(n) for n in tried} & {_bare(n) for n in at_fault(task)}:
         return "wrong function"
     if report.candidates == 0:
         dropped = {k: v for k, v in report.dropped.items() if k != "duplicate"}
         return max(dropped, key=lambda k: dropped[k]) if dropped else "unchanged"
     return "test failed"
+
+
+def _bare(name: str) -> str:
+    """A function's qualified name without the file it is in (``path:Class.f``)."""
+    return name.rsplit(":", 1)[-1]
 
 
 def save_transcript(path: Path, result: SessionResult) -> None:
@@ -503,14 +640,30 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals of the project's own task set and of the real-project tasks, apart."""
+    """Totals of each task set apart (the project's own tasks, the real-project ones,
+    the real bugs' dev and test splits); a real-bug set's by kind and by project too."""
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        sets.setdefault(r.get("set") or ("real" if r.get("real") else "bench"), []).append(r)
+    out = {}
+    for name, chosen in sets.items():
+        out[name] = totals(chosen)
+        if name.startswith("realbugs"):
+            for key in ("kind", "project"):
+                out[name][f"by_{key}"] = {
+                    value: _brief([r for r in chosen if r.get(key) == value])
+                    for value in sorted({str(r.get(key)) for r in chosen})
+                }
+    return out
+
+
+def _brief(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    fixed = sum(1 for r in rows if r["fixed"])
     return {
-        name: totals(chosen)
-        for name, chosen in (
-            ("bench", [r for r in rows if not r.get("real")]),
-            ("real", [r for r in rows if r.get("real")]),
-        )
-        if chosen
+        "tasks": len(rows),
+        "fixed": fixed,
+        "fix_rate": round(fixed / len(rows), 3) if rows else 0.0,
+        "wrong_but_published": sum(1 for r in rows if r.get("ending") == "wrong but passing"),
     }
 
 
@@ -562,6 +715,75 @@ def report_text(doc: dict[str, Any]) -> str:
             f"  of the fixes: {t['fixed_in_scope']} inside the task's scope, "
             f"{t['fixed_would_automerge']} would merge themselves under `autonomy: automerge`",
         ]
+        for key in ("by_kind", "by_project"):
+            if key in t:
+                shown = ", ".join(
+                    f"{k} {v['fixed']}/{v['tasks']} ({v['wrong_but_published']} wrong)"
+                    for k, v in t[key].items()
+                )
+                lines.append(f"  {key.replace('_', ' ')}: {shown}")
+    return "\n".join(lines)
+
+
+def summarise(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean and the spread (lowest, highest) of each set's figures over whole runs
+    of the same tasks on the same revision, model and strategy; reports that differ in
+    any of those are refused (a stitched or cherry-picked figure is no figure)."""
+    if not reports:
+        raise SystemExit("--summarise needs the reports of the runs")
+    same = {(d["model"], d["revision"], d.get("strategy")) for d in reports}
+    if len(same) > 1:
+        raise SystemExit(f"the runs differ in model, revision or strategy: {sorted(same)}")
+    tasks = {tuple(sorted(r["task"] for r in d["rows"])) for d in reports}
+    if len(tasks) > 1:
+        raise SystemExit("the runs did not run the same tasks: finish each run first")
+    out: dict[str, Any] = {"runs": len(reports), "sets": {}}
+    for name in by_set(reports[0]["rows"]):
+        groups = [by_set(d["rows"])[name] for d in reports]
+        figures: dict[str, Any] = {}
+        for key in ("fix_rate", "wrong_but_published", "median_seconds_per_task", "tokens_per_fix"):
+            values = [g[key] for g in groups if g.get(key) is not None]
+            figures[key] = _spread(values)
+        for by in ("by_kind", "by_project"):
+            if by in groups[0]:
+                figures[by] = {
+                    value: _spread([g[by][value]["fix_rate"] for g in groups if value in g[by]])
+                    for value in groups[0][by]
+                }
+        figures["tasks"] = groups[0]["tasks"]
+        out["sets"][name] = figures
+    return out
+
+
+def _spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {
+        "mean": round(statistics.fmean(values), 3),
+        "low": min(values),
+        "high": max(values),
+    }
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    def shown(f: dict[str, float] | None, percent: bool = False) -> str:
+        if f is None:
+            return "-"
+        if percent:
+            return f"{f['mean']:.0%} ({f['low']:.0%}-{f['high']:.0%})"
+        return f"{f['mean']:g} ({f['low']:g}-{f['high']:g})"
+
+    lines = [f"mean (lowest-highest) over {summary['runs']} runs"]
+    for name, f in summary["sets"].items():
+        lines.append(
+            f"{name} ({f['tasks']} tasks): fixed {shown(f['fix_rate'], True)}; wrong but "
+            f"published {shown(f['wrong_but_published'])}; median s per task "
+            f"{shown(f['median_seconds_per_task'])}; tokens per fix {shown(f['tokens_per_fix'])}"
+        )
+        for by in ("by_kind", "by_project"):
+            if by in f:
+                parts = ", ".join(f"{k} {shown(v, True)}" for k, v in f[by].items())
+                lines.append(f"  {by.replace('_', ' ')}: {parts}")
     return "\n".join(lines)
 
 
@@ -607,10 +829,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="comma-separated task names (default: all)")
     p.add_argument(
         "--set",
-        choices=("bench", "real", "all"),
+        choices=("bench", "real", "all", "realbugs"),
         default="all",
-        help="the project's own tasks (bench/agent_tasks), the real-project ones "
-        "(bench/real_tasks: pinned PyPI sdists), or both (default)",
+        help="the development set: the project's own tasks (bench/agent_tasks), the "
+        "real-project ones (bench/real_tasks: pinned PyPI sdists), or both (default); or "
+        "real bugs of real projects' histories (bench/realbugs; needs --sources)",
+    )
+    p.add_argument("--sources", type=Path, help="realbugs: a folder with a clone of each project")
+    p.add_argument(
+        "--split",
+        choices=("dev", "test", "all"),
+        default="dev",
+        help="realbugs: the dev split (default; tune on it) or the test split (report only)",
+    )
+    p.add_argument("--limit", type=int, help="realbugs: the first N bugs of the split")
+    p.add_argument(
+        "--summarise",
+        nargs="+",
+        type=Path,
+        metavar="REPORT",
+        help="print the mean and spread over the reports of whole runs, and stop",
     )
     p.add_argument("--report", type=Path, default=DEFAULT_REPORT, help="the JSON report")
     p.add_argument("--fresh", action="store_true", help="run every task again")
@@ -633,9 +871,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.summarise:
+        print(summary_text(summarise([json.loads(p.read_text()) for p in args.summarise])))
+        return 0
     names = [n for n in (args.tasks or "").split(",") if n.strip()] or None
-    folders = {"bench": [TASKS], "real": [REAL_TASKS], "all": [TASKS, REAL_TASKS]}[args.set]
-    tasks = [t for folder in folders for t in load_tasks(folder)]
+    if args.set == "realbugs":
+        if args.sources is None:
+            raise SystemExit(
+                "--set realbugs needs --sources DIR: a clone of each project (see "
+                "bench/realbugs/README.md)"
+            )
+        tasks = load_realbugs(args.sources, split=args.split, limit=args.limit)
+    else:
+        folders = {"bench": [TASKS], "real": [REAL_TASKS], "all": [TASKS, REAL_TASKS]}[args.set]
+        tasks = [t for folder in folders for t in load_tasks(folder)]
     if names:
         unknown = sorted(set(names) - {t.name for t in tasks})
         if unknown:

@@ -101,6 +101,12 @@ def split_of(bug_id: str) -> Split:
     return "test" if digest % TEST_SHARE == 0 else "dev"
 
 
+def order_key(bug_id: str) -> str:
+    """A fixed order of bugs that mixes the projects (a hash of the id): the first n
+    bugs of a split are the same n whatever else the manifest holds."""
+    return hashlib.sha256(f"order:{bug_id}".encode()).hexdigest()
+
+
 def load(
     path: Path = MANIFEST, *, verified_only: bool = True, issues: Path | None = None
 ) -> list[RealBug]:

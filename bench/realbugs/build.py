@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/realbugs/build.py collect --bugsinpy DIR
     .venv/bin/python bench/realbugs/build.py verify --sources DIR [--only ID ...] [--project P]
+        [--again | --retry]
 
 ``collect`` reads a clone of soarsmu/BugsInPy (a work tree or a bare one) for the nine
 projects this set uses and writes one entry per bug: the commits, the fail-to-pass
@@ -177,6 +178,7 @@ async def verify_one(bug: RealBug, sources: Path, runner: SessionRunner, work: P
     (fixed / ".github" / "patchwarden.yml").write_text(config_of(bug))
     base_python = runner.sandbox.toolchain.base_python
     commands = detect(buggy, base_python=base_python)
+    runner.sandbox.prepare_writable(buggy)  # setup may write into the tree (a version file)
     try:
         env = await runner.environments.ensure(
             f"realbugs/{bug.project}", commands, buggy, steps=[], secrets=[]
@@ -190,12 +192,14 @@ async def verify_one(bug: RealBug, sources: Path, runner: SessionRunner, work: P
         if env is not None:
             env.apply(tree)
         runner.sandbox.prepare_writable(tree)
-        _, run = await verifier.tests(
+        step, run = await verifier.tests(
             tree, env.path if env else None, exact, label="base", extra=list(bug.tests)
         )
         bad = sorted(t for t, o in run.outcomes.items() if o in ("failed", "errored"))
         good = sorted(t for t, o in run.outcomes.items() if o == "passed")
         seen[label] = {"exit": run.exit_code, "failing": bad[:10], "passing": len(good)}
+        if run.exit_code not in (0, 1):  # not a test's verdict: say what pytest said
+            seen[label]["tail"] = step.output.strip().splitlines()[-8:]
     b, f = seen["buggy"], seen["fixed"]
     ok = bool(b["failing"]) and f["exit"] == 0 and not f["failing"] and f["passing"] > 0  # type: ignore[index]
     return {
@@ -206,7 +210,9 @@ async def verify_one(bug: RealBug, sources: Path, runner: SessionRunner, work: P
     }
 
 
-async def verify(sources: Path, only: list[str], project: str | None, again: bool) -> int:
+async def verify(
+    sources: Path, only: list[str], project: str | None, *, again: bool, retry: bool
+) -> int:
     bugs = load(verified_only=False)
     runner = SessionRunner(
         cache=WorkspaceCache(ROOT / ".eval" / "realbugs-cache"),
@@ -215,7 +221,7 @@ async def verify(sources: Path, only: list[str], project: str | None, again: boo
     for n, bug in enumerate(bugs):
         if (only and bug.id not in only) or (project and bug.project != project):
             continue
-        if bug.verified and not again and not only:
+        if bug.verified and not again and not only and not (retry and not bug.verified["ok"]):
             continue
         with tempfile.TemporaryDirectory(prefix=f"realbug-{bug.id}-") as tmp:
             try:
@@ -223,7 +229,8 @@ async def verify(sources: Path, only: list[str], project: str | None, again: boo
             except (RuntimeError, OSError) as exc:
                 seen = {"ok": False, "why": str(exc)[-400:]}
         bugs[n] = replace(bug, verified=seen)
-        save(bugs)
+        # Read again before writing: another verify (another project) may run beside this one
+        save([bugs[n] if b.id == bug.id else b for b in load(verified_only=False)])
         print(f"[realbugs] {bug.id}: {'verified' if seen['ok'] else 'NOT verified'} {seen}")
     print(f"verified: {sum(1 for b in bugs if b.verified.get('ok'))} of {len(bugs)}")
     return 0
@@ -239,6 +246,7 @@ def main() -> int:
     v.add_argument("--only", action="append", default=[])
     v.add_argument("--project")
     v.add_argument("--again", action="store_true", help="verify bugs verified before too")
+    v.add_argument("--retry", action="store_true", help="verify again the bugs that failed")
     args = parser.parse_args()
     if args.verb == "collect":
         bugs = collect(args.bugsinpy)
@@ -248,7 +256,9 @@ def main() -> int:
     if shutil.which("bwrap") is None:
         print("verify needs bubblewrap (apt-get install bubblewrap)")
         return 2
-    return asyncio.run(verify(args.sources, args.only, args.project, args.again))
+    return asyncio.run(
+        verify(args.sources, args.only, args.project, again=args.again, retry=args.retry)
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,74 @@ async def test_the_task_fails_on_the_bug_and_passes_with_the_fix_in_the_sandbox(
     assert seen["ok"], seen
     assert seen["buggy"]["failing"] == ["tests.test_names::test_dashes"]  # type: ignore[index]
     assert seen["fixed"]["exit"] == 0  # type: ignore[index]
+
+
+def _report(revision: str, fixed: list[bool]) -> dict[str, object]:
+    rows = [
+        {
+            "task": f"shop-{n}.ci",
+            "set": "realbugs:dev",
+            "kind": "ci",
+            "project": "shop",
+            "fixed": ok,
+            "ending": "fixed" if ok else "test failed",
+            "wall_seconds": 60.0 + n,
+            "turns": 3,
+            "prompt_tokens": 1000,
+            "completion_tokens": 100,
+            "turn_seconds": [1.0],
+            "difficulty": "shop",
+        }
+        for n, ok in enumerate(fixed)
+    ]
+    return {"model": "m", "revision": revision, "strategy": "repair", "rows": rows}
+
+
+def test_three_runs_give_the_mean_and_spread_and_mixed_runs_are_refused() -> None:
+    import agent_eval
+
+    runs = [_report("r1", f) for f in ([True, False], [True, True], [False, False])]
+    figures = agent_eval.summarise(runs)["sets"]["realbugs:dev"]
+    assert figures["fix_rate"] == {"mean": 0.5, "low": 0.0, "high": 1.0}
+    assert figures["by_kind"]["ci"]["mean"] == 0.5
+    assert "50% (0%-100%)" in agent_eval.summary_text(agent_eval.summarise(runs))
+    with pytest.raises(SystemExit, match="differ in model, revision"):
+        agent_eval.summarise([_report("r1", [True]), _report("r2", [True])])
+    with pytest.raises(SystemExit, match="same tasks"):
+        agent_eval.summarise([_report("r1", [True]), _report("r1", [True, True])])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+async def test_the_eval_counts_the_fix_commit_as_fixed_and_giving_up_as_not(
+    tmp_path: Path,
+) -> None:
+    import agent_eval
+
+    from app.fixers.llm.scripted import tool
+
+    sources = tmp_path / "sources"
+    bug = history(sources)
+    manifest = tmp_path / "bugs.json"
+    realbugs.save([replace(bug, verified={"ok": True})], manifest)
+    (task,) = agent_eval.load_realbugs(sources, split="all", manifest=manifest)
+    assert (task.name, task.kind, task.set) == ("shop-1.ci", "ci", f"realbugs:{bug.split}")
+    settings = agent_eval.settings_for(agent_eval.build_parser().parse_args(["--scripted"]))
+
+    def run(name: str, replies: list) -> dict:  # type: ignore[type-arg]
+        (tmp_path / name).mkdir()
+        return agent_eval.run_task(
+            task,
+            settings.model_copy(update={"cache_dir": tmp_path / name / "cache"}),
+            tmp_path / name,
+            replies=replies,
+            strategy="agent",
+        )
+
+    row = await run("fix", agent_eval.reference_fix(task))
+    assert row["fixed"] is True, row["check"]
+    assert agent_eval.at_fault(task) == {"shop/names.py:slug"}
+    quits = [tool("finish", summary="cannot"), tool("finish", summary="cannot, really")]
+    row = await run("quit", quits)
+    assert row["fixed"] is False
+    assert row["status"] == "no-change"
