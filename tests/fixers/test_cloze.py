@@ -1,6 +1,7 @@
 """Cloze rounds: which statements a repair hides in turn, and what the model is shown.
 
-The projects are the eval's own (bench/agent_tasks), read as the repair reads them."""
+The project is a small one written here (a module of the shapes a repair meets: a guard
+then arithmetic, a loop inside a decorator, a helper, module constants, a method)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,105 @@ from app.fixers.llm.repair_prompt import repair_prompt
 from app.fixers.llm.splice import target_of
 from app.sessions.task import Document, Task
 
-TASKS = Path(__file__).parents[2] / "bench" / "agent_tasks"
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/listing.py": """\
+def rows_on(rows, number: int, size: int = 20):
+    \"\"\"The rows shown on page ``number`` (counted from 1).\"\"\"
+    if number < 1:
+        raise ValueError("pages are counted from 1")
+    first = number * size
+    return rows[first : first + size]
 
 
-def _target(task: str, name: str) -> tuple[cloze.Index, cloze.Target]:
-    idx = index(TASKS / task / "repo")
+def link(root: str, tail: str) -> str:
+    return root + "/" + tail if not root.endswith("/") else root + tail
+""",
+    "shop/again.py": """\
+import functools
+import time
+
+
+def again(tries: int = 3, pause: float = 0.0, errors=(Exception,)):
+    \"\"\"Call the function up to ``tries`` times in all until it does not raise.\"\"\"
+    if tries < 1:
+        raise ValueError("tries must be at least 1")
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            for n in range(1, tries):
+                try:
+                    return fn(*args, **kwargs)
+                except errors:
+                    if n == tries - 1:
+                        raise
+                    time.sleep(pause)
+        return inner
+
+    return wrap
+""",
+    "shop/codes.py": """\
+import re
+
+CODE = re.compile(r"^[A-Z0-9_-]+:[0-9]+$")
+UNITS = [(1000, "k"), (100, "h"), (10, "d"), (1, "u")]
+
+
+def parts(code: str) -> list[int]:
+    return [int(p) for p in code.strip().lstrip("c").split(".")]
+
+
+def later(code: str, other: str) -> bool:
+    return parts(code) > parts(other)
+
+
+def valid(code: str) -> bool:
+    return CODE.match(code) is not None
+
+
+def spelled(n: int) -> str:
+    out = ""
+    for value, letter in UNITS:
+        while n >= value:
+            out += letter
+            n -= value
+    return out
+""",
+    "shop/stock.py": """\
+class Shelf:
+    def __init__(self, rate, room, clock):
+        self.rate, self.room, self.clock = rate, room, clock
+        self.items, self.seen = room, clock()
+
+    def _restock(self):
+        now = self.clock()
+        self.items = min(self.room, self.items + (now - self.seen) * self.rate)
+        self.seen = now
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("shop")
+    for rel, text in SHOP.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _target(root: Path, name: str) -> tuple[cloze.Index, cloze.Target]:
+    idx = index(root)
     symbol = next(s for s in idx.symbols if s.name == name)
     target = target_of(idx, symbol)
     assert target is not None
     return idx, target
 
 
-def _hidden(task: str, name: str) -> list[str]:
+def _hidden(root: Path, name: str) -> list[str]:
     """The lines each mask hides, as written in the file."""
-    idx, target = _target(task, name)
+    idx, target = _target(root, name)
     lines = idx.sources[target.symbol.path].splitlines()
     return [
         " ".join(x.strip() for x in lines[m.first - 1 : m.last]) for m in cloze.masks(idx, target)
@@ -35,67 +121,66 @@ def _hidden(task: str, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("task", "name", "wrong"),
+    ("name", "wrong"),
     [
-        ("paginate-offset", "paginate", "start = page * per_page"),
-        ("url-join", "join_url", 'return base + "/" + path if not base.endswith("/") else'),
-        ("retry-count", "retry", "for attempt in range(1, attempts):"),
-        ("retry-count", "retry", "if attempt == attempts - 1:"),
-        ("slug-accents", "slugify", 'words = re.split(r"[^a-z0-9]+", title.lower())'),
+        ("rows_on", "first = number * size"),
+        ("link", 'return root + "/" + tail if not root.endswith("/") else'),
+        ("again", "for n in range(1, tries):"),
+        ("again", "if n == tries - 1:"),
         # In a helper the function calls, and in a constant the function reads.
-        ("version-compare", "is_newer", 'return version.strip().lstrip("v").split(".")'),
-        ("email-plus", "is_valid_email", 'EMAIL = re.compile(r"^[A-Za-z0-9._-]+@'),
-        ("roman-subtractive", "to_roman", 'VALUES = [(1000, "M"), (500, "D")'),  # literals
+        ("later", 'return [int(p) for p in code.strip().lstrip("c").split(".")]'),
+        ("valid", 'CODE = re.compile(r"^[A-Z0-9_-]+:[0-9]+$")'),
+        ("spelled", 'UNITS = [(1000, "k"), (100, "h")'),  # literals
     ],
 )
 def test_the_wrong_statement_is_among_those_hidden_in_turn(
-    task: str, name: str, wrong: str
+    shop: Path, name: str, wrong: str
 ) -> None:
-    hidden = _hidden(task, name)
+    hidden = _hidden(shop, name)
     assert any(h.startswith(wrong) for h in hidden), hidden
     assert len(hidden) <= cloze.MAX_MASKS
 
 
-def test_the_docstring_nested_defs_and_decorators_are_never_hidden() -> None:
-    hidden = _hidden("retry-count", "retry")
+def test_the_docstring_nested_defs_and_decorators_are_never_hidden(shop: Path) -> None:
+    hidden = _hidden(shop, "again")
     assert not any(h.startswith(('"""', "def ", "@")) for h in hidden), hidden
     # A header is hidden without its body: the `for` line alone, not the `try` under it.
-    assert "for attempt in range(1, attempts):" in hidden
+    assert "for n in range(1, tries):" in hidden
 
 
-def test_the_prompt_hides_the_line_and_keeps_the_rest() -> None:
-    idx, target = _target("paginate-offset", "paginate")
+def test_the_prompt_hides_the_line_and_keeps_the_rest(shop: Path) -> None:
+    idx, target = _target(shop, "rows_on")
     span = next(
         m
         for m in cloze.masks(idx, target)
-        if "start =" in idx.sources[target.symbol.path].splitlines()[m.first - 1]
+        if "first =" in idx.sources[target.symbol.path].splitlines()[m.first - 1]
     )
-    task = Task("page 1 starts at item 11", documents=(Document("issue #1 body", "page=1"),))
-    prompt = repair_prompt(task, idx, TASKS, target, [], None, [], mask=span)[-1]["content"]
+    task = Task("page 1 starts at row 21", documents=(Document("issue #1 body", "number=1"),))
+    prompt = repair_prompt(task, idx, shop, target, [], None, [], mask=span)[-1]["content"]
     code = prompt.split("```python\n")[1].split("```")[0]
-    assert "page * per_page" not in code
-    assert "    start = ???\n" in code  # the frame is kept: a value is asked for
-    assert "return items[start : start + per_page]" in code  # the rest, as it is
-    assert 'raise ValueError("pages are numbered from 1")' in code
-    assert "Below, `???` hides what one line of `paginate` computes" in prompt
+    assert "number * size" not in code
+    assert "    first = ???\n" in code  # the frame is kept: a value is asked for
+    assert "return rows[first : first + size]" in code  # the rest, as it is
+    assert 'raise ValueError("pages are counted from 1")' in code
+    assert "Below, `???` hides what one line of `rows_on` computes" in prompt
     assert prompt.endswith(
         "the whole function, with the same name and parameters and `???` replaced by the "
         "right code (one line or more), in one ```python block, nothing else."
     )
 
 
-def test_a_line_hidden_in_a_helper_asks_for_the_helper() -> None:
-    idx, target = _target("version-compare", "is_newer")
+def test_a_line_hidden_in_a_helper_asks_for_the_helper(shop: Path) -> None:
+    idx, target = _target(shop, "later")
     lines = idx.sources[target.symbol.path].splitlines()
     span = next(m for m in cloze.masks(idx, target) if "split" in lines[m.first - 1])
-    task = Task("1.10 is not newer than 1.9")
-    prompt = repair_prompt(task, idx, TASKS, target, [], None, [], mask=span)[-1]["content"]
+    task = Task("c1.10 is not later than c1.9")
+    prompt = repair_prompt(task, idx, shop, target, [], None, [], mask=span)[-1]["content"]
     assert ".split(" not in prompt.split("The bug is probably")[1].split("It calls")[0]
-    assert "return parse(candidate) > parse(current)" in prompt  # the function, shown whole
-    assert "hides what one line of `parse` computes" in prompt
+    assert "return parts(code) > parts(other)" in prompt  # the function, shown whole
+    assert "hides what one line of `parts` computes" in prompt
     assert "    return ???\n" in prompt
     assert prompt.endswith(
-        "Write `parse` whole, with `???` replaced by the right code (one line or more), in "
+        "Write `parts` whole, with `???` replaced by the right code (one line or more), in "
         "one ```python block, nothing else."
     )
 
@@ -108,16 +193,16 @@ def test_a_span_outside_the_lines_leaves_them_as_they_are() -> None:
 
 
 @pytest.mark.parametrize(
-    ("task", "name", "shown"),
+    ("name", "shown"),
     [
-        ("retry-count", "retry", "for attempt in ???:"),
-        ("retry-count", "retry", "if ???:"),
-        ("url-join", "join_url", "return ???"),
-        ("token-bucket", "_refill", "self.tokens = ???"),
+        ("again", "for n in ???:"),
+        ("again", "if ???:"),
+        ("link", "return ???"),
+        ("_restock", "self.items = ???"),
     ],
 )
-def test_a_hidden_statement_keeps_its_frame(task: str, name: str, shown: str) -> None:
-    idx, target = _target(task, name)
+def test_a_hidden_statement_keeps_its_frame(shop: Path, name: str, shown: str) -> None:
+    idx, target = _target(shop, name)
     assert shown in [m.shown for m in cloze.masks(idx, target)]
 
 

@@ -17,6 +17,7 @@ from app.fixers.llm.splice import target_of
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+@pytest.mark.bench
 def test_of_the_eval_tasks_issues_two_ask_for_a_raise_and_no_other_does() -> None:
     """Every issue of the eval (the project's tasks and the real projects'): parse-bool
     and inventory-negative ask for an exception; six-ensure-text says what is raised now

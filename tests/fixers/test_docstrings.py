@@ -156,6 +156,7 @@ def _humanize(tmp_path: Path) -> tuple[Path, Index, str]:
     return tree, index(tree), bug["file"]
 
 
+@pytest.mark.bench
 @pytest.mark.realworld
 def test_in_a_real_project_the_model_sees_the_body_and_the_pull_request_changes_one_line(
     tmp_path: Path,

@@ -62,6 +62,7 @@ def eval_tasks() -> list[Path]:
     return sorted(p for p in TASKS.iterdir() if (p / "task.toml").is_file())
 
 
+@pytest.mark.bench
 @pytest.mark.parametrize("task", eval_tasks(), ids=lambda p: p.name)
 def test_the_function_at_fault_is_among_the_first_three(task: Path) -> None:
     meta = tomllib.loads((task / "task.toml").read_text())
@@ -76,6 +77,7 @@ def test_the_function_at_fault_is_among_the_first_three(task: Path) -> None:
     assert all(s.evidence for s in suspects)
 
 
+@pytest.mark.bench
 def test_the_eval_set_is_all_there() -> None:
     assert len(eval_tasks()) >= 23
 
@@ -166,6 +168,7 @@ def real_tasks() -> list[Path]:
     return sorted(p for p in REAL_TASKS.iterdir() if (p / "task.toml").is_file())
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 @pytest.mark.realworld
 @pytest.mark.parametrize("task", real_tasks(), ids=lambda p: p.name)

@@ -67,6 +67,7 @@ def _first_changed_line(a: str, b: str) -> int:
     return 1
 
 
+@pytest.mark.bench
 @pytest.mark.parametrize("name", sorted(MECHANICAL))
 def test_the_one_change_that_fixes_an_eval_task_is_tried(name: str, tmp_path: Path) -> None:
     """The change is among those tried, and with it the task's hidden test passes."""
@@ -98,6 +99,7 @@ def test_the_one_change_that_fixes_an_eval_task_is_tried(name: str, tmp_path: Pa
     assert done.returncode == 0, done.stdout[-2000:]
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 @pytest.mark.realworld
 @pytest.mark.parametrize("name", sorted(REAL_MECHANICAL))
@@ -193,6 +195,7 @@ def test_a_form_feed_in_a_string_does_not_shift_the_lines() -> None:
     assert found[6].split("\n")[5] == "    b = x <= 30"
 
 
+@pytest.mark.bench
 @pytest.mark.parametrize("name", sorted(MECHANICAL))
 def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_may_judge_it(
     name: str,

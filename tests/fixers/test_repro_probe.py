@@ -18,7 +18,10 @@ import repro_probe  # noqa: E402
 
 from app.fixers.llm.scripted import ScriptedModel, text  # noqa: E402
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+pytestmark = [
+    pytest.mark.bench,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+]
 
 START = """\
 from resilience.retry import retry
