@@ -41,7 +41,12 @@ _TIMES = re.compile(
 # The premise of the test written here: the decorated function fails, and the decorator
 # is about surviving that (retries, attempts) — not any issue that says "error": a
 # `@cached(ttl=60)` issue that reports an error is not about a function that fails.
-_RETRIES = re.compile(r"(?i)\b(?:retr(?:y|ies|ied|ying)\w*|attempts?)\b")
+# Retrying as behaviour ("retried", "after three attempts") or as code (`@retry`,
+# `retry(`, `attempts=`); not the noun in "the retry button" or "my first attempt".
+_RETRIES = re.compile(
+    r"(?i)\b(?:retr(?:ies|ied|ying)|attempts)\b|@\w*retry|"
+    r"\b\w*retr(?:y|ies)\w*\s*[(=]|\b\w*attempts?\w*\s*="
+)
 
 
 def failing(task: Task) -> bool:
