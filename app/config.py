@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     # assistant turn it is given (llama.cpp does; OpenAI's API does not).
     llm_samples: int = Field(default=4, ge=1, le=16)
     llm_prefill: bool = False
+    # Mechanisms of the repair turned off, comma-separated, to measure what each earns
+    # (app/fixers/llm/switches.py names them); none by default.
+    llm_repair_without: str = ""
 
     @model_validator(mode="after")
     def _room_for_answers(self) -> Settings:

@@ -51,6 +51,7 @@ from procstat import log
 
 from app.config import Settings, load_settings
 from app.fixers.choose import budget_from, make_fixer
+from app.fixers.llm import switches
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
@@ -695,7 +696,8 @@ def _sum_dicts(dicts: Any) -> dict[str, int]:
 def report_text(doc: dict[str, Any]) -> str:
     lines = [
         f"llm fixer eval: {doc['model']}, strategy {doc.get('strategy', 'agent')} "
-        f"(Patchwarden {doc['revision']})",
+        f"(Patchwarden {doc['revision']})"
+        + (f", without {doc['without']}" if doc.get("without") else ""),
         "",
     ]
     lines.append(
@@ -737,9 +739,11 @@ def summarise(reports: list[dict[str, Any]]) -> dict[str, Any]:
     any of those are refused (a stitched or cherry-picked figure is no figure)."""
     if not reports:
         raise SystemExit("--summarise needs the reports of the runs")
-    same = {(d["model"], d["revision"], d.get("strategy")) for d in reports}
+    same = {(d["model"], d["revision"], d.get("strategy"), d.get("without", "")) for d in reports}
     if len(same) > 1:
-        raise SystemExit(f"the runs differ in model, revision or strategy: {sorted(same)}")
+        raise SystemExit(
+            f"the runs differ in model, revision, strategy or switches: {sorted(same)}"
+        )
     tasks = {tuple(sorted(r["task"] for r in d["rows"])) for d in reports}
     if len(tasks) > 1:
         raise SystemExit("the runs did not run the same tasks: finish each run first")
@@ -811,6 +815,11 @@ def settings_for(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {"llm_max_cost_usd": None}
     if args.max_steps is not None:  # else the product's default, as a user gets it
         overrides["llm_max_steps"] = args.max_steps
+    if args.without:
+        try:
+            overrides["llm_repair_without"] = ",".join(sorted(switches.parse(args.without)))
+        except ValueError as exc:
+            raise SystemExit(f"--without: {exc}") from exc
     if args.scripted:
         return load_settings(llm_model="scripted", llm_base_url="http://127.0.0.1:9", **overrides)
     if not os.environ.get("PATCHWARDEN_LLM_MODEL"):
@@ -877,6 +886,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="the llm fixer's strategy (default auto: repair, then the agent)",
     )
+    p.add_argument(
+        "--without",
+        default="",
+        metavar="NAMES",
+        help="repair mechanisms turned off, comma-separated (an ablation run): "
+        + ", ".join(switches.MECHANISMS),
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -911,12 +927,13 @@ def main(argv: list[str] | None = None) -> int:
         "model": model,
         "revision": rev,
         "strategy": strategy,
+        "without": settings.llm_repair_without,
         "rows": [],
     }
     if args.report.exists() and not args.fresh:
         old = json.loads(args.report.read_text())
-        same = (old.get("model"), old.get("revision"), old.get("strategy"))
-        if same == (model, rev, strategy):
+        same = (old.get("model"), old.get("revision"), old.get("strategy"), old.get("without", ""))
+        if same == (model, rev, strategy, settings.llm_repair_without):
             doc["rows"] = [r for r in old.get("rows", []) if r["task"] in {t.name for t in tasks}]
     done = {r["task"] for r in doc["rows"]}
     args.report.parent.mkdir(parents=True, exist_ok=True)

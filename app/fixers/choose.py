@@ -26,6 +26,7 @@ from app.fixers.culprit import RevertFixer
 from app.fixers.fixer_policy import fixer_settings
 from app.fixers.interface import Audit, Fixer, no_audit
 from app.fixers.lint import LintFixer
+from app.fixers.llm import switches
 from app.fixers.llm.agent import AgentFixer
 from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.repair import RepairFixer
@@ -189,11 +190,16 @@ def make_fixer(
             ledger=ledger,
             audit=audit,
         )
+        try:
+            without = switches.parse(settings.llm_repair_without)
+        except ValueError as exc:
+            raise ConfigError(f"PATCHWARDEN_LLM_REPAIR_WITHOUT: {exc}") from exc
         repair = RepairFixer(
             client,
             prices=settings.llm_prices,
             samples=settings.llm_samples,
             prefill=settings.llm_prefill,
+            without=without,
             ledger=ledger,
             audit=audit,
         )

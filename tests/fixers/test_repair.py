@@ -119,16 +119,17 @@ async def _repair(
     issue: str = ISSUE,
     temps: str = TEMPS,
     files: dict[str, str] | None = None,
+    without: frozenset[str] = frozenset(),
 ) -> Any:
     """The session on the temps project (and ``files``) with ``script`` answering;
     ``auto``: the llm fixer's auto strategy (repair, then the agent) instead of repair
-    alone."""
+    alone; ``without``: mechanisms turned off."""
     project = make_project(
         tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS, **(files or {})}
     )
     model = await make_model(*script)
     client = make_client(provider(model), retry_base_seconds=0.01)
-    repair = RepairFixer(client, samples=samples)
+    repair = RepairFixer(client, samples=samples, without=without)
     fixer = LlmFixer(repair=repair, agent=AgentFixer(client)) if auto else repair
     spec = SessionSpec(
         remote=Remote("octo/temps", str(project)), task=task(issue), budget=budget or Budget()
@@ -1029,6 +1030,36 @@ async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
     )
     assert "5 answers in 3 rounds (1 of them with one line hidden)" in body
     assert "Chosen: 1 of 1 answers with one line hidden at a time (1 prompt) wrote this" in body
+
+
+async def test_a_mechanism_turned_off_does_not_run(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """The same misses with the cloze round and the later draws off: no line is hidden,
+    the cloze answer is never asked for, and no fix is proposed."""
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        block(TEMPS),
+        BREAKS_FREEZING,
+        BREAKS_FREEZING,
+        UNPARSEABLE,
+        RIGHT,
+        samples=2,
+        files={"test_boil.py": BOILING},
+        without=frozenset({"cloze", "more", "mechanical-early", "mechanical-late"}),
+    )
+    assert result.status != "patched"
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert (report.rounds, report.masked, report.passed) == (2, 0, 0)
+    prompts = [r.body["messages"][-1]["content"] for r in model.requests]
+    assert not any("`???` hides" in p for p in prompts)
 
 
 async def test_a_change_that_misses_a_wrong_reproduction_is_judged_by_another_kept_test(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from app.fixers.llm import switches
 from app.fixers.llm.localize import Index
 from app.fixers.llm.testruns import Tests, first_line
 from app.sessions.task import Task
@@ -57,7 +58,7 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
             # with a function, which no fix can equal (fahrenheit: chosen, then 16 answers
             # failed it)
             return False, "compares with a function object, not a value: no fix could pass it"
-        if kind == "AssertionError" and _only_punctuation(text):
+        if kind == "AssertionError" and switches.on("quotes") and _only_punctuation(text):
             # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
             # the test expects the bug's own error and differs on its wording (email-plus)
             return False, "differs from the code only in the quotes around a value"

@@ -45,7 +45,7 @@ from typing import Any
 
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
-from app.fixers.llm import cloze
+from app.fixers.llm import cloze, switches
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.guards import restored
@@ -102,23 +102,27 @@ class RepairFixer(ModelFixer):
         samples: int = SAMPLES,
         prefill: bool = False,
         pick: bool = True,
+        without: frozenset[str] = frozenset(),
         ledger: Ledger | None = None,
         audit: Audit = no_audit,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``prefill``: start the model's answer with the opening fence and the function's
-        signature (servers that continue an assistant turn, as llama.cpp's does)."""
+        signature (servers that continue an assistant turn, as llama.cpp's does);
+        ``without``: the mechanisms turned off (:mod:`switches`)."""
         super().__init__(client, prices=prices, ledger=ledger, audit=audit, clock=clock)
         self.samples = max(1, samples)
         self.more = self.samples * MORE  # answers drawn again (:meth:`_more`)
         self.prefill = prefill
         self.pick = pick
+        self.without = switches.parse(without)
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         meter = self.meter(budget, workspace)
         job = Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
         try:
-            outcome = await self._repair(job)
+            with switches.turned_off(self.without):
+                outcome = await self._repair(job)
         except ModelError as exc:
             outcome = self.gave_up(f"the model could not be reached: {exc}")
         await self.audit(
@@ -149,12 +153,15 @@ class RepairFixer(ModelFixer):
             repro, strong = found.path, found.strong
             if repro is not None:
                 must_pass = [repro]
-                job.printed[repro], job.demands = found.output, demands_of(job, repro)
+                job.printed[repro] = found.output
+                if switches.on("demands"):
+                    job.demands = demands_of(job, repro)
         if not must_pass:
             why = report.reproduction_note or "no test fails"
             return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
-        passed_before |= await keep_too(job, suspects, must_pass, found)  # :mod:`kept`
+        if switches.on("kept"):
+            passed_before |= await keep_too(job, suspects, must_pass, found)  # :mod:`kept`
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
         how = sample if self.pick else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
@@ -171,7 +178,9 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        more = await self._more(job, (must_pass, passed_before)) if strong else None
+        more = None
+        if strong and switches.on("more"):
+            more = await self._more(job, (must_pass, passed_before))
         if more is not None:
             return self._apply(job, *more, repro)
         other = await last_judges(job, found, suspects, sample, passed_before)
@@ -181,7 +190,9 @@ class RepairFixer(ModelFixer):
         # a weak judge only the kinds it may judge: email-plus passed `not` taken away).
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
         report.mechanical_note = "" if strong else WEAK_JUDGE
-        fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)
+        fixed = None
+        if switches.on("mechanical-late"):
+            fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)
         if fixed is not None:
             return self._apply(job, *fixed, repro)
         for path in filter(None, (repro, job.report.kept)):
@@ -254,7 +265,8 @@ class RepairFixer(ModelFixer):
             )
             tested: list[Candidate] = []
             winner = await self._judge(job, target, candidates, len(answers), judge, tested)
-            if winner is None and round_ == 1 and mechanize and not job.stopped:
+            early = mechanize and switches.on("mechanical-early")
+            if winner is None and round_ == 1 and early and not job.stopped:
                 winner = await mechanical_first(job, target, must_pass, passed_before)
             if winner is not None or job.stopped:
                 return winner
@@ -294,7 +306,7 @@ class RepairFixer(ModelFixer):
     ) -> Candidate | None:
         """A round of cloze prompts (:mod:`cloze`): each computing statement hidden in
         turn, one greedy answer each; the answers vote together."""
-        spans = cloze.masks(job.idx, target)
+        spans = cloze.masks(job.idx, target) if switches.on("cloze") else []
         if not spans:
             return None
         job.report.rounds += 1
@@ -348,7 +360,8 @@ class RepairFixer(ModelFixer):
             await validate(job, target, candidate, must_pass, passed_before)
             tested.append(candidate)
             breaks = candidate.verdict.startswith("breaks")
-            back = restored(job.idx, target, candidate, job.demands) if breaks else None
+            put_back = breaks and switches.on("guard-put-back")
+            back = restored(job.idx, target, candidate, job.demands) if put_back else None
             if back is not None and back.text not in {*job.tried, *(c.text for c in order)}:
                 order.insert(at + 1, back)
                 report.candidates += 1

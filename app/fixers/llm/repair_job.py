@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.fixers.llm import switches
 from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.demands import demanded, mentions
@@ -165,15 +166,17 @@ async def last_judges(
     (:func:`trimmed_judge`). None without a reproduction."""
     if found is None or found.path is None:
         return None
-    other = await other_judges(job, found.path, found.others, passed_before)
-    if other is not None or job.stopped:
-        return other
-    if not found.strong and any(c.votes >= AGREED for _, c in job.missed):
+    if switches.on("other-judges"):
+        other = await other_judges(job, found.path, found.others, passed_before)
+        if other is not None or job.stopped:
+            return other
+    agreed = any(c.votes >= AGREED for _, c in job.missed)
+    if not found.strong and agreed and switches.on("fresh-judges"):
         fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
         other = await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
         if other is not None or job.stopped:
             return other
-    if found.agree > 1:
+    if found.agree > 1 or not switches.on("trimmed-judge"):
         return None  # two tests that agree are not overruled, nor trimmed
     return await trimmed_judge(job, found.path, passed_before)
 

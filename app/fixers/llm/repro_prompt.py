@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from app.fixers.llm import switches
 from app.fixers.llm.answers import parse
 from app.fixers.llm.examples import Example
 from app.fixers.llm.imports import module_name
@@ -171,7 +172,9 @@ def repro_prompt(
             else ""
         )
         + (
-            _decorator_hint(name, task, start_for(task, idx, suspects))
+            ""
+            if not switches.on("hints")
+            else _decorator_hint(name, task, start_for(task, idx, suspects))
             if top.kind == "function" and is_decorator("\n".join(lines))
             else _hints(shown)
         )

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.fixers.llm import switches
 from app.fixers.llm.agreement import agreed, expectations, majority
 from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.bug_reason import reproduces
@@ -189,7 +190,7 @@ async def _judge(
 ) -> None:
     """Each answer's test run on the base and kept if it fails for the bug's reason."""
     judged.varied = allowed([task.title, *(d.text for d in task.documents)])
-    start = start_for(task, idx, suspects)
+    start = start_for(task, idx, suspects) if switches.on("test-starts") else None
     judged.templated |= start is not None
     for answer in answers:
         n = judged.answers
@@ -207,7 +208,7 @@ async def _judge(
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
         judged.stripped += gone
-        source, used = with_twins(source, judged.varied)
+        source, used = with_twins(source, judged.varied if switches.on("twins") else {})
         if used:
             judged.twinned[source] = used
         key = normalised(source)

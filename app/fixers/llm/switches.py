@@ -1,0 +1,66 @@
+"""Switches that turn one of the repair strategy's narrow mechanisms off, so that what
+each one earns can be measured: the fix rate and the wrong publications with it and
+without it, over whole runs (``bench/agent_eval.py --without NAME``).
+
+The switches are the operator's (``PATCHWARDEN_LLM_REPAIR_WITHOUT=cloze,more``), never a
+repository's policy: they change how a fix is searched for, not what may merge. Every
+mechanism is on by default. The names a run turns off are set for the duration of one
+repair (:func:`turned_off`, a context variable: concurrent repairs do not see each
+other's) and read where the mechanism runs (:func:`on`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+MECHANISMS: dict[str, str] = {
+    "kept": "a test of the values the issue says must keep working joins the judges",
+    "twins": "a reproduction test gets twins with the values written as the issue allows",
+    "test-starts": "a test start written for an issue about a decorated function",
+    "hints": "decorator, callback and clock hints in the reproduction prompt",
+    "demands": "the exception the issue asks for orders changes and is put back",
+    "quotes": "a test whose comparison differs only in quotes does not show the bug",
+    "cloze": "a round with one statement of the function hidden at a time",
+    "guard-put-back": "a guard a change dropped is put back when the change broke a test",
+    "more": "more answers to the last prompt when a trusted judge turned all down",
+    "other-judges": "the other kept tests judge the changes that missed",
+    "fresh-judges": "tests written afresh judge a change many answers agree on",
+    "trimmed-judge": "the reproduction less the assertions an agreed change fails",
+    "mechanical-early": "mechanical changes right after the first round misses",
+    "mechanical-late": "mechanical changes after the model missed everywhere",
+}
+
+_OFF: ContextVar[frozenset[str]] = ContextVar("repair_mechanisms_off", default=frozenset())
+
+
+def parse(text: str | Iterable[str]) -> frozenset[str]:
+    """The names in ``text`` (comma-separated, or an iterable), each checked: an unknown
+    name is a ``ValueError`` that lists the known ones."""
+    names = text.split(",") if isinstance(text, str) else list(text)
+    chosen = frozenset(n.strip() for n in names if n.strip())
+    unknown = sorted(chosen - MECHANISMS.keys())
+    if unknown:
+        raise ValueError(
+            f"unknown repair mechanism(s) {', '.join(unknown)}: the switches are "
+            f"{', '.join(MECHANISMS)}"
+        )
+    return chosen
+
+
+def on(name: str) -> bool:
+    """Whether the mechanism ``name`` runs in the repair under way."""
+    if name not in MECHANISMS:
+        raise KeyError(f"no repair mechanism {name!r}")
+    return name not in _OFF.get()
+
+
+@contextmanager
+def turned_off(names: Iterable[str]) -> Iterator[None]:
+    """Within the block, the mechanisms ``names`` do not run."""
+    token = _OFF.set(parse(names))
+    try:
+        yield
+    finally:
+        _OFF.reset(token)

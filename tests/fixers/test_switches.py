@@ -1,0 +1,45 @@
+"""The repair's switches (app/fixers/llm/switches.py): names are checked, a switch
+holds for one repair only, and the operator's setting reaches the fixer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.config import load_settings
+from app.errors import ConfigError
+from app.fixers.choose import make_fixer
+from app.fixers.llm import switches
+
+
+def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown repair mechanism\(s\) clozet: .*cloze"):
+        switches.parse("cloze, clozet")
+    assert switches.parse(" cloze,more ,") == {"cloze", "more"}
+    with pytest.raises(KeyError):
+        switches.on("no-such-thing")
+
+
+async def test_a_switch_holds_inside_its_repair_and_not_beside_it() -> None:
+    seen: dict[str, bool] = {}
+
+    async def repair(name: str, off: set[str]) -> None:
+        with switches.turned_off(off):
+            await asyncio.sleep(0.01)  # the other repair runs meanwhile
+            seen[name] = switches.on("cloze")
+
+    await asyncio.gather(repair("a", {"cloze"}), repair("b", set()))
+    assert seen == {"a": False, "b": True}
+    assert switches.on("cloze")  # nothing stays off after
+
+
+def test_the_setting_reaches_the_fixer_and_a_typo_stops_it(tmp_path: object) -> None:
+    settings = load_settings(
+        llm_model="m", llm_base_url="http://127.0.0.1:9", llm_repair_without="cloze,more"
+    )
+    fixer = make_fixer("llm", settings, strategy="repair")
+    assert fixer.repair.without == {"cloze", "more"}  # type: ignore[attr-defined]
+    wrong = settings.model_copy(update={"llm_repair_without": "clozes"})
+    with pytest.raises(ConfigError, match="PATCHWARDEN_LLM_REPAIR_WITHOUT: unknown"):
+        make_fixer("llm", wrong, strategy="repair")
