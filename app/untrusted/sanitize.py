@@ -59,8 +59,8 @@ def fence(
     """``text`` (sanitised) between markers it cannot forge: the nonce is random and
     any occurrence of it inside the text is removed. ``verbatim``: what a program
     printed (test output, a value's repr) is not markdown, and no page hides any of it:
-    only invisible characters go (read as markdown, ``'&amp;lt;b&amp;gt;'`` — the very
-    value html-escape's test compares — became an empty string)."""
+    only invisible characters go (read as markdown, ``'&amp;lt;b&amp;gt;'`` — a value an
+    escaping function's test compares — becomes an empty string)."""
     nonce = nonce or secrets.token_hex(6)
     body = _cut(strip_invisible(text), limit) if verbatim else sanitize(text, limit=limit)
     body = body.replace(nonce, "")

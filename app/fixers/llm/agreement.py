@@ -1,7 +1,7 @@
 """Which of the reproduction tests a small model wrote to believe: what each asserts of
 each expression (``assert f(x) == y`` gives f(x) -> y), the majority's expectation where
-they differ, and whether two of them agree at all (one test alone was wrong as often as
-right: retry-count, paginate-offset).
+they differ, and whether two of them agree at all (one such test alone is wrong about as
+often as it is right).
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ MAX_READS = 50
 
 def expectations(source: str) -> dict[str, str]:
     """What a test asserts of each expression: ``assert f(x) == y`` gives f(x) -> y,
-    with the names a test function sets once read as what they were set to
-    (paginate-offset: two tests asserted ``paginate(items, page, per_page) ==
-    expected_result`` of different items and expected different pages; read as written,
-    they agreed, and the wrong one judged alone)."""
+    with the names a test function sets once read as what they were set to (two tests
+    that assert ``f(items, page) == expected`` of different values and expect different
+    results would agree, read as written, and a wrong one would judge alone)."""
     module = parse(source)
     out: dict[str, str] = {}
     if module is None:
@@ -127,8 +126,8 @@ def majority(kept: list[tuple[str, str]]) -> tuple[str, str] | None:
 
 def agreed(kept: list[tuple[str, str]]) -> bool:
     """Whether two kept tests agree on what the code should do (a second batch is drawn
-    otherwise: one test alone was wrong as often as right — retry-count expected three
-    calls of a function that fails once)."""
+    otherwise: one test alone is wrong about as often as it is right, e.g. it builds an
+    input that cannot show the bug)."""
     chosen = majority(kept)
     return chosen is not None and (
         sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0])) > 1

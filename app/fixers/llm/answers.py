@@ -1,12 +1,12 @@
 """Code out of a small model's answer, read the way it was meant.
 
-A 1.5B model asked for "the corrected function in one fenced block" answers with prose
-around it, a fence opened and then a ``path: x.py`` line and a second fence, a fence
-never closed, the whole module instead of the function, the function inside its class,
-or only the continuation of a ``def name(`` it was given to start from. Each of these
-lost real fixes when the answer was read naively. :func:`code_blocks` finds the code
-however it was wrapped; :func:`definitions` finds in it the function and the module
-constants asked for, by parsing — never by matching text.
+A small model asked for "the corrected function in one fenced block" answers with prose
+around it, a fence opened and then a ``path: x.py`` line and a second fence, a fence never
+closed, the whole module instead of the function, the function inside its class, or only
+the continuation of a ``def name(`` it was given to start from. Read naively, each of
+these loses a right fix. :func:`code_blocks` finds the code however it was wrapped;
+:func:`definitions` finds in it the function and the module constants asked for, by
+parsing — never by matching text.
 """
 
 from __future__ import annotations
@@ -147,9 +147,9 @@ def _assigned(node: ast.stmt) -> set[str]:
 
 class _Commuted(ast.NodeTransformer):
     """One order for what reads the same either way: ``isinstance`` checks joined by
-    ``and``/``or`` (deep-merge: two answers of four wrote the right change, one with the
-    checks the other way round, and a wrong change with one vote was tried first), and
-    the two sides of one ``==`` or ``!=``."""
+    ``and``/``or`` (answers that write the same change with the checks in another order
+    count as one change, so its votes are not split below a wrong change's), and the two
+    sides of one ``==`` or ``!=``."""
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         self.generic_visit(node)

@@ -29,8 +29,9 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
     assertion, an exception the task names, or one the repository's own code defines
     (``SignupError`` for "the form says the address is invalid") — raised where it should
     not be, or expected by ``pytest.raises`` and not raised ("should raise OutOfStock") —
-    or one the test's own code raises and the code let through (retry-count: "a function
-    that fails twice and then succeeds still raises")."""
+    or one the test's own code raises and the code let through ("a function that fails
+    twice and then succeeds still raises", when the test's function raises the first
+    two times)."""
     if tests is None:
         return False, "did not run"
     outcomes = tests.run.outcomes
@@ -55,12 +56,11 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
             return False, f"fails with {kind}, not because of the bug"
         if kind == "AssertionError" and _FUNCTION_VALUE.search(text):
             # `== expected_result` where that is a fixture never requested: it compares
-            # with a function, which no fix can equal (fahrenheit: chosen, then 16 answers
-            # failed it)
+            # with a function, which no fix can equal: chosen, it would fail every answer
             return False, "compares with a function object, not a value: no fix could pass it"
         if kind == "AssertionError" and switches.on("quotes") and _only_punctuation(text):
             # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
-            # the test expects the bug's own error and differs on its wording (email-plus)
+            # the test expects the bug's own error and differs on its wording
             return False, "differs from the code only in the quotes around a value"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
@@ -75,8 +75,8 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
 
 # A function as a compared value in pytest's report of the assertion itself (not in its
 # "+  where" lines): `assert 324.0 == <pytest_fixture(...)>`, `== <function f at 0x…>`,
-# `assert 'test1' in [<function test_bug.<locals>.<lambda> …>]` (event-unsubscribe: a
-# string looked for among the handlers themselves).
+# `assert 'test1' in [<function test_bug.<locals>.<lambda> …>]` (a string looked for
+# among the handlers themselves).
 _FUNCTION_VALUE = re.compile(
     r"^E\s+(?:AssertionError: )?assert .*(?:<pytest_fixture\(|<function \w|<bound method )",
     re.M,
@@ -100,7 +100,7 @@ def _only_punctuation(text: str) -> bool:
 
     removed, added = sides["-"][0], sides["+"][0]
     if removed.strip() == added.strip():
-        return False  # one item moved (dedupe-order: `'b',` out at the top, in at the end)
+        return False  # one item moved (`'b',` out at the top, in at the end)
     return bare(removed) == bare(added) != ""
 
 

@@ -1,13 +1,12 @@
 """Cloze rounds: the function shown with one statement hidden, to be written anew.
 
-A 1.5B model shown a whole function and the failure it gives writes most of it back as
-it is, the wrong line included (url-join: 7 answers of 8 kept `base + "/" + path`;
-paginate-offset: 7 of 16 unchanged); shown its signature alone, it writes a different
-function, often wrong elsewhere (slug-accents). Between the two: the function as it is
-with one statement hidden, as cloze-style repair does (AlphaRepair): the model cannot
-copy the line it does not see, and the rest it is shown stays as it is. Which line is
-wrong the system does not know, so each of the few statements that compute something
-gets its own prompt, one greedy answer each, and the tests judge as for any answer.
+A small model shown a whole function and the failure it gives mostly writes it back as it
+is, the wrong line included; shown its signature alone, it writes a different function,
+often wrong elsewhere. Between the two: the function as it is with one statement hidden,
+as cloze-style repair does (AlphaRepair): the model cannot copy the line it does not see,
+and the rest it is shown stays as it is. Which line is wrong the system does not know, so
+each of the few statements that compute something gets its own prompt, one greedy answer
+each, and the tests judge as for any answer.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ MARK = "???"
 class Mask(NamedTuple):
     """One statement hidden: its lines in the file, and the line shown in their place —
     its frame kept, what it computes hidden (``start = ???``, ``for attempt in ???:``):
-    told only that a line is hidden, a 1.5B model wrote a comment there (slug-accents)."""
+    told only that a line is hidden, a small model may write a comment there."""
 
     first: int
     last: int
@@ -50,12 +49,12 @@ _COMPUTES = (
 
 def masks(idx: Index, target: Target) -> list[Mask]:
     """The statements worth hiding, as (first, last) lines of the function's file: the
-    function's, its helpers' and the module constants it reads (version-compare's bug
-    is in the helper `parse`, email-plus's in a pattern; a constant counts even when it
-    computes nothing, as a table of literals), the most computing first (at most
-    :data:`MAX_MASKS`), in file order among equals. A compound statement is hidden
-    by its header (``for ... in ...:``), never with its body; the docstring, ``pass``, a
-    bare ``raise``, nested ``def`` lines and decorators are never hidden."""
+    function's, its helpers' and the module constants it reads (a bug may be in a helper
+    the function calls, or in a pattern it uses; a constant counts even when it computes
+    nothing, as a table of literals), the most computing first (at most
+    :data:`MAX_MASKS`), in file order among equals. A compound statement is hidden by its
+    header (``for ... in ...:``), never with its body; the docstring, ``pass``, a bare
+    ``raise``, nested ``def`` lines and decorators are never hidden."""
     module = parse(idx.sources.get(target.symbol.path, ""))
     if module is None:
         return []
@@ -70,7 +69,7 @@ def masks(idx: Index, target: Target) -> list[Mask]:
             weight = sum(isinstance(n, _COMPUTES) for part in parts for n in ast.walk(part))
             if isinstance(statement, ast.Raise):
                 weight -= 2  # a guard's message is seldom the bug
-            if statement in module.body:  # a constant: roman-subtractive's table of pairs
+            if statement in module.body:  # a constant, as a table of pairs
                 weight = max(weight, 1)
             if weight > 0:
                 found.append((weight, Mask(*span, _frame(statement, lines[span[0] - 1]))))

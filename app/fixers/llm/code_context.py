@@ -1,11 +1,11 @@
 """The code a task names, found before the model's first turn.
 
 A small model spends its first turns (and often all of them) looking in the wrong place:
-a real 1.5B model read the tests, never the function the issue named, and "fixed" the
-test. So the first message shows the definitions the task's words name — functions,
-classes and methods written as code (```is_leap_year(1900)```, ``calendar_utils.dates.
-is_leap_year``, ``Inventory.remove``) — and the files it names by path, each as a window
-of numbered lines, within a line budget.
+it reads the tests, never the function the issue named, and "fixes" the test. So the first
+message shows the definitions the task's words name — functions, classes and methods
+written as code (```is_leap_year(1900)```, ``calendar_utils.dates.is_leap_year``,
+``Inventory.remove``) — and the files it names by path, each as a window of numbered
+lines, within a line budget.
 
 Only the repository's own Python files are searched, on the host, through confined reads
 (no symlink is followed); the task's words only choose what to show, never what runs.

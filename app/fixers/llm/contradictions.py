@@ -1,8 +1,8 @@
 """A model's reproduction test that contradicts the issue's own words.
 
-A 1.5B model asked for a test of the issue's example copies the wrong value the issue
-quotes as the expected one, or asserts a value the issue never gave (dedupe-order:
-``expected = ["b", "c", "a"]`` where the issue asks for ``['b', 'a', 'c']``): a test no
+A small model asked for a test of the issue's example copies the wrong value the issue
+quotes as the expected one, or asserts a value the issue never gave
+(``expected = ["b", "c", "a"]`` where the issue asks for ``['b', 'a', 'c']``): a test no
 fix could pass. Such an assertion — read through the names the test assigns once,
 ``result = unique(...)``, ``expected = [...]`` — becomes ``pass``; the rest of the test
 stays (app/fixers/llm/examples.py reads the issue's examples).

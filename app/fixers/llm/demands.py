@@ -1,9 +1,9 @@
 """What the issue says the code must raise, and whether a change does.
 
 A small model's test checks one case of what an issue asks, and a change fit to it is
-published as verified. parse-bool's issue asks that ``false``, ``0``, ``no`` and ``off``
-be false and that "anything else should raise ValueError"; the model's tests checked
-``false`` only, and in 6 runs of 9 a change that never raises was published, wrong.
+published as verified. An issue may ask that ``false``, ``0``, ``no`` and ``off`` be
+false and that "anything else should raise ValueError" while the model's tests check
+``false`` only: a change that never raises passes them, and is published, wrong.
 When the issue says the code should raise an exception and the test that judges does
 not name it, a change that names it nowhere (neither in its own lines nor in a function
 of the repository it calls, nor as a subclass or an alias) while the function did not

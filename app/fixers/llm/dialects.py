@@ -1,7 +1,7 @@
 """Tool calls written in the text of an answer, in the dialects small models use.
 
-A model served without native tool calling (or one that ignores it: a 1.5B model on
-llama.cpp writes ``tool_calls: null`` and puts the call in its text) writes calls as:
+A model served without native tool calling (or one that ignores it: a small model on
+llama.cpp may write ``tool_calls: null`` and put the call in its text) writes calls as:
 
 - JSON, bare or in a fenced block: ``{"tool": "read_file", "arguments": {...}}``, with
   the name under ``tool``/``name``/``function`` and the arguments under
@@ -316,8 +316,8 @@ _TRIPLE = re.compile(r'(:\s*)("""|\'\'\')(.*?)\2', re.DOTALL)
 
 
 def _triple_quotes(text: str) -> str:
-    """A value written as a Python triple-quoted string (a file's content, as a real
-    1.5B model did), as a JSON string of exactly the text between the quotes."""
+    """A value written as a Python triple-quoted string (a file's content, as small
+    models do), as a JSON string of exactly the text between the quotes."""
     return _TRIPLE.sub(lambda m: m.group(1) + json.dumps(m.group(3)), text)
 
 

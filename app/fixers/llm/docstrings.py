@@ -1,12 +1,10 @@
 """A long docstring shown as its first line, and put back whole in the answer.
 
-Real code documents itself at length: humanize's ``ordinal`` is 74 lines, 39 of them
-its docstring. A 1.5B model asked for the whole corrected function writes every line
-of it back, at about 8 tokens a second on two cores, before the one line that matters;
-in repair39real the same task took 1,205 s, 35 model calls, answers of up to 3,200
-characters. And
-shown the first 40 lines of each suspect to pick the one at fault, it saw ``ordinal``'s
-docstring and not its body.
+Real code documents itself at length: a function of 74 lines may have 39 of docstring.
+A small model asked for the whole corrected function writes every line of it back, at a
+few tokens a second on a small CPU, before the one line that matters, and every answer
+and every call costs that again. And shown the first 40 lines of each suspect to pick
+the one at fault, it sees such a function's docstring and not its body.
 
 So where a function's docstring runs past :data:`DOC_LINES` lines, the prompts show it
 as its first sentence line and `` ...`` (:func:`shortened`), and the answer gets the

@@ -1,15 +1,14 @@
 """The issue's own examples, read without the model: the reproduction's deterministic half.
 
-A user writes "`versions.is_newer("1.10.0", "1.9.0")` returns False" or "`median([1, 2,
-3, 4])` returns `3` ... it should be `2.5`". A 1.5B model asked for a test of that copies
-the wrong value as the expected one three times in three (bench task version-compare), so
-the system reads the example itself: the call (literal arguments only, rebuilt from them,
-never run as written), what the issue says it gives now, what it should give. The call
-runs on the base in the sandbox; when it gives what the issue says, that is the bug
-confirmed, and a test is written from the issue's words alone: ``== expected`` where the
-issue says what it should be, else ``!=`` the value it complains about. A model's test that
-asserts the value the issue calls the bug, or another value than the one it asks for, has
-that assertion taken out.
+A user writes "`versions.is_newer("1.10.0", "1.9.0")` returns False" or "`median([1, 2, 3,
+4])` returns `3` ... it should be `2.5`". A small model asked for a test of that often
+copies the wrong value as the expected one, so the system reads the example itself: the
+call (literal arguments only, rebuilt from them, never run as written), what the issue
+says it gives now, what it should give. The call runs on the base in the sandbox; when it
+gives what the issue says, that is the bug confirmed, and a test is written from the
+issue's words alone: ``== expected`` where the issue says what it should be, else ``!=``
+the value it complains about. A model's test that asserts the value the issue calls the
+bug, or another value than the one it asks for, has that assertion taken out.
 """
 
 from __future__ import annotations

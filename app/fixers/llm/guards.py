@@ -1,10 +1,10 @@
 """A rewritten function's dropped guard clauses, put back.
 
 A small model asked for the whole corrected function often writes the fix and leaves
-out a check at the top it did not think about: url-join's answer ``return
-base.rstrip('/') + '/' + path.lstrip('/')`` was the fix, but without the function's
-``if not path: return base`` it broke the test of an empty path, and was thrown away
-(1 answer in 18 held that fix). When an answer breaks a test that passed before and
+out a check at the top it did not think about: an answer ``return base.rstrip('/') +
+'/' + path.lstrip('/')`` can be the fix and still, without the function's ``if not
+path: return base``, break the test of an empty path and be thrown away, while few
+answers hold that fix at all. When an answer breaks a test that passed before and
 dropped one of the leading ``if ...: return``/``raise`` clauses of the code as it is,
 the same answer with those clauses put back, word for word, is worth one more test
 run: it changes less than the answer did, and it is judged like any other change.

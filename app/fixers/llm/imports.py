@@ -1,6 +1,6 @@
 """The imports a small model forgets, found and written for it.
 
-A 1.5B model writes ``raise OutOfStock(...)`` in a function whose module never imported
+A small model writes ``raise OutOfStock(...)`` in a function whose module never imported
 ``OutOfStock``, ``unicodedata.normalize(...)`` without ``import unicodedata``, or
 ``pytest.raises(SignupError)`` in a test that imports only ``signup``; the change is
 right and fails with a NameError the model does not understand. A forgotten name is

@@ -2,9 +2,9 @@
 
 An issue says what is wrong and often what must not change: "Dots and hyphens in the
 local part (`first.last-x@example.co.uk`) must keep working, and `a@b` … must stay
-invalid" (bench task email-plus). A small model's test checks the bug alone, and a change
-that passed two such tests and broke what the issue says must stay was published
-(repair43: `not` taken away from `signup`'s guard; the repository's tests never call it).
+invalid". A small model's test checks the bug alone, and a change that passes two such
+tests and breaks what the issue says must stay is published when the repository's own
+tests never call the function with those values (`not` taken away from a guard).
 
 So Patchwarden reads those values, calls each suspected function of one argument that
 the tests showing the bug call (or the issue names) with each of them on the base, in

@@ -1,12 +1,12 @@
 """What a small model plainly meant when it named something that is not there.
 
-A 1.5B model misremembers paths (``tests/batching.py`` for ``tests/test_batching.py``),
+A small model misremembers paths (``tests/batching.py`` for ``tests/test_batching.py``),
 edits at a path that does not exist with ``old`` copied from the right file, searches
 for the issue's title as one phrase, runs a test by a name the file does not have, and
-creates a test file that exists already. Each of these ended real runs in the same
-call three times. The guesses here are taken only where there is one reading (one file,
-clearly nearest), the answer always says what was done instead, and they only read the
-confined tree, never follow a symlink.
+creates a test file that exists already. Answered only with an error, each of these
+can make it repeat the same call until the loop stops it. The guesses here are taken
+only where there is one reading (one file, clearly nearest), the answer always says what
+was done instead, and they only read the confined tree, never follow a symlink.
 """
 
 from __future__ import annotations

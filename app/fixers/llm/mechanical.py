@@ -132,9 +132,9 @@ def where(target: Target, mutant: Mutant) -> str:
 def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str]:
     """The target's one-node changes of the kinds one model test may judge, as whole
     files (normalised) and what each changed: an answer that writes one of them was
-    written by two sources, the model and the mutation (word-count: `text.split(" ")` as
-    `text.split()`, one answer in four, beside a bigger change two answers wrote that
-    passed the same tests and was wrong)."""
+    written by two sources, the model and the mutation (``text.split(" ")`` as
+    ``text.split()``, even when a single answer wrote it and a bigger change that more
+    answers wrote passes the same tests)."""
     text = idx.sources[target.symbol.path]
     units = unit_sources(text, target)
     out: dict[str, str] = {}

@@ -56,8 +56,8 @@ async def mechanical_first(
     function, where a one-node change could pass and be wrong) and the judge is trusted
     (the repository's own failing test, the issue's example, two model tests that
     agree): they cost no tokens, and where one of them is the fix the model's later
-    rounds cost minutes on a real project (humanize's `ordinal`: 28 more model calls,
-    answers of up to 1,900 characters, before `13` was added to `(11, 12)`). A change
+    rounds cost minutes on a real project (many more model calls and long answers
+    before a mechanical change such as `13` added to `(11, 12)` is tried). A change
     the model wrote still goes first: its first round came before."""
     if job.demands and _names_none(job, target.symbol):
         return None  # a small change to it raises nothing new

@@ -1,10 +1,10 @@
 """What the issue says its values may look like, tried by the reproduction too.
 
-parse-bool's issue lists the words that must be false — "`false`, `0`, `no` and `off`
-(any case, with spaces around)" — and the 1.5B model's tests tried ``"false"`` alone.
-A change that lower-cased the value but did not strip it passed them and every other
-test, and was published (repair38); the hidden test's ``" 0 "`` failed it. The issue
-said so in words no test carried.
+An issue may list values and say in words how else they may be written — "`false`,
+`0`, `no` and `off` (any case, with spaces around)" — while a small model's tests try
+``"false"`` alone. A change that lower-cases the value but does not strip it then passes
+them and every other test, and is published, wrong for ``" 0 "``: the issue said so in
+words no test carried.
 
 So when a clause of the issue lists values as inline code and says they may come in
 any case or with spaces around (and forbids nothing), each top-level test function of

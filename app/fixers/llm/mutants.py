@@ -1,15 +1,14 @@
 """Small mechanical changes to a function, tried when every answer of the model missed.
 
-A 1.5B model shown ``REPLACEMENTS = [("<", "&lt;"), ..., ("&", "&amp;")]`` and the
-test it fails writes the function back sixteen times and never moves ``&`` first
-(bench task html-escape); shown ``text.split(" ")`` it rewrites the function around it
-(word-count). Many one-token bugs are a boundary (``<`` for ``<=``), an off-by-one, a
-unit conversion too many, a parameter the function takes and never uses, a loop over a
-list it changes, an element out of order, a case left out of a tuple. Program repair has
-long fixed these by trying each such change and keeping what the tests accept (GenProg,
-PAR, TBar). Here they are the repair's last round: no tokens, a test run each, and the
-same rule as for the model's answers: the reproduction must pass and every test that
-passed must still pass.
+A small model shown ``REPLACEMENTS = [("<", "&lt;"), ..., ("&", "&amp;")]`` and the test
+it fails may write the function back unchanged in every sample, never moving ``&``
+first; shown ``text.split(" ")`` it rewrites the function around it. Many one-token bugs
+are a boundary (``<`` for ``<=``), an off-by-one, a unit conversion too many, a
+parameter the function takes and never uses, a loop over a list it changes, an element
+out of order, a case left out of a tuple. Program repair has long fixed these by trying
+each such change and keeping what the tests accept (GenProg, PAR, TBar). Here they are
+the repair's last round: no tokens, a test run each, and the same rule as for the
+model's answers: the reproduction must pass and every test that passed must still pass.
 
 A mechanical change fits weak tests easily, so one that passes is kept only when it is
 the only one that does (:func:`app.fixers.llm.repair`): two different changes that both

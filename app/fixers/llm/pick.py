@@ -2,7 +2,7 @@
 
 The localiser ranks by what the task's words name, and an issue names what the user
 touched, not where the bug is: "after the rate limiter runs out every call to `allow()`
-is refused" — ``allow`` is named, ``_refill`` is at fault (bench task token-bucket);
+is refused" — ``allow`` is named, ``_refill`` is at fault;
 "a handler calls `bus.unsubscribe(...)` while an event is being emitted" — ``emit`` is.
 Shown the few top suspects' code and what the reproduction test printed on the base, the
 model answers with one name; three answers vote (ties go to the greedy one, and of
@@ -42,8 +42,8 @@ def pick_prompt(
 ) -> list[dict[str, Any]]:
     shown = []
     for n, s in enumerate(suspects[:PICK_AMONG], 1):
-        # A long docstring as its first line: the body is what shows the bug (humanize's
-        # `ordinal`: 39 lines of docstring filled the 40 shown, and the pick went wrong).
+        # A long docstring as its first line: the body is what shows the bug (a long
+        # docstring can fill the lines shown, and the pick is then made blind).
         lines = short_lines(dedent(idx.lines(s.symbol)), span("\n".join(idx.lines(s.symbol))))
         code = "\n".join(lines[:MAX_LINES]) + ("\n    ..." if len(lines) > MAX_LINES else "")
         shown.append(f"{n}. `{s.symbol.qualname}` in {s.symbol.path}:\n```python\n{code}\n```")
@@ -84,9 +84,9 @@ def named(answer: str, suspects: Sequence[Suspect]) -> Suspect | None:
 def picked(answers: Sequence[str], suspects: Sequence[Suspect]) -> tuple[Suspect | None, str]:
     """The suspect most answers name (a tie goes to the first answer's, the greedy one),
     and how the vote went; None when no two answers of several name the same one (one
-    answer each for three suspects is no pick: humanize's greedy answer named `intword`,
-    the localiser's first, `ordinal`, which a failing test calls, waited a whole target's
-    rounds)."""
+    answer each for three suspects is no pick: a greedy answer that names a wrong
+    function would otherwise make the localiser's first suspect, which a failing test
+    calls, wait a whole target's rounds)."""
     votes = [named(a, suspects) for a in answers]
     counted = Counter(v.symbol.qualname for v in votes if v is not None)
     if not counted:

@@ -1,39 +1,26 @@
-"""The llm fixer's ``repair`` strategy: the system localizes, reproduces, samples and
-validates; the model only writes code.
+"""The llm fixer's ``repair`` strategy: the system localises, reproduces, samples,
+validates and chooses; the model only writes code (as Agentless does: a small model
+cannot plan a tool loop, but asked for a whole corrected function, with the tests
+choosing among a few samples, it fixes far more).
 
-A 1.5B model cannot plan a tool loop (read, search, reproduce, edit, run, finish): it
-fixed 0 of 23 small bugs that way. Asked once for a whole corrected function, with the
-repository's tests choosing among a few samples, it fixes about half. So, as Agentless
-does (localize → repair by sampling → validate → select):
+1. **Localise** without the model (:mod:`testruns`, :mod:`localize`): the tests as
+   they are (which fail; their tracebacks' frames), names the task cites, what the
+   failing tests call, BM25 over a symbol index.
+2. **Reproduce** when no test fails yet (:mod:`reproduction`): a test from the issue's
+   example, kept only if it fails on the base for the bug's reason.
+3. **Sample**: the model picks the suspect to try first (:mod:`pick`); one prompt with
+   the function's whole source and what it reads and calls, the failing test and its
+   output, asks for the whole corrected function, k times (the first greedy). Answers
+   that do not parse, change nothing or rename the function are dropped; the rest are
+   grouped by syntax tree (the votes), spliced in by line range (:mod:`splice`).
+4. **Validate** in the sandbox: the failing and reproducing tests first, then all; a
+   change that breaks a test that passed before is out.
+5. **Choose**: the most voted passing change, the smallest among equals. When a round
+   misses: a round that shows the nearest misses, a cloze round (:mod:`cloze`), then
+   the last resorts (:meth:`RepairFixer._last_resorts`). Each narrow mechanism can be
+   turned off (:mod:`switches`) to measure what it earns.
 
-The steps, each in its module:
-
-1. **The tests as they are** (:mod:`testruns`): which fail, and how (their tracebacks
-   point at code; those that pass must keep passing).
-2. **Localize** without the model (:mod:`localize`): frames, names the task cites,
-   what failing tests call, BM25 over a symbol index.
-3. **Reproduce** when no test fails yet (:mod:`reproduction`, :mod:`examples`): a test
-   from the issue's example, by the model and from the issue's own words, kept only if
-   it fails on the base for the bug's reason.
-4. **Pick** (:mod:`pick`): the model names the suspect to try first.
-5. **Repair by sampling**: one prompt with the function's whole source (and the module
-   constants it reads, the signatures of what it calls, the failing test and its
-   output, the issue capped), asking for the whole corrected function; k samples (the
-   first greedy) of one prompt, so the server's prompt cache serves them. Answers that
-   do not parse, change nothing or rename the function are dropped before anything
-   runs; the rest are grouped by normalised syntax tree, which counts the votes,
-   spliced in by the function's line range (:mod:`splice`) and given the imports they
-   forgot (:mod:`candidates`, :mod:`imports`).
-6. **Validate and select** in the sandbox: the failing and reproducing tests first,
-   then all; a candidate that breaks a test that passed before (or the test of what the
-   issue says must keep working, :mod:`kept`) is out. The most voted passing candidate
-   wins, the smallest diff among equals (an answer that is also a one-node change one
-   model test may judge goes first). Else one more round shows the two nearest misses
-   (copies and a trusted judge: asked anew, body hidden); a cloze round (:mod:`cloze`:
-   each computing statement hidden in turn); a trusted judge: more answers; the other
-   kept tests, tests written afresh, the reproduction less what an agreed change fails
-   (:func:`~.repair_job.last_judges`); mechanical changes.
-7. **Nothing verified, nothing proposed**: an honest answer, never a pull request.
+Nothing verified, nothing proposed: an honest answer, never a pull request.
 """
 
 from __future__ import annotations
@@ -49,7 +36,7 @@ from app.fixers.llm import cloze, switches
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.guards import restored
-from app.fixers.llm.localize import Index, Suspect, frames_in, index, localize
+from app.fixers.llm.localize import Index, Suspect, index
 from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.mechanical_rounds import mechanical_first, mechanical_fix
 from app.fixers.llm.model_client import ModelClient, ModelError
@@ -60,16 +47,17 @@ from app.fixers.llm.repair_job import (
     demands_of,
     keep_too,
     last_judges,
+    localise,
     no_fix,
     summary,
     tests_named,
     validate,
 )
 from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.reproduction import Reproduction, reproduce
+from app.fixers.llm.reproduction import Reproduction, Sample, reproduce
 from app.fixers.llm.spend import Ledger, ModelFixer
 from app.fixers.llm.splice import Target, header, target_of
-from app.fixers.llm.testruns import Tests, failure_of, run_tests, source_of_test
+from app.fixers.llm.testruns import Tests, failure_of
 from app.sessions.files import remove_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
@@ -135,7 +123,7 @@ class RepairFixer(ModelFixer):
 
     async def _repair(self, job: Job) -> FixOutcome:
         ws, report = job.ws, job.report
-        before, failing, suspects = await self._localize(job)
+        before, failing, suspects = await localise(job)
         if not suspects:
             return self.gave_up(NO_SUSPECT)
         ws.progress(f"fix: suspects {', '.join(s.symbol.qualname for s in suspects[:3])}")
@@ -178,40 +166,36 @@ class RepairFixer(ModelFixer):
                 return self._apply(job, target, winner, repro)
             if job.stopped:
                 break
-        more = None
-        if strong and switches.on("more"):
-            more = await self._more(job, (must_pass, passed_before))
-        if more is not None:
-            return self._apply(job, *more, repro)
-        other = await last_judges(job, found, suspects, sample, passed_before)
-        if other is not None:
-            return self._apply(job, *other, repro)
-        # The model missed: mechanical changes cost no tokens, so a third suspect too (with
-        # a weak judge only the kinds it may judge: email-plus passed `not` taken away).
-        mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
-        report.mechanical_note = "" if strong else WEAK_JUDGE
-        fixed = None
-        if switches.on("mechanical-late"):
-            fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)
-        if fixed is not None:
-            return self._apply(job, *fixed, repro)
+        judge = (must_pass, passed_before)
+        last = await self._last_resorts(job, order, suspects, found, sample, judge, strong=strong)
+        if last is not None:
+            return self._apply(job, *last, repro)
         for path in filter(None, (repro, job.report.kept)):
             remove_confined(ws.tree, path)
         return self.gave_up(no_fix(job, order, repro))
 
-    async def _localize(self, job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
-        """The tests as they are (which fail, and their tracebacks), and the suspects."""
-        job.ws.progress("fix: the tests as they are")
-        before = await run_tests(job.ws, name="repair-tests-before")
-        failing = before.failing() if before is not None else []
-        frames = (
-            [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
-        )
-        sources = [source_of_test(job.ws.tree, t, job.idx) for t in failing]
-        suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
-        job.report.suspects = [s.describe() for s in suspects]
-        job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
-        return before, failing, suspects
+    async def _last_resorts(
+        self,
+        job: Job,
+        order: list[Suspect],
+        suspects: list[Suspect],
+        found: Reproduction | None,
+        sample: Sample,
+        judge: tuple[list[str], set[str]],
+        *,
+        strong: bool,
+    ) -> tuple[Target, Candidate] | None:
+        """When every suspect's rounds missed: more answers (for a trusted judge), the
+        other judges (:func:`last_judges`), then mechanical changes, which cost no tokens
+        (so a third suspect too; for a weak judge only the kinds it may judge)."""
+        if strong and switches.on("more") and (more := await self._more(job, judge)):
+            return more
+        other = await last_judges(job, found, suspects, sample, judge[1])
+        if other is not None or not switches.on("mechanical-late"):
+            return other
+        job.report.mechanical_note = "" if strong else WEAK_JUDGE
+        mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
+        return await mechanical_fix(job, mechanics, *judge, weak=not strong)
 
     # -- repair ----------------------------------------------------------------
     async def _rounds(
@@ -238,14 +222,14 @@ class RepairFixer(ModelFixer):
                 break  # nothing came near: no round of misses, but the cloze round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            # The body is hidden only for a trusted judge (email-plus: fit to one model's
-            # test, a function written anew was wrong).
+            # The body is hidden only for a trusted judge (a function written anew to fit
+            # one model's test is often wrong elsewhere).
             messages = repair_prompt(
                 *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
             )
             # The answer starts as the function does, signature and all (given only `def
             # name(` a small model renamed parameters); not after a round of copies, so a
-            # table above it (roman-subtractive's bug) can come first.
+            # table above it (where the bug may be) can come first.
             head = (
                 f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
             )
@@ -255,9 +239,9 @@ class RepairFixer(ModelFixer):
             report.samples += len(answers)
             candidates = changes_in(job, target, answers, prefill)
             report.candidates += len(candidates)
-            # A 1.5B model shown the test's failure often writes the function back as it
-            # is (slug-accents: 3 answers of 4, and the fourth's miss copied in round 2):
-            # when half the answers or more did, the next round asks for it anew.
+            # A small model shown the test's failure often writes the function back as it
+            # is, and copies a miss shown to it the same way: when half the answers or
+            # more were copies, the next round asks for it anew.
             repeated = (
                 round_ == 1
                 and bool(answers)
@@ -279,9 +263,9 @@ class RepairFixer(ModelFixer):
         self, job: Job, judge: tuple[list[str], set[str]]
     ) -> tuple[Target, Candidate] | None:
         """More answers to the first suspect's last prompt (new seeds), when a trusted
-        judge turned every change of every suspect down: with the 1.5B model about 1
-        answer in 8 to slug-accents' and url-join's prompts was right, so rounds of 4
-        often hold none. Changes tested before are not tested again."""
+        judge turned every change of every suspect down: when few answers to a prompt are
+        right, a round of a few answers often holds none. Changes tested before are not
+        tested again."""
         if job.again is None or job.stopped:
             return None
         target, messages, prefill = job.again

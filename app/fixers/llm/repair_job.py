@@ -16,12 +16,19 @@ from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.demands import demanded, mentions
 from app.fixers.llm.kept import keep
-from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.localize import Index, Suspect, frames_in, localize
 from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
-from app.fixers.llm.testruns import failure_of, path_of_test, run_tests, try_change
+from app.fixers.llm.testruns import (
+    Tests,
+    failure_of,
+    path_of_test,
+    run_tests,
+    source_of_test,
+    try_change,
+)
 from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
@@ -150,6 +157,19 @@ async def validate(
 AGREED = 2  # answers of one round that wrote one change: tests written afresh may judge it
 
 
+async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
+    """The tests as they are (which fail, and their tracebacks), and the suspects."""
+    job.ws.progress("fix: the tests as they are")
+    before = await run_tests(job.ws, name="repair-tests-before")
+    failing = before.failing() if before is not None else []
+    frames = [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
+    sources = [source_of_test(job.ws.tree, t, job.idx) for t in failing]
+    suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
+    job.report.suspects = [s.describe() for s in suspects]
+    job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
+    return before, failing, suspects
+
+
 async def last_judges(
     job: Job,
     found: Reproduction | None,
@@ -161,9 +181,9 @@ async def last_judges(
     kept tests judge the changes that missed (:func:`other_judges`); then, when answers
     agree on a change that missed, a few tests written afresh judge it (a change written
     by many answers and a test written apart from them, which fails on the base for the
-    bug's reason, agree: retry-count); last, unless two kept tests agree on what the
-    code should do, the reproduction less the assertions such a change fails
-    (:func:`trimmed_judge`). None without a reproduction."""
+    bug's reason, are two independent sources that agree); last, unless two kept tests
+    agree on what the code should do, the reproduction less the assertions such a change
+    fails (:func:`trimmed_judge`). None without a reproduction."""
     if found is None or found.path is None:
         return None
     if switches.on("other-judges"):
@@ -190,13 +210,12 @@ async def other_judges(
     votes: int = 1,
     afresh: bool = False,
 ) -> tuple[Target, Candidate] | None:
-    """When no change passed the reproduction chosen, each other test the model wrote
-    that failed on the base for the bug's reason judges the changes that failed the
-    reproduction (each tried again in full: the other tests must pass too), the most
-    voted first; the first that
-    passes one wins, and that test becomes the reproduction (the file at ``repro``). A
-    small model's test is wrong as often as the code (retry-count: three calls expected
-    of a function that fails once; the change four answers wrote was right); a change
+    """When no change passed the reproduction chosen, each other test the model wrote that
+    failed on the base for the bug's reason judges the changes that failed the
+    reproduction (each tried again in full: the other tests must pass too), the most voted
+    first; the first that passes one wins, and that test becomes the reproduction (the
+    file at ``repro``). A small model's test is wrong as often as the code (it may expect
+    what the issue never said, and reject the right change many answers wrote); a change
     that passes another of its tests, written to the issue's words, and every test the
     repository had, goes to review as any other. Otherwise the chosen test is put back.
     The report says so. ``votes``: only changes that many answers of a round wrote;

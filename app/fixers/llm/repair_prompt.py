@@ -81,8 +81,8 @@ def repair_prompt(
     ``mask``: the lines of one statement shown hidden, to be written anew (:mod:`cloze`)."""
     symbol = target.symbol
     # After a round of copies the body is not shown (``blind``); but where the function
-    # reads module constants, the fault may be in them (roman-subtractive's table), and
-    # the function is shown as it is, to be kept.
+    # reads module constants, the fault may be in them (a table of pairs), and the
+    # function is shown as it is, to be kept.
     hidden = hide and not target.constants
     parts = [f"The issue:\n{issue_text(task)}", _the_code(idx, target, hidden, mask)]
     called = callees(idx, symbol, shown={name for name, _, _ in target.constants})
@@ -196,9 +196,9 @@ def _the_ask(target: Target, mask: cloze.Mask | None) -> str:
 def blind(idx: Index, symbol: Symbol) -> str:
     """The function without its body: decorators, signature, docstring, then ``...``.
 
-    A 1.5B model shown a function and the failure it gives often writes it back as it
-    is, every sample alike, and again when told that is the bug (slug-accents: 15 of 16
-    answers); what it is not shown it cannot copy, and it writes the function anew."""
+    A small model shown a function and the failure it gives often writes it back as it
+    is, every sample alike, and again when told that is the bug; what it is not shown it
+    cannot copy, and it writes the function anew."""
     doc = [ln.strip() for ln in symbol.doc.strip().splitlines()]
     if len(doc) > 1:
         doc = [f'"""{doc[0]}', *doc[1:], '"""']

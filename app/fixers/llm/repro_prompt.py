@@ -40,8 +40,8 @@ CLASS_LINES = 60  # a method's class this long or shorter is shown whole
 def _shown(idx: Index, top: Symbol) -> str:
     """The code the reproduction prompt shows: the function, or for a method its whole
     class when the class is short (how to build the object, and what the method calls:
-    token-bucket's issue says "its clock is injectable", and only `__init__` shows how),
-    else the class line, its `__init__` and the method."""
+    an issue may say "its clock is injectable" where only `__init__` shows how), else
+    the class line, its `__init__` and the method."""
     method = "\n".join(idx.lines(top))
     if top.kind != "method":
         return method
@@ -72,11 +72,10 @@ def _shown(idx: Index, top: Symbol) -> str:
 
 
 def _decorator_hint(name: str, task: Task, start: Start | None) -> str:
-    """How to test a decorator: the decorated function the test defines must behave as
-    the issue's does (retry-count: a hint to return `f"{a} {b}"` made all three tests
-    pass on the base, for a bug that shows only when the function raises). The test is
-    written up to its expectations when the issue writes the decorator's call
-    (app/fixers/llm/test_starts.py)."""
+    """How to test a decorator: the decorated function the test defines must behave as the
+    issue's does (a function that only returns, `f"{a} {b}"`, passes on the base when the
+    bug shows only when the function raises). The test is written up to its expectations
+    when the issue writes the decorator's call (app/fixers/llm/test_starts.py)."""
     if not failing(task):
         return (
             f"`{name}` is a decorator: in the test, define a small function decorated with "
@@ -128,9 +127,9 @@ CLOCK_HINT = (
 
 
 def _hints(shown: str) -> str:
-    """What to build in the test for code that calls handlers or reads a clock
-    (event-unsubscribe: six tests asserted on `bus.handlers`, none on which handlers
-    ran; token-bucket: tests slept, and one compared `3.00000001 == 3`)."""
+    """What to build in the test for code that calls handlers or reads a clock (a small
+    model otherwise asserts on the registry of handlers, not on which ones ran, and for
+    a clock sleeps and compares floats exactly)."""
     names = _parameters(shown)
     clock = sorted(names & _CLOCK)
     return (CALLBACK_HINT if names & _CALLBACK else "") + (

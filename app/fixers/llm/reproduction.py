@@ -1,7 +1,7 @@
 """The repair strategy's reproduction: a test that shows the bug before any fix.
 
 When no test fails yet (an issue, not a red check), the model is asked for a small
-pytest test from the issue's own example. A 1.5B model copies the wrong value the issue
+pytest test from the issue's own example. A small model copies the wrong value the issue
 quotes as the expected one, so the example's calls (literal arguments only, rebuilt, never
 run as written) are run on the base in the sandbox first and the prompt says what they
 give now. A written test is kept only if it fails on the base for the bug's reason — an
@@ -73,8 +73,8 @@ class Reproduction:
     strong: bool = False
     agree: int = 0  # the kept tests that agree with the one chosen on what it should do
     # The other kept tests, each as the file would be in its place: judges to try when no
-    # change passes the chosen one (paginate-offset: the greedy test expected page 1 to
-    # start at the second item; another sample's test was right).
+    # change passes the chosen one (the greedy answer's test may expect the wrong value
+    # where another sample's test is right).
     others: tuple[tuple[str, str], ...] = ()  # (source, how it failed on the base)
     # What a fresh batch needs (:func:`fresh_tests`): the prompt, the issue's examples as
     # run on the base, and the tests judged already (normalised).
@@ -102,11 +102,11 @@ def test_in_answer(answer: str) -> str | None:
 
 def unpassable(source: str, suspects: Sequence[Suspect]) -> str | None:
     """Why no fix could ever make a test pass, when one is plain from its code, else
-    None: it defines its own copy of the code under test (a 1.5B model pasted
-    token-bucket's whole buggy class above its test, which then failed on the base for
-    the bug's reason), or the code under test decorates a test function itself, so
-    pytest calls the test through it (retry-count: ``@retry`` on ``test_retry``, whose
-    own undecorated helper raised every time, was chosen)."""
+    None: it defines its own copy of the code under test (a small model may paste the
+    whole buggy class above its test, which then fails on the base for the bug's
+    reason), or the code under test decorates a test function itself, so pytest calls
+    the test through it (``@retry`` on ``test_retry``, whose own undecorated helper
+    raises every time)."""
     module = parse(source)
     if module is None:
         return None
@@ -237,11 +237,11 @@ async def reproduce(
     judged = _Judged()
     if own_why and not own:
         judged.reasons[f"the issue's example {own_why}"] += 1
-    # A second batch when the first showed nothing (retry-count, token-bucket: a small
-    # model's tests fail for the wrong reason more often than not), or no two tests that
-    # agree (paginate-offset's greedy test expected the wrong first item).
-    # A third when still none is kept (memoize-kwargs: six tests passed on the base or
-    # failed with a TypeError; kept in three runs of four).
+    # A second batch when the first showed nothing (a small model's tests may fail for
+    # the wrong reason more often than not), or no two tests that agree (one test alone
+    # may expect the wrong value).
+    # A third when still none is kept (a few more answers often hold one that fails for
+    # the bug's reason where the first six passed on the base or failed otherwise).
     for batch in range(REPRO_BATCHES):
         if batch and (own or agreed(judged.kept) or judged.answers < batch * REPRO_SAMPLES):
             break  # shown beyond doubt, or the budget gave fewer answers than asked
@@ -288,8 +288,8 @@ async def fresh_tests(
 ) -> tuple[tuple[str, str], ...]:
     """One more batch of the model's tests (new seeds, none seen before), kept on the
     same terms as the first: judges for changes that many answers wrote and the test
-    chosen failed (retry-count: the right change, written by eight answers of twelve,
-    failed a test that raised every time; the other kept tests were as wrong)."""
+    chosen failed (the right change, written by most answers, may fail a chosen test
+    that cannot be passed, and the other kept tests may be as wrong)."""
     ws.progress("fix: tests written afresh, for the changes the answers agree on")
     judged = _Judged(seen=set(chosen.seen))
     answers = await sample(list(chosen.prompt), REPRO_SAMPLES, REPRO_BATCHES * REPRO_SAMPLES)

@@ -30,8 +30,8 @@ class Target:
 
 
 # A helper this long or shorter is shown whole and may be rewritten with the function:
-# version-compare's bug is in `parse` (one line), which `is_newer` calls and a model
-# shown only `def parse(version: str): ...` could not know returns strings.
+# the bug may be in a one-line helper the function calls, and a model shown only
+# `def parse(version: str): ...` cannot know it returns strings.
 HELPER_LINES = 12
 MAX_HELPERS = 3
 

@@ -1,17 +1,17 @@
 """The start of a reproduction test, written by Patchwarden, not by the model.
 
-Told in words how to build what a test needs, a 1.5B model can get the building wrong
-more often than the expectation: nine tests in nine for retry-count defined a function
-that could never succeed (``calls.index(x) < 2``, no ``return "ok"``). When the issue
-itself writes the decorator's call (`@retry(attempts=3)`), the test is written here up
-to its expectations, and the model replaces each ``...`` with what the issue says
-should happen. What the model sends back is read for those values only, and the test
-is the one written here with them (:meth:`Start.filled`): the model still rewrote the
-rest of it, and two answers that agreed on a test no fix could pass judged every fix.
+Told in words how to build what a test needs, a small model can get the building wrong
+more often than the expectation: a test of a retry decorator may define a function that
+can never succeed (``calls.index(x) < 2``, no ``return "ok"``). When the issue itself
+writes the decorator's call (`@retry(attempts=3)`), the test is written here up to its
+expectations, and the model replaces each ``...`` with what the issue says should happen.
+What the model sends back is read for those values only, and the test is the one written
+here with them (:meth:`Start.filled`): a model asked to fill values may still rewrite the
+rest, and two answers that agree on a test no fix could pass would judge every fix.
 
-The same start for a class that takes a clock (token-bucket: a fake clock, the object
-built as the issue builds it) was tried and left out: 0 tests in 9 were right with it,
-as without it; what that model gets wrong there is what to do and expect.
+No such start is written for a class that takes a clock (a fake clock, the object built
+as the issue builds it): it does not make a small model's tests right, because what it
+gets wrong there is what to do and expect, not how to build the object.
 
 The issue's call becomes code only rebuilt from its literal arguments, as the issue's
 examples do (app/fixers/llm/examples.py): untrusted words never reach a test as written.
@@ -66,8 +66,8 @@ _SHOULD_RAISE = re.compile(
 
 def failures(task: Task) -> int:
     """How often the issue's function fails before it works: 2 for "fails twice"
-    (retry-count: told "the first times", a 1.5B model wrote a function that fails once,
-    six tests in six, and the bug shows only from the second failure); 2 when unsaid."""
+    (told "the first times", a small model writes a function that fails once, which
+    misses a bug that shows only from the second failure); 2 when unsaid."""
     m = _TIMES.search(task.words)
     if m is None:
         return 2
@@ -140,10 +140,10 @@ class Start:
     def filled(self, answer: str) -> str | None:
         """The test written for the model with the values the answer's test asserts in
         place of each ``...``, or None when it asserts none for one of them. The model
-        writes values, not the test: a 1.5B model kept the decorated function but
-        replaced `result = flaky()` by `pytest.raises(ValueError)` around the call
-        (retry-count, the greedy answer and one more: a test no fix could pass, and two
-        that agree are a strong judge), or called `flaky()` twice."""
+        writes values, not the test: a small model may keep the decorated function but
+        replace `result = flaky()` by `pytest.raises(ValueError)` around the call (a
+        test no fix could pass, and two answers that agree on it are a strong judge), or
+        call `flaky()` twice."""
         module = parse(answer)
         if module is None:
             return None

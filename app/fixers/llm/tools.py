@@ -276,7 +276,7 @@ class ToolBox:
             rel = meant
         text = self._text(rel, path)
         # The same edit again where `new` contains `old` would apply again and again
-        # (a real run appended `+ 32` five times): it is done already.
+        # (a small model may repeat it, appending `+ 32` each time): it is done already.
         made = (rel, old, new)
         if made in self.made and old in new and new in text:
             at = text.find(new)

@@ -1,8 +1,7 @@
 """A model's reproduction test, less the assertions a change many answers agree on
-fails: a 1.5B model writes the issue's example right and then invents more cases, some
-wrong (word-count: ``count_words("hello  world") == 2`` right, then ``"  hello  " == 2``
-and ``"  hello  world" == 3``; two answers of four wrote ``len(text.split())``, which
-failed only those two).
+fails: a small model writes the issue's example right and then invents more cases, some
+wrong (``count_words("hello  world") == 2`` right, then ``"  hello  " == 2``), and a right
+change that many answers agree on fails only those.
 
 Pure text work; :func:`~app.fixers.llm.repair_job.trimmed_judge` runs it. Only an
 assertion that checks one case may go: a statement of its own line, in a test function
@@ -59,9 +58,9 @@ def model_asserts(source: str) -> list[ast.Assert]:
 
 def evidence(source: str, lines: list[int]) -> set[str]:
     """The model's assertions at ``lines`` (where the test failed on the base), as
-    written: what the test was kept for, which trimming must leave in place (token-bucket:
-    the change failed `assert not bucket.allow()`, the very line that failed on the base;
-    taken out, what was left still failed on the base, at a nonsense assertion)."""
+    written: what the test was kept for, which trimming must leave in place (a change
+    that fails the very assertion that failed on the base has not fixed the bug, and
+    with that assertion taken out, what is left may fail on the base at a nonsense one)."""
     return {
         ast.unparse(a)
         for a in model_asserts(source)
