@@ -643,7 +643,24 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "fixed_in_scope": sum(1 for r in fixed if r.get("outside_scope") == []),
         "fixed_would_automerge": sum(1 for r in fixed if r.get("under_automerge") == "automerge"),
         "endings": dict(Counter(r.get("ending", "?") for r in rows).most_common()),
+        "mechanisms": mechanisms(rows),
     }
+
+
+def mechanisms(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per narrow mechanism of the repair (app/fixers/llm/switches.py): on how many tasks
+    it acted, and how many published changes it brought, fixed and wrong. A mechanism
+    that never acts, or acts and never brings a fix, is a candidate for deletion."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        repair = r.get("repair") or {}
+        for name in repair.get("fired", {}):
+            out.setdefault(name, {"acted": 0, "fixed": 0, "wrong": 0})["acted"] += 1
+        won = repair.get("won_by")
+        if won and r.get("published"):
+            entry = out.setdefault(won, {"acted": 0, "fixed": 0, "wrong": 0})
+            entry["fixed" if r["fixed"] else "wrong"] += 1
+    return dict(sorted(out.items()))
 
 
 def by_set(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -723,6 +740,12 @@ def report_text(doc: dict[str, Any]) -> str:
             f"  of the fixes: {t['fixed_in_scope']} inside the task's scope, "
             f"{t['fixed_would_automerge']} would merge themselves under `autonomy: automerge`",
         ]
+        if t.get("mechanisms"):
+            shown = ", ".join(
+                f"{k} {v['acted']} acted/{v['fixed']} fixed/{v['wrong']} wrong"
+                for k, v in t["mechanisms"].items()
+            )
+            lines.append(f"  mechanisms: {shown}")
         for key in ("by_kind", "by_project"):
             if key in t:
                 shown = ", ".join(

@@ -44,7 +44,7 @@ from openai import AsyncOpenAI
 
 from app.fixers.llm.agreement import expectations, majority
 from app.fixers.llm.localize import index, localize
-from app.fixers.llm.repair import HOT
+from app.fixers.llm.repair_job import HOT
 from app.fixers.llm.repro_prompt import repro_prompt
 from app.fixers.llm.reproduction import REPRO_SAMPLES, test_in_answer
 from app.fixers.llm.test_starts import start_for

@@ -188,3 +188,22 @@ async def test_the_eval_counts_the_fix_commit_as_fixed_and_giving_up_as_not(
     row = await run("quit", quits)
     assert row["fixed"] is False
     assert row["status"] == "no-change"
+
+
+def test_the_eval_counts_what_each_mechanism_did() -> None:
+    import agent_eval
+
+    rows = [
+        {"fixed": True, "published": True, "repair": {"fired": {"cloze": 1}, "won_by": "cloze"}},
+        {
+            "fixed": False,
+            "published": True,
+            "repair": {"fired": {"cloze": 2, "kept": 1}, "won_by": "cloze"},
+        },
+        {"fixed": False, "published": False, "repair": {"fired": {"kept": 1}, "won_by": "more"}},
+        {"fixed": False, "published": False, "repair": None},
+    ]
+    assert agent_eval.mechanisms(rows) == {
+        "cloze": {"acted": 2, "fixed": 1, "wrong": 1},
+        "kept": {"acted": 2, "fixed": 0, "wrong": 0},  # acted, brought nothing published
+    }

@@ -1018,6 +1018,8 @@ async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert (report.rounds, report.masked, report.passed) == (3, 1, 1)
+    assert report.won_by == "cloze"  # what brought the change, for the ablation's counts
+    assert report.fired["cloze"] == 1
     cloze_prompt = model.requests[-1].body["messages"][-1]["content"]
     assert "`???` hides what one line of `fahrenheit_to_celsius` computes" in cloze_prompt
     assert "    return ???\n" in cloze_prompt
@@ -1058,6 +1060,8 @@ async def test_a_mechanism_turned_off_does_not_run(
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert (report.rounds, report.masked, report.passed) == (2, 0, 0)
+    assert "cloze" not in report.fired
+    assert report.won_by == ""
     prompts = [r.body["messages"][-1]["content"] for r in model.requests]
     assert not any("`???` hides" in p for p in prompts)
 

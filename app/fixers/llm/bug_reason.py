@@ -59,6 +59,7 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
             # with a function, which no fix can equal: chosen, it would fail every answer
             return False, "compares with a function object, not a value: no fix could pass it"
         if kind == "AssertionError" and switches.on("quotes") and _only_punctuation(text):
+            switches.fired("quotes")
             # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
             # the test expects the bug's own error and differs on its wording
             return False, "differs from the code only in the quotes around a value"

@@ -36,6 +36,7 @@ from app.fixers.llm import cloze, switches
 from app.fixers.llm.answers import normalised
 from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.guards import restored
+from app.fixers.llm.judges import last_judges
 from app.fixers.llm.localize import Index, Suspect, index
 from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.mechanical_rounds import mechanical_first, mechanical_fix
@@ -46,9 +47,9 @@ from app.fixers.llm.repair_job import (
     changes_in,
     demands_of,
     keep_too,
-    last_judges,
     localise,
     no_fix,
+    sample,
     summary,
     tests_named,
     validate,
@@ -65,9 +66,8 @@ from app.sessions.task import Budget, Task
 from app.words import plural
 
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
-SAMPLES = 4  # answers per repair round: one greedy, the rest at HOT
+SAMPLES = 4  # answers per repair round: one greedy, the rest hot (repair_job.HOT)
 MORE = 2  # times a round's answers drawn again when a trusted judge turned all down
-HOT = 0.8
 NO_SUSPECT = (
     "no verified fix: the repair strategy found no Python function the task points at "
     "(it names none, no stack trace or failing test leads to one)"
@@ -109,8 +109,9 @@ class RepairFixer(ModelFixer):
         meter = self.meter(budget, workspace)
         job = Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
         try:
-            with switches.turned_off(self.without):
+            with switches.turned_off(self.without) as fired:
                 outcome = await self._repair(job)
+            job.report.fired = dict(sorted(fired.items()))
         except ModelError as exc:
             outcome = self.gave_up(f"the model could not be reached: {exc}")
         await self.audit(
@@ -132,11 +133,11 @@ class RepairFixer(ModelFixer):
         strong = True  # the repository's own failing tests judge
         found: Reproduction | None = None
 
-        async def sample(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
-            return await self._sample(job, messages, k=k, prefill="", start=start)
+        async def ask(messages: list[dict[str, Any]], k: int, start: int = 0) -> list[str]:
+            return await sample(self.client, job, messages, k=k, prefill="", start=start)
 
         if not failing and ws.commands.is_pytest and ws.commands.test:
-            found = await reproduce(ws, job.task, job.idx, suspects, sample)
+            found = await reproduce(ws, job.task, job.idx, suspects, ask)
             report.reproduction, report.reproduction_note = found.path, found.note
             repro, strong = found.path, found.strong
             if repro is not None:
@@ -144,14 +145,17 @@ class RepairFixer(ModelFixer):
                 job.printed[repro] = found.output
                 if switches.on("demands"):
                     job.demands = demands_of(job, repro)
+                    if job.demands:
+                        switches.fired("demands")
         if not must_pass:
             why = report.reproduction_note or "no test fails"
             return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
-        if switches.on("kept"):
-            passed_before |= await keep_too(job, suspects, must_pass, found)  # :mod:`kept`
+        if switches.on("kept") and (kept := await keep_too(job, suspects, must_pass, found)):
+            passed_before |= kept  # :mod:`kept`
+            switches.fired("kept")
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
-        how = sample if self.pick else None
+        how = ask if self.pick else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
         for suspect in order:
             target = target_of(job.idx, suspect.symbol)
@@ -167,7 +171,7 @@ class RepairFixer(ModelFixer):
             if job.stopped:
                 break
         judge = (must_pass, passed_before)
-        last = await self._last_resorts(job, order, suspects, found, sample, judge, strong=strong)
+        last = await self._last_resorts(job, order, suspects, found, ask, judge, strong=strong)
         if last is not None:
             return self._apply(job, *last, repro)
         for path in filter(None, (repro, job.report.kept)):
@@ -180,7 +184,7 @@ class RepairFixer(ModelFixer):
         order: list[Suspect],
         suspects: list[Suspect],
         found: Reproduction | None,
-        sample: Sample,
+        ask: Sample,
         judge: tuple[list[str], set[str]],
         *,
         strong: bool,
@@ -189,13 +193,17 @@ class RepairFixer(ModelFixer):
         other judges (:func:`last_judges`), then mechanical changes, which cost no tokens
         (so a third suspect too; for a weak judge only the kinds it may judge)."""
         if strong and switches.on("more") and (more := await self._more(job, judge)):
+            job.report.won_by = "more"
             return more
-        other = await last_judges(job, found, suspects, sample, judge[1])
+        other = await last_judges(job, found, suspects, ask, judge[1])
         if other is not None or not switches.on("mechanical-late"):
             return other
+        switches.fired("mechanical-late")
         job.report.mechanical_note = "" if strong else WEAK_JUDGE
         mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
-        return await mechanical_fix(job, mechanics, *judge, weak=not strong)
+        fixed = await mechanical_fix(job, mechanics, *judge, weak=not strong)
+        job.report.won_by = "mechanical-late" if fixed is not None else ""
+        return fixed
 
     # -- repair ----------------------------------------------------------------
     async def _rounds(
@@ -222,19 +230,8 @@ class RepairFixer(ModelFixer):
                 break  # nothing came near: no round of misses, but the cloze round
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
-            # The body is hidden only for a trusted judge (a function written anew to fit
-            # one model's test is often wrong elsewhere).
-            messages = repair_prompt(
-                *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
-            )
-            # The answer starts as the function does, signature and all (given only `def
-            # name(` a small model renamed parameters); not after a round of copies, so a
-            # table above it (where the bug may be) can come first.
-            head = (
-                f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
-            )
-            prefill = f"```python\n{head}" if self.prefill else ""
-            answers = await self._sample(job, messages, k=self.samples, prefill=prefill)
+            messages, prefill = self._prompt(job, asked, misses, repeated=repeated, trusted=trusted)
+            answers = await sample(self.client, job, messages, k=self.samples, prefill=prefill)
             unchanged = report.dropped["unchanged"]
             report.samples += len(answers)
             candidates = changes_in(job, target, answers, prefill)
@@ -251,13 +248,39 @@ class RepairFixer(ModelFixer):
             winner = await self._judge(job, target, candidates, len(answers), judge, tested)
             early = mechanize and switches.on("mechanical-early")
             if winner is None and round_ == 1 and early and not job.stopped:
+                switches.fired("mechanical-early")
                 winner = await mechanical_first(job, target, must_pass, passed_before)
+                job.report.won_by = "mechanical-early" if winner is not None else ""
             if winner is not None or job.stopped:
                 return winner
             near = (c for c in tested if c.output)
             misses = sorted(near, key=lambda c: c.verdict.startswith("breaks"))[:2]
         job.again = job.again or (target, messages, prefill)
-        return await self._cloze(job, target, asked, judge)
+        winner = await self._cloze(job, target, asked, judge)
+        job.report.won_by = "cloze" if winner is not None else ""
+        return winner
+
+    def _prompt(
+        self,
+        job: Job,
+        asked: tuple[Task, Index, Path, Target, list[str], Tests | None],
+        misses: list[Candidate],
+        *,
+        repeated: bool,
+        trusted: bool,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """A round's prompt, and how its answers start. The body is hidden only after a
+        round of copies and for a trusted judge (a function written anew to fit one
+        model's test is often wrong elsewhere). The answer starts as the function does,
+        signature and all (given only `def name(` a small model renames parameters); not
+        after a round of copies of a function that reads constants, so a table above it
+        (where the bug may be) can come first."""
+        target = asked[3]
+        messages = repair_prompt(
+            *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
+        )
+        head = f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
+        return messages, f"```python\n{head}" if self.prefill else ""
 
     async def _more(
         self, job: Job, judge: tuple[list[str], set[str]]
@@ -268,10 +291,13 @@ class RepairFixer(ModelFixer):
         tested again."""
         if job.again is None or job.stopped:
             return None
+        switches.fired("more")
         target, messages, prefill = job.again
         job.report.rounds += 1
         job.ws.progress(f"fix: more answers on {target.symbol.qualname}")
-        got = await self._sample(job, messages, k=self.more, prefill=prefill, start=self.samples)
+        got = await sample(
+            self.client, job, messages, k=self.more, prefill=prefill, start=self.samples
+        )
         job.report.samples += len(got)
         candidates = changes_in(job, target, got, prefill)
         fresh = [c for c in candidates if c.text not in job.tried]
@@ -293,6 +319,7 @@ class RepairFixer(ModelFixer):
         spans = cloze.masks(job.idx, target) if switches.on("cloze") else []
         if not spans:
             return None
+        switches.fired("cloze")
         job.report.rounds += 1
         job.ws.progress(f"fix: {target.symbol.qualname} with one line hidden at a time")
         head = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
@@ -304,7 +331,7 @@ class RepairFixer(ModelFixer):
             # A line hidden in a helper or a constant: the answer starts as it will.
             pre = head if target.symbol.start <= span[0] <= target.symbol.end else ""
             messages = repair_prompt(*asked, [], job.printed, mask=span)
-            got = await self._sample(job, messages, k=1, prefill=pre)
+            got = await sample(self.client, job, messages, k=1, prefill=pre)
             job.report.masked, answers = job.report.masked + len(got), answers + len(got)
             for new in changes_in(job, target, got, pre):
                 same = next((c for c in candidates if c.text == new.text), None)
@@ -347,10 +374,13 @@ class RepairFixer(ModelFixer):
             put_back = breaks and switches.on("guard-put-back")
             back = restored(job.idx, target, candidate, job.demands) if put_back else None
             if back is not None and back.text not in {*job.tried, *(c.text for c in order)}:
+                switches.fired("guard-put-back")
                 order.insert(at + 1, back)
                 report.candidates += 1
             if candidate.verdict == "passed":
                 report.passed += 1
+                if candidate.restored:
+                    report.won_by = "guard-put-back"
                 report.target = target.symbol.qualname
                 written = f"{answers} answers{how}"
                 report.chosen = chosen_note(candidate, order, written, tests_named(must_pass))
@@ -365,32 +395,3 @@ class RepairFixer(ModelFixer):
     def _apply(self, job: Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
         # The winner is in the tree already (validation leaves a passing candidate).
         return FixOutcome(fixer=self.name, summary=summary(job, target, winner, repro))
-
-    # -- the model -------------------------------------------------------------
-    async def _sample(
-        self, job: Job, messages: list[dict[str, Any]], *, k: int, prefill: str, start: int = 0
-    ) -> list[str]:
-        """k answers to one prompt: the first greedy (unless ``start`` were drawn before),
-        the rest hot (``n`` where the endpoint allows, else one request per new seed)."""
-        asked = [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
-        job.note("user", messages[-1]["content"])
-        answers: list[str] = []
-        while len(answers) < k and job.stopped is None:
-            stop = await job.meter.exceeded()
-            if stop is not None or job.meter.usage.calls >= job.meter.budget.max_steps:
-                job.stopped = stop or f"model call budget spent ({job.meter.budget.max_steps})"
-                break
-            greedy = not answers and not start
-            started = time.monotonic()
-            completion = await self.client.complete(
-                asked,
-                temperature=0.0 if greedy else HOT,
-                n=1 if greedy else k - len(answers),
-                seed=None if greedy else 1000 + start + len(answers),
-            )
-            await job.meter.add(completion, seconds=time.monotonic() - started)
-            got = list(completion.choices or (completion.content,))
-            answers += got[: k - len(answers)]
-            for answer in got:
-                job.note("assistant", answer if answer.startswith(prefill) else prefill + answer)
-        return answers

@@ -1,42 +1,41 @@
 """What one repair job carries — its context, its meter, what it has found out so far
 (:class:`Report`, frozen into the session result's :class:`RepairReport`) — and the
-steps that read it at the end: other tests as judges of the changes that missed
-(:func:`last_judges`), mechanical changes (:func:`mechanical_fix`), and what the pull
-request says (:func:`summary`)."""
+steps around the rounds: the tests as they are and the suspects (:func:`localise`), the
+model's answers (:func:`sample`), their changes (:func:`changes_in`) validated in the
+sandbox (:func:`validate`), and what the pull request says (:func:`summary`)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.fixers.llm import switches
-from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.demands import demanded, mentions
 from app.fixers.llm.kept import keep
 from app.fixers.llm.localize import Index, Suspect, frames_in, localize
 from app.fixers.llm.mechanical import one_node_changes
-from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
+from app.fixers.llm.model_client import ModelClient
+from app.fixers.llm.reproduction import Reproduction
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import (
     Tests,
-    failure_of,
     path_of_test,
     run_tests,
     source_of_test,
     try_change,
 )
-from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
-from app.sessions.files import read_confined, write_confined
+from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry
 from app.sessions.task import Task
 from app.words import plural
 
 TRANSCRIPT_ENTRY_CHARS = 4000
+HOT = 0.8  # the temperature of every answer but a prompt's first (greedy)
 
 
 @dataclass
@@ -60,6 +59,8 @@ class Report:
     mechanical: int = 0
     mechanical_note: str = ""
     masked: int = 0
+    fired: dict[str, int] = field(default_factory=dict)
+    won_by: str = ""
 
     def frozen(self) -> RepairReport:
         return RepairReport(
@@ -80,7 +81,7 @@ class Job:
     stopped: str | None = None  # why no more model calls may be made
     printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
     # Candidates that failed the reproduction (its run comes first): tried again, in
-    # full, under the other kept tests (:func:`other_judges`).
+    # full, under the other kept tests (:func:`~.judges.other_judges`).
     missed: list[tuple[Target, Candidate]] = field(default_factory=list)
     # The first suspect's last prompt (and its prefill), asked again when a trusted
     # judge turned every change down; and every change tested, by its text.
@@ -154,9 +155,6 @@ async def validate(
     )  # fmt: skip
 
 
-AGREED = 2  # answers of one round that wrote one change: tests written afresh may judge it
-
-
 async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
     """The tests as they are (which fail, and their tracebacks), and the suspects."""
     job.ws.progress("fix: the tests as they are")
@@ -168,177 +166,6 @@ async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
     job.report.suspects = [s.describe() for s in suspects]
     job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
     return before, failing, suspects
-
-
-async def last_judges(
-    job: Job,
-    found: Reproduction | None,
-    suspects: Sequence[Suspect],
-    sample: Sample,
-    passed_before: set[str],
-) -> tuple[Target, Candidate] | None:
-    """When no change passed the reproduction a model's test alone backs: the other
-    kept tests judge the changes that missed (:func:`other_judges`); then, when answers
-    agree on a change that missed, a few tests written afresh judge it (a change written
-    by many answers and a test written apart from them, which fails on the base for the
-    bug's reason, are two independent sources that agree); last, unless two kept tests
-    agree on what the code should do, the reproduction less the assertions such a change
-    fails (:func:`trimmed_judge`). None without a reproduction."""
-    if found is None or found.path is None:
-        return None
-    if switches.on("other-judges"):
-        other = await other_judges(job, found.path, found.others, passed_before)
-        if other is not None or job.stopped:
-            return other
-    agreed = any(c.votes >= AGREED for _, c in job.missed)
-    if not found.strong and agreed and switches.on("fresh-judges"):
-        fresh = await fresh_tests(job.ws, job.task, job.idx, suspects, sample, found)
-        other = await other_judges(job, found.path, fresh, passed_before, votes=AGREED, afresh=True)
-        if other is not None or job.stopped:
-            return other
-    if found.agree > 1 or not switches.on("trimmed-judge"):
-        return None  # two tests that agree are not overruled, nor trimmed
-    return await trimmed_judge(job, found.path, passed_before)
-
-
-async def other_judges(
-    job: Job,
-    repro: str,
-    others: tuple[tuple[str, str], ...],
-    passed_before: set[str],
-    *,
-    votes: int = 1,
-    afresh: bool = False,
-) -> tuple[Target, Candidate] | None:
-    """When no change passed the reproduction chosen, each other test the model wrote that
-    failed on the base for the bug's reason judges the changes that failed the
-    reproduction (each tried again in full: the other tests must pass too), the most voted
-    first; the first that passes one wins, and that test becomes the reproduction (the
-    file at ``repro``). A small model's test is wrong as often as the code (it may expect
-    what the issue never said, and reject the right change many answers wrote); a change
-    that passes another of its tests, written to the issue's words, and every test the
-    repository had, goes to review as any other. Otherwise the chosen test is put back.
-    The report says so. ``votes``: only changes that many answers of a round wrote;
-    ``afresh``: the tests were written after every change missed (:func:`last_judges`)."""
-    first = read_confined(job.ws.tree, repro)
-    missed = sorted((m for m in job.missed if m[1].votes >= votes), key=lambda m: -m[1].votes)
-    if first is None or not missed or not others:
-        return None
-    try:
-        for n, (source, why) in enumerate(others, 2):
-            job.ws.progress(f"fix: the changes that missed, under another reproduction ({n})")
-            write_confined(job.ws.tree, repro, source.encode())
-            job.ws.sandbox.prepare_writable(job.ws.tree)
-            for target, candidate in missed:
-                verdict, _ = await try_change(
-                    job.ws,
-                    job.idx,
-                    path=target.symbol.path,
-                    text=candidate.text,
-                    must_pass=[repro],
-                    passed_before=passed_before,
-                )
-                if verdict == "passed":
-                    first = source.encode()  # it stays: the reproduction now
-                    job.report.target = target.symbol.qualname
-                    _judged_by_another(job.report, candidate, why, afresh=afresh)
-                    return target, candidate
-        return None
-    finally:
-        write_confined(job.ws.tree, repro, first)
-        job.ws.sandbox.prepare_writable(job.ws.tree)
-
-
-TRIMMED = 3  # agreed changes the trimmed reproduction may judge, the most voted first
-
-
-async def trimmed_judge(
-    job: Job, repro: str, passed_before: set[str]
-) -> tuple[Target, Candidate] | None:
-    """The reproduction less the model's assertions that a change many answers agree on
-    fails (:mod:`trim`), as long as at most half of them go, those it failed at on the
-    base (what it was kept for) stay, and what is left still fails on the base at an
-    assertion the model wrote: the change wins when it passes
-    that and keeps every other test passing; the trimmed test becomes the reproduction.
-    Otherwise the test is put back as it was."""
-    first = read_confined(job.ws.tree, repro)
-    agreed = sorted((m for m in job.missed if m[1].votes >= AGREED), key=lambda m: -m[1].votes)
-    if first is None or not agreed:
-        return None
-    whole = first.decode()
-    total = len(model_asserts(whole))
-    shown = evidence(whole, failed_lines(job.printed.get(repro, ""), repro))
-    if not shown:
-        return None  # it was not kept for an assertion the model wrote
-    try:
-        for target, candidate in agreed[:TRIMMED]:
-            source, output, gone = whole, candidate.output, 0
-            while not job.stopped:
-                lines = failed_lines(output, repro)
-                trimmed = without(source, lines) if lines else None
-                if trimmed is None or (gone + trimmed[1]) * 2 > total:
-                    break
-                if not shown <= asserted(trimmed[0]):
-                    break  # what it was kept for stays
-                source, gone = trimmed[0], gone + trimmed[1]
-                job.ws.progress(f"fix: the reproduction less {plural(gone, 'assertion')}")
-                write_confined(job.ws.tree, repro, source.encode())
-                job.ws.sandbox.prepare_writable(job.ws.tree)
-                if not await _still_shows(job, repro, source):
-                    break
-                verdict, output = await try_change(
-                    job.ws, job.idx, path=target.symbol.path, text=candidate.text,
-                    must_pass=[repro], passed_before=passed_before,
-                )  # fmt: skip
-                if verdict == "passed":
-                    first = source.encode()  # it stays: the reproduction now
-                    _judged_trimmed(job, target, candidate, gone, total)
-                    return target, candidate
-                if not verdict.startswith("test failed"):
-                    break
-        return None
-    finally:
-        write_confined(job.ws.tree, repro, first)
-        job.ws.sandbox.prepare_writable(job.ws.tree)
-
-
-async def _still_shows(job: Job, repro: str, source: str) -> bool:
-    """Whether the trimmed test still fails on the base for the bug's reason, at an
-    assertion the model wrote (not only at the issue's own example's)."""
-    base = await run_tests(job.ws, extra=[repro], name="repair-trimmed-base")
-    shows, _ = reproduces(base, job.task, job.idx, source)
-    return shows and bool(evidence(source, failed_lines(failure_of(base, repro), repro)))
-
-
-def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, total: int) -> None:
-    report = job.report
-    report.passed += 1
-    report.failed["test failed"] -= 1  # it failed the whole test, and passed the rest
-    report.target = target.symbol.qualname
-    report.reproduction_note += (
-        f"; {gone} of the {plural(total, 'assertion')} the model wrote, which the change "
-        f"{plural(winner.votes, 'answer')} agree on failed, taken out (what is left still "
-        "fails on the base)"
-    )
-    report.chosen = (
-        f"{plural(winner.votes, 'answer')} of one round wrote this change; it makes the "
-        f"reproduction pass once {gone} of the {total} assertions the model wrote "
-        f"{'is' if gone == 1 else 'are'} taken out, and keeps every other test passing"
-    )
-
-
-def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: bool) -> None:
-    report.passed += 1
-    report.failed["test failed"] -= 1  # it failed the first test, and passed this one
-    which = "a test the model wrote afresh" if afresh else "another test the model wrote"
-    report.reproduction_note = (
-        f"fails on the base ({why}); it is {which}: no change passed "
-        f"the one chosen first, which {report.reproduction_note}"
-    )
-    report.chosen = (
-        f"{plural(winner.votes, 'answer')} wrote this change; it makes the reproduction pass "
-        "and keeps every other test passing"
-    )
 
 
 def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:
@@ -390,3 +217,38 @@ def task_words(task: Task) -> str:
 
 def tests_named(tests: Sequence[str]) -> str:
     return ", ".join(f"`{t}`" for t in tests[:3]) + (" and more" if len(tests) > 3 else "")
+
+
+async def sample(
+    client: ModelClient,
+    job: Job,
+    messages: list[dict[str, Any]],
+    *,
+    k: int,
+    prefill: str,
+    start: int = 0,
+) -> list[str]:
+    """k answers to one prompt: the first greedy (unless ``start`` were drawn before),
+    the rest hot (``n`` where the endpoint allows, else one request per new seed)."""
+    asked = [*messages, {"role": "assistant", "content": prefill}] if prefill else messages
+    job.note("user", messages[-1]["content"])
+    answers: list[str] = []
+    while len(answers) < k and job.stopped is None:
+        stop = await job.meter.exceeded()
+        if stop is not None or job.meter.usage.calls >= job.meter.budget.max_steps:
+            job.stopped = stop or f"model call budget spent ({job.meter.budget.max_steps})"
+            break
+        greedy = not answers and not start
+        started = time.monotonic()
+        completion = await client.complete(
+            asked,
+            temperature=0.0 if greedy else HOT,
+            n=1 if greedy else k - len(answers),
+            seed=None if greedy else 1000 + start + len(answers),
+        )
+        await job.meter.add(completion, seconds=time.monotonic() - started)
+        got = list(completion.choices or (completion.content,))
+        answers += got[: k - len(answers)]
+        for answer in got:
+            job.note("assistant", answer if answer.startswith(prefill) else prefill + answer)
+    return answers

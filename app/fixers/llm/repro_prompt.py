@@ -170,12 +170,13 @@ def repro_prompt(
             if observed
             else ""
         )
-        + (
-            ""
-            if not switches.on("hints")
-            else _decorator_hint(name, task, start_for(task, idx, suspects))
-            if top.kind == "function" and is_decorator("\n".join(lines))
-            else _hints(shown)
+        + _hint(
+            name,
+            task,
+            idx,
+            suspects,
+            shown=shown,
+            decorator=top.kind == "function" and is_decorator("\n".join(lines)),
         )
         + f"Write one pytest test file that shows the bug: import {call.split('(')[0]}, call "
         "it as the issue's example does, and assert the CORRECT result the issue asks for "
@@ -183,3 +184,18 @@ def repro_prompt(
         "once the bug is fixed. One ```python block, nothing else."
     )
     return [{"role": "system", "content": REPRO_SYSTEM}, {"role": "user", "content": content}]
+
+
+def _hint(
+    name: str, task: Task, idx: Index, suspects: Sequence[Suspect], *, decorator: bool, shown: str
+) -> str:
+    """The hint for the test the prompt asks for: how to test a decorator, or what to
+    build for code that calls handlers or reads a clock; "" when none applies."""
+    if not switches.on("hints"):
+        return ""
+    said = (
+        _decorator_hint(name, task, start_for(task, idx, suspects)) if decorator else _hints(shown)
+    )
+    if said:
+        switches.fired("hints")
+    return said

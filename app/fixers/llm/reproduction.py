@@ -192,6 +192,8 @@ async def _judge(
     judged.varied = allowed([task.title, *(d.text for d in task.documents)])
     start = start_for(task, idx, suspects) if switches.on("test-starts") else None
     judged.templated |= start is not None
+    if start is not None:
+        switches.fired("test-starts")
     for answer in answers:
         n = judged.answers
         judged.answers += 1
@@ -211,6 +213,7 @@ async def _judge(
         source, used = with_twins(source, judged.varied if switches.on("twins") else {})
         if used:
             judged.twinned[source] = used
+            switches.fired("twins")
         key = normalised(source)
         if key in judged.seen:
             judged.kept += [(s, w) for s, w in judged.kept if normalised(s) == key][:1]

@@ -7,10 +7,15 @@ repository's policy: they change how a fix is searched for, not what may merge. 
 mechanism is on by default. The names a run turns off are set for the duration of one
 repair (:func:`turned_off`, a context variable: concurrent repairs do not see each
 other's) and read where the mechanism runs (:func:`on`).
+
+Where a mechanism acts (a kept test joins the judges, a cloze round is asked, a guard is
+put back) it says so (:func:`fired`), and the repair's report counts it: a mechanism
+that never acts on real bugs earns nothing, whatever an ablation run would cost.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,6 +38,7 @@ MECHANISMS: dict[str, str] = {
 }
 
 _OFF: ContextVar[frozenset[str]] = ContextVar("repair_mechanisms_off", default=frozenset())
+_FIRED: ContextVar[Counter[str] | None] = ContextVar("repair_mechanisms_fired", default=None)
 
 
 def parse(text: str | Iterable[str]) -> frozenset[str]:
@@ -56,11 +62,23 @@ def on(name: str) -> bool:
     return name not in _OFF.get()
 
 
+def fired(name: str) -> None:
+    """The mechanism ``name`` acted in the repair under way (counted by :func:`turned_off`)."""
+    if name not in MECHANISMS:
+        raise KeyError(f"no repair mechanism {name!r}")
+    counts = _FIRED.get()
+    if counts is not None:
+        counts[name] += 1
+
+
 @contextmanager
-def turned_off(names: Iterable[str]) -> Iterator[None]:
-    """Within the block, the mechanisms ``names`` do not run."""
-    token = _OFF.set(parse(names))
+def turned_off(names: Iterable[str]) -> Iterator[Counter[str]]:
+    """Within the block, the mechanisms ``names`` do not run; yields the count of each
+    mechanism's acts in the block (:func:`fired`)."""
+    counts: Counter[str] = Counter()
+    token, counting = _OFF.set(parse(names)), _FIRED.set(counts)
     try:
-        yield
+        yield counts
     finally:
         _OFF.reset(token)
+        _FIRED.reset(counting)

@@ -3,7 +3,7 @@ fails: a small model writes the issue's example right and then invents more case
 wrong (``count_words("hello  world") == 2`` right, then ``"  hello  " == 2``), and a right
 change that many answers agree on fails only those.
 
-Pure text work; :func:`~app.fixers.llm.repair_job.trimmed_judge` runs it. Only an
+Pure text work; :func:`~app.fixers.llm.judges.trimmed_judge` runs it. Only an
 assertion that checks one case may go: a statement of its own line, in a test function
 that is not parametrized, outside any loop, with no comprehension in it (one such
 assertion stands for many cases). Those the issue's own words made
