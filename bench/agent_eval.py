@@ -263,7 +263,7 @@ def at_fault(task: EvalTask) -> set[str]:
     bug's edit."""
     found: set[str] = set()
     if task.realbug is not None:
-        return _changed_units(task.realbug, task.sources or Path())
+        return realbugs.changed_units(task.realbug, task.sources or Path())
     if task.project is not None:
         tree = Path(tempfile.mkdtemp(prefix="at-fault-"))
         try:
@@ -271,14 +271,14 @@ def at_fault(task: EvalTask) -> set[str]:
             for rel, old, _ in task.bug:
                 text = (tree / "p" / rel).read_text()
                 line = text[: text.index(old)].count("\n") + 1
-                found |= {q for q, (a, b, _, _) in _units(text).items() if a <= line <= b}
+                found |= {q for q, (a, b, _, _) in realbugs.units(text).items() if a <= line <= b}
         finally:
             shutil.rmtree(tree, ignore_errors=True)
         return found
     for fixed in (task.folder / "solution").rglob("*.py"):
         rel = fixed.relative_to(task.folder / "solution")
-        before = _units((task.folder / "repo" / rel).read_text())
-        after = _units(fixed.read_text())
+        before = realbugs.units((task.folder / "repo" / rel).read_text())
+        after = realbugs.units(fixed.read_text())
         changed = {
             k
             for k in before.keys() | after.keys()
@@ -289,54 +289,6 @@ def at_fault(task: EvalTask) -> set[str]:
             if not name.startswith("=") and (name in changed or reads & constants):
                 found.add(name)
     return found
-
-
-def _changed_units(bug: realbugs.RealBug, sources: Path) -> set[str]:
-    """The functions and module constants (``=NAME``) a real bug's fix changes."""
-    clone = realbugs.source_of(bug, sources)
-    found: set[str] = set()
-    for path in bug.files:
-        if not path.endswith(".py"):
-            continue
-        texts = [realbugs.file_at(clone, c, path) for c in (bug.buggy, bug.fixed)]
-        try:
-            before, after = (_units(t.decode()) if t else {} for t in texts)
-        except SyntaxError:
-            continue
-        found |= {
-            f"{path}:{k}"
-            for k in before.keys() | after.keys()
-            if (before[k][2] if k in before else None) != (after[k][2] if k in after else None)
-        }
-    return found
-
-
-def _units(text: str) -> dict[str, tuple[int, int, str, set[str]]]:
-    """Functions and methods of a module (first line, last line, syntax dump, names it
-    reads), and its top-level assignments under "=name"."""
-    import ast
-
-    out: dict[str, tuple[int, int, str, set[str]]] = {}
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            items = [(node.name, node)]
-        elif isinstance(node, ast.ClassDef):
-            items = [
-                (f"{node.name}.{m.name}", m)
-                for m in node.body
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ]
-        else:
-            items = []
-        for name, fn in items:
-            reads = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-            out[name] = (fn.lineno, fn.end_lineno or fn.lineno, ast.dump(fn), reads)
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    end = node.end_lineno or node.lineno
-                    out[f"={t.id}"] = (node.lineno, end, ast.dump(node), set())
-    return out
 
 
 def spec_for(task: EvalTask, repo: Path, settings: Settings) -> SessionSpec:

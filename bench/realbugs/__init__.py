@@ -27,6 +27,7 @@ to ``test`` (run only to report, never studied) and the rest to ``dev``.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
@@ -249,3 +250,50 @@ def task_text(bug: RealBug, kind: Kind) -> tuple[str, str]:
         f"CI is red on main: {bug.tests[0].rsplit('::', 1)[-1]} fails",
         f"The check `tests` fails on the default branch: {shown}.",
     )
+
+
+def changed_units(bug: RealBug, sources: Path) -> set[str]:
+    """The functions and methods (``path:Class.f``) and module constants (``path:=NAME``)
+    that the fix changes: where the bug is."""
+    clone = source_of(bug, sources)
+    found: set[str] = set()
+    for path in bug.files:
+        if not path.endswith(".py"):
+            continue
+        texts = [file_at(clone, c, path) for c in (bug.buggy, bug.fixed)]
+        try:
+            before, after = (units(t.decode()) if t else {} for t in texts)
+        except SyntaxError:
+            continue
+        found |= {
+            f"{path}:{k}"
+            for k in before.keys() | after.keys()
+            if (before[k][2] if k in before else None) != (after[k][2] if k in after else None)
+        }
+    return found
+
+
+def units(text: str) -> dict[str, tuple[int, int, str, set[str]]]:
+    """Functions and methods of a module (first line, last line, syntax dump, names it
+    reads), and its top-level assignments under "=name"."""
+    out: dict[str, tuple[int, int, str, set[str]]] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            items = [(node.name, node)]
+        elif isinstance(node, ast.ClassDef):
+            items = [
+                (f"{node.name}.{m.name}", m)
+                for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        else:
+            items = []
+        for name, fn in items:
+            reads = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+            out[name] = (fn.lineno, fn.end_lineno or fn.lineno, ast.dump(fn), reads)
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    end = node.end_lineno or node.lineno
+                    out[f"={t.id}"] = (node.lineno, end, ast.dump(node), set())
+    return out

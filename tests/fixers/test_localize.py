@@ -122,6 +122,33 @@ def test_what_a_failing_test_calls_is_suspected(tmp_path: Path) -> None:
     assert "Cart.add" in names
 
 
+def test_a_name_the_test_imports_is_that_module_s_function_only(tmp_path: Path) -> None:
+    """`from shop.prices import rounded` is shop/prices.py's `rounded`, not the build
+    script's of the same name; `unittest.main()` is no `main` of the repository; `p.gross`
+    after `import shop.prices as p` is shop/prices.py's `gross`."""
+    tree = make_project(
+        tmp_path / "shop",
+        {
+            **LIB,
+            "tools/build.py": "def rounded(x):\n    return x\n\n\ndef main():\n    pass\n",
+            "shop/cli.py": "def main():\n    pass\n",
+        },
+    )
+    test = (
+        "import unittest\n\nimport shop.prices as p\nfrom shop.prices import rounded\n\n\n"
+        "class TestPrices(unittest.TestCase):\n"
+        "    def test_round(self):\n        self.assertEqual(rounded(p.gross(1.0)), 1.2)\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n"
+    )
+    suspects = localize(index(tree), Task("CI fails on main"), tests=[test])
+    called = {
+        f"{s.symbol.path}:{s.symbol.qualname}"
+        for s in suspects
+        if any("a failing test calls" in e for e in s.evidence)
+    }
+    assert called == {"shop/prices.py:rounded", "shop/prices.py:gross"}
+
+
 def test_the_words_of_the_task_find_a_function_it_does_not_name(tmp_path: Path) -> None:
     tree = make_project(tmp_path / "shop", LIB)
     task = Task("Value added tax is charged twice on the price")

@@ -257,11 +257,16 @@ def _named(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]
 
 
 def _tested(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
-    """What the failing tests call."""
+    """What the failing tests call: a name the test imports from a module (``from m import
+    f``, ``m.f`` after ``import m``) is that module's function only; any other name (a
+    method called on an object) every function of that name."""
     called = {c for source in tests for c in _called_names(source)}
     for s in idx.symbols:
-        if s.name in called:
-            yield s, TESTED, f"a failing test calls {s.name}()"
+        module = s.path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for name, where in called:
+            if name == s.name and (where is None or _within(module, where)):
+                yield s, TESTED, f"a failing test calls {s.name}()"
+                break
 
 
 # Each kind of evidence, in the order a suspect's reasons are listed; then words (BM25).
@@ -317,19 +322,57 @@ def _cited(text: str) -> list[str]:
     return found
 
 
-def _called_names(source: str) -> list[str]:
+def _called_names(source: str) -> list[tuple[str, str | None]]:
+    """The names a test's source calls, each with the module the source imports it from
+    (None when it does not say: a method called on an object, a builtin)."""
     try:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    out = []
+    origin: dict[str, str] = {}  # a local name -> the module it was imported from
+    modules: dict[str, str] = {}  # a local name bound to a module -> that module
     for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if isinstance(name, str) and not name.startswith("assert"):
-                out.append(name)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            origin.update({a.asname or a.name: node.module for a in node.names})
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                local = a.asname or a.name.split(".")[0]
+                modules[local] = a.name if a.asname else local
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(module):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Name) and not func.id.startswith("assert"):
+            out.append((func.id, origin.get(func.id)))
+        elif isinstance(func, ast.Attribute) and not func.attr.startswith("assert"):
+            first, _, rest = _dotted_name(func.value).partition(".")
+            if first in modules:  # `m.f()` after `import m`, `import pkg.m as m`
+                out.append((func.attr, ".".join(filter(None, (modules[first], rest)))))
+            elif first in origin:  # `Class.f()`, `mod.f()` after `from pkg import …`
+                out.append((func.attr, origin[first]))
+            else:
+                out.append((func.attr, None))
     return out
+
+
+def _dotted_name(node: ast.expr) -> str:
+    """``a.b.c`` of a chain of names and attributes, or "" for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted_name(node.value)
+        return f"{head}.{node.attr}" if head else ""
+    return ""
+
+
+def _within(module: str, imported: str) -> bool:
+    """Whether the file's dotted module (``src.pkg.mod``) is the one imported, or a
+    package it re-exports from (``pkg`` re-exports ``pkg.mod``'s names)."""
+    return (
+        module == imported
+        or module.endswith("." + imported)
+        or module.startswith(imported + ".")
+        or f".{imported}." in f".{module}"
+    )
 
 
 def _bm25(symbols: Sequence[Symbol], query: Sequence[str]) -> dict[Symbol, float]:

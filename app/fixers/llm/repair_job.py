@@ -161,7 +161,7 @@ async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
     before = await run_tests(job.ws, name="repair-tests-before")
     failing = before.failing() if before is not None else []
     frames = [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
-    sources = [source_of_test(job.ws.tree, t, job.idx) for t in failing]
+    sources = [source_of_test(job.ws.tree, t, job.idx, whole=False) for t in failing]
     suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
     job.report.suspects = [s.describe() for s in suspects]
     job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
