@@ -40,12 +40,14 @@ class Selection:
         return self.folder / TRACE_FILE
 
 
-def selecting(ids: Iterable[str], folder: Path, *, trace: bool = False) -> Selection:
-    """Run only the tests of ``ids`` (JUnit ids) — and, with ``trace``, record what each
-    reaches under /workspace. ``folder`` (made by the caller, writable by the sandbox)
-    holds the list and the report."""
-    (folder / IDS_FILE).write_text("".join(f"{i}\n" for i in sorted(set(ids))))
-    env = {"PYTHONPATH": PROBES_MOUNT, "SELECT_TESTS_FILE": f"{SELECTION_MOUNT}/{IDS_FILE}"}
+def selecting(ids: Iterable[str] | None, folder: Path, *, trace: bool = False) -> Selection:
+    """Run only the tests of ``ids`` (JUnit ids; None: every test) — and, with ``trace``,
+    record what each reaches under /workspace. ``folder`` (made by the caller, writable
+    by the sandbox) holds the list and the report."""
+    env = {"PYTHONPATH": PROBES_MOUNT}
+    if ids is not None:
+        (folder / IDS_FILE).write_text("".join(f"{i}\n" for i in sorted(set(ids))))
+        env["SELECT_TESTS_FILE"] = f"{SELECTION_MOUNT}/{IDS_FILE}"
     if trace:
         env |= {"TRACE_REPORT": f"{SELECTION_MOUNT}/{TRACE_FILE}", "TRACE_ROOT": WORKSPACE}
     mounts = (Mount(PROBES, PROBES_MOUNT), Mount(folder, SELECTION_MOUNT, writable=True))

@@ -7,10 +7,11 @@ repair's first step on bugs nobody tuned for.
 For each verified bug of the split, its ``ci`` task (the buggy tree with the fix's
 failing tests) is built from the project's clone, its test command runs in the sandbox
 as a session's first step does, and the repair's localiser ranks the functions from
-what that run shows (the failing tests' tracebacks and what they call) and the task's
-words. A bug is **found at k** when one of the functions its fix changes
-(:func:`realbugs.changed_units`) is among the first k suspects. Prints the counts at 1,
-3 and 5 and each bug's rank; writes them as JSON.
+what that run shows (the failing tests' tracebacks, what they call, and with tracing
+which functions the failing tests run and the passing ones do not) and the task's
+words (``--untraced``: without the spectrum). A bug is **found at k** when one of the
+functions its fix changes (:func:`realbugs.changed_units`) is among the first k
+suspects. Prints the counts at 1, 3 and 5 and each bug's rank; writes them as JSON.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
 from app.fixers.llm.localize import frames_in, index, localize  # noqa: E402
-from app.fixers.llm.testruns import source_of_test  # noqa: E402
+from app.fixers.llm.spectrum import ochiai  # noqa: E402
+from app.fixers.llm.testruns import reached_in, source_of_test  # noqa: E402
 from app.sessions import junit  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
 from app.sessions.repo_commands import detect  # noqa: E402
 from app.sessions.sandbox import Mount  # noqa: E402
+from app.sessions.selection import selecting  # noqa: E402
 from app.sessions.session import SessionRunner  # noqa: E402
 from app.sessions.task import Document, Task  # noqa: E402
 from app.sessions.verify import REPORTS_MOUNT, Verifier  # noqa: E402
@@ -43,7 +46,9 @@ from realbugs import RealBug, changed_units, load, materialise, order_key, task_
 DEFAULT_REPORT = ROOT / ".eval" / "realbugs-localise.json"
 
 
-async def rank_of(bug: RealBug, sources: Path, runner: SessionRunner, work: Path) -> dict[str, Any]:
+async def rank_of(
+    bug: RealBug, sources: Path, runner: SessionRunner, work: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     """The suspects of ``bug``'s ci task and the rank of the first function at fault."""
     tree = materialise(bug, sources, work / "tree", kind="ci")
     commands = detect(tree, base_python=runner.sandbox.toolchain.base_python)
@@ -53,15 +58,19 @@ async def rank_of(bug: RealBug, sources: Path, runner: SessionRunner, work: Path
     )
     if env is not None:
         env.apply(tree)
-    reports = work / "reports"
-    reports.mkdir()
-    runner.sandbox.prepare_writable(reports)
+    reports, traces = work / "reports", work / "traces"
+    for folder in (reports, traces):
+        folder.mkdir()
+        runner.sandbox.prepare_writable(folder)
+    traced = selecting(None, traces, trace=not args.untraced)
     _, run = await Verifier(runner.sandbox, scratch=work).tests(
         tree,
         env.path if env else None,
         commands,
         label="base",
-        mounts=[Mount(reports, REPORTS_MOUNT, writable=True)],
+        addopts=traced.addopts,
+        env=traced.env,
+        mounts=[Mount(reports, REPORTS_MOUNT, writable=True), *traced.mounts],
     )
     xml = (reports / "junit.xml").read_bytes() if (reports / "junit.xml").is_file() else b""
     failures = junit.failures(xml) if xml else {}
@@ -71,7 +80,9 @@ async def rank_of(bug: RealBug, sources: Path, runner: SessionRunner, work: Path
     tests = [source_of_test(tree, t, idx, whole=False) for t in failing]
     title, text = task_text(bug, "ci")
     task = Task(title, kind="alert", check="tests", documents=(Document("check alert", text),))
-    suspects = localize(idx, task, frames=frames, tests=[t for t in tests if t])
+    reached = reached_in(traces, traced.trace.name)
+    ran = ochiai(idx, reached, set(failing))
+    suspects = localize(idx, task, frames=frames, tests=[t for t in tests if t], spectrum=ran)
     names = [f"{s.symbol.path}:{s.symbol.qualname}" for s in suspects]
     fault = sorted(changed_units(bug, sources))
     ranks = [names.index(f) + 1 for f in fault if f in names]
@@ -81,6 +92,8 @@ async def rank_of(bug: RealBug, sources: Path, runner: SessionRunner, work: Path
         "at_fault": fault,
         "suspects": names[:5],
         "failing": failing[:5],
+        "traced": len(reached),
+        "evidence": [s.describe() for s in suspects[:3]],
     }
 
 
@@ -96,7 +109,7 @@ async def main_async(args: argparse.Namespace) -> int:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix=f"localise-{bug.id}-") as tmp:
             try:
-                row = await rank_of(bug, args.sources, runner, Path(tmp))
+                row = await rank_of(bug, args.sources, runner, Path(tmp), args)
             except (RuntimeError, OSError) as exc:
                 row = {"bug": bug.id, "rank": None, "error": str(exc)[-300:]}
         row["seconds"] = round(time.monotonic() - started, 1)
@@ -116,6 +129,9 @@ def main() -> int:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)
+    parser.add_argument(
+        "--untraced", action="store_true", help="no spectrum: the tests run untraced"
+    )
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import frames_in, index, localize, words
+from app.fixers.llm.spectrum import ochiai
 from app.sessions.task import Document, Place, Task
 from tests.conftest import make_project
 from tests.realworld.conftest import unpack
@@ -147,6 +148,30 @@ def test_a_name_the_test_imports_is_that_module_s_function_only(tmp_path: Path) 
         if any("a failing test calls" in e for e in s.evidence)
     }
     assert called == {"shop/prices.py:rounded", "shop/prices.py:gross"}
+
+
+def test_the_function_only_the_failing_tests_run_comes_first(tmp_path: Path) -> None:
+    """A failing test that fails by its output leaves no frame in the faulty function:
+    the spectrum points at it — every failing test runs `gross`, no passing test does;
+    `rounded` is run by a passing test too."""
+    tree = make_project(tmp_path / "shop", LIB)
+    idx = index(tree)
+    start = {s.qualname: s.start for s in idx.symbols if s.path == "shop/prices.py"}
+    reached = {
+        "tests.test_cart::test_total": [
+            ("shop/prices.py", start["gross"]),
+            ("shop/prices.py", start["rounded"]),
+            ("elsewhere.py", 1),  # not a function of the index: left out
+        ],
+        "tests.test_cart::test_round": [("shop/prices.py", start["rounded"])],
+    }
+    ran = ochiai(idx, reached, {"tests.test_cart::test_total"})
+    scores = {s.qualname: round(score, 3) for s, (score, _) in ran.items()}
+    assert scores == {"gross": 1.0, "rounded": 0.707}
+    suspects = localize(idx, Task("CI fails on main"), spectrum=ran)
+    assert suspects[0].symbol.qualname == "gross"
+    assert "the failing tests run it (1 of 1; 0 passing tests)" in suspects[0].evidence
+    assert ochiai(idx, reached, set()) == {}  # no failing test traced: no spectrum
 
 
 def test_the_words_of_the_task_find_a_function_it_does_not_name(tmp_path: Path) -> None:

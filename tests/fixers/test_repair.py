@@ -1018,6 +1018,8 @@ async def test_when_the_rounds_miss_a_line_hidden_at_a_time_brings_the_fix(
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert (report.rounds, report.masked, report.passed) == (3, 1, 1)
+    # The first run of the tests is traced: the failing test and the passing one run it
+    assert "the failing tests run it (1 of 1; 1 passing test)" in report.suspects[0]
     assert report.won_by == "cloze"  # what brought the change, for the ablation's counts
     assert report.fired["cloze"] == 1
     cloze_prompt = model.requests[-1].body["messages"][-1]["content"]

@@ -1,20 +1,15 @@
 """Where the bug is, found without the model: a ranked short list of functions.
 
-A small model cannot search a repository; the system can. The repository's Python
-files are read (confined, never run) into a symbol index — every function and method,
-with its docstring and line range (:func:`index`) — and ranked against the task
-(:func:`localize`) by what points at each one:
-
-- **frames**: a stack trace's frames in the repository (an alert's, or a failing
-  test's traceback), the innermost first;
-- **named**: identifiers the task writes as code or calls (``is_leap_year(1900)``,
-  ``calendar_utils.dates.is_leap_year``, ``Inventory.remove``), and files it names;
-- **tested**: what a failing (or reproducing) test calls;
-- **words**: BM25 of the task's words against each function's name, docstring, body
-  identifiers and path (no embeddings service: it runs anywhere, in milliseconds).
-
-Each suspect carries its evidence, which the pull request shows. Tests are indexed for
-what they call, never suspected themselves.
+The repository's Python files are read (confined, never run) into a symbol index —
+every function and method, with its docstring and line range (:func:`index`) — and
+ranked against the task (:func:`localize`) by what points at each one: **frames** of a
+stack trace in the repository (an alert's, a failing test's), innermost first; code
+the task **names** (``is_leap_year(1900)``, ``Inventory.remove``) and files it names;
+what a failing test **calls**, resolved through its imports; the **spectrum** (which
+functions the failing tests run and the passing ones do not, :mod:`spectrum`); and
+**words** (BM25 of the task's words against each function's name, docstring, body and
+path: no embeddings service, it runs anywhere in milliseconds). Each suspect carries
+its evidence, which the pull request shows; tests are never suspected themselves.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ import ast
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,6 +40,7 @@ NAMED = 2.5
 QUALIFIED = 1.0  # the task names Class.method or module.function, not just the name
 PATH = 1.0
 TESTED = 1.5
+SPECTRUM = 2.0  # times a function's Ochiai score: 1 when only and all failing tests run it
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset(
@@ -279,12 +275,12 @@ def localize(
     *,
     frames: Sequence[Place] = (),
     tests: Sequence[str] = (),
+    spectrum: Mapping[Symbol, tuple[float, str]] | None = None,
     limit: int = MAX_SUSPECTS,
 ) -> list[Suspect]:
-    """The functions most likely at fault, best first, each with its evidence.
-
-    ``frames``: stack frames seen beyond the task's own (a failing test's traceback),
-    innermost last; ``tests``: the source of failing or reproducing tests."""
+    """The functions most likely at fault, best first, each with its evidence. ``frames``:
+    a failing test's traceback, innermost last; ``tests``: failing or reproducing tests'
+    sources; ``spectrum``: scores in [0, 1] and why (:func:`.spectrum.ochiai`)."""
     if not idx.symbols:
         return []
     points: dict[Symbol, float] = dict.fromkeys(idx.symbols, 0.0)
@@ -294,6 +290,9 @@ def localize(
             points[symbol] += amount
             if why not in evidence[symbol]:
                 evidence[symbol].append(why)
+    for s, (score, why) in (spectrum or {}).items():
+        points[s] += SPECTRUM * score
+        evidence[s].append(why)
     for s, score in _bm25(idx.symbols, words(task.words)).items():
         if score > 0:
             points[s] += score

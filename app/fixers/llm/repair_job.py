@@ -19,6 +19,7 @@ from app.fixers.llm.localize import Index, Suspect, frames_in, localize
 from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.reproduction import Reproduction
+from app.fixers.llm.spectrum import ochiai
 from app.fixers.llm.spend import Meter
 from app.fixers.llm.splice import Target
 from app.fixers.llm.testruns import (
@@ -158,11 +159,13 @@ async def validate(
 async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
     """The tests as they are (which fail, and their tracebacks), and the suspects."""
     job.ws.progress("fix: the tests as they are")
-    before = await run_tests(job.ws, name="repair-tests-before")
+    before = await run_tests(job.ws, name="repair-tests-before", trace=True)
     failing = before.failing() if before is not None else []
     frames = [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
     sources = [source_of_test(job.ws.tree, t, job.idx, whole=False) for t in failing]
-    suspects = localize(job.idx, job.task, frames=frames, tests=[s for s in sources if s])
+    ran = ochiai(job.idx, before.reached, set(failing)) if before else {}
+    tests = [s for s in sources if s]
+    suspects = localize(job.idx, job.task, frames=frames, tests=tests, spectrum=ran)
     job.report.suspects = [s.describe() for s in suspects]
     job.implicated = [f"{s.symbol.path}::{s.symbol.qualname}" for s in suspects]
     return before, failing, suspects

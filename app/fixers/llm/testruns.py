@@ -10,13 +10,14 @@ model; a failure is trimmed to what a model needs (pytest's ``E`` lines).
 from __future__ import annotations
 
 import ast
+import json
 import posixpath
 import re
 import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.fixers.llm.answers import parse
@@ -30,6 +31,7 @@ from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.reports import ReportError
 from app.sessions.sandbox import Mount
+from app.sessions.selection import selecting
 from app.sessions.verify import REPORTS_MOUNT, repo_test_command
 
 MAX_TEST_CHARS = 2500
@@ -37,6 +39,7 @@ MAX_TEST_CHARS = 2500
 MAX_OUTPUT_CHARS = 1500
 
 MAX_FILE_BYTES = 1024 * 1024
+MAX_TRACE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class Tests:
     __test__ = False  # not a pytest test class
     run: TestRun
     failures: dict[str, str]  # test id -> what it printed
+    # traced runs: test id -> the functions it called, as (path, first line) of the tree
+    reached: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def failing(self) -> list[str]:
         return sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
@@ -54,20 +59,29 @@ class Tests:
         return {t for t, o in self.run.outcomes.items() if o == "passed"}
 
 
-async def run_tests(ws: FixContext, *, extra: Sequence[str] = (), name: str) -> Tests | None:
+async def run_tests(
+    ws: FixContext, *, extra: Sequence[str] = (), name: str, trace: bool = False
+) -> Tests | None:
     """The repository's test command (plus ``extra``) on the tree, in the sandbox, read
-    from its JUnit report; None when no report came back (not pytest, or it crashed)."""
+    from its JUnit report; None when no report came back (not pytest, or it crashed).
+    ``trace``: also which of the tree's functions each test called (:attr:`Tests.reached`)."""
     if not ws.commands.test:
         return None
     reports = Path(tempfile.mkdtemp(prefix="repair-", dir=ws.workspace.root))
     ws.sandbox.prepare_writable(reports)
+    traced = selecting(None, reports, trace=True) if trace else None
     report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
-    argv, env = repo_test_command(ws.commands, ws.env_dir, extra, addopts=report)
+    addopts = [*report, *(traced.addopts if traced else ())]
+    argv, env = repo_test_command(ws.commands, ws.env_dir, extra, addopts=addopts)
     done = await ws.run(
         argv,
         name=name,
-        env=env,
-        mounts=[*ws.mounts, Mount(reports, REPORTS_MOUNT, writable=True)],
+        env={**env, **(traced.env if traced else {})},
+        mounts=[
+            *ws.mounts,
+            Mount(reports, REPORTS_MOUNT, writable=True),
+            *(traced.mounts if traced else ()),
+        ],
         timeout=ws.timeouts.tests,
     )
     xml = read_confined(reports, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
@@ -79,7 +93,32 @@ async def run_tests(ws: FixContext, *, extra: Sequence[str] = (), name: str) -> 
         failures = junit.failures(xml)
     except ReportError:
         return None
-    return Tests(run.model_copy(update={"counts": counts, "outcomes": outcomes}), failures)
+    run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
+    return Tests(run, failures, reached_in(reports, traced.trace.name) if traced else {})
+
+
+def _place(item: object) -> bool:
+    return (
+        isinstance(item, list)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], int)
+    )
+
+
+def reached_in(folder: Path, name: str) -> dict[str, list[tuple[str, int]]]:
+    """The plugin's trace report (:mod:`app.sessions.selection`), checked: {} when it is
+    missing or not what the plugin writes."""
+    data = read_confined(folder, name, limit=MAX_TRACE_BYTES)
+    try:
+        raw = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    out: dict[str, list[tuple[str, int]]] = {}
+    for test, places in raw.items() if isinstance(raw, dict) else []:
+        items = places if isinstance(places, list) else []
+        out[str(test)] = [(p[0], p[1]) for p in items if _place(p)]
+    return out
 
 
 def ids_in(tests: Tests, test: str) -> list[str]:
