@@ -40,7 +40,7 @@ NAMED = 2.5
 QUALIFIED = 1.0  # the task names Class.method or module.function, not just the name
 PATH = 1.0
 TESTED = 1.5
-SPECTRUM = 2.0  # times a function's Ochiai score: 1 when only and all failing tests run it
+SPECTRUM = 1.0  # times a function's Ochiai score: 1 when only and all failing tests run it
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _STOP = frozenset(
