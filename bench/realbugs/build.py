@@ -72,7 +72,7 @@ SETUP: dict[str, tuple[str, ...]] = {
     "youtube-dl": ("pip install pytest",),
     "tornado": ("pip install pytest",),
     "httpie": ("pip install pytest pytest-httpbin mock", "pip install -e ."),
-    "cookiecutter": ("pip install pytest pytest-mock freezegun", "pip install -e ."),
+    "cookiecutter": ("pip install pytest pytest-mock pytest-cov freezegun", "pip install -e ."),
     "black": ("pip install pytest aiohttp", "pip install -e ."),
     "fastapi": (
         "pip install pytest requests sqlalchemy databases[sqlite] orjson ujson "
