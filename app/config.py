@@ -187,7 +187,7 @@ class Settings(BaseSettings):
     llm_samples: int = Field(default=4, ge=1, le=16)
     llm_prefill: bool = False
     # Mechanisms of the repair turned off, comma-separated, to measure what each earns
-    # (app/fixers/llm/switches.py names them); none by default.
+    # (app/fixers/llm/repair/switches.py names them); none by default.
     llm_repair_without: str = ""
 
     @model_validator(mode="after")

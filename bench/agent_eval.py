@@ -51,7 +51,7 @@ from procstat import log
 
 from app.config import Settings, load_settings
 from app.fixers.choose import budget_from, make_fixer
-from app.fixers.llm import switches
+from app.fixers.llm.repair import switches
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
@@ -527,7 +527,7 @@ def ending_of(
     if report.samples == 0:
         return "no reproduction" if report.suspects else "nothing localised"
     # The model's pick is tried first, then the localiser's first; its first two when
-    # the pick is its first or there is none (app/fixers/llm/pick.py).
+    # the pick is its first or there is none (app/fixers/llm/repair/pick.py).
     names = [s.split(" (")[0] for s in report.suspects]
     pick = report.picked.split(" (")[0]
     tried = set(names[:2]) if not pick or names[:1] == [pick] else {pick, *names[:1]}
@@ -600,7 +600,7 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def mechanisms(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per narrow mechanism of the repair (app/fixers/llm/switches.py): on how many tasks
+    """Per narrow mechanism of the repair (app/fixers/llm/repair/switches.py): on how many tasks
     it acted, and how many published changes it brought, fixed and wrong. A mechanism
     that never acts, or acts and never brings a fix, is a candidate for deletion."""
     out: dict[str, dict[str, int]] = {}

@@ -42,7 +42,7 @@ from procstat import OtherCpu, common_options, finish, guarded, loadavg, log, ma
 
 from app.config import LlmProvider
 from app.fixers.culprit import RevertFixer
-from app.fixers.llm.agent import AgentFixer
+from app.fixers.llm.agent.fixer import AgentFixer
 from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
 from app.git import Remote, git_env

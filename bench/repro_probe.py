@@ -42,13 +42,13 @@ from typing import Any
 from agent_eval import TASKS, EvalTask, load_tasks, settings_for
 from openai import AsyncOpenAI
 
-from app.fixers.llm.agreement import expectations, majority
 from app.fixers.llm.localize import index, localize
-from app.fixers.llm.repair_job import HOT
-from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.reproduction import REPRO_SAMPLES, test_in_answer
-from app.fixers.llm.test_starts import start_for
-from app.fixers.llm.testruns import with_imports
+from app.fixers.llm.repair.agreement import expectations, majority
+from app.fixers.llm.repair.decorator_tests import start_for
+from app.fixers.llm.repair.job import HOT
+from app.fixers.llm.repair.repro_prompt import repro_prompt
+from app.fixers.llm.repair.reproduction import REPRO_SAMPLES, test_in_answer
+from app.fixers.llm.repair.testruns import with_imports
 from app.sessions.backends import BwrapSandbox
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.task import Document, Task

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.fixers.llm.dialects import parse
-from app.fixers.llm.tools import TOOL_PARAMETERS
+from app.fixers.llm.agent.dialects import parse
+from app.fixers.llm.agent.tools import TOOL_PARAMETERS
 
 
 def cases(folders: list[Path]) -> list[dict[str, Any]]:

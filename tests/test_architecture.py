@@ -340,6 +340,9 @@ SAME_ROLE: dict[str, set[str]] = {
     "__main__.py": {"__main__.py", "localforge/__main__.py"},  # `python -m` entry points
     "context.py": {"jobs/context.py", "webhooks/context.py"},  # what every job/handler gets
     "interface.py": {"fixers/interface.py", "store/interface.py"},  # the room's interface
+    # each strategy of the llm fixer: its fixer and its prompt
+    "fixer.py": {"fixers/llm/agent/fixer.py", "fixers/llm/repair/fixer.py"},
+    "prompt.py": {"fixers/llm/agent/prompt.py", "fixers/llm/repair/prompt.py"},
 }
 
 

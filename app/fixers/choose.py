@@ -26,10 +26,10 @@ from app.fixers.culprit import RevertFixer
 from app.fixers.fixer_policy import fixer_settings
 from app.fixers.interface import Audit, Fixer, no_audit
 from app.fixers.lint import LintFixer
-from app.fixers.llm import switches
-from app.fixers.llm.agent import AgentFixer
+from app.fixers.llm.agent.fixer import AgentFixer
 from app.fixers.llm.model_client import ModelClient
-from app.fixers.llm.repair import RepairFixer
+from app.fixers.llm.repair import switches
+from app.fixers.llm.repair.fixer import RepairFixer
 from app.fixers.llm.spend import Ledger
 from app.fixers.llm.strategy import LlmFixer
 from app.sessions.fix_context import FixContext

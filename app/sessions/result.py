@@ -159,7 +159,7 @@ class RepairReport(_Model):
     mechanical: int = 0  # mechanical changes tested after the model's answers missed
     mechanical_note: str = ""  # why none was kept though some passed (two did)
     masked: int = 0  # cloze prompts: the function with one statement hidden, one each
-    # The narrow mechanisms that acted (app/fixers/llm/switches.py), times each; and the
+    # The narrow mechanisms that acted (app/fixers/llm/repair/switches.py), times each; and the
     # one that brought the chosen change ("" for a plain round of answers).
     fired: dict[str, int] = Field(default_factory=dict)
     won_by: str = ""

@@ -14,7 +14,7 @@ disagree about what a comment says.
 
 :func:`fence` then wraps the text in markers carrying a random nonce, so the text
 cannot close its own fence; the system prompt says that fenced text is data about
-the task and never instructions (:mod:`app.fixers.llm.prompt`).
+the task and never instructions (:mod:`app.fixers.llm.agent.prompt`).
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
 from app.fixers.llm.localize import frames_in, index, localize  # noqa: E402
-from app.fixers.llm.spectrum import ochiai  # noqa: E402
-from app.fixers.llm.testruns import reached_in, source_of_test  # noqa: E402
+from app.fixers.llm.repair.spectrum import ochiai  # noqa: E402
+from app.fixers.llm.repair.testruns import reached_in, source_of_test  # noqa: E402
 from app.sessions import junit  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402

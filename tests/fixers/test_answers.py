@@ -1,5 +1,5 @@
 """Reading code out of a small model's answers (app/fixers/llm/answers.py), and putting a
-corrected function back into its file (app/fixers/llm/splice.py), table by table.
+corrected function back into its file (app/fixers/llm/repair/splice.py), table by table.
 
 The answer shapes are the ones a 1.5B model writes: prose around the code, a fence
 opened, then ``path: x.py`` and a second fence, a fence never closed, the whole module,
@@ -12,7 +12,7 @@ import pytest
 
 from app.fixers.llm.answers import code_blocks, definitions, normalised
 from app.fixers.llm.localize import Symbol
-from app.fixers.llm.splice import Target, keeps_parameters, splice
+from app.fixers.llm.repair.splice import Target, keeps_parameters, splice
 
 FIXED = "def add(a, b):\n    return a + b\n"
 
@@ -186,8 +186,8 @@ def test_a_function_is_spliced_in_by_its_lines_never_by_its_text() -> None:
 
 
 def test_the_issues_example_calls_are_read_with_literal_arguments_only() -> None:
-    from app.fixers.llm.examples import examples
     from app.fixers.llm.localize import Index, Suspect
+    from app.fixers.llm.repair.examples import examples
     from app.sessions.task import Document, Task
 
     suspect = Suspect(Symbol("units.py", "to_celsius", 1, 2, "function"), 1.0)
@@ -234,7 +234,7 @@ def test_the_prefill_and_the_callee_signature_are_the_defs_head() -> None:
     """The prefill (what the answer starts with) keeps decorators and every line of a
     long ``def``; a callee's signature shown in the prompt drops the decorators."""
     from app.fixers.llm.localize import Index
-    from app.fixers.llm.splice import header, signature, target_of
+    from app.fixers.llm.repair.splice import header, signature, target_of
 
     idx = Index(sources={"cart.py": MODULE})
     total = Symbol("cart.py", "Cart.total", 9, 16, "method")
@@ -280,7 +280,7 @@ def test_a_short_helper_the_function_calls_comes_with_it_and_may_be_rewritten() 
     calls. A short helper is shown whole and an answer may rewrite it, re-indented to
     its class; a long one stays a signature."""
     from app.fixers.llm.localize import Index
-    from app.fixers.llm.splice import target_of, unit_sources
+    from app.fixers.llm.repair.splice import target_of, unit_sources
 
     idx = Index(sources={"bucket.py": BUCKET})
     allow = Symbol("bucket.py", "TokenBucket.allow", 23, 26, "method")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm import cloze
 from app.fixers.llm.localize import index
-from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.splice import target_of
+from app.fixers.llm.repair import hidden_line
+from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.splice import target_of
 from app.sessions.task import Document, Task
 
 SHOP = {
@@ -103,7 +103,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _target(root: Path, name: str) -> tuple[cloze.Index, cloze.Target]:
+def _target(root: Path, name: str) -> tuple[hidden_line.Index, hidden_line.Target]:
     idx = index(root)
     symbol = next(s for s in idx.symbols if s.name == name)
     target = target_of(idx, symbol)
@@ -116,7 +116,8 @@ def _hidden(root: Path, name: str) -> list[str]:
     idx, target = _target(root, name)
     lines = idx.sources[target.symbol.path].splitlines()
     return [
-        " ".join(x.strip() for x in lines[m.first - 1 : m.last]) for m in cloze.masks(idx, target)
+        " ".join(x.strip() for x in lines[m.first - 1 : m.last])
+        for m in hidden_line.masks(idx, target)
     ]
 
 
@@ -138,7 +139,7 @@ def test_the_wrong_statement_is_among_those_hidden_in_turn(
 ) -> None:
     hidden = _hidden(shop, name)
     assert any(h.startswith(wrong) for h in hidden), hidden
-    assert len(hidden) <= cloze.MAX_MASKS
+    assert len(hidden) <= hidden_line.MAX_MASKS
 
 
 def test_the_docstring_nested_defs_and_decorators_are_never_hidden(shop: Path) -> None:
@@ -152,7 +153,7 @@ def test_the_prompt_hides_the_line_and_keeps_the_rest(shop: Path) -> None:
     idx, target = _target(shop, "rows_on")
     span = next(
         m
-        for m in cloze.masks(idx, target)
+        for m in hidden_line.masks(idx, target)
         if "first =" in idx.sources[target.symbol.path].splitlines()[m.first - 1]
     )
     task = Task("page 1 starts at row 21", documents=(Document("issue #1 body", "number=1"),))
@@ -172,7 +173,7 @@ def test_the_prompt_hides_the_line_and_keeps_the_rest(shop: Path) -> None:
 def test_a_line_hidden_in_a_helper_asks_for_the_helper(shop: Path) -> None:
     idx, target = _target(shop, "later")
     lines = idx.sources[target.symbol.path].splitlines()
-    span = next(m for m in cloze.masks(idx, target) if "split" in lines[m.first - 1])
+    span = next(m for m in hidden_line.masks(idx, target) if "split" in lines[m.first - 1])
     task = Task("c1.10 is not later than c1.9")
     prompt = repair_prompt(task, idx, shop, target, [], None, [], mask=span)[-1]["content"]
     assert ".split(" not in prompt.split("The bug is probably")[1].split("It calls")[0]
@@ -187,9 +188,12 @@ def test_a_line_hidden_in_a_helper_asks_for_the_helper(shop: Path) -> None:
 
 def test_a_span_outside_the_lines_leaves_them_as_they_are() -> None:
     lines = ["def f():", "    return 1"]
-    assert cloze.hide(lines, 10, cloze.Mask(3, 3, "return ???")) == lines
-    assert cloze.hide(lines, 10, None) == lines
-    assert cloze.hide(lines, 10, cloze.Mask(11, 11, "return ???")) == ["def f():", "    return ???"]
+    assert hidden_line.hide(lines, 10, hidden_line.Mask(3, 3, "return ???")) == lines
+    assert hidden_line.hide(lines, 10, None) == lines
+    assert hidden_line.hide(lines, 10, hidden_line.Mask(11, 11, "return ???")) == [
+        "def f():",
+        "    return ???",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -203,7 +207,7 @@ def test_a_span_outside_the_lines_leaves_them_as_they_are() -> None:
 )
 def test_a_hidden_statement_keeps_its_frame(shop: Path, name: str, shown: str) -> None:
     idx, target = _target(shop, name)
-    assert shown in [m.shown for m in cloze.masks(idx, target)]
+    assert shown in [m.shown for m in hidden_line.masks(idx, target)]
 
 
 MIXED = """\
@@ -236,8 +240,8 @@ def test_a_statement_sharing_its_line_is_never_hidden_and_frames_are_exact(
     idx = index(tmp_path)
     target = target_of(idx, next(s for s in idx.symbols if s.name == "f"))
     assert target is not None
-    monkeypatch.setattr(cloze, "MAX_MASKS", 20)
-    found = {m.first: m.shown for m in cloze.masks(idx, target)}
+    monkeypatch.setattr(hidden_line, "MAX_MASKS", 20)
+    found = {m.first: m.shown for m in hidden_line.masks(idx, target)}
     assert not {2, 3, 4} & set(found)  # each shares its line with another statement
     assert found == {
         5: "flags |= ???",

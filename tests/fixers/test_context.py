@@ -82,7 +82,7 @@ def test_a_stack_traces_frames_are_shown_first_found_by_the_tail_of_their_path(
 
 
 def test_an_alerts_first_message_starts_where_its_stack_trace_ends(tmp_path: Path) -> None:
-    from app.fixers.llm.prompt import task_message
+    from app.fixers.llm.agent.prompt import task_message
     from app.sessions.repo_commands import RepoCommands
     from app.sessions.task import Document, Place, Task
 

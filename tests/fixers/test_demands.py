@@ -1,4 +1,4 @@
-"""What an issue says the code must raise (app/fixers/llm/demands.py), read from the
+"""What an issue says the code must raise (app/fixers/llm/repair/demands.py), read from the
 project's own eval tasks' issue texts, and whether a change names it."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.candidates import candidates_of
-from app.fixers.llm.demands import demanded, unmet
 from app.fixers.llm.localize import index
-from app.fixers.llm.splice import target_of
+from app.fixers.llm.repair.candidates import candidates_of
+from app.fixers.llm.repair.demands import demanded, unmet
+from app.fixers.llm.repair.splice import target_of
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

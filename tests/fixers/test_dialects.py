@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.fixers.llm.dialects import parse
-from app.fixers.llm.tools import TOOL_PARAMETERS
+from app.fixers.llm.agent.dialects import parse
+from app.fixers.llm.agent.tools import TOOL_PARAMETERS
 
 FENCE = "```"
 READ = {"path": "src/dates.py"}

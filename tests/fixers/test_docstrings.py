@@ -1,4 +1,4 @@
-"""Long docstrings (app/fixers/llm/docstrings.py): shown to the model as their first
+"""Long docstrings (app/fixers/llm/repair/docstrings.py): shown to the model as their first
 line, put back word for word in what it answers, so the change proposed is the code's
 alone — on made-up functions and on every function of the real projects."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.candidates import candidates_of
-from app.fixers.llm.docstrings import restored, shortened, span
 from app.fixers.llm.localize import Index, Suspect, Symbol, index
-from app.fixers.llm.pick import pick_prompt
-from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.splice import changed_lines, splice, target_of, unit_sources
+from app.fixers.llm.repair.candidates import candidates_of
+from app.fixers.llm.repair.docstrings import restored, shortened, span
+from app.fixers.llm.repair.pick import pick_prompt
+from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.splice import changed_lines, splice, target_of, unit_sources
 from app.sessions.task import Document, Task
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS

@@ -1,4 +1,4 @@
-"""The edit tool's text work (app/fixers/llm/edits.py), table-tested: what a small
+"""The edit tool's text work (app/fixers/llm/agent/edits.py), table-tested: what a small
 model's near-miss edits do to the file, and what it is told when one has no single
 reading."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.fixers.llm.edits import EditError, apply_edit, syntax_error
+from app.fixers.llm.agent.edits import EditError, apply_edit, syntax_error
 
 SRC = (
     "class Stack:\n"

@@ -1,4 +1,4 @@
-"""The issue's own examples read without the model (app/fixers/llm/examples.py): the
+"""The issue's own examples read without the model (app/fixers/llm/repair/examples.py): the
 call, what the issue says it gives, what it should; the test the words give once the
 call has run on the base; a model's assertion of the bug taken out of its test."""
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from app.fixers.llm.contradictions import strip_contradictions
-from app.fixers.llm.examples import Example, example_test, examples
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.testruns import with_imports
+from app.fixers.llm.repair.contradictions import strip_contradictions
+from app.fixers.llm.repair.examples import Example, example_test, examples
+from app.fixers.llm.repair.testruns import with_imports
 from app.sessions.task import Document, Task
 
 IDX = Index(

@@ -19,7 +19,7 @@ from app.config import LlmProvider, Price
 from app.fixers.choose import AutoFixer
 from app.fixers.culprit import RevertFixer
 from app.fixers.interface import Fixer
-from app.fixers.llm.agent import FINISH_NO_TEST, AgentFixer, _untimed, _why_unfinished
+from app.fixers.llm.agent.fixer import FINISH_NO_TEST, AgentFixer, _untimed, _why_unfinished
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.scripted import Reply, ScriptedModel, fail, stall, text, tool
 from app.fixers.llm.spend import utc_day

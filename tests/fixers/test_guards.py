@@ -1,11 +1,11 @@
-"""A whole-function answer's dropped guard clauses put back (app/fixers/llm/guards.py):
+"""A whole-function answer's dropped guard clauses put back (app/fixers/llm/repair/guards.py):
 only clauses the answer left out entirely, word for word, where they ran before."""
 
 from __future__ import annotations
 
 import ast
 
-from app.fixers.llm.guards import guards_put_back
+from app.fixers.llm.repair.guards import guards_put_back
 
 JOIN = '''def join_url(base: str, path: str) -> str:
     """``base`` and ``path`` joined with one slash."""

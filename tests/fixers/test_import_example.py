@@ -1,5 +1,5 @@
 """How the repository's tests import, as the reproduction prompt shows it
-(app/fixers/llm/testruns.py `import_example`): from the test file that imports the code
+(app/fixers/llm/repair/testruns.py `import_example`): from the test file that imports the code
 under test, never a relative import a new file cannot make."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import Index, index
-from app.fixers.llm.testruns import import_example
+from app.fixers.llm.repair.testruns import import_example
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
 

@@ -1,5 +1,5 @@
-"""What the issue says must keep working (app/fixers/llm/kept.py): read from its own words,
-narrowly, and called only where one argument is all a function takes."""
+"""What the issue says must keep working (app/fixers/llm/repair/must_keep.py): read from its
+own words, narrowly, and called only where one argument is all a function takes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import ast
 
 import pytest
 
-from app.fixers.llm import kept
-from app.fixers.llm.kept import kept_values, one_argument_functions
 from app.fixers.llm.localize import Index, Suspect, Symbol
+from app.fixers.llm.repair import must_keep
+from app.fixers.llm.repair.must_keep import kept_values, one_argument_functions
 
 # bench task email-plus's issue, as a user wrote it
 EMAIL_PLUS = (
@@ -117,8 +117,10 @@ def test_a_hostile_value_is_refused_or_written_back_as_the_same_string(span: str
     ``repr`` of a literal: whatever the issue wrote, the code written is one call of the
     function with that string, and nothing else."""
     for value in kept_values([f"`{span}` must stay invalid."]):
-        checks = kept._checks([("f", "from m import f")], [value], [[{"repr": "True"}]], Index())
-        module = ast.parse(kept._file(checks))
+        checks = must_keep._checks(
+            [("f", "from m import f")], [value], [[{"repr": "True"}]], Index()
+        )
+        module = ast.parse(must_keep._file(checks))
         assert [type(n).__name__ for n in module.body] == ["ImportFrom", "FunctionDef"]
         (check,) = module.body[1].body  # type: ignore[attr-defined]
         call = check.test.left
@@ -130,7 +132,7 @@ def test_only_the_functions_the_bugs_tests_call_or_the_issue_names_are_called() 
     """A helper's exact result is no promise: a right fix may change what it returns."""
     repro = "def test_plus():\n    assert accounts.signup('jane+news@example.com')\n"
     said = "`is_valid(x)` and `Form` are fine; `a@b` must stay invalid."
-    assert kept._named([said], [repro]) == {"signup", "is_valid", "Form"}
+    assert must_keep._named([said], [repro]) == {"signup", "is_valid", "Form"}
 
 
 def test_what_the_base_gives_is_written_as_a_test_and_a_float_as_approx() -> None:
@@ -140,7 +142,7 @@ def test_what_the_base_gives_is_written_as_a_test_and_a_float_as_approx() -> Non
         [{"repr": "0.30000000000000004"}, {"raised": "TypeError"}],  # a wrong call: none
     ]
     functions = [("signup", "from accounts.signup import signup"), ("ratio", "from m import ratio")]
-    source = kept._file(kept._checks(functions, ["a@b.co", "a@b"], seen, idx))
+    source = must_keep._file(must_keep._checks(functions, ["a@b.co", "a@b"], seen, idx))
     assert source == (
         "import pytest\n\n"
         "from accounts.signup import SignupError, signup\n"
@@ -155,4 +157,4 @@ def test_a_result_two_runs_disagree_on_is_not_used() -> None:
     """The order of a set of strings changes with the hash seed between two runs."""
     first = [[{"repr": "['b', 'a']"}, {"repr": "1"}]]
     second = [[{"repr": "['a', 'b']"}, {"repr": "1"}]]
-    assert kept._same(first, second) == [[None, {"repr": "1"}]]
+    assert must_keep._same(first, second) == [[None, {"repr": "1"}]]

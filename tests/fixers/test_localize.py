@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import frames_in, index, localize, words
-from app.fixers.llm.spectrum import ochiai
+from app.fixers.llm.repair.spectrum import ochiai
 from app.sessions.task import Document, Place, Task
 from tests.conftest import make_project
 from tests.realworld.conftest import unpack

@@ -1,4 +1,4 @@
-"""What a small model plainly meant (app/fixers/llm/meant.py), table-tested on small
+"""What a small model plainly meant (app/fixers/llm/agent/guesses.py), table-tested on small
 trees: a guess is taken only where there is one reading, and never past the scan cap."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm import meant
+from app.fixers.llm.agent import guesses
 from app.fixers.llm.imports import with_import_lines
 
 
@@ -41,7 +41,7 @@ LAYOUT = {
 def test_a_path_that_is_not_there_means_one_file_or_none(
     tmp_path: Path, asked: str, meant_path: str
 ) -> None:
-    assert meant.closest_file(tree(tmp_path, LAYOUT), asked) == meant_path
+    assert guesses.closest_file(tree(tmp_path, LAYOUT), asked) == meant_path
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_a_path_that_is_not_there_means_one_file_or_none(
 def test_a_new_test_gets_only_the_imports_it_plainly_lacks(
     tmp_path: Path, content: str, imports: list[str]
 ) -> None:
-    assert meant.missing_imports(tree(tmp_path, LAYOUT), content) == imports
+    assert guesses.missing_imports(tree(tmp_path, LAYOUT), content) == imports
 
 
 def test_free_test_names_are_collected_by_pytest_and_new(tmp_path: Path) -> None:
@@ -86,24 +86,24 @@ def test_free_test_names_are_collected_by_pytest_and_new(tmp_path: Path) -> None
             "conftest.py": "",
         },
     )
-    assert meant.free_test_name(root, "tests/test_a.py") == "tests/test_a_issue2.py"
-    assert meant.free_test_name(root, "tests/b_test.py") == "tests/b_issue_test.py"
-    assert meant.free_test_name(root, "conftest.py") == "test_issue.py"
+    assert guesses.free_test_name(root, "tests/test_a.py") == "tests/test_a_issue2.py"
+    assert guesses.free_test_name(root, "tests/b_test.py") == "tests/b_issue_test.py"
+    assert guesses.free_test_name(root, "conftest.py") == "test_issue.py"
 
 
 def test_an_old_text_in_one_file_names_it_and_the_scan_has_a_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tree(tmp_path, LAYOUT)
-    assert meant.file_holding(root, "return []") == "batching.py"
-    assert meant.file_holding(root, "def helper():") == ""  # in two files
-    assert meant.file_holding(root, "pass") == ""  # too short to say
-    assert meant.files_with_words(root, "chunked batching loses items") == (
+    assert guesses.file_holding(root, "return []") == "batching.py"
+    assert guesses.file_holding(root, "def helper():") == ""  # in two files
+    assert guesses.file_holding(root, "pass") == ""  # too short to say
+    assert guesses.files_with_words(root, "chunked batching loses items") == (
         "batching.py (chunked, items), tests/test_batching.py (batching, chunked)"
     )
-    monkeypatch.setattr(meant, "MAX_SCANNED", 2)
-    assert meant.file_holding(root, "return []") == ""  # not all read: no claim
-    assert meant.missing_imports(root, "def test():\n    chunked()\n") == []
+    monkeypatch.setattr(guesses, "MAX_SCANNED", 2)
+    assert guesses.file_holding(root, "return []") == ""  # not all read: no claim
+    assert guesses.missing_imports(root, "def test():\n    chunked()\n") == []
 
 
 def test_tests_pytest_could_not_find_are_listed_as_pytest_selects_them(tmp_path: Path) -> None:
@@ -115,16 +115,16 @@ def test_tests_pytest_could_not_find_are_listed_as_pytest_selects_them(tmp_path:
             "bus.py": "x = 1\n",
         },
     )
-    said = meant.tests_in(root, "ERROR: not found: /workspace/tests/test_bus.py::test_emit")
+    said = guesses.tests_in(root, "ERROR: not found: /workspace/tests/test_bus.py::test_emit")
     assert said == (
         "\nThe tests in tests/test_bus.py are: tests/test_bus.py::TestBus::test_emit, "
         "tests/test_bus.py::test_alone"
     )
-    assert meant.tests_in(root, "ERROR: not found: /workspace/bus.py::x").endswith(
+    assert guesses.tests_in(root, "ERROR: not found: /workspace/bus.py::x").endswith(
         "bus.py has no tests. The test files are: tests/test_bus.py"
     )
     # The path comes from the repository's own output: a NUL in it is no crash.
-    assert meant.tests_in(root, "ERROR: file or directory not found: a\0b::t").endswith(
+    assert guesses.tests_in(root, "ERROR: file or directory not found: a\0b::t").endswith(
         "a\0b is not a file of the repository. The test files are: tests/test_bus.py"
     )
 
@@ -133,8 +133,8 @@ def test_a_large_repository_gets_no_path_guess(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tree(tmp_path, LAYOUT)
-    monkeypatch.setattr(meant, "MAX_SCANNED", 2)
-    assert meant.closest_file(root, "src/batching.py") == ""
+    monkeypatch.setattr(guesses, "MAX_SCANNED", 2)
+    assert guesses.closest_file(root, "src/batching.py") == ""
 
 
 @pytest.mark.parametrize(

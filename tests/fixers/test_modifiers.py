@@ -1,11 +1,11 @@
 """The issue's words on how its listed values may be written (any case, spaces around)
-become twins of the reproduction's test functions (app/fixers/llm/modifiers.py)."""
+become twins of the reproduction's test functions (app/fixers/llm/repair/modifiers.py)."""
 
 from __future__ import annotations
 
 import ast
 
-from app.fixers.llm.modifiers import allowed, with_twins
+from app.fixers.llm.repair.modifiers import allowed, with_twins
 
 # parse-bool's issue (bench/agent_tasks): the model's tests tried "false" alone, and a
 # change that lower-cased but did not strip was published (repair38).

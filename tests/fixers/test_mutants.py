@@ -1,4 +1,4 @@
-"""Mechanical changes (app/fixers/llm/mutants.py) on the eval's own bugs: for every task
+"""Mechanical changes (app/fixers/llm/repair/mutants.py) on the eval's own bugs: for every task
 whose fix is one small change, that change is among those tried; and each change keeps
 the rest of the function as it was written."""
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import index
-from app.fixers.llm.mechanical import chosen_note, one_node_changes
-from app.fixers.llm.mutants import MAX_MUTANTS, mutants
-from app.fixers.llm.mutators import WEAK_JUDGE_MUTATORS
-from app.fixers.llm.splice import splice, target_of, unit_sources
+from app.fixers.llm.repair.candidates import Candidate
+from app.fixers.llm.repair.mechanical import chosen_note, one_node_changes
+from app.fixers.llm.repair.mutants import MAX_MUTANTS, mutants
+from app.fixers.llm.repair.mutators import WEAK_JUDGE_MUTATORS
+from app.fixers.llm.repair.splice import splice, target_of, unit_sources
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
 

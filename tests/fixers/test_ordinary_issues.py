@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.fixers.llm.demands import demanded
-from app.fixers.llm.kept import kept_values
-from app.fixers.llm.test_starts import failing
+from app.fixers.llm.repair.decorator_tests import failing
+from app.fixers.llm.repair.demands import demanded
+from app.fixers.llm.repair.must_keep import kept_values
 from app.sessions.task import Document, Task
 
 ISSUES: list[tuple[str, str]] = [

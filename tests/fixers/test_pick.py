@@ -1,4 +1,4 @@
-"""The model's pick among the suspects (app/fixers/llm/pick.py): read from an answer
+"""The model's pick among the suspects (app/fixers/llm/repair/pick.py): read from an answer
 however a small model words it, voted over, tried first — and the localiser's own first
 choice is always tried too."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.pick import named, order_of, pick_prompt, picked
+from app.fixers.llm.repair.pick import named, order_of, pick_prompt, picked
 from app.sessions.task import Document, Task
 
 SOURCE = (

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.fixers.llm.agent import AgentFixer
-from app.fixers.llm.repair import RepairFixer
+from app.fixers.llm.agent.fixer import AgentFixer
+from app.fixers.llm.repair.fixer import RepairFixer
 from app.fixers.llm.scripted import ScriptedModel, fail, text, tool
 from app.fixers.llm.strategy import LlmFixer
 from app.git import Remote
@@ -1561,7 +1561,7 @@ async def test_a_change_that_breaks_what_the_issue_says_must_keep_working_is_not
     valid address was then refused. The issue's own words say which values must keep
     working: written into a test on the base, they turn that change down."""
     if not kept:  # the check taken out: the turned guard is what gets published
-        monkeypatch.setattr("app.fixers.llm.repair_job.keep", _nothing)
+        monkeypatch.setattr("app.fixers.llm.repair.job.keep", _nothing)
     result, report = await _one_test_judges(
         runner,
         tmp_path,

@@ -1,4 +1,4 @@
-"""When a test the model wrote shows the bug (app/fixers/llm/reproduction.py): it must
+"""When a test the model wrote shows the bug (app/fixers/llm/repair/reproduction.py): it must
 fail on the base for the bug's reason, which is read from what pytest reported."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.agreement import agreed, expectations
-from app.fixers.llm.bug_reason import reproduces
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.splice import is_decorator
-from app.fixers.llm.testruns import Tests, path_of_test, source_of_test, with_imports
+from app.fixers.llm.repair.agreement import agreed, expectations
+from app.fixers.llm.repair.bug_reason import reproduces
+from app.fixers.llm.repair.repro_prompt import repro_prompt
+from app.fixers.llm.repair.splice import is_decorator
+from app.fixers.llm.repair.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
 from app.sessions.task import Document, Task
 

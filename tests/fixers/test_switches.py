@@ -1,4 +1,4 @@
-"""The repair's switches (app/fixers/llm/switches.py): names are checked, a switch
+"""The repair's switches (app/fixers/llm/repair/switches.py): names are checked, a switch
 holds for one repair only, and the operator's setting reaches the fixer."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from app.config import load_settings
 from app.errors import ConfigError
 from app.fixers.choose import make_fixer
-from app.fixers.llm import switches
+from app.fixers.llm.repair import switches
 
 
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:

@@ -1,4 +1,4 @@
-"""A test written for the model up to its expectations (app/fixers/llm/test_starts.py):
+"""A test written for the model up to its expectations (app/fixers/llm/repair/decorator_tests.py):
 the model's answer gives the values, the test stays the one written for it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.test_starts import Start, start_for
+from app.fixers.llm.repair.decorator_tests import Start, start_for
+from app.fixers.llm.repair.repro_prompt import repro_prompt
 from app.sessions.task import Document, Task
 from tests.fixers.test_reproduction import RETRY
 

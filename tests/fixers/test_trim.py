@@ -1,4 +1,4 @@
-"""Which of a model's reproduction assertions may be taken out (app/fixers/llm/trim.py),
+"""Which of a model's reproduction assertions may be taken out (app/fixers/llm/repair/trimmed.py),
 read from real pytest output."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.fixers.llm.trim import failed_lines, without
+from app.fixers.llm.repair.trimmed import failed_lines, without
 
 TEST = """from textstats import count_words
 

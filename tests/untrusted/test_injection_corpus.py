@@ -13,11 +13,11 @@ import pytest
 
 from app.alerts import parse_alerts
 from app.contract.kinds import FixJob
+from app.fixers.llm.agent.prompt import system_prompt, task_message
 from app.fixers.llm.localize import Suspect, index
-from app.fixers.llm.prompt import system_prompt, task_message
-from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.splice import target_of
+from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.repro_prompt import repro_prompt
+from app.fixers.llm.repair.splice import target_of
 from app.jobs.alert import alert_task
 from app.jobs.fix import fix_task
 from app.server import alert_job

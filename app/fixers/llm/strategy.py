@@ -15,8 +15,8 @@ from __future__ import annotations
 from app.fixers import Strategy
 from app.fixers.fixer_policy import fixer_settings
 from app.fixers.interface import Fixer
-from app.fixers.llm.agent import AgentFixer
-from app.fixers.llm.repair import RepairFixer
+from app.fixers.llm.agent.fixer import AgentFixer
+from app.fixers.llm.repair.fixer import RepairFixer
 from app.policy.evidence import ModelUsage
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome

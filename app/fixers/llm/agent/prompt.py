@@ -15,8 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 from app.fixers.interface import SKIP_DIRS
+from app.fixers.llm.agent.tools import TOOL_SCHEMAS
 from app.fixers.llm.code_context import relevant_code
-from app.fixers.llm.tools import TOOL_SCHEMAS
 from app.sessions.files import read_confined
 from app.sessions.repo_commands import RepoCommands
 from app.sessions.task import Task

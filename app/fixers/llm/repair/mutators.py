@@ -1,4 +1,4 @@
-"""The small mechanical changes :mod:`app.fixers.llm.mutants` tries, one kind each.
+"""The small mechanical changes :mod:`app.fixers.llm.repair.mutants` tries, one kind each.
 
 Each mutator reads one unit (a function, a constant, a helper) and yields edits: a node
 of its syntax tree and the text to put in its place, by position, so the rest keeps its
@@ -11,7 +11,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from app.fixers.llm.spans import Edit, Source, Words, code_nodes
+from app.fixers.llm.repair.spans import Edit, Source, Words, code_nodes
 
 MAX_NUMBERS = 6  # numbers from the task's words added to a literal tuple
 MAX_ELEMENTS = 8  # a literal this long or shorter may have an element moved

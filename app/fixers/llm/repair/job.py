@@ -12,23 +12,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.fixers.llm.candidates import Candidate, candidates_of
-from app.fixers.llm.demands import demanded, mentions
-from app.fixers.llm.kept import keep
 from app.fixers.llm.localize import Index, Suspect, frames_in, localize
-from app.fixers.llm.mechanical import one_node_changes
 from app.fixers.llm.model_client import ModelClient
-from app.fixers.llm.reproduction import Reproduction
-from app.fixers.llm.spectrum import ochiai
-from app.fixers.llm.spend import Meter
-from app.fixers.llm.splice import Target
-from app.fixers.llm.testruns import (
+from app.fixers.llm.repair.candidates import Candidate, candidates_of
+from app.fixers.llm.repair.demands import demanded, mentions
+from app.fixers.llm.repair.mechanical import one_node_changes
+from app.fixers.llm.repair.must_keep import keep
+from app.fixers.llm.repair.reproduction import Reproduction
+from app.fixers.llm.repair.spectrum import ochiai
+from app.fixers.llm.repair.splice import Target
+from app.fixers.llm.repair.testruns import (
     Tests,
     path_of_test,
     run_tests,
     source_of_test,
     try_change,
 )
+from app.fixers.llm.spend import Meter
 from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.fixers.llm import switches
-from app.fixers.llm.bug_reason import reproduces
-from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Suspect
-from app.fixers.llm.repair_job import Job, Report
-from app.fixers.llm.reproduction import Reproduction, Sample, fresh_tests
-from app.fixers.llm.splice import Target
-from app.fixers.llm.testruns import failure_of, run_tests, try_change
-from app.fixers.llm.trim import asserted, evidence, failed_lines, model_asserts, without
+from app.fixers.llm.repair import switches
+from app.fixers.llm.repair.bug_reason import reproduces
+from app.fixers.llm.repair.candidates import Candidate
+from app.fixers.llm.repair.job import Job, Report
+from app.fixers.llm.repair.reproduction import Reproduction, Sample, fresh_tests
+from app.fixers.llm.repair.splice import Target
+from app.fixers.llm.repair.testruns import failure_of, run_tests, try_change
+from app.fixers.llm.repair.trimmed import asserted, evidence, failed_lines, model_asserts, without
 from app.sessions.files import read_confined, write_confined
 from app.words import plural
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.fixers.llm.candidates import Candidate
-from app.fixers.llm.demands import unmet
 from app.fixers.llm.localize import Suspect, Symbol
-from app.fixers.llm.mechanical import mechanical
-from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
-from app.fixers.llm.repair_job import Job, task_words, tests_named
-from app.fixers.llm.splice import Target, target_of
+from app.fixers.llm.repair.candidates import Candidate
+from app.fixers.llm.repair.demands import unmet
+from app.fixers.llm.repair.job import Job, task_words, tests_named
+from app.fixers.llm.repair.mechanical import mechanical
+from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
+from app.fixers.llm.repair.splice import Target, target_of
 
 
 async def mechanical_fix(

@@ -15,15 +15,15 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from app.fixers.llm import switches
 from app.fixers.llm.answers import parse
-from app.fixers.llm.examples import Example
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.repair_prompt import issue_text
-from app.fixers.llm.splice import is_decorator
-from app.fixers.llm.test_starts import Start, failing, failures, start_for, times
-from app.fixers.llm.testruns import import_example
+from app.fixers.llm.repair import switches
+from app.fixers.llm.repair.decorator_tests import Start, failing, failures, start_for, times
+from app.fixers.llm.repair.examples import Example
+from app.fixers.llm.repair.prompt import issue_text
+from app.fixers.llm.repair.splice import is_decorator
+from app.fixers.llm.repair.testruns import import_example
 from app.sessions.task import Task
 from app.untrusted.sanitize import fence
 
@@ -75,7 +75,7 @@ def _decorator_hint(name: str, task: Task, start: Start | None) -> str:
     """How to test a decorator: the decorated function the test defines must behave as the
     issue's does (a function that only returns, `f"{a} {b}"`, passes on the base when the
     bug shows only when the function raises). The test is written up to its expectations
-    when the issue writes the decorator's call (app/fixers/llm/test_starts.py)."""
+    when the issue writes the decorator's call (app/fixers/llm/repair/decorator_tests.py)."""
     if not failing(task):
         return (
             f"`{name}` is a decorator: in the test, define a small function decorated with "

@@ -25,10 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from app.fixers.interface import SKIP_DIRS, walk_files
-from app.fixers.llm.code_context import looks_like_test
-from app.fixers.llm.edits import EditError, apply_edit, syntax_error
-from app.fixers.llm.imports import with_import_lines
-from app.fixers.llm.meant import (
+from app.fixers.llm.agent.edits import EditError, apply_edit, syntax_error
+from app.fixers.llm.agent.guesses import (
     MAX_FILE_BYTES,
     closest_file,
     file_holding,
@@ -38,6 +36,8 @@ from app.fixers.llm.meant import (
     missing_imports,
     tests_in,
 )
+from app.fixers.llm.code_context import looks_like_test
+from app.fixers.llm.imports import with_import_lines
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.sandbox import WORKSPACE

@@ -1,6 +1,6 @@
 """A unit of source (a function, a constant) with its syntax tree: the text of a node by
 its position, and that node replaced by other text, parenthesised where its place needs
-it. What :mod:`app.fixers.llm.mutators` works on.
+it. What :mod:`app.fixers.llm.repair.mutators` works on.
 
 A node's position leaves its own brackets out (``(a - b) * 1000``: the left operand is
 ``a - b``), so text moved or rewritten is put back in brackets when Python would

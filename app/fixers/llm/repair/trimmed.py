@@ -3,11 +3,11 @@ fails: a small model writes the issue's example right and then invents more case
 wrong (``count_words("hello  world") == 2`` right, then ``"  hello  " == 2``), and a right
 change that many answers agree on fails only those.
 
-Pure text work; :func:`~app.fixers.llm.judges.trimmed_judge` runs it. Only an
+Pure text work; :func:`~app.fixers.llm.repair.judges.trimmed_judge` runs it. Only an
 assertion that checks one case may go: a statement of its own line, in a test function
 that is not parametrized, outside any loop, with no comprehension in it (one such
 assertion stands for many cases). Those the issue's own words made
-(``test_issue_example_*``, app/fixers/llm/examples.py) stay; the caller lets at most
+(``test_issue_example_*``, app/fixers/llm/repair/examples.py) stay; the caller lets at most
 half of the model's go. A test function left with nothing to check goes too.
 """
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from app.fixers.llm import switches
 from app.fixers.llm.localize import Index
-from app.fixers.llm.testruns import Tests, first_line
+from app.fixers.llm.repair import switches
+from app.fixers.llm.repair.testruns import Tests, first_line
 from app.sessions.task import Task
 
 # Why a reproduction test is not kept: it did not fail for the reason the bug gives.

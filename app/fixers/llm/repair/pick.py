@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from app.fixers.llm.docstrings import short_lines, span
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.repair_prompt import issue_text
-from app.fixers.llm.reproduction import Sample
-from app.fixers.llm.splice import dedent
+from app.fixers.llm.repair.docstrings import short_lines, span
+from app.fixers.llm.repair.prompt import issue_text
+from app.fixers.llm.repair.reproduction import Sample
+from app.fixers.llm.repair.splice import dedent
 from app.sessions.task import Task
 from app.untrusted.sanitize import fence
 

@@ -21,7 +21,7 @@ import ast
 import textwrap
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.splice import first_function
+from app.fixers.llm.repair.splice import first_function
 
 DOC_LINES = 4  # a docstring this long or shorter is shown whole
 MORE = "..."

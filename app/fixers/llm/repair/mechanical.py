@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.candidates import Candidate
 from app.fixers.llm.localize import Index
-from app.fixers.llm.mutants import Mutant, mutants
-from app.fixers.llm.mutators import MUTATORS, WEAK_JUDGE_MUTATORS, Mutator
-from app.fixers.llm.splice import Target, changed_lines, splice, unit_sources
-from app.fixers.llm.testruns import try_change
+from app.fixers.llm.repair.candidates import Candidate
+from app.fixers.llm.repair.mutants import Mutant, mutants
+from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS, Mutator
+from app.fixers.llm.repair.splice import Target, changed_lines, splice, unit_sources
+from app.fixers.llm.repair.testruns import try_change
 from app.sessions.files import write_confined
 from app.sessions.fix_context import FixContext
 from app.words import plural

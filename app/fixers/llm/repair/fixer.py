@@ -32,17 +32,13 @@ from typing import Any
 
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
-from app.fixers.llm import cloze, switches
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.candidates import Candidate
-from app.fixers.llm.guards import restored
-from app.fixers.llm.judges import last_judges
 from app.fixers.llm.localize import Index, Suspect, index
-from app.fixers.llm.mechanical import WEAK_JUDGE, chosen_note
-from app.fixers.llm.mechanical_rounds import mechanical_first, mechanical_fix
 from app.fixers.llm.model_client import ModelClient, ModelError
-from app.fixers.llm.pick import order_of
-from app.fixers.llm.repair_job import (
+from app.fixers.llm.repair import hidden_line, switches
+from app.fixers.llm.repair.candidates import Candidate
+from app.fixers.llm.repair.guards import restored
+from app.fixers.llm.repair.job import (
     Job,
     changes_in,
     demands_of,
@@ -54,11 +50,15 @@ from app.fixers.llm.repair_job import (
     tests_named,
     validate,
 )
-from app.fixers.llm.repair_prompt import repair_prompt
-from app.fixers.llm.reproduction import Reproduction, Sample, reproduce
+from app.fixers.llm.repair.judges import last_judges
+from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
+from app.fixers.llm.repair.mechanical_rounds import mechanical_first, mechanical_fix
+from app.fixers.llm.repair.pick import order_of
+from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.reproduction import Reproduction, Sample, reproduce
+from app.fixers.llm.repair.splice import Target, header, target_of
+from app.fixers.llm.repair.testruns import Tests, failure_of
 from app.fixers.llm.spend import Ledger, ModelFixer
-from app.fixers.llm.splice import Target, header, target_of
-from app.fixers.llm.testruns import Tests, failure_of
 from app.sessions.files import remove_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
@@ -316,7 +316,7 @@ class RepairFixer(ModelFixer):
     ) -> Candidate | None:
         """A round of cloze prompts (:mod:`cloze`): each computing statement hidden in
         turn, one greedy answer each; the answers vote together."""
-        spans = cloze.masks(job.idx, target) if switches.on("cloze") else []
+        spans = hidden_line.masks(job.idx, target) if switches.on("cloze") else []
         if not spans:
             return None
         switches.fired("cloze")

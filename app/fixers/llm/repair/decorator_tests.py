@@ -14,7 +14,7 @@ as the issue builds it): it does not make a small model's tests right, because w
 gets wrong there is what to do and expect, not how to build the object.
 
 The issue's call becomes code only rebuilt from its literal arguments, as the issue's
-examples do (app/fixers/llm/examples.py): untrusted words never reach a test as written.
+examples do (app/fixers/llm/repair/examples.py): untrusted words never reach a test as written.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.examples import literal
 from app.fixers.llm.imports import module_name
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.splice import is_decorator
+from app.fixers.llm.repair.examples import literal
+from app.fixers.llm.repair.splice import is_decorator
 from app.sessions.task import Task
 
 MAX_CALL = 120  # characters of the issue's call written into a test

@@ -26,9 +26,9 @@ import textwrap
 from collections import Counter
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.candidates import Candidate, candidates_of
 from app.fixers.llm.localize import Index
-from app.fixers.llm.splice import Target, unit_sources
+from app.fixers.llm.repair.candidates import Candidate, candidates_of
+from app.fixers.llm.repair.splice import Target, unit_sources
 
 
 def _function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -11,7 +11,7 @@ the repair's last round: no tokens, a test run each, and the same rule as for th
 model's answers: the reproduction must pass and every test that passed must still pass.
 
 A mechanical change fits weak tests easily, so one that passes is kept only when it is
-the only one that does (:func:`app.fixers.llm.repair`): two different changes that both
+the only one that does (:func:`app.fixers.llm.repair.fixer`): two different changes that both
 pass mean the tests cannot tell which is right, and nothing is proposed.
 
 Each change rewrites one node of the syntax tree in place, by its position in the
@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
-from app.fixers.llm.mutators import MUTATORS, Mutator
-from app.fixers.llm.spans import Source, Words
+from app.fixers.llm.repair.mutators import MUTATORS, Mutator
+from app.fixers.llm.repair.spans import Source, Words
 
 MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
 

@@ -5,7 +5,7 @@ quotes as the expected one, or asserts a value the issue never gave
 (``expected = ["b", "c", "a"]`` where the issue asks for ``['b', 'a', 'c']``): a test no
 fix could pass. Such an assertion — read through the names the test assigns once,
 ``result = unique(...)``, ``expected = [...]`` — becomes ``pass``; the rest of the test
-stays (app/fixers/llm/examples.py reads the issue's examples).
+stays (app/fixers/llm/repair/examples.py reads the issue's examples).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.examples import NOT_SAID, Example, last_name, same_value
+from app.fixers.llm.repair.examples import NOT_SAID, Example, last_name, same_value
 
 
 def strip_contradictions(source: str, found: Sequence[Example]) -> tuple[str, int]:

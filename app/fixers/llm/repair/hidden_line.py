@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from app.fixers.llm.answers import parse
 from app.fixers.llm.localize import Index
-from app.fixers.llm.splice import Target
+from app.fixers.llm.repair.splice import Target
 
 MAX_MASKS = 4  # statements hidden in turn, one prompt each
 MARK = "???"

@@ -1,5 +1,5 @@
 """What the repair strategy asks the model for a fix, per round (the reproduction test it
-asks for first: :mod:`app.fixers.llm.repro_prompt`), and the issue as both show it.
+asks for first: :mod:`app.fixers.llm.repair.repro_prompt`), and the issue as both show it.
 
 The fix prompt shows the issue (fenced as data), the function at fault with the module
 constants it reads, the signatures of what it calls, the test that must pass and how it
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from app.fixers.llm import cloze, docstrings
 from app.fixers.llm.localize import Index, Symbol
-from app.fixers.llm.splice import Target, dedent, header, signature
-from app.fixers.llm.testruns import (
+from app.fixers.llm.repair import docstrings, hidden_line
+from app.fixers.llm.repair.splice import Target, dedent, header, signature
+from app.fixers.llm.repair.testruns import (
     MAX_TEST_CHARS,
     Tests,
     failure_of,
@@ -73,7 +73,7 @@ def repair_prompt(
     *,
     repeated: bool = False,
     hide: bool = False,
-    mask: cloze.Mask | None = None,
+    mask: hidden_line.Mask | None = None,
 ) -> list[dict[str, Any]]:
     """``printed``: what tests printed failing that ``before`` did not run (the
     reproduction, written after it); ``repeated``: most earlier answers were the code as
@@ -109,7 +109,7 @@ def repair_prompt(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def _the_code(idx: Index, target: Target, hidden: bool, mask: cloze.Mask | None) -> str:
+def _the_code(idx: Index, target: Target, hidden: bool, mask: hidden_line.Mask | None) -> str:
     """Where the bug probably is, and its code: the function and the constants it reads
     (or, ``hidden``, only its signature and docstring; with ``mask``, one line hidden)."""
     symbol = target.symbol
@@ -137,18 +137,18 @@ def _the_code(idx: Index, target: Target, hidden: bool, mask: cloze.Mask | None)
     if mask:
         holder = next((f"`{n}`" for n, a, b in target.constants if a <= mask.first <= b), where)
         return (
-            f"The bug is probably in {where} in {symbol.path}. Below, `{cloze.MARK}` hides what "
-            f"one line of {holder} computes: that line may be the wrong one.\n"
+            f"The bug is probably in {where} in {symbol.path}. Below, `{hidden_line.MARK}` hides "
+            f"what one line of {holder} computes: that line may be the wrong one.\n"
             f"```python\n{block}\n```"
         )
     return f"The bug is probably in {where} in {symbol.path}:\n```python\n{block}\n```"
 
 
-def _shown(unit: list[str], start: int, mask: cloze.Mask | None, function: bool) -> list[str]:
+def _shown(unit: list[str], start: int, mask: hidden_line.Mask | None, function: bool) -> list[str]:
     """A unit's lines as the prompt shows them: dedented, the masked line hidden, and
     the function's long docstring as its first line (:mod:`docstrings`: put back whole
     in every answer)."""
-    lines = dedent(cloze.hide(unit, start, mask))
+    lines = dedent(hidden_line.hide(unit, start, mask))
     return docstrings.short_lines(lines, docstrings.span("\n".join(unit))) if function else lines
 
 
@@ -173,12 +173,12 @@ def _the_tests(
     return parts
 
 
-def _the_ask(target: Target, mask: cloze.Mask | None) -> str:
+def _the_ask(target: Target, mask: hidden_line.Mask | None) -> str:
     """What to write: the function whole, or the constant that holds the hidden line."""
     unit = next((n for n, a, b in target.constants if mask and a <= mask.first <= b), None)
     if unit is not None:  # the hidden line is in a constant or a helper it reads
         return (
-            f"Write `{unit}` whole, with `{cloze.MARK}` replaced by the right code (one line "
+            f"Write `{unit}` whole, with `{hidden_line.MARK}` replaced by the right code (one line "
             "or more), in one ```python block, nothing else."
         )
     also = (
@@ -186,7 +186,9 @@ def _the_ask(target: Target, mask: cloze.Mask | None) -> str:
         if target.constants
         else ""
     )
-    anew = f" and `{cloze.MARK}` replaced by the right code (one line or more)" if mask else ""
+    anew = (
+        f" and `{hidden_line.MARK}` replaced by the right code (one line or more)" if mask else ""
+    )
     return (
         f"Write the corrected `{target.symbol.name}`: the whole function, with the same name and "
         f"parameters{anew}, in one ```python block, nothing else.{also}"

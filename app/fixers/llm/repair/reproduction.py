@@ -14,7 +14,7 @@ none was kept. Where kept tests expect different results of one call, the majori
 expectation wins; when the test chosen has none agreeing with it, the others stay at
 hand as judges of last resort (``Reproduction.others``), and more can be written afresh
 (:func:`fresh_tests`). Beside the model's tests, the issue's own words make one where
-they say what a call gives and should (app/fixers/llm/examples.py), and a model's
+they say what a call gives and should (app/fixers/llm/repair/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
 tree, in one file: the patch's reproduction, checked again by the session against the
 base.
@@ -30,17 +30,17 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.fixers.llm import switches
-from app.fixers.llm.agreement import agreed, expectations, majority
 from app.fixers.llm.answers import code_blocks, normalised, parse
-from app.fixers.llm.bug_reason import reproduces
-from app.fixers.llm.contradictions import strip_contradictions
-from app.fixers.llm.examples import Example, example_test, examples, observe
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.modifiers import allowed, with_twins
-from app.fixers.llm.repro_prompt import repro_prompt
-from app.fixers.llm.test_starts import start_for
-from app.fixers.llm.testruns import (
+from app.fixers.llm.repair import switches
+from app.fixers.llm.repair.agreement import agreed, expectations, majority
+from app.fixers.llm.repair.bug_reason import reproduces
+from app.fixers.llm.repair.contradictions import strip_contradictions
+from app.fixers.llm.repair.decorator_tests import start_for
+from app.fixers.llm.repair.examples import Example, example_test, examples, observe
+from app.fixers.llm.repair.modifiers import allowed, with_twins
+from app.fixers.llm.repair.repro_prompt import repro_prompt
+from app.fixers.llm.repair.testruns import (
     Tests,
     failure_of,
     free_path,
@@ -69,7 +69,7 @@ class Reproduction:
     note: str  # how it failed on the base and how many samples agreed, or why none
     output: str = ""  # what it printed failing on the base, trimmed (for the repair prompt)
     # The issue's own example fails too, or two of the model's tests agree on what the
-    # code should do: a judge for changes no model wrote (app/fixers/llm/mechanical.py).
+    # code should do: a judge for changes no model wrote (app/fixers/llm/repair/mechanical.py).
     strong: bool = False
     agree: int = 0  # the kept tests that agree with the one chosen on what it should do
     # The other kept tests, each as the file would be in its place: judges to try when no
@@ -231,7 +231,7 @@ async def reproduce(
     ws: FixContext, task: Task, idx: Index, suspects: Sequence[Suspect], sample: Sample
 ) -> Reproduction:
     """A test that shows the bug, kept in the tree (the patch will have it), or None
-    and why not (see the module's docstring and app/fixers/llm/examples.py)."""
+    and why not (see the module's docstring and app/fixers/llm/repair/examples.py)."""
     ws.progress("fix: a test that shows the problem")
     found = await observe(ws, examples(task, idx, suspects))
     prompt = repro_prompt(task, idx, suspects, found)

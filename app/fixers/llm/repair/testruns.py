@@ -24,7 +24,7 @@ from app.fixers.llm.answers import parse
 from app.fixers.llm.code_context import looks_like_test
 from app.fixers.llm.imports import defined_by, import_lines, unbound
 from app.fixers.llm.localize import Index
-from app.fixers.llm.splice import dedent
+from app.fixers.llm.repair.splice import dedent
 from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.files import read_confined, write_confined

@@ -30,18 +30,18 @@ from typing import Any, Literal
 
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
-from app.fixers.llm.code_context import example_path, looks_like_test
-from app.fixers.llm.dialects import parse
-from app.fixers.llm.meant import MAX_FILE_BYTES
-from app.fixers.llm.model_client import Completion, ModelClient, ModelError, ToolsUnsupported
-from app.fixers.llm.prompt import system_prompt, task_message
-from app.fixers.llm.spend import Ledger, Meter, ModelFixer
-from app.fixers.llm.tools import (
+from app.fixers.llm.agent.dialects import parse
+from app.fixers.llm.agent.guesses import MAX_FILE_BYTES
+from app.fixers.llm.agent.prompt import system_prompt, task_message
+from app.fixers.llm.agent.tools import (
     TOOL_PARAMETERS,
     TOOL_SCHEMAS,
     ToolBox,
     ToolResult,
 )
+from app.fixers.llm.code_context import example_path, looks_like_test
+from app.fixers.llm.model_client import Completion, ModelClient, ModelError, ToolsUnsupported
+from app.fixers.llm.spend import Ledger, Meter, ModelFixer
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome, TranscriptEntry

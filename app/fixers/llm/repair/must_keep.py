@@ -33,11 +33,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.fixers.llm.answers import parse
-from app.fixers.llm.demands import own_sentences
-from app.fixers.llm.examples import last_name, printed_list
 from app.fixers.llm.imports import defined_by, importable, module_name
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.testruns import free_path, ids_in, run_tests, tests_folder
+from app.fixers.llm.repair.demands import own_sentences
+from app.fixers.llm.repair.examples import last_name, printed_list
+from app.fixers.llm.repair.testruns import free_path, ids_in, run_tests, tests_folder
 from app.sessions.files import remove_confined, write_confined
 from app.sessions.fix_context import FixContext
 

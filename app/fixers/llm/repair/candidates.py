@@ -16,11 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.fixers.llm.answers import definitions, normalised
-from app.fixers.llm.demands import unmet
-from app.fixers.llm.docstrings import restored
 from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
-from app.fixers.llm.splice import Target, changed_lines, keeps_parameters, splice, unit_sources
+from app.fixers.llm.repair.demands import unmet
+from app.fixers.llm.repair.docstrings import restored
+from app.fixers.llm.repair.splice import (
+    Target,
+    changed_lines,
+    keeps_parameters,
+    splice,
+    unit_sources,
+)
 
 
 @dataclass
