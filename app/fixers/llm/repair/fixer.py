@@ -16,7 +16,7 @@ choosing among a few samples, it fixes far more).
 4. **Validate** in the sandbox: the failing and reproducing tests first, then all; a
    change that breaks a test that passed before is out.
 5. **Choose**: the most voted passing change, the smallest among equals. When a round
-   misses: a round that shows the nearest misses, a cloze round (:mod:`cloze`), then
+   misses: a round that shows the nearest misses, a cloze round (:mod:`hidden_line`), then
    the last resorts (:meth:`RepairFixer._last_resorts`). Each narrow mechanism can be
    turned off (:mod:`switches`) to measure what it earns.
 
@@ -152,7 +152,7 @@ class RepairFixer(ModelFixer):
             return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
         if switches.on("kept") and (kept := await keep_too(job, suspects, must_pass, found)):
-            passed_before |= kept  # :mod:`kept`
+            passed_before |= kept  # :mod:`must_keep`
             switches.fired("kept")
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
         how = ask if self.pick else None
@@ -314,7 +314,7 @@ class RepairFixer(ModelFixer):
         asked: tuple[Task, Index, Path, Target, list[str], Tests | None],
         judge: tuple[list[str], set[str]],
     ) -> Candidate | None:
-        """A round of cloze prompts (:mod:`cloze`): each computing statement hidden in
+        """A round of cloze prompts (:mod:`hidden_line`): each computing statement hidden in
         turn, one greedy answer each; the answers vote together."""
         spans = hidden_line.masks(job.idx, target) if switches.on("cloze") else []
         if not spans:

@@ -120,7 +120,7 @@ def changes_in(job: Job, target: Target, answers: Sequence[str], prefill: str) -
 async def keep_too(
     job: Job, suspects: Sequence[Suspect], shown_by: Sequence[str], found: Reproduction | None
 ) -> set[str]:
-    """The test of what the issue says must keep working (:mod:`kept`), written and
+    """The test of what the issue says must keep working (:mod:`must_keep`), written and
     passing on the base: its ids, which every change must keep passing. ``shown_by``:
     the tests that show the bug, and ``found``'s other kept tests (their inputs are not
     what must stay as it is, and the functions they call are those worth calling)."""

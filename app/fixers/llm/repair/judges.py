@@ -122,7 +122,7 @@ async def trimmed_judge(
     job: Job, repro: str, passed_before: set[str]
 ) -> tuple[Target, Candidate] | None:
     """The reproduction less the model's assertions that a change many answers agree on
-    fails (:mod:`trim`), as long as at most half of them go, those it failed at on the
+    fails (:mod:`trimmed`), as long as at most half of them go, those it failed at on the
     base (what it was kept for) stay, and what is left still fails on the base at an
     assertion the model wrote: the change wins when it passes
     that and keeps every other test passing; the trimmed test becomes the reproduction.

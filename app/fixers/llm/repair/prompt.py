@@ -78,7 +78,7 @@ def repair_prompt(
     """``printed``: what tests printed failing that ``before`` did not run (the
     reproduction, written after it); ``repeated``: most earlier answers were the code as
     it is; ``hide``: so ask for the function anew, its body not shown (``blind``);
-    ``mask``: the lines of one statement shown hidden, to be written anew (:mod:`cloze`)."""
+    ``mask``: the lines of one statement shown hidden, to be written anew (:mod:`hidden_line`)."""
     symbol = target.symbol
     # After a round of copies the body is not shown (``blind``); but where the function
     # reads module constants, the fault may be in them (a table of pairs), and the
