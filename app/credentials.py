@@ -406,7 +406,9 @@ _TEMPLATE = re.compile(
     r"|\b(?:os\.environ|getenv|process\.env|ENV\[)"
 )
 # URLs, paths and names made of words (`X-Auth-Token`, `prod/db/credentials`): not keys.
-_NOT_A_KEY = re.compile(r"^[a-z][a-z0-9+.-]*://|^[./~]|^[A-Za-z]+(?:[-_./: ][A-Za-z]+)*$")
+_NOT_A_KEY = re.compile(r"^[a-z][a-z0-9+.-]*://|^[A-Za-z]+(?:[-_./: ][A-Za-z]+)*$")
+_PATH_START = re.compile(r"^[./~]")
+KEY_RUN = 20  # a path's part this long and random is a key (base64 may start with "/")
 # Bare values that are code, YAML syntax or a reference, not a literal.
 _BARE_CODE = re.compile(r"[()\[\]{}<>]|^[$!&*|@%]")
 _DOTTED = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$")
@@ -453,7 +455,20 @@ def random_looking(value: str) -> bool:
     mixed characters, and high entropy."""
     if _PLACEHOLDER.match(value) or _TEMPLATE.search(value) or _NOT_A_KEY.search(value):
         return False
+    if _path(value):
+        return False
     return _classes(value) >= 2 and entropy(value) >= 3.5
+
+
+def _path(value: str) -> bool:
+    """A path (``/usr/lib/x``, ``./out.txt``, ``~/.config``): it starts as one, and none
+    of its parts is a long random run — base64 keys may start with ``/`` too."""
+    if not _PATH_START.match(value):
+        return False
+    return not any(
+        len(part) >= KEY_RUN and _classes(part) >= 2 and entropy(part) >= 3.5
+        for part in re.split(r"[/\\]", value)
+    )
 
 
 def stand_in(value: str) -> bool:
@@ -470,6 +485,8 @@ def _literal(value: str, *, bare: bool) -> bool:
     if any(c.isspace() for c in value):
         return False  # a phrase or a message, not a key
     if _PLACEHOLDER.match(value) or _TEMPLATE.search(value) or _NOT_A_KEY.search(value):
+        return False
+    if _path(value):
         return False
     if bare and (_BARE_CODE.search(value) or _DOTTED.match(value)):
         return False  # `get_token()`, `os.environ["X"]`, `self.password`, `!vault`, `*alias`

@@ -442,6 +442,13 @@ def test_material_is_every_literal_and_run_of_numbers_on_the_lines() -> None:
         ('name: "Patchwarden release notes"', []),
         ("timeout = 30", []),
         ("url: https://example.com/a/b/c/d/e", []),
+        # base64 may start with "/": a key, though it starts as a path does
+        (
+            '{"k": "/gCRi5oj8qSMogCjxIKZKxZlRDey5MXO5wpAGqzz"}',
+            ["/gCRi5oj8qSMogCjxIKZKxZlRDey5MXO5wpAGqzz"],
+        ),
+        ("cache: /tmp/pip-ephem-wheel-cache-h7fcqlhd/wheels/e2/2c", []),  # a path
+        ("python = .venv/bin/python3.11", []),
     ],
 )
 def test_opaque_values_are_random_material_whatever_its_name(
