@@ -42,12 +42,13 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import realbugs  # bench/realbugs: real bugs of real projects' histories
 from procstat import log
+from realbugs.build import fail_to_pass
 
 from app.config import Settings, load_settings
 from app.fixers.choose import budget_from, make_fixer
@@ -61,7 +62,7 @@ from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import SessionRunner
 from app.sessions.task import Document, SessionSpec, Task
-from app.sessions.verify import Verifier, repo_test_command, tree_mounts
+from app.sessions.verify import repo_test_command, tree_mounts
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -493,20 +494,13 @@ async def _hidden_check_realbug(
     commands = detect(tree, base_python=runner.sandbox.toolchain.base_python)
     runner.sandbox.prepare_writable(tree)
     env = await runner.environments.ensure(result.repo, commands, tree, steps=[], secrets=[])
-    if env is not None:
-        env.apply(tree)
-    exact = replace(commands, test=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"])
-    verifier = Verifier(runner.sandbox, scratch=tree.parent)
-    step, run = await verifier.tests(
-        tree, env.path if env else None, exact, label="head", extra=list(bug.tests)
-    )
-    bad = sorted(t for t, o in run.outcomes.items() if o in ("failed", "errored"))
-    tail = "\n".join(step.output.strip().splitlines()[-12:])
+    seen, output = await fail_to_pass(bug, tree, env, runner, tree.parent)
+    tail = "\n".join(output.splitlines()[-12:])
     broken = result.tests.broken if result.tests else []
     if broken:
         tail = f"the patch breaks {', '.join(broken[:5])}\n{tail}"
-    passed = run.exit_code == 0 and not bad and not run.timed_out
-    return passed and any(o == "passed" for o in run.outcomes.values()) and not broken, tail
+    passed = seen["exit"] == 0 and not seen["failing"] and not seen.get("timed_out")
+    return passed and seen["passing"] > 0 and not broken, tail
 
 
 def ending_of(

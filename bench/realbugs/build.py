@@ -31,13 +31,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
 from app.sessions.backends import BwrapSandbox  # noqa: E402
-from app.sessions.environment import SetupFailed  # noqa: E402
+from app.sessions.environment import Environment, SetupFailed  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
 from app.sessions.repo_commands import detect  # noqa: E402
 from app.sessions.session import SessionRunner  # noqa: E402
@@ -185,29 +186,39 @@ async def verify_one(bug: RealBug, sources: Path, runner: SessionRunner, work: P
         )
     except SetupFailed as exc:
         return {"ok": False, "why": f"setup: {str(exc)[-400:]}"}
-    verifier = Verifier(runner.sandbox, scratch=work)
-    exact = replace(commands, test=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"])
-    seen: dict[str, object] = {}
+    seen: dict[str, dict[str, Any]] = {}
     for label, tree in (("buggy", buggy), ("fixed", fixed)):
-        if env is not None:
-            env.apply(tree)
-        runner.sandbox.prepare_writable(tree)
-        step, run = await verifier.tests(
-            tree, env.path if env else None, exact, label="base", extra=list(bug.tests)
-        )
-        bad = sorted(t for t, o in run.outcomes.items() if o in ("failed", "errored"))
-        good = sorted(t for t, o in run.outcomes.items() if o == "passed")
-        seen[label] = {"exit": run.exit_code, "failing": bad[:10], "passing": len(good)}
-        if run.exit_code not in (0, 1):  # not a test's verdict: say what pytest said
-            seen[label]["tail"] = step.output.strip().splitlines()[-8:]
+        seen[label], tail = await fail_to_pass(bug, tree, env, runner, work)
+        if seen[label]["exit"] not in (0, 1):  # not a test's verdict: say what pytest said
+            seen[label]["tail"] = tail.splitlines()[-8:]
     b, f = seen["buggy"], seen["fixed"]
-    ok = bool(b["failing"]) and f["exit"] == 0 and not f["failing"] and f["passing"] > 0  # type: ignore[index]
+    ok = bool(b["failing"]) and f["exit"] == 0 and not f["failing"] and f["passing"] > 0
     return {
         "ok": ok,
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "seconds": round(time.monotonic() - started, 1),
         **seen,
     }
+
+
+async def fail_to_pass(
+    bug: RealBug, tree: Path, env: Environment | None, runner: SessionRunner, scratch: Path
+) -> tuple[dict[str, Any], str]:
+    """The bug's fail-to-pass tests run on ``tree`` with ``env`` (its generated files put
+    in first), in the sandbox: the exit status, the failing ids (ten at most), how many
+    passed, and the run's output. Verification and the eval's hidden check both read it."""
+    if env is not None:
+        env.apply(tree)
+    runner.sandbox.prepare_writable(tree)
+    commands = detect(tree, base_python=runner.sandbox.toolchain.base_python)
+    exact = replace(commands, test=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    step, run = await Verifier(runner.sandbox, scratch=scratch).tests(
+        tree, env.path if env else None, exact, label="base", extra=list(bug.tests)
+    )
+    bad = sorted(t for t, o in run.outcomes.items() if o in ("failed", "errored"))
+    good = sum(1 for o in run.outcomes.values() if o == "passed")
+    seen = {"exit": run.exit_code, "failing": bad[:10], "passing": good}
+    return seen | ({"timed_out": True} if run.timed_out else {}), step.output.strip()
 
 
 async def verify(
