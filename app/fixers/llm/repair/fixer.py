@@ -155,7 +155,7 @@ class RepairFixer(ModelFixer):
             passed_before |= kept  # :mod:`must_keep`
             switches.fired("kept")
         printed = job.printed.get(repro or "") or failure_of(before, must_pass[0])
-        how = ask if self.pick else None
+        how = ask if self.pick and switches.on("pick") else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
         for suspect in order:
             target = target_of(job.idx, suspect.symbol)
@@ -226,8 +226,10 @@ class RepairFixer(ModelFixer):
         asked = (job.task, job.idx, job.ws.tree, target, must_pass, before)
         judge = (must_pass, passed_before)
         for round_ in (1, 2):
-            if round_ == 2 and not misses and not repeated:
+            if round_ == 2 and (not (misses or repeated) or not switches.on("misses")):
                 break  # nothing came near: no round of misses, but the cloze round
+            if round_ == 2:
+                switches.fired("misses")
             report.rounds += 1
             job.ws.progress(f"fix: round {round_} on {target.symbol.qualname}")
             messages, prefill = self._prompt(job, asked, misses, repeated=repeated, trusted=trusted)

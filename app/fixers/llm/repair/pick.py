@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.fixers.llm.localize import Index, Suspect
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.docstrings import short_lines, span
 from app.fixers.llm.repair.prompt import issue_text
 from app.fixers.llm.repair.reproduction import Sample
@@ -108,6 +109,7 @@ async def order_of(
     and the pick, with how the vote went ("" when there was none)."""
     if sample is None or len(suspects) < 2:
         return list(suspects[:TARGETS]), ""
+    switches.fired("pick")
     answers = await sample(pick_prompt(task, idx, suspects, printed), PICK_SAMPLES)
     choice, how = picked(answers, suspects)
     if choice is None:
