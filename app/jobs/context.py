@@ -5,12 +5,10 @@ with its typed kind and its repository's publisher (:class:`Running`)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from app.config import Settings
@@ -28,6 +26,7 @@ from app.publish.github import Publisher
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
 from app.sessions.result import SessionResult
 from app.sessions.session import SessionRunner
+from app.sessions.stored import for_store, from_store
 from app.store import Job, Outcome, Store
 from app.store.outcomes import reverted
 
@@ -102,23 +101,18 @@ class JobContext:
         )
         return History(reverted_recently=len(reverted(recent)), past=past, resets=resets, now=now)
 
-    # -- a session's result, kept for the merge job's final PR body -----------------
-    def _result_path(self, job_id: int) -> Path:
-        return self.settings.cache_dir / "results" / f"{job_id}.json"
-
-    def save_result(self, result: SessionResult) -> None:
+    # -- a session's result, kept in the store for later jobs of the same change -----
+    async def save_result(self, result: SessionResult) -> None:
+        """Keep ``result`` (redacted, capped: :mod:`app.sessions.stored`) in the store,
+        where the merge and update jobs of its change read it on any host."""
         assert result.job_id is not None
-        path = self._result_path(result.job_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result.to_json()))
-        tmp.replace(path)
+        body = for_store(result)
+        await self.store.queue.save_result(result.job_id, body, version=result.schema_version)
 
-    def load_result(self, job_id: int) -> SessionResult | None:
-        path = self._result_path(job_id)
-        if not path.is_file():
-            return None
-        return SessionResult.load(json.loads(path.read_text()))
+    async def load_result(self, job_id: int) -> SessionResult | None:
+        """The result ``job_id``'s session left, or None when it kept none."""
+        kept = await self.store.queue.load_result(job_id)
+        return from_store(*kept) if kept is not None else None
 
 
 @dataclass

@@ -232,7 +232,7 @@ async def _merged(
         details={"pr": outcome.pr_number, "sha": sha, "how": how},
     )
     number = int(outcome.pr_number or 0)
-    result = ctx.load_result(outcome.job_id)
+    result = await ctx.load_result(outcome.job_id)
     score_data = outcome.details.get("score")
     if result is not None and score_data:
         body = render_body(

@@ -91,7 +91,7 @@ async def session_to_pull(
     branch, head = await push_patch(run, spec.remote, result, result.policy.commit_signing)
     if (branch, head) != (result.branch, result.head_sha):
         result = result.model_copy(update={"head_sha": head, "branch": branch})
-        run.ctx.save_result(result)  # the merge job renders the final body from it
+        await run.ctx.save_result(result)  # the merge job renders the final body from it
     outcome = replace(outcome, head_sha=head, branch=branch)
     base = str(repository.get("default_branch") or "main")
     draft = pull_request.draft(
@@ -133,7 +133,7 @@ async def _session(
         ticking.cancel()
         await asyncio.gather(ticking, return_exceptions=True)
         await fixer.aclose()
-    ctx.save_result(result)
+    await ctx.save_result(result)
     for step in result.steps:
         ctx.metrics.phases.labels(phase=step.phase).observe(step.duration_seconds)
     remaining = getattr(getattr(run.pub.gh, "rate_limit", None), "remaining", None)

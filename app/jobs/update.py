@@ -34,7 +34,7 @@ async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     refused = await run.refused_if_paused(outcome, report, "Not updated")
     if refused:
         return refused
-    old = ctx.load_result(first.job_id)
+    old = await ctx.load_result(first.job_id)
     fix = old.fix if old is not None else None
     carry = CarryFixer(
         first.head_sha,

@@ -246,6 +246,8 @@ class SessionResult(_Model):
     usage: Usage = Field(default_factory=Usage)
     started_at: float
     finished_at: float
+    # What the store cut to keep the result under its size cap (app/sessions/stored.py)
+    cut: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

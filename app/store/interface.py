@@ -54,6 +54,15 @@ class Queue(abc.ABC):
         """Extend the lease; ``False`` when ``owner`` no longer holds it."""
 
     @abc.abstractmethod
+    async def save_result(self, job_id: int, body: str, *, version: int) -> None:
+        """Keep the session result of ``job_id`` (JSON text of schema ``version``), in
+        place of an earlier attempt's: later jobs of the same change read it on any host."""
+
+    @abc.abstractmethod
+    async def load_result(self, job_id: int) -> tuple[int, str] | None:
+        """The session result kept for ``job_id``: its schema version and JSON text."""
+
+    @abc.abstractmethod
     async def complete(self, job_id: int, *, owner: str, result: dict[str, Any]) -> bool:
         """Mark the job succeeded, only if ``owner`` still holds the lease."""
 

@@ -230,6 +230,26 @@ class SQLQueue(Queue):
             )
         )
 
+    async def save_result(self, job_id: int, body: str, *, version: int) -> None:
+        def tx(db: DB) -> None:
+            db.execute(
+                "INSERT INTO session_results (job_id, version, body, saved_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (job_id) DO UPDATE SET"
+                " version = excluded.version, body = excluded.body, saved_at = excluded.saved_at",
+                (job_id, version, body, time.time()),
+            )
+
+        await self.database.run(self.database.write(tx))
+
+    async def load_result(self, job_id: int) -> tuple[int, str] | None:
+        def q() -> tuple[int, str] | None:
+            row = self.database.db.execute(
+                "SELECT version, body FROM session_results WHERE job_id = ?", (job_id,)
+            ).fetchone()
+            return (int(row[0]), str(row[1])) if row else None
+
+        return await self.database.run(q)
+
     async def complete(self, job_id: int, *, owner: str, result: dict[str, Any]) -> bool:
         return await self.database.run(
             self._owned_update(

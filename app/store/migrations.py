@@ -343,6 +343,18 @@ HISTORY: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        11,
+        "session results: what a job's session found, read by later jobs on any host",
+        """
+        CREATE TABLE session_results (
+            job_id    $BIGINT PRIMARY KEY,
+            version   INTEGER NOT NULL,
+            body      TEXT NOT NULL,
+            saved_at  $REAL NOT NULL
+        );
+        """,
+    ),
 )
 
 
