@@ -82,11 +82,11 @@ EDITS_THE_TEST = block(
     "def test_boiling():\n    assert True\n", prose="The test is wrong; use this one:\n"
 )
 BREAKS_FREEZING = block("def fahrenheit_to_celsius(f):\n    return f * 100 / 212\n")
-RIGHT = block(
+RIGHT_CODE = (
     'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n'
-    "    return (f - 32) * 5 / 9\n",
-    prose="path: temps.py\n",
+    "    return (f - 32) * 5 / 9\n"
 )
+RIGHT = block(RIGHT_CODE, prose="path: temps.py\n")
 
 
 def fixed_right(result: Any) -> Any:
@@ -120,16 +120,17 @@ async def _repair(
     temps: str = TEMPS,
     files: dict[str, str] | None = None,
     without: frozenset[str] = frozenset(),
+    prefill: bool = False,
 ) -> Any:
     """The session on the temps project (and ``files``) with ``script`` answering;
     ``auto``: the llm fixer's auto strategy (repair, then the agent) instead of repair
-    alone; ``without``: mechanisms turned off."""
+    alone; ``without``: mechanisms turned off; ``prefill``: answers start as asked."""
     project = make_project(
         tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS, **(files or {})}
     )
     model = await make_model(*script)
     client = make_client(provider(model), retry_base_seconds=0.01)
-    repair = RepairFixer(client, samples=samples, without=without)
+    repair = RepairFixer(client, samples=samples, without=without, prefill=prefill)
     fixer = LlmFixer(repair=repair, agent=AgentFixer(client)) if auto else repair
     spec = SessionSpec(
         remote=Remote("octo/temps", str(project)), task=task(issue), budget=budget or Budget()
@@ -557,6 +558,39 @@ async def test_answers_that_repeat_the_code_get_a_second_round_that_says_so(
         assert "return (f - 32) * 9 / 5" in prompts[-1]
         assert "Earlier answers wrote `fahrenheit_to_celsius` back exactly as it is" in prompts[-1]
         assert "An earlier attempt (1) was wrong" in prompts[-1]
+
+
+@pytest.mark.parametrize("bug_first", [True, False])
+async def test_the_answer_names_the_wrong_line_before_the_function(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    bug_first: bool,
+) -> None:
+    """Asked first to say which line is wrong (a model shown a failing function most often
+    writes it back as it is), the answer starts with that comment and is read as the
+    function after it; with the switch off, the answer starts as the function does."""
+    named = block("# Bug: the factor is upside down\n" + RIGHT_CODE)
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        named if bug_first else RIGHT,
+        samples=1,
+        files={"test_boil.py": BOILING},
+        prefill=True,
+        without=frozenset() if bug_first else frozenset({"bug-first"}),
+    )
+    fixed_right(result)
+    (asked,) = [r.body for r in model.requests if "Write the corrected" in str(r.body)]
+    prompt, start = asked["messages"][-2]["content"], asked["messages"][-1]["content"]
+    said = "`fahrenheit_to_celsius` as it is gives this failure, so it must change"
+    assert (said in prompt) is bug_first
+    assert start == (
+        "```python\n# Bug:" if bug_first else "```python\ndef fahrenheit_to_celsius(f):\n"
+    )
 
 
 AGENT_FIX = [

@@ -54,7 +54,7 @@ from app.fixers.llm.repair.judges import last_judges
 from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.repair.mechanical_rounds import mechanical_first, mechanical_fix
 from app.fixers.llm.repair.pick import order_of
-from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.prompt import BUG, repair_prompt
 from app.fixers.llm.repair.reproduction import Reproduction, Sample, reproduce
 from app.fixers.llm.repair.splice import Target, header, target_of
 from app.fixers.llm.repair.testruns import Tests, failure_of
@@ -282,6 +282,8 @@ class RepairFixer(ModelFixer):
             *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
         )
         head = f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
+        if switches.on("bug-first"):
+            head = BUG  # the answer names the wrong line first (prompt.BUG_FIRST)
         return messages, f"```python\n{head}" if self.prefill else ""
 
     async def _more(
