@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.fixers.llm.agent.fixer import AgentFixer
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.fixer import RepairFixer
 from app.fixers.llm.scripted import ScriptedModel, fail, text, tool
 from app.fixers.llm.strategy import LlmFixer
@@ -591,6 +592,58 @@ async def test_the_answer_names_the_wrong_line_before_the_function(
     assert start == (
         "```python\n# Bug:" if bug_first else "```python\ndef fahrenheit_to_celsius(f):\n"
     )
+
+
+TWO_WRONG = (
+    "def fahrenheit_to_celsius(f):\n    return (f - 32) * 9 / 5\n\n\n"
+    "def celsius_to_kelvin(c):\n    return c - 273.15\n"
+)
+BOTH_FIXED = block(
+    "def fahrenheit_to_celsius(f):\n    return (f - 32) * 5 / 9\n\n\n"
+    "def celsius_to_kelvin(c):\n    return c + 273.15\n"
+)
+TO_KELVIN = (
+    "from temps import celsius_to_kelvin, fahrenheit_to_celsius\n\n\n"
+    "def test_boiling_in_kelvin():\n"
+    "    assert celsius_to_kelvin(fahrenheit_to_celsius(212)) == 373.15\n"
+)
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_a_bug_in_two_functions_of_a_file_is_fixed_in_both(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    together: bool,
+) -> None:
+    """The failing test reaches two wrong functions of one file: shown together, both
+    are rewritten by one answer; one at a time, neither change alone passes."""
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        BOTH_FIXED,
+        BOTH_FIXED,
+        samples=1,
+        temps=TWO_WRONG,
+        files={"test_kelvin.py": TO_KELVIN},
+        without=frozenset(switches.MECHANISMS) - ({"together"} if together else set()),
+    )
+    prompts = [r.body for r in model.requests if "Write the corrected" in str(r.body)]
+    first = prompts[0]["messages"][-1]["content"]
+    assert ("return c - 273.15" in first and "return (f - 32) * 9 / 5" in first) is together
+    if together:
+        assert result.status == "patched", (result.error, result.fix)
+        assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+        assert "+    return c + 273.15" in result.diff.unified
+        assert result.fix is not None
+        assert result.fix.repair is not None
+        assert result.fix.repair.fired.get("together") == 1
+    else:
+        assert result.status != "patched"
+        assert len(prompts) == 2  # each suspect alone, and each answer only half right
 
 
 AGENT_FIX = [

@@ -33,7 +33,7 @@ from typing import Any
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.localize import Index, Suspect, index
+from app.fixers.llm.localize import Index, Suspect, Symbol, index
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.repair import hidden_line, switches
 from app.fixers.llm.repair.candidates import Candidate
@@ -65,6 +65,7 @@ from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
 from app.words import plural
 
+TOGETHER = 3  # the localiser's first suspects a target may take in with it
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest hot (repair_job.HOT)
 MORE = 2  # times a round's answers drawn again when a trusted judge turned all down
@@ -158,7 +159,7 @@ class RepairFixer(ModelFixer):
         how = ask if self.pick and switches.on("pick") else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
         for suspect in order:
-            target = target_of(job.idx, suspect.symbol)
+            target = target_of(job.idx, suspect.symbol, self._together(suspect, suspects))
             if target is None:
                 continue
             # Early mechanical changes on the localiser's first only (a pick may be wrong).
@@ -177,6 +178,17 @@ class RepairFixer(ModelFixer):
         for path in filter(None, (repro, job.report.kept)):
             remove_confined(ws.tree, path)
         return self.gave_up(no_fix(job, order, repro))
+
+    @staticmethod
+    def _together(suspect: Suspect, suspects: list[Suspect]) -> list[Symbol]:
+        """The localiser's other first suspects, to be shown and fixed with ``suspect``
+        (:func:`target_of` keeps those of its file): a real fix often changes two."""
+        if not switches.on("together"):
+            return []
+        others = [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
+        if any(o.path == suspect.symbol.path for o in others):
+            switches.fired("together")
+        return others
 
     async def _last_resorts(
         self,

@@ -14,6 +14,7 @@ import ast
 import difflib
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import parse
@@ -36,9 +37,13 @@ HELPER_LINES = 12
 MAX_HELPERS = 3
 
 
-def target_of(idx: Index, symbol: Symbol) -> Target | None:
+TOGETHER_LINES = 40  # a suspect this long or shorter may be rewritten with another
+
+
+def target_of(idx: Index, symbol: Symbol, together: Sequence[Symbol] = ()) -> Target | None:
     """The function and the module-level constants it reads (assigned once, at the top
-    of its module)."""
+    of its module), its short helpers, and the functions of ``together`` (other suspects)
+    of its file that are short and named unlike the rest: a fix may change two."""
     module = parse(idx.sources.get(symbol.path, ""))
     if module is None:
         return None
@@ -65,7 +70,14 @@ def target_of(idx: Index, symbol: Symbol) -> Target | None:
             names = {node.target.id}
         for name in sorted(names & read):
             constants.append((name, node.lineno, node.end_lineno or node.lineno))
-    return Target(symbol, tuple(constants) + _helpers(module, function, symbol))
+    pieces = tuple(constants) + _helpers(module, function, symbol)
+    taken = {symbol.name, *(name for name, _, _ in pieces)}
+    for other in together:
+        short = other.end - other.start < TOGETHER_LINES
+        if other.path == symbol.path and short and other.name not in taken:
+            pieces += ((other.name, other.start, other.end),)
+            taken.add(other.name)
+    return Target(symbol, pieces)
 
 
 def _helpers(

@@ -24,6 +24,7 @@ MECHANISMS: dict[str, str] = {
     "pick": "the model picks the suspect to try first among the localiser's few",
     "misses": "a second round on a suspect, shown the nearest misses' test output",
     "bug-first": "an answer first names the wrong line in a comment, then writes the fix",
+    "together": "the other short suspects of the function's file shown, to be fixed with it",
     "kept": "a test of the values the issue says must keep working joins the judges",
     "twins": "a reproduction test gets twins with the values written as the issue allows",
     "test-starts": "a test start written for an issue about a decorated function",
