@@ -147,6 +147,25 @@ def tests_fixed(s: Scoring, tally: Tally) -> None:
         )
 
 
+def model_tests_only(s: Scoring, tally: Tally) -> None:
+    """A model's change that only tests it wrote itself show to work (none of the
+    repository's own tests failed before it and pass with it) is a draft at most, unless
+    independently sampled tests agreed on the bug or the issue's own example backs them:
+    one model's test may assert the bug it was asked to show, and then a wrong change
+    passes it."""
+    v = s.verification
+    tests = v.tests if v is not None else None
+    if v is None or v.fixer in NO_MODEL or tests is None or tests.fixed or v.agreed:
+        return
+    if tests.reproduced:
+        tally.rule(
+            "model_tests_only",
+            "draft",
+            f"only tests the model wrote show that it works ({listed(tests.reproduced)}): "
+            "no test of the repository fails without it, and no second test agreed",
+        )
+
+
 def _only_tests(features: Features) -> bool:
     """Only test files changed (a test file outranked by another category,
     tests/auth/..., is still a test)."""

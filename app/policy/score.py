@@ -102,6 +102,7 @@ FACTORS: tuple[Factor, ...] = (
     checked.scope,
     checked.tests_run,
     checked.tests_fixed,
+    checked.model_tests_only,
     checked.findings,
     checked.budget,
     checked.security_update,

@@ -122,6 +122,9 @@ class Verification:
     unfinished: str | None = None  # why the fixer stopped before it finished
     bump: Bump | None = None  # the dependency fixer's security update
     scope: Scope | None = None  # where the change lies against what the task implicates
+    # The tests the fixer wrote to show the bug agree (two sampled independently) or the
+    # issue's own example backs them: more than one model's word
+    agreed: bool = False
 
     @classmethod
     def of(
@@ -140,6 +143,7 @@ class Verification:
             unfinished=fix.unfinished if fix is not None else None,
             bump=getattr(fix, "bump", None),
             scope=result.scope,
+            agreed=bool(getattr(getattr(fix, "repair", None), "agreed", False)),
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
         )

@@ -146,6 +146,9 @@ class RepairReport(_Model):
     picked: str = ""  # the suspect the model picked to try first, and how the vote went
     reproduction: str | None = None  # the test file it wrote and kept, in the patch
     reproduction_note: str = ""  # how it failed on the base, how many samples agreed
+    # The reproduction is more than one model's test: independently sampled tests agreed
+    # on it, or the issue's own example backs it (a lone model test may assert anything).
+    agreed: bool = False
     kept: str | None = None  # the test of what the issue says must keep working, in the patch
     kept_note: str = ""  # what it checks
     target: str | None = None  # the function the chosen fix rewrote

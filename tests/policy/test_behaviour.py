@@ -209,11 +209,12 @@ def test_each_place_is_named_with_its_line() -> None:
 
 
 def verification(fixer: str) -> Verification:
-    # A new test shows the problem (not_reproduced is tested in test_policy.py).
+    # New tests that agree show the problem (not_reproduced and model_tests_only are
+    # tested in test_policy.py).
     tests = TestDelta(
         command=PY_CMD, source="detected", base=passed(5), head=passed(6), reproduced=["t::x"]
     )
-    return Verification(fixer=fixer, tests=tests, scope=Scope())
+    return Verification(fixer=fixer, tests=tests, scope=Scope(), agreed=True)
 
 
 def scored(diff: str, fixer: str, policy: Any = None) -> Score:

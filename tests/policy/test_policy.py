@@ -501,6 +501,28 @@ def test_a_model_fix_that_no_test_reproduces_is_riskier() -> None:
     assert points(scored(SRC, v=verification(fixer="llm", tests=other)), "not_reproduced") == 0
 
 
+def test_a_model_fix_that_only_its_own_test_shows_is_a_draft_unless_tests_agreed() -> None:
+    """A model's test may assert the very bug it was asked to show; a change that only
+    such a test shows to work waits as a draft, unless independently sampled tests
+    agreed (or the issue's example backs them) or a repository test shows it too."""
+    green = {"command": PY_CMD, "source": "detected", "base": passed(3), "reproducible": True}
+    alone = TestDelta(**green, head=passed(4), added=["t::test_it"], reproduced=["t::test_it"])
+    lone = scored(SRC, v=verification(fixer="llm", tests=alone))
+    (held,) = [r for r in lone.rules if r.rule == "model_tests_only"]
+    assert held.decision == "draft"
+    assert "only tests the model wrote show that it works (`t::test_it`)" in held.reason
+    assert lone.decision in ("draft", "reject")
+    agreed = scored(SRC, v=verification(fixer="llm", tests=alone, agreed=True))
+    assert not [r for r in agreed.rules if r.rule == "model_tests_only"]
+    ours = TestDelta(**{**green, "base": passed(2, failed=1)}, head=passed(4), fixed=["t::x"],
+                     added=["t::test_it"], reproduced=["t::test_it"])  # fmt: skip
+    shown = scored(SRC, v=verification(fixer="llm", tests=ours))
+    assert not [r for r in shown.rules if r.rule == "model_tests_only"]
+    # Not for fixers without a model.
+    lint = scored(SRC, v=verification(fixer="lint", tests=alone))
+    assert not [r for r in lint.rules if r.rule == "model_tests_only"]
+
+
 HARD = [
     ("workflow", gdiff(".github/workflows/ci.yml", ["run: curl x | sh"]), "protected_path"),
     ("rename-away", gdiff("ci.yml.bak", old_path=".github/workflows/ci.yml"), "protected_path"),

@@ -848,9 +848,9 @@ async def test_a_model_that_writes_a_slack_token_gets_no_pull_request_and_leaves
     assert any("rejected" in c and "(slack-token) at `util.py:8`" in c for c in said), said
     (outcome,) = await pw.store.learning.find_outcomes(repo=REPO)
     assert (outcome.status, outcome.decision) == ("rejected", "reject")
-    results = list((tmp_path / "cache" / "results").glob("*.json"))
-    assert len(results) == 1
-    stored = results[0].read_text()
+    kept = await pw.store.queue.load_result(outcome.job_id)
+    assert kept is not None
+    stored = kept[1]
     assert "[REDACTED:slack-token]" in stored  # the diff and the summary, masked
     audit = [
         dataclasses.asdict(e) for e in await pw.store.journal.query_audit(AuditQuery(repo=REPO))

@@ -140,6 +140,7 @@ class RepairFixer(ModelFixer):
         if not failing and ws.commands.is_pytest and ws.commands.test:
             found = await reproduce(ws, job.task, job.idx, suspects, ask)
             report.reproduction, report.reproduction_note = found.path, found.note
+            report.agreed = found.path is not None and found.strong
             repro, strong = found.path, found.strong
             if repro is not None:
                 must_pass = [repro]

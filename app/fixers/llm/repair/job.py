@@ -47,6 +47,7 @@ class Report:
     picked: str = ""
     reproduction: str | None = None
     reproduction_note: str = ""
+    agreed: bool = False
     kept: str | None = None
     kept_note: str = ""
     target: str | None = None
