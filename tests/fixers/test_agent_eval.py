@@ -92,8 +92,13 @@ async def test_the_reference_fix_counts_as_fixed_and_the_report_resumes(
         assert row["prompt_tokens"] > 0
         assert len(row["turn_seconds"]) == 6
         assert row["dialects"] == {"native": 6}
-        assert row["decision"] in {"automerge", "review"}
         assert row["reproduced"]  # the session saw the new test fail on the base code
+    # leap-year's fix is shown only by the agent's own test: a draft (model_tests_only);
+    # slug-accents' by the repository's failing test
+    assert {t: r["decision"] for t, r in rows.items()} == {
+        "leap-year": "draft",
+        "slug-accents": "review",
+    }
     assert set(doc["totals"]) == {"bench"}  # no real-project task was asked for
     assert doc["totals"]["bench"]["fixed"] == 2
     assert doc["totals"]["bench"]["fix_rate"] == 1.0

@@ -1437,7 +1437,9 @@ async def test_a_reproduction_less_what_an_agreed_change_fails_judges_it(
     )
     assert "taken out (what is left still fails on the base)" in fix.repair.reproduction_note
     score = score_session(result, result.policy, trigger=Trigger("comment"))  # type: ignore[arg-type]
-    assert score.decision == "review"
+    # One model's test, trimmed, is the only judge: a draft for a person to read.
+    assert score.decision == "draft"
+    assert [r.rule for r in score.rules if r.decision == "draft"] == ["model_tests_only"]
     body = render_body(result, score, title="fahrenheit_to_celsius is wrong")
     assert "assertions the model wrote is taken out" in body
 

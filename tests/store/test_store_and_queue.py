@@ -37,10 +37,10 @@ async def test_migrations_apply_once_and_refuse_a_newer_schema(tmp_path: Path) -
     for _ in range(2):
         s = store_for_url(url)
         await s.open()
-        assert await s.schema_version() == 10
+        assert await s.schema_version() == 11
         await s.close()
     with sqlite3.connect(tmp_path / "m.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 10
+        assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 11
         db.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     with pytest.raises(StoreError, match="newer than this Patchwarden"):
         await store_for_url(url).open()

@@ -3,22 +3,20 @@ validates and chooses; the model only writes code (as Agentless does: a small mo
 cannot plan a tool loop, but asked for a whole corrected function, with the tests
 choosing among a few samples, it fixes far more).
 
-1. **Localise** without the model (:mod:`testruns`, :mod:`localize`): the tests as
-   they are (which fail; their tracebacks' frames), names the task cites, what the
-   failing tests call, BM25 over a symbol index.
+1. **Localise** without the model (:mod:`testruns`, :mod:`localize`): the failing tests'
+   frames and what they run, names the task cites, BM25 over a symbol index.
 2. **Reproduce** when no test fails yet (:mod:`reproduction`): a test from the issue's
    example, kept only if it fails on the base for the bug's reason.
 3. **Sample**: the model picks the suspect to try first (:mod:`pick`); one prompt with
-   the function's whole source and what it reads and calls, the failing test and its
-   output, asks for the whole corrected function, k times (the first greedy). Answers
-   that do not parse, change nothing or rename the function are dropped; the rest are
-   grouped by syntax tree (the votes), spliced in by line range (:mod:`splice`).
-4. **Validate** in the sandbox: the failing and reproducing tests first, then all; a
-   change that breaks a test that passed before is out.
+   the function's source and what it reads and calls, the failing test and its output,
+   asks for the whole corrected function, k times (the first greedy). Answers that do
+   not parse, change nothing or rename it are dropped; the rest are grouped by syntax
+   tree (the votes), spliced in by line range (:mod:`splice`).
+4. **Validate** in the sandbox: the failing and reproducing tests first, then all; one
+   that breaks a test that passed before is out.
 5. **Choose**: the most voted passing change, the smallest among equals. When a round
-   misses: a round that shows the nearest misses, a cloze round (:mod:`hidden_line`), then
-   the last resorts (:meth:`RepairFixer._last_resorts`). Each narrow mechanism can be
-   turned off (:mod:`switches`) to measure what it earns.
+   misses: a round showing the misses, a cloze round (:mod:`hidden_line`), the last
+   resorts (:meth:`RepairFixer._last_resorts`); each is a switch (:mod:`switches`).
 
 Nothing verified, nothing proposed: an honest answer, never a pull request.
 """
@@ -33,7 +31,7 @@ from typing import Any
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.localize import Index, Suspect, Symbol, index
+from app.fixers.llm.localize import Index, Suspect, index
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.repair import hidden_line, switches
 from app.fixers.llm.repair.candidates import Candidate
@@ -48,6 +46,7 @@ from app.fixers.llm.repair.job import (
     sample,
     summary,
     tests_named,
+    together,
     validate,
 )
 from app.fixers.llm.repair.judges import last_judges
@@ -65,7 +64,6 @@ from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
 from app.words import plural
 
-TOGETHER = 3  # the localiser's first suspects a target may take in with it
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest hot (repair_job.HOT)
 MORE = 2  # times a round's answers drawn again when a trusted judge turned all down
@@ -160,7 +158,7 @@ class RepairFixer(ModelFixer):
         how = ask if self.pick and switches.on("pick") else None
         order, report.picked = await order_of(job.task, job.idx, suspects, printed, how)
         for suspect in order:
-            target = target_of(job.idx, suspect.symbol, self._together(suspect, suspects))
+            target = target_of(job.idx, suspect.symbol, together(suspect, suspects))
             if target is None:
                 continue
             # Early mechanical changes on the localiser's first only (a pick may be wrong).
@@ -179,17 +177,6 @@ class RepairFixer(ModelFixer):
         for path in filter(None, (repro, job.report.kept)):
             remove_confined(ws.tree, path)
         return self.gave_up(no_fix(job, order, repro))
-
-    @staticmethod
-    def _together(suspect: Suspect, suspects: list[Suspect]) -> list[Symbol]:
-        """The localiser's other first suspects, to be shown and fixed with ``suspect``
-        (:func:`target_of` keeps those of its file): a real fix often changes two."""
-        if not switches.on("together"):
-            return []
-        others = [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
-        if any(o.path == suspect.symbol.path for o in others):
-            switches.fired("together")
-        return others
 
     async def _last_resorts(
         self,
@@ -295,8 +282,7 @@ class RepairFixer(ModelFixer):
             *asked, misses, job.printed, repeated=repeated, hide=repeated and trusted
         )
         head = f"{header(job.idx, target.symbol)}\n" if not (repeated and target.constants) else ""
-        if switches.on("bug-first"):
-            head = BUG  # the answer names the wrong line first (prompt.BUG_FIRST)
+        head = BUG if switches.on("bug-first") else head  # the wrong line named first
         return messages, f"```python\n{head}" if self.prefill else ""
 
     async def _more(

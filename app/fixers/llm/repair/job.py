@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.fixers.llm.localize import Index, Suspect, frames_in, localize
+from app.fixers.llm.localize import Index, Suspect, Symbol, frames_in, localize
 from app.fixers.llm.model_client import ModelClient
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.candidates import Candidate, candidates_of
 from app.fixers.llm.repair.demands import demanded, mentions
 from app.fixers.llm.repair.mechanical import one_node_changes
@@ -36,6 +37,7 @@ from app.sessions.task import Task
 from app.words import plural
 
 TRANSCRIPT_ENTRY_CHARS = 4000
+TOGETHER = 3  # the localiser's first suspects a target may take in with it
 HOT = 0.8  # the temperature of every answer but a prompt's first (greedy)
 
 
@@ -143,6 +145,17 @@ def demands_of(job: Job, repro: str) -> frozenset[str]:
     texts = [job.task.title, *(d.text for d in job.task.documents)]
     asked = demanded(texts, known=job.idx.defines)
     return frozenset(n for n in asked if not mentions(test, n))
+
+
+def together(suspect: Suspect, suspects: Sequence[Suspect]) -> list[Symbol]:
+    """The localiser's other first suspects, to be shown and fixed with ``suspect``
+    (:func:`target_of` keeps those of its file): a real fix often changes two."""
+    if not switches.on("together"):
+        return []
+    others = [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
+    if any(o.path == suspect.symbol.path for o in others):
+        switches.fired("together")
+    return others
 
 
 async def validate(
