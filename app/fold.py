@@ -38,7 +38,8 @@ _SIDE = re.compile(r"""["'](?:[ \t]+|[ \t]*\\\n[+ ]?[ \t]*)?["']""")
 _FIELDED = re.compile(r"""\b[fF][rR]?["'][^"'\n]*\{\s*["']""")
 # An encoded value starts after a quote, an `=` or a `:`.
 _ENCODED = re.compile(r"[\"'=:]\s*[A-Za-z0-9+/_-]{20}")
-_BARE = re.compile(r"[:=]\s*([A-Za-z0-9+/_-]{20,}={0,2})\s*$")
+# (a stray closing quote after it, a literal's end cut off, still ends the value)
+_BARE = re.compile(r"""[:=]\s*([A-Za-z0-9+/_-]{20,}={0,2})["'`]?\s*$""")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2}){12,}")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
 
@@ -225,7 +226,7 @@ def _literals(line: str) -> Iterator[_Literal]:
         yield m.start(), m.end(), value, (m.start(3), m.end(3)), fields
     # A configuration value written bare (`k: Z2hwX0…` in YAML, INI, .env): encoded only.
     bare = _BARE.search(line)
-    if bare and not re.search(r"""["']""", line[bare.start(1) :]):
+    if bare and not any(m.start(3) <= bare.start(1) < m.end(3) for m in LITERAL.finditer(line)):
         yield bare.start(1), bare.end(1), bare.group(1), (bare.start(1), bare.end(1)), False
 
 

@@ -367,7 +367,17 @@ def texts(pieces: list[str]) -> st.SearchStrategy[str]:
     return pairs.map(lambda items: "".join(p + s for p, s in items))
 
 
+@pytest.mark.parametrize("end", ['"', "'", "`", ""])
+def test_an_encoded_value_before_a_stray_quote_is_masked_at_once(end: str) -> None:
+    """A bare configuration value that decodes to a credential is masked on the first
+    pass even when a quote whose literal was cut off follows it (redact once is redact
+    twice: nothing waits for a second pass)."""
+    text = f"EXAMPLEKEY = {BASIC}{end}"
+    assert redact(text) == f"EXAMPLEKEY = [REDACTED:github-token]{end}"
+
+
 @given(texts(PIECES))
+@example(f"x'KEY = {BASIC}\"")
 def test_redact_is_idempotent(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
