@@ -34,6 +34,7 @@ from app.contract.kinds import (
     WatchJob,
 )
 from app.errors import ConfigError, PermanentJobError
+from app.fixers.registry import KNOWN
 from app.github import GitHubApp, RetryPolicy
 from app.jobs import (
     alert,
@@ -119,7 +120,7 @@ class Runtime:
             settings=self.settings,
             store=self.store,
             github=self.github,
-            runner=runner_from(self.settings),
+            runner=runner_from(self.settings, fixers=KNOWN),
             wake=self.pool.wake,
             metrics=self.metrics,
         )

@@ -92,7 +92,7 @@ async def one(project: Project, work: Path, warm: int) -> dict[str, Any]:
     for _ in range(1 + warm):
         spec = SessionSpec(
             remote=Remote(f"bench/{project.name}", str(repo)),
-            task=Task(f"remove the unused import in {project.lint_file}", kind="lint"),
+            task=Task(f"remove the unused import in {project.lint_file}", fixer="lint"),
         )
         result = await runner.run(spec, LintFixer())
         if result.status != "patched":

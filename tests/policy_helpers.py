@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
-from app.policy.checked import NO_MODEL
+from app.fixers import registry
 from app.policy.diff import parse_diff
 from app.policy.evidence import FindingsDelta, Scope, TestCounts, TestDelta, TestRun
 from app.policy.policy_model import Policy, load_policy
+from app.policy.score_types import Verification
 from app.sessions.policyfile import default_policy_text
 from app.sessions.result import Diff, FileStat, FixOutcome, SandboxInfo, SessionResult
 
@@ -19,7 +21,17 @@ def default_policy() -> Policy:
 
 
 def policy_with(repo_yaml: str) -> Policy:
-    return load_policy(default_policy_text(), repo_yaml)
+    """The default policy with ``repo_yaml`` over it, read as a session reads it."""
+    return load_policy(default_policy_text(), repo_yaml, fixers=registry.KNOWN)
+
+
+def by(fixer: str, **kw: Any) -> Verification:
+    """What a session learnt of a change ``fixer`` made: its record's category, model and
+    reason (a name the registry does not have reads as a model's), and ``kw``."""
+    record = registry.RECORDS.get(fixer)
+    if record is not None:
+        kw = {"category": record.category, "model": record.model, "about": record.reason, **kw}
+    return Verification(fixer=fixer, **kw)
 
 
 def gdiff(
@@ -99,6 +111,7 @@ def result_for(
             base=passed(12),
             head=passed(12),
         )
+    fix = registry.stamped(FixOutcome(fixer=fixer, summary=summary))
     return SessionResult(
         job_id=job_id,
         repo="octo-org/widgets",
@@ -107,11 +120,11 @@ def result_for(
         head_sha="b" * 40,
         status="patched",
         sandbox=SandboxInfo(backend="bwrap", isolated=True),
-        fix=FixOutcome(fixer=fixer, summary=summary),
+        fix=fix,
         diff=Diff(unified=unified, files=stats_of(unified)),
         tests=tests,
         findings=list(findings) or [FindingsDelta(tool=t) for t in ("ruff", "semgrep", "bandit")],
-        scope=scope if scope is not None or fixer in NO_MODEL else Scope(),
+        scope=scope if scope is not None or not fix.model else Scope(),
         policy=(policy or default_policy()).to_json(),
         started_at=1_800_000_000.0,
         finished_at=1_800_000_012.0,

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.fixers import FIXERS, STRATEGIES
+from app.fixers import STRATEGIES
 
 FAIL_ON = ("reject", "draft", "review", "never")
 
@@ -20,10 +20,11 @@ def run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="what to fix, in your own words")
     parser.add_argument(
         "--fixer",
-        choices=FIXERS,
         default="auto",
+        metavar="NAME",
         help="auto (default): llm if a model is configured, else lint for a lint task; "
-        "revert first with --alert",
+        "revert first with --alert. Or a fixer by name: llm, lint, revert, or any other "
+        "the registry has (a wrong name lists them)",
     )
     parser.add_argument(
         "--strategy",

@@ -21,11 +21,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from app.config import Settings, load_settings
-from app.errors import BadInput
+from app.errors import BadInput, ConfigError
 from app.fixers.choose import budget_from, make_fixer
+from app.fixers.registry import KNOWN
 from app.git import Remote, git_env, run_git
 from app.policy.score import Trigger, score_session
 from app.publish.body import render_body
@@ -64,10 +64,10 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
     task_text = str(args.task).strip()
     if not task_text:
         raise BadInput("--task is empty: say what to fix")
-    if args.fixer == "llm" and not settings.llm_configured:
-        raise BadInput(
-            "--fixer llm needs a model: set PATCHWARDEN_LLM_MODEL (see docs/configuration.md)"
-        )
+    try:
+        fixer = make_fixer(args.fixer, settings, strategy=args.strategy)
+    except ConfigError as exc:
+        raise BadInput(f"--fixer {args.fixer}: {exc}") from None
     task = _task(args, task_text)
     overrides: dict[str, object] = {}
     if args.setup:
@@ -81,8 +81,7 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
         commands=overrides,
         budget=budget_from(settings),
     )
-    fixer = make_fixer(args.fixer, settings, strategy=args.strategy)
-    runner = runner_from(settings)
+    runner = runner_from(settings, fixers=KNOWN)
     try:
         result = await runner.run(spec, fixer, progress=clock.show)
     finally:
@@ -114,12 +113,14 @@ async def _run(args: argparse.Namespace, settings: Settings, clock: _Clock) -> i
 
 def _task(args: argparse.Namespace, task_text: str) -> Task:
     title = task_text.splitlines()[0][:TITLE_CHARS]  # whole: the subject line shortens it
-    kind: Literal["fix", "alert", "lint"] = "fix"
-    if args.alert:
-        kind = "alert"
-    elif args.fixer == "lint":
-        kind = "lint"
-    return Task(title, kind=kind, instructions=task_text, check=args.check, good=args.good)
+    return Task(
+        title,
+        kind="alert" if args.alert else "fix",
+        fixer=None if args.fixer == "auto" else args.fixer,
+        instructions=task_text,
+        check=args.check,
+        good=args.good,
+    )
 
 
 def _write_body(

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from app.config import Settings, load_settings
 from app.errors import BadInput, PatchwardenError
+from app.fixers.registry import KNOWN
 from app.git import git_env, run_git
 from app.policy.policy_model import LADDER, REPO_SOURCE, Policy, PolicyError, load_policy
 from app.policy.score import Score, Trigger, score_diff
@@ -107,7 +108,7 @@ async def _inputs(args: argparse.Namespace, default_policy: Path) -> tuple[Polic
                 "the output of `git diff`, or --repo with --base"
             )
     try:
-        policy = load_policy(default, repo_text, repo_source=repo_source)
+        policy = load_policy(default, repo_text, repo_source=repo_source, fixers=KNOWN)
     except PolicyError as exc:
         raise BadInput(f"the policy is invalid: {exc}") from None
     return policy, text

@@ -3,14 +3,15 @@
 its JSON Schema (generated from the models the App reads it with) for editors.
 
 The file has three owners: the policy (app/policy/policy_model.py), the session's commands
-(``setup``, ``test``: app/sessions/repo_commands.py) and the fixers (``fixers``, ``lint``,
-``revert``: app/fixers/fixer_policy.py). Both verbs ask each of them, so what ``validate``
-accepts is what the App accepts.
+(``setup``, ``test``: app/sessions/repo_commands.py) and the fixers (``fixers``, and each
+fixer's own section its record names: ``lint``, ``revert``; app/fixers/registry.py).
+Both verbs ask each of them, so what ``validate`` accepts is what the App accepts.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import BadInput, RepoConfigError
-from app.fixers.fixer_policy import FixerSettings
+from app.fixers.fixer_policy import sections_model
+from app.fixers.registry import KNOWN, SECTIONS
 from app.policy.policy_model import (
     DEFAULT_SOURCE,
     REPO_SOURCE,
@@ -33,8 +35,8 @@ from app.policy.policy_model import (
 from app.sessions.policyfile import default_policy_text
 from app.sessions.repo_commands import split_command
 
-FIXER_KEYS = ("fixers", "lint", "revert")
 COMMAND_KEYS = ("setup", "test")
+FIXER_SETTINGS = sections_model(SECTIONS)  # the fixers' sections, from their records
 
 
 def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) -> list[PolicyError]:
@@ -58,25 +60,25 @@ def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) ->
                     where = lines.get((key, i), line) if several else line
                     problem = str(exc).removeprefix(f"{REPO_SOURCE}: ")
                     errors.append(PolicyError(source, where, problem))
-        elif key in FIXER_KEYS:
+        elif key in SECTIONS:
             continue
         elif key in Policy.model_fields:
             policy_part[key] = value
         else:
-            errors.append(PolicyError(source, line, unknown_key(key)))
+            errors.append(PolicyError(source, line, unknown_key(key, KNOWN)))
     _, default_lines = parse_config(default_text, DEFAULT_SOURCE)
     try:
         merged = merge_repo(default_text, policy_part, lines, source)
-        Policy.model_validate(merged)
+        Policy.model_validate(merged, context={"fixers": KNOWN})
     except PolicyError as exc:
         errors.append(exc)
     except ValidationError as exc:
         errors += every_error(exc, (source, lines), (DEFAULT_SOURCE, default_lines), model=Policy)
-    fixer_part = {k: v for k, v in raw.items() if k in FIXER_KEYS and v is not None}
+    fixer_part = {k: v for k, v in raw.items() if k in SECTIONS and v is not None}
     try:
-        FixerSettings.model_validate(fixer_part)
+        FIXER_SETTINGS.model_validate(fixer_part)
     except ValidationError as exc:
-        errors += every_error(exc, (source, lines), model=FixerSettings)
+        errors += every_error(exc, (source, lines), model=FIXER_SETTINGS)
     return sorted(errors, key=lambda e: (e.line or 0, e.problem))
 
 
@@ -94,9 +96,16 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of ``.github/patchwarden.yml``, from the models that read it."""
     policy = Policy.model_json_schema()
-    fixers = FixerSettings.model_json_schema()
+    fixers = FIXER_SETTINGS.model_json_schema()
     defs = {**policy.pop("$defs", {}), **fixers.pop("$defs", {})}
     properties = {**policy["properties"], **fixers["properties"]}
+    for key, model in SECTIONS.items():  # (pydantic leaves out what the $ref repeats)
+        properties[key].setdefault("description", inspect.getdoc(model))
+    # The names an editor offers: the fixers the registry has.
+    weights = defs["Weights"]["properties"]["fixer"]
+    weights["propertyNames"] = {"enum": [*KNOWN.names, "human"]}
+    held = defs["BehaviourRules"]["properties"]["never_automerge"]["items"]
+    held["enum"] = list(KNOWN.names)
     properties["protected_paths"] = {
         "type": "array",
         "items": {"type": "string"},

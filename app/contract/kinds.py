@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import PermanentJobError
 from app.queue import EVENTS_QUEUE, SESSIONS_QUEUE
@@ -101,7 +101,7 @@ class DeliveryJob(JobKind):
 
 
 class FixJob(JobKind):
-    """`@patchwarden fix this` (or `lint this`), or the fix label, on an issue."""
+    """`@patchwarden fix this` (or a fixer's own word: `lint`), or the fix label, on an issue."""
 
     kind: ClassVar[str] = "fix"
     repo: str
@@ -112,7 +112,9 @@ class FixJob(JobKind):
     comment_id: int | None = None
     requested_by: str | None = None
     instructions: str = ""
-    mode: Literal["fix", "lint"] = "fix"
+    # "fix": the App chooses the fixer; else the name of the fixer the command asked for
+    # (`@patchwarden lint`), which app/fixers/registry.py knows
+    mode: str = Field(default="fix", pattern=r"^[a-z][a-z0-9-]{0,39}$")
     asked_at: float | None = None  # when the request was made (kept by a request that waits)
 
     @property

@@ -8,9 +8,9 @@ scores it again, as a new patch. A conflict ends the job with a clear reason.
 
 from __future__ import annotations
 
+from app.fixers import registry
 from app.fixers.interface import Fixer
 from app.git import run_git
-from app.policy.evidence import Bump
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
@@ -22,13 +22,12 @@ class CarryFixer(Fixer):
 
     name = "carry"
 
-    def __init__(
-        self, commit: str, *, fixer_name: str, summary: str, bump: Bump | None = None
-    ) -> None:
+    def __init__(self, commit: str, *, carried: FixOutcome | None) -> None:
+        """``carried``: the outcome that made the patch (None: its result is gone); the
+        change is scored as its fixer's again, and a security update's bump stays one
+        (its rules hold it again)."""
         self.commit = commit
-        self.fixer_name = fixer_name  # scored as the fixer that wrote the patch
-        self.summary = summary
-        self.bump = bump  # a security update's, carried with it (its rules hold it again)
+        self.carried = registry.stamped(carried) if carried is not None else None
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         ws = workspace.workspace
@@ -45,9 +44,15 @@ class CarryFixer(Fixer):
         await run_git([*gd, "cherry-pick", "--quit"], env=ws.env, check=False)
         await run_git([*gd, "reset", "--quiet"], env=ws.env, check=False)
         message = await ws.git("log", "-1", "--format=%B", self.commit)
+        c = self.carried
+        if c is None:  # scored as a fixer with no record: contained, as a model's
+            return FixOutcome(fixer=self.name, commit_message=message.strip())
         return FixOutcome(
-            fixer=self.fixer_name,
-            summary=self.summary,
+            fixer=c.fixer,
+            category=c.category,
+            model=c.model,
+            about=c.about,
+            summary=c.summary,
             commit_message=message.strip(),
-            bump=self.bump,
+            bump=c.bump,
         )

@@ -6,7 +6,9 @@ configured; without one, ``lint`` only when the issue is about lint
 do without a model and opens nothing (an unrelated lint PR saying "Fixes #N" would close
 a bug it did not fix);
 ``alert`` jobs use ``revert``, then ``llm`` if the repository allows it
-(``fixers.llm_on_alerts``); ``lint`` jobs use ``lint``. :class:`AutoFixer` applies the
+(``fixers.llm_on_alerts``); a fixer a person asked for by its word (``@patchwarden
+lint``: the task's ``fixer``) is used as asked. :func:`make_fixer` builds a fixer from
+its record (app/fixers/registry.py). :class:`AutoFixer` applies the
 choice inside the session, where the repository's configuration (from the base
 branch) is known, and runs the fixers in order until one succeeds or one says its
 answer is final (a flaky test is not handed to the llm to "fix").
@@ -21,22 +23,14 @@ from typing import Literal
 
 from app.config import Settings
 from app.errors import ConfigError
-from app.fixers import FIXERS, Strategy
-from app.fixers.culprit import RevertFixer
-from app.fixers.fixer_policy import fixer_settings
-from app.fixers.interface import Audit, Fixer, no_audit
-from app.fixers.lint import LintFixer
-from app.fixers.llm.agent.fixer import AgentFixer
-from app.fixers.llm.model_client import ModelClient
-from app.fixers.llm.repair import switches
-from app.fixers.llm.repair.fixer import RepairFixer
+from app.fixers import Strategy, registry
+from app.fixers.fixer_policy import fixers_config
+from app.fixers.interface import Audit, Fixer, Made, no_audit
 from app.fixers.llm.spend import Ledger
-from app.fixers.llm.strategy import LlmFixer
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
 
-FixerName = Literal["llm", "lint", "revert"]
 NO_MODEL = (
     "No model is configured for Patchwarden (PATCHWARDEN_LLM_MODEL), so it cannot fix this "
     "itself, and it changed nothing. Without a model it can fix lint (ask "
@@ -61,7 +55,7 @@ def is_about_lint(task: Task) -> bool:
 
 @dataclass(frozen=True)
 class Choice:
-    fixers: tuple[FixerName, ...]
+    fixers: tuple[str, ...]
     note: str | None = None  # said to the requester along with the result
 
     def answer(self, bot: str) -> str | None:
@@ -72,14 +66,17 @@ class Choice:
 
 
 def choose(
-    kind: Literal["fix", "alert", "lint"],
+    kind: Literal["fix", "alert"],
     *,
     llm_configured: bool,
     llm_on_alerts: bool,
     about_lint: bool = False,
+    asked: str | None = None,
 ) -> Choice:
-    if kind == "lint":
-        return Choice(("lint",))
+    """``asked``: the fixer a person named (``@patchwarden lint``), which no choice
+    overrules."""
+    if asked is not None:
+        return Choice((asked,))
     if kind == "alert":
         if not llm_on_alerts:
             return Choice(("revert",))
@@ -103,7 +100,7 @@ class AutoFixer(Fixer):
     name = "auto"
 
     def __init__(
-        self, make: Callable[[FixerName], Fixer], *, llm_configured: bool, bot: str = "patchwarden"
+        self, make: Callable[[str], Fixer], *, llm_configured: bool, bot: str = "patchwarden"
     ) -> None:
         self.make = make
         self.llm_configured = llm_configured
@@ -111,12 +108,12 @@ class AutoFixer(Fixer):
         self.made: list[Fixer] = []
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        repo = fixer_settings(workspace.workspace.base_tree)
         choice = choose(
             task.kind,
             llm_configured=self.llm_configured,
-            llm_on_alerts=repo.fixers.llm_on_alerts,
+            llm_on_alerts=fixers_config(workspace.workspace.base_tree).llm_on_alerts,
             about_lint=is_about_lint(task),
+            asked=task.fixer,
         )
         answer = choice.answer(self.bot)
         if answer is not None:
@@ -161,53 +158,18 @@ def make_fixer(
     audit: Audit = no_audit,
     strategy: Strategy | None = None,
 ) -> Fixer:
-    """The fixer called ``name`` (one of :data:`FIXERS`), configured from ``settings``;
-    ``strategy``: the llm fixer's, whatever the repository's configuration says."""
-    if name == "lint":
-        return LintFixer()
-    if name == "revert":
-        return RevertFixer()
-    if name == "llm":
-        if not settings.llm_configured:
-            raise ConfigError(
-                "the llm fixer needs a model: set PATCHWARDEN_LLM_MODEL (and "
-                "PATCHWARDEN_LLM_BASE_URL and PATCHWARDEN_LLM_API_KEY for endpoints other "
-                "than OpenAI's); docs/configuration.md#the-llm-fixer"
-            )
-        client = ModelClient(
-            settings.llm_providers(),
-            timeout=settings.llm_timeout_seconds,
-            retry_base_seconds=settings.llm_retry_base_seconds,
-            max_output_tokens=settings.llm_max_output_tokens,
-            audit=audit,
-        )
-        agent = AgentFixer(
-            client,
-            prices=settings.llm_prices,
-            tool_mode=settings.llm_tool_mode,
-            context_tokens=settings.llm_context_tokens,
-            max_output_tokens=settings.llm_max_output_tokens,
-            ledger=ledger,
-            audit=audit,
-        )
-        try:
-            without = switches.parse(settings.llm_repair_without)
-        except ValueError as exc:
-            raise ConfigError(f"PATCHWARDEN_LLM_REPAIR_WITHOUT: {exc}") from exc
-        repair = RepairFixer(
-            client,
-            prices=settings.llm_prices,
-            samples=settings.llm_samples,
-            prefill=settings.llm_prefill,
-            without=without,
-            ledger=ledger,
-            audit=audit,
-        )
-        return LlmFixer(repair=repair, agent=agent, strategy=strategy)
+    """The fixer called ``name`` (``auto``, or one of the registry's that can be asked
+    for), configured from ``settings``; ``strategy``: the llm fixer's, whatever the
+    repository's configuration says. ConfigError names the known ones."""
+    made = Made(ledger=ledger, audit=audit, strategy=strategy)
     if name == "auto":
 
-        def make(chosen: FixerName) -> Fixer:
+        def make(chosen: str) -> Fixer:
             return make_fixer(chosen, settings, ledger=ledger, audit=audit, strategy=strategy)
 
         return AutoFixer(make, llm_configured=settings.llm_configured, bot=settings.bot_name)
-    raise ConfigError(f"unknown fixer {name!r}: choose one of {', '.join(FIXERS)}")
+    record = registry.RECORDS.get(name)
+    if record is None or record.build is None:
+        known = ", ".join(("auto", *registry.buildable()))
+        raise ConfigError(f"unknown fixer {name!r}: choose one of {known}")
+    return record.build(settings, made)

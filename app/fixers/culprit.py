@@ -45,8 +45,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from app.fixers.fixer_policy import RevertConfig, fixer_settings
-from app.fixers.interface import Fixer
+from app.fixers.fixer_policy import RevertConfig, section
+from app.fixers.interface import Fixer, FixerRecord
 from app.git import run_git
 from app.policy.evidence import TestRun
 from app.sessions import junit
@@ -87,10 +87,18 @@ class _Stop(Exception):
 
 
 class RevertFixer(Fixer):
-    name = "revert"
+    record = FixerRecord(
+        name="revert",
+        reason="a git revert of one commit: the one bisect blamed, or the one named",
+        category="revert",
+        closes_issue=False,
+        section="revert",
+        settings=RevertConfig,
+        build=lambda settings, made: RevertFixer(),
+    )
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        config = fixer_settings(workspace.workspace.base_tree).revert
+        config = section(workspace.workspace.base_tree, "revert", RevertConfig)
         if task.culprit:  # the caller names the commit: nothing to reproduce or search
             return await _Search(self, workspace, config, []).run(task)
         test = self._test_command(task, workspace, config)

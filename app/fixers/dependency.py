@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from app.fixers.interface import Fixer
+from app.fixers.interface import Fixer, FixerRecord
 from app.fixers.manifests import Pins, raise_package
 from app.fixers.pins import bump_size, floor_of
 from app.policy.evidence import Bump
@@ -39,7 +39,10 @@ ECOSYSTEMS = ("pip",)
 
 
 class DependencyFixer(Fixer):
-    name = "dependency"
+    record = FixerRecord(
+        name="dependency",
+        reason="a dependency's constraints raised past a vulnerability, no model",
+    )  # built by the security alert job only (app/jobs/security_alert.py)
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         alert = task.advisory

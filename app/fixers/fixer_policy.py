@@ -22,14 +22,19 @@ Unknown keys and wrong types are refused with the key named, and the job stops
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from app.fixers import Strategy
 from app.policy.policy_model import invalid
 from app.sessions.repo_commands import CONFIG_PATH, read_config_lines
+
+S = TypeVar("S", bound=BaseModel)
 
 
 class _Section(BaseModel):
@@ -38,6 +43,8 @@ class _Section(BaseModel):
 
 
 class LintConfig(_Section):
+    """The lint fixer: ruff's and semgrep's automatic fixes."""
+
     unsafe_fixes: bool = False
     """Apply ruff's unsafe fixes too (`ruff --unsafe-fixes`)."""
     format: Literal["auto"] | bool = "auto"
@@ -47,6 +54,8 @@ class LintConfig(_Section):
 
 
 class RevertConfig(_Section):
+    """The culprit finder: reproducing a failing check, bisecting, reverting."""
+
     reruns: int = Field(default=3, ge=1, le=20)
     """Runs (1-20) of the failing check's command on the failing commit before any blame."""
     max_commits: int = Field(default=1000, ge=2, le=100_000)
@@ -64,31 +73,43 @@ class LlmConfig(_Section):
 
 
 class FixersConfig(_Section):
+    """Which fixers a job may use, and how the llm fixer works."""
+
     llm_on_alerts: bool = False
     """Alert jobs may go to the llm fixer when the revert cannot help."""
     llm: LlmConfig = Field(default_factory=LlmConfig)
     """How the llm fixer works."""
 
 
-class FixerSettings(BaseModel):
-    """The fixers' part of the repository's configuration (other keys are other rooms')."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
-
-    fixers: FixersConfig = Field(default_factory=FixersConfig)
-    """Which fixers a job may use, and how the llm fixer works."""
-    lint: LintConfig = Field(default_factory=LintConfig)
-    """The lint fixer: ruff's and semgrep's automatic fixes."""
-    revert: RevertConfig = Field(default_factory=RevertConfig)
-    """The culprit finder: reproducing a failing check, bisecting, reverting."""
-
-
-def fixer_settings(base_tree: Path) -> FixerSettings:
-    """The fixer settings of the base tree's ``.github/patchwarden.yml`` (defaults if none)."""
+def section(base_tree: Path, key: str, model: type[S]) -> S:
+    """Section ``key`` of the base tree's ``.github/patchwarden.yml`` read as ``model``
+    (its defaults when the file or the key is absent); PolicyError names the line of a
+    wrong value."""
     raw, lines = read_config_lines(base_tree)
+    value = raw.get(key)
     try:
-        return FixerSettings.model_validate(
-            {k: v for k, v in raw.items() if k in ("fixers", "lint", "revert") and v is not None}
-        )
+        held = _holder(key, model).model_validate({key: {} if value is None else value})
     except ValidationError as exc:
         raise invalid(exc, (CONFIG_PATH, lines)) from None
+    return cast(S, getattr(held, key))
+
+
+def fixers_config(base_tree: Path) -> FixersConfig:
+    """The ``fixers:`` section: which fixers a job may use, how the llm fixer works."""
+    return section(base_tree, "fixers", FixersConfig)
+
+
+def sections_model(sections: Mapping[str, type[BaseModel]]) -> type[BaseModel]:
+    """One model of the fixers' sections (``validate``, ``schema``): each optional, each
+    described by its model's docstring; other keys are other rooms'."""
+    fields: dict[str, Any] = {
+        key: (model, Field(default_factory=model, description=inspect.getdoc(model)))
+        for key, model in sections.items()
+    }
+    config = ConfigDict(extra="ignore", frozen=True)
+    return create_model("FixerSettings", __config__=config, **fields)
+
+
+@functools.cache
+def _holder(key: str, model: type[BaseModel]) -> type[BaseModel]:
+    return create_model(f"Section_{key}", **{key: (model, Field(default_factory=model))})  # type: ignore[call-overload, no-any-return]

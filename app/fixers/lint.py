@@ -28,8 +28,8 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-from app.fixers.fixer_policy import LintConfig, fixer_settings
-from app.fixers.interface import Fixer, walk_files
+from app.fixers.fixer_policy import LintConfig, section
+from app.fixers.interface import Fixer, FixerRecord, walk_files
 from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
@@ -58,13 +58,22 @@ class LintError(Exception):
 
 
 class LintFixer(Fixer):
-    name = "lint"
+    record = FixerRecord(
+        name="lint",
+        reason="mechanical ruff/semgrep autofixes",
+        category="lint",
+        words=("lint",),
+        closes_issue=False,  # only an issue about lint (app/jobs/pull_request.py)
+        section="lint",
+        settings=LintConfig,
+        build=lambda settings, made: LintFixer(),
+    )
 
     def __init__(self, *, autofix_rules: Path = AUTOFIX_RULES) -> None:
         self.autofix_rules = autofix_rules
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        config = fixer_settings(workspace.workspace.base_tree).lint
+        config = section(workspace.workspace.base_tree, "lint", LintConfig)
         python_files = _python_files(workspace.tree)
         if not python_files:
             return self.gave_up(

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from app.fixers.interface import Fixer
+from app.fixers.interface import Fixer, FixerRecord
 from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
@@ -53,8 +53,13 @@ LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class ScanningFixer(Fixer):
-    # semgrep's own autofix: mechanical, weighed and learnt like the lint fixer's
-    name = "lint"
+    # A rule's own autofix at one place: mechanical, weighed and learnt as lint is.
+    # When it hands the alert to the model, the outcome is the llm fixer's.
+    record = FixerRecord(
+        name="scanning",
+        reason="a code scanning rule's own autofix at the alert's place, no model",
+        category="lint",
+    )  # built by the security alert job only (app/jobs/security_alert.py)
 
     def __init__(self, *, rules_dir: Path = DEFAULT_RULES, model: Fixer | None = None) -> None:
         self.rules_dir = rules_dir

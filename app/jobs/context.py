@@ -15,6 +15,7 @@ from app.config import Settings
 from app.contract.kinds import JobKind
 from app.contract.lifecycle_rules import pause_reason, record_of
 from app.errors import PermanentJobError
+from app.fixers.registry import KNOWN
 from app.git import Author, Remote, bot_author
 from app.github import GitHubApp
 from app.jobs.report import Report
@@ -84,7 +85,9 @@ class JobContext:
         does not load. For jobs that act on the repository rather than on a change."""
         text = await pub.default_branch_file(REPO_SOURCE)
         return load_policy(
-            default_policy_text(self.settings.default_policy or DEFAULT_POLICY), text
+            default_policy_text(self.settings.default_policy or DEFAULT_POLICY),
+            text,
+            fixers=KNOWN,
         )
 
     async def history(self, repo: str, *, window_days: float = HISTORY_DAYS) -> History:

@@ -40,6 +40,7 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         llm_configured=ctx.settings.llm_configured,
         llm_on_alerts=False,
         about_lint=is_about_lint(task),
+        asked=task.fixer,
     )
     answer = choice.answer(ctx.bot)
     if answer is not None:
@@ -170,7 +171,8 @@ def fix_task(fix: FixJob, issue: Mapping[str, Any]) -> Task:
         documents.append(Document(f"issue #{number} body", str(issue["body"])))
     return Task(
         title=str(issue.get("title") or fix.issue_title or f"issue #{number}")[:200],
-        kind="lint" if fix.mode == "lint" else "fix",
+        kind="fix",
+        fixer=None if fix.mode == "fix" else fix.mode,
         instructions=fix.instructions,
         documents=tuple(documents),
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.contract.kinds import JobKind, MergeJob
+from app.fixers import registry
 from app.fixers.choose import is_about_lint
 from app.jobs.context import Running
 from app.jobs.report import Report
@@ -149,11 +150,13 @@ def _title(result: SessionResult, task: Task, revert_of: Outcome | None) -> str:
 
 
 def answers(task: Task, result: SessionResult) -> bool:
-    """Whether the patch is what the issue asked for (so merging it may close it)."""
-    fixer = result.fix.fixer if result.fix is not None else ""
-    if fixer == "lint":
-        return is_about_lint(task)
-    return fixer != "revert"
+    """Whether the patch is what the issue asked for (so merging it may close it): its
+    fixer's record says so, or it is a lint fix and the issue is about lint."""
+    fix = result.fix
+    record = registry.RECORDS.get(fix.fixer) if fix is not None else None
+    if record is None or record.closes_issue:
+        return True
+    return record.category == "lint" and is_about_lint(task)
 
 
 def body_links(

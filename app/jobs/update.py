@@ -35,14 +35,7 @@ async def update_job(ctx: JobContext, job: Job) -> dict[str, Any]:
     if refused:
         return refused
     old = await ctx.load_result(first.job_id)
-    fix = old.fix if old is not None else None
-    carry = CarryFixer(
-        first.head_sha,
-        fixer_name=fix.fixer if fix is not None else "carry",
-        summary=fix.summary if fix is not None else "",
-        # a security update stays one: its size and rules, and the patch's own setup
-        bump=fix.bump if fix is not None else None,
-    )
+    carry = CarryFixer(first.head_sha, carried=old.fix if old is not None else None)
     reverts: Literal["bot", "human"] | None = (
         "bot" if first.reverts == "bot" else "human" if first.reverts == "human" else None
     )

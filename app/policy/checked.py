@@ -9,17 +9,8 @@ from __future__ import annotations
 from app.policy.evidence import BUMP_SIZES, Bump, TestDelta
 from app.policy.features import Features
 from app.policy.policy_model import SEVERITIES, Weights
-from app.policy.score_types import Scoring, Tally, listed
+from app.policy.score_types import Scoring, Tally, Verification, listed
 
-FIXER_REASON = {
-    "llm": "written by a model: read it as a stranger's patch",
-    "lint": "mechanical ruff/semgrep autofixes",
-    "revert": "a git revert of one commit: the one bisect blamed, or the one named",
-    "dependency": "a dependency's constraints raised past a vulnerability, no model",
-}
-# Fixers that write without a model: what they change is theirs by construction.
-# Any other fixer's change (a model's, or one this list does not know) is contained.
-NO_MODEL = frozenset(("lint", "revert", "dependency"))
 MAX_SCOPE_PLACES = 5  # places that add points; every one is named
 
 
@@ -29,9 +20,8 @@ def fixer(s: Scoring, tally: Tally) -> None:
     v = s.verification
     if v is None:
         return
-    w = s.w
-    points = getattr(w.fixer, v.fixer, w.fixer.llm)  # an unknown fixer: as a model
-    tally.add("fixer", v.fixer, points, FIXER_REASON.get(v.fixer, "an unknown fixer"))
+    points = s.w.fixer_points(v.weighed_as)
+    tally.add("fixer", v.fixer, points, v.about or "a fixer Patchwarden has no record of")
     if v.unfinished:
         shown = v.tests is not None and bool(v.tests.fixed or v.tests.reproduced)
         tally.rule(
@@ -48,12 +38,12 @@ def scope(s: Scoring, tally: Tally) -> None:
     and the rule that holds it (``scope.outside``, review by default). A change whose
     scope was not checked is held as well: containment fails closed."""
     v = s.verification
-    if v is None or v.fixer in NO_MODEL:
+    if v is None or not v.model:
         return
     cap = s.policy.scope.outside
     if v.scope is None and cap != "automerge":
         why = "nothing checked which of its lines the task explains"
-        tally.rule("outside_scope", cap, f"a {_who(v.fixer)}'s change, and {why}")
+        tally.rule("outside_scope", cap, f"a {_who(v)}'s change, and {why}")
     if v.scope is None:
         return
     places = [p.shown() for p in v.scope.outside]
@@ -71,13 +61,13 @@ def scope(s: Scoring, tally: Tally) -> None:
     tally.rule(
         "outside_scope",
         cap,
-        f"a {_who(v.fixer)}'s change outside the task's scope waits for a person "
+        f"a {_who(v)}'s change outside the task's scope waits for a person "
         f"(`scope.outside`: {cap}): {shown}",
     )
 
 
-def _who(fixer: str) -> str:
-    return "model" if fixer == "llm" else f"`{fixer}` fixer"
+def _who(v: Verification) -> str:
+    return "model" if v.model else f"`{v.fixer}` fixer"
 
 
 def tests_run(s: Scoring, tally: Tally) -> None:
@@ -137,7 +127,7 @@ def tests_fixed(s: Scoring, tally: Tally) -> None:
         credit = max(len(tests.fixed) * w.tests_fixed, w.tests_fixed_max)
         why = f"makes failing tests pass: {listed(tests.fixed)}"
         tally.add("tests_fixed", str(len(tests.fixed)), credit, why)
-    if v.fixer == "llm" and tests.passing and _unproven(tests):
+    if v.model and tests.passing and _unproven(tests):
         tally.add(
             "not_reproduced",
             "no",
@@ -155,7 +145,7 @@ def model_tests_only(s: Scoring, tally: Tally) -> None:
     passes it."""
     v = s.verification
     tests = v.tests if v is not None else None
-    if v is None or v.fixer in NO_MODEL or tests is None or tests.fixed or v.agreed:
+    if v is None or not v.model or tests is None or tests.fixed or v.agreed:
         return
     if tests.reproduced:
         tally.rule(

@@ -12,7 +12,6 @@ app/policy/score.py runs both in the order of its table ``FACTORS``.
 from __future__ import annotations
 
 from app.policy.behaviour import KINDS, SAYS, Behaviour
-from app.policy.checked import FIXER_REASON
 from app.policy.score_types import HISTORY_DAYS, Scoring, Tally, listed
 from app.policy.typosquat import possible_typosquats
 from app.words import plural
@@ -164,10 +163,9 @@ def behaviour(s: Scoring, tally: Tally) -> None:
                 getattr(rules.weights, kind),
                 f"adds {SAYS[kind]}: {listed(places)}",
             )
-    fixer = s.verification.fixer if s.verification is not None else None
-    held = fixer in rules.never_automerge or (
-        fixer is not None and fixer not in FIXER_REASON and "llm" in rules.never_automerge
-    )
+    v = s.verification
+    fixer = v.fixer if v is not None else None
+    held = v is not None and any(n in rules.never_automerge for n in v.weighed_as)
     if held and by_kind:
         kinds = ", ".join(SAYS[k] for k in KINDS if k in by_kind)
         tally.rule(
@@ -186,7 +184,7 @@ def asked_by(s: Scoring, tally: Tally) -> None:
     if alert is None:
         if s.verification is None:  # a fixer's change has its fixer's points instead
             why = "a person's change, scored from its diff alone"
-            tally.add("fixer", "human", s.w.fixer.human, why)
+            tally.add("fixer", "human", s.w.fixer["human"], why)
         return
     if getattr(s.policy.alerts, alert).mode == "review":
         what = "Dependabot" if alert == "dependabot" else "code scanning"

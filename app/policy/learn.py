@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from app.policy.policy_model import AUTONOMY_CEILING, FIXER_CATEGORIES, LADDER, Autonomy, LearnRules
+from app.policy.policy_model import AUTONOMY_CEILING, LADDER, Autonomy, LearnRules
 
 State = Literal["base", "earned", "demoted"]
 ALL = "*"  # a reset of every kind
@@ -91,14 +91,15 @@ _EARNED = {
 }
 
 
-def kind_of(fixer: str | None, categories: Iterable[str], weights: Mapping[str, float]) -> str:
+def kind_of(made: str | None, categories: Iterable[str], weights: Mapping[str, float]) -> str:
     """The kind of a change: the riskiest of the policy ``categories`` its files are in
-    (``source`` when there are none), or ``lint`` / ``revert`` by its fixer when none of
-    them weighs more than ``source`` (a lint fix in ``auth/`` is a ``security`` change)."""
+    (``source`` when there are none), or the kind its fixer ``made`` (``lint``,
+    ``revert``) when none of them weighs more than ``source`` (a lint fix in ``auth/`` is
+    a ``security`` change)."""
     touched = sorted(categories, key=lambda c: (-weights.get(c, 0.0), c))
     riskiest = touched[0] if touched else "source"
-    if fixer in FIXER_CATEGORIES and weights.get(riskiest, 0.0) <= weights.get("source", 1.0):
-        return str(fixer)
+    if made and weights.get(riskiest, 0.0) <= weights.get("source", 1.0):
+        return made
     return riskiest
 
 

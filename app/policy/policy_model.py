@@ -22,6 +22,8 @@ import difflib
 import re
 import types
 import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -32,7 +34,9 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -49,9 +53,39 @@ AUTONOMY_CEILING: dict[str, Decision] = {
 
 DEFAULT_SOURCE = "policies/default.yml"
 REPO_SOURCE = ".github/patchwarden.yml"
-# Keys of .github/patchwarden.yml that other rooms own and validate (sessions/repo_commands.py,
-# fixers/fixer_policy.py); the policy only checks that they are there on purpose.
-OTHER_KEYS = ("setup", "test", "fixers", "lint", "revert")
+# Keys of .github/patchwarden.yml the session's commands own (sessions/repo_commands.py);
+# the fixers' sections come with :class:`KnownFixers`.
+COMMAND_KEYS = ("setup", "test")
+
+
+@dataclass(frozen=True)
+class KnownFixers:
+    """What the policy may name of the fixers, from their records
+    (app/fixers/registry.py): their names (``weights.fixer``,
+    ``behaviour.never_automerge``), the kinds of change they make (``learn.categories``)
+    and their sections of .github/patchwarden.yml, which they validate themselves."""
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()
+
+    @staticmethod
+    def given(info: ValidationInfo) -> KnownFixers | None:
+        """The fixers a validation was given (``load_policy(fixers=...)``), if any."""
+        fixers = (info.context or {}).get("fixers")
+        return fixers if isinstance(fixers, KnownFixers) else None
+
+    def check(self, names: Iterable[str], *, also: Sequence[str]) -> None:
+        """ValueError naming the first of ``names`` that is no fixer's (nor one of
+        ``also``), and the ones there are."""
+        known = list(dict.fromkeys([*self.names, *also]))
+        for name in names:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean `{close[0]}`? " if close else ""
+                raise ValueError(
+                    f"no fixer is called {name!r}; {hint}the fixers: {', '.join(known)}"
+                )
 
 
 Lines = dict[tuple[Any, ...], int]  # a key path ("caps", "files") -> its line, 1-based
@@ -147,17 +181,21 @@ class Thresholds(_Strict):
         return self
 
 
-class FixerWeights(_Strict):
-    llm: float = Field(ge=0)
-    """Points for a change a model wrote (read it as a stranger's patch)."""
-    revert: float = Field(ge=0)
-    """Points for a git revert of one commit (bisected, or named by `@patchwarden revert`)."""
-    lint: float = Field(ge=0)
-    """Points for a change made by the ruff/semgrep autofix rules."""
-    human: float = Field(ge=0)
-    """Points for a person's change scored with `patchwarden score`."""
-    dependency: float = Field(default=2, ge=0)
-    """Points for a dependency raised past a vulnerability (a Dependabot alert's fix)."""
+def _fixer_weights(points: dict[str, float]) -> dict[str, float]:
+    for name in ("llm", "human"):
+        if name not in points:
+            raise ValueError(
+                f"`{name}` is missing: every policy weighs a model's and a person's change"
+            )
+    for name, value in points.items():
+        if value < 0:
+            raise ValueError(f"`{name}`: points cannot be negative (got {value})")
+    return points
+
+
+# Points by who wrote the change: a fixer's name, `llm` for a model's change (and a
+# fixer this policy does not weigh), `human` for a person's.
+FixerWeights = Annotated[dict[str, float], AfterValidator(_fixer_weights)]
 
 
 class FindingWeights(_Strict):
@@ -202,7 +240,22 @@ class Weights(_Strict):
     category_max: float = Field(ge=0)
     """The most points one category can add."""
     fixer: FixerWeights
-    """Points for who wrote the change, by fixer."""
+    """Points for who wrote the change, by fixer name (`llm`: a model, and any fixer not
+    named here that a model drives; `human`: a person's change). A fixer not named
+    here is weighed as the kind of change it makes (`lint`, `revert`), else as `llm`."""
+
+    @field_validator("fixer")
+    @classmethod
+    def _known_fixers(cls, points: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        fixers = KnownFixers.given(info)
+        if fixers is not None:
+            fixers.check(points, also=("llm", "human"))
+        return points
+
+    def fixer_points(self, weighed_as: Sequence[str]) -> float:
+        """The points of the first of ``weighed_as`` this policy weighs, else ``llm``'s."""
+        return next((self.fixer[n] for n in weighed_as if n in self.fixer), self.fixer["llm"])
+
     deleted_file: float = Field(ge=0)
     """Points per file deleted (a test file counts under `test_deleted`)."""
     renamed_file: float = Field(ge=0)
@@ -308,8 +361,17 @@ class BehaviourRules(_Strict):
 
     weights: BehaviourWeights
     """Points per kind of behaviour a change adds, each kind counted once."""
-    never_automerge: list[Literal["llm", "lint", "revert"]]
-    """Fixers whose changes never merge themselves when they add any behaviour."""
+    never_automerge: list[str]
+    """Fixers whose changes never merge themselves when they add any behaviour (`llm`:
+    every fixer a model drives)."""
+
+    @field_validator("never_automerge")
+    @classmethod
+    def _known_fixers(cls, names: list[str], info: ValidationInfo) -> list[str]:
+        fixers = KnownFixers.given(info)
+        if fixers is not None:
+            fixers.check(names, also=("llm",))
+        return names
 
 
 class ScopeRules(_Strict):
@@ -441,11 +503,6 @@ ALERTS_BEFORE_ISSUE_34: dict[str, Any] = {
 }
 
 
-# What a change is, for learning: the fixer that wrote it for these, else the riskiest
-# policy category among the files it touches.
-FIXER_CATEGORIES = ("lint", "revert")
-
-
 # A policy stored before `learn` existed (in a session result an older Patchwarden
 # saved) reads as learning off: promotion never, demotion as the default file has it.
 LEARN_BEFORE_ISSUE_20: dict[str, Any] = {
@@ -520,10 +577,13 @@ class Policy(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _has_source(self) -> Policy:
+    def _has_source(self, info: ValidationInfo) -> Policy:
         if "source" not in self.categories:
             raise ValueError("`categories` must keep `source`, the category of every other file")
-        known = [*FIXER_CATEGORIES, *self.categories]
+        fixers = KnownFixers.given(info)
+        if fixers is None:
+            return self  # a stored result's policy, or the default file alone
+        known = [*fixers.kinds, *self.categories]
         for name in self.learn.categories:
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
@@ -544,21 +604,28 @@ def load_policy(
     *,
     default_source: str = DEFAULT_SOURCE,
     repo_source: str = REPO_SOURCE,
+    fixers: KnownFixers | None = None,
 ) -> Policy:
-    """The effective policy: the default with the repository's file merged over it."""
+    """The effective policy: the default with the repository's file merged over it.
+
+    ``fixers`` (app/fixers/registry.py's ``KNOWN``): every fixer name the files use must
+    be one of them, and their sections of the file are theirs to check. Without it, the
+    names are not checked and a fixer's section is refused as an unknown key (for the
+    default file alone, and tests)."""
     default, default_lines = parse_config(default_text, default_source)
     repo: dict[str, Any] = {}
     repo_lines: Lines = {}
     if repo_text is not None:
         repo, repo_lines = parse_config(repo_text, repo_source)
         for key in list(repo):
-            if key in OTHER_KEYS:
-                del repo[key]
-            elif key not in Policy.model_fields:
-                raise PolicyError(repo_source, repo_lines.get((key,)), unknown_key(key))
+            if key in Policy.model_fields:
+                continue
+            if key not in (*COMMAND_KEYS, *(fixers.sections if fixers else ())):
+                raise PolicyError(repo_source, repo_lines.get((key,)), unknown_key(key, fixers))
+            del repo[key]
     merged = _merge(default, repo, repo_source, repo_lines)
     try:
-        return Policy.model_validate(merged)
+        return Policy.model_validate(merged, context={"fixers": fixers})
     except ValidationError as exc:
         raise invalid(exc, (repo_source, repo_lines), (default_source, default_lines)) from None
 
@@ -619,9 +686,9 @@ def merge_repo(
     return _merge(default, repo, repo_source, repo_lines)
 
 
-def unknown_key(key: str) -> str:
+def unknown_key(key: str, fixers: KnownFixers | None) -> str:
     """What to say about a top-level key that is no setting (the closest one, or all)."""
-    known = [*Policy.model_fields, *OTHER_KEYS]
+    known = [*Policy.model_fields, *COMMAND_KEYS, *(fixers.sections if fixers else ())]
     close = difflib.get_close_matches(str(key), known, n=1)
     hint = f"; did you mean `{close[0]}`?" if close else f"; the keys are {', '.join(known)}"
     return f"unknown key `{key}`{hint}"

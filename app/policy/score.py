@@ -126,7 +126,7 @@ def score(
     value, by_score = _by_score(tally, policy.thresholds)
     risk_decision = ladder_min(by_score, *(r.decision for r in tally.rules))
     kind = kind_of(
-        verification.fixer if verification is not None else None,
+        verification.category if verification is not None else None,
         features.categories,
         {name: c.weight for name, c in policy.categories.items()},
     )

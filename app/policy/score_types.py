@@ -113,7 +113,12 @@ HISTORY_DAYS = 30
 class Verification:
     """What a session learnt about the change besides its diff."""
 
-    fixer: str  # "llm", "lint", "revert", or another fixer's name
+    fixer: str  # the fixer's name: "llm", "lint", "revert", ...
+    # Its record's (app/fixers/interface.py): the kind of change it makes, whether a
+    # model wrote it (contained), and one line on who it is. Unknown: as a model's.
+    category: str | None = None
+    model: bool = True
+    about: str = ""
     tests: TestDelta | None = None
     findings: tuple[FindingsDelta, ...] = ()
     usage: ModelUsage | None = None
@@ -126,6 +131,12 @@ class Verification:
     # issue's own example backs them: more than one model's word
     agreed: bool = False
 
+    @property
+    def weighed_as(self) -> tuple[str, ...]:
+        """The names the policy weighs this change by, first found first: the fixer's
+        own, the kind of change it makes, and ``llm`` for a model's."""
+        return tuple(n for n in (self.fixer, self.category, "llm" if self.model else None) if n)
+
     @classmethod
     def of(
         cls,
@@ -137,6 +148,9 @@ class Verification:
         fix = result.fix
         return cls(
             fixer=fix.fixer if fix is not None else "unknown",
+            category=fix.category if fix is not None else None,
+            model=fix.model if fix is not None else True,
+            about=fix.about if fix is not None else "",
             tests=result.tests,
             findings=tuple(result.findings),
             usage=fix.usage if fix is not None else None,

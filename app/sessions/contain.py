@@ -2,8 +2,9 @@
 
 Detectors read what a change writes; they cannot read every way it could build a
 string (docs/security.md#containment). Two checks close the class instead, for a
-change no fixer of ``NO_MODEL`` wrote (a model's, or an unknown fixer's; the others
-write nothing new: an autofix, a revert of history, a version raised):
+change a model wrote (its outcome says so: ``FixOutcome.model``, true for a fixer with
+no record too; the others write nothing new: an autofix, a revert of history, a
+version raised):
 
 1. **Scope** (:mod:`app.sessions.scope`): each changed place the task does not
    explain. The functions implicated are the fixer's own localisation's, the ones the
@@ -33,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app import credentials
-from app.policy.checked import NO_MODEL
 from app.policy.evidence import OutsidePlace, Scope, SecretFound, TestDelta
 from app.policy.features import Classifier
 from app.policy.policy_model import Policy
@@ -93,12 +93,12 @@ async def contain(
     commands: RepoCommands,
     policy: Policy,
 ) -> Contained:
-    """Both checks of the module docstring, for the change of a fixer that is not one
-    of ``NO_MODEL`` (those write nothing new: an autofix, a revert of history, a
-    version raised): the module values first (a constant whose value was computed and
-    scanned can be in scope), then the scope."""
+    """Both checks of the module docstring, for the change of a fixer a model drives
+    (the others write nothing new: an autofix, a revert of history, a version raised):
+    the module values first (a constant whose value was computed and scanned can be in
+    scope), then the scope."""
     out = Contained()
-    if fix.fixer in NO_MODEL:
+    if not fix.model:
         return out
     classifier = Classifier(policy)
     changes = [_read(f.path, f.old_path, f.status, trees, classifier) for f in diff.files]

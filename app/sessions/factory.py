@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 
 from app.config import Settings
+from app.policy.policy_model import KnownFixers
 from app.sessions.backends import make_sandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import host_package_config, passenv_patterns
@@ -38,7 +39,14 @@ def sandbox_from(settings: Settings) -> Sandbox:
     )
 
 
-def runner_from(settings: Settings, *, environ: Mapping[str, str] | None = None) -> SessionRunner:
+def runner_from(
+    settings: Settings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    fixers: KnownFixers | None = None,
+) -> SessionRunner:
+    """The session runner ``settings`` describe; ``fixers``: what the policy file may
+    name of the fixers (app/fixers/registry.py's ``KNOWN``)."""
     sandbox = sandbox_from(settings)
     packages = host_package_config(
         os.environ if environ is None else environ,
@@ -58,4 +66,5 @@ def runner_from(settings: Settings, *, environ: Mapping[str, str] | None = None)
             tools=settings.tool_timeout_seconds,
             fix=settings.fix_timeout_seconds,
         ),
+        fixers=fixers,
     )

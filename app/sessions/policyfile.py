@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.config import SHIPPED_POLICIES
 from app.errors import ConfigError
-from app.policy.policy_model import DEFAULT_SOURCE, Policy, load_policy
+from app.policy.policy_model import DEFAULT_SOURCE, KnownFixers, Policy, load_policy
 from app.sessions.files import read_confined
 from app.sessions.repo_commands import CONFIG_PATH
 
@@ -28,11 +28,15 @@ def default_policy_text(path: Path = DEFAULT_POLICY) -> str:
         ) from None
 
 
-def policy_for_tree(base_tree: Path, *, default: Path = DEFAULT_POLICY) -> Policy:
-    """The policy for a change based on ``base_tree`` (PolicyError if a file is invalid)."""
+def policy_for_tree(
+    base_tree: Path, *, default: Path = DEFAULT_POLICY, fixers: KnownFixers | None = None
+) -> Policy:
+    """The policy for a change based on ``base_tree`` (PolicyError if a file is invalid;
+    ``fixers``: the fixer names and sections it may use)."""
     repo = read_confined(base_tree, CONFIG_PATH)
     return load_policy(
         default_policy_text(default),
         None if repo is None else repo.decode("utf-8", "replace"),
         default_source=DEFAULT_SOURCE if default == DEFAULT_POLICY else str(default),
+        fixers=fixers,
     )

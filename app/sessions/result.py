@@ -172,6 +172,12 @@ class FixOutcome(_Model):
     """What a fixer did: its summary for the PR, success or why not, and what it used."""
 
     fixer: str
+    # What the policy reads of the fixer (its record, app/fixers/interface.py): the kind
+    # of change it makes, whether a model wrote it, and one line on who it is. A fixer
+    # without a record (or a result saved before records) reads as a model's: contained.
+    category: str | None = None
+    model: bool = True
+    about: str = ""
     summary: str = ""
     ok: bool = True
     reason: str | None = None

@@ -45,7 +45,7 @@ from app.policy.evidence import (
     larger_bump,
 )
 from app.policy.features import Classifier
-from app.policy.policy_model import Policy
+from app.policy.policy_model import KnownFixers, Policy
 from app.redact import redact
 from app.sessions import junit
 from app.sessions.contain import Trees, contain
@@ -87,14 +87,17 @@ class SessionRunner:
         default_policy: Path = DEFAULT_POLICY,
         timeouts: Timeouts | None = None,
         packages: PackageConfig | None = None,
+        fixers: KnownFixers | None = None,
     ) -> None:
         """``packages``: the host's package configuration for the setup phase; by
         default read from this process's environment and pip's files
-        (:func:`~app.sessions.pkgconfig.host_package_config`)."""
+        (:func:`~app.sessions.pkgconfig.host_package_config`). ``fixers``: the fixers
+        the policy file may name (app/fixers/registry.py's ``KNOWN``)."""
         self.cache = cache
         self.sandbox = sandbox
         self.rules_dir = rules_dir
         self.default_policy = default_policy
+        self.fixers = fixers
         self.timeouts = timeouts or Timeouts()
         self.envs = cache.root / "envs"
         if packages is None:
@@ -205,7 +208,7 @@ class SessionRunner:
             secrets=secrets,
             scratch=ws.root,
         )
-        policy = policy_for_tree(ws.base_tree, default=self.default_policy)
+        policy = policy_for_tree(ws.base_tree, default=self.default_policy, fixers=self.fixers)
         state.policy = policy
         commands = detect(
             ws.base_tree, base_python=self.sandbox.toolchain.base_python, overrides=spec.commands

@@ -67,7 +67,9 @@ class Task:
     """What a session is asked to do."""
 
     title: str  # one line: names the branch and the commit
-    kind: Literal["fix", "alert", "lint"] = "fix"
+    # What asked: a request for a fix (an issue, a person), or a failing check or alert.
+    kind: Literal["fix", "alert"] = "fix"
+    fixer: str | None = None  # the fixer a person asked for by name; None: the App chooses
     instructions: str = ""  # the requester's own words (a writer's command, --task)
     documents: tuple[Document, ...] = ()  # untrusted context
     check: str | None = None  # alert from CI: the failing check's name

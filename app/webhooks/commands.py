@@ -19,8 +19,9 @@ from gidgethub import sansio
 from gidgethub.routing import Router
 
 from app.contract.kinds import DashboardJob, RevertJob
+from app.fixers.registry import KNOWN
 from app.github import GitHubClient
-from app.policy.policy_model import FIXER_CATEGORIES, Policy, load_policy
+from app.policy.policy_model import Policy, load_policy
 from app.sessions.policyfile import default_policy_text
 from app.store import TrustEvent
 from app.webhooks import triggers
@@ -184,14 +185,14 @@ async def trust(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
 
 @functools.cache
 def default_policy(path: Path) -> Policy:
-    return load_policy(default_policy_text(path))
+    return load_policy(default_policy_text(path), fixers=KNOWN)
 
 
 async def _known_kinds(ctx: HandlerContext, repo: str) -> set[str]:
     """Kinds of change a reset may name: the fixers', the default policy's categories
     and every kind recorded in the repository (its own categories)."""
     recorded = {o.category for o in await ctx.store.learning.find_outcomes(repo=repo) if o.category}
-    return {*FIXER_CATEGORIES, *default_policy(ctx.default_policy).categories, *recorded}
+    return {*KNOWN.kinds, *default_policy(ctx.default_policy).categories, *recorded}
 
 
 async def ignore(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
@@ -220,7 +221,7 @@ async def ignore(gh: GitHubClient, ctx: HandlerContext, asked: Asked) -> None:
 
 HANDLERS: dict[str, Handler] = {
     "fix": fix,
-    "lint": fix,
+    **dict.fromkeys(triggers.FIXER_WORDS, fix),
     "ship": ship,
     "revert": revert,
     "pause": pause,

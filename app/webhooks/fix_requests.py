@@ -61,7 +61,7 @@ async def start_fix(
         comment_id=request.comment_id,
         requested_by=login,
         instructions=command.instructions,
-        mode="lint" if command.name == "lint" else "fix",
+        mode=triggers.FIXER_WORDS.get(command.name, "fix"),
     )
     installation = data.installation.id if data.installation else None
     await ctx.enqueue(fix, installation_id=installation, actor=login)

@@ -25,6 +25,7 @@ from gidgethub.routing import Router
 
 from app.contract.kinds import SecurityAlertJob
 from app.errors import RepoConfigError
+from app.fixers.registry import KNOWN
 from app.github import GitHubClient
 from app.policy.policy_model import REPO_SOURCE, SEVERITIES, AlertKindRules, Policy, load_policy
 from app.publish.closing import close_with_comment
@@ -215,7 +216,7 @@ async def default_branch_policy(gh: GitHubClient, ctx: HandlerContext, repo: str
     not load (a handler reads the default under it, as app/webhooks/lifecycle.py): the
     operator's (``PATCHWARDEN_DEFAULT_POLICY``) where one is set, as sessions do."""
     text = await Publisher(gh, repo, bot_login=ctx.bot_login).default_branch_file(REPO_SOURCE)
-    return load_policy(default_policy_text(ctx.default_policy), text)
+    return load_policy(default_policy_text(ctx.default_policy), text, fixers=KNOWN)
 
 
 async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:

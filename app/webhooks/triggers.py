@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from app.fixers import registry
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
 from app.store.models import CheckRecord
 from app.untrusted.markdown import visible_text
@@ -30,11 +31,14 @@ class Rule:
     who: Literal["write", "maintain"]  # admin, maintain or write; or admin or maintain
 
 
+# A fixer's own words (its record's) ask for a fix by that fixer: `@patchwarden lint`.
+FIXER_WORDS: dict[str, str] = {w: r.name for r in registry.RECORDS.values() for w in r.words}
+
 # Every ``@patchwarden …`` command: its rule here, its words in ``_command_patterns``,
 # its handler in app/webhooks/commands.py.
 COMMANDS: dict[str, Rule] = {
     "fix": Rule("issue", "write"),  # a coding session
-    "lint": Rule("issue", "write"),  # ... with the lint fixer
+    **{word: Rule("issue", "write") for word in FIXER_WORDS},  # ... by that fixer
     "ship": Rule("pull request", "write"),  # merge when the checks pass
     "revert": Rule("pull request", "write"),  # revert a merged change
     "pause": Rule("anywhere", "maintain"),  # nothing starts or merges in the repository
@@ -84,7 +88,7 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
     end = r"(?![\w-])(?P<rest>.*)$"
     return [
         ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix){end}", re.I)),
-        ("lint", re.compile(rf"^{mention}\s+lint{end}", re.I)),
+        *((w, re.compile(rf"^{mention}\s+{re.escape(w)}{end}", re.I)) for w in FIXER_WORDS),
         ("ship", re.compile(rf"^{mention}\s+ship\s+it{end}", re.I)),
         ("revert", re.compile(rf"^{mention}\s+revert{end}", re.I)),
         ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),

@@ -70,13 +70,15 @@ def git(repo: Path, *args: str) -> str:
     ("kind", "llm", "on_alerts", "about_lint", "expected"),
     [
         ("fix", True, False, False, Choice(("llm",))),
+        # A fixer asked for by its word (`@patchwarden lint`) is the one used.
+        ("lint", True, True, False, Choice(("lint",))),
+        ("typo", False, False, False, Choice(("typo",))),
         ("fix", True, False, True, Choice(("llm",))),
         # No model: a bug gets no fixer at all (an unrelated lint PR is not a fix) ...
         ("fix", False, False, False, Choice((), NO_MODEL)),
         ("fix", False, True, False, Choice((), NO_MODEL)),
         # ... and an issue about lint gets the lint fixer.
         ("fix", False, False, True, Choice(("lint",), LINT_ONLY)),
-        ("lint", True, True, False, Choice(("lint",))),
         ("alert", True, False, False, Choice(("revert",))),
         ("alert", True, True, False, Choice(("revert", "llm"))),
         ("alert", False, False, False, Choice(("revert",))),
@@ -85,7 +87,14 @@ def git(repo: Path, *args: str) -> str:
 def test_auto_chooses_by_job_kind_model_and_repo_config(
     kind: str, llm: bool, on_alerts: bool, about_lint: bool, expected: Choice
 ) -> None:
-    got = choose(kind, llm_configured=llm, llm_on_alerts=on_alerts, about_lint=about_lint)  # type: ignore[arg-type]
+    asked = None if kind in ("fix", "alert") else kind
+    got = choose(
+        "fix" if asked else kind,  # type: ignore[arg-type]
+        llm_configured=llm,
+        llm_on_alerts=on_alerts,
+        about_lint=about_lint,
+        asked=asked,
+    )
     assert got == expected
 
 
@@ -332,8 +341,11 @@ async def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
         (["--repo", str(tmp_path / "missing"), "--task", "x"], "is not a directory"),
         (["--repo", str(plain), "--task", "x"], "is not a git repository"),
         (["--repo", str(repo), "--task", "  "], "--task is empty"),
-        (["--repo", str(repo), "--task", "x", "--fixer", "llm"], "--fixer llm needs a model"),
-        (["--repo", str(repo), "--task", "x", "--fixer", "magic"], "invalid choice: 'magic'"),
+        (["--repo", str(repo), "--task", "x", "--fixer", "llm"], "the llm fixer needs a model"),
+        (
+            ["--repo", str(repo), "--task", "x", "--fixer", "magic"],
+            "--fixer magic: unknown fixer 'magic': choose one of auto, llm, lint, revert",
+        ),
     ]
     for args, message in cases:
         code, out, err = await run(tmp_path, *args)

@@ -15,7 +15,8 @@ import yaml
 
 from app.cli.validate import config_errors, config_schema
 from app.errors import RepoConfigError
-from app.fixers.fixer_policy import fixer_settings
+from app.fixers.fixer_policy import section
+from app.fixers.registry import KNOWN, SECTIONS
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text, policy_for_tree
 from app.sessions.repo_commands import detect
 from tests.cli.test_cli import run
@@ -116,8 +117,8 @@ def _runtime_errors(text: str, tmp_path: Path) -> list[str]:
     refused = []
     for read in (
         lambda: detect(tmp_path, base_python=sys.executable),
-        lambda: policy_for_tree(tmp_path),
-        lambda: fixer_settings(tmp_path),
+        lambda: policy_for_tree(tmp_path, fixers=KNOWN),
+        lambda: [section(tmp_path, key, model) for key, model in SECTIONS.items()],
     ):
         try:
             read()

@@ -88,7 +88,7 @@ async def test_the_rule_s_autofix_is_applied_at_the_alert_s_place_and_nowhere_el
     added = [line for line in result.diff.unified.splitlines() if line.startswith("+    ")]
     assert removed == ["-        self.assertEquals(2, 2)"]  # line 9; line 6 is left
     assert added == ["+        self.assertEqual(2, 2)"]
-    assert result.fix.fixer == "lint"
+    assert result.fix.fixer == "scanning"
     assert result.fix.summary.startswith(
         "Applied semgrep rule `no-assert-equals`'s own autofix at `tests/test_t.py:9` "
         "(code scanning alert #7), and nothing else. Its 1 other match(es) in the file are "
@@ -273,7 +273,7 @@ async def test_ruff_s_safe_fix_is_applied_at_the_alert_s_place_and_nowhere_else(
     assert [f.path for f in result.diff.files] == ["pkg.py"]
     changed = [line for line in result.diff.unified.splitlines() if line[:1] in "+-"]
     assert changed[2:] == ["-import json"]  # after the ---/+++ header; `os` is left
-    assert result.fix.fixer == "lint"
+    assert (result.fix.fixer, result.fix.category, result.fix.model) == ("scanning", "lint", False)
     assert result.fix.summary == (
         "Applied ruff's own safe fix for `F401` at `pkg.py:3` (code scanning alert #4), and "
         "nothing else. Its 1 other finding(s) in the file are left as they are. ruff was run "

@@ -20,7 +20,7 @@ from app.policy.evidence import Scope, TestDelta
 from app.policy.features import extract
 from app.policy.policy_model import LADDER, BehaviourWeights
 from app.policy.score import Score, Verification, score
-from tests.policy_helpers import default_policy, gdiff, passed, policy_with
+from tests.policy_helpers import by, default_policy, gdiff, passed, policy_with
 
 PY_CMD = ["python", "-m", "pytest", "-q"]
 
@@ -214,7 +214,7 @@ def verification(fixer: str) -> Verification:
     tests = TestDelta(
         command=PY_CMD, source="detected", base=passed(5), head=passed(6), reproduced=["t::x"]
     )
-    return Verification(fixer=fixer, tests=tests, scope=Scope(), agreed=True)
+    return by(fixer, tests=tests, scope=Scope(), agreed=True)
 
 
 def scored(diff: str, fixer: str, policy: Any = None) -> Score:

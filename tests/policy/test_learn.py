@@ -14,7 +14,7 @@ from app.policy.features import extract
 from app.policy.learn import ALL, Past, kind_of, standing, standings
 from app.policy.policy_model import PolicyError
 from app.policy.score import History, Score, Trigger, Verification, score
-from tests.policy_helpers import default_policy, gdiff, passed, policy_with
+from tests.policy_helpers import by, default_policy, gdiff, passed, policy_with
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -145,12 +145,12 @@ def test_standings_covers_every_kind_seen_and_every_kind_that_may_earn() -> None
         # a fixer's change in a riskier category is that category's, not the fixer's
         ("lint", ["security", "source"], "security"),
         ("revert", ["dependencies"], "dependencies"),
-        ("llm", ["docs"], "docs"),
-        ("llm", ["docs", "tests"], "tests"),
-        ("llm", ["tests", "source"], "source"),
-        ("llm", ["source", "dependencies"], "dependencies"),
-        ("llm", [], "source"),
+        # a fixer that makes no kind of its own (a model's): its files' kind
         (None, ["docs"], "docs"),
+        (None, ["docs", "tests"], "tests"),
+        (None, ["tests", "source"], "source"),
+        (None, ["source", "dependencies"], "dependencies"),
+        (None, [], "source"),
     ],
 )
 def test_the_kind_of_a_change(fixer: str | None, categories: list[str], kind: str) -> None:
@@ -182,7 +182,7 @@ def lint(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
+    return by(kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
 
 
 def test_an_earned_kind_merges_itself_and_the_score_says_why() -> None:

@@ -24,6 +24,7 @@ from app.policy.policy_model import LADDER, PolicyError, load_policy
 from app.policy.score import Score, Trigger, Verification, score, score_diff, score_session
 from app.sessions.policyfile import default_policy_text
 from tests.policy_helpers import (
+    by,
     default_policy,
     gdiff,
     passed,
@@ -156,7 +157,7 @@ def verification(**kw: Any) -> Verification:
     tests = kw.pop(
         "tests", TestDelta(command=PY_CMD, source="detected", base=passed(5), head=passed(5))
     )
-    return Verification(fixer=kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
+    return by(kw.pop("fixer", "lint"), tests=tests, **{"scope": Scope(), **kw})
 
 
 def scored(

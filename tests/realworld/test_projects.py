@@ -46,7 +46,7 @@ async def test_the_lint_fixer_removes_an_injected_unused_import_and_nothing_else
     git_commit(repo, f"an unused import in {project.lint_file}")
     spec = SessionSpec(
         remote=Remote(f"real/{project.name}", str(repo)),
-        task=Task(f"remove the unused import in {project.lint_file}", kind="lint"),
+        task=Task(f"remove the unused import in {project.lint_file}", fixer="lint"),
     )
     result = await realworld_runner.run(spec, LintFixer())
 
@@ -119,7 +119,7 @@ async def test_the_same_input_gets_the_same_decision_cold_or_cached(
         )
         spec = SessionSpec(
             remote=Remote("real/humanize-twice", str(repo)),
-            task=Task(f"remove the unused import in {project.lint_file}", kind="lint"),
+            task=Task(f"remove the unused import in {project.lint_file}", fixer="lint"),
         )
         result = await runner.run(spec, LintFixer())
         setup = [s for s in result.steps if s.phase == "setup"]

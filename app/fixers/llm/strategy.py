@@ -12,10 +12,14 @@
 
 from __future__ import annotations
 
+from app.config import Settings
+from app.errors import ConfigError
 from app.fixers import Strategy
-from app.fixers.fixer_policy import fixer_settings
-from app.fixers.interface import Fixer
+from app.fixers.fixer_policy import fixers_config
+from app.fixers.interface import Fixer, FixerRecord, Made
 from app.fixers.llm.agent.fixer import AgentFixer
+from app.fixers.llm.model_client import ModelClient
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.fixer import RepairFixer
 from app.policy.evidence import ModelUsage
 from app.sessions.fix_context import FixContext
@@ -26,8 +30,54 @@ MIN_AGENT_STEPS = 5  # fewer model calls left than this: the agent is not starte
 MIN_AGENT_TOKENS = 20_000
 
 
+def build(settings: Settings, made: Made) -> LlmFixer:
+    """The llm fixer on the model ``settings`` configure (ConfigError without one)."""
+    if not settings.llm_configured:
+        raise ConfigError(
+            "the llm fixer needs a model: set PATCHWARDEN_LLM_MODEL (and "
+            "PATCHWARDEN_LLM_BASE_URL and PATCHWARDEN_LLM_API_KEY for endpoints other "
+            "than OpenAI's); docs/configuration.md#the-llm-fixer"
+        )
+    client = ModelClient(
+        settings.llm_providers(),
+        timeout=settings.llm_timeout_seconds,
+        retry_base_seconds=settings.llm_retry_base_seconds,
+        max_output_tokens=settings.llm_max_output_tokens,
+        audit=made.audit,
+    )
+    agent = AgentFixer(
+        client,
+        prices=settings.llm_prices,
+        tool_mode=settings.llm_tool_mode,
+        context_tokens=settings.llm_context_tokens,
+        max_output_tokens=settings.llm_max_output_tokens,
+        ledger=made.ledger,
+        audit=made.audit,
+    )
+    try:
+        without = switches.parse(settings.llm_repair_without)
+    except ValueError as exc:
+        raise ConfigError(f"PATCHWARDEN_LLM_REPAIR_WITHOUT: {exc}") from exc
+    repair = RepairFixer(
+        client,
+        prices=settings.llm_prices,
+        samples=settings.llm_samples,
+        prefill=settings.llm_prefill,
+        without=without,
+        ledger=made.ledger,
+        audit=made.audit,
+    )
+    return LlmFixer(repair=repair, agent=agent, strategy=made.strategy)
+
+
 class LlmFixer(Fixer):
-    name = "llm"
+    record = FixerRecord(
+        name="llm",
+        reason="written by a model: read it as a stranger's patch",
+        model=True,
+        section="fixers",  # `fixers.llm`, with the choice between fixers
+        build=build,
+    )
 
     def __init__(
         self, *, repair: RepairFixer, agent: AgentFixer, strategy: Strategy | None = None
@@ -41,9 +91,7 @@ class LlmFixer(Fixer):
         await self.repair.aclose()  # one client, shared by both
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        strategy = (
-            self.strategy or fixer_settings(workspace.workspace.base_tree).fixers.llm.strategy
-        )
+        strategy = self.strategy or fixers_config(workspace.workspace.base_tree).llm.strategy
         if strategy == "agent":
             return await self.agent.fix(task, workspace, budget)
         first = await self.repair.fix(task, workspace, budget)
