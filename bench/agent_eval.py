@@ -54,6 +54,7 @@ from app.config import Settings, load_settings
 from app.fixers.choose import budget_from, make_fixer
 from app.fixers.llm.repair import switches
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
+from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
 from app.sessions.factory import runner_from
@@ -366,7 +367,7 @@ async def run_task(
     """One task through a session; ``replies``: the scripted model's answers instead of
     the configured model; the conversation is saved in ``transcripts``."""
     repo = make_repo(task, scratch / "repo")
-    runner = runner_from(settings)
+    runner = runner_from(settings, fixers=KNOWN)
     model: ScriptedModel | None = None
     if replies is not None:
         model = ScriptedModel(replies)

@@ -45,6 +45,7 @@ from app.fixers.culprit import RevertFixer
 from app.fixers.llm.agent.fixer import AgentFixer
 from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
+from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
@@ -328,7 +329,9 @@ def run_bench(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="patchwarden-bench-fixers-") as tmp:
         root = Path(tmp)
         runner = SessionRunner(
-            cache=WorkspaceCache(root / "cache"), sandbox=BwrapSandbox(state_dir=root / "sandbox")
+            fixers=KNOWN,
+            cache=WorkspaceCache(root / "cache"),
+            sandbox=BwrapSandbox(state_dir=root / "sandbox"),
         )
         tasks = [] if args.no_tasks else asyncio.run(run_tasks(args, root, runner))
         bisects = [] if args.no_bisect else asyncio.run(run_bisects(args, root, runner))

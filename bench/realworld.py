@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.fixers.lint import LintFixer  # noqa: E402
+from app.fixers.registry import KNOWN  # noqa: E402
 from app.git import Remote  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
@@ -86,7 +87,9 @@ async def one(project: Project, work: Path, warm: int) -> dict[str, Any]:
     inject_unused_import(repo / project.lint_file)
     git_commit(repo, "an unused import")
     runner = SessionRunner(
-        cache=WorkspaceCache(work / "cache"), sandbox=BwrapSandbox(state_dir=work / "sandbox")
+        fixers=KNOWN,
+        cache=WorkspaceCache(work / "cache"),
+        sandbox=BwrapSandbox(state_dir=work / "sandbox"),
     )
     runs = []
     for _ in range(1 + warm):

@@ -47,6 +47,7 @@ from procstat import (
     noise_warning,
 )
 
+from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.sessions.backends import BwrapSandbox
 from app.sessions.fix_context import FixContext
@@ -284,7 +285,10 @@ async def _sessions(args: argparse.Namespace, work: Path, source: Path) -> list[
     sandbox = BwrapSandbox(state_dir=work / "sandbox")
     sandbox.check()
     runner = SessionRunner(
-        cache=TimedCache(work / "cache", timings), sandbox=sandbox, rules_dir=args.rules
+        fixers=KNOWN,
+        cache=TimedCache(work / "cache", timings),
+        sandbox=sandbox,
+        rules_dir=args.rules,
     )
     original = Verifier.linters
     Verifier.linters = timings.wrap("linters", original)  # type: ignore[method-assign]

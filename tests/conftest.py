@@ -22,6 +22,7 @@ import pytest
 from pytest_aiohttp import AiohttpServer
 
 from app.config import Settings, load_settings
+from app.fixers.registry import KNOWN
 from app.git import git_env
 from app.github import signing
 from app.localforge import LocalForge
@@ -328,4 +329,4 @@ def project(tmp_path: Path) -> Path:
 def runner(tmp_path: Path) -> SessionRunner:
     """Sessions on the real bubblewrap sandbox, with a cache in tmp_path."""
     sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
-    return SessionRunner(cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)
+    return SessionRunner(fixers=KNOWN, cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)

@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import BadInput, RepoConfigError
-from app.fixers.fixer_policy import sections_model
-from app.fixers.registry import KNOWN, SECTIONS
+from app.fixers.registry import KNOWN, SECTIONS, SETTINGS
 from app.policy.policy_model import (
     DEFAULT_SOURCE,
     REPO_SOURCE,
@@ -36,7 +35,6 @@ from app.sessions.policyfile import default_policy_text
 from app.sessions.repo_commands import split_command
 
 COMMAND_KEYS = ("setup", "test")
-FIXER_SETTINGS = sections_model(SECTIONS)  # the fixers' sections, from their records
 
 
 def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) -> list[PolicyError]:
@@ -76,9 +74,9 @@ def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) ->
         errors += every_error(exc, (source, lines), (DEFAULT_SOURCE, default_lines), model=Policy)
     fixer_part = {k: v for k, v in raw.items() if k in SECTIONS and v is not None}
     try:
-        FIXER_SETTINGS.model_validate(fixer_part)
+        SETTINGS.model_validate(fixer_part)
     except ValidationError as exc:
-        errors += every_error(exc, (source, lines), model=FIXER_SETTINGS)
+        errors += every_error(exc, (source, lines), model=SETTINGS)
     return sorted(errors, key=lambda e: (e.line or 0, e.problem))
 
 
@@ -96,7 +94,7 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of ``.github/patchwarden.yml``, from the models that read it."""
     policy = Policy.model_json_schema()
-    fixers = FIXER_SETTINGS.model_json_schema()
+    fixers = SETTINGS.model_json_schema()
     defs = {**policy.pop("$defs", {}), **fixers.pop("$defs", {})}
     properties = {**policy["properties"], **fixers["properties"]}
     for key, model in SECTIONS.items():  # (pydantic leaves out what the $ref repeats)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from app.fixers.culprit import RevertFixer
 from app.fixers.dependency import DependencyFixer
-from app.fixers.fixer_policy import FixersConfig
+from app.fixers.fixer_policy import FixersConfig, sections_model
 from app.fixers.interface import Fixer, FixerRecord
 from app.fixers.lint import LintFixer
 from app.fixers.llm.strategy import LlmFixer
@@ -37,10 +37,12 @@ RECORDS: dict[str, FixerRecord] = {
 SECTIONS: dict[str, type] = {"fixers": FixersConfig} | {
     r.section: r.settings for r in RECORDS.values() if r.section and r.settings
 }
+SETTINGS = sections_model(SECTIONS)  # the fixers' part of .github/patchwarden.yml
 KNOWN = KnownFixers(
     names=tuple(RECORDS),
     kinds=tuple(dict.fromkeys(r.category for r in RECORDS.values() if r.category)),
     sections=tuple(SECTIONS),
+    settings=SETTINGS,
 )
 
 

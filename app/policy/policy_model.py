@@ -68,6 +68,7 @@ class KnownFixers:
     names: tuple[str, ...]
     kinds: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()
+    settings: type[BaseModel] | None = None  # one model of all their sections
 
     @staticmethod
     def given(info: ValidationInfo) -> KnownFixers | None:
@@ -227,11 +228,6 @@ class SeverityWeights(_Strict):
     """Credit (0 or less) for fixing a critical one."""
 
 
-# A policy stored before the dependency fixer (issue 34) scores security updates so.
-BUMPS_BEFORE_ISSUE_34: dict[str, float] = {"patch": 0, "minor": 5, "major": 15}
-SEVERITIES_BEFORE_ISSUE_34: dict[str, float] = {"low": 0, "medium": 0, "high": -2, "critical": -5}
-
-
 class Weights(_Strict):
     touch: float = Field(ge=0)
     """Points for touching a category, times the category's weight."""
@@ -304,18 +300,14 @@ class Weights(_Strict):
     """Points per Patchwarden merge here in the last 30 days that was reverted."""
     reverted_recently_max: float = Field(ge=0)
     """The most points recently reverted merges can add."""
-    security_update: BumpWeights = Field(
-        default_factory=lambda: BumpWeights(**BUMPS_BEFORE_ISSUE_34)
-    )
+    security_update: BumpWeights
     """Points for a dependency raised past a vulnerability, by the part that changes."""
     new_transitive_dependency: float = Field(default=5, ge=0)
     """Points per package a security update installs that the base did not have."""
     regenerated_lock: float = Field(default=2, ge=0)
     """Points per lock file a security update regenerates with its own tool (the tool's
     resolver decides what else moves; each moved package is listed)."""
-    advisory_severity: SeverityWeights = Field(
-        default_factory=lambda: SeverityWeights(**SEVERITIES_BEFORE_ISSUE_34)
-    )
+    advisory_severity: SeverityWeights
     """Credit for a security update by its advisory's severity: a vulnerability left
     open is a risk of its own."""
     outside_scope: float = Field(default=5, ge=0)
@@ -493,38 +485,16 @@ class AlertRules(_Strict):
     """Code scanning alerts: a finding at a place in the code."""
 
 
-# A policy without `alerts` (stored before it existed, or an operator's default policy
-# written then) reads as the shipped default: fixes that wait for a maintainer, code
-# scanning fixes by a model off (issue 55). The webhook handler, which reads the shipped
-# default, queued the alert's job as review: the score holds it as review too.
-ALERTS_BEFORE_ISSUE_34: dict[str, Any] = {
-    "dependabot": {"mode": "review", "min_severity": "low"},
-    "code_scanning": {"mode": "review", "min_severity": "medium", "model": False},
-}
-
-
-# A policy stored before `learn` existed (in a session result an older Patchwarden
-# saved) reads as learning off: promotion never, demotion as the default file has it.
-LEARN_BEFORE_ISSUE_20: dict[str, Any] = {
-    "ceiling": "review",
-    "categories": [],
-    "promote_after": 10,
-    "window_days": 30,
-    "demote_after_reverts": 1,
-    "demote_after_rejections": 2,
-}
-
-
-WATCH_BEFORE_ISSUE_20: dict[str, Any] = {
-    "enabled": False,
-    "recent_runs": 20,
-    "baseline_runs": 100,
-    "failure_rate_jump": 0.3,
-    "min_failures": 3,
-    "duration_ratio": 2.0,
-    "min_duration_seconds": 10,
-    "flaky_days": 14,
-}
+def _alerts_held() -> AlertRules:
+    """``alerts`` for an operator's default policy written before the key existed: as
+    the shipped default has them (each fix waits for a maintainer, no model on code
+    scanning), which is also how the webhook handler queued the alert's job."""
+    return AlertRules.model_validate(
+        {
+            "dependabot": {"mode": "review", "min_severity": "low"},
+            "code_scanning": {"mode": "review", "min_severity": "medium", "model": False},
+        }
+    )
 
 
 class Policy(_Strict):
@@ -560,21 +530,8 @@ class Policy(_Strict):
     """What a model's change may touch beyond the functions the task implicates."""
     merge: MergeRules
     """How Patchwarden merges, and what it does after a merge."""
-    alerts: AlertRules
+    alerts: AlertRules = Field(default_factory=_alerts_held)
     """Which Dependabot and code scanning alerts start a fix, and how far it may go."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _stored_before_learn(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "autonomy" in data:
-            data = {
-                "learn": LEARN_BEFORE_ISSUE_20,
-                "watch": WATCH_BEFORE_ISSUE_20,
-                "weekly_report": False,
-                "alerts": ALERTS_BEFORE_ISSUE_34,
-                **data,
-            }
-        return data
 
     @model_validator(mode="after")
     def _has_source(self, info: ValidationInfo) -> Policy:
@@ -623,6 +580,7 @@ def load_policy(
             if key not in (*COMMAND_KEYS, *(fixers.sections if fixers else ())):
                 raise PolicyError(repo_source, repo_lines.get((key,)), unknown_key(key, fixers))
             del repo[key]
+        _check_sections(repo_text, repo_source, fixers)
     merged = _merge(default, repo, repo_source, repo_lines)
     try:
         return Policy.model_validate(merged, context={"fixers": fixers})
@@ -630,9 +588,25 @@ def load_policy(
         raise invalid(exc, (repo_source, repo_lines), (default_source, default_lines)) from None
 
 
-def invalid(exc: ValidationError, *files: tuple[str, Lines]) -> PolicyError:
-    """A schema error as the file and line a person has to change (the first error)."""
-    first, *rest = every_error(exc, *files, model=Policy)
+def _check_sections(text: str, source: str, fixers: KnownFixers | None) -> None:
+    """The fixers' sections of the file, checked with their own schemas: a wrong one
+    stops the job before anything is spent, whichever fixer it would have reached."""
+    if fixers is None or fixers.settings is None:
+        return
+    raw, lines = parse_config(text, source)
+    present = {k: v for k, v in raw.items() if k in fixers.sections and v is not None}
+    try:
+        fixers.settings.model_validate(present)
+    except ValidationError as exc:
+        raise invalid(exc, (source, lines), model=fixers.settings) from None
+
+
+def invalid(
+    exc: ValidationError, *files: tuple[str, Lines], model: type[BaseModel] | None = None
+) -> PolicyError:
+    """A schema error as the file and line a person has to change (the first error);
+    ``model``: the one the error is of (the policy's by default)."""
+    first, *rest = every_error(exc, *files, model=model or Policy)
     more = f" (and {len(rest)} more)" if rest else ""
     return PolicyError(first.source, first.line, f"{first.problem}{more}")
 
@@ -648,6 +622,13 @@ def every_error(
         source, line = locate(loc, *files)
         where = ".".join(str(p) for p in loc) or "the top level"
         problem = _message(err)
+        if err["type"] == "missing" and loc[:1] != ("categories",) and len(files) > 1:
+            # A file merged over the default needs no key; the default lacks this one.
+            source, line = locate(loc, files[-1])
+            problem += (
+                " from the default policy, which is older than this key: start it again "
+                "from the policies/default.yml of this Patchwarden (PATCHWARDEN_DEFAULT_POLICY)"
+            )
         if err["type"] == "extra_forbidden" and loc:
             close = difflib.get_close_matches(str(loc[-1]), _keys_at(model, loc[:-1]), n=1)
             problem += f"; did you mean `{close[0]}`?" if close else ""

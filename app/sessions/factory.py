@@ -42,8 +42,8 @@ def sandbox_from(settings: Settings) -> Sandbox:
 def runner_from(
     settings: Settings,
     *,
+    fixers: KnownFixers,
     environ: Mapping[str, str] | None = None,
-    fixers: KnownFixers | None = None,
 ) -> SessionRunner:
     """The session runner ``settings`` describe; ``fixers``: what the policy file may
     name of the fixers (app/fixers/registry.py's ``KNOWN``)."""

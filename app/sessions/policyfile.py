@@ -29,7 +29,7 @@ def default_policy_text(path: Path = DEFAULT_POLICY) -> str:
 
 
 def policy_for_tree(
-    base_tree: Path, *, default: Path = DEFAULT_POLICY, fixers: KnownFixers | None = None
+    base_tree: Path, *, fixers: KnownFixers, default: Path = DEFAULT_POLICY
 ) -> Policy:
     """The policy for a change based on ``base_tree`` (PolicyError if a file is invalid;
     ``fixers``: the fixer names and sections it may use)."""

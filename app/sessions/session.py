@@ -83,11 +83,11 @@ class SessionRunner:
         *,
         cache: WorkspaceCache,
         sandbox: Sandbox,
+        fixers: KnownFixers,
         rules_dir: Path = DEFAULT_RULES,
         default_policy: Path = DEFAULT_POLICY,
         timeouts: Timeouts | None = None,
         packages: PackageConfig | None = None,
-        fixers: KnownFixers | None = None,
     ) -> None:
         """``packages``: the host's package configuration for the setup phase; by
         default read from this process's environment and pip's files

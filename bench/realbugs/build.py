@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
+from app.fixers.registry import KNOWN  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.environment import Environment, SetupFailed  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
@@ -226,6 +227,7 @@ async def verify(
 ) -> int:
     bugs = load(verified_only=False)
     runner = SessionRunner(
+        fixers=KNOWN,
         cache=WorkspaceCache(ROOT / ".eval" / "realbugs-cache"),
         sandbox=BwrapSandbox(state_dir=ROOT / ".eval" / "realbugs-sandbox"),
     )

@@ -32,6 +32,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT)]
 from app.fixers.llm.localize import frames_in, index, localize  # noqa: E402
 from app.fixers.llm.repair.spectrum import ochiai  # noqa: E402
 from app.fixers.llm.repair.testruns import reached_in, source_of_test  # noqa: E402
+from app.fixers.registry import KNOWN  # noqa: E402
 from app.sessions import junit  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
@@ -101,6 +102,7 @@ async def main_async(args: argparse.Namespace) -> int:
     bugs = [b for b in load() if args.split == "all" or b.split == args.split]
     bugs = sorted(bugs, key=lambda b: order_key(b.id))[: args.limit]
     runner = SessionRunner(
+        fixers=KNOWN,
         cache=WorkspaceCache(ROOT / ".eval" / "realbugs-cache"),
         sandbox=BwrapSandbox(state_dir=ROOT / ".eval" / "realbugs-sandbox"),
     )

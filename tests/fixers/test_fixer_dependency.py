@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.fixers.dependency import DependencyFixer
+from app.fixers.registry import KNOWN
 from app.git import Remote
 from app.policy.score import Trigger, score_session
 from app.sessions.backends import BwrapSandbox
@@ -58,6 +59,7 @@ def runner(tmp_path: Path) -> SessionRunner:
     """Sessions whose setup installs from the local wheels only (no index)."""
     found = wheels(tmp_path / "wheels")
     return SessionRunner(
+        fixers=KNOWN,
         cache=WorkspaceCache(tmp_path / "cache"),
         sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
         packages=PackageConfig(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.fixers.culprit import RevertFixer, classify
+from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.policy.evidence import TestCounts, TestRun
 from app.sessions.backends import BwrapSandbox
@@ -401,6 +402,7 @@ async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Pa
         mounts=(Mount(wheels, "/wheels"),),
     )
     runner = SessionRunner(
+        fixers=KNOWN,
         cache=WorkspaceCache(tmp_path / "cache"),
         sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
         packages=packages,

@@ -18,6 +18,7 @@ sys.path.insert(0, str(BENCH))
 import realbugs  # noqa: E402  (bench/ is not a package)
 from realbugs import RealBug, build  # noqa: E402
 
+from app.fixers.registry import KNOWN  # noqa: E402
 from app.sessions.backends import BwrapSandbox  # noqa: E402
 from app.sessions.mirrors import WorkspaceCache  # noqa: E402
 from app.sessions.session import SessionRunner  # noqa: E402
@@ -111,7 +112,9 @@ async def test_the_task_fails_on_the_bug_and_passes_with_the_fix_in_the_sandbox(
 ) -> None:
     bug = history(tmp_path / "sources")
     runner = SessionRunner(
-        cache=WorkspaceCache(tmp_path / "cache"), sandbox=BwrapSandbox(state_dir=tmp_path / "sb")
+        fixers=KNOWN,
+        cache=WorkspaceCache(tmp_path / "cache"),
+        sandbox=BwrapSandbox(state_dir=tmp_path / "sb"),
     )
     seen = await build.verify_one(bug, tmp_path / "sources", runner, tmp_path / "work")
     assert seen["ok"], seen

@@ -280,18 +280,21 @@ def test_a_persons_change_is_never_judged_by_a_record() -> None:
     assert s.learned is None
 
 
-def test_a_session_result_stored_before_learning_existed_still_loads() -> None:
-    """Results an older Patchwarden saved (its merge job renders the final body from
-    them, its update job carries them) have no ``learn`` in their policy."""
-    from app.sessions.result import SessionResult
-    from tests.policy_helpers import result_for
+def test_an_operator_s_default_policy_older_than_a_key_is_named_with_what_to_do() -> None:
+    """An operator's own default policy (PATCHWARDEN_DEFAULT_POLICY) written before a
+    key existed is refused naming that file, the key, and where a current one is; a
+    repository's file, merged over it, is not blamed for what it need not say."""
+    import yaml
 
-    stored = result_for(LINT_FIX).to_json()
-    del stored["policy"]["learn"]
-    loaded = SessionResult.load(stored)
-    assert loaded.policy is not None
-    assert loaded.policy.learn.ceiling == "review"  # learning off
-    assert loaded.policy.learn.categories == []
+    from app.policy.policy_model import PolicyError, load_policy
+    from app.sessions.policyfile import default_policy_text
+
+    old = yaml.safe_load(default_policy_text())
+    del old["learn"]
+    with pytest.raises(PolicyError) as err:
+        load_policy(yaml.safe_dump(old), "autonomy: review\n", default_source="/etc/pw/old.yml")
+    assert str(err.value).startswith("/etc/pw/old.yml: `learn`: missing from the default policy")
+    assert "policies/default.yml" in str(err.value)
 
 
 def test_the_record_read_from_outcomes_and_trust_events() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.fixers.registry import KNOWN
 from app.sessions.backends import BwrapSandbox
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
@@ -96,5 +97,7 @@ def realworld_runner(tmp_path_factory: pytest.TempPathFactory) -> SessionRunner:
         pytest.skip("bubblewrap is not installed")
     root = tmp_path_factory.mktemp("realworld")
     return SessionRunner(
-        cache=WorkspaceCache(root / "cache"), sandbox=BwrapSandbox(state_dir=root / "sandbox")
+        fixers=KNOWN,
+        cache=WorkspaceCache(root / "cache"),
+        sandbox=BwrapSandbox(state_dir=root / "sandbox"),
     )

@@ -19,6 +19,7 @@ import pytest
 
 from app.fixers.culprit import RevertFixer
 from app.fixers.lint import LintFixer
+from app.fixers.registry import KNOWN
 from app.git import Remote
 from app.policy.policy_model import Policy
 from app.policy.score import Trigger, score_session
@@ -115,7 +116,9 @@ async def test_the_same_input_gets_the_same_decision_cold_or_cached(
     decisions = []
     for cache in ("cold", "warm"):
         runner = SessionRunner(
-            cache=type(realworld_runner.cache)(tmp_path / "cache"), sandbox=realworld_runner.sandbox
+            fixers=KNOWN,
+            cache=type(realworld_runner.cache)(tmp_path / "cache"),
+            sandbox=realworld_runner.sandbox,
         )
         spec = SessionSpec(
             remote=Remote("real/humanize-twice", str(repo)),

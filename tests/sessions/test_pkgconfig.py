@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from app.fixers.registry import KNOWN
 from app.git import Remote
 from app.sessions.backends import BwrapSandbox
 from app.sessions.fix_context import FixContext
@@ -344,7 +345,7 @@ async def test_setup_installs_from_the_hosts_private_index_behind_its_own_ca(
 
     spec = SessionSpec(remote=Remote("octo/app", str(project)), task=Task("X is 2"))
     # Without the host's configuration the index is unknown and its CA untrusted.
-    bare = SessionRunner(cache=cache, sandbox=sandbox, packages=PackageConfig())
+    bare = SessionRunner(fixers=KNOWN, cache=cache, sandbox=sandbox, packages=PackageConfig())
     failed = await bare.run(spec, edit)
     assert failed.status == "failed"
     assert failed.error is not None
@@ -352,7 +353,7 @@ async def test_setup_installs_from_the_hosts_private_index_behind_its_own_ca(
     assert not any(path.endswith(".whl") for path, _ in private_index.requests)
 
     packages = host_package_config(environ, state_dir=tmp_path / "pkgconfig")
-    runner = SessionRunner(cache=cache, sandbox=sandbox, packages=packages)
+    runner = SessionRunner(fixers=KNOWN, cache=cache, sandbox=sandbox, packages=packages)
     seen: list[str] = []
     running = asyncio.create_task(runner.run(spec, edit))
     while not running.done():  # every host process's argv, while setup installs
