@@ -18,7 +18,6 @@ from typing import Any
 _BOUND: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "pw_log", default=MappingProxyType({})
 )
-FIELDS = ("job_id", "kind", "repo", "installation_id", "delivery_id")
 
 
 @contextlib.contextmanager

@@ -70,15 +70,6 @@ _NOT_NPM_DEPS = _NOT_DEPS | {
 _REQUIREMENTS = re.compile(
     r"(?:^|/)(?:[\w.-]*requirements[\w.-]*|constraints[\w.-]*|requirements/[\w.-]+)\.(?:txt|in)$"
 )
-MANIFESTS = (
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "Pipfile",
-    "package.json",
-    "go.mod",
-    "Cargo.toml",
-)
 # Words near a Python manifest's lines that say they are requirements.
 _REQUIRES = re.compile(
     r"(?i)dependencies|dependency-groups|install_requires|extras_require|tests_require"
@@ -109,11 +100,6 @@ LOCKFILES = (
 def normalise(name: str) -> str:
     """PEP 503 for Python names; other ecosystems' names are kept as written."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def is_dependency_file(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return bool(_REQUIREMENTS.search(path)) or name in MANIFESTS or name in LOCKFILES
 
 
 def dependency_changes(f: ChangedFile) -> list[DepChange]:
