@@ -212,7 +212,7 @@ def _detectors() -> tuple[_Detector, ...]:
         ),
         *(d("pypi-token", p, ("pypi-ag",), before=A) for p in lib["pypi"]),
         # Ours: any macaroon PyPI (or TestPyPI) issues starts `pypi-AgE`; detect-secrets
-        # asks for 70 more characters, and a token cut shorter (issue 32) went through.
+        # asks for 70 more characters, and a token cut shorter went through.
         d("pypi-token", re.compile(r"pypi-AgE[A-Za-z0-9_-]{24,}"), ("pypi-ag",), before=A),
         d("npm-token", re.compile(r"npm_[A-Za-z0-9]{36}"), ("npm_",), before=A, after=A),
         d("npm-token", lib["npm"][0], ("_authtoken",)),

@@ -1,8 +1,8 @@
 r"""Credentials written in pieces, read whole: the view the detectors also scan.
 
-An obeyed injection wrote ``T = "ghp_" + "EY3e…"`` (a GitHub token in two pieces): no
-detector matched either piece, the change merged itself and the token was on main
-(issue 32). :func:`folded` rewrites a line the way Python would read its constants —
+A change can write ``T = "ghp_" + "EY3e…"`` (a GitHub token in two pieces), which no
+detector matches piece by piece. :func:`folded` rewrites a line the way Python would
+read its constants —
 literal concatenation (``+``, or side by side), ``"sep".join([...])`` of literals, an
 f-string whose fields are literals — into one literal, and a literal that decodes as
 base64 or hex to printable text into what it decodes to. The detectors run on the

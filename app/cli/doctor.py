@@ -321,7 +321,7 @@ def _identity_checks(settings: Settings) -> list[Check]:
 
 def _grants_check(installations: list[Any]) -> Check:
     """Each installation has the permissions and events the manifest asks for: an App
-    that asks for more (Dependabot and code scanning alerts, issue 34) gets them where an
+    that asks for more (Dependabot and code scanning alerts) gets them where an
     owner accepted the request, and its events start nothing elsewhere."""
     from app.github.manifest import lacking
 

@@ -169,7 +169,7 @@ class AlertJob(JobKind):
 
 
 class SecurityAlertJob(JobKind):
-    """A Dependabot or code scanning alert that asks for a fix (issue 34): one job per
+    """A Dependabot or code scanning alert that asks for a fix: one job per
     opening of an alert (``round``), built by app/webhooks/security_alerts.py. The
     advisory's and the rule's texts are their authors': untrusted, fenced before any
     prompt or page shows them."""

@@ -9,12 +9,12 @@ What this adds to gidgethub:
   asks of integrations (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests):
   a write holds the installation's lock for the whole logical request — its rate-limit
   waits and retries included — so writes made after it leave after it, in the order
-  they were made (issue 55); the lock is released when the write succeeds, is refused
+  they were made; the lock is released when the write succeeds, is refused
   (not a rate limit: no retry), runs out of retries, raises or is cancelled;
 - one rate-limit gate per installation (and one for the App's JWT calls): a rate limit
   one request meets pauses every request of that installation until GitHub's reset, as
   GitHub asks ("stop making requests until the reset"), not just the request that met
-  it (issue 32: a second write left 0.01 s after the first's 429) — in this process,
+  it — in this process,
   and through the store (``shared``) in every other process of the deployment, which
   looks at most once a second per installation.
 """

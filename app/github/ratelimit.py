@@ -27,7 +27,7 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 def _retry_after(value: str, *, now: float) -> float | None:
     value = value.strip()
-    try:  # seconds, whole or not (`1.5`: issue 32 found the base wait used instead)
+    try:  # seconds, whole or not (`1.5`)
         seconds = float(value)
     except ValueError:
         pass

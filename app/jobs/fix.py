@@ -67,8 +67,8 @@ MAX_WAITS = 60
 
 
 async def _coalesced(run: Running[FixJob]) -> dict[str, Any] | None:
-    """Repeated requests for one issue make one session (issue 32: 75 label deliveries
-    queued 75). A request with a newer one queued for the same issue gives way to it
+    """Repeated requests for one issue make one session. A request with a newer one
+    queued for the same issue gives way to it
     (the latest words win; the audit keeps each). One that finds an earlier one still
     running waits for it (queued again, a little later). One that finds the pull
     request open, made for the same words, has nothing new to ask: it ends there."""

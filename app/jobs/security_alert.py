@@ -1,4 +1,4 @@
-"""``security_alert``: the fix of a Dependabot or code scanning alert (issue 34).
+"""``security_alert``: the fix of a Dependabot or code scanning alert.
 
 A Dependabot alert runs a session with the dependency fixer (no model,
 :mod:`app.fixers.dependency`): the package raised past the advisory in every manifest,

@@ -322,8 +322,8 @@ class _Visitor(ast.NodeVisitor):
 def _worse(call: ast.Call, name: str | None) -> Iterator[tuple[Kind, str]]:
     """How a call is made more dangerous than the same call plain: through a shell, with a
     command built from values, without TLS verification. Each is its own ``what``, so
-    the removed line's plain call does not cancel it (issue 32: `subprocess.run([...])`
-    turned into `subprocess.run(f"{name} --version", shell=True)` scored 5, low)."""
+    the removed line's plain call does not cancel it (`subprocess.run([...])` turned
+    into `subprocess.run(f"{name} --version", shell=True)` is a new behaviour)."""
     func = call.func
     label = name or (func.attr if isinstance(func, ast.Attribute) else "a call")
     for keyword in call.keywords:

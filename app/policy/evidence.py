@@ -204,7 +204,7 @@ def bump_size(old: str | None, new: str) -> BumpSize:
 
 
 class Bump(_Model):
-    """A dependency raised past a known vulnerability (the dependency fixer, issue 34):
+    """A dependency raised past a known vulnerability (the dependency fixer):
     the advisory's facts (ids, versions and severity; never its texts) and what the
     patched tree's own setup installed that the base's did not."""
 

@@ -477,7 +477,7 @@ class DependabotRules(AlertKindRules):
 
 
 class AlertRules(_Strict):
-    """GitHub's own security alerts, each kind on its own (issue 34)."""
+    """GitHub's own security alerts, each kind on its own."""
 
     dependabot: DependabotRules
     """Dependabot alerts: a dependency with a known vulnerability, fixed by a version bump."""

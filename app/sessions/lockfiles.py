@@ -1,4 +1,4 @@
-"""What a lock file holds, and what regenerating it changed (issue 34).
+"""What a lock file holds, and what regenerating it changed.
 
 Read for :mod:`app.sessions.relock`: ``uv.lock``'s packages, or a requirements file's
 ``name==version`` lines, each with where it comes from (its source and its files'

@@ -201,7 +201,7 @@ class InstallationRepositoriesEvent(Envelope):
     repositories_removed: list[RepoRef] = []
 
 
-# GitHub's own security alerts (issue 34). The texts (an advisory's description, a rule's
+# GitHub's own security alerts. The texts (an advisory's description, a rule's
 # help) are the advisory's or the tool's author's: untrusted, fenced before a prompt.
 Line = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1)]
 

@@ -1,4 +1,4 @@
-"""GitHub's own security alerts: Dependabot alerts and code scanning alerts (issue 34).
+"""GitHub's own security alerts: Dependabot alerts and code scanning alerts.
 
 An alert that opens (``created``, ``reopened``, ``reintroduced``, ``auto_reopened``; for
 code scanning also ``appeared_in_branch`` and ``reopened_by_user``) starts a
