@@ -61,12 +61,7 @@ def refusal(login: str, name: str, why: str, *, bot: str) -> str:
     """The answer when ``login`` may not give command ``name``: why, politely, and who
     can."""
     can = "admin or maintain" if triggers.COMMANDS[name].who == "maintain" else "write"
-    if name == "fix":
-        ask = f"comment `@{bot} fix this` on this issue or add the `{triggers.FIX_LABEL}` label"
-    elif name in triggers.FIXER_WORDS:
-        ask = f"comment `@{bot} {name}` on this issue"
-    else:
-        ask = "ask"
+    ask = triggers.COMMANDS[name].ask.replace("{bot}", bot)
     return (
         f"@{login}, thanks for asking. `{name}` needs more access to this repository "
         f"({why}): someone with {can} access can {ask}."

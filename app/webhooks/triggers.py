@@ -25,26 +25,38 @@ FIX_LABEL = "patchwarden:fix"
 
 @dataclass(frozen=True)
 class Rule:
-    """Where a comment command works, and who may give it."""
+    """One comment command: where it works, who may give it, the words after the
+    mention that give it (a regular expression), and how to ask for it, for the answer
+    to someone who may not (``{bot}``: the App's name)."""
 
     where: Literal["issue", "pull request", "anywhere"]
     who: Literal["write", "maintain"]  # admin, maintain or write; or admin or maintain
+    words: str
+    ask: str = "ask"
 
 
 # A fixer's own words (its record's) ask for a fix by that fixer: `@patchwarden lint`.
 FIXER_WORDS: dict[str, str] = {w: r.name for r in registry.RECORDS.values() for w in r.words}
 
-# Every ``@patchwarden …`` command: its rule here, its words in ``_command_patterns``,
-# its handler in app/webhooks/commands.py.
+# Every ``@patchwarden …`` command, one record each; its handler is in
+# app/webhooks/commands.py under the same name.
 COMMANDS: dict[str, Rule] = {
-    "fix": Rule("issue", "write"),  # a coding session
-    **{word: Rule("issue", "write") for word in FIXER_WORDS},  # ... by that fixer
-    "ship": Rule("pull request", "write"),  # merge when the checks pass
-    "revert": Rule("pull request", "write"),  # revert a merged change
-    "pause": Rule("anywhere", "maintain"),  # nothing starts or merges in the repository
-    "resume": Rule("anywhere", "maintain"),
-    "trust": Rule("anywhere", "maintain"),  # trust reset [kind]
-    "ignore": Rule("anywhere", "write"),  # on a watch's issue: not raised again
+    "fix": Rule(  # a coding session (also `/fix`)
+        "issue",
+        "write",
+        r"fix(?:\s+this)?",
+        f"comment `@{{bot}} fix this` on this issue or add the `{FIX_LABEL}` label",
+    ),
+    **{  # ... by the fixer that word names
+        word: Rule("issue", "write", re.escape(word), f"comment `@{{bot}} {word}` on this issue")
+        for word in FIXER_WORDS
+    },
+    "ship": Rule("pull request", "write", r"ship\s+it"),  # merge when the checks pass
+    "revert": Rule("pull request", "write", "revert"),  # revert a merged change
+    "pause": Rule("anywhere", "maintain", "pause"),  # nothing starts or merges here
+    "resume": Rule("anywhere", "maintain", "resume"),
+    "trust": Rule("anywhere", "maintain", "trust"),  # trust reset [kind]
+    "ignore": Rule("anywhere", "write", "ignore"),  # on a watch's issue: not raised again
 }
 
 
@@ -86,15 +98,10 @@ def _command_patterns(bot_name: str) -> list[tuple[str, re.Pattern[str]]]:
     bot = re.escape(bot_name)
     mention = rf"@{bot}(?:\[bot\])?"
     end = r"(?![\w-])(?P<rest>.*)$"
+    slash = {"fix": "|/fix"}  # GitHub's slash-command habit, for fix alone
     return [
-        ("fix", re.compile(rf"^(?:{mention}\s+fix(?:\s+this)?|/fix){end}", re.I)),
-        *((w, re.compile(rf"^{mention}\s+{re.escape(w)}{end}", re.I)) for w in FIXER_WORDS),
-        ("ship", re.compile(rf"^{mention}\s+ship\s+it{end}", re.I)),
-        ("revert", re.compile(rf"^{mention}\s+revert{end}", re.I)),
-        ("pause", re.compile(rf"^{mention}\s+pause{end}", re.I)),
-        ("resume", re.compile(rf"^{mention}\s+resume{end}", re.I)),
-        ("trust", re.compile(rf"^{mention}\s+trust{end}", re.I)),
-        ("ignore", re.compile(rf"^{mention}\s+ignore{end}", re.I)),
+        (name, re.compile(rf"^(?:{mention}\s+{rule.words}{slash.get(name, '')}){end}", re.I))
+        for name, rule in COMMANDS.items()
     ]
 
 
