@@ -21,6 +21,7 @@ import aiohttp
 
 from app.config import Settings
 from app.contract.kinds import (
+    KINDS,
     AlertJob,
     DashboardJob,
     DeliveryJob,
@@ -71,18 +72,6 @@ JOBS: tuple[
     (DashboardJob, dashboard.dashboard_job),
     (WatchJob, watch.watch_job),
 )
-# Jobs after which the repository's dashboard issue is brought up to date. Not after a
-# delivery: GitHub sends the App the `issues.edited` of its own dashboard edit, and an
-# update after each delivery would edit the dashboard again, forever.
-DASHBOARD_AFTER = {
-    "fix",
-    "alert",
-    "security_alert",
-    "revert",
-    "update",
-    "merge",
-    "failure_notice",
-}
 
 
 @dataclass
@@ -138,7 +127,8 @@ class Runtime:
             try:
                 return await handler(job)
             finally:
-                if job.kind in DASHBOARD_AFTER and job.repo and job.installation_id:
+                kind = KINDS.get(job.kind)
+                if kind and kind.updates_dashboard and job.repo and job.installation_id:
                     window = int(time.time() // self.settings.dashboard_seconds)
                     try:
                         await ctx.enqueue(

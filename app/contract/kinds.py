@@ -32,6 +32,10 @@ class JobKind(BaseModel):
 
     kind: ClassVar[str]
     queue: ClassVar[str] = SESSIONS_QUEUE
+    # Whether the repository's dashboard issue is brought up to date after it. Not after
+    # a delivery: GitHub sends the App the `issues.edited` of its own dashboard edit, and
+    # an update after each delivery would edit the dashboard again, forever.
+    updates_dashboard: ClassVar[bool] = False
 
     @property
     def key(self) -> str:
@@ -104,6 +108,7 @@ class FixJob(JobKind):
     """`@patchwarden fix this` (or a fixer's own word: `lint`), or the fix label, on an issue."""
 
     kind: ClassVar[str] = "fix"
+    updates_dashboard: ClassVar[bool] = True
     repo: str
     issue_number: int
     ref: str = ""  # the request: ``comment:<id>`` or ``label:<delivery id>``
@@ -144,6 +149,7 @@ class AlertJob(JobKind):
     """A check failing on the default branch (``sha`` set), or a monitoring alert."""
 
     kind: ClassVar[str] = "alert"
+    updates_dashboard: ClassVar[bool] = True
     repo: str
     source: str  # the event (check_run, workflow_run, status), alertmanager, generic
     fingerprint: str = ""  # ``ci:<sha>``, or the alert's own stable identity
@@ -175,6 +181,7 @@ class SecurityAlertJob(JobKind):
     prompt or page shows them."""
 
     kind: ClassVar[str] = "security_alert"
+    updates_dashboard: ClassVar[bool] = True
     repo: str
     source: Literal["dependabot", "code_scanning"]
     number: int  # the alert's number in the repository
@@ -215,6 +222,7 @@ class RevertJob(JobKind):
     """Revert one of Patchwarden's merges: by the canary, or `@patchwarden revert`."""
 
     kind: ClassVar[str] = "revert"
+    updates_dashboard: ClassVar[bool] = True
     repo: str
     pr: int
     trigger: Literal["canary", "request"] = "request"
@@ -241,6 +249,7 @@ class UpdateJob(JobKind):
     """The base moved: carry job ``job``'s scored patch onto ``base`` and verify again."""
 
     kind: ClassVar[str] = "update"
+    updates_dashboard: ClassVar[bool] = True
     repo: str
     pr: int
     job: int
@@ -259,6 +268,7 @@ class MergeJob(JobKind):
     """An event that may let a Patchwarden pull request merge."""
 
     kind: ClassVar[str] = "merge"
+    updates_dashboard: ClassVar[bool] = True
     queue: ClassVar[str] = EVENTS_QUEUE
     repo: str
     pr: int
@@ -285,6 +295,7 @@ class FailureNotice(JobKind):
     in the transaction that fails the job)."""
 
     kind: ClassVar[str] = FAILURE_NOTICE
+    updates_dashboard: ClassVar[bool] = True
     queue: ClassVar[str] = EVENTS_QUEUE
     job_id: int
 

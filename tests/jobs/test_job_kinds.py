@@ -209,3 +209,13 @@ def test_a_monitoring_alert_is_one_without_a_commit() -> None:
     assert isinstance(monitoring, AlertJob)
     assert monitoring.monitoring
     assert not ci.monitoring
+
+
+def test_the_dashboard_follows_the_jobs_that_change_a_repository_s_record() -> None:
+    """A job kind says whether the dashboard is brought up to date after it: not after a
+    delivery (the App's own dashboard edit comes back as one) nor after the dashboard's
+    or the watch's own jobs."""
+    after = sorted(name for name, kind in KINDS.items() if kind.updates_dashboard)
+    assert after == [
+        "alert", "failure_notice", "fix", "merge", "revert", "security_alert", "update"
+    ]  # fmt: skip
