@@ -231,7 +231,7 @@ class Bump(_Model):
 # -- what a session is, to the policy: read-only shapes SessionResult fits --------------
 
 
-class ChangedFile(Protocol):
+class ChangedPath(Protocol):
     @property
     def path(self) -> str: ...
     @property
@@ -244,7 +244,7 @@ class ChangedDiff(Protocol):
     @property
     def truncated(self) -> bool: ...
     @property
-    def files(self) -> Sequence[ChangedFile]: ...  # git's stats: every path, also cut ones
+    def files(self) -> Sequence[ChangedPath]: ...  # git's stats: every path, also cut ones
     @property
     def secrets(self) -> Sequence[SecretFound]: ...  # found before masking
 

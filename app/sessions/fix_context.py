@@ -103,4 +103,4 @@ class FixContext:
         await self.workspace.restore(paths)
 
 
-Fixer = Callable[[FixContext], Awaitable[FixOutcome]]
+FixerCall = Callable[[FixContext], Awaitable[FixOutcome]]

@@ -56,7 +56,7 @@ from app.sessions.environment import (
     distributions,
 )
 from app.sessions.files import read_confined, remove_confined
-from app.sessions.fix_context import FixContext, Fixer
+from app.sessions.fix_context import FixContext, FixerCall
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
@@ -110,7 +110,7 @@ class SessionRunner:
         )
 
     async def run(
-        self, spec: SessionSpec, fixer: Fixer, *, progress: Progress = quiet
+        self, spec: SessionSpec, fixer: FixerCall, *, progress: Progress = quiet
     ) -> SessionResult:
         """Run the whole session; failures become a SessionResult with ``error``.
 
@@ -172,7 +172,7 @@ class SessionRunner:
         self,
         spec: SessionSpec,
         ws: Workspace,
-        fixer: Fixer,
+        fixer: FixerCall,
         state: _State,
         secrets: list[str],
         progress: Progress,
@@ -220,7 +220,7 @@ class SessionRunner:
             return None
         return _Run(spec, ws, state, secrets, progress, verifier, policy, commands, env)
 
-    async def _fix(self, run: _Run, fixer: Fixer) -> FixOutcome | None:
+    async def _fix(self, run: _Run, fixer: FixerCall) -> FixOutcome | None:
         """The fixer edits tree/ while the base's tests run; a base whose tests cannot
         even collect stops the fixer (nothing it did could be judged). The fix, or None
         when the session stops."""

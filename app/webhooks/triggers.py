@@ -85,7 +85,7 @@ AUDIT_ACTIONS = {
 
 
 @dataclass(frozen=True)
-class Decision:
+class Admission:
     verdict: Literal["trigger", "refuse", "error"]
     reason: str
 
@@ -197,13 +197,13 @@ def parse_trust(instructions: str) -> str | None:
     return kind if TRUST_KIND.fullmatch(kind) else None
 
 
-def decide_maintainer(role: str | None, *, error: str | None = None) -> Decision:
+def decide_maintainer(role: str | None, *, error: str | None = None) -> Admission:
     """Pausing, resuming and resetting trust on a repository: admin or maintain only."""
     if error is not None:
-        return Decision("error", f"could not check permission: {error}")
+        return Admission("error", f"could not check permission: {error}")
     if role in MAINTAINER_ROLES:
-        return Decision("trigger", f"{role} access")
-    return Decision("refuse", f"{role or 'no'} access; admin or maintain is needed")
+        return Admission("trigger", f"{role} access")
+    return Admission("refuse", f"{role or 'no'} access; admin or maintain is needed")
 
 
 def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
@@ -218,20 +218,20 @@ def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
     return Screen("check_permission", "fix requested by label", Command("fix"))
 
 
-def decide(name: str, role: str | None, *, error: str | None = None) -> Decision:
+def decide(name: str, role: str | None, *, error: str | None = None) -> Admission:
     """Whether someone with ``role`` may give command ``name`` (``COMMANDS``)."""
     if COMMANDS[name].who == "maintain":
         return decide_maintainer(role, error=error)
     return decide_permission(role, error=error)
 
 
-def decide_permission(role: str | None, *, error: str | None = None) -> Decision:
+def decide_permission(role: str | None, *, error: str | None = None) -> Admission:
     """Only admin, maintain and write may trigger; a failed lookup triggers nothing."""
     if error is not None:
-        return Decision("error", f"could not check permission: {error}")
+        return Admission("error", f"could not check permission: {error}")
     if role in WRITE_ROLES:
-        return Decision("trigger", f"{role} access")
-    return Decision("refuse", f"{role or 'no'} access; admin, maintain or write is needed")
+        return Admission("trigger", f"{role} access")
+    return Admission("refuse", f"{role or 'no'} access; admin, maintain or write is needed")
 
 
 def _when(value: Any) -> float | None:

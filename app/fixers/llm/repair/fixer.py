@@ -1,7 +1,6 @@
 """The llm fixer's ``repair`` strategy: the system localises, reproduces, samples,
-validates and chooses; the model only writes code (as Agentless does: a small model
-cannot plan a tool loop, but asked for a whole corrected function, with the tests
-choosing among a few samples, it fixes far more).
+validates and chooses; the model only writes whole corrected functions, among which
+the tests choose (as Agentless does: a small model cannot plan a tool loop).
 
 1. **Localise** without the model (:mod:`testruns`, :mod:`localize`): the failing tests'
    frames and what they run, names the task cites, BM25 over a symbol index.
@@ -37,7 +36,7 @@ from app.fixers.llm.repair import hidden_line, switches
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.guards import restored
 from app.fixers.llm.repair.job import (
-    Job,
+    RepairRun,
     changes_in,
     demands_of,
     keep_too,
@@ -106,7 +105,7 @@ class RepairFixer(ModelFixer):
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         meter = self.meter(budget, workspace)
-        job = Job(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
+        job = RepairRun(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
         try:
             with switches.turned_off(self.without) as fired:
                 outcome = await self._repair(job)
@@ -121,7 +120,7 @@ class RepairFixer(ModelFixer):
         done = {"usage": meter.usage, "transcript": job.transcript, "implicated": job.implicated}
         return outcome.model_copy(update={**done, "repair": job.report.frozen()})
 
-    async def _repair(self, job: Job) -> FixOutcome:
+    async def _repair(self, job: RepairRun) -> FixOutcome:
         ws, report = job.ws, job.report
         before, failing, suspects = await localise(job)
         if not suspects:
@@ -167,20 +166,20 @@ class RepairFixer(ModelFixer):
                 mechanize=strong and suspect is suspects[0],
             )  # fmt: skip
             if winner is not None:
-                return self._apply(job, target, winner, repro)
+                return self._won(summary(job, target, winner, repro))
             if job.stopped:
                 break
         judge = (must_pass, passed_before)
         last = await self._last_resorts(job, order, suspects, found, ask, judge, strong=strong)
         if last is not None:
-            return self._apply(job, *last, repro)
+            return self._won(summary(job, *last, repro))
         for path in filter(None, (repro, job.report.kept)):
             remove_confined(ws.tree, path)
         return self.gave_up(no_fix(job, order, repro))
 
     async def _last_resorts(
         self,
-        job: Job,
+        job: RepairRun,
         order: list[Suspect],
         suspects: list[Suspect],
         found: Reproduction | None,
@@ -208,7 +207,7 @@ class RepairFixer(ModelFixer):
     # -- repair ----------------------------------------------------------------
     async def _rounds(
         self,
-        job: Job,
+        job: RepairRun,
         target: Target,
         must_pass: list[str],
         passed_before: set[str],
@@ -264,7 +263,7 @@ class RepairFixer(ModelFixer):
 
     def _prompt(
         self,
-        job: Job,
+        job: RepairRun,
         asked: tuple[Task, Index, Path, Target, list[str], Tests | None],
         misses: list[Candidate],
         *,
@@ -286,7 +285,7 @@ class RepairFixer(ModelFixer):
         return messages, f"```python\n{head}" if self.prefill else ""
 
     async def _more(
-        self, job: Job, judge: tuple[list[str], set[str]]
+        self, job: RepairRun, judge: tuple[list[str], set[str]]
     ) -> tuple[Target, Candidate] | None:
         """More answers to the first suspect's last prompt (new seeds), when a trusted
         judge turned every change of every suspect down: when few answers to a prompt are
@@ -312,7 +311,7 @@ class RepairFixer(ModelFixer):
 
     async def _cloze(
         self,
-        job: Job,
+        job: RepairRun,
         target: Target,
         asked: tuple[Task, Index, Path, Target, list[str], Tests | None],
         judge: tuple[list[str], set[str]],
@@ -350,7 +349,7 @@ class RepairFixer(ModelFixer):
 
     async def _judge(
         self,
-        job: Job,
+        job: RepairRun,
         target: Target,
         candidates: list[Candidate],
         answers: int,
@@ -395,6 +394,5 @@ class RepairFixer(ModelFixer):
                 job.missed.append((target, candidate))  # failed the reproduction
         return None
 
-    def _apply(self, job: Job, target: Target, winner: Candidate, repro: str | None) -> FixOutcome:
-        # The winner is in the tree already (validation leaves a passing candidate).
-        return FixOutcome(fixer=self.name, summary=summary(job, target, winner, repro))
+    def _won(self, said: str) -> FixOutcome:  # the winner is in the tree already
+        return FixOutcome(fixer=self.name, summary=said)

@@ -1,5 +1,5 @@
 """What one repair job carries — its context, its meter, what it has found out so far
-(:class:`Report`, frozen into the session result's :class:`RepairReport`) — and the
+(:class:`Findings`, frozen into the session result's :class:`RepairReport`) — and the
 steps around the rounds: the tests as they are and the suspects (:func:`localise`), the
 model's answers (:func:`sample`), their changes (:func:`changes_in`) validated in the
 sandbox (:func:`validate`), and what the pull request says (:func:`summary`)."""
@@ -42,7 +42,7 @@ HOT = 0.8  # the temperature of every answer but a prompt's first (greedy)
 
 
 @dataclass
-class Report:
+class Findings:
     """What a repair found out so far (the fields of :class:`RepairReport`)."""
 
     suspects: list[str] = field(default_factory=list)
@@ -73,14 +73,14 @@ class Report:
 
 
 @dataclass
-class Job:
+class RepairRun:
     """One task's repair: the context, the meter and what it has found out."""
 
     ws: FixContext
     task: Task
     meter: Meter
     idx: Index
-    report: Report = field(default_factory=Report)
+    report: Findings = field(default_factory=Findings)
     transcript: list[TranscriptEntry] = field(default_factory=list)
     stopped: str | None = None  # why no more model calls may be made
     printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
@@ -114,14 +114,16 @@ class Job:
         self.transcript.append(TranscriptEntry(role=role, content=content))
 
 
-def changes_in(job: Job, target: Target, answers: Sequence[str], prefill: str) -> list[Candidate]:
+def changes_in(
+    job: RepairRun, target: Target, answers: Sequence[str], prefill: str
+) -> list[Candidate]:
     """The distinct changes a round's answers write (:func:`candidates_of`)."""
     dropped = job.report.dropped
     return candidates_of(job.idx, target, answers, prefill, dropped, demands=job.demands)
 
 
 async def keep_too(
-    job: Job, suspects: Sequence[Suspect], shown_by: Sequence[str], found: Reproduction | None
+    job: RepairRun, suspects: Sequence[Suspect], shown_by: Sequence[str], found: Reproduction | None
 ) -> set[str]:
     """The test of what the issue says must keep working (:mod:`must_keep`), written and
     passing on the base: its ids, which every change must keep passing. ``shown_by``:
@@ -138,7 +140,7 @@ async def keep_too(
     return set(kept.ids)
 
 
-def demands_of(job: Job, repro: str) -> frozenset[str]:
+def demands_of(job: RepairRun, repro: str) -> frozenset[str]:
     """The exceptions the issue says the code should raise that the reproduction at
     ``repro`` (the model's test, or the issue's example) does not name."""
     test = (read_confined(job.ws.tree, repro) or b"").decode(errors="replace")
@@ -159,7 +161,11 @@ def together(suspect: Suspect, suspects: Sequence[Suspect]) -> list[Symbol]:
 
 
 async def validate(
-    job: Job, target: Target, candidate: Candidate, must_pass: list[str], passed_before: set[str]
+    job: RepairRun,
+    target: Target,
+    candidate: Candidate,
+    must_pass: list[str],
+    passed_before: set[str],
 ) -> None:
     """The candidate tried in the sandbox (left in the tree when it passes): its verdict
     and output are set."""
@@ -170,7 +176,7 @@ async def validate(
     )  # fmt: skip
 
 
-async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
+async def localise(job: RepairRun) -> tuple[Tests | None, list[str], list[Suspect]]:
     """The tests as they are (which fail, and their tracebacks), and the suspects."""
     job.ws.progress("fix: the tests as they are")
     before = await run_tests(job.ws, name="repair-tests-before", trace=True)
@@ -185,7 +191,7 @@ async def localise(job: Job) -> tuple[Tests | None, list[str], list[Suspect]]:
     return before, failing, suspects
 
 
-def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> str:
+def summary(job: RepairRun, target: Target, winner: Candidate, repro: str | None) -> str:
     """What the pull request says the repair did: where, the reproduction, the
     candidates, and why this one."""
     report = job.report
@@ -212,7 +218,7 @@ def summary(job: Job, target: Target, winner: Candidate, repro: str | None) -> s
     return "\n".join(lines)
 
 
-def no_fix(job: Job, order: Sequence[Suspect], repro: str | None) -> str:
+def no_fix(job: RepairRun, order: Sequence[Suspect], repro: str | None) -> str:
     """The honest answer: what was tried, on what, and why none of it is published."""
     report = job.report
     n, why = report.mechanical, report.mechanical_note
@@ -238,7 +244,7 @@ def tests_named(tests: Sequence[str]) -> str:
 
 async def sample(
     client: ModelClient,
-    job: Job,
+    job: RepairRun,
     messages: list[dict[str, Any]],
     *,
     k: int,

@@ -13,7 +13,7 @@ from app.fixers.llm.localize import Suspect
 from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.bug_reason import reproduces
 from app.fixers.llm.repair.candidates import Candidate
-from app.fixers.llm.repair.job import Job, Report
+from app.fixers.llm.repair.job import Findings, RepairRun
 from app.fixers.llm.repair.reproduction import Reproduction, Sample, fresh_tests
 from app.fixers.llm.repair.splice import Target
 from app.fixers.llm.repair.testruns import failure_of, run_tests, try_change
@@ -25,7 +25,7 @@ AGREED = 2  # answers of one round that wrote one change: tests written afresh m
 
 
 async def last_judges(
-    job: Job,
+    job: RepairRun,
     found: Reproduction | None,
     suspects: Sequence[Suspect],
     sample: Sample,
@@ -59,7 +59,7 @@ async def last_judges(
 
 
 def _won(
-    job: Job, name: str, found: tuple[Target, Candidate] | None
+    job: RepairRun, name: str, found: tuple[Target, Candidate] | None
 ) -> tuple[Target, Candidate] | None:
     """``found``, with the report saying which mechanism brought it."""
     if found is not None:
@@ -68,7 +68,7 @@ def _won(
 
 
 async def other_judges(
-    job: Job,
+    job: RepairRun,
     repro: str,
     others: tuple[tuple[str, str], ...],
     passed_before: set[str],
@@ -119,7 +119,7 @@ TRIMMED = 3  # agreed changes the trimmed reproduction may judge, the most voted
 
 
 async def trimmed_judge(
-    job: Job, repro: str, passed_before: set[str]
+    job: RepairRun, repro: str, passed_before: set[str]
 ) -> tuple[Target, Candidate] | None:
     """The reproduction less the model's assertions that a change many answers agree on
     fails (:mod:`trimmed`), as long as at most half of them go, those it failed at on the
@@ -168,7 +168,7 @@ async def trimmed_judge(
         job.ws.sandbox.prepare_writable(job.ws.tree)
 
 
-async def _still_shows(job: Job, repro: str, source: str) -> bool:
+async def _still_shows(job: RepairRun, repro: str, source: str) -> bool:
     """Whether the trimmed test still fails on the base for the bug's reason, at an
     assertion the model wrote (not only at the issue's own example's)."""
     base = await run_tests(job.ws, extra=[repro], name="repair-trimmed-base")
@@ -176,7 +176,9 @@ async def _still_shows(job: Job, repro: str, source: str) -> bool:
     return shows and bool(evidence(source, failed_lines(failure_of(base, repro), repro)))
 
 
-def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, total: int) -> None:
+def _judged_trimmed(
+    job: RepairRun, target: Target, winner: Candidate, gone: int, total: int
+) -> None:
     report = job.report
     report.passed += 1
     report.failed["test failed"] -= 1  # it failed the whole test, and passed the rest
@@ -193,7 +195,7 @@ def _judged_trimmed(job: Job, target: Target, winner: Candidate, gone: int, tota
     )
 
 
-def _judged_by_another(report: Report, winner: Candidate, why: str, *, afresh: bool) -> None:
+def _judged_by_another(report: Findings, winner: Candidate, why: str, *, afresh: bool) -> None:
     report.passed += 1
     report.failed["test failed"] -= 1  # it failed the first test, and passed this one
     which = "a test the model wrote afresh" if afresh else "another test the model wrote"

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from app.fixers.llm.localize import Suspect, Symbol
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.demands import unmet
-from app.fixers.llm.repair.job import Job, task_words, tests_named
+from app.fixers.llm.repair.job import RepairRun, task_words, tests_named
 from app.fixers.llm.repair.mechanical import mechanical
 from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.splice import Target, target_of
 
 
 async def mechanical_fix(
-    job: Job,
+    job: RepairRun,
     suspects: Sequence[Suspect],
     must_pass: list[str],
     passed_before: set[str],
@@ -49,7 +49,7 @@ async def mechanical_fix(
 
 
 async def mechanical_first(
-    job: Job, target: Target, must_pass: list[str], passed_before: set[str]
+    job: RepairRun, target: Target, must_pass: list[str], passed_before: set[str]
 ) -> Candidate | None:
     """The target's mechanical changes, tried as soon as the model's first round on it
     missed, when it is the localiser's first suspect (a model's pick may be the wrong
@@ -66,7 +66,7 @@ async def mechanical_first(
 
 
 async def _mechanical_on(
-    job: Job,
+    job: RepairRun,
     target: Target,
     must_pass: list[str],
     passed_before: set[str],
@@ -94,7 +94,7 @@ async def _mechanical_on(
     return None, bool(mech.ambiguous)
 
 
-def _names_none(job: Job, symbol: Symbol) -> bool:
+def _names_none(job: RepairRun, symbol: Symbol) -> bool:
     """Whether the suspect, as it is, names nowhere an exception the issue asks for."""
     lines = "\n".join(job.idx.lines(symbol))
     return bool(unmet(job.demands, [lines], job.idx, path=symbol.path))
