@@ -52,8 +52,9 @@ def check(event: str, payload: Any) -> payloads.Envelope | payloads.Invalid:
 async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerContext) -> int:
     """Run the handlers for a stored delivery; return how many ran.
 
-    The payload is checked again (intake checked it, but a stored delivery may predate
-    a check): one that is not what its handlers read runs none of them."""
+    The payload is read into its typed model once here (intake checked it, but a stored
+    delivery may predate a check): one that is not what its handlers read runs none of
+    them; the handlers get the model (``read``), not the dict."""
     checked = check(delivery.event, delivery.payload)
     if isinstance(checked, payloads.Invalid):
         await ctx.audit("delivery.invalid", actor=None, repo=delivery.repo, reason=checked.reason)
@@ -84,7 +85,7 @@ async def route_delivery(delivery: Delivery, *, app: GitHubApp, ctx: HandlerCont
         return 0
     gh = app.installation(delivery.installation_id)
     for callback in callbacks:
-        await callback(event, gh, ctx=ctx)
+        await callback(event, gh, ctx=ctx, read=checked)
     return len(callbacks)
 
 

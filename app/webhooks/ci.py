@@ -29,8 +29,10 @@ FLAKY_DAYS = 14.0
 @router.register("check_run", action="completed")
 @router.register("workflow_run", action="completed")
 @router.register("status")
-async def on_ci_completed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(Envelope, event.data)
+async def on_ci_completed(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(Envelope, read)
     repo = data.repository.full_name if data.repository else None
     actor = data.sender.login if data.sender else None
     installation = data.installation.id if data.installation else None

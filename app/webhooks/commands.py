@@ -29,7 +29,7 @@ from app.webhooks.access import allowed, answer_once
 from app.webhooks.context import HandlerContext
 from app.webhooks.fix_requests import FixRequest, start_fix
 from app.webhooks.lifecycle import enqueue_merge, installation_of, is_ours, record_once
-from app.webhooks.payloads import IssueCommentEvent, typed
+from app.webhooks.payloads import Envelope, IssueCommentEvent, typed
 
 router = Router()
 
@@ -59,9 +59,11 @@ Handler = Callable[[GitHubClient, HandlerContext, Asked], Awaitable[None]]
 
 
 @router.register("issue_comment", action="created")
-async def on_comment(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    screen = triggers.screen_comment(event.data, bot_name=ctx.bot_name)
-    data = typed(IssueCommentEvent, event.data)
+async def on_comment(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    screen = triggers.screen_comment(typed(IssueCommentEvent, read), bot_name=ctx.bot_name)
+    data = typed(IssueCommentEvent, read)
     login = data.sender.login if data.sender else None
     if screen.command is None or not login:
         reason = screen.reason

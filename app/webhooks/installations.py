@@ -8,6 +8,7 @@ from gidgethub.routing import Router
 from app.github import GitHubClient
 from app.webhooks.context import HandlerContext
 from app.webhooks.payloads import (
+    Envelope,
     InstallationEvent,
     InstallationRepositoriesEvent,
     RepoRef,
@@ -22,8 +23,10 @@ def _names(repos: list[RepoRef] | None) -> list[str]:
 
 
 @router.register("installation")
-async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(InstallationEvent, event.data)
+async def on_installation(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(InstallationEvent, read)
     action = data.action
     inst_id = data.installation.id
     account = data.installation.account.login if data.installation.account else None
@@ -48,9 +51,9 @@ async def on_installation(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
 
 @router.register("installation_repositories")
 async def on_installation_repositories(
-    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
 ) -> None:
-    data = typed(InstallationRepositoriesEvent, event.data)
+    data = typed(InstallationRepositoriesEvent, read)
     inst_id = data.installation.id
     account = data.installation.account.login if data.installation.account else None
     added, removed = _names(data.repositories_added), _names(data.repositories_removed)

@@ -10,17 +10,19 @@ from app.webhooks import triggers
 from app.webhooks.access import allowed
 from app.webhooks.context import HandlerContext
 from app.webhooks.fix_requests import FixRequest, start_fix
-from app.webhooks.payloads import IssuesEvent, typed
+from app.webhooks.payloads import Envelope, IssuesEvent, typed
 
 router = Router()
 
 
 @router.register("issues", action="labeled")
-async def on_issue_labeled(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(IssuesEvent, event.data)
+async def on_issue_labeled(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(IssuesEvent, read)
     repo, number = data.repository.full_name, data.issue.number
     login = data.sender.login if data.sender else None
-    screen = triggers.screen_issue_label(event.data)
+    screen = triggers.screen_issue_label(data)
     if screen.command is None or not login:
         await ctx.audit("trigger.ignored", actor=login, repo=repo, reason=screen.reason)
         return

@@ -55,8 +55,10 @@ async def is_ours(ctx: HandlerContext, repo: str, pr: int) -> bool:
 
 
 @router.register("pull_request_review", action="submitted")
-async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(PullRequestReviewEvent, event.data)
+async def on_review(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(PullRequestReviewEvent, read)
     repo = data.repository.full_name
     pr = data.pull_request.number
     login = data.review.user.login if data.review.user else None
@@ -72,8 +74,10 @@ async def on_review(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContex
 
 
 @router.register("pull_request", action="closed")
-async def on_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(PullRequestEvent, event.data)
+async def on_closed(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(PullRequestEvent, read)
     repo = data.repository.full_name
     pr = data.pull_request.number
     actor = data.sender.login if data.sender else None
@@ -134,9 +138,7 @@ async def _closed_unmerged(
     ours = await ctx.store.learning.find_outcomes(repo=repo, pr_number=pr)
     latest = ours[-1] if ours else None
     category = latest.category if latest is not None and not latest.is_revert else None
-    person = actor is not None and not triggers.is_bot(
-        data.sender.model_dump() if data.sender else None
-    )
+    person = actor is not None and not triggers.is_bot(data.sender)
     why = None
     if latest is None or category is None:
         why = f"#{pr} closed without a merge; {_not_ours(pr)}"
@@ -159,8 +161,10 @@ async def _closed_unmerged(
 @router.register("check_run", action="completed")
 @router.register("check_suite", action="completed")
 @router.register("status")
-async def on_check(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(CHECK_EVENTS[event.event], event.data)
+async def on_check(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(CHECK_EVENTS[event.event], read)
     repo = data.repository.full_name
     actor = data.sender.login if data.sender else None
     sha = _head_sha(data, bot=ctx.bot_name)

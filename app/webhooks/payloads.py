@@ -18,7 +18,7 @@ Handlers read the typed model (:func:`typed`) rather than the raw dict.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -354,9 +354,12 @@ def check(
 M = TypeVar("M", bound=Envelope)
 
 
-def typed(model: type[M], data: Mapping[str, Any]) -> M:
-    """A handler's view of an event it is registered for (checked at intake already)."""
-    return model.model_validate(data)
+def typed(model: type[M], data: Envelope) -> M:
+    """A handler's view of the delivery: the model :func:`check` made of it once, before
+    any handler ran (TypeError if it is another event's: a handler registered wrong)."""
+    if not isinstance(data, model):
+        raise TypeError(f"the delivery was read as {type(data).__name__}, not {model.__name__}")
+    return data
 
 
 def _reason(exc: ValidationError) -> str:

@@ -37,6 +37,7 @@ from app.webhooks.context import HandlerContext
 from app.webhooks.payloads import (
     CodeScanningAlertEvent,
     DependabotAlertEvent,
+    Envelope,
     ScanInstance,
     ScanLocation,
     typed,
@@ -219,8 +220,10 @@ async def default_branch_policy(gh: GitHubClient, ctx: HandlerContext, repo: str
     return load_policy(default_policy_text(ctx.default_policy), text, fixers=KNOWN)
 
 
-async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(MODELS[event.event], event.data)
+async def on_alert_opened(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(MODELS[event.event], read)
     repo, number, action = data.repository.full_name, data.alert.number, data.action or ""
     actor = data.sender.login if data.sender else None
     installation = data.installation.id if data.installation else None
@@ -258,8 +261,10 @@ async def on_alert_opened(event: sansio.Event, gh: GitHubClient, *, ctx: Handler
     await ctx.audit("trigger.accepted", actor=actor, repo=repo, reason=reason, details=details)
 
 
-async def on_alert_closed(event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext) -> None:
-    data = typed(MODELS[event.event], event.data)
+async def on_alert_closed(
+    event: sansio.Event, gh: GitHubClient, *, ctx: HandlerContext, read: Envelope
+) -> None:
+    data = typed(MODELS[event.event], read)
     repo, number, action = data.repository.full_name, data.alert.number, data.action or ""
     actor = data.sender.login if data.sender else None
     name = f"{NAMES[event.event]} #{number}"

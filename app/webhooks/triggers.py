@@ -18,6 +18,7 @@ from app.fixers import registry
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
 from app.store.models import CheckRecord
 from app.untrusted.markdown import visible_text
+from app.webhooks.payloads import IssueCommentEvent, IssuesEvent, User
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
@@ -141,26 +142,24 @@ def parse_command(body: str | None, *, bot_name: str) -> Command | None:
     return None
 
 
-def is_bot(user: Mapping[str, Any] | None) -> bool:
+def is_bot(user: User | None) -> bool:
     """Bots (including this App) never trigger anything."""
-    if not user:
+    if user is None:
         return True
-    login = str(user.get("login", ""))
-    return user.get("type") == "Bot" or login.lower().endswith("[bot]")
+    return user.type == "Bot" or user.login.lower().endswith("[bot]")
 
 
-def screen_comment(payload: Mapping[str, Any], *, bot_name: str) -> Screen:
+def screen_comment(data: IssueCommentEvent, *, bot_name: str) -> Screen:
     """Decide whether a new comment gives the bot a command it can take where it was
     written (``COMMANDS``): every command is screened here, before any lookup."""
-    if payload.get("action") != "created":
-        return Screen("ignore", f"comment {payload.get('action')}, only new comments count")
-    comment = payload.get("comment") or {}
-    if is_bot(payload.get("sender")) or is_bot(comment.get("user")):
+    if data.action != "created":
+        return Screen("ignore", f"comment {data.action}, only new comments count")
+    if is_bot(data.sender) or is_bot(data.comment.user):
         return Screen("ignore", "comment by a bot")
-    command = parse_command(comment.get("body"), bot_name=bot_name)
+    command = parse_command(data.comment.body, bot_name=bot_name)
     if command is None:
         return Screen("ignore", "no command for the bot in the comment")
-    on_pull = bool((payload.get("issue") or {}).get("pull_request"))
+    on_pull = bool(data.issue.pull_request)
     where = COMMANDS[command.name].where
     if where == "issue" and on_pull:
         return Screen("ignore", f"`{command.name}` on a pull request: it works on an issue")
@@ -206,14 +205,14 @@ def decide_maintainer(role: str | None, *, error: str | None = None) -> Admissio
     return Admission("refuse", f"{role or 'no'} access; admin or maintain is needed")
 
 
-def screen_issue_label(payload: Mapping[str, Any]) -> Screen:
+def screen_issue_label(data: IssuesEvent) -> Screen:
     """Decide whether an ``issues`` event is the fix label being added."""
-    if payload.get("action") != "labeled":
-        return Screen("ignore", f"issues.{payload.get('action')} is not handled")
-    label = (payload.get("label") or {}).get("name")
+    if data.action != "labeled":
+        return Screen("ignore", f"issues.{data.action} is not handled")
+    label = data.label.name if data.label is not None else None
     if label != FIX_LABEL:
         return Screen("ignore", f"label {label!r} is not {FIX_LABEL!r}")
-    if is_bot(payload.get("sender")):
+    if is_bot(data.sender):
         return Screen("ignore", "label added by a bot")
     return Screen("check_permission", "fix requested by label", Command("fix"))
 

@@ -8,6 +8,7 @@ import pytest
 
 from app.github.repos import role_of
 from app.webhooks import triggers
+from app.webhooks.payloads import IssueCommentEvent
 from tests.conftest import REPO, Harness, load_fixture, with_installation
 
 BOT = "patchwarden"
@@ -166,14 +167,15 @@ def _comment_payload(**changes: Any) -> dict[str, Any]:
     ],
 )
 def test_comments_screened_out_before_any_lookup(payload: dict[str, Any], reason: str) -> None:
-    screen = triggers.screen_comment(payload, bot_name=BOT)
+    screen = triggers.screen_comment(IssueCommentEvent.model_validate(payload), bot_name=BOT)
     assert screen.verdict == "ignore"
     assert reason in screen.reason
 
 
 def test_fix_command_fixture_asks_for_a_permission_check() -> None:
     screen = triggers.screen_comment(
-        load_fixture("issue_comment/created-fix-command.json"), bot_name=BOT
+        IssueCommentEvent.model_validate(load_fixture("issue_comment/created-fix-command.json")),
+        bot_name=BOT,
     )
     assert screen.verdict == "check_permission"
     assert screen.command == triggers.Command("fix", "The parser crashes on empty input.")
@@ -313,7 +315,7 @@ LIFECYCLE_SCREENS: list[tuple[str, dict[str, Any], str, str, str | None]] = [
 def test_lifecycle_comments_screened(
     payload: dict[str, Any], verdict: str, reason: str, command: str | None
 ) -> None:
-    screen = triggers.screen_comment(payload, bot_name=BOT)
+    screen = triggers.screen_comment(IssueCommentEvent.model_validate(payload), bot_name=BOT)
     assert screen.verdict == verdict
     assert reason in screen.reason
     assert (screen.command.name if screen.command else None) == command
@@ -373,15 +375,14 @@ def test_trust_reset_names_every_kind_or_one(body: str, kind: str | None) -> Non
     assert command is not None
     assert command.name == "trust"
     assert triggers.parse_trust(command.instructions) == kind
-    screen = triggers.screen_comment(
-        {
-            "action": "created",
-            "issue": {},
-            "comment": {"body": body, "user": {"login": "a"}},
-            "sender": {"login": "a"},
-        },
-        bot_name=BOT,
-    )
+    comment = {
+        "action": "created",
+        "repository": {"full_name": "o/r"},
+        "issue": {"number": 1},
+        "comment": {"id": 1, "body": body, "user": {"login": "a"}},
+        "sender": {"login": "a"},
+    }
+    screen = triggers.screen_comment(IssueCommentEvent.model_validate(comment), bot_name=BOT)
     assert screen.verdict == "check_permission"  # on an issue or a pull request alike
 
 
