@@ -253,6 +253,24 @@ def test_the_prefill_and_the_callee_signature_are_the_defs_head() -> None:
     assert target_of(Index(sources={"cart.py": "def ("}), total) is None
 
 
+def test_another_suspect_joins_only_from_the_same_file_and_says_so() -> None:
+    """Another short suspect of the function's own file is rewritten with it (and named
+    in ``joined``); one of another file is not, and nothing says it joined."""
+    from app.fixers.llm.localize import Index
+    from app.fixers.llm.repair.splice import target_of
+
+    source = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x * 2\n"
+    idx = Index(sources={"m.py": source, "n.py": source})
+    a, b = Symbol("m.py", "a", 1, 2, "function"), Symbol("m.py", "b", 5, 6, "function")
+    elsewhere = Symbol("n.py", "b", 5, 6, "function")
+    target = target_of(idx, a, [b])
+    assert target is not None
+    assert (target.constants, target.joined) == ((("b", 5, 6),), ("b",))
+    alone = target_of(idx, a, [elsewhere])
+    assert alone is not None
+    assert (alone.constants, alone.joined) == ((), ())
+
+
 BUCKET = (
     """\
 class TokenBucket:

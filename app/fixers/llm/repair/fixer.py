@@ -160,6 +160,8 @@ class RepairFixer(ModelFixer):
             target = target_of(job.idx, suspect.symbol, together(suspect, suspects))
             if target is None:
                 continue
+            if target.joined:  # acted: another suspect is rewritten with this one
+                switches.fired("together")
             # Early mechanical changes on the localiser's first only (a pick may be wrong).
             winner = await self._rounds(
                 job, target, must_pass, passed_before, before, trusted=strong,

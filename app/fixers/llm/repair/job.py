@@ -154,10 +154,7 @@ def together(suspect: Suspect, suspects: Sequence[Suspect]) -> list[Symbol]:
     (:func:`target_of` keeps those of its file): a real fix often changes two."""
     if not switches.on("together"):
         return []
-    others = [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
-    if any(o.path == suspect.symbol.path for o in others):
-        switches.fired("together")
-    return others
+    return [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
 
 
 async def validate(

@@ -28,6 +28,7 @@ class Target:
 
     symbol: Symbol
     constants: tuple[tuple[str, int, int], ...]  # (name, first line, last line)
+    joined: tuple[str, ...] = ()  # of those, the other suspects taken in with it
 
 
 # A helper this long or shorter is shown whole and may be rewritten with the function:
@@ -72,12 +73,14 @@ def target_of(idx: Index, symbol: Symbol, together: Sequence[Symbol] = ()) -> Ta
             constants.append((name, node.lineno, node.end_lineno or node.lineno))
     pieces = tuple(constants) + _helpers(module, function, symbol)
     taken = {symbol.name, *(name for name, _, _ in pieces)}
+    joined: tuple[str, ...] = ()
     for other in together:
         short = other.end - other.start < TOGETHER_LINES
         if other.path == symbol.path and short and other.name not in taken:
             pieces += ((other.name, other.start, other.end),)
             taken.add(other.name)
-    return Target(symbol, pieces)
+            joined += (other.name,)
+    return Target(symbol, pieces, joined)
 
 
 def _helpers(
