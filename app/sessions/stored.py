@@ -6,8 +6,10 @@ job's rerun) read the result on whichever host runs them, so it lives in the dat
 when it is saved (the session masks what it found before anything is kept).
 
 A result over the cap loses, in this order, the model's transcript, the steps' output
-(each cut to its last lines) and the diff's text, until it fits; ``SessionResult.cut``
-says what went, so a reader knows the record is partial.
+(each cut to its last lines), the diff's text and the tests' per-test outcomes (their
+counts and the lists the score reads stay; a score read again from a cut record treats
+no failure as one the base already had: stricter, never looser), until it fits;
+``SessionResult.cut`` says what went, so a reader knows the record is partial.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def for_store(result: SessionResult, cap: int = RESULT_CAP) -> str:
         ("the model's transcript", _without_transcript),
         ("the steps' output", _step_tails),
         ("the diff's text", _without_diff_text),
+        ("the tests' per-test outcomes", _without_outcomes),
     ):
         if len(text) <= cap:
             break
@@ -68,3 +71,15 @@ def _step_tails(result: SessionResult) -> SessionResult:
 def _without_diff_text(result: SessionResult) -> SessionResult:
     diff = result.diff.model_copy(update={"unified": "", "truncated": True})
     return result.model_copy(update={"diff": diff})
+
+
+def _without_outcomes(result: SessionResult) -> SessionResult:
+    tests = result.tests
+    if tests is None:
+        return result
+    runs = {
+        side: run.model_copy(update={"outcomes": {}})
+        for side, run in (("base", tests.base), ("head", tests.head))
+        if run is not None
+    }
+    return result.model_copy(update={"tests": tests.model_copy(update=runs)})

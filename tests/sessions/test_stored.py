@@ -55,6 +55,24 @@ def test_long_step_output_keeps_its_end_where_the_failure_is() -> None:
     assert loaded.diff.unified == ONE_LINE
 
 
+def test_a_repository_of_many_tests_loses_the_per_test_outcomes_and_keeps_the_counts() -> None:
+    """Tens of thousands of test ids do not fit: the outcomes go last, the counts and
+    the lists the score reads stay, and a score read again can only be stricter."""
+    result = _big(transcript=0, output=10)
+    assert result.tests is not None
+    assert result.tests.head is not None
+    many = {f"tests/test_{n}.py::test_case_{n}": "passed" for n in range(3000)}
+    head = result.tests.head.model_copy(update={"outcomes": many})
+    tests = result.tests.model_copy(update={"head": head, "fixed": ["t::x"]})
+    loaded = from_store(2, for_store(result.model_copy(update={"tests": tests}), cap=20_000))
+    assert loaded.tests is not None
+    assert loaded.tests.head is not None
+    assert loaded.tests.head.outcomes == {}
+    assert loaded.tests.head.counts == head.counts
+    assert loaded.tests.fixed == ["t::x"]
+    assert loaded.cut.endswith("the tests' per-test outcomes (over 20000 characters)")
+
+
 def test_a_result_that_cannot_fit_is_refused_not_stored_broken() -> None:
     with pytest.raises(ValueError, match="does not fit"):
         for_store(_big(transcript=0, output=10), cap=500)
