@@ -36,10 +36,10 @@ async def on_ci_completed(
     repo = data.repository.full_name if data.repository else None
     actor = data.sender.login if data.sender else None
     installation = data.installation.id if data.installation else None
-    done = triggers.screen_check_done(event.event, event.data, bot_name=ctx.bot_name)
+    done = triggers.screen_check_done(read, bot_name=ctx.bot_name)
     if not isinstance(done, str):
         await _keep(ctx, done, installation=installation)
-    failure = triggers.screen_ci_failure(event.event, event.data, bot_name=ctx.bot_name)
+    failure = triggers.screen_ci_failure(read, bot_name=ctx.bot_name)
     if isinstance(failure, str):
         await ctx.audit("trigger.ignored", actor=actor, repo=repo, reason=failure)
         return

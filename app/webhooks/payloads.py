@@ -13,7 +13,8 @@ The models list the fields Patchwarden reads, nothing more (``extra="ignore"``):
 adds fields all the time. Numbers are strict (``"7"`` is not an installation id) and
 bounded (ids fit SQLite's 64-bit integers), names follow GitHub's own rules (an
 ``owner/name`` of at most 140 characters), texts are capped at GitHub's own limits.
-Handlers read the typed model (:func:`typed`) rather than the raw dict.
+The delivery job reads the body into its model once (:func:`check`); its handlers and
+the pure screens of :mod:`app.webhooks.triggers` receive that model, never the dict.
 """
 
 from __future__ import annotations
@@ -142,6 +143,10 @@ class CheckSuite(_Model):
 class CheckRun(_Model):
     name: Name
     head_sha: Sha
+    id: Id | None = None
+    status: Word | None = None
+    started_at: Word | None = None  # ISO 8601, as GitHub writes it
+    completed_at: Word | None = None
     conclusion: Word | None = None
     html_url: Url | None = None
     app: App | None = None
@@ -181,6 +186,8 @@ class StatusEvent(Envelope):
     repository: Repository
     sha: Sha
     state: Word
+    id: Id | None = None
+    updated_at: Word | None = None
     context: Name | None = None
     target_url: Url | None = None
     branches: list[Branch] = []

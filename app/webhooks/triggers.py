@@ -9,7 +9,6 @@ pipeline.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -18,7 +17,15 @@ from app.fixers import registry
 from app.github.repos import MAINTAINER_ROLES, WRITE_ROLES
 from app.store.models import CheckRecord
 from app.untrusted.markdown import visible_text
-from app.webhooks.payloads import IssueCommentEvent, IssuesEvent, User
+from app.webhooks.payloads import (
+    CheckRunEvent,
+    Envelope,
+    IssueCommentEvent,
+    IssuesEvent,
+    StatusEvent,
+    User,
+    WorkflowRunEvent,
+)
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure"})
 FIX_LABEL = "patchwarden:fix"
@@ -243,49 +250,43 @@ def _when(value: Any) -> float | None:
         return None
 
 
-def screen_check_done(
-    event: str, payload: Mapping[str, Any], *, bot_name: str
-) -> CheckRecord | str:
+def screen_check_done(data: Envelope, *, bot_name: str) -> CheckRecord | str:
     """A completed check run, or a final commit status, on the default branch; or why
     it is not one the watch keeps."""
-    repo = payload.get("repository") or {}
-    default, name = repo.get("default_branch"), repo.get("full_name")
-    if not default or not name:
+    repo = data.repository
+    if repo is None or not repo.default_branch:
         return "payload has no repository or default branch"
-    if event == "status":
-        state = payload.get("state")
-        if state not in ("success", "failure", "error"):
-            return f"status {state!r} is not final"
-        branches = [str(b.get("name")) for b in payload.get("branches") or []]
-        if default not in branches:
+    default = repo.default_branch
+    if isinstance(data, StatusEvent):
+        if data.state not in ("success", "failure", "error"):
+            return f"status {data.state!r} is not final"
+        if default not in [b.name for b in data.branches]:
             return "status not on the default branch"
-        check, sha = payload.get("context"), payload.get("sha")
-        completed, started, conclusion = _when(payload.get("updated_at")), None, str(state)
-        external = payload.get("id")
-    elif event == "check_run":
-        run = payload.get("check_run") or {}
-        suite = run.get("check_suite") or {}
-        if payload.get("action") != "completed" or run.get("status") != "completed":
+        check, sha, external = data.context, data.sha, data.id
+        completed, started, conclusion = _when(data.updated_at), None, data.state
+    elif isinstance(data, CheckRunEvent):
+        run, suite = data.check_run, data.check_run.check_suite
+        if data.action != "completed" or run.status != "completed":
             return "check run not completed"
-        if (run.get("app") or {}).get("slug") == bot_name:
+        if run.app is not None and run.app.slug == bot_name:
             return "check run is Patchwarden's own"
-        if suite.get("head_branch") != default or suite.get("pull_requests"):
+        if suite is None or suite.head_branch != default or suite.pull_requests:
             return "check run not on the default branch"
-        check, sha, external = run.get("name"), run.get("head_sha"), run.get("id")
-        completed, started = _when(run.get("completed_at")), _when(run.get("started_at"))
-        conclusion = str(run.get("conclusion"))
+        check, sha, external = run.name, run.head_sha, run.id
+        completed, started = _when(run.completed_at), _when(run.started_at)
+        conclusion = str(run.conclusion)
     else:
-        return f"{event} is not a check the watch keeps"
-    if not check or not sha or completed is None or external is None:
-        return "check has no name, commit, completion time or id"
+        return f"{event_of(data)} is not a check the watch keeps"
+    if not check or completed is None or external is None:
+        return "check has no name, completion time or id"
     return CheckRecord(
-        repo=str(name),
-        check=str(check)[:200],
-        sha=str(sha),
+        repo=repo.full_name,
+        check=check[:200],
+        sha=sha,
         conclusion=conclusion[:40],
         completed_at=completed,
         started_at=started,
-        source=event,
+        source=event_of(data),
         external_id=str(external)[:40],
     )
 
@@ -300,66 +301,66 @@ class CiFailure:
     url: str | None
 
 
-def screen_ci_failure(event: str, payload: Mapping[str, Any], *, bot_name: str) -> CiFailure | str:
+def screen_ci_failure(data: Envelope, *, bot_name: str) -> CiFailure | str:
     """A failed check or workflow run on the default branch, or why it is ignored."""
-    repo = payload.get("repository") or {}
-    default = repo.get("default_branch")
-    if event == "status":
-        return _screen_status(payload, repo, default)
-    if payload.get("action") != "completed":
-        return f"{event}.{payload.get('action')} is not a completion"
-    if event == "check_run":
-        run = payload.get("check_run") or {}
-        suite = run.get("check_suite") or {}
-        branch, sha, name = suite.get("head_branch"), run.get("head_sha"), run.get("name")
-        if (run.get("app") or {}).get("slug") == bot_name:
+    repo = data.repository
+    default = repo.default_branch if repo is not None else None
+    if isinstance(data, StatusEvent):
+        return _screen_status(data, default)
+    if not isinstance(data, CheckRunEvent | WorkflowRunEvent):
+        return f"{event_of(data)} is not a CI event"
+    if data.action != "completed":
+        return f"{event_of(data)}.{data.action} is not a completion"
+    name: str | None
+    if isinstance(data, CheckRunEvent):
+        run, suite = data.check_run, data.check_run.check_suite
+        branch = suite.head_branch if suite is not None else None
+        sha, name, conclusion, url = run.head_sha, run.name, run.conclusion, run.html_url
+        if run.app is not None and run.app.slug == bot_name:
             return "check run is Patchwarden's own"
-        if suite.get("pull_requests") or run.get("pull_requests"):
+        if (suite is not None and suite.pull_requests) or run.pull_requests:
             return "check run belongs to a pull request"
-    elif event == "workflow_run":
-        run = payload.get("workflow_run") or {}
-        branch, sha, name = run.get("head_branch"), run.get("head_sha"), run.get("name")
-        head_repo = (run.get("head_repository") or {}).get("full_name")
-        if head_repo != repo.get("full_name"):
-            return "workflow run comes from a fork"
     else:
-        return f"{event} is not a CI event"
-    conclusion = run.get("conclusion")
+        wf = data.workflow_run
+        branch, sha, name, conclusion, url = (
+            wf.head_branch, wf.head_sha, wf.name, wf.conclusion, wf.html_url
+        )  # fmt: skip
+        head_repo = wf.head_repository.full_name if wf.head_repository else None
+        if head_repo != data.repository.full_name:
+            return "workflow run comes from a fork"
     if conclusion not in FAILED_CONCLUSIONS:
         return f"conclusion {conclusion!r} is not a failure"
     if not default or branch != default:
         return f"branch {branch!r} is not the default branch {default!r}"
-    if not sha or not repo.get("full_name"):
-        return "payload has no head sha or repository"
     return CiFailure(
-        repo=str(repo["full_name"]),
-        sha=str(sha),
-        branch=str(branch),
-        name=str(name or event),
+        repo=data.repository.full_name,
+        sha=sha,
+        branch=branch,
+        name=name or event_of(data),
         conclusion=str(conclusion),
-        url=run.get("html_url"),
+        url=url,
     )
 
 
-def _screen_status(
-    payload: Mapping[str, Any], repo: Mapping[str, Any], default: str | None
-) -> CiFailure | str:
+def event_of(data: Envelope) -> str:
+    """The event a CI delivery's model was read from (``check_run``, ...)."""
+    names = {CheckRunEvent: "check_run", WorkflowRunEvent: "workflow_run", StatusEvent: "status"}
+    return names.get(type(data), type(data).__name__)
+
+
+def _screen_status(data: StatusEvent, default: str | None) -> CiFailure | str:
     """A commit status (the older API some CI systems use) that failed on the default
     branch. ``branches`` names the branches whose tip is at or contains the commit."""
-    state = payload.get("state")
-    if state not in {"failure", "error"}:
-        return f"status {state!r} is not a failure"
-    branches = [str(b.get("name")) for b in payload.get("branches") or []]
+    if data.state not in {"failure", "error"}:
+        return f"status {data.state!r} is not a failure"
+    branches = [b.name for b in data.branches]
     if not default or default not in branches:
         return f"status on {', '.join(branches) or 'no branch'}, not the default branch {default!r}"
-    sha = payload.get("sha")
-    if not sha or not repo.get("full_name"):
-        return "payload has no sha or repository"
     return CiFailure(
-        repo=str(repo["full_name"]),
-        sha=str(sha),
+        repo=data.repository.full_name,
+        sha=data.sha,
         branch=default,
-        name=str(payload.get("context") or "status"),
-        conclusion=str(state),
-        url=payload.get("target_url"),
+        name=data.context or "status",
+        conclusion=data.state,
+        url=data.target_url,
     )

@@ -8,7 +8,7 @@ import pytest
 
 from app.github.repos import role_of
 from app.webhooks import triggers
-from app.webhooks.payloads import IssueCommentEvent
+from app.webhooks.payloads import MODELS, IssueCommentEvent, StatusEvent
 from tests.conftest import REPO, Harness, load_fixture, with_installation
 
 BOT = "patchwarden"
@@ -396,7 +396,7 @@ def test_a_failed_maintainer_lookup_fails_closed(role: str | None) -> None:
 def test_ci_failure_on_default_branch_is_an_alert() -> None:
     for name in ("check_run", "workflow_run"):
         payload = load_fixture(f"{name}/completed-failure-default-branch.json")
-        found = triggers.screen_ci_failure(name, payload, bot_name=BOT)
+        found = triggers.screen_ci_failure(MODELS[name].model_validate(payload), bot_name=BOT)
         assert isinstance(found, triggers.CiFailure), found
         assert found.branch == payload["repository"]["default_branch"]
 
@@ -432,7 +432,7 @@ def test_ci_failure_on_default_branch_is_an_alert() -> None:
 def test_ci_events_that_are_not_alerts(event: str, edit: Any, reason: str) -> None:
     payload = load_fixture(f"{event}/completed-failure-default-branch.json")
     edit(payload)
-    found = triggers.screen_ci_failure(event, payload, bot_name=BOT)
+    found = triggers.screen_ci_failure(MODELS[event].model_validate(payload), bot_name=BOT)
     assert isinstance(found, str)
     assert reason in found
 
@@ -461,7 +461,7 @@ def _status(**changes: Any) -> dict[str, Any]:
 def test_a_failed_commit_status_on_the_default_branch_is_an_alert(
     payload: dict[str, Any], found: str
 ) -> None:
-    screened = triggers.screen_ci_failure("status", payload, bot_name=BOT)
+    screened = triggers.screen_ci_failure(StatusEvent.model_validate(payload), bot_name=BOT)
     if found == "alert":
         assert isinstance(screened, triggers.CiFailure), screened
         assert (screened.sha, screened.branch) == (payload["sha"], "master")
