@@ -169,7 +169,9 @@ def make_fixer(
 
         return AutoFixer(make, llm_configured=settings.llm_configured, bot=settings.bot_name)
     record = registry.RECORDS.get(name)
-    if record is None or record.build is None:
-        known = ", ".join(("auto", *registry.buildable()))
+    known = ", ".join(("auto", *registry.buildable()))
+    if record is None:
         raise ConfigError(f"unknown fixer {name!r}: choose one of {known}")
+    if record.build is None:
+        raise ConfigError(f"the {name} fixer runs only in its own job: choose one of {known}")
     return record.build(settings, made)

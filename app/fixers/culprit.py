@@ -91,6 +91,7 @@ class RevertFixer(Fixer):
         name="revert",
         reason="a git revert of one commit: the one bisect blamed, or the one named",
         category="revert",
+        model=False,
         closes_issue=False,
         section="revert",
         settings=RevertConfig,

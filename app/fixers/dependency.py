@@ -42,6 +42,7 @@ class DependencyFixer(Fixer):
     record = FixerRecord(
         name="dependency",
         reason="a dependency's constraints raised past a vulnerability, no model",
+        model=False,
     )  # built by the security alert job only (app/jobs/security_alert.py)
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:

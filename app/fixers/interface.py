@@ -93,7 +93,9 @@ class FixerRecord:
     # The kind of change it makes, for learning and for the weights when the policy
     # has none of its own (`weights.fixer.<category>`); None: the kind its files have.
     category: str | None = None
-    model: bool = False  # a model writes its changes: contained to what the task explains
+    # A model writes its changes: contained to what the task explains. True unless the
+    # record says otherwise (fail closed: a fixer that forgets is treated as a model).
+    model: bool = True
     words: tuple[str, ...] = ()  # `@patchwarden WORD` on an issue asks for this fixer
     closes_issue: bool = True  # its pull request says "Fixes #N"
     section: str | None = None  # its key in .github/patchwarden.yml

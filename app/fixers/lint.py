@@ -62,6 +62,7 @@ class LintFixer(Fixer):
         name="lint",
         reason="mechanical ruff/semgrep autofixes",
         category="lint",
+        model=False,
         words=("lint",),
         closes_issue=False,  # only an issue about lint (app/jobs/pull_request.py)
         section="lint",

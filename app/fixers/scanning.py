@@ -59,6 +59,7 @@ class ScanningFixer(Fixer):
         name="scanning",
         reason="a code scanning rule's own autofix at the alert's place, no model",
         category="lint",
+        model=False,
     )  # built by the security alert job only (app/jobs/security_alert.py)
 
     def __init__(self, *, rules_dir: Path = DEFAULT_RULES, model: Fixer | None = None) -> None:

@@ -25,7 +25,7 @@ from app.policy.score import HISTORY_DAYS, History
 from app.publish import audit_page
 from app.publish.github import Publisher
 from app.sessions.policyfile import DEFAULT_POLICY, default_policy_text
-from app.sessions.result import SessionResult
+from app.sessions.result import SessionResult, SessionResultError
 from app.sessions.session import SessionRunner
 from app.sessions.stored import for_store, from_store
 from app.store import Job, Outcome, Store
@@ -113,9 +113,18 @@ class JobContext:
         await self.store.queue.save_result(result.job_id, body, version=result.schema_version)
 
     async def load_result(self, job_id: int) -> SessionResult | None:
-        """The result ``job_id``'s session left, or None when it kept none."""
+        """The result ``job_id``'s session left, or None when it kept none or kept one
+        this Patchwarden cannot read (an older version's: said in the log). Its readers
+        then do without it: the merge leaves the body as it is, the update scores the
+        carried change as a fixer it has no record of (contained, as a model's)."""
         kept = await self.store.queue.load_result(job_id)
-        return from_store(*kept) if kept is not None else None
+        if kept is None:
+            return None
+        try:
+            return from_store(*kept)
+        except SessionResultError as exc:
+            log.warning("job %s: its session result cannot be read: %s", job_id, exc)
+            return None
 
 
 @dataclass

@@ -624,6 +624,8 @@ def every_error(
         problem = _message(err)
         if err["type"] == "missing" and loc[:1] != ("categories",) and len(files) > 1:
             # A file merged over the default needs no key; the default lacks this one.
+            # (True while every required key is a mapping's or a scalar's: a list of
+            # models, merged whole, would need its own case.)
             source, line = locate(loc, files[-1])
             problem += (
                 " from the default policy, which is older than this key: start it again "

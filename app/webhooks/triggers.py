@@ -43,28 +43,30 @@ class Rule:
     ask: str = "ask"
 
 
-# A fixer's own words (its record's) ask for a fix by that fixer: `@patchwarden lint`.
-FIXER_WORDS: dict[str, str] = {w: r.name for r in registry.RECORDS.values() for w in r.words}
-
-# Every ``@patchwarden …`` command, one record each; its handler is in
+# Patchwarden's own ``@patchwarden …`` commands, one record each; its handler is in
 # app/webhooks/commands.py under the same name.
-COMMANDS: dict[str, Rule] = {
+BUILT_IN: dict[str, Rule] = {
     "fix": Rule(  # a coding session (also `/fix`)
         "issue",
         "write",
         r"fix(?:\s+this)?",
         f"comment `@{{bot}} fix this` on this issue or add the `{FIX_LABEL}` label",
     ),
-    **{  # ... by the fixer that word names
-        word: Rule("issue", "write", re.escape(word), f"comment `@{{bot}} {word}` on this issue")
-        for word in FIXER_WORDS
-    },
     "ship": Rule("pull request", "write", r"ship\s+it"),  # merge when the checks pass
     "revert": Rule("pull request", "write", "revert"),  # revert a merged change
     "pause": Rule("anywhere", "maintain", "pause"),  # nothing starts or merges here
     "resume": Rule("anywhere", "maintain", "resume"),
     "trust": Rule("anywhere", "maintain", "trust"),  # trust reset [kind]
     "ignore": Rule("anywhere", "write", "ignore"),  # on a watch's issue: not raised again
+}
+# A fixer's own words (its record's) ask for a fix by that fixer: `@patchwarden lint`.
+FIXER_WORDS: dict[str, str] = {w: r.name for r in registry.RECORDS.values() for w in r.words}
+if FIXER_WORDS.keys() & BUILT_IN.keys():  # a fixer's word would replace a command
+    raise RuntimeError(f"fixer words that are commands: {sorted(FIXER_WORDS.keys() & BUILT_IN)}")
+# Every command: Patchwarden's own, and one per fixer word (its handler is ``fix``'s).
+COMMANDS: dict[str, Rule] = BUILT_IN | {
+    word: Rule("issue", "write", re.escape(word), f"comment `@{{bot}} {word}` on this issue")
+    for word in FIXER_WORDS
 }
 
 

@@ -183,5 +183,7 @@ def test_every_fixer_s_outcome_carries_its_record() -> None:
 
 
 def test_only_a_fixer_that_can_be_built_is_asked_for_by_name() -> None:
-    with pytest.raises(ConfigError, match=r"choose one of auto, llm, lint, revert$"):
+    with pytest.raises(ConfigError, match=r"^the dependency fixer runs only in its own job"):
         make_fixer("dependency", Settings())
+    with pytest.raises(ConfigError, match=r"^unknown fixer 'typo': choose one of auto, llm, "):
+        make_fixer("typo", Settings())

@@ -4,6 +4,8 @@ result replaces the first's; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+
 from app.sessions.stored import for_store, from_store
 from app.store import Store, store_for_url
 from tests.policy_helpers import result_for
@@ -34,3 +36,18 @@ async def test_a_result_saved_by_one_process_is_read_by_another(
     kept = await store.queue.load_result(5)
     assert kept is not None
     assert from_store(*kept).head_sha == "c" * 40
+
+
+async def test_a_result_this_version_cannot_read_is_done_without(store: Store) -> None:
+    """A result an older Patchwarden kept in another shape is read as none (and said in
+    the log): the merge leaves the body as it is rather than failing after the merge."""
+    from app.config import Settings
+    from app.jobs.context import JobContext
+
+    old = result_for(ONE_LINE, fixer="lint", job_id=7).to_json()
+    del old["policy"]["learn"]  # as results were kept before `learn` existed
+    await store.queue.save_result(7, json.dumps(old), version=2)
+    ctx = JobContext(settings=Settings(), store=store, github=None, runner=None)  # type: ignore[arg-type]
+    assert await ctx.load_result(7) is None
+    await store.queue.save_result(8, for_store(result_for(ONE_LINE, job_id=8)), version=2)
+    assert await ctx.load_result(8) is not None

@@ -74,7 +74,6 @@ class LlmFixer(Fixer):
     record = FixerRecord(
         name="llm",
         reason="written by a model: read it as a stranger's patch",
-        model=True,
         section="fixers",  # `fixers.llm`, with the choice between fixers
         build=build,
     )
