@@ -38,6 +38,7 @@ class TypoFixer(Fixer):
         name="typo",
         reason="common misspellings corrected, no model",
         category="lint",
+        model=False,
         words=("typo",),
         build=lambda settings, made: TypoFixer(),
     )
