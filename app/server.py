@@ -34,6 +34,7 @@ from app.metrics import CONTENT_TYPE
 from app.publish import audit_page
 from app.runtime import Runtime, close_runtime, open_runtime
 from app.store import Delivery
+from app.untrusted.json_body import unsound
 from app.webhooks import payloads
 
 log = logging.getLogger(__name__)
@@ -288,7 +289,7 @@ def _json_alert(body: bytes) -> Any:
         return _error(400, "the alert nests too deep")
     except (ValueError, UnicodeDecodeError):
         return _error(400, "body is not JSON")
-    problem = payloads.unsound(data)
+    problem = unsound(data)
     if problem is not None:
         return _error(400, f"the alert cannot be used: {problem}")
     return data

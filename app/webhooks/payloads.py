@@ -4,9 +4,10 @@ A correctly signed body can still be anything: GitHub's own payloads never nest 
 deep, name an installation ``[7]`` or an issue ``"1; DROP"``, but a leaked webhook
 secret, a proxy that mangles bodies or a bug upstream can send exactly that. So intake
 (:mod:`app.server`) and the delivery job (:func:`app.webhooks.route_delivery`) both run
-:func:`check` first: a body nested deeper than :data:`MAX_DEPTH`, a string that is not
-valid Unicode, or an event Patchwarden handles that lacks a field its handler reads (or
-has it with the wrong type or out of bounds) is :class:`Invalid`, with a short reason.
+:func:`check` first: a body nested too deep or with a string that is not valid Unicode
+(:mod:`app.untrusted.json_body`), or an event Patchwarden handles that lacks a field
+its handler reads (or has it with the wrong type or out of bounds) is
+:class:`Invalid`, with a short reason.
 Intake answers it 400, audits it and creates no job; a handler never sees it.
 
 The models list the fields Patchwarden reads, nothing more (``extra="ignore"``): GitHub
@@ -25,7 +26,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-MAX_DEPTH = 32  # GitHub's payloads nest at most 7 deep today
+from app.untrusted.json_body import unsound
+
 INT64_MAX = 2**63 - 1
 
 Id = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
@@ -379,32 +381,3 @@ def _reason(exc: ValidationError) -> str:
         message = "not in the form GitHub uses"
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"`{where}`: {message}{more}"[:300]
-
-
-def unsound(payload: Any) -> str | None:
-    """What makes a parsed JSON body unusable whatever its shape (too deep, not valid
-    Unicode), or None. Checked without recursion: a deep body must not crash this.
-    Webhook and alert intake both use it."""
-    stack: list[tuple[Any, int]] = [(payload, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return f"the payload nests deeper than {MAX_DEPTH} levels"
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if not _valid_text(key):
-                    return "a key is not valid Unicode (a lone surrogate)"
-                stack.append((value, depth + 1))
-        elif isinstance(node, list):
-            stack.extend((item, depth + 1) for item in node)
-        elif isinstance(node, str) and not _valid_text(node):
-            return "a string is not valid Unicode (a lone surrogate)"
-    return None
-
-
-def _valid_text(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -12,26 +12,35 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.config import Settings
 from app.errors import ConfigError
 from app.fixers import Strategy
 from app.fixers.fixer_policy import fixers_config
 from app.fixers.interface import Fixer, FixerRecord, Made
-from app.fixers.llm.agent.fixer import AgentFixer
-from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.repair import switches
-from app.fixers.llm.repair.fixer import RepairFixer
 from app.policy.evidence import ModelUsage
 from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
+
+if TYPE_CHECKING:
+    from app.fixers.llm.agent.fixer import AgentFixer
+    from app.fixers.llm.repair.fixer import RepairFixer
 
 MIN_AGENT_STEPS = 5  # fewer model calls left than this: the agent is not started
 MIN_AGENT_TOKENS = 20_000
 
 
 def build(settings: Settings, made: Made) -> LlmFixer:
-    """The llm fixer on the model ``settings`` configure (ConfigError without one)."""
+    """The llm fixer on the model ``settings`` configure (ConfigError without one). Its
+    parts are imported here: the registry, which only reads the record, stays light
+    (``patchwarden score`` runs where the model's SDK is not installed)."""
+    from app.fixers.llm.agent.fixer import AgentFixer
+    from app.fixers.llm.model_client import ModelClient
+    from app.fixers.llm.repair.fixer import RepairFixer
+
     if not settings.llm_configured:
         raise ConfigError(
             "the llm fixer needs a model: set PATCHWARDEN_LLM_MODEL (and "
