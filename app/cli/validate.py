@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from app.errors import BadInput, RepoConfigError
 from app.fixers.registry import KNOWN, SECTIONS, SETTINGS
 from app.policy.policy_model import (
+    COMMAND_KEYS,
     DEFAULT_SOURCE,
     REPO_SOURCE,
     Policy,
@@ -33,8 +34,6 @@ from app.policy.policy_model import (
 )
 from app.sessions.policyfile import default_policy_text
 from app.sessions.repo_commands import split_command
-
-COMMAND_KEYS = ("setup", "test")
 
 
 def config_errors(text: str, *, source: str = REPO_SOURCE, default_text: str) -> list[PolicyError]:

@@ -74,8 +74,11 @@ def choose(
     asked: str | None = None,
 ) -> Choice:
     """``asked``: the fixer a person named (``@patchwarden lint``), which no choice
-    overrules."""
+    overrules; one that cannot be asked for by name is answered, and nothing runs."""
     if asked is not None:
+        if asked not in registry.buildable():
+            known = ", ".join(registry.buildable())
+            return Choice((), f"no fixer called `{asked}` can be asked for here (ask for {known})")
         return Choice((asked,))
     if kind == "alert":
         if not llm_on_alerts:

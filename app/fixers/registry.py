@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from app.fixers.culprit import RevertFixer
 from app.fixers.dependency import DependencyFixer
-from app.fixers.fixer_policy import FixersConfig, sections_model
+from app.fixers.fixer_policy import sections_model
 from app.fixers.interface import Fixer, FixerRecord
 from app.fixers.lint import LintFixer
 from app.fixers.llm.strategy import LlmFixer
@@ -33,8 +33,7 @@ CLASSES: tuple[type[Fixer], ...] = (
 RECORDS: dict[str, FixerRecord] = {
     cls.record.name: cls.record for cls in CLASSES if cls.record is not None
 }
-# `fixers:` is the section of fixer choice itself (fixers.llm_on_alerts, fixers.llm).
-SECTIONS: dict[str, type] = {"fixers": FixersConfig} | {
+SECTIONS: dict[str, type] = {
     r.section: r.settings for r in RECORDS.values() if r.section and r.settings
 }
 SETTINGS = sections_model(SECTIONS)  # the fixers' part of .github/patchwarden.yml

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.contract.kinds import FixJob
-from app.fixers import registry
 from app.fixers.choose import choose, is_about_lint, make_fixer
 from app.jobs.context import JobContext, Running
 from app.jobs.report import job_comment
@@ -34,9 +33,6 @@ async def fix_job(ctx: JobContext, job: Job) -> dict[str, Any]:
         "/repos/{owner}/{repo}/issues/{number}", {**run.pub.vars, "number": number}
     )
     task = fix_task(fix, issue)
-    if task.fixer is not None and task.fixer not in registry.buildable():
-        why = f"no fixer called `{task.fixer}` can be asked for here"
-        return await ended(run, outcome, report, status="failed", why=why)
     # No fixer can answer it (no model, not about lint): say so before any setup,
     # network or test run is spent on it.
     choice = choose(

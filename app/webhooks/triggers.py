@@ -9,6 +9,7 @@ pipeline.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -59,15 +60,23 @@ BUILT_IN: dict[str, Rule] = {
     "trust": Rule("anywhere", "maintain", "trust"),  # trust reset [kind]
     "ignore": Rule("anywhere", "write", "ignore"),  # on a watch's issue: not raised again
 }
+
+
+def with_fixer_words(words: Iterable[str]) -> dict[str, Rule]:
+    """Every command: Patchwarden's own, and one per fixer word (its handler is
+    ``fix``'s). ValueError when a word is already a command: it would replace it."""
+    taken = sorted(set(words) & BUILT_IN.keys())
+    if taken:
+        raise ValueError(f"fixer words that are commands already: {', '.join(taken)}")
+    return BUILT_IN | {
+        word: Rule("issue", "write", re.escape(word), f"comment `@{{bot}} {word}` on this issue")
+        for word in words
+    }
+
+
 # A fixer's own words (its record's) ask for a fix by that fixer: `@patchwarden lint`.
 FIXER_WORDS: dict[str, str] = {w: r.name for r in registry.RECORDS.values() for w in r.words}
-if FIXER_WORDS.keys() & BUILT_IN.keys():  # a fixer's word would replace a command
-    raise RuntimeError(f"fixer words that are commands: {sorted(FIXER_WORDS.keys() & BUILT_IN)}")
-# Every command: Patchwarden's own, and one per fixer word (its handler is ``fix``'s).
-COMMANDS: dict[str, Rule] = BUILT_IN | {
-    word: Rule("issue", "write", re.escape(word), f"comment `@{{bot}} {word}` on this issue")
-    for word in FIXER_WORDS
-}
+COMMANDS: dict[str, Rule] = with_fixer_words(FIXER_WORDS)
 
 
 @dataclass(frozen=True)

@@ -66,13 +66,19 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.decode()
 
 
+ASKABLE = "can be asked for here (ask for llm, lint, revert)"
+
+
 @pytest.mark.parametrize(
     ("kind", "llm", "on_alerts", "about_lint", "expected"),
     [
         ("fix", True, False, False, Choice(("llm",))),
         # A fixer asked for by its word (`@patchwarden lint`) is the one used.
         ("lint", True, True, False, Choice(("lint",))),
-        ("typo", False, False, False, Choice(("typo",))),
+        ("revert", False, False, False, Choice(("revert",))),
+        # ... when it can be asked for by name; another is answered, nothing runs.
+        ("typo", True, False, False, Choice((), f"no fixer called `typo` {ASKABLE}")),
+        ("dependency", True, False, False, Choice((), f"no fixer called `dependency` {ASKABLE}")),
         ("fix", True, False, True, Choice(("llm",))),
         # No model: a bug gets no fixer at all (an unrelated lint PR is not a fix) ...
         ("fix", False, False, False, Choice((), NO_MODEL)),

@@ -640,3 +640,11 @@ async def test_a_bot_adding_the_fix_label_triggers_nothing(pw: Harness) -> None:
     assert await pw.jobs("fix") == []
     assert pw.forge.calls("GET", "/permission") == []
     assert pw.forge.repos[REPO].issues[issue.number].comments == []
+
+
+def test_a_fixer_word_cannot_take_a_command_s_place() -> None:
+    """A fixer whose word is already a command (``revert``) would silently turn the
+    command into a fix request: refused when the commands are built."""
+    assert "typo" in triggers.with_fixer_words(["typo"])
+    with pytest.raises(ValueError, match="fixer words that are commands already: revert"):
+        triggers.with_fixer_words(["typo", "revert"])

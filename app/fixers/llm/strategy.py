@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from app.config import Settings
 from app.errors import ConfigError
 from app.fixers import Strategy
-from app.fixers.fixer_policy import fixers_config
+from app.fixers.fixer_policy import FixersConfig, fixers_config
 from app.fixers.interface import Fixer, FixerRecord, Made
 from app.fixers.llm.repair import switches
 from app.policy.evidence import ModelUsage
@@ -83,7 +83,10 @@ class LlmFixer(Fixer):
     record = FixerRecord(
         name="llm",
         reason="written by a model: read it as a stranger's patch",
-        section="fixers",  # `fixers.llm`, with the choice between fixers
+        # `fixers:` holds the llm fixer's settings (`fixers.llm`) and the choice between
+        # fixers (`fixers.llm_on_alerts`)
+        section="fixers",
+        settings=FixersConfig,
         build=build,
     )
 
