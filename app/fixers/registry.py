@@ -50,11 +50,6 @@ def buildable() -> tuple[str, ...]:
     return tuple(name for name, r in RECORDS.items() if r.build is not None)
 
 
-def by_word(word: str) -> FixerRecord | None:
-    """The fixer that comment command ``word`` asks for."""
-    return next((r for r in RECORDS.values() if word in r.words), None)
-
-
 def stamped(outcome: FixOutcome) -> FixOutcome:
     """``outcome`` with its fixer's record, when it was saved without one (a result an
     older Patchwarden stored) and the fixer is known; else as it is."""
