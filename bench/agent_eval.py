@@ -521,11 +521,8 @@ def ending_of(
         return "no change" if result.status == "no-change" else "agent gave up"
     if report.samples == 0:
         return "no reproduction" if report.suspects else "nothing localised"
-    # The model's pick is tried first, then the localiser's first; its first two when
-    # the pick is its first or there is none (app/fixers/llm/repair/pick.py).
-    names = [s.split(" (")[0] for s in report.suspects]
-    pick = report.picked.split(" (")[0]
-    tried = set(names[:2]) if not pick or names[:1] == [pick] else {pick, *names[:1]}
+    # The localiser's first two are tried (app/fixers/llm/repair/fixer.py's TARGETS).
+    tried = {s.split(" (")[0] for s in report.suspects[:2]}
     if not {_bare(n) for n in tried} & {_bare(n) for n in at_fault(task)}:
         return "wrong function"
     if report.candidates == 0:

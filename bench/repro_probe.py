@@ -44,7 +44,6 @@ from openai import AsyncOpenAI
 
 from app.fixers.llm.localize import index, localize
 from app.fixers.llm.repair.agreement import expectations, majority
-from app.fixers.llm.repair.decorator_tests import start_for
 from app.fixers.llm.repair.job import HOT
 from app.fixers.llm.repair.repro_prompt import repro_prompt
 from app.fixers.llm.repair.reproduction import REPRO_SAMPLES, test_in_answer
@@ -97,7 +96,6 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
     idx = index(bug)
     suspects = localize(idx, task)
     messages = repro_prompt(task, idx, suspects)
-    start = start_for(task, idx, suspects)
     sandbox = BwrapSandbox(state_dir=work / "sandbox")
     kinds: Counter[str] = Counter()
     kept: list[tuple[str, str]] = []  # (test, its kind), in the order drawn
@@ -113,8 +111,6 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
         test = test_in_answer(answer.choices[0].message.content or "")
         if test is None:
             kinds["no test"] += 1
-        elif start is not None and (test := start.filled(test)) is None:
-            kinds["no value for a `...`"] += 1
         if test is not None:
             test = with_imports(test, idx)
             on_bug = await _outcome(sandbox, bug, test)

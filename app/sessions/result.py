@@ -140,17 +140,17 @@ class Culprit(_Model):
 
 
 class RepairReport(_Model):
-    """What the llm fixer's repair strategy did, for the pull request and the eval."""
+    """What the llm fixer's repair strategy did, for the pull request and the eval. A
+    stored report's keys this version no longer has are dropped when it is read."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     suspects: list[str] = Field(default_factory=list)  # "f (path:3-9): evidence; ..."
-    picked: str = ""  # the suspect the model picked to try first, and how the vote went
     reproduction: str | None = None  # the test file it wrote and kept, in the patch
     reproduction_note: str = ""  # how it failed on the base, how many samples agreed
     # The reproduction is more than one model's test: independently sampled tests agreed
     # on it, or the issue's own example backs it (a lone model test may assert anything).
     agreed: bool = False
-    kept: str | None = None  # the test of what the issue says must keep working, in the patch
-    kept_note: str = ""  # what it checks
     target: str | None = None  # the function the chosen fix rewrote
     rounds: int = 0
     samples: int = 0  # answers read
@@ -161,7 +161,6 @@ class RepairReport(_Model):
     chosen: str = ""  # why this candidate
     mechanical: int = 0  # mechanical changes tested after the model's answers missed
     mechanical_note: str = ""  # why none was kept though some passed (two did)
-    masked: int = 0  # cloze prompts: the function with one statement hidden, one each
     # The narrow mechanisms that acted (app/fixers/llm/repair/switches.py), times each; and the
     # one that brought the chosen change ("" for a plain round of answers).
     fired: dict[str, int] = Field(default_factory=dict)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.localize import Index, Suspect, Symbol, index
+from app.fixers.llm.localize import Index, Symbol, index
 from app.fixers.llm.repair.candidates import candidates_of
 from app.fixers.llm.repair.docstrings import restored, shortened, span
-from app.fixers.llm.repair.pick import pick_prompt
 from app.fixers.llm.repair.prompt import repair_prompt
 from app.fixers.llm.repair.splice import changed_lines, splice, target_of, unit_sources
 from app.sessions.task import Document, Task
@@ -137,7 +136,7 @@ def test_a_method_gets_its_docstring_back_to_the_character_in_the_file() -> None
     symbol = Symbol("shop.py", "Shop.total", 2, 9, "method")
     target = target_of(idx, symbol)
     assert target is not None
-    asked = repair_prompt(Task("total rounds to 1 place"), idx, Path("."), target, [], None, [])
+    asked = repair_prompt(Task("total rounds to 1 place"), idx, Path("."), target, [], None)
     code = asked[-1]["content"].split("```python\n")[1].split("```")[0]
     assert code.startswith('def total(self, items):\n    """The total. ..."""\n    return')
     answer = "```python\n" + code.replace("sum(items), 1)", "sum(items), 2)") + "```"
@@ -169,9 +168,7 @@ def test_in_a_real_project_the_model_sees_the_body_and_the_pull_request_changes_
     target = target_of(idx, symbol)
     assert target is not None
     task = Task("ordinal(13) gives '13rd'", documents=(Document("issue #1 body", "13th"),))
-    picking = pick_prompt(task, idx, [Suspect(symbol, 1.0)] * 2, "")[-1]["content"]
-    assert "if value % 100 in (11, 12):" in picking
-    asked = repair_prompt(task, idx, tree, target, [], None, [])[-1]["content"]
+    asked = repair_prompt(task, idx, tree, target, [], None)[-1]["content"]
     code = asked.split("```python\n")[1].split("```")[0]
     assert '    """Converts an integer to its ordinal as a string. ..."""\n' in code
     assert ">>> ordinal(1002)" not in code

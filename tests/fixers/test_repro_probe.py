@@ -48,8 +48,8 @@ async def test_each_test_is_judged_on_the_bug_and_on_the_fix(tmp_path: Path) -> 
     (task,) = agent_eval.load_tasks(names=["retry-count"])
     answers = [
         _answer('    assert flaky() == "ok"\n    assert len(calls) == 3\n'),  # right
-        _answer("    assert len(calls) == 2\n"),  # no value for the result
-        # the bug's behaviour asserted: no value for the result either
+        _answer("    assert len(calls) == 2\n"),  # never calls it: fails on both
+        # the bug's behaviour asserted
         _answer("    with pytest.raises(ValueError):\n        flaky()\n"),
         _answer('    assert flaky() == "ok"\n    assert len(calls) == 4\n'),  # fails on both
         "I cannot write that test.",
@@ -61,12 +61,12 @@ async def test_each_test_is_judged_on_the_bug_and_on_the_fix(tmp_path: Path) -> 
     assert row["right"] == 1
     assert row["kinds"] == {
         "right": 1,
-        "fails on both": 1,
-        "no value for a `...`": 2,
+        "fails on both": 2,
+        "passes on the bug": 1,
         "no test": 1,
     }
     # After the first batch of three, the one kept test is the vote's, with no other
     # agreeing (five answers make no second batch).
     assert row["chosen"] == {1: ["right", False]}
-    # the prompt the fixer writes: the test started from the issue's `@retry(attempts=3)`
-    assert all("    @retry(attempts=3)\n    def flaky():" in p for p in prompts)
+    # the prompt the fixer writes, with the code it is about
+    assert all("def retry(" in p for p in prompts)

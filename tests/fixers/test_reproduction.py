@@ -12,10 +12,9 @@ from app.fixers.llm.localize import Index, Suspect, Symbol
 from app.fixers.llm.repair.agreement import agreed, expectations
 from app.fixers.llm.repair.bug_reason import reproduces
 from app.fixers.llm.repair.repro_prompt import repro_prompt
-from app.fixers.llm.repair.splice import is_decorator
 from app.fixers.llm.repair.testruns import Tests, path_of_test, source_of_test, with_imports
 from app.policy.evidence import TestRun
-from app.sessions.task import Document, Task
+from app.sessions.task import Task
 
 TASK = Task(
     title="stock can go negative",
@@ -59,7 +58,8 @@ T = "tests/test_issue.py::test_remove"
             False,
             "compares with a function object",
         ),
-        # email-plus: the test expects the bug's own error, and differs on its quotes
+        # a comparison that differs only in quotes is an assertion like any other: a
+        # message's quotes can be the bug
         (
             "failed",
             "assert \"'jane+news@e...email address\" == 'jane+news@ex...email address'\n"
@@ -68,8 +68,8 @@ T = "tests/test_issue.py::test_remove"
             "E         - jane+news@example.com is not a valid email address\n"
             "E         + 'jane+news@example.com' is not a valid email address\n"
             "E         ? +                     +\n",
-            False,
-            "only in the quotes around a value",
+            True,
+            "AssertionError",
         ),
         # a bug whose whole point is case, or spacing: the bug's reason, kept
         (
@@ -192,24 +192,6 @@ def memoize(fn):
 """
 
 
-def test_a_decorator_is_tested_on_a_function_the_test_defines() -> None:
-    """A 1.5B model wrote ``memoize(price)(10)`` with no ``price`` anywhere, three times
-    (bench task memoize-kwargs): for a decorator the prompt says what to decorate."""
-    assert is_decorator(MEMOIZE)
-    assert is_decorator(
-        "    def wrap(self, fn):\n        def w():\n            pass\n        return w\n"
-    )
-    assert not is_decorator("def median(xs):\n    def key(x):\n        return x\n    return 1\n")
-    idx = Index(sources={"caching.py": MEMOIZE})
-    symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=10, kind="function")
-    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert "define a small function decorated with `@memoize`" in prompt
-    idx.sources["caching.py"] = "def memoize(fn):\n    return fn\n"
-    symbol = Symbol(path="caching.py", qualname="memoize", start=1, end=2, kind="function")
-    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert "decorated" not in prompt
-
-
 RETRY = """\
 def retry(attempts=3):
     def wrap(fn):
@@ -225,75 +207,6 @@ def retry(attempts=3):
 """
 
 
-def test_a_decorator_that_should_survive_failures_is_tested_on_a_function_that_fails() -> None:
-    """bench task retry-count: told to decorate `return f"{a} {b}"`, all three tests the
-    model wrote passed on the base (the bug shows only when the function raises)."""
-    idx = Index(sources={"retry.py": RETRY})
-    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
-    task = Task(
-        title="@retry(attempts=3) only tries twice",
-        documents=(Document("issue #1 body", "A function that fails twice still raises."),),
-    )
-    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    # "fails twice": a function that fails once shows nothing of this bug
-    assert "raises `ValueError` the first two times it is called" in prompt
-    assert "how many times it was called" in prompt
-    assert 'return f"{a} {b}"' not in prompt
-
-
-@pytest.mark.parametrize(
-    ("said", "hint"),
-    [
-        ("A function that raises once is not retried.", "the first time"),
-        ("It throws 3 times, then works; retry(attempts=5) gives up.", "the first three times"),
-        ("Retried functions that error three times", "the first three times"),
-        ("Errors are retried too few times.", "the first two times"),
-    ],
-)
-def test_the_hint_fails_as_often_as_the_issue_says(said: str, hint: str) -> None:
-    idx = Index(sources={"retry.py": RETRY})
-    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
-    task = Task(title="retry", documents=(Document("issue #1 body", said),))
-    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert f"raises `ValueError` {hint} it is called, then" in prompt
-
-
-@pytest.mark.parametrize(
-    ("said", "shown", "check"),
-    [
-        # the issue wants the error through: the test expects it
-        (
-            "With `@retry(2)` a function that fails 3 times should raise, not return None.",
-            "@retry(2)",
-            "with pytest.raises(ValueError):",
-        ),
-        # written bare, with its @
-        ("`@retry` gives up after one failure.", "@retry\n", "result = flaky()"),
-        # with its module: the test imports the name
-        ("`@resilience.retry(3)` fails twice.", "@retry(3)\n", "assert len(calls) == ..."),
-        # not literal arguments: not code the issue may write into a test
-        ("`@retry(exceptions=(MyError,))` fails twice and raises.", None, None),
-        ("`retry` fails.", None, None),  # no @, no call: a name, not the decorator's use
-        # a string that would close the block it is shown in
-        ("`@retry(note='```')` fails twice.", None, None),
-    ],
-)
-def test_only_the_issues_literal_decorator_call_is_written_into_the_test(
-    said: str, shown: str | None, check: str | None
-) -> None:
-    idx = Index(sources={"retry.py": RETRY})
-    symbol = Symbol(path="retry.py", qualname="retry", start=1, end=12, kind="function")
-    task = Task(title="retry", documents=(Document("issue #1 body", said),))
-    prompt = repro_prompt(task, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    if shown is None:
-        assert "def flaky" not in prompt
-        assert "define a small function decorated with `@retry`" in prompt
-    else:
-        assert f"    {shown}" in prompt
-        assert check is not None
-        assert check in prompt
-
-
 EVENTS = """\
 class EventBus:
     def __init__(self):
@@ -306,19 +219,6 @@ class EventBus:
         for handler in self.handlers.get(name, []):
             handler()
 """
-
-
-def test_code_that_calls_handlers_is_tested_with_handlers_that_record_their_calls() -> None:
-    """bench task event-unsubscribe: six tests in six asserted on `bus.handlers` (a
-    string looked for among functions, a lambda compared with another), none on which
-    handlers were called: the prompt says how to see that."""
-    idx = Index(sources={"events.py": EVENTS})
-    symbol = Symbol(path="events.py", qualname="EventBus.emit", start=8, end=10, kind="method")
-    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert "define small handlers that record each call in a list" in prompt
-    idx = Index(sources={"events.py": EVENTS.replace("handler", "item")})
-    prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
-    assert "record each call" not in prompt
 
 
 BUCKET = """\
@@ -340,16 +240,13 @@ class TokenBucket:
 
 
 def test_a_methods_short_class_is_shown_whole() -> None:
-    """bench task token-bucket: shown only `allow`, the model never injected the clock
-    the issue says is injectable; `__init__` shows how, `_refill` what `allow` calls."""
+    """A method is shown with its short class: `__init__` shows how to build the object
+    (and that its clock is injectable), `_refill` what `allow` calls."""
     idx = Index(sources={"ratelimit.py": BUCKET})
     symbol = Symbol(path="ratelimit.py", qualname="TokenBucket.allow", start=12, end=14,
                     kind="method")  # fmt: skip
     prompt = repro_prompt(TASK, idx, [Suspect(symbol, 1.0)])[-1]["content"]
     assert "def __init__(self, rate, capacity, clock=time.monotonic):" in prompt
-    # ... and how to move its time without sleeping
-    assert "pass a fake `clock`" in prompt
-    assert "record each call" not in prompt
     assert "def _refill(self):" in prompt
     # A long class: its line, its __init__ and the method, not the rest.
     filler = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))

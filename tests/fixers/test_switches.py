@@ -14,9 +14,9 @@ from app.fixers.llm.repair import switches
 
 
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown repair mechanism\(s\) clozet: .*cloze"):
-        switches.parse("cloze, clozet")
-    assert switches.parse(" cloze,more ,") == {"cloze", "more"}
+    with pytest.raises(ValueError, match=r"unknown repair mechanism\(s\) togethr: .*together"):
+        switches.parse("together, togethr")
+    assert switches.parse(" together,mechanical-late ,") == {"together", "mechanical-late"}
     with pytest.raises(KeyError):
         switches.on("no-such-thing")
 
@@ -27,19 +27,19 @@ async def test_a_switch_holds_inside_its_repair_and_not_beside_it() -> None:
     async def repair(name: str, off: set[str]) -> None:
         with switches.turned_off(off):
             await asyncio.sleep(0.01)  # the other repair runs meanwhile
-            seen[name] = switches.on("cloze")
+            seen[name] = switches.on("together")
 
-    await asyncio.gather(repair("a", {"cloze"}), repair("b", set()))
+    await asyncio.gather(repair("a", {"together"}), repair("b", set()))
     assert seen == {"a": False, "b": True}
-    assert switches.on("cloze")  # nothing stays off after
+    assert switches.on("together")  # nothing stays off after
 
 
 def test_the_setting_reaches_the_fixer_and_a_typo_stops_it(tmp_path: object) -> None:
     settings = load_settings(
-        llm_model="m", llm_base_url="http://127.0.0.1:9", llm_repair_without="cloze,more"
+        llm_model="m", llm_base_url="http://127.0.0.1:9", llm_repair_without="together,mechanical-late"
     )
     fixer = make_fixer("llm", settings, strategy="repair")
-    assert fixer.repair.without == {"cloze", "more"}  # type: ignore[attr-defined]
-    wrong = settings.model_copy(update={"llm_repair_without": "clozes"})
+    assert fixer.repair.without == {"together", "mechanical-late"}  # type: ignore[attr-defined]
+    wrong = settings.model_copy(update={"llm_repair_without": "togetherr"})
     with pytest.raises(ConfigError, match="PATCHWARDEN_LLM_REPAIR_WITHOUT: unknown"):
         make_fixer("llm", wrong, strategy="repair")

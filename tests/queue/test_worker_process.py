@@ -89,6 +89,7 @@ def _worker_env(
         "PATCHWARDEN_DATABASE_URL": url,
         "PATCHWARDEN_LEASE_SECONDS": "1",
         "PATCHWARDEN_POLL_SECONDS": "0.1",
+        "PATCHWARDEN_RETRY_BASE_SECONDS": "0.2",  # a crash's backoff (10 s by default)
         "PATCHWARDEN_LOG_LEVEL": "INFO",
     }
 
@@ -194,13 +195,13 @@ async def test_workers_killed_again_and_again_do_not_fail_the_job(scenario: Scen
     """A crash loop (a worker killed mid-job three times: the old limit that failed
     every job) is not the job's fault: it backs off, and the next worker finishes it."""
     for n in range(3):
-        worker = await scenario.mid_job(30, PATCHWARDEN_RETRY_BASE_SECONDS="0.2")
+        worker = await scenario.mid_job(30)
         assert await _signal_and_wait(worker, signal.SIGKILL) == -signal.SIGKILL
         scenario.forge.arrivals.clear()
         if n < 2:
             # the next worker finds the expired lease and requeues the job with a backoff
             continue
-    last = scenario.start_worker(PATCHWARDEN_RETRY_BASE_SECONDS="0.2")
+    last = scenario.start_worker()
     await _wait(scenario.finished, what="the job to finish after three crashes", within=30)
     job = await scenario.job()
     assert job.state == JobState.SUCCEEDED

@@ -114,7 +114,7 @@ def test_the_repair_strategys_prompts_hold_too(case: Case, tmp_path: Path) -> No
     suspect = Suspect(idx.symbols[0], 1.0, ("named",))
     prompts = (
         repro_prompt(task, idx, [suspect]),
-        repair_prompt(task, idx, tmp_path, target, [], None, []),
+        repair_prompt(task, idx, tmp_path, target, [], None),
     )
     for messages in prompts:
         prompt = "\n".join(m["content"] for m in messages)

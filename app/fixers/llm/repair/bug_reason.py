@@ -1,14 +1,12 @@
 """Why a test fails on the base: for the bug's reason (an assertion, an exception the
 task names or the repository defines), or for another (it cannot import, it errors
-before it runs, it compares with a function, it differs from the code only in a
-message's quotes). A reproduction is kept only for the bug's reason."""
+before it runs, it compares with a function). A reproduction is kept only for the bug's reason."""
 
 from __future__ import annotations
 
 import re
 
 from app.fixers.llm.localize import Index
-from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.testruns import Tests, first_line
 from app.sessions.task import Task
 
@@ -58,11 +56,6 @@ def reproduces(tests: Tests | None, task: Task, idx: Index, source: str = "") ->
             # `== expected_result` where that is a fixture never requested: it compares
             # with a function, which no fix can equal: chosen, it would fail every answer
             return False, "compares with a function object, not a value: no fix could pass it"
-        if kind == "AssertionError" and switches.on("quotes") and _only_punctuation(text):
-            switches.fired("quotes")
-            # `str(e.value) == "x is not valid"` where the code says `'x' is not valid`:
-            # the test expects the bug's own error and differs on its wording
-            return False, "differs from the code only in the quotes around a value"
         if kind == "AssertionError" or (kind and (kind in task.words or kind in idx.defines)):
             return True, f"{kind}: {first_line(text)[:120]}"
         if kind and re.search(rf"\braise\s+{re.escape(kind)}\b", source):
@@ -82,29 +75,6 @@ _FUNCTION_VALUE = re.compile(
     r"^E\s+(?:AssertionError: )?assert .*(?:<pytest_fixture\(|<function \w|<bound method )",
     re.M,
 )
-# pytest's diff of two one-line strings: "E         - expected" and "E         + actual".
-_STRING_DIFF = re.compile(r"^E\s+([-+]) (.*)$", re.M)
-
-
-def _only_punctuation(text: str) -> bool:
-    """Whether a failed string comparison differs in the quotes around a value alone
-    (``x is not valid`` against ``'x' is not valid``). Case and spacing are not folded:
-    a bug can be exactly that (``'hello world'`` for ``'Hello World'``)."""
-    sides: dict[str, list[str]] = {"-": [], "+": []}
-    for sign, line in _STRING_DIFF.findall(text):
-        sides[sign].append(line)
-    if len(sides["-"]) != 1 or len(sides["+"]) != 1:
-        return False
-
-    def bare(line: str) -> str:
-        return re.sub(r"['\"`]", "", line).strip()
-
-    removed, added = sides["-"][0], sides["+"][0]
-    if removed.strip() == added.strip():
-        return False  # one item moved (`'b',` out at the top, in at the end)
-    return bare(removed) == bare(added) != ""
-
-
 _DID_NOT_RAISE = re.compile(r"Failed: DID NOT RAISE (?:<class ')?([A-Za-z_][\w.]*)")
 
 

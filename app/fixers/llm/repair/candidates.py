@@ -4,9 +4,7 @@ An answer that does not parse, changes nothing or changes the function's paramet
 dropped before anything runs (``dropped`` counts why); the rest are grouped by
 normalised syntax tree, which counts the votes, spliced in by the function's line range
 (:mod:`splice`), and given the imports they forgot (:mod:`imports`: ``raise
-OutOfStock`` in a module that never imported it is a right change all the same). A
-change that names nowhere an exception the issue says the code should raise, when the
-reproduction does not name it, is dropped too (:mod:`demands`).
+OutOfStock`` in a module that never imported it is a right change all the same).
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from dataclasses import dataclass, replace
 from app.fixers.llm.answers import definitions, normalised
 from app.fixers.llm.imports import defined_by, forgotten, module_name, with_import_lines
 from app.fixers.llm.localize import Index
-from app.fixers.llm.repair.demands import unmet
 from app.fixers.llm.repair.docstrings import restored
 from app.fixers.llm.repair.splice import (
     Target,
@@ -40,8 +37,6 @@ class Candidate:
     output: str = ""  # the failing test's trimmed output, for the next round
     imports: tuple[str, ...] = ()  # import lines added for names it uses
     one_node: str = ""  # what it changed, when it is also a one-node change (mechanical.py)
-    restored: tuple[str, ...] = ()  # the code's guard clauses it got back (guards.py)
-    silent: bool = False  # names nowhere an exception the issue asks for: tried last
 
 
 def candidates_of(
@@ -50,16 +45,10 @@ def candidates_of(
     answers: Sequence[str],
     prefill: str,
     dropped: Counter[str],
-    *,
-    demands: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """The distinct changes the answers write, each with its votes, those that name the
-    exceptions of ``demands`` first (what the issue says the code should raise that no
-    judging test names): a change that names none is tried after them, never dropped."""
+    """The distinct changes the answers write, each with its votes."""
     original = unit_sources(idx.sources[target.symbol.path], target)
     names = [c[0] for c in target.constants]
-    # What the issue asks to be raised that the function does not name already.
-    wanted = unmet(demands, original.values(), idx, path=target.symbol.path) if demands else []
     by_key: dict[str, Candidate] = {}
     for answer in answers:
         found = definitions(answer, target.symbol.name, constants=names, prefill=prefill)
@@ -89,13 +78,8 @@ def candidates_of(
         if candidate is None:
             dropped["does not fit"] += 1
             continue
-        candidate.silent = bool(wanted) and bool(
-            unmet(wanted, units.values(), idx, path=target.symbol.path)
-        )
         by_key[key] = candidate
-    # One that names what the issue asks to be raised goes first; one that does not is
-    # still tried (`int(text)` raises ValueError without naming it): the tests decide.
-    return sorted(by_key.values(), key=lambda c: c.silent)
+    return list(by_key.values())
 
 
 def _spliced(

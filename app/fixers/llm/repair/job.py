@@ -16,21 +16,16 @@ from app.fixers.llm.localize import Index, Suspect, Symbol, frames_in, localize
 from app.fixers.llm.model_client import ModelClient
 from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.candidates import Candidate, candidates_of
-from app.fixers.llm.repair.demands import demanded, mentions
 from app.fixers.llm.repair.mechanical import one_node_changes
-from app.fixers.llm.repair.must_keep import keep
-from app.fixers.llm.repair.reproduction import Reproduction
 from app.fixers.llm.repair.spectrum import ochiai
 from app.fixers.llm.repair.splice import Target
 from app.fixers.llm.repair.testruns import (
     Tests,
-    path_of_test,
     run_tests,
     source_of_test,
     try_change,
 )
 from app.fixers.llm.spend import Meter
-from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.result import RepairReport, TranscriptEntry
 from app.sessions.task import Task
@@ -46,12 +41,9 @@ class Findings:
     """What a repair found out so far (the fields of :class:`RepairReport`)."""
 
     suspects: list[str] = field(default_factory=list)
-    picked: str = ""
     reproduction: str | None = None
     reproduction_note: str = ""
     agreed: bool = False
-    kept: str | None = None
-    kept_note: str = ""
     target: str | None = None
     rounds: int = 0
     samples: int = 0
@@ -62,7 +54,6 @@ class Findings:
     chosen: str = ""
     mechanical: int = 0
     mechanical_note: str = ""
-    masked: int = 0
     fired: dict[str, int] = field(default_factory=dict)
     won_by: str = ""
 
@@ -84,19 +75,7 @@ class RepairRun:
     transcript: list[TranscriptEntry] = field(default_factory=list)
     stopped: str | None = None  # why no more model calls may be made
     printed: dict[str, str] = field(default_factory=dict)  # the reproduction's base output
-    # Candidates that failed the reproduction (its run comes first): tried again, in
-    # full, under the other kept tests (:func:`~.judges.other_judges`).
-    missed: list[tuple[Target, Candidate]] = field(default_factory=list)
-    # The first suspect's last prompt (and its prefill), asked again when a trusted
-    # judge turned every change down; and every change tested, by its text.
-    again: tuple[Target, list[dict[str, Any]], str] | None = None
-    tried: set[str] = field(default_factory=set)
-    # Exceptions the issue says the code should raise that the judging test does not
-    # name: a change must name them (:mod:`demands`).
-    demands: frozenset[str] = frozenset()
     one_node: dict[str, dict[str, str]] = field(default_factory=dict)  # by target
-    # Targets whose mechanical changes were tried, and why none was kept if two passed.
-    mechanized: dict[str, str] = field(default_factory=dict)
     # The localiser's suspects, "path::qualname": where a change may go (the scope).
     implicated: list[str] = field(default_factory=list)
 
@@ -119,34 +98,7 @@ def changes_in(
 ) -> list[Candidate]:
     """The distinct changes a round's answers write (:func:`candidates_of`)."""
     dropped = job.report.dropped
-    return candidates_of(job.idx, target, answers, prefill, dropped, demands=job.demands)
-
-
-async def keep_too(
-    job: RepairRun, suspects: Sequence[Suspect], shown_by: Sequence[str], found: Reproduction | None
-) -> set[str]:
-    """The test of what the issue says must keep working (:mod:`must_keep`), written and
-    passing on the base: its ids, which every change must keep passing. ``shown_by``:
-    the tests that show the bug, and ``found``'s other kept tests (their inputs are not
-    what must stay as it is, and the functions they call are those worth calling)."""
-    paths = {p for p in (path_of_test(t, job.idx) for t in shown_by) if p}
-    used = [(read_confined(job.ws.tree, p) or b"").decode(errors="replace") for p in paths]
-    used += [source for source, _ in found.others] if found is not None else []
-    texts = [job.task.title, *(d.text for d in job.task.documents)]
-    kept = await keep(job.ws, texts, job.idx, suspects, used)
-    if kept is None:
-        return set()
-    job.report.kept, job.report.kept_note = kept.path, kept.note
-    return set(kept.ids)
-
-
-def demands_of(job: RepairRun, repro: str) -> frozenset[str]:
-    """The exceptions the issue says the code should raise that the reproduction at
-    ``repro`` (the model's test, or the issue's example) does not name."""
-    test = (read_confined(job.ws.tree, repro) or b"").decode(errors="replace")
-    texts = [job.task.title, *(d.text for d in job.task.documents)]
-    asked = demanded(texts, known=job.idx.defines)
-    return frozenset(n for n in asked if not mentions(test, n))
+    return candidates_of(job.idx, target, answers, prefill, dropped)
 
 
 def together(suspect: Suspect, suspects: Sequence[Suspect]) -> list[Symbol]:
@@ -166,7 +118,6 @@ async def validate(
 ) -> None:
     """The candidate tried in the sandbox (left in the tree when it passes): its verdict
     and output are set."""
-    job.tried.add(candidate.text)
     candidate.verdict, candidate.output = await try_change(
         job.ws, job.idx, path=target.symbol.path, text=candidate.text,
         must_pass=must_pass, passed_before=passed_before,
@@ -195,15 +146,10 @@ def summary(job: RepairRun, target: Target, winner: Candidate, repro: str | None
     where = [d for d in report.suspects if d.startswith(f"{target.symbol.qualname} (")]
     lines = [f"Rewrote `{target.symbol.qualname}` in {target.symbol.path}.", ""]
     lines.append("Where: " + (where or [target.symbol.where])[0])
-    if report.picked:
-        lines.append(f"Picked by the model among the suspects: {report.picked}.")
     if repro:
         lines.append(f"Reproduction: {repro}, which {report.reproduction_note}.")
-    if report.kept:
-        lines.append(f"Kept as it was: {report.kept_note}.")
     lines.append(
         f"Candidates: {report.samples} answers in {plural(report.rounds, 'round')}"
-        + (f" ({report.masked} of them with one line hidden)" if report.masked else "")
         + f", {plural(report.candidates, 'distinct change')} tested"
         + (f", then {plural(report.mechanical, 'mechanical change')}" if report.mechanical else "")
         + f", {report.passed} passed."

@@ -11,6 +11,8 @@ tests cannot tell which one fixes the bug, and neither is proposed.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -43,22 +45,17 @@ class Mechanical:
 
     tried: int = 0
     passed: list[tuple[Mutant, Candidate]] = field(default_factory=list)
+    out_of_time: bool = False  # changes were left untried: one that passed may not be alone
 
     @property
     def winner(self) -> tuple[Mutant, Candidate] | None:
-        return self.passed[0] if len(self.passed) == 1 else None
+        return self.passed[0] if len(self.passed) == 1 and not self.out_of_time else None
 
-    def chosen(self, target: Target, tests: str, *, early: bool = False) -> str:
-        """Why the winner was chosen, for the pull request; ``early``: right after the
-        model's first round on the target missed, not after every answer did."""
+    def chosen(self, target: Target, tests: str) -> str:
+        """Why the winner was chosen, for the pull request."""
         change = self.passed[0][0]
-        when = (
-            f"the model's first round on `{target.symbol.qualname}` missed"
-            if early
-            else "the model's answers all missed"
-        )
         return (
-            f"a mechanical change, tried after {when}: "
+            "a mechanical change, tried after the model's answers all missed: "
             f"{change.what} ({where(target, change)}); it makes {tests} pass and keeps "
             f"every other test passing, the only one of {plural(self.tried, 'such change')} "
             "tried that does"
@@ -85,9 +82,11 @@ async def mechanical(
     must_pass: list[str],
     passed_before: set[str],
     kinds: Sequence[Mutator] = MUTATORS,
+    deadline: float = math.inf,
 ) -> Mechanical:
-    """Each change of the target (of ``kinds``) tested; the tree is left with the winner
-    in it, when there is exactly one, and as it was otherwise."""
+    """Each change of the target (of ``kinds``) tested until ``deadline`` (of
+    ``time.monotonic``); the tree is left with the winner in it, when there is exactly
+    one and every change was tried, and as it was otherwise."""
     path = target.symbol.path
     text = idx.sources[path]
     units = unit_sources(text, target)
@@ -98,6 +97,9 @@ async def mechanical(
         spliced = splice(text, target, function, constants)
         if spliced is None:
             continue
+        if time.monotonic() >= deadline:
+            found.out_of_time = True
+            break
         candidate = Candidate(
             function=function,
             constants=constants,
@@ -117,6 +119,8 @@ async def mechanical(
     winner = found.winner
     if winner is not None:
         write_confined(ws.tree, path, winner[1].text.encode())
+    elif found.passed:
+        write_confined(ws.tree, path, text.encode())
     return found
 
 
@@ -154,22 +158,11 @@ def chosen_note(winner: Candidate, order: list[Candidate], answers: str, tests: 
     top = max(c.votes for c in order)
     said = f"{winner.votes} of {answers} wrote this change"
     said += " (the most)" if 1 < winner.votes == top else ""
-    if winner.restored:
-        checks = ", ".join(f"`{head}`" for head in winner.restored)
-        said += (
-            f" without the code's check{'s' if len(winner.restored) > 1 else ''} "
-            f"{checks}, which broke a test that passed before: put back here"
-        )
     if winner.one_node:
         said += f", which is also a one-node change ({winner.one_node})"
         more = any(c.votes > winner.votes for c in order if not c.one_node)
         said += ", so it was tried before changes more answers wrote" if more else ""
     said += f"; it makes {tests} pass and keeps every other test passing"
-    if winner.silent:
-        said += (
-            "; the issue asks that the code raise an exception this change names nowhere "
-            "(it may raise it without naming it): check that it does"
-        )
     # Size chose it only over as many votes tried after it (smaller ones that failed
     # went before it and chose nothing).
     after = order[next(i for i, c in enumerate(order) if c is winner) + 1 :]

@@ -11,9 +11,7 @@ that compares with a function (a fixture used as a value: no fix could pass it);
 imports it forgot are added. When no two kept tests agree on what the code should do
 (and the issue's own words make no test), a second batch is drawn, and a third when
 none was kept. Where kept tests expect different results of one call, the majority's
-expectation wins; when the test chosen has none agreeing with it, the others stay at
-hand as judges of last resort (``Reproduction.others``), and more can be written afresh
-(:func:`fresh_tests`). Beside the model's tests, the issue's own words make one where
+expectation wins. Beside the model's tests, the issue's own words make one where
 they say what a call gives and should (app/fixers/llm/repair/examples.py), and a model's
 assertion of the bug's own result is taken out of its test. The kept tests stay in the
 tree, in one file: the patch's reproduction, checked again by the session against the
@@ -32,13 +30,10 @@ from typing import Any, Protocol
 
 from app.fixers.llm.answers import code_blocks, normalised, parse
 from app.fixers.llm.localize import Index, Suspect
-from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.agreement import agreed, expectations, majority
 from app.fixers.llm.repair.bug_reason import reproduces
 from app.fixers.llm.repair.contradictions import strip_contradictions
-from app.fixers.llm.repair.decorator_tests import start_for
 from app.fixers.llm.repair.examples import Example, example_test, examples, observe
-from app.fixers.llm.repair.modifiers import allowed, with_twins
 from app.fixers.llm.repair.repro_prompt import repro_prompt
 from app.fixers.llm.repair.testruns import (
     Tests,
@@ -48,7 +43,7 @@ from app.fixers.llm.repair.testruns import (
     tests_folder,
     with_imports,
 )
-from app.sessions.files import read_confined, remove_confined, write_confined
+from app.sessions.files import remove_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.task import Task
 from app.words import plural
@@ -72,20 +67,10 @@ class Reproduction:
     # code should do: a judge for changes no model wrote (app/fixers/llm/repair/mechanical.py).
     strong: bool = False
     agree: int = 0  # the kept tests that agree with the one chosen on what it should do
-    # The other kept tests, each as the file would be in its place: judges to try when no
-    # change passes the chosen one (the greedy answer's test may expect the wrong value
-    # where another sample's test is right).
-    others: tuple[tuple[str, str], ...] = ()  # (source, how it failed on the base)
-    # What a fresh batch needs (:func:`fresh_tests`): the prompt, the issue's examples as
-    # run on the base, and the tests judged already (normalised).
-    prompt: tuple[dict[str, Any], ...] = ()
-    found: tuple[Example, ...] = ()
-    seen: frozenset[str] = frozenset()
 
 
 REPRO_SAMPLES = 3
 REPRO_BATCHES = 3  # the second when the first showed nothing for sure, the third nothing
-MAX_OTHERS = 3
 
 
 def test_in_answer(answer: str) -> str | None:
@@ -171,11 +156,8 @@ class _Judged:
     seen: set[str] = field(default_factory=set)
     reasons: Counter[str] = field(default_factory=Counter)
     printed: dict[str, str] = field(default_factory=dict)  # source -> its base output
-    twinned: dict[str, list[str]] = field(default_factory=dict)  # source -> values varied
-    varied: dict[str, str] = field(default_factory=dict)  # the issue's values, as allowed
     stripped: int = 0
     answers: int = 0
-    templated: bool = False  # the tests were filled into a start written for the model
 
 
 async def _judge(
@@ -189,11 +171,6 @@ async def _judge(
     judged: _Judged,
 ) -> None:
     """Each answer's test run on the base and kept if it fails for the bug's reason."""
-    judged.varied = allowed([task.title, *(d.text for d in task.documents)])
-    start = start_for(task, idx, suspects) if switches.on("test-starts") else None
-    judged.templated |= start is not None
-    if start is not None:
-        switches.fired("test-starts")
     for answer in answers:
         n = judged.answers
         judged.answers += 1
@@ -201,19 +178,12 @@ async def _judge(
         if source is None:
             judged.reasons["no test in the answer"] += 1
             continue
-        if start is not None and (source := start.filled(source)) is None:
-            judged.reasons["no value for each `...` of the test written for it"] += 1
-            continue
         why = unpassable(source, suspects)
         if why:
             judged.reasons[why] += 1
             continue
         source, gone = strip_contradictions(with_imports(source, idx), found)
         judged.stripped += gone
-        source, used = with_twins(source, judged.varied if switches.on("twins") else {})
-        if used:
-            judged.twinned[source] = used
-            switches.fired("twins")
         key = normalised(source)
         if key in judged.seen:
             judged.kept += [(s, w) for s, w in judged.kept if normalised(s) == key][:1]
@@ -263,52 +233,13 @@ async def reproduce(
     ws.sandbox.prepare_writable(ws.tree)
     agree = sum(1 for s, _ in kept if expectations(s) == expectations(chosen[0])) if chosen else 0
     output = "\n".join([printed[chosen[0]] if chosen else "", own_printed if own else ""])
-    others: dict[str, tuple[str, str]] = {}
-    for other, why in kept if agree == 1 else ():  # two that agree are not overruled
-        if chosen and normalised(other) != normalised(chosen[0]):
-            others.setdefault(normalised(other), (merged(other, imports, own), why))
     return Reproduction(
         rel,
         "; ".join(_notes(judged, chosen, agree, own, own_why)),
         output.strip().replace("{path}", rel),
-        # Tests filled into one written start are one test: their agreeing is no evidence.
-        strong=bool(own) or (agree > 1 and not judged.templated),
+        strong=bool(own) or agree > 1,
         agree=agree,
-        others=tuple(others.values())[:MAX_OTHERS],
-        prompt=tuple(prompt),
-        found=tuple(found),
-        seen=frozenset(judged.seen),
     )
-
-
-async def fresh_tests(
-    ws: FixContext,
-    task: Task,
-    idx: Index,
-    suspects: Sequence[Suspect],
-    sample: Sample,
-    chosen: Reproduction,
-) -> tuple[tuple[str, str], ...]:
-    """One more batch of the model's tests (new seeds, none seen before), kept on the
-    same terms as the first: judges for changes that many answers wrote and the test
-    chosen failed (the right change, written by most answers, may fail a chosen test
-    that cannot be passed, and the other kept tests may be as wrong)."""
-    ws.progress("fix: tests written afresh, for the changes the answers agree on")
-    judged = _Judged(seen=set(chosen.seen))
-    answers = await sample(list(chosen.prompt), REPRO_SAMPLES, REPRO_BATCHES * REPRO_SAMPLES)
-    # The test chosen is out of the tree meanwhile: a command that runs every test
-    # (`pytest tests`) would have it fail beside a new one that shows nothing.
-    held = read_confined(ws.tree, chosen.path) if chosen.path else None
-    if chosen.path and held is not None:
-        remove_confined(ws.tree, chosen.path)
-    try:
-        await _judge(ws, task, idx, suspects, chosen.found, tests_folder(idx), answers, judged)
-    finally:
-        if chosen.path and held is not None:
-            write_confined(ws.tree, chosen.path, held)
-            ws.sandbox.prepare_writable(ws.tree)
-    unique = {normalised(source): (source, why) for source, why in judged.kept}
-    return tuple(unique.values())[:MAX_OTHERS]
 
 
 async def _own_example(
@@ -358,12 +289,6 @@ def _notes(
             + ("also " if chosen else "")
             + f"fail{'' if len(own) > 1 else 's'} on the base ({own_why}) "
             "in a test Patchwarden wrote from the issue's words"
-        )
-    if chosen and chosen[0] in judged.twinned:
-        value = judged.twinned[chosen[0]][0]
-        notes.append(
-            "its tests that pass a value the issue lists are also tried with the values "
-            f"written as the issue allows ({judged.varied[value]!r} for {value!r})"
         )
     if judged.stripped:
         notes.append(

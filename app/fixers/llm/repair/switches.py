@@ -2,14 +2,14 @@
 each one earns can be measured: the fix rate and the wrong publications with it and
 without it, over whole runs (``bench/agent_eval.py --without NAME``).
 
-The switches are the operator's (``PATCHWARDEN_LLM_REPAIR_WITHOUT=cloze,more``), never a
+The switches are the operator's (``PATCHWARDEN_LLM_REPAIR_WITHOUT=together``), never a
 repository's policy: they change how a fix is searched for, not what may merge. Every
 mechanism is on by default. The names a run turns off are set for the duration of one
 repair (:func:`turned_off`, a context variable: concurrent repairs do not see each
 other's) and read where the mechanism runs (:func:`on`).
 
-Where a mechanism acts (a kept test joins the judges, a cloze round is asked, a guard is
-put back) it says so (:func:`fired`), and the repair's report counts it: a mechanism
+Where a mechanism acts (another suspect is rewritten with the first, the mechanical round
+runs) it says so (:func:`fired`), and the repair's report counts it: a mechanism
 that never acts on real bugs earns nothing, whatever an ablation run would cost.
 """
 
@@ -21,23 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 MECHANISMS: dict[str, str] = {
-    "pick": "the model picks the suspect to try first among the localiser's few",
-    "misses": "a second round on a suspect, shown the nearest misses' test output",
-    "bug-first": "an answer first names the wrong line in a comment, then writes the fix",
     "together": "the other short suspects of the function's file shown, to be fixed with it",
-    "kept": "a test of the values the issue says must keep working joins the judges",
-    "twins": "a reproduction test gets twins with the values written as the issue allows",
-    "test-starts": "a test start written for an issue about a decorated function",
-    "hints": "decorator, callback and clock hints in the reproduction prompt",
-    "demands": "the exception the issue asks for orders changes and is put back",
-    "quotes": "a test whose comparison differs only in quotes does not show the bug",
-    "cloze": "a round with one statement of the function hidden at a time",
-    "guard-put-back": "a guard a change dropped is put back when the change broke a test",
-    "more": "more answers to the last prompt when a trusted judge turned all down",
-    "other-judges": "the other kept tests judge the changes that missed",
-    "fresh-judges": "tests written afresh judge a change many answers agree on",
-    "trimmed-judge": "the reproduction less the assertions an agreed change fails",
-    "mechanical-early": "mechanical changes right after the first round misses",
     "mechanical-late": "mechanical changes after the model missed everywhere",
 }
 
