@@ -680,7 +680,8 @@ async def test_the_mechanical_round_keeps_to_its_time_and_then_proposes_nothing(
         files={"test_temps.py": FREEZING_TESTS + WARM},
     )
     fix = result.fix
-    assert fix is not None and fix.repair is not None
+    assert fix is not None
+    assert fix.repair is not None
     assert result.status == "failed"
     assert fix.repair.mechanical == 0
     assert fix.reason is not None

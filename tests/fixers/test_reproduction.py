@@ -264,12 +264,14 @@ def test_a_methods_short_class_is_shown_whole() -> None:
 
 def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path) -> None:
     """A CI failure names a test by its id (``tests.test_slugs::test_accents``): the
-    prompt shows that test with the file's imports, not the whole file."""
+    prompt shows that test with the imports of the names it uses, not the whole file."""
     test_file = (
-        "import re\nfrom blog.slugs import slugify\n\n\n"
+        "from __future__ import annotations\nimport os.path, re\nimport json as j\n"
+        "from blog.slugs import (\n    slugify,\n    unslug,\n)\nfrom . import helpers\n\n\n"
         "def test_plain():\n    assert slugify('a b') == 'a-b'\n\n\n"
         "class TestAccents:\n"
-        "    def test_accents(self):\n        assert slugify('Crème') == 'creme'\n"
+        "    def test_accents(self):\n"
+        "        assert slugify(helpers.text('Crème'), j.loads('1')) == 'creme'\n"
     )
     (tmp_path / "src/blog").mkdir(parents=True)
     (tmp_path / "src/blog/tests").mkdir()
@@ -281,8 +283,9 @@ def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path)
     assert path_of_test("tests/test_new.py", idx) == "tests/test_new.py"  # a path, as it is
     shown = source_of_test(tmp_path, test, idx, whole=False)
     assert shown == (
-        "import re\nfrom blog.slugs import slugify\n\n"
-        "def test_accents(self):\n    assert slugify('Crème') == 'creme'"
+        "import json as j\nfrom blog.slugs import slugify\nfrom . import helpers\n\n"
+        "def test_accents(self):\n"
+        "    assert slugify(helpers.text('Crème'), j.loads('1')) == 'creme'"
     )
     assert source_of_test(tmp_path, test, idx) == test_file
     assert source_of_test(tmp_path, "nowhere.test_x::test_y", idx) == ""

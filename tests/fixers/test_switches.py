@@ -36,7 +36,9 @@ async def test_a_switch_holds_inside_its_repair_and_not_beside_it() -> None:
 
 def test_the_setting_reaches_the_fixer_and_a_typo_stops_it(tmp_path: object) -> None:
     settings = load_settings(
-        llm_model="m", llm_base_url="http://127.0.0.1:9", llm_repair_without="together,mechanical-late"
+        llm_model="m",
+        llm_base_url="http://127.0.0.1:9",
+        llm_repair_without="together,mechanical-late",
     )
     fixer = make_fixer("llm", settings, strategy="repair")
     assert fixer.repair.without == {"together", "mechanical-late"}  # type: ignore[attr-defined]

@@ -26,9 +26,9 @@ async def mechanical_fix(
     weak: bool = False,
 ) -> tuple[Target, Candidate] | None:
     """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
-    tests for at most :data:`MECHANICAL_SECONDS`; the fix when exactly one change of a suspect passes
-    and every one was tried (left in the tree). ``weak``: one model test judges, so only
-    the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
+    tests for at most :data:`MECHANICAL_SECONDS`; the fix when exactly one change of a
+    suspect passes and every one was tried (left in the tree). ``weak``: one model test
+    judges, so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
     seconds = MECHANICAL_SECONDS
     deadline = time.monotonic() + seconds
     report, seen = job.report, set()

@@ -103,4 +103,3 @@ def repro_prompt(
         "once the bug is fixed. One ```python block, nothing else."
     )
     return [{"role": "system", "content": REPRO_SYSTEM}, {"role": "user", "content": content}]
-

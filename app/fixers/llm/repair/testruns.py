@@ -186,16 +186,33 @@ def source_of_test(tree: Path, test: str, idx: Index, *, whole: bool = True) -> 
     if module is None:
         return text[:MAX_TEST_CHARS]
     lines = text.splitlines()
-    imports = [
-        "\n".join(lines[n.lineno - 1 : n.end_lineno or n.lineno])
-        for n in module.body
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-    ]
     for node in ast.walk(module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             body = "\n".join(dedent(lines[node.lineno - 1 : node.end_lineno or node.lineno]))
-            return "\n".join([*imports, "", body])
+            return "\n".join([*imports_used(module, node), "", body])
     return text[:MAX_TEST_CHARS]
+
+
+def imports_used(module: ast.Module, test: ast.AST) -> list[str]:
+    """The module's top-level imports of the names ``test`` uses, one line each (a test
+    file that imports forty helpers shows the one its test calls)."""
+    used = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    out = []
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
+            if names:
+                out.append("import " + ", ".join(_alias(a) for a in names))
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            names = [a for a in node.names if (a.asname or a.name) in used]
+            if names:
+                where = "." * node.level + (node.module or "")
+                out.append(f"from {where} import " + ", ".join(_alias(a) for a in names))
+    return out
+
+
+def _alias(alias: ast.alias) -> str:
+    return f"{alias.name} as {alias.asname}" if alias.asname else alias.name
 
 
 def tests_folder(idx: Index) -> str:
