@@ -212,16 +212,3 @@ def first_function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None
     module = parse(textwrap.dedent(source))
     node = module.body[0] if module is not None and module.body else None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-
-
-def is_decorator(source: str) -> bool:
-    """Whether a function returns a function it defines (``def memoize(fn): ... return
-    inner``): a small model tests one by calling it on a name that does not exist."""
-    fn = first_function(source)
-    if fn is None:
-        return False
-    inner = {n.name for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
-        for n in fn.body
-    )
