@@ -9,13 +9,11 @@ as the fixer builds it (the index, the localiser's first suspect, the same words
 issue's example calls are not run on the base here, so their lines are missing from
 the prompt), and ``n`` tests are drawn from the model: the first greedy, the rest at the
 fixer's temperature with new seeds. Each test, read as the fixer reads it (the imports
-it forgot added; where the prompt wrote the test up to its expectations, that test with
-the values the answer asserts), runs in the bubblewrap sandbox on the task's buggy tree and on its
+it forgot added), runs in the bubblewrap sandbox on the task's buggy tree and on its
 reference solution. A test is **right** when it fails on the bug and passes on the fix.
 The other outcomes: it fails on both (a wrong expectation, or a test no fix could
 pass), passes on the bug (it shows nothing), errors before running (an import, a
-syntax error), gives no value for a ``...`` of the test written for it, or the answer
-holds no test.
+syntax error), or the answer holds no test.
 
 This isolates the one step the session cannot check: whether the model's test says
 what the issue says. The whole session is measured by ``bench/agent_eval.py``.
@@ -111,7 +109,7 @@ async def probe(t: EvalTask, n: int, client: AsyncOpenAI, model: str, work: Path
         test = test_in_answer(answer.choices[0].message.content or "")
         if test is None:
             kinds["no test"] += 1
-        if test is not None:
+        else:
             test = with_imports(test, idx)
             on_bug = await _outcome(sandbox, bug, test)
             kind = _kind(on_bug, await _outcome(sandbox, fix, test))

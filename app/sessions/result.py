@@ -160,7 +160,8 @@ class RepairReport(_Model):
     failed: dict[str, int] = Field(default_factory=dict)  # why tested candidates failed
     chosen: str = ""  # why this candidate
     mechanical: int = 0  # mechanical changes tested after the model's answers missed
-    mechanical_note: str = ""  # why none was kept though some passed (two did)
+    mechanical_note: str = ""  # why the mechanical round kept none (two passed, a weak
+    # judge allowed few kinds, its time was up)
     # The narrow mechanisms that acted (app/fixers/llm/repair/switches.py), times each; and the
     # one that brought the chosen change ("" for a plain round of answers).
     fired: dict[str, int] = Field(default_factory=dict)

@@ -160,8 +160,8 @@ def _humanize(tmp_path: Path) -> tuple[Path, Index, str]:
 def test_in_a_real_project_the_model_sees_the_body_and_the_pull_request_changes_one_line(
     tmp_path: Path,
 ) -> None:
-    """humanize's `ordinal` (74 lines, 39 of them docstring): the pick and repair
-    prompts show its body, and an answer written from the shortened docstring changes
+    """humanize's `ordinal` (74 lines, 39 of them docstring): the repair prompt shows
+    its body, and an answer written from the shortened docstring changes
     only the line it fixes."""
     tree, idx, path = _humanize(tmp_path)
     symbol = next(s for s in idx.symbols if s.qualname == "ordinal" and s.path == path)

@@ -238,7 +238,7 @@ def test_one_model_test_never_sees_a_number_dropped_or_an_allowlist_widened() ->
 
 
 def _answer(votes: int, one_node: str = "") -> Candidate:
-    return Candidate(function="", constants={}, votes=votes, one_node=one_node)
+    return Candidate(text="", votes=votes, one_node=one_node)
 
 
 def test_the_pull_request_says_when_a_one_node_answer_went_before_more_votes() -> None:

@@ -197,16 +197,20 @@ def test_the_eval_counts_what_each_mechanism_did() -> None:
     import agent_eval
 
     rows = [
-        {"fixed": True, "published": True, "repair": {"fired": {"cloze": 1}, "won_by": "cloze"}},
+        {
+            "fixed": True,
+            "published": True,
+            "repair": {"fired": {"mechanical-late": 1}, "won_by": "mechanical-late"},
+        },
         {
             "fixed": False,
             "published": True,
-            "repair": {"fired": {"cloze": 2, "kept": 1}, "won_by": "cloze"},
+            "repair": {"fired": {"mechanical-late": 2, "together": 1}, "won_by": "mechanical-late"},
         },
-        {"fixed": False, "published": False, "repair": {"fired": {"kept": 1}, "won_by": "more"}},
+        {"fixed": False, "published": False, "repair": {"fired": {"together": 1}, "won_by": ""}},
         {"fixed": False, "published": False, "repair": None},
     ]
     assert agent_eval.mechanisms(rows) == {
-        "cloze": {"acted": 2, "fixed": 1, "wrong": 1},
-        "kept": {"acted": 2, "fixed": 0, "wrong": 0},  # acted, brought nothing published
+        "mechanical-late": {"acted": 2, "fixed": 1, "wrong": 1},
+        "together": {"acted": 2, "fixed": 0, "wrong": 0},  # acted, brought nothing published
     }

@@ -70,10 +70,6 @@ REPRO_ASSERTS_THE_BUG = block(
     "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 324.0\n"
 )
 REPRO_RIGHT = block("def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n")
-OFF_BY_ONE = block(
-    "from temps import fahrenheit_to_celsius\n\n\n"
-    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 101\n"
-)
 NO_TEST = text("The function looks right to me.")
 
 UNPARSEABLE = block("def fahrenheit_to_celsius(f):\n    return (f - 32) * 5 /\n")
@@ -436,21 +432,6 @@ async def test_a_server_that_refuses_n_is_asked_once_per_sample(
     assert len({s for s in seeds[2:4] if s is not None}) == 2  # hot ones, each its own seed
 
 
-BOILING = (
-    "from temps import fahrenheit_to_celsius\n\n\n"
-    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
-)
-
-
-# How each judge comes about: the repository's own failing test; three reproductions
-# that agree; one reproduction (the others fail for the wrong reason, twice over).
-JUDGES = {
-    "the repository's failing test": ([], ISSUE, True),
-    "reproductions that agree": ([REPRO_RIGHT] * 3, ISSUE, True),
-    "one model's reproduction": ([REPRO_RIGHT, *[REPRO_WRONG_IMPORT] * 5], VAGUE, False),
-}
-
-
 TWO_WRONG = (
     "def fahrenheit_to_celsius(f):\n    return (f - 32) * 9 / 5\n\n\n"
     "def celsius_to_kelvin(c):\n    return c - 273.15\n"
@@ -798,7 +779,7 @@ async def test_a_single_model_test_judges_a_loop_over_a_copy(
         make_client,
         "from temps import drop_frozen\n\n\n"
         "def test_two_frozen():\n    assert drop_frozen([10, 20, 50]) == [50]\n",
-        *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
+        *[UNPARSEABLE] * 2,  # the round of answers: nothing usable
         issue=issue,
         temps=DROP_FROZEN,
         tests="from temps import drop_frozen\n\n\ndef test_none():\n"
@@ -847,7 +828,7 @@ async def test_a_single_model_test_judges_a_character_the_issue_names(
         make_client,
         "from temps import is_valid\n\n\n"
         "def test_plus():\n    assert is_valid('jane+news@example.com')\n",
-        *[UNPARSEABLE] * 12,  # the rounds and the cloze round: nothing usable
+        *[UNPARSEABLE] * 2,  # the round of answers: nothing usable
         issue=issue,
         temps=VALID,
         tests=VALID_TESTS,
@@ -942,18 +923,6 @@ async def test_a_mechanism_turned_off_does_not_run(
     assert report.won_by == ""
 
 
-# Two batches of reproduction answers that keep one test alone (a weak judge), and a
-# wrong one: 212 °F expected to be 101 °C.
-ALONE_AND_WRONG = (
-    OFF_BY_ONE,
-    REPRO_WRONG_IMPORT,
-    REPRO_ASSERTS_THE_BUG,
-    REPRO_WRONG_IMPORT,  # the second batch: nothing more kept
-    REPRO_ASSERTS_THE_BUG,
-    NO_TEST,
-)
-
-
 async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     runner: SessionRunner,
     tmp_path: Path,
@@ -986,78 +955,3 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     fix = fixed_right(result)
     assert "1 of 9 samples failed for the bug's reason" in fix.repair.reproduction_note
     assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
-
-
-def partly_wrong(*asserts: str) -> Any:
-    """A reproduction as word-count's: the issue's example right, then cases the model
-    invented, some wrong."""
-    body = "".join(f"    assert fahrenheit_to_celsius({a}\n" for a in asserts)
-    return block(f"from temps import fahrenheit_to_celsius\n\n\ndef test_boiling():\n{body}")
-
-
-RAISES = block(
-    'def fahrenheit_to_celsius(f):\n    """Degrees Fahrenheit in degrees Celsius."""\n'
-    "    if f < -459.67:\n"
-    '        raise ValueError(f"{f} is below absolute zero")\n'
-    "    return (f - 32) * 5 / 9\n"
-)
-ASKS_A_RAISE = VAGUE + " Below absolute zero (-459.67) it should raise ValueError."
-
-
-FLAG = 'def flag(raw):\n    """The boolean a setting\'s text means."""\n    return bool(raw)\n'
-FLAG_TESTS = "from temps import flag\n\n\ndef test_set():\n    assert flag('yes') is True\n"
-
-
-def flag_answer(body: str) -> Any:
-    return block(f'def flag(raw):\n    """The boolean a setting\'s text means."""\n{body}')
-
-
-RETRY_TESTS = (
-    "from temps import retry\n\n\n"
-    "def test_a_function_that_works():\n"
-    "    assert retry()(lambda: 1)() == 1\n"
-)
-RETRY_ISSUE = (
-    "With `@retry(attempts=3)`, a function that fails twice and then succeeds still "
-    "raises: it is called only twice."
-)
-START = (
-    "from temps import retry\n\n\ndef test_issue():\n    calls = []\n\n"
-    "    @retry(attempts=3)\n    def flaky():\n        calls.append(1)\n"
-    "        if len(calls) <= 2:\n            raise ValueError('failed')\n"
-    "        return 'ok'\n\n"
-)
-
-
-SIGNUP = VALID + (
-    "\n\nclass SignupError(ValueError):\n    pass\n"
-    "\n\ndef signup(address):\n"
-    '    """The new account of ``address``, a valid email address."""\n'
-    "    if not is_valid(address):\n"
-    '        raise SignupError(f"{address!r} is not a valid email address")\n'
-    '    return {"email": address}\n'
-)
-# Taking `not` away passes the model's test and every test the repository has.
-TURNED = block(
-    "def signup(address):\n"
-    '    """The new account of ``address``, a valid email address."""\n'
-    "    if is_valid(address):\n"
-    '        raise SignupError(f"{address!r} is not a valid email address")\n'
-    '    return {"email": address}\n'
-)
-PLUS_ALLOWED = block(
-    "def signup(address):\n"
-    '    """The new account of ``address``, a valid email address."""\n'
-    '    local, _, domain = address.partition("@")\n'
-    '    if not is_valid(local.split("+")[0] + "@" + domain):\n'
-    '        raise SignupError(f"{address!r} is not a valid email address")\n'
-    '    return {"email": address}\n'
-)
-PLUS_ISSUE = (
-    "`signup` turns down `jane+news@example.com`: plus addressing is standard. Dots and "
-    "hyphens (`first.last-x@example.co.uk`) must keep working, and `a@b` must stay invalid."
-)
-
-
-async def _nothing(*_: Any, **__: Any) -> None:
-    return None

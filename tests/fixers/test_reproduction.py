@@ -178,49 +178,6 @@ def test_a_test_gets_the_repository_names_it_uses_but_forgot_to_import() -> None
     assert with_imports(fixed, IDX) == fixed  # nothing twice
 
 
-MEMOIZE = """\
-def memoize(fn):
-    cache = {}
-
-    @functools.wraps(fn)
-    def inner(*args, **kwargs):
-        if args not in cache:
-            cache[args] = fn(*args, **kwargs)
-        return cache[args]
-
-    return inner
-"""
-
-
-RETRY = """\
-def retry(attempts=3):
-    def wrap(fn):
-        def inner(*args, **kwargs):
-            for attempt in range(1, attempts):
-                try:
-                    return fn(*args, **kwargs)
-                except Exception:
-                    if attempt == attempts - 1:
-                        raise
-        return inner
-    return wrap
-"""
-
-
-EVENTS = """\
-class EventBus:
-    def __init__(self):
-        self.handlers = {}
-
-    def subscribe(self, name, handler):
-        self.handlers.setdefault(name, []).append(handler)
-
-    def emit(self, name):
-        for handler in self.handlers.get(name, []):
-            handler()
-"""
-
-
 BUCKET = """\
 import time
 
@@ -267,10 +224,11 @@ def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path)
     prompt shows that test with the imports of the names it uses, not the whole file."""
     test_file = (
         "from __future__ import annotations\nimport os.path, re\nimport json as j\n"
-        "from blog.slugs import (\n    slugify,\n    unslug,\n)\nfrom . import helpers\n\n\n"
+        "from blog.slugs import (\n    slugify,\n    unslug,\n)\nfrom . import helpers\n"
+        "from blog.fixtures import page, site\nfrom blog.text import *\n\n\n"
         "def test_plain():\n    assert slugify('a b') == 'a-b'\n\n\n"
         "class TestAccents:\n"
-        "    def test_accents(self):\n"
+        "    def test_accents(self, page):\n"
         "        assert slugify(helpers.text('Crème'), j.loads('1')) == 'creme'\n"
     )
     (tmp_path / "src/blog").mkdir(parents=True)
@@ -283,8 +241,9 @@ def test_a_failing_test_is_shown_by_its_imports_and_its_own_body(tmp_path: Path)
     assert path_of_test("tests/test_new.py", idx) == "tests/test_new.py"  # a path, as it is
     shown = source_of_test(tmp_path, test, idx, whole=False)
     assert shown == (
-        "import json as j\nfrom blog.slugs import slugify\nfrom . import helpers\n\n"
-        "def test_accents(self):\n"
+        "import json as j\nfrom blog.slugs import slugify\nfrom . import helpers\n"
+        "from blog.fixtures import page\nfrom blog.text import *\n\n"
+        "def test_accents(self, page):\n"
         "    assert slugify(helpers.text('Crème'), j.loads('1')) == 'creme'"
     )
     assert source_of_test(tmp_path, test, idx) == test_file

@@ -28,13 +28,12 @@ from app.fixers.llm.repair.splice import (
 
 @dataclass
 class Candidate:
-    function: str
-    constants: dict[str, str]
+    """One distinct change: the file as it would be, and what its tests said."""
+
+    text: str  # the file as it would be with the candidate spliced in
     votes: int = 1
-    text: str = ""  # the file as it would be with the candidate spliced in
     changed_lines: int = 0
     verdict: str = ""  # "passed", or why not
-    output: str = ""  # the failing test's trimmed output, for the next round
     imports: tuple[str, ...] = ()  # import lines added for names it uses
     one_node: str = ""  # what it changed, when it is also a one-node change (mechanical.py)
 
@@ -96,8 +95,6 @@ def _spliced(
     added = forgotten(text, spliced, lambda name: _near(defined_by(idx, name), home))
     spliced = with_import_lines(spliced, added)
     return Candidate(
-        function=function,
-        constants=constants,
         text=spliced,
         changed_lines=changed_lines(text, spliced),
         imports=tuple(added),

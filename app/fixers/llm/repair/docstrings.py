@@ -3,8 +3,7 @@
 Real code documents itself at length: a function of 74 lines may have 39 of docstring.
 A small model asked for the whole corrected function writes every line of it back, at a
 few tokens a second on a small CPU, before the one line that matters, and every answer
-and every call costs that again. And shown the first 40 lines of each suspect to pick
-the one at fault, it sees such a function's docstring and not its body.
+and every call costs that again.
 
 So where a function's docstring runs past :data:`DOC_LINES` lines, the prompts show it
 as its first sentence line and `` ...`` (:func:`shortened`), and the answer gets the

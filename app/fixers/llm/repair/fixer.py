@@ -15,7 +15,8 @@ the tests choose (as Agentless does: a small model cannot plan a tool loop).
    that breaks a test that passed before is out.
 5. **Choose**: the most voted passing change, the smallest among equals. When every
    answer missed, small mechanical changes (:mod:`mechanical`), which cost no model
-   call, are tried on the same suspects, and one is kept only when it alone passes.
+   call, are tried on the first three suspects for about a minute of test runs, and
+   one is kept only when it alone passes and every other was tried.
 
 Nothing verified, nothing proposed: an honest answer, never a pull request.
 """
@@ -139,14 +140,15 @@ class RepairFixer(ModelFixer):
             target = target_of(job.idx, suspect.symbol, together(suspect, suspects))
             if target is None:
                 continue
+            if job.stopped:  # the model call budget is spent
+                break
             if target.joined:  # acted: another suspect is rewritten with this one
                 switches.fired("together")
             winner = await self._round(job, target, must_pass, passed_before, before)
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
-            if job.stopped:
-                break
-        last = await self._mechanical(job, order, suspects, must_pass, passed_before, strong)
+        mechanics = suspects[:MECHANICAL_SUSPECTS]
+        last = await self._mechanical(job, mechanics, must_pass, passed_before, strong)
         if last is not None:
             return self._won(summary(job, *last, repro))
         if repro is not None:
@@ -156,20 +158,18 @@ class RepairFixer(ModelFixer):
     async def _mechanical(
         self,
         job: RepairRun,
-        order: list[Suspect],
         suspects: list[Suspect],
         must_pass: list[str],
         passed_before: set[str],
         strong: bool,
     ) -> tuple[Target, Candidate] | None:
-        """When every answer missed: mechanical changes, which cost no model call (so a
-        third suspect too; for a weak judge only the kinds it may judge)."""
+        """When every answer missed: mechanical changes to ``suspects``, which cost no
+        model call (for a weak judge only the kinds it may judge)."""
         if not switches.on("mechanical-late"):
             return None
         switches.fired("mechanical-late")
         job.report.mechanical_note = "" if strong else WEAK_JUDGE
-        mechanics = [*order, *suspects[:MECHANICAL_SUSPECTS]]
-        fixed = await mechanical_fix(job, mechanics, must_pass, passed_before, weak=not strong)
+        fixed = await mechanical_fix(job, suspects, must_pass, passed_before, weak=not strong)
         job.report.won_by = "mechanical-late" if fixed is not None else ""
         return fixed
 

@@ -118,7 +118,7 @@ async def validate(
 ) -> None:
     """The candidate tried in the sandbox (left in the tree when it passes): its verdict
     and output are set."""
-    candidate.verdict, candidate.output = await try_change(
+    candidate.verdict = await try_change(
         job.ws, job.idx, path=target.symbol.path, text=candidate.text,
         must_pass=must_pass, passed_before=passed_before,
     )  # fmt: skip

@@ -100,14 +100,9 @@ async def mechanical(
         if time.monotonic() >= deadline:
             found.out_of_time = True
             break
-        candidate = Candidate(
-            function=function,
-            constants=constants,
-            text=spliced,
-            changed_lines=changed_lines(text, spliced),
-        )
+        candidate = Candidate(text=spliced, changed_lines=changed_lines(text, spliced))
         found.tried += 1
-        candidate.verdict, candidate.output = await try_change(
+        candidate.verdict = await try_change(
             ws, idx, path=path, text=spliced, must_pass=must_pass, passed_before=passed_before
         )
         if candidate.verdict != "passed":
@@ -119,8 +114,6 @@ async def mechanical(
     winner = found.winner
     if winner is not None:
         write_confined(ws.tree, path, winner[1].text.encode())
-    elif found.passed:
-        write_confined(ws.tree, path, text.encode())
     return found
 
 

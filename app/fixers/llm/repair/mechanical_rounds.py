@@ -14,7 +14,8 @@ from app.fixers.llm.repair.mechanical import mechanical
 from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.splice import Target, target_of
 
-MECHANICAL_SECONDS = 60.0  # the round's test runs, over every suspect
+# No change starts after the round's test runs took this long (one under way finishes).
+MECHANICAL_SECONDS = 60.0
 
 
 async def mechanical_fix(
@@ -54,8 +55,7 @@ async def mechanical_fix(
             return None
         if mech.out_of_time:
             untried = ": one change passed, but others were left untried" if mech.passed else ""
-            report.mechanical_note = (
-                f"the mechanical round stopped after {seconds:.0f} s of test runs{untried}"
-            )
+            said = f"the mechanical round stopped after {seconds:.0f} s of test runs{untried}"
+            report.mechanical_note = "; ".join(filter(None, [report.mechanical_note, said]))
             return None
     return None

@@ -66,7 +66,6 @@ class Reproduction:
     # The issue's own example fails too, or two of the model's tests agree on what the
     # code should do: a judge for changes no model wrote (app/fixers/llm/repair/mechanical.py).
     strong: bool = False
-    agree: int = 0  # the kept tests that agree with the one chosen on what it should do
 
 
 REPRO_SAMPLES = 3
@@ -238,7 +237,6 @@ async def reproduce(
         "; ".join(_notes(judged, chosen, agree, own, own_why)),
         output.strip().replace("{path}", rel),
         strong=bool(own) or agree > 1,
-        agree=agree,
     )
 
 

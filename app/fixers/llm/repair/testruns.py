@@ -194,9 +194,12 @@ def source_of_test(tree: Path, test: str, idx: Index, *, whole: bool = True) -> 
 
 
 def imports_used(module: ast.Module, test: ast.AST) -> list[str]:
-    """The module's top-level imports of the names ``test`` uses, one line each (a test
-    file that imports forty helpers shows the one its test calls)."""
+    """The module's top-level imports of the names ``test`` uses, its parameters (pytest
+    fixtures imported by name) included, one line each: a test file that imports forty
+    helpers shows the one its test calls. A star import is kept: what it brings is not
+    written."""
     used = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    used |= {a.arg for a in ast.walk(test) if isinstance(a, ast.arg)}
     out = []
     for node in module.body:
         if isinstance(node, ast.Import):
@@ -204,7 +207,7 @@ def imports_used(module: ast.Module, test: ast.AST) -> list[str]:
             if names:
                 out.append("import " + ", ".join(_alias(a) for a in names))
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            names = [a for a in node.names if (a.asname or a.name) in used]
+            names = [a for a in node.names if a.name == "*" or (a.asname or a.name) in used]
             if names:
                 where = "." * node.level + (node.module or "")
                 out.append(f"from {where} import " + ", ".join(_alias(a) for a in names))
@@ -296,28 +299,26 @@ async def try_change(
     text: str,
     must_pass: Sequence[str],
     passed_before: set[str],
-) -> tuple[str, str]:
+) -> str:
     """Put ``text`` at ``path`` and run the tests that must pass (failing or reproducing)
-    first, then all: ("passed", "") leaves the change in the tree; otherwise the file
-    is put back, and the verdict (``test failed: <id>``, ``breaks: <id>`` for a test that
-    passed before) comes with that test's trimmed output."""
+    first, then all: "passed" leaves the change in the tree; otherwise the file is put
+    back, and the verdict says why (``test failed: <id>``, ``breaks: <id>`` for a test
+    that passed before)."""
     original = idx.sources[path]
     write_confined(ws.tree, path, text.encode())
     ws.sandbox.prepare_writable(ws.tree)
-    verdict, output = "tests did not run", ""
+    verdict = "tests did not run"
     try:
         files = sorted({p for p in (path_of_test(t, idx) for t in must_pass) if p})
         if files:
             tests = await run_tests(ws, extra=files, name="repair-candidate")
             still = [t for t in must_pass if failed_in(tests, t)]
             if tests is None or still:
-                name = still[0] if still else "the tests"
-                output = failure_of(tests, name)
-                verdict = f"test failed: {name}"
-                return verdict, output
+                verdict = f"test failed: {still[0] if still else 'the tests'}"
+                return verdict
         whole = await run_tests(ws, name="repair-candidate-all")
         if whole is None:
-            return verdict, output
+            return verdict
         broken = [
             t
             for t in sorted(passed_before)
@@ -325,14 +326,14 @@ async def try_change(
         ]
         still = [t for t in must_pass if failed_in(whole, t)]
         if broken:
-            verdict, output = f"breaks: {broken[0]}", trim(whole.failures.get(broken[0], ""))
+            verdict = f"breaks: {broken[0]}"
         elif still:
-            verdict, output = f"test failed: {still[0]}", failure_of(whole, still[0])
+            verdict = f"test failed: {still[0]}"
         elif not whole.run.outcomes and not whole.run.ok:
             verdict = f"tests failed (exit code {whole.run.exit_code})"
         else:
             verdict = "passed"
-        return verdict, output
+        return verdict
     finally:
         if verdict != "passed":
             write_confined(ws.tree, path, original.encode())
