@@ -342,7 +342,6 @@ MANY_METHODS = 25
 BIG_CLASSES: dict[str, str] = {
     "sessions/session.py:SessionRunner": "the session's phases in order, one method each",
     "fixers/culprit.py:_Search": "one bisect's state: reproduce, search, verify, revert",
-    "fixers/llm/repair/fixer.py:RepairFixer": "the repair flow on one page",
     "publish/github.py:Publisher": "every write to GitHub, one method per call",
     "localforge/bare_repo.py:BareRepo": "to split: the GitHub double's git side",
     "localforge/rules.py:GitHubRules": "to split: the GitHub double's rules",
