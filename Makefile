@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # postgresql: the store's tests start their own server (tests/postgres_server.py).
-DEB_PACKAGES := git bubblewrap postgresql
+DEB_PACKAGES := git bubblewrap postgresql nodejs npm
 
 .PHONY: help venv system-deps test test-profile check bench-tests demo serve bench model model-stop eval lint fmt clean
 

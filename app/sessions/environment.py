@@ -38,6 +38,7 @@ from packaging.utils import canonicalize_name
 from app.errors import PatchwardenError
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
+from app.sessions.process import Completed
 from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
 from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
@@ -181,12 +182,23 @@ class EnvironmentBuilder:
                 package_env=self.packages.env,
             )
             steps.append(make_step(done, name="setup", phase="setup", tree=label, secrets=masked))
-            if not done.ok:
-                how = "timed out" if done.timed_out else f"exited {done.exit_code}"
-                raise SetupFailed(
-                    f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
-                    "set `setup:` in .github/patchwarden.yml to change it)"
-                )
+            self._check(done, argv, commands)
+        for argv in commands.offline:  # the network closed: packages' own scripts
+            done = await self.sandbox.run(
+                argv, mounts=mounts, env=env, timeout=self.timeouts.setup, network=False
+            )
+            steps.append(make_step(done, name="setup", phase="setup", tree=label, secrets=masked))
+            self._check(done, argv, commands)
+
+    @staticmethod
+    def _check(done: Completed, argv: list[str], commands: RepoCommands) -> None:
+        """A SetupFailed naming the command, when it failed."""
+        if not done.ok:
+            how = "timed out" if done.timed_out else f"exited {done.exit_code}"
+            raise SetupFailed(
+                f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
+                "set `setup:` in .github/patchwarden.yml to change it)"
+            )
 
 
 def distributions(env: Environment | None) -> dict[str, str]:

@@ -67,6 +67,9 @@ class RepoCommands:
     test_source: Source = "none"
     kind: Literal["python", "node", "go", "make", "none"] = "none"
     inputs: dict[str, str] = field(default_factory=dict)  # setup input file -> sha256
+    # Run after ``setup`` in the setup phase, with no network: the install scripts of
+    # the packages an npm setup fetched with ``--ignore-scripts`` (``npm rebuild``).
+    offline: list[list[str]] = field(default_factory=list)
 
     @property
     def is_pytest(self) -> bool:
@@ -74,11 +77,10 @@ class RepoCommands:
 
     def env_key(self, *, base_python: str, backend: str) -> str:
         """The setup cache key: the commands, the interpreter, and the input files."""
-        material = json.dumps(
-            {"setup": self.setup, "python": base_python, "backend": backend, "in": self.inputs},
-            sort_keys=True,
-        )
-        return hashlib.sha256(material.encode()).hexdigest()[:24]
+        material: dict[str, Any] = {"setup": self.setup, "python": base_python}
+        material["backend"] = backend
+        material |= {"in": self.inputs} | ({"offline": self.offline} if self.offline else {})
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def _is_pytest(argv: Sequence[str]) -> bool:
@@ -157,6 +159,7 @@ def detect(
             tree, kind, present, requirements, base_python, pytest=_is_pytest(test)
         )
         setup_source = "detected" if setup else "none"
+    offline = NPM_OFFLINE if kind == "node" and setup_source == "detected" else []
     return RepoCommands(
         setup=setup,
         setup_source=setup_source,
@@ -164,6 +167,7 @@ def detect(
         test_source=test_source,  # type: ignore[arg-type]
         kind=kind,
         inputs=inputs,
+        offline=offline,
     )
 
 
@@ -246,7 +250,13 @@ def _detect_setup(
 ) -> list[list[str]]:
     if kind == "node":
         lock = present & {"package-lock.json", "npm-shrinkwrap.json"}
-        return [["npm", "ci" if lock else "install", "--no-audit", "--no-fund"]]
+        if not lock:
+            _other_node_lock(tree)
+        # The lock as it is (`npm ci`), or without one the ranges, writing no lock into
+        # the tree; no package's install script runs while the network is open
+        # (:data:`NPM_OFFLINE` runs them afterwards, offline).
+        how = ["ci"] if lock else ["install", "--no-package-lock"]
+        return [["npm", *how, "--ignore-scripts", "--no-audit", "--no-fund"]]
     if kind != "python":
         return []
     packages: list[str] = []
@@ -270,6 +280,24 @@ def _detect_setup(
     locked = [[*pip, "-r", name] for name in hashed]
     rest = [pip + packages] if packages else []
     return [[base_python, "-m", VENV_COMMAND, ENV_MOUNT], *locked, *rest]
+
+
+# The packages' own install scripts (preinstall, install, postinstall), run in the setup
+# phase after everything is fetched, with no network.
+NPM_OFFLINE = [["npm", "rebuild", "--no-audit", "--no-fund"]]
+OTHER_NODE_LOCKS = {"pnpm-lock.yaml": "pnpm", "yarn.lock": "yarn", "bun.lockb": "bun"}
+
+
+def _other_node_lock(tree: Path) -> None:
+    """A RepoConfigError when the project locks its packages with another manager than
+    npm: installing it with npm would ignore that lock."""
+    for name, manager in OTHER_NODE_LOCKS.items():
+        if read_confined(tree, name, limit=0) is not None:
+            raise RepoConfigError(
+                f"{name}: JavaScript projects that {manager} installs are not supported yet "
+                f"(npm with package-lock.json is); say `setup:` and `test:` in {CONFIG_PATH} "
+                "to run them with commands of your own"
+            )
 
 
 def _pyproject(tree: Path) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,25 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
         ),
         pytest.param(
             {"package.json": '{"scripts": {"test": "jest"}}', "package-lock.json": "{}"},
-            [["npm", "ci", "--no-audit", "--no-fund"]],
+            [["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"]],
             ["npm", "test", "--silent"],
             id="node-with-lockfile",
+        ),
+        pytest.param(
+            {"package.json": '{"scripts": {"test": "jest"}}'},
+            # no lock to follow: the ranges, and no lock written into the tree
+            [
+                [
+                    "npm",
+                    "install",
+                    "--no-package-lock",
+                    "--ignore-scripts",
+                    "--no-audit",
+                    "--no-fund",
+                ]
+            ],
+            ["npm", "test", "--silent"],
+            id="node-without-lockfile",
         ),
         pytest.param({"go.mod": "module x\n"}, [], ["go", "test", "./..."], id="go"),
         pytest.param({"Makefile": "test:\n\ttrue\n"}, [], ["make", "test"], id="make"),
@@ -188,6 +205,36 @@ def test_a_bad_config_is_refused_with_what_is_wrong(
     with pytest.raises(RepoConfigError, match=message) as caught:
         detect(root, base_python=PY)
     assert ".github/patchwarden.yml" in str(caught.value)
+
+
+def test_an_npm_setup_runs_the_packages_install_scripts_offline_after(tmp_path: Path) -> None:
+    """What npm fetched with the network open runs its install scripts only afterwards,
+    offline (`offline`), and that step is part of the cache key; a repository's own
+    `setup:` gets none."""
+    files = {"package.json": '{"scripts": {"test": "jest"}}', "package-lock.json": "{}"}
+    found = detect(tree(tmp_path / "a", files), base_python=PY)
+    assert found.offline == [["npm", "rebuild", "--no-audit", "--no-fund"]]
+    without = replace(found, offline=[])
+    assert found.env_key(base_python=PY, backend="b") != without.env_key(
+        base_python=PY, backend="b"
+    )
+    own = {**files, ".github/patchwarden.yml": "setup: npm ci\ntest: npm test\n"}
+    assert detect(tree(tmp_path / "b", own), base_python=PY).offline == []
+
+
+@pytest.mark.parametrize("lock", ["pnpm-lock.yaml", "yarn.lock"])
+def test_a_project_another_package_manager_locks_is_not_installed_with_npm(
+    tmp_path: Path, lock: str
+) -> None:
+    files = {"package.json": '{"scripts": {"test": "jest"}}', lock: ""}
+    with pytest.raises(
+        RepoConfigError, match=f"{lock}: JavaScript projects that .* not supported yet"
+    ):
+        detect(tree(tmp_path / "a", files), base_python=PY)
+    own = {**files, ".github/patchwarden.yml": "setup: corepack pnpm install\ntest: pnpm test\n"}
+    assert detect(tree(tmp_path / "b", own), base_python=PY).setup == [
+        ["corepack", "pnpm", "install"]
+    ]
 
 
 def test_a_config_symlinked_out_of_the_tree_is_not_read(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from tests.conftest import (
     INSTALLATION,
     REPO,
     git_commit,
+    git_in,
     make_project,
     running_with,
 )
@@ -484,3 +485,74 @@ async def test_a_new_test_under_a_path_the_base_links_elsewhere_is_not_run_there
     assert result.tests.reproduced == []
     assert not [s for s in result.steps if s.name == "reproduce"]
     assert sorted(p.name for p in outside.iterdir()) == ["keep.py"]
+
+
+PROBE_JS = """\
+const fs = require('fs');
+const net = require('net');
+const said = ['secret=' + (process.env.PW_PROBE_SECRET || 'none')];
+try { fs.writeFileSync(process.env.PW_ESCAPE || '/tmp/pw-escape', 'x'); said.push('tmp=written'); }
+catch (e) { said.push('tmp=' + e.code); }
+const done = (how) => {
+  fs.appendFileSync('/workspace/report.txt', said.join(' ') + ' net=' + how + '\\n');
+  process.exit(0);
+};
+const socket = net.connect({ host: '1.1.1.1', port: 443 });
+socket.setTimeout(3000, () => done('timeout'));
+socket.on('connect', () => done('open'));
+socket.on('error', (e) => done(e.code));
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+async def test_an_npm_packages_install_script_runs_once_offline_and_reaches_nothing(
+    runner: SessionRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dependency's `postinstall` (here one that opens a socket, reads the environment
+    and writes outside the tree) never runs while the setup phase's network is open
+    (`npm ci --ignore-scripts`); it runs once afterwards, with no network, no secret of
+    the host and no way to the host's files (`npm rebuild` in the sandbox)."""
+    monkeypatch.setenv("PW_PROBE_SECRET", "s3cr3t")
+    escape = tmp_path / "escaped"
+    package = {
+        "name": "app",
+        "version": "1.0.0",
+        "scripts": {"test": 'node -e "process.exit(0)"'},
+        "dependencies": {"probe": "file:probe"},
+    }
+    probe = {"name": "probe", "version": "1.0.0", "scripts": {"postinstall": "node probe.js"}}
+    files = {
+        "package.json": json.dumps(package),
+        "probe/package.json": json.dumps(probe),
+        "probe/probe.js": PROBE_JS.replace("/tmp/pw-escape", str(escape)),
+    }
+    root = tmp_path / "npm-app"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    locked = await asyncio.create_subprocess_exec(
+        "npm", "install", "--package-lock-only", "--ignore-scripts", "--offline", "--no-audit",
+        cwd=root, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await locked.communicate()
+    assert locked.returncode == 0, err.decode()
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "an npm project whose dependency has an install script")
+    remote = Remote("octo/npm-app", str(root))
+
+    async def read(ctx: FixContext) -> FixOutcome:
+        report = (ctx.tree / "report.txt").read_text() if (ctx.tree / "report.txt").exists() else ""
+        return FixOutcome(fixer="test", summary=report)
+
+    result = await runner.run(SessionSpec(remote=remote, task=Task("read")), read)
+    setup = [s.argv for s in result.steps if s.phase == "setup"]
+    assert setup == [
+        ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+        ["npm", "rebuild", "--no-audit", "--no-fund"],
+    ], result.error
+    assert result.fix is not None
+    lines = result.fix.summary.splitlines()
+    assert len(lines) == 1, lines  # once, in the offline step
+    assert lines[0].startswith("secret=none tmp=")
+    assert "net=open" not in lines[0]
+    assert not escape.exists()
