@@ -38,7 +38,6 @@ from packaging.utils import canonicalize_name
 from app.errors import PatchwardenError
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.process import Completed
 from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
 from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
@@ -172,33 +171,25 @@ class EnvironmentBuilder:
         ]
         env = {"SETUPTOOLS_SCM_PRETEND_VERSION": version} if version else {}
         masked = [*secrets, *self.packages.secrets]
-        for argv in commands.setup:
+        # The setup commands with the network open, then the offline ones without it.
+        steps_of = [(argv, True) for argv in commands.setup]
+        steps_of += [(argv, False) for argv in commands.offline]
+        for argv, network in steps_of:
             done = await self.sandbox.run(
                 argv,
                 mounts=mounts,
                 env=env,
                 timeout=self.timeouts.setup,
-                network=True,
-                package_env=self.packages.env,
+                network=network,
+                package_env=self.packages.env if network else None,
             )
             steps.append(make_step(done, name="setup", phase="setup", tree=label, secrets=masked))
-            self._check(done, argv, commands)
-        for argv in commands.offline:  # the network closed: packages' own scripts
-            done = await self.sandbox.run(
-                argv, mounts=mounts, env=env, timeout=self.timeouts.setup, network=False
-            )
-            steps.append(make_step(done, name="setup", phase="setup", tree=label, secrets=masked))
-            self._check(done, argv, commands)
-
-    @staticmethod
-    def _check(done: Completed, argv: list[str], commands: RepoCommands) -> None:
-        """A SetupFailed naming the command, when it failed."""
-        if not done.ok:
-            how = "timed out" if done.timed_out else f"exited {done.exit_code}"
-            raise SetupFailed(
-                f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
-                "set `setup:` in .github/patchwarden.yml to change it)"
-            )
+            if not done.ok:
+                how = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                raise SetupFailed(
+                    f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
+                    "set `setup:` in .github/patchwarden.yml to change it)"
+                )
 
 
 def distributions(env: Environment | None) -> dict[str, str]:

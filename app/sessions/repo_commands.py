@@ -77,9 +77,8 @@ class RepoCommands:
 
     def env_key(self, *, base_python: str, backend: str) -> str:
         """The setup cache key: the commands, the interpreter, and the input files."""
-        material: dict[str, Any] = {"setup": self.setup, "python": base_python}
-        material["backend"] = backend
-        material |= {"in": self.inputs} | ({"offline": self.offline} if self.offline else {})
+        material: dict[str, Any] = {"setup": self.setup, "python": base_python, "backend": backend}
+        material |= {"in": self.inputs, **({"offline": self.offline} if self.offline else {})}
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
