@@ -164,7 +164,7 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
         webhook_secret=None,  # no webhook_url either: deliveries are recorded, not sent
         root=Path(args.root),  # inside the bench's temporary folder
     )
-    forge.rate_remaining = 10**9  # keep the quota headers positive
+    forge.state.rate_remaining = 10**9  # keep the quota headers positive
     url = await forge.start(HOST, 0)
     repo = forge.add_repo(REPO, installation_id=INSTALLATION_ID, source=Path(args.source))
     forge.add_user(REPO, USER, "write")
@@ -192,7 +192,7 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
             REPO, listed.number, f"Seen here too ({n})", author=USER, send=False
         )
     commented = forge.open_issue(REPO, "Where the bench posts its comments", author=USER)
-    await forge.flush()
+    await forge.hooks.flush()
     first_request = len(forge.requests)
 
     def stats() -> dict[str, Any]:

@@ -99,7 +99,7 @@ async def one(bump: Bump, work: Path, cached: int) -> dict[str, Any]:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.SockSite(runner, sock).start()
-    forge.webhook_url = f"http://127.0.0.1:{sock.getsockname()[1]}/webhooks/github"
+    forge.hooks.webhook_url = f"http://127.0.0.1:{sock.getsockname()[1]}/webhooks/github"
     store = app[RUNTIME].store
     runs: list[dict[str, Any]] = []
     try:
@@ -107,7 +107,7 @@ async def one(bump: Bump, work: Path, cached: int) -> dict[str, Any]:
         for n in range(1 + cached):
             seen = {p.number for p in forge.pulls(repo)}
             started = time.monotonic()
-            alert = await forge.raise_dependabot_alert(
+            alert = await forge.security.raise_dependabot_alert(
                 repo,
                 package=bump.package,
                 vulnerable_range=bump.vulnerable_range,
@@ -123,7 +123,7 @@ async def one(bump: Bump, work: Path, cached: int) -> dict[str, Any]:
             result = _result(settings.cache_dir, max(j.id for j in jobs))
             row = {"run": "cold" if n == 0 else "cached", "pr": pull, **phases(result, to_pr)}
             runs.append(row)
-            await forge.alert_event(repo, alert, "dismissed", by=repo.split("/")[0])
+            await forge.security.alert_event(repo, alert, "dismissed", by=repo.split("/")[0])
             await forge.settle(within=30)
     finally:
         await runner.cleanup()

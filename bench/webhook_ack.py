@@ -85,7 +85,7 @@ async def _forge_main(args: argparse.Namespace, public_key: str) -> None:
         webhook_secret=None,
     )
     # The bench measures acknowledgements, not rate limiting: keep the quota headers positive.
-    forge.rate_remaining = 10**9
+    forge.state.rate_remaining = 10**9
     url = await forge.start(HOST, 0)
     forge.add_repo(REPO, installation_id=INSTALLATION_ID)
     forge.add_user(REPO, USER, "write")

@@ -225,7 +225,7 @@ async def make_pw(
             app = create_app(make_settings(**overrides))
             server = await aiohttp_server(app)
             url = str(server.make_url("")).rstrip("/")
-            forge.webhook_url = f"{url}/webhooks/github"
+            forge.hooks.webhook_url = f"{url}/webhooks/github"
             return Harness(
                 forge=forge, url=url, runtime=app[RUNTIME], session=session, server=server
             )

@@ -343,9 +343,9 @@ BIG_CLASSES: dict[str, str] = {
     "sessions/session.py:SessionRunner": "the session's phases in order, one method each",
     "fixers/culprit.py:_Search": "one bisect's state: reproduce, search, verify, revert",
     "publish/github.py:Publisher": "every write to GitHub, one method per call",
-    "localforge/bare_repo.py:BareRepo": "to split: the GitHub double's git side",
-    "localforge/rules.py:GitHubRules": "to split: the GitHub double's rules",
-    "localforge/world.py:World": "to split: the GitHub double's state",
+    "localforge/bare_repo.py:BareRepo": "the double's git: one method per git question",
+    "localforge/rules.py:GitHubRules": "GitHub's rules call each other (a push refreshes pulls)",
+    "localforge/world.py:World": "what a test says people do: one method each, over the parts",
 }
 
 
@@ -370,6 +370,52 @@ def test_no_class_is_big_without_a_reason() -> None:
     found = big_classes()
     assert set(found) - set(BIG_CLASSES) == set(), f"split it or say why: {found}"
     assert set(BIG_CLASSES) - set(found) == set(), "a big class is small now: drop it"
+
+
+# Roots of hierarchies that are kinds, not parts: errors, data shapes, interfaces.
+KIND_ROOTS = {"Exception", "BaseModel", "ABC", "Protocol"}
+DEEPEST_CHAIN = 2  # a class and the one it extends
+
+
+def class_chains() -> dict[str, list[str]]:
+    """``path:Class`` -> its longest chain of app classes with behaviour (itself first),
+    leaving out interfaces and every class of an error or data-shape hierarchy."""
+    bases: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    for path in sorted(APP.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                names = [
+                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+                ]
+                bases[node.name] = bases.get(node.name, []) + [n for n in names if n]
+                where[node.name] = f"{path.relative_to(APP).as_posix()}:{node.name}"
+
+    def roots(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        found = {b for b in bases.get(name, []) if b not in bases}
+        for b in bases.get(name, []):
+            if b in bases and b not in seen:
+                found |= roots(b, seen | {name})
+        return found
+
+    def chain(name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        parents = [b for b in bases.get(name, []) if b in bases and b not in seen]
+        longest = max((chain(b, seen | {name}) for b in parents), key=len, default=[])
+        interface = {"ABC", "Protocol"} & set(bases.get(name, []))
+        return longest if interface else [name, *longest]
+
+    kinds = {name for name in bases if roots(name) & (KIND_ROOTS - {"ABC", "Protocol"})}
+    return {where[n]: chain(n) for n in bases if n not in kinds}
+
+
+def test_classes_are_composed_not_stacked() -> None:
+    """A class with behaviour extends at most one other of app/: deeper stacks hide
+    where an attribute lives, so parts are composed instead (LocalForge's ``World``
+    holds its state, outbox, CI, rules and alerts). Errors, pydantic shapes and
+    interfaces are kinds, not parts, and are left out."""
+    deep = {where: c for where, c in class_chains().items() if len(c) > DEEPEST_CHAIN}
+    assert deep == {}, "compose the parts instead of stacking classes"
+    assert len(class_chains()["localforge/forge_server.py:LocalForge"]) == 2
 
 
 # File names two packages share because the modules play the same role in each

@@ -250,7 +250,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.SockSite(runner, sock).start()
-    forge.webhook_url = f"http://127.0.0.1:{port}/webhooks/github"
+    forge.hooks.webhook_url = f"http://127.0.0.1:{port}/webhooks/github"
     store = app[RUNTIME].store
     story = Story(forge, started)
     fixer = "llm" if settings.llm_configured else "lint"

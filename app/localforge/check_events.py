@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from app.localforge.deliveries import Deliveries
+from app.localforge.deliveries import Outbox
 from app.localforge.state import CheckRun, CheckSuite, Issue, Pull, Repo, User
 
 
@@ -18,26 +18,24 @@ def open_pulls_at(repo: Repo, sha: str) -> list[tuple[Pull, Issue]]:
     ]
 
 
-def suite_for(
-    forge: Deliveries, repo: Repo, sha: str, app_slug: str, branch: str | None
-) -> CheckSuite:
+def suite_for(hooks: Outbox, repo: Repo, sha: str, app_slug: str, branch: str | None) -> CheckSuite:
     for suite in repo.check_suites:
         if suite.head_sha == sha and suite.app_slug == app_slug:
             return suite
-    suite = CheckSuite(forge.next_id(), sha, branch, app_slug, after=sha)
+    suite = CheckSuite(hooks.state.next_id(), sha, branch, app_slug, after=sha)
     repo.check_suites.append(suite)
     return suite
 
 
 async def check_run_changed(
-    forge: Deliveries, repo: Repo, run: CheckRun, action: str, sender: User
+    hooks: Outbox, repo: Repo, run: CheckRun, action: str, sender: User
 ) -> None:
     """Send check_run (and, when its suite is done, check_suite) deliveries."""
     pulls = open_pulls_at(repo, run.head_sha)
-    forge.emit(
+    hooks.emit(
         "check_run",
-        forge.event(
-            repo, action, sender, check_run=forge.render.checks.check_run(repo, run, pulls)
+        hooks.event(
+            repo, action, sender, check_run=hooks.state.render.checks.check_run(repo, run, pulls)
         ),
     )
     suite = run.suite
@@ -56,13 +54,13 @@ async def check_run_changed(
         suite.conclusion = min((r.conclusion or "success" for r in runs), key=order.index)
         suite.updated_at = time.time()
         head = repo.git.commit(suite.head_sha)
-        forge.emit(
+        hooks.emit(
             "check_suite",
-            forge.event(
+            hooks.event(
                 repo,
                 "completed",
                 sender,
-                check_suite=forge.render.checks.check_suite(
+                check_suite=hooks.state.render.checks.check_suite(
                     repo, suite, len(runs), pulls, head_commit=head
                 ),
             ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -12,40 +13,68 @@ import aiohttp
 from app.github import signing
 from app.localforge.forge_base import (
     Delivery,
-    ForgeBase,
+    ForgeState,
     Violation,
     _node_id,
 )
 from app.localforge.state import Repo, User
 
 
-class Deliveries(ForgeBase):
-    """The forge's outbox: every state change is delivered to the App's webhook URL."""
+class Outbox:
+    """The forge's webhooks: every state change is delivered to the App's webhook URL,
+    signed with its secret, in order, one at a time, from :meth:`start` to :meth:`stop`.
+    Owns the deliveries made (or tried)."""
+
+    def __init__(
+        self, state: ForgeState, *, webhook_url: str | None, webhook_secret: str | None
+    ) -> None:
+        self.state = state
+        self.webhook_url = webhook_url
+        self.webhook_secret = webhook_secret
+        self.deliveries: list[Delivery] = []
+        # Tests of idempotency: each delivery is posted again under a new
+        # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
+        self.echo_deliveries = False
+        self.in_flight = 0  # deliveries queued and not yet made
+        self._queue: asyncio.Queue[Delivery] | None = None
+        self._sender: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Deliver from now on (until :meth:`stop`, deliveries are recorded, not sent)."""
+        self._queue = asyncio.Queue()
+        self._sender = asyncio.create_task(self._send_loop())
+
+    async def stop(self) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+            self._sender = None
 
     def emit(self, event: str, payload: dict[str, Any]) -> Delivery:
         """Queue a delivery, checked against the webhook schema; it goes out in order."""
-        hook = self.render.webhooks.hook(event, payload)
-        problems = self.hook_contract.problems(event, hook)
+        hook = self.state.render.webhooks.hook(event, payload)
+        problems = self.state.hook_contract.problems(event, hook)
         if problems:
-            self.violations.append(
+            self.state.violations.append(
                 Violation("webhook", f"{event}.{hook.get('action', '')}", problems)
             )
         delivery = Delivery(str(uuid.uuid4()), event, hook.get("action"), hook)
         self.deliveries.append(delivery)
-        if self._outbox is not None:
-            self._in_flight += 1
-            self._outbox.put_nowait(delivery)
+        if self._queue is not None:
+            self.in_flight += 1
+            self._queue.put_nowait(delivery)
         return delivery
 
     async def flush(self, within: float = 30.0) -> None:
         """Wait until every queued delivery has been made (not for CI runs: see settle)."""
-        if self._outbox is not None:
-            await asyncio.wait_for(self._outbox.join(), timeout=within)
+        if self._queue is not None:
+            await asyncio.wait_for(self._queue.join(), timeout=within)
 
     async def _send_loop(self) -> None:
-        assert self._outbox is not None
+        assert self._queue is not None
         while True:
-            delivery = await self._outbox.get()
+            delivery = await self._queue.get()
             try:
                 copies = [delivery]
                 if self.echo_deliveries:
@@ -57,8 +86,8 @@ class Deliveries(ForgeBase):
                 for copy in copies:
                     await self._attempt(copy)
             finally:
-                self._in_flight -= 1
-                self._outbox.task_done()
+                self.in_flight -= 1
+                self._queue.task_done()
 
     async def _attempt(self, delivery: Delivery) -> None:
         if not (self.webhook_url and self.webhook_secret):
@@ -104,7 +133,7 @@ class Deliveries(ForgeBase):
             "X-GitHub-Delivery": delivery.id,
             "X-GitHub-Hook-ID": "1",
             "X-GitHub-Hook-Installation-Target-Type": "integration",
-            "X-GitHub-Hook-Installation-Target-ID": str(self.app_id),
+            "X-GitHub-Hook-Installation-Target-ID": str(self.state.app_id),
             "X-Hub-Signature-256": signing.sign(body, secret=self.webhook_secret),
         }
         timeout = aiohttp.ClientTimeout(total=10)  # GitHub gives up after 10 s
@@ -118,7 +147,7 @@ class Deliveries(ForgeBase):
     def event(self, repo: Repo, action: str | None, sender: User, **fields: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"action": action, **fields}
         payload["repository"] = self.repository_json(repo)
-        payload["sender"] = self.render.accounts.user(sender)
+        payload["sender"] = self.state.render.accounts.user(sender)
         payload["installation"] = {
             "id": repo.installation_id,
             "node_id": _node_id("Installation", repo.installation_id),
@@ -127,4 +156,4 @@ class Deliveries(ForgeBase):
 
     def repository_json(self, repo: Repo) -> dict[str, Any]:
         open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
-        return self.render.repos.repository(repo, open_issues=open_issues)
+        return self.state.render.repos.repository(repo, open_issues=open_issues)

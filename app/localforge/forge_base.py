@@ -1,5 +1,5 @@
-"""The forge's state: its records, users and repositories, and what it was asked (the
-base of :class:`~app.localforge.forge_server.LocalForge`)."""
+"""The forge's state: the App, its users and repositories, its tokens, and the requests
+it was asked (one part of :class:`~app.localforge.world.World`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from aiohttp import web
 
 from app.localforge.contract import RestContract, WebhookContract
 from app.localforge.render import Renderer
@@ -80,8 +78,9 @@ class Violation:
         return f"{self.kind} {self.where}: {' '.join(self.problems[:5])}"
 
 
-class ForgeBase:
-    """What the forge holds: users, repositories, tokens, requests, deliveries."""
+class ForgeState:
+    """What the forge holds: the App, users, repositories, tokens, and the requests it
+    was asked with what a test made of them (faults, delays, violations)."""
 
     def __init__(
         self,
@@ -89,16 +88,12 @@ class ForgeBase:
         app_id: int,
         app_public_key: str,
         app_slug: str = "patchwarden",
-        webhook_url: str | None = None,
-        webhook_secret: str | None = None,
         token_lifetime_seconds: float = 3600.0,
         root: Path | None = None,
     ) -> None:
         self.app_id = app_id
         self.app_slug = app_slug
-        self._public_key = app_public_key
-        self.webhook_url = webhook_url
-        self.webhook_secret = webhook_secret
+        self.app_public_key = app_public_key
         self.token_lifetime_seconds = token_lifetime_seconds
         self.contract = RestContract.load()
         self.hook_contract = WebhookContract.load()
@@ -106,7 +101,6 @@ class ForgeBase:
         self.repos: dict[str, Repo] = {}
         self.tokens: dict[str, tuple[int, float]] = {}
         self.requests: list[Recorded] = []
-        self.deliveries: list[Delivery] = []
         self.violations: list[Violation] = []
         self.faults: list[Fault] = []
         self.delays: list[list[Any]] = []  # [pattern, seconds, times left or None]
@@ -121,30 +115,15 @@ class ForgeBase:
         # installation id -> (its permissions, its events), as GET /app/installations
         # lists them. Others have everything the manifest asks for.
         self.grants: dict[int, tuple[dict[str, str], list[str]]] = {}
-        # Dependabot and code scanning alerts (app/localforge/security.py):
-        # (repository, "dependabot" | "code_scanning", number) -> the alert
-        self.security_alerts: dict[tuple[str, str, int], Any] = {}
-        # Tests of idempotency: each delivery is posted again under a new
-        # X-GitHub-Delivery id (what a second hook, or a replay tool, would send).
-        self.echo_deliveries = False
         self._ids = itertools.count(1000)
-        self._own_root = root is None
+        self.own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="localforge-"))
-        self._runner: web.AppRunner | None = None
-        self._outbox: asyncio.Queue[Delivery] | None = None
-        self._sender: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._repo_locks: dict[str, asyncio.Lock] = {}
-        self._in_flight = 0  # deliveries queued and not yet made
-        self._pushing = 0  # git pushes being received
-        self._shapes: dict[tuple[str, str, str], tuple[int, int, int, int, bool]] = {}
         self.url = ""
-        self._born = time.time()
+        self.born = time.time()  # when the App (and its bot user) was created
         self.render = Renderer(
             base_url="http://localforge.invalid", app_id=app_id, app_slug=app_slug
         )
 
-    # -- users and repositories ---------------------------------------------
     def next_id(self) -> int:
         return next(self._ids)
 

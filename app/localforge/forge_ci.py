@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from app.localforge.check_events import check_run_changed, suite_for
-from app.localforge.deliveries import Deliveries
+from app.localforge.deliveries import Outbox
 from app.localforge.state import CheckOutput, CheckRun, Repo, RequiredCheck
 
 CI_APP = "github-actions"
@@ -60,22 +60,22 @@ async def run_command(check: RequiredCheck, workdir: Path) -> tuple[str, int | N
 
 
 async def run_required_checks(
-    forge: Deliveries, repo: Repo, branch: str, before: str | None, sha: str
+    hooks: Outbox, repo: Repo, branch: str, before: str | None, sha: str
 ) -> None:
     """Run every required check of ``repo`` on ``sha`` and report check runs."""
-    actions = forge.user(f"{CI_APP}[bot]")
-    suite = suite_for(forge, repo, sha, CI_APP, branch)
+    actions = hooks.state.user(f"{CI_APP}[bot]")
+    suite = suite_for(hooks, repo, sha, CI_APP, branch)
     suite.before = before
     suite.status = "in_progress"
     runs = []
     for check in repo.required_checks:
         if check.only_on and branch not in check.only_on:
             continue
-        run = CheckRun(forge.next_id(), check.name, sha, suite, CI_APP, status="in_progress")
-        run.details_url = f"{forge.url}/{repo.full_name}/commit/{sha}"
+        run = CheckRun(hooks.state.next_id(), check.name, sha, suite, CI_APP, status="in_progress")
+        run.details_url = f"{hooks.state.url}/{repo.full_name}/commit/{sha}"
         repo.check_runs.append(run)
         runs.append((check, run))
-        await check_run_changed(forge, repo, run, "created", actions)
+        await check_run_changed(hooks, repo, run, "created", actions)
     with tempfile.TemporaryDirectory(prefix="localforge-ci-") as scratch:
         for check, run in runs:
             workdir = Path(scratch) / str(run.id)
@@ -92,4 +92,23 @@ async def run_required_checks(
                 ),
                 text=f"```\n{text}\n```" if text else None,
             )
-            await check_run_changed(forge, repo, run, "completed", actions)
+            await check_run_changed(hooks, repo, run, "completed", actions)
+
+
+class ForgeCI:
+    """The forge's CI runs: each push to a repository with required checks starts one,
+    in the background, until it reports (:attr:`runs`: the ones still going)."""
+
+    def __init__(self, hooks: Outbox) -> None:
+        self.hooks = hooks
+        self.runs: set[asyncio.Task[None]] = set()
+
+    def start(self, repo: Repo, branch: str, before: str | None, sha: str) -> None:
+        task = asyncio.create_task(run_required_checks(self.hooks, repo, branch, before, sha))
+        self.runs.add(task)
+        task.add_done_callback(self.runs.discard)
+
+    async def stop(self) -> None:
+        for task in list(self.runs):
+            task.cancel()
+        await asyncio.gather(*self.runs, return_exceptions=True)

@@ -23,24 +23,29 @@ github.com), and read its state directly.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import shutil
 
 from aiohttp import web
 
 from app.localforge.http import HTTPFront
 from app.localforge.render import Renderer
+from app.localforge.world import World
 from app.words import plural
 
 
-class LocalForge(HTTPFront):
+class LocalForge(World):
     """GitHub with real git, in one process. :meth:`start` it; point Patchwarden at :attr:`url`.
 
-    Its parts, each a layer over the one before: :mod:`~app.localforge.forge_base` (state),
-    :mod:`~app.localforge.deliveries` (webhooks out), :mod:`~app.localforge.rules`
-    (GitHub's rules), :mod:`~app.localforge.security` (Dependabot and code scanning
-    alerts), :mod:`~app.localforge.world` (the test-facing API),
-    :mod:`~app.localforge.http` (REST and git in)."""
+    A :class:`~app.localforge.world.World` (its parts: the state, the outbox of
+    webhooks, CI, GitHub's rules, the security alerts) with an HTTP front
+    (:mod:`~app.localforge.http`: REST and git in), started and stopped here."""
+
+    _runner: web.AppRunner | None = None
+
+    @functools.cached_property
+    def http(self) -> HTTPFront:
+        return HTTPFront(self)
 
     # -- lifecycle ----------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -49,33 +54,27 @@ class LocalForge(HTTPFront):
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         bound_port = self._runner.addresses[0][1]  # the port the OS chose for port 0
-        self.url = f"http://{host}:{bound_port}"
-        self.render = Renderer(
-            base_url=self.url,
-            app_id=self.app_id,
-            app_slug=self.app_slug,
-            app_created_at=self._born,
+        state = self.state
+        state.url = f"http://{host}:{bound_port}"
+        state.render = Renderer(
+            base_url=state.url,
+            app_id=state.app_id,
+            app_slug=state.app_slug,
+            app_created_at=state.born,
         )
-        self._outbox = asyncio.Queue()
-        self._sender = asyncio.create_task(self._send_loop())
-        self.stopping.clear()
-        return self.url
+        self.hooks.start()
+        state.stopping.clear()
+        return state.url
 
     async def stop(self) -> None:
-        self.stopping.set()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._sender is not None:
-            self._sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sender
-            self._sender = None
+        self.state.stopping.set()
+        await self.ci.stop()
+        await self.hooks.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        if self.state.own_root:
+            shutil.rmtree(self.state.root, ignore_errors=True)
 
     async def settle(self, within: float = 60.0) -> None:
         """Wait until every CI run has finished and every queued delivery was made."""
@@ -85,22 +84,22 @@ class LocalForge(HTTPFront):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise TimeoutError(
-                    f"forge still busy: {plural(len(self._tasks), 'CI run')}, "
-                    f"{plural(self._in_flight, 'delivery', 'deliveries')}"
+                    f"forge still busy: {plural(len(self.ci.runs), 'CI run')}, "
+                    f"{plural(self.hooks.in_flight, 'delivery', 'deliveries')}"
                 )
-            if self._tasks:
-                await asyncio.wait(list(self._tasks), timeout=remaining)
-            elif self._in_flight:
-                await self.flush(within=remaining)
+            if self.ci.runs:
+                await asyncio.wait(list(self.ci.runs), timeout=remaining)
+            elif self.hooks.in_flight:
+                await self.hooks.flush(within=remaining)
             else:
                 await asyncio.sleep(0.01)
 
     @property
     def idle(self) -> bool:
-        """No CI run going and no delivery waiting."""
-        return not self._tasks and self._in_flight == 0 and self._pushing == 0
+        """No CI run going, no delivery waiting, no push being received."""
+        return not self.ci.runs and self.hooks.in_flight == 0 and self.http.pushing == 0
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=200 * 1024**2)
-        app.router.add_route("*", "/{tail:.*}", self._entry)
+        app.router.add_route("*", "/{tail:.*}", self.http.entry)
         return app

@@ -114,7 +114,7 @@ async def update_ref(call: Call) -> Answer:
     sha, force = call.field("sha"), bool(call.field("force", False))
     if repo.git.resolve(sha) != sha:
         raise ApiError(422, "Object does not exist")
-    async with call.forge.lock(repo):
+    async with call.forge.rules.lock(repo):
         before = repo.git.refs().get(ref)
         if before is None:
             raise ApiError(422, "Reference does not exist")
@@ -123,5 +123,5 @@ async def update_ref(call: Call) -> Answer:
         if not repo.git.update_ref(ref, sha, before):
             raise ApiError(409, "Reference cannot be updated")
         if before != sha:
-            await call.forge.after_push(repo, {ref: (before, sha)}, call.bot)
+            await call.forge.rules.after_push(repo, {ref: (before, sha)}, call.bot)
     return Answer(200, call.forge.render.git.git_ref(repo, ref, sha))

@@ -32,17 +32,23 @@ from app.localforge.world import World
 ANONYMOUS = {"apps/create-from-manifest", "users/get-by-username"}
 
 
-class HTTPFront(World):
-    """The forge's HTTP entry: every request goes through :meth:`_entry`."""
+class HTTPFront:
+    """The forge's HTTP entry, REST and git, over a :class:`World`: every request goes
+    through :meth:`entry`. Counts the pushes it is receiving (:attr:`pushing`)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.state = world.state
+        self.pushing = 0  # git pushes being received
 
     # -- HTTP ------------------------------------------------------------------
     def _rate_headers(self) -> dict[str, str]:
-        self.rate_remaining = max(self.rate_remaining - 1, 0)
+        self.state.rate_remaining = max(self.state.rate_remaining - 1, 0)
         return {
             "x-ratelimit-limit": "5000",
-            "x-ratelimit-remaining": str(self.rate_remaining),
+            "x-ratelimit-remaining": str(self.state.rate_remaining),
             "x-ratelimit-reset": str(int(time.time()) + 3600),
-            "x-ratelimit-used": str(5000 - self.rate_remaining),
+            "x-ratelimit-used": str(5000 - self.state.rate_remaining),
             "x-ratelimit-resource": "core",
             "x-github-api-version-selected": "2022-11-28",
         }
@@ -62,7 +68,7 @@ class HTTPFront(World):
             try:
                 claims = jwt.decode(
                     credential,
-                    self._public_key,
+                    self.state.app_public_key,
                     algorithms=["RS256"],
                     options={"require": ["iat", "exp", "iss"]},
                 )
@@ -70,11 +76,11 @@ class HTTPFront(World):
                 return ApiError(401, f"A JSON web token could not be decoded: {exc}")
             if claims["exp"] - time.time() > 600 + 5 or claims["iat"] > time.time() + 60:
                 return ApiError(401, "'Expiration time' claim ('exp') is too far in the future")
-            if str(claims["iss"]) != str(self.app_id):
+            if str(claims["iss"]) != str(self.state.app_id):
                 return ApiError(401, "Integration not found")
             return Auth("app")
-        if scheme.lower() in {"token", "bearer"} and credential in self.tokens:
-            installation_id, expires = self.tokens[credential]
+        if scheme.lower() in {"token", "bearer"} and credential in self.state.tokens:
+            installation_id, expires = self.state.tokens[credential]
             if expires < time.time():
                 return ApiError(401, "Bad credentials")
             return Auth("installation", installation_id)
@@ -89,18 +95,18 @@ class HTTPFront(World):
             _, _, password = base64.b64decode(credential).decode().partition(":")
         except ValueError:
             return None
-        found = self.tokens.get(password)
+        found = self.state.tokens.get(password)
         if found is None or found[1] < time.time():
             return None
         return found[0]
 
-    async def _entry(self, request: web.Request) -> web.StreamResponse:
-        self.arrivals.append(f"{request.method} {request.path}")
+    async def entry(self, request: web.Request) -> web.StreamResponse:
+        self.state.arrivals.append(f"{request.method} {request.path}")
         git = GIT_PATH.match(request.path)
         if git:
             return await self._git(request, f"{git['owner']}/{git['name']}", git["rest"])
         if request.method == "GET":
-            page = view.page(self.repos, request.path)
+            page = view.page(self.state.repos, request.path)
             if page is not None:
                 return web.Response(status=page[0], text=page[1], content_type="text/html")
         raw = await request.read() if request.can_read_body else b""
@@ -111,11 +117,11 @@ class HTTPFront(World):
         await self._delay(request.path)
         auth = self._auth(request)
         auth_kind = auth.kind if isinstance(auth, Auth) else None
-        found = self.contract.match(request.method, request.path)
+        found = self.state.contract.match(request.method, request.path)
         op_id = found[0].id if found else None
 
         def record(status: int) -> None:
-            self.requests.append(
+            self.state.requests.append(
                 Recorded(
                     request.method, request.path_qs, status, body, time.time(), auth_kind, op_id
                 )
@@ -140,29 +146,29 @@ class HTTPFront(World):
         if isinstance(auth, ApiError):
             record(auth.status)
             return self._json(self._error_body(op, auth), auth.status)
-        problems = self.contract.request_problems(op, request.query, body)
+        problems = self.state.contract.request_problems(op, request.query, body)
         if problems:
             record(422)
             return self._invalid(request, op, problems)
         answer = await self._answer(
-            request, Call(self, op, params, request.query, body, auth, request), record
+            request, Call(self.world, op, params, request.query, body, auth, request), record
         )
         record(answer.status)
         return self._json(answer.body, answer.status, answer.headers)
 
     async def _delay(self, path: str) -> None:
         """Wait as a test asked requests to ``path`` to wait (or until the forge stops)."""
-        for entry in self.delays:
+        for entry in self.state.delays:
             pattern, seconds, times = entry
             if pattern.search(path) and (times is None or times > 0):
                 if times is not None:
                     entry[2] = times - 1
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), seconds)
+                    await asyncio.wait_for(self.state.stopping.wait(), seconds)
 
     def _fault(self, request: web.Request) -> Fault | None:
         """The fault a test injected for this request, counted down, or ``None``."""
-        for fault in self.faults:
+        for fault in self.state.faults:
             if (
                 fault.times > 0
                 and fault.method == request.method
@@ -173,7 +179,7 @@ class HTTPFront(World):
         return None
 
     def _unknown(self, request: web.Request) -> web.Response:
-        self.violations.append(
+        self.state.violations.append(
             Violation(
                 "unknown-operation",
                 f"{request.method} {request.path}",
@@ -190,7 +196,7 @@ class HTTPFront(World):
         )
 
     def _invalid(self, request: web.Request, op: Any, problems: list[str]) -> web.Response:
-        self.violations.append(
+        self.state.violations.append(
             Violation("request", f"{request.method} {request.path} ({op.id})", problems)
         )
         message = "Invalid request.\n\n" + "\n".join(problems)
@@ -210,14 +216,16 @@ class HTTPFront(World):
             answer = Answer(exc.status, self._error_body(op, exc))
         except Exception as exc:  # a bug in the forge: fail the test that found it, loudly
             where = f"{request.method} {request.path} ({op.id})"
-            self.violations.append(Violation("crash", where, [f"{type(exc).__name__}: {exc}"]))
+            self.state.violations.append(
+                Violation("crash", where, [f"{type(exc).__name__}: {exc}"])
+            )
             record(500)
             raise
         documented = str(answer.status) in op.responses
         if documented or answer.status < 400:
-            problems = self.contract.response_problems(op, answer.status, answer.body)
+            problems = self.state.contract.response_problems(op, answer.status, answer.body)
             if problems:
-                self.violations.append(
+                self.state.violations.append(
                     Violation(
                         "response",
                         f"{request.method} {request.path} ({op.id}) {answer.status}",
@@ -238,10 +246,10 @@ class HTTPFront(World):
         return body
 
     async def _git(self, request: web.Request, full_name: str, rest: str) -> web.StreamResponse:
-        repo = self.repos.get(full_name)
+        repo = self.state.repos.get(full_name)
         installation = self._basic_auth(request)
         if installation is None:
-            self.requests.append(
+            self.state.requests.append(
                 Recorded(request.method, request.path_qs, 401, None, time.time(), None, "git")
             )
             return web.Response(
@@ -250,20 +258,20 @@ class HTTPFront(World):
                 headers={"WWW-Authenticate": 'Basic realm="GitHub"'},
             )
         if repo is None or repo.installation_id != installation:
-            self.requests.append(
+            self.state.requests.append(
                 Recorded(
                     request.method, request.path_qs, 404, None, time.time(), "installation", "git"
                 )
             )
             return web.Response(status=404, text="Repository not found.\n")
         pushing = rest.endswith("/git-receive-pack") and request.method == "POST"
-        user = self.bot.login
+        user = self.state.bot.login
         if not pushing:
             response = await http_backend(request, repo.git, path_info=rest, remote_user=user)
         else:
-            self._pushing += 1  # settle() waits for what this push sets off
+            self.pushing += 1  # settle() waits for what this push sets off
             try:
-                async with self.lock(repo):
+                async with self.world.rules.lock(repo):
                     before = repo.git.refs()
                     response = await http_backend(
                         request, repo.git, path_info=rest, remote_user=user
@@ -275,10 +283,10 @@ class HTTPFront(World):
                         if before.get(ref) != after.get(ref)
                     }
                     if changes:
-                        await self.after_push(repo, changes, self.bot)
+                        await self.world.rules.after_push(repo, changes, self.state.bot)
             finally:
-                self._pushing -= 1
-        self.requests.append(
+                self.pushing -= 1
+        self.state.requests.append(
             Recorded(
                 request.method,
                 request.path_qs,

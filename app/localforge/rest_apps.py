@@ -40,8 +40,8 @@ async def list_installations(call: Call) -> Answer:
         for iid, repos in sorted(by_installation.items())
     ]
     for installation in found:
-        if installation["id"] in call.forge.grants:
-            granted, events = call.forge.grants[installation["id"]]
+        if installation["id"] in call.forge.state.grants:
+            granted, events = call.forge.state.grants[installation["id"]]
             installation |= {"permissions": dict(granted), "events": list(events)}
     return Answer(200, found)
 
@@ -59,12 +59,14 @@ async def create_from_manifest(call: Call) -> Answer:
 @op("users/get-by-username")
 async def get_user(call: Call) -> Answer:
     login = call.params["username"]
-    user = call.forge.users.get(login)
-    if user is None and login == f"{call.forge.app_slug}[bot]":
-        user = call.forge.bot  # an App's bot user exists from the App's creation
+    user = call.forge.state.users.get(login)
+    if user is None and login == f"{call.forge.state.app_slug}[bot]":
+        user = call.forge.state.bot  # an App's bot user exists from the App's creation
     if user is None:
         raise ApiError(404, "Not Found")
-    return Answer(200, call.forge.render.accounts.public_user(user, created_at=call.forge.born))
+    return Answer(
+        200, call.forge.render.accounts.public_user(user, created_at=call.forge.state.born)
+    )
 
 
 @op("apps/create-installation-access-token")
@@ -75,7 +77,7 @@ async def create_token(call: Call) -> Answer:
     if not repos:
         raise ApiError(404, "Not Found")
     token = call.forge.token_for(installation_id)
-    expires = call.forge.tokens[token][1]
+    expires = call.forge.state.tokens[token][1]
     return Answer(201, call.forge.render.repos.access_token(token, expires, repos))
 
 

@@ -72,7 +72,7 @@ class Call:
 
     @property
     def bot(self) -> User:
-        return self.forge.bot
+        return self.forge.state.bot
 
     def field(self, name: str, default: Any = None) -> Any:
         return self.body.get(name, default) if isinstance(self.body, dict) else default
@@ -104,7 +104,7 @@ class Call:
         return chunk, ({"Link": ", ".join(links)} if links else {})
 
     def sha(self, repo: Repo, ref: str) -> str:
-        sha = self.forge.resolve(repo, ref)
+        sha = repo.commit_of(ref)
         if sha is None:
             raise ApiError(422, f"No commit found for SHA: {ref}")
         return sha

@@ -49,14 +49,16 @@ async def create_check_run(call: Call) -> Answer:
     sha = call.field("head_sha")
     if repo.git.resolve(sha) != sha:
         raise validation("CheckRun", "head_sha")
-    suite = suite_for(call.forge, repo, sha, call.forge.app_slug, None)
-    run = CheckRun(call.forge.next_id(), call.field("name"), sha, suite, call.forge.app_slug)
+    suite = suite_for(call.forge.hooks, repo, sha, call.forge.state.app_slug, None)
+    run = CheckRun(
+        call.forge.state.next_id(), call.field("name"), sha, suite, call.forge.state.app_slug
+    )
     _apply_run_fields(run, call)
     repo.check_runs.append(run)
     suite.status = "in_progress" if run.status != "completed" else suite.status
-    await check_run_changed(call.forge, repo, run, "created", call.bot)
+    await check_run_changed(call.forge.hooks, repo, run, "created", call.bot)
     if run.status == "completed":
-        await check_run_changed(call.forge, repo, run, "completed", call.bot)
+        await check_run_changed(call.forge.hooks, repo, run, "completed", call.bot)
     return Answer(201, call.forge.render.checks.check_run(repo, run, open_pulls_at(repo, sha)))
 
 
@@ -81,16 +83,16 @@ async def get_check_run(call: Call) -> Answer:
 async def update_check_run(call: Call) -> Answer:
     repo = call.repo
     run = _run(call, repo)
-    if run.app_slug != call.forge.app_slug:
+    if run.app_slug != call.forge.state.app_slug:
         raise ApiError(
             403,
-            f"Invalid app_id `{call.forge.app_id}` - check run can only be modified by the "
+            f"Invalid app_id `{call.forge.state.app_id}` - check run can only be modified by the "
             "GitHub App that created it.",
         )
     was_completed = run.status == "completed"
     _apply_run_fields(run, call)
     if run.status == "completed" and not was_completed:
-        await check_run_changed(call.forge, repo, run, "completed", call.bot)
+        await check_run_changed(call.forge.hooks, repo, run, "completed", call.bot)
     return Answer(
         200, call.forge.render.checks.check_run(repo, run, open_pulls_at(repo, run.head_sha))
     )
@@ -141,7 +143,7 @@ async def list_check_suites(call: Call) -> Answer:
 @op("repos/get-combined-status-for-ref")
 async def combined_status(call: Call) -> Answer:
     repo = call.repo
-    sha = call.forge.resolve(repo, call.params["ref"])
+    sha = repo.commit_of(call.params["ref"])
     if sha is None:
         raise ApiError(404, "Not Found")
     statuses = [s for s in repo.statuses if s.sha == sha]
@@ -155,7 +157,7 @@ async def create_status(call: Call) -> Answer:
     if repo.git.resolve(sha) != sha:
         raise validation("Status", "sha")
     status = CommitStatus(
-        call.forge.next_id(),
+        call.forge.state.next_id(),
         sha,
         call.field("state"),
         call.field("context") or "default",

@@ -27,11 +27,13 @@ async def create_issue(call: Call) -> Answer:
         author=call.bot.login,
         labels=labels,
     )
-    call.forge.emit(
+    call.forge.hooks.emit(
         "issues",
-        call.forge.event(repo, "opened", call.bot, issue=call.forge.issue_json(repo, issue)),
+        call.forge.hooks.event(
+            repo, "opened", call.bot, issue=call.forge.rules.issue_json(repo, issue)
+        ),
     )
-    return Answer(201, call.forge.issue_json(repo, issue))
+    return Answer(201, call.forge.rules.issue_json(repo, issue))
 
 
 def _label_name(value: Any) -> str:
@@ -41,7 +43,7 @@ def _label_name(value: Any) -> str:
 @op("issues/get")
 async def get_issue(call: Call) -> Answer:
     repo = call.repo
-    return Answer(200, call.forge.issue_json(repo, call.issue(repo)))
+    return Answer(200, call.forge.rules.issue_json(repo, call.issue(repo)))
 
 
 @op("issues/update")
@@ -58,16 +60,18 @@ async def update_issue(call: Call) -> Answer:
             setattr(issue, name, value)
     labels = call.field("labels")
     if labels is not None:
-        issue.labels = [call.forge.label(repo, _label_name(x)) for x in labels]
+        issue.labels = [call.forge.rules.label(repo, _label_name(x)) for x in labels]
     issue.updated_at = time.time()
     if moving:
         reason = call.field("state_reason") or ("completed" if state == "closed" else "reopened")
         if state == "closed" and not issue.is_pull:
-            call.forge.close_issue(repo, issue, call.bot, reason=reason)  # sends issues.closed
+            call.forge.rules.close_issue(
+                repo, issue, call.bot, reason=reason
+            )  # sends issues.closed
         else:
             issue.state, issue.state_reason, issue.closed_by_pull = state, reason, None
             issue.closed_at = time.time() if state == "closed" else None
-    return Answer(200, call.forge.issue_json(repo, issue))
+    return Answer(200, call.forge.rules.issue_json(repo, issue))
 
 
 @op("issues/list-comments")
@@ -92,7 +96,7 @@ async def list_comments(call: Call) -> Answer:
 async def create_comment(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
-    comment = call.forge.new_comment(repo, issue, call.field("body"), call.bot, via_app=True)
+    comment = call.forge.rules.new_comment(repo, issue, call.field("body"), call.bot, via_app=True)
     call.forge.emit_comment(repo, comment, "created", call.bot)
     return Answer(201, call.forge.render.issues.comment(repo, comment))
 
@@ -115,7 +119,7 @@ async def update_comment(call: Call) -> Answer:
 async def react_issue(call: Call) -> Answer:
     repo = call.repo
     issue = call.issue(repo)
-    reaction, created = call.forge.react(issue.reactions, call.field("content"), call.bot)
+    reaction, created = call.forge.rules.react(issue.reactions, call.field("content"), call.bot)
     return Answer(201 if created else 200, call.forge.render.issues.reaction(reaction))
 
 
@@ -125,7 +129,7 @@ async def react_comment(call: Call) -> Answer:
     comment = repo.comment(int(call.params["comment_id"]))
     if comment is None:
         raise ApiError(404, "Not Found")
-    reaction, created = call.forge.react(comment.reactions, call.field("content"), call.bot)
+    reaction, created = call.forge.rules.react(comment.reactions, call.field("content"), call.bot)
     return Answer(201 if created else 200, call.forge.render.issues.reaction(reaction))
 
 
@@ -144,7 +148,7 @@ async def create_label(call: Call) -> Answer:
     name = call.field("name")
     if name.lower() in repo.labels:
         raise validation("Label", "name", "already_exists")
-    label = call.forge.label(repo, name)
+    label = call.forge.rules.label(repo, name)
     label.color = (call.field("color") or "ededed").lstrip("#")
     label.description = call.field("description")
     return Answer(201, call.forge.render.issues.label(repo, label))
@@ -159,18 +163,18 @@ async def add_labels(call: Call) -> Answer:
     if not isinstance(names, list) or not names:
         raise ApiError(422, "Invalid request.\n\nNo labels were given.")
     for name in [_label_name(x) for x in names]:
-        label = call.forge.label(repo, name)
+        label = call.forge.rules.label(repo, name)
         if label in issue.labels:
             continue
         issue.labels.append(label)
         if not issue.is_pull:
-            call.forge.emit(
+            call.forge.hooks.emit(
                 "issues",
-                call.forge.event(
+                call.forge.hooks.event(
                     repo,
                     "labeled",
                     call.bot,
-                    issue=call.forge.issue_json(repo, issue),
+                    issue=call.forge.rules.issue_json(repo, issue),
                     label=call.forge.render.issues.label(repo, label),
                 ),
             )

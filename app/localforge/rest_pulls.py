@@ -51,7 +51,7 @@ async def create_pull(call: Call) -> Answer:
     repo = call.repo
     if call.field("title") is None:
         raise validation("PullRequest", "title", "missing_field")
-    pull = await call.forge.create_pull(
+    pull = await call.forge.rules.create_pull(
         repo,
         _head_branch(repo, call.field("head")),
         call.field("base"),
@@ -60,15 +60,15 @@ async def create_pull(call: Call) -> Answer:
         call.bot,
         draft=bool(call.field("draft", False)),
     )
-    return Answer(201, call.forge.pull_json(repo, pull))
+    return Answer(201, call.forge.rules.pull_json(repo, pull))
 
 
 @op("pulls/get")
 async def get_pull(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
-    call.forge.refresh_pull(repo, pull)
-    return Answer(200, call.forge.pull_json(repo, pull))
+    call.forge.rules.refresh_pull(repo, pull)
+    return Answer(200, call.forge.rules.pull_json(repo, pull))
 
 
 @op("pulls/update")
@@ -88,26 +88,26 @@ async def update_pull(call: Call) -> Answer:
             raise validation("PullRequest", "base")
         changes["base"] = {"ref": {"from": pull.base}, "sha": {"from": pull.base_sha}}
         pull.base = base
-        call.forge.refresh_pull(repo, pull)
+        call.forge.rules.refresh_pull(repo, pull)
     issue.updated_at = time.time()
     state = call.field("state")
     if state == "closed" and issue.state == "open":
-        await call.forge.close_pull(repo, pull, call.bot)
+        await call.forge.rules.close_pull(repo, pull, call.bot)
     elif state == "open" and issue.state == "closed" and not pull.merged:
         issue.state, issue.closed_at = "open", None
     if changes:
-        call.forge.emit(
+        call.forge.hooks.emit(
             "pull_request",
-            call.forge.event(
+            call.forge.hooks.event(
                 repo,
                 "edited",
                 call.bot,
                 number=pull.number,
                 changes=changes,
-                pull_request=call.forge.pull_json(repo, pull),
+                pull_request=call.forge.rules.pull_json(repo, pull),
             ),
         )
-    return Answer(200, call.forge.pull_json(repo, pull))
+    return Answer(200, call.forge.rules.pull_json(repo, pull))
 
 
 @op("pulls/merge")
@@ -115,7 +115,7 @@ async def merge_pull(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
     method = call.field("merge_method", "merge")
-    sha = await call.forge.merge_pull(
+    sha = await call.forge.rules.merge_pull(
         repo,
         pull,
         sha=call.field("sha"),
@@ -131,7 +131,7 @@ async def merge_pull(call: Call) -> Answer:
 async def list_pull_files(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
-    call.forge.refresh_pull(repo, pull)
+    call.forge.rules.refresh_pull(repo, pull)
     base = pull.base_sha
     if pull.merged and pull.merge_commit_sha:
         base = repo.git.commit(pull.merge_commit_sha).parents[0]
@@ -178,7 +178,7 @@ async def create_review(call: Call) -> Answer:
 async def request_reviewers(call: Call) -> Answer:
     repo = call.repo
     pull = call.pull(repo)
-    call.forge.request_reviewers(
+    call.forge.rules.request_reviewers(
         repo,
         pull,
         call.field("reviewers") or [],

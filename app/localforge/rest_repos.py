@@ -20,14 +20,14 @@ from app.localforge.rest_call import Answer, Call, op
 # -- repositories, contents, refs ---------------------------------------------------
 @op("repos/get")
 async def get_repo(call: Call) -> Answer:
-    return Answer(200, call.forge.repository_json(call.repo))
+    return Answer(200, call.forge.hooks.repository_json(call.repo))
 
 
 @op("repos/get-content")
 async def get_content(call: Call) -> Answer:
     repo = call.repo
     ref = call.query.get("ref") or repo.default_branch
-    sha = call.forge.resolve(repo, ref)
+    sha = repo.commit_of(ref)
     if sha is None:
         raise ApiError(404, f"No commit found for the ref {ref}")
     entry = repo.git.entry(sha, call.params["path"])
@@ -58,7 +58,7 @@ async def get_permission(call: Call) -> Answer:
     role = repo.collaborators.get(login)
     if role is None:
         raise ApiError(404, f"{login} is not a user")
-    user = call.forge.user(login)
+    user = call.forge.state.user(login)
     return Answer(
         200,
         {
@@ -87,10 +87,10 @@ async def create_ref(call: Call) -> Answer:
         raise ApiError(422, "Reference name must start with 'refs/' and have at least two slashes.")
     if repo.git.resolve(sha) != sha:
         raise ApiError(422, "Object does not exist")
-    async with call.forge.lock(repo):
+    async with call.forge.rules.lock(repo):
         if not repo.git.create_ref(ref, sha):
             raise ApiError(422, "Reference already exists")
-        await call.forge.after_push(repo, {ref: (None, sha)}, call.bot)
+        await call.forge.rules.after_push(repo, {ref: (None, sha)}, call.bot)
     return Answer(201, call.forge.render.git.git_ref(repo, ref, sha))
 
 
@@ -98,9 +98,9 @@ async def create_ref(call: Call) -> Answer:
 async def delete_ref(call: Call) -> Answer:
     repo = call.repo
     ref = "refs/" + call.params["ref"]
-    async with call.forge.lock(repo):
+    async with call.forge.rules.lock(repo):
         before = repo.git.refs().get(ref)
         if before is None or not repo.git.delete_ref(ref):
             raise ApiError(422, "Reference does not exist")
-        await call.forge.after_push(repo, {ref: (before, None)}, call.bot)
+        await call.forge.rules.after_push(repo, {ref: (before, None)}, call.bot)
     return Answer(204)

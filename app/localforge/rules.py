@@ -10,19 +10,19 @@ import each other in a circle.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from app.localforge.api_errors import ApiError, custom_error
 from app.localforge.bare_repo import Person
-from app.localforge.deliveries import Deliveries
+from app.localforge.deliveries import Outbox
 from app.localforge.forge_base import (
     CLOSING,
     ZERO_SHA,
+    ForgeState,
 )
-from app.localforge.forge_ci import run_required_checks
+from app.localforge.forge_ci import ForgeCI
 from app.localforge.state import (
     REACTIONS,
     Comment,
@@ -36,14 +36,24 @@ from app.localforge.state import (
 )
 
 
-class GitHubRules(Deliveries):
-    """How GitHub changes its state, and says so."""
+class GitHubRules:
+    """How GitHub changes its state, and says so through the outbox (``hooks``); a push
+    starts the required checks (``ci``) and tells :attr:`on_default_branch` when the
+    default branch moved."""
+
+    def __init__(self, state: ForgeState, hooks: Outbox, ci: ForgeCI) -> None:
+        self.state = state
+        self.hooks = hooks
+        self.ci = ci
+        self.on_default_branch: list[Callable[[Repo, str], Awaitable[None]]] = []
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._shapes: dict[tuple[str, str, str], tuple[int, int, int, int, bool]] = {}
 
     # -- state changes shared by the API and the Python side ---------------------
     def new_comment(
         self, repo: Repo, issue: Issue, body: str, user: User, *, via_app: bool = False
     ) -> Comment:
-        comment = Comment(self.next_id(), issue.number, body, user, via_app=via_app)
+        comment = Comment(self.state.next_id(), issue.number, body, user, via_app=via_app)
         issue.comments.append(comment)
         issue.updated_at = time.time()
         return comment
@@ -58,25 +68,19 @@ class GitHubRules(Deliveries):
         for reaction in target:
             if reaction.content == content and reaction.user.login == user.login:
                 return reaction, False
-        reaction = Reaction(self.next_id(), content, user)
+        reaction = Reaction(self.state.next_id(), content, user)
         target.append(reaction)
         return reaction, True
 
     def label(self, repo: Repo, name: str) -> Label:
         found = repo.labels.get(name.lower())
         if found is None:
-            found = Label(self.next_id(), name)
+            found = Label(self.state.next_id(), name)
             repo.labels[name.lower()] = found
         return found
 
-    def resolve(self, repo: Repo, ref: str) -> str | None:
-        """A sha, branch name or ref → commit sha."""
-        if re.fullmatch(r"[0-9a-f]{40}", ref) or ref.startswith("refs/"):
-            return repo.git.resolve(ref)
-        return repo.git.resolve(f"refs/heads/{ref}") or repo.git.resolve(f"refs/tags/{ref}")
-
     def lock(self, repo: Repo) -> asyncio.Lock:
-        return self._repo_locks.setdefault(repo.full_name, asyncio.Lock())
+        return self._locks.setdefault(repo.full_name, asyncio.Lock())
 
     def refresh_pull(self, repo: Repo, pull: Pull) -> None:
         """Recompute what depends on git (base tip, size) for an open PR."""
@@ -189,9 +193,9 @@ class GitHubRules(Deliveries):
         pull = Pull(issue.number, head, head_sha, base, base_sha, draft=draft)
         repo.pulls[pull.number] = pull
         self.refresh_pull(repo, pull)
-        self.emit(
+        self.hooks.emit(
             "pull_request",
-            self.event(
+            self.hooks.event(
                 repo, "opened", user, number=pull.number, pull_request=self.pull_json(repo, pull)
             ),
         )
@@ -201,9 +205,9 @@ class GitHubRules(Deliveries):
         issue = repo.issues[pull.number]
         issue.state = "closed"
         issue.closed_at = issue.updated_at = time.time()
-        self.emit(
+        self.hooks.emit(
             "pull_request",
-            self.event(
+            self.hooks.event(
                 repo, "closed", user, number=pull.number, pull_request=self.pull_json(repo, pull)
             ),
         )
@@ -272,9 +276,9 @@ class GitHubRules(Deliveries):
                 pull.merged_at,
             )
             repo.merges.append(Merge(pull.number, merged_sha, method, pull.base, user.login))
-            self.emit(
+            self.hooks.emit(
                 "pull_request",
-                self.event(
+                self.hooks.event(
                     repo,
                     "closed",
                     user,
@@ -320,7 +324,9 @@ class GitHubRules(Deliveries):
         """Close an issue (not a PR); GitHub sends ``issues`` (closed)."""
         issue.state, issue.state_reason, issue.closed_by_pull = "closed", reason, by_pull
         issue.closed_at = issue.updated_at = time.time()
-        self.emit("issues", self.event(repo, "closed", user, issue=self.issue_json(repo, issue)))
+        self.hooks.emit(
+            "issues", self.hooks.event(repo, "closed", user, issue=self.issue_json(repo, issue))
+        )
 
     def request_reviewers(
         self, repo: Repo, pull: Pull, logins: Sequence[str], *, user: User, teams: Sequence[str]
@@ -341,25 +347,22 @@ class GitHubRules(Deliveries):
                 f"{repo.full_name} repository.",
             )
         for login in logins:
-            reviewer = self.user(known[login.lower()])
+            reviewer = self.state.user(known[login.lower()])
             if any(u.id == reviewer.id for u in pull.requested_reviewers):
                 continue
             pull.requested_reviewers.append(reviewer)
             repo.issues[pull.number].updated_at = time.time()
-            self.emit(
+            self.hooks.emit(
                 "pull_request",
-                self.event(
+                self.hooks.event(
                     repo,
                     "review_requested",
                     user,
                     number=pull.number,
                     pull_request=self.pull_json(repo, pull),
-                    requested_reviewer=self.render.accounts.user(reviewer),
+                    requested_reviewer=self.state.render.accounts.user(reviewer),
                 ),
             )
-
-    async def default_branch_moved(self, repo: Repo, sha: str) -> None:
-        """What GitHub rescans when the default branch moves (the security alerts)."""
 
     async def after_push(
         self, repo: Repo, changes: Mapping[str, tuple[str | None, str | None]], pusher: User
@@ -374,7 +377,7 @@ class GitHubRules(Deliveries):
                 await asyncio.to_thread(repo.git.commits_between, before, after) if after else []
             )
             forced = bool(before and after and not repo.git.is_ancestor(before, after))
-            payload = self.event(
+            payload = self.hooks.event(
                 repo,
                 None,
                 pusher,
@@ -385,10 +388,12 @@ class GitHubRules(Deliveries):
                 deleted=after is None,
                 forced=forced,
                 base_ref=None,
-                compare=f"{self.url}/{repo.full_name}/compare/"
+                compare=f"{self.state.url}/{repo.full_name}/compare/"
                 f"{(before or ZERO_SHA)[:12]}...{(after or ZERO_SHA)[:12]}",
-                commits=[self.render.git.push_commit(repo, c) for c in commits[-20:]],
-                head_commit=self.render.git.push_commit(repo, commits[-1]) if commits else None,
+                commits=[self.state.render.git.push_commit(repo, c) for c in commits[-20:]],
+                head_commit=self.state.render.git.push_commit(repo, commits[-1])
+                if commits
+                else None,
                 pusher={
                     "name": pusher.login,
                     "email": None
@@ -397,14 +402,13 @@ class GitHubRules(Deliveries):
                 },
             )
             payload.pop("action")
-            self.emit("push", payload)
+            self.hooks.emit("push", payload)
             await self._heads_moved(repo, branch, after, pusher)
             if after is not None and branch == repo.default_branch:
-                await self.default_branch_moved(repo, after)
+                for watcher in self.on_default_branch:
+                    await watcher(repo, after)
             if after is not None and repo.required_checks:
-                task = asyncio.create_task(run_required_checks(self, repo, branch, before, after))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self.ci.start(repo, branch, before, after)
 
     async def _heads_moved(self, repo: Repo, branch: str, after: str | None, pusher: User) -> None:
         """The open pull requests whose head is ``branch``: synchronized, or closed when
@@ -418,9 +422,9 @@ class GitHubRules(Deliveries):
             old = pull.head_sha
             pull.head_sha = after
             self.refresh_pull(repo, pull)
-            self.emit(
+            self.hooks.emit(
                 "pull_request",
-                self.event(
+                self.hooks.event(
                     repo,
                     "synchronize",
                     pusher,
@@ -433,11 +437,11 @@ class GitHubRules(Deliveries):
 
     # -- webhook payloads (event, repository_json: app/localforge/deliveries.py) ---
     def issue_json(self, repo: Repo, issue: Issue) -> dict[str, Any]:
-        return self.render.issues.issue(repo, issue, repo.pulls.get(issue.number))
+        return self.state.render.issues.issue(repo, issue, repo.pulls.get(issue.number))
 
     def pull_json(self, repo: Repo, pull: Pull) -> dict[str, Any]:
         mergeable, state = self.mergeability(repo, pull)
-        return self.render.pulls.pull(
+        return self.state.render.pulls.pull(
             repo, pull, repo.issues[pull.number], mergeable=mergeable, mergeable_state=state
         )
 

@@ -24,8 +24,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from app.localforge.deliveries import Outbox
+from app.localforge.forge_base import ForgeState
 from app.localforge.render import Renderer
-from app.localforge.rules import GitHubRules
 from app.localforge.shapes import iso
 from app.localforge.state import Repo, User
 from app.localforge.webhook_shapes import webhook_definitions
@@ -95,8 +96,14 @@ def alert_fields(render: Renderer, repo: Repo, alert: SecurityAlert, action: str
     }
 
 
-class SecurityAlerts(GitHubRules):
-    """Raising alerts and acting on them, as GitHub and people do."""
+class SecurityAlerts:
+    """Raising alerts and acting on them, as GitHub and people do; owns the alerts
+    (:attr:`alerts`: (repository, kind, number) → the alert)."""
+
+    def __init__(self, state: ForgeState, hooks: Outbox) -> None:
+        self.state = state
+        self.hooks = hooks
+        self.alerts: dict[tuple[str, str, int], SecurityAlert] = {}
 
     async def raise_dependabot_alert(
         self,
@@ -137,9 +144,9 @@ class SecurityAlerts(GitHubRules):
         """An analysis of ``ref`` (the default branch) finds ``rule`` at ``path``:
         GitHub sends ``created``."""
         facts = {k: v for k, v in locals().items() if k not in ("self", "repo")}
-        r = self.repos[repo]
+        r = self.state.repos[repo]
         facts["ref"] = ref or f"refs/heads/{r.default_branch}"
-        facts["commit"] = self.resolve(r, r.default_branch) or "0" * 40
+        facts["commit"] = r.commit_of(r.default_branch) or "0" * 40
         return await self._raise(repo, "code_scanning", facts)
 
     async def alert_event(
@@ -149,14 +156,14 @@ class SecurityAlerts(GitHubRules):
         ``reintroduced``; ``closed_by_user``, ``reopened_by_user``,
         ``appeared_in_branch``): its state changes and GitHub sends the webhook. ``by``
         is the person, for what people do."""
-        person = self.user(by or "octocat") if action in PEOPLES_ACTIONS[alert.kind] else None
+        person = self.state.user(by or "octocat") if action in PEOPLES_ACTIONS[alert.kind] else None
         apply(alert, action, by=person, now=time.time())
-        await self._send(self.repos[repo], alert, action, person)
+        await self._send(self.state.repos[repo], alert, action, person)
 
     async def default_branch_moved(self, repo: Repo, sha: str) -> None:
         """The dependency graph reads the manifests at ``sha``: an open Dependabot alert
         they no longer match is fixed (GitHub sends ``fixed``)."""
-        for (name, kind, _), alert in list(self.security_alerts.items()):
+        for (name, kind, _), alert in list(self.alerts.items()):
             if name != repo.full_name or kind != "dependabot" or alert.state != "open":
                 continue
             entry = repo.git.entry(sha, alert.facts["manifest"])
@@ -166,10 +173,10 @@ class SecurityAlerts(GitHubRules):
                 await self._send(repo, alert, "fixed", None, flush=False)
 
     async def _raise(self, repo: str, kind: Kind, facts: dict[str, Any]) -> SecurityAlert:
-        same = [a for (name, k, _), a in self.security_alerts.items() if (name, k) == (repo, kind)]
+        same = [a for (name, k, _), a in self.alerts.items() if (name, k) == (repo, kind)]
         alert = SecurityAlert(kind, len(same) + 1, facts)
-        self.security_alerts[(repo, kind, alert.number)] = alert
-        await self._send(self.repos[repo], alert, "created", None)
+        self.alerts[(repo, kind, alert.number)] = alert
+        await self._send(self.state.repos[repo], alert, "created", None)
         return alert
 
     async def _send(
@@ -181,14 +188,14 @@ class SecurityAlerts(GitHubRules):
         *,
         flush: bool = True,
     ) -> None:
-        fields = alert_fields(self.render, repo, alert, action)
-        payload = self.event(repo, action, person or self.bot, **fields)
+        fields = alert_fields(self.state.render, repo, alert, action)
+        payload = self.hooks.event(repo, action, person or self.state.bot, **fields)
         if person is None:
             payload["sender"] = github_account()
         event = "dependabot_alert" if alert.kind == "dependabot" else "code_scanning_alert"
-        self.emit(event, payload)
+        self.hooks.emit(event, payload)
         if flush:  # (a push's own deliveries are flushed by whoever pushed)
-            await self.flush()
+            await self.hooks.flush()
 
 
 def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:

@@ -8,6 +8,7 @@ live on the issue).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -231,3 +232,10 @@ class Repo:
 
     def runs_for(self, sha: str) -> list[CheckRun]:
         return [run for run in self.check_runs if run.head_sha == sha]
+
+    def commit_of(self, ref: str) -> str | None:
+        """A sha, branch name, tag name or full ref → its commit's sha, as the REST API
+        reads a ``ref`` parameter; ``None`` when there is none."""
+        if re.fullmatch(r"[0-9a-f]{40}", ref) or ref.startswith("refs/"):
+            return self.git.resolve(ref)
+        return self.git.resolve(f"refs/heads/{ref}") or self.git.resolve(f"refs/tags/{ref}")

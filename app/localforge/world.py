@@ -18,11 +18,17 @@ from typing import Any
 
 from app.localforge.bare_repo import BareRepo, Person
 from app.localforge.check_events import check_run_changed, suite_for
+from app.localforge.deliveries import Outbox
 from app.localforge.forge_base import (
+    Delivery,
     Fault,
+    ForgeState,
     Recorded,
     Violation,
 )
+from app.localforge.forge_ci import ForgeCI
+from app.localforge.render import Renderer
+from app.localforge.rules import GitHubRules
 from app.localforge.security import SecurityAlerts
 from app.localforge.state import (
     ROLES,
@@ -38,8 +44,60 @@ from app.localforge.state import (
 )
 
 
-class World(SecurityAlerts):
-    """The test-facing API."""
+class World:
+    """The test-facing API over the forge's parts, each owning what it holds:
+    :attr:`state` (the App, users, repositories, tokens, requests), :attr:`hooks` (the
+    webhooks it delivers), :attr:`ci` (its own CI runs), :attr:`rules` (how GitHub
+    changes its state) and :attr:`security` (Dependabot and code scanning alerts)."""
+
+    def __init__(
+        self,
+        *,
+        app_id: int,
+        app_public_key: str,
+        app_slug: str = "patchwarden",
+        webhook_url: str | None = None,
+        webhook_secret: str | None = None,
+        token_lifetime_seconds: float = 3600.0,
+        root: Path | None = None,
+    ) -> None:
+        self.state = ForgeState(
+            app_id=app_id,
+            app_public_key=app_public_key,
+            app_slug=app_slug,
+            token_lifetime_seconds=token_lifetime_seconds,
+            root=root,
+        )
+        self.hooks = Outbox(self.state, webhook_url=webhook_url, webhook_secret=webhook_secret)
+        self.ci = ForgeCI(self.hooks)
+        self.rules = GitHubRules(self.state, self.hooks, self.ci)
+        self.security = SecurityAlerts(self.state, self.hooks)
+        self.rules.on_default_branch.append(self.security.default_branch_moved)
+
+    # -- what tests read most ---------------------------------------------------
+    @property
+    def repos(self) -> dict[str, Repo]:
+        return self.state.repos
+
+    @property
+    def url(self) -> str:
+        return self.state.url
+
+    @property
+    def render(self) -> Renderer:
+        return self.state.render
+
+    @property
+    def requests(self) -> list[Recorded]:
+        return self.state.requests
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.state.violations
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        return self.hooks.deliveries
 
     def add_repo(
         self,
@@ -56,9 +114,9 @@ class World(SecurityAlerts):
         owner_login, _, name = full_name.partition("/")
         if not name or "/" in name:
             raise ValueError(f"repository name must be owner/name, not {full_name!r}")
-        owner = self.user(owner_login)
+        owner = self.state.user(owner_login)
         owner.type = "Organization" if owner_type == "Organization" else "User"
-        path = self.root / owner_login / f"{name}.git"
+        path = self.state.root / owner_login / f"{name}.git"
         if path.exists():
             raise ValueError(f"{full_name} already exists")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +130,9 @@ class World(SecurityAlerts):
                 message="Initial commit",
                 author=Person(owner_login, f"{owner_login}@users.noreply.localforge"),
             )
-        repo = Repo(self.next_id(), owner, name, installation_id, git, default_branch, private)
+        repo = Repo(
+            self.state.next_id(), owner, name, installation_id, git, default_branch, private
+        )
         self.repos[full_name] = repo
         return repo
 
@@ -80,7 +140,7 @@ class World(SecurityAlerts):
         if role not in ROLES:
             raise ValueError(f"role must be one of {sorted(ROLES)}, not {role!r}")
         self.repos[repo].collaborators[login] = role
-        return self.user(login)
+        return self.state.user(login)
 
     def require_check(
         self, repo: str, name: str, command: Sequence[str], *, timeout: float = 300
@@ -111,19 +171,19 @@ class World(SecurityAlerts):
         repos = [r for r in self.repos.values() if r.installation_id == installation_id]
         if not repos:
             raise ValueError(f"no repository has installation_id {installation_id}")
-        sender = self.user(by)
-        self.emit(
+        sender = self.state.user(by)
+        self.hooks.emit(
             "installation",
             {
                 "action": "created",
                 "installation": self.render.accounts.installation(
                     installation_id, repos[0].owner, repos
                 ),
-                "repositories": [self.repository_json(r) for r in repos],
+                "repositories": [self.hooks.repository_json(r) for r in repos],
                 "sender": self.render.accounts.user(sender),
             },
         )
-        await self.flush()
+        await self.hooks.flush()
 
     # -- issues, comments, labels (people acting on github.com) --------------
     def open_issue(
@@ -131,8 +191,8 @@ class World(SecurityAlerts):
     ) -> Issue:
         """An issue that already exists; no delivery (see :meth:`report_issue`)."""
         r = self.repos[repo]
-        issue = Issue(r.next_number(), title, body, self.user(author))
-        issue.labels = [self.label(r, name) for name in labels]
+        issue = Issue(r.next_number(), title, body, self.state.user(author))
+        issue.labels = [self.rules.label(r, name) for name in labels]
         r.issues[issue.number] = issue
         return issue
 
@@ -140,8 +200,11 @@ class World(SecurityAlerts):
         """A user opens an issue; GitHub sends ``issues`` (opened)."""
         issue = self.open_issue(repo, title, body, author=author)
         r = self.repos[repo]
-        self.emit("issues", self.event(r, "opened", issue.user, issue=self.issue_json(r, issue)))
-        await self.flush()
+        self.hooks.emit(
+            "issues",
+            self.hooks.event(r, "opened", issue.user, issue=self.rules.issue_json(r, issue)),
+        )
+        await self.hooks.flush()
         return issue
 
     async def post_comment(
@@ -149,10 +212,10 @@ class World(SecurityAlerts):
     ) -> Comment:
         """A user comments on an issue or PR; GitHub sends ``issue_comment`` (created)."""
         r = self.repos[repo]
-        comment = self.new_comment(r, r.issues[number], body, self.user(author))
+        comment = self.rules.new_comment(r, r.issues[number], body, self.state.user(author))
         if send:
             self.emit_comment(r, comment, "created", comment.user)
-            await self.flush()
+            await self.hooks.flush()
         return comment
 
     def comment_event(
@@ -168,61 +231,65 @@ class World(SecurityAlerts):
         self, repo: Repo, comment: Comment, action: str, sender: User, **extra: Any
     ) -> dict[str, Any]:
         issue = repo.issues[comment.issue_number]
-        return self.event(
+        return self.hooks.event(
             repo,
             action,
             sender,
             **extra,
-            issue=self.issue_json(repo, issue),
+            issue=self.rules.issue_json(repo, issue),
             comment=self.render.issues.comment(repo, comment),
         )
 
     def emit_comment(
         self, repo: Repo, comment: Comment, action: str, sender: User, **extra: Any
     ) -> None:
-        self.emit("issue_comment", self._comment_payload(repo, comment, action, sender, **extra))
+        self.hooks.emit(
+            "issue_comment", self._comment_payload(repo, comment, action, sender, **extra)
+        )
 
     async def add_label(self, repo: str, number: int, label: str, *, actor: str) -> None:
         """A user labels an issue; GitHub sends ``issues`` (labeled)."""
         r = self.repos[repo]
         issue = r.issues[number]
-        added = self.label(r, label)
+        added = self.rules.label(r, label)
         if added not in issue.labels:
             issue.labels.append(added)
-        self.emit(
+        self.hooks.emit(
             "issues",
-            self.event(
+            self.hooks.event(
                 r,
                 "labeled",
-                self.user(actor),
-                issue=self.issue_json(r, issue),
+                self.state.user(actor),
+                issue=self.rules.issue_json(r, issue),
                 label=self.render.issues.label(r, added),
             ),
         )
-        await self.flush()
+        await self.hooks.flush()
 
     # -- pull requests, reviews, pushes (people acting on github.com) --------
     async def approve(self, repo: str, number: int, *, user: str, body: str = "") -> Review:
         """A user approves a PR; GitHub sends ``pull_request_review`` (submitted)."""
-        review = self.submit_review(repo, number, user=self.user(user), state="APPROVED", body=body)
-        await self.flush()
+        review = self.submit_review(
+            repo, number, user=self.state.user(user), state="APPROVED", body=body
+        )
+        await self.hooks.flush()
         return review
 
     def submit_review(self, repo: str, number: int, *, user: User, state: str, body: str) -> Review:
         r = self.repos[repo]
         pull = r.pulls[number]
-        review = Review(self.next_id(), user, state, body, pull.head_sha)  # type: ignore[arg-type]
+        review = Review(self.state.next_id(), user, state, body, pull.head_sha)  # type: ignore[arg-type]
         pull.reviews.append(review)
         if state != "PENDING":  # GitHub drops a reviewer's request once they review
             pull.requested_reviewers = [u for u in pull.requested_reviewers if u.id != user.id]
-        self.emit(
+        self.hooks.emit(
             "pull_request_review",
-            self.event(
+            self.hooks.event(
                 r,
                 "submitted",
                 user,
                 review=self.render.pulls.review(r, pull, review),
-                pull_request=self.pull_json(r, pull),
+                pull_request=self.rules.pull_json(r, pull),
             ),
         )
         return review
@@ -241,13 +308,13 @@ class World(SecurityAlerts):
         branch = branch or r.default_branch
         ref = f"refs/heads/{branch}"
         person = Person(author, f"{author}@users.noreply.localforge")
-        async with self.lock(r):
+        async with self.rules.lock(r):
             before = r.git.resolve(ref)
             after = await asyncio.to_thread(
                 r.git.commit_files, branch, files, message=message, author=person
             )
-            await self.after_push(r, {ref: (before, after)}, self.user(author))
-        await self.flush()
+            await self.rules.after_push(r, {ref: (before, after)}, self.state.user(author))
+        await self.hooks.flush()
         return after
 
     async def open_pull(
@@ -255,10 +322,10 @@ class World(SecurityAlerts):
     ) -> Pull:
         """A user opens a PR from ``head`` (a branch of the repository)."""
         r = self.repos[repo]
-        pull = await self.create_pull(
-            r, head, base or r.default_branch, title, body, self.user(author), draft=False
+        pull = await self.rules.create_pull(
+            r, head, base or r.default_branch, title, body, self.state.user(author), draft=False
         )
-        await self.flush()
+        await self.hooks.flush()
         return pull
 
     async def report_check(
@@ -275,9 +342,9 @@ class World(SecurityAlerts):
         """An outside CI app reports a check run on ``sha`` that ran from ``started_at``
         to ``completed_at``; GitHub sends ``check_run`` ``completed`` (and the suite's)."""
         r = self.repos[repo]
-        suite = suite_for(self, r, sha, app, r.default_branch)
+        suite = suite_for(self.hooks, r, sha, app, r.default_branch)
         run = CheckRun(
-            self.next_id(),
+            self.state.next_id(),
             name,
             sha,
             suite,
@@ -288,24 +355,24 @@ class World(SecurityAlerts):
             completed_at=completed_at,
         )
         r.check_runs.append(run)
-        await check_run_changed(self, r, run, "completed", self.user(f"{app}[bot]"))
-        await self.flush()
+        await check_run_changed(self.hooks, r, run, "completed", self.state.user(f"{app}[bot]"))
+        await self.hooks.flush()
         return run
 
     async def merge_by(self, repo: str, number: int, *, by: str, method: str = "merge") -> str:
         """A user presses *Merge* on an open pull request (GitHub's rules apply: required
         checks, mergeability); returns the merge commit."""
         r = self.repos[repo]
-        sha = await self.merge_pull(
+        sha = await self.rules.merge_pull(
             r,
             r.pulls[number],
             sha=None,
             method=method,
             title=None,
             message=None,
-            user=self.user(by),
+            user=self.state.user(by),
         )
-        await self.flush()
+        await self.hooks.flush()
         return sha
 
     async def close_unmerged(self, repo: str, number: int, *, by: str) -> None:
@@ -314,8 +381,8 @@ class World(SecurityAlerts):
         pull = r.pulls[number]
         if pull.merged or r.issues[number].state == "closed":
             raise ValueError(f"#{number} is not open")
-        await self.close_pull(r, pull, self.user(by))
-        await self.flush()
+        await self.rules.close_pull(r, pull, self.state.user(by))
+        await self.hooks.flush()
 
     # -- reading state ------------------------------------------------------
     def pull(self, repo: str, number: int) -> Pull:
@@ -335,7 +402,7 @@ class World(SecurityAlerts):
 
     def check_runs(self, repo: str, ref: str) -> list[CheckRun]:
         r = self.repos[repo]
-        sha = self.resolve(r, ref)
+        sha = r.commit_of(ref)
         return r.runs_for(sha) if sha else []
 
     def merges(self, repo: str) -> list[Merge]:
@@ -355,24 +422,19 @@ class World(SecurityAlerts):
     def token_for(self, installation_id: int, *, lifetime: float | None = None) -> str:
         """Mint an installation token without the JWT dance (for git clients in tests)."""
         token = "ghs_" + uuid.uuid4().hex + uuid.uuid4().hex[:4]
-        self.tokens[token] = (
+        self.state.tokens[token] = (
             installation_id,
-            time.time() + (lifetime or self.token_lifetime_seconds),
+            time.time() + (lifetime or self.state.token_lifetime_seconds),
         )
         return token
 
     # -- creating the App from a manifest ------------------------------------------
-    @property
-    def born(self) -> float:
-        """When the App (and its bot user) was created."""
-        return self._born
-
     def submit_manifest(self, manifest: Mapping[str, Any]) -> str:
         """What a person does on github.com with Patchwarden's setup form: posts the
         manifest and confirms. GitHub then redirects to the manifest's ``redirect_url``
         with ``?code=...&state=...``; this returns the code."""
         code = uuid.uuid4().hex[:20]
-        self.manifest_codes[code] = (dict(manifest), time.time())
+        self.state.manifest_codes[code] = (dict(manifest), time.time())
         return code
 
     def convert_manifest(self, code: str) -> dict[str, Any] | None:
@@ -380,19 +442,19 @@ class World(SecurityAlerts):
         the manifest describes, with a new key and webhook secret, as on GitHub."""
         from app.localforge.keys import generate_app_key
 
-        found = self.manifest_codes.pop(code, None)
+        found = self.state.manifest_codes.pop(code, None)
         if found is None or time.time() - found[1] > 3600:
             return None
         manifest, _ = found
         private, public = generate_app_key()
-        self._public_key = public
-        self.webhook_secret = uuid.uuid4().hex
+        self.state.app_public_key = public
+        self.hooks.webhook_secret = uuid.uuid4().hex
         hook = manifest.get("hook_attributes") or {}
-        self.created_from_manifest.append(manifest)
+        self.state.created_from_manifest.append(manifest)
         return {
             "client_id": "Iv1." + uuid.uuid4().hex[:16],
             "client_secret": uuid.uuid4().hex + uuid.uuid4().hex[:8],
-            "webhook_secret": self.webhook_secret,
+            "webhook_secret": self.hooks.webhook_secret,
             "pem": private,
             "hook_url": hook.get("url"),
         }
@@ -409,7 +471,7 @@ class World(SecurityAlerts):
         times: int = 1,
     ) -> None:
         """Answer the next ``times`` matching requests with ``status`` and ``headers``."""
-        self.faults.append(
+        self.state.faults.append(
             Fault(
                 method.upper(), re.compile(path), status, headers or {}, {"message": message}, times
             )
@@ -417,7 +479,7 @@ class World(SecurityAlerts):
 
     def delay(self, path: str, seconds: float, *, times: int | None = None) -> None:
         """Answer matching requests ``seconds`` late (the next ``times`` ones, or all)."""
-        self.delays.append([re.compile(path), seconds, times])
+        self.state.delays.append([re.compile(path), seconds, times])
 
     @contextlib.contextmanager
     def expect_violations(self) -> Iterator[list[Violation]]:

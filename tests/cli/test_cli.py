@@ -485,7 +485,7 @@ async def test_doctor_with_configuration(
     assert checks["database"]["status"] == "ok"
     identity = checks["GitHub App identity"]
     assert identity["status"] == "ok"
-    assert f"App patchwarden (id {forge.app_id})" in identity["detail"]
+    assert f"App patchwarden (id {forge.state.app_id})" in identity["detail"]
     assert checks["installations"] == {
         "name": "installations",
         "status": "ok",
@@ -500,7 +500,7 @@ async def test_doctor_with_configuration(
     # not accepted the new request: doctor names what is missing and where to accept it.
     older = {k: v for k, v in PERMISSIONS.items() if k not in PERMISSION_NAMES}
     events = [e for e in SUBSCRIBED_EVENTS if not e.endswith("_alert")]
-    forge.grants[INSTALLATION] = (older, events)
+    forge.state.grants[INSTALLATION] = (older, events)
     _, checks = await asyncio.to_thread(doctor, tmp_path, env)
     grants = checks["installation grants"]
     assert grants["status"] == "warn"
@@ -510,7 +510,7 @@ async def test_doctor_with_configuration(
         "the dependabot_alert event: accept them at "
     )
     assert grants["detail"].endswith("/organizations/octo-org/settings/installations/7")
-    del forge.grants[INSTALLATION]
+    del forge.state.grants[INSTALLATION]
 
     forge.repos.clear()  # uninstalled everywhere
     env["PATCHWARDEN_PUBLIC_URL"] = "https://pw.example.org/"

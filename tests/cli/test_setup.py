@@ -202,20 +202,20 @@ async def test_the_app_is_created_from_its_manifest(tmp_path: Path, forge: Local
     assert status == 200, text
     assert "is set up" in text
     created = await asyncio.wait_for(task, 10)
-    assert created["id"] == forge.app_id
-    assert forge.created_from_manifest == [manifest]
+    assert created["id"] == forge.state.app_id
+    assert forge.state.created_from_manifest == [manifest]
 
     for written in (tmp_path / ".env", tmp_path / "app.pem"):
         assert stat.S_IMODE(written.stat().st_mode) == 0o600
     env = (tmp_path / ".env").read_text()
     assert env.startswith("PATCHWARDEN_LOG_LEVEL=INFO\n")
-    assert f"PATCHWARDEN_APP_ID={forge.app_id}" in env
-    assert f"PATCHWARDEN_WEBHOOK_SECRET={forge.webhook_secret}" in env
+    assert f"PATCHWARDEN_APP_ID={forge.state.app_id}" in env
+    assert f"PATCHWARDEN_WEBHOOK_SECRET={forge.hooks.webhook_secret}" in env
 
     # What it wrote is enough to act as the App: read from .env, the key signs a JWT
     # that GitHub (the forge, holding the new public key) accepts.
     written = load_settings(_env_file=str(tmp_path / ".env"))
-    assert written.app_id == forge.app_id
+    assert written.app_id == forge.state.app_id
     assert written.public_url is None  # localhost: no audit link github.com readers could open
     key = written.app_private_key()
     assert key is not None
@@ -282,10 +282,10 @@ async def test_setup_completes_on_localhost_before_the_public_url_works(
     created = await asyncio.wait_for(task, 10)
     forward.close()
     await forward.wait_closed()
-    assert created["id"] == forge.app_id
-    assert forge.created_from_manifest == [manifest]
+    assert created["id"] == forge.state.app_id
+    assert forge.state.created_from_manifest == [manifest]
     env = (tmp_path / ".env").read_text()
-    assert f"PATCHWARDEN_APP_ID={forge.app_id}" in env
+    assert f"PATCHWARDEN_APP_ID={forge.state.app_id}" in env
     assert f"PATCHWARDEN_PUBLIC_URL={PUBLIC}\n" in env  # audit links: the public URL
 
 

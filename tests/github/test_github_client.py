@@ -565,7 +565,7 @@ async def test_401_mints_a_new_token_and_retries_once(
     assert answer["permission"] == "write"
     assert [c.status for c in forge.calls("GET", PERMISSION_RE)] == [401, 200]
     assert mints(forge) == 2
-    assert len(forge.tokens) == 2
+    assert len(forge.state.tokens) == 2
     # The fresh token is cached: the next call neither mints nor fails.
     await get_permission(gh)
     assert mints(forge) == 2
@@ -688,7 +688,7 @@ async def test_installation_token_is_cached(
 async def test_short_lived_tokens_are_minted_anew(
     forge: LocalForge, make_app: Callable[..., GitHubApp]
 ) -> None:
-    forge.token_lifetime_seconds = 200  # under the five-minute renew margin
+    forge.state.token_lifetime_seconds = 200  # under the five-minute renew margin
     app = make_app()
     tokens = [await app.auth.installation_token(INSTALLATION) for _ in range(3)]
 
@@ -898,11 +898,11 @@ async def test_tokens_travel_in_headers_never_in_urls(
     forge.fail("GET", "permission", 429, headers={"retry-after": "0"})
     await get_permission(gh)
 
-    assert forge.tokens  # tokens were minted and used
+    assert forge.state.tokens  # tokens were minted and used
     assert len(forge.requests) >= 7
     for recorded in forge.requests:
         assert "ghs_" not in recorded.path
-        for token in forge.tokens:
+        for token in forge.state.tokens:
             assert token not in recorded.path
     repo_calls = [r for r in forge.requests if r.path.startswith("/repos/")]
     assert {r.auth_kind for r in repo_calls} == {"installation"}

@@ -171,7 +171,7 @@ async def test_fix_this_to_automerge_closes_the_issue(
     assert ours[-1].conclusion == "success"
     # The commit is the App's: GitHub links <bot user id>+<slug>[bot]@users.noreply... to it.
     commit = forge.repos[REPO].git.commit(pull.head_sha)
-    bot = forge.bot
+    bot = forge.state.bot
     assert (commit.author.name, commit.author.email) == (
         "patchwarden[bot]",
         f"{bot.id}+patchwarden[bot]@users.noreply.github.com",
@@ -413,7 +413,7 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     the server killed while the fix session runs: one PR, one merge, one revert."""
     pw = await story(smoke=True, drain_seconds=0)
     forge = pw.forge
-    forge.echo_deliveries = True
+    forge.hooks.echo_deliveries = True
     number = await fix_this(pw)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 60
@@ -426,9 +426,9 @@ async def test_every_delivery_twice_and_a_restart_mid_job_change_nothing(
     await pw.server.close()
     assert not forge.pulls(REPO)
     pw = await make_pw(workers=2, drain_seconds=0)
-    await forge.redeliver_failed()  # what arrived while it was down
+    await forge.hooks.redeliver_failed()  # what arrived while it was down
     await settle(pw)
-    await forge.redeliver_failed()
+    await forge.hooks.redeliver_failed()
     await settle(pw)
     pulls = forge.pulls(REPO)
     fix = pulls[0]
@@ -636,7 +636,7 @@ async def test_the_token_never_reaches_argv_logs_or_github_text(
     assert pushes  # the branch was pushed, authenticated
     assert all(r.auth_kind == "installation" and r.status == 200 for r in pushes)
     assert leaks == []
-    tokens = list(forge.tokens)
+    tokens = list(forge.state.tokens)
     assert tokens
     text = [forge.issue(REPO, n).body or "" for n in (number, pull.number)]
     text += [c.body for n in (number, pull.number) for c in forge.comments(REPO, n)]
@@ -711,11 +711,11 @@ async def test_signed_commits_required_the_api_commit_is_carried_and_merges(
     first = pull.head_sha
     assert first in repo.verified
     commit = repo.git.commit(first)
-    assert commit.author.email == f"{forge.bot.id}+patchwarden[bot]@users.noreply.github.com"
+    assert commit.author.email == f"{forge.state.bot.id}+patchwarden[bot]@users.noreply.github.com"
     assert commit.committer.name == "GitHub"
     assert "import os" not in on_main_of(forge, first, "util.py")  # the scored patch
     # Nothing went by git push; the check run and the PR body name GitHub's commit.
-    assert not [a for a in forge.arrivals if a.endswith("/git-receive-pack")]
+    assert not [a for a in forge.state.arrivals if a.endswith("/git-receive-pack")]
     assert [r.name for r in forge.check_runs(REPO, first)].count("patchwarden") == 1
     assert first[:12] in (forge.issue(REPO, pull.number).body or "")
 

@@ -93,7 +93,7 @@ async def test_a_patch_bump_merges_itself_and_the_alert_closes(
     start: Callable[[], Awaitable[Harness]],
 ) -> None:
     pw = await start()
-    alert = await pw.forge.raise_dependabot_alert(
+    alert = await pw.forge.security.raise_dependabot_alert(
         REPO,
         package="pw-vuln",
         vulnerable_range="< 1.0.1",
@@ -136,7 +136,7 @@ async def test_a_major_bump_waits_and_dismissing_the_alert_closes_its_pull_reque
     start: Callable[[], Awaitable[Harness]],
 ) -> None:
     pw = await start()
-    alert = await pw.forge.raise_dependabot_alert(
+    alert = await pw.forge.security.raise_dependabot_alert(
         REPO, package="pw-vuln", vulnerable_range="< 2.0.0", first_patched="2.0.0", ghsa=GHSA
     )
     await pw.settle(within=240, every_job=True)
@@ -150,7 +150,7 @@ async def test_a_major_bump_waits_and_dismissing_the_alert_closes_its_pull_reque
     assert on_main(pw.forge, "requirements.txt") == "pw-vuln==1.0.0\n"
     assert alert.state == "open"
 
-    await pw.forge.alert_event(REPO, alert, "dismissed", by="alice")
+    await pw.forge.security.alert_event(REPO, alert, "dismissed", by="alice")
     await pw.settle(within=60, every_job=True)
     assert pw.forge.issue(REPO, pull.number).state == "closed"
     assert not pw.forge.pull(REPO, pull.number).merged
@@ -163,7 +163,7 @@ async def test_a_semgrep_alert_with_an_autofix_becomes_a_pull_request_at_its_pla
     await forge.push(REPO, files, author="alice")
     pw = await make_pw(workers=1)
     await forge.install(INSTALLATION, by="alice")
-    await forge.raise_code_scanning_alert(
+    await forge.security.raise_code_scanning_alert(
         REPO,
         rule="no-assert-equals",
         path="tests/test_t.py",
@@ -214,7 +214,7 @@ async def test_a_semgrep_alert_opens_a_pull_request_by_default_and_a_skipped_one
     instance["location"].update(path="tests/test_t.py", start_line=6, end_line=6)
     status, _ = await pw.post_webhook("code_scanning_alert", payload)
     assert status == 202
-    await forge.raise_code_scanning_alert(
+    await forge.security.raise_code_scanning_alert(
         REPO, rule="patchwarden.autofix.logging-warn", path="tests/test_t.py", start_line=1,
         severity="note",  # semgrep's INFO: low, below the default min_severity
     )  # fmt: skip

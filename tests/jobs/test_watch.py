@@ -207,7 +207,7 @@ async def test_with_issues_turned_off_the_watch_skips_and_opens_them_once_they_a
     results = [j.result for j in await pw.jobs("watch") if j.result]
     assert {"status": "skipped", "reason": "GitHub refused the issue (410)"} in results
 
-    forge.faults.clear()  # issues are on again
+    forge.state.faults.clear()  # issues are on again
     await forge.report_check(
         REPO, two, "unit", conclusion="success", started_at=time.time() - 30,
         completed_at=time.time(),

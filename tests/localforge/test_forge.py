@@ -681,7 +681,7 @@ async def test_a_comment_arrives_signed_and_on_schema(
     app = web.Application()
     app.router.add_post("/hook", receive)
     server = await aiohttp_server(app)
-    forge.webhook_url = str(server.make_url("/hook"))
+    forge.hooks.webhook_url = str(server.make_url("/hook"))
     issue = forge.open_issue(REPO, "Crash", author="alice")
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
 
@@ -837,8 +837,8 @@ async def test_every_operation_is_answered_on_contract(
     assert found["id"] == INSTALLATION
     installations = await github_app.as_app().getitem("/app/installations")
     assert [i["id"] for i in installations] == [INSTALLATION]
-    bot = await gh.getitem("/users/{u}", {"u": f"{forge.app_slug}[bot]"})
-    assert (bot["login"], bot["type"]) == (f"{forge.app_slug}[bot]", "Bot")
+    bot = await gh.getitem("/users/{u}", {"u": f"{forge.state.app_slug}[bot]"})
+    assert (bot["login"], bot["type"]) == (f"{forge.state.app_slug}[bot]", "Bot")
     code = forge.submit_manifest({"name": "Patchwarden", "url": "https://pw.example.org"})
     created = await gh.post("/app-manifests/{code}/conversions", {"code": code}, data={})
     assert created["id"] == APP_ID

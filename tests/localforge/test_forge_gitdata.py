@@ -69,7 +69,7 @@ async def test_a_commit_made_by_the_app_through_the_api_is_signed_by_github(
     verification = made["verification"]
     assert isinstance(verification, dict)
     assert (verification["verified"], verification["reason"]) == (True, "valid")
-    bot = forge.bot
+    bot = forge.state.bot
     assert made["author"] == {
         "name": "patchwarden[bot]",
         "email": f"{bot.id}+patchwarden[bot]@users.noreply.github.com",

@@ -56,7 +56,8 @@ class Scenario:
         self.forge.delay("/permission", hold_seconds, times=1)
         worker = self.start_worker(**env)
         await _wait(
-            lambda: any("/permission" in a for a in self.forge.arrivals), what="a worker mid-job"
+            lambda: any("/permission" in a for a in self.forge.state.arrivals),
+            what="a worker mid-job",
         )
         return worker
 
@@ -197,7 +198,7 @@ async def test_workers_killed_again_and_again_do_not_fail_the_job(scenario: Scen
     for n in range(3):
         worker = await scenario.mid_job(30)
         assert await _signal_and_wait(worker, signal.SIGKILL) == -signal.SIGKILL
-        scenario.forge.arrivals.clear()
+        scenario.forge.state.arrivals.clear()
         if n < 2:
             # the next worker finds the expired lease and requeues the job with a backoff
             continue
@@ -252,7 +253,7 @@ async def test_several_workers_on_postgres_killed_while_they_work(
         for victim in range(4):  # kill one mid-job, start another, four times
             seen = 3 * (victim + 1)
             await _wait(
-                lambda seen=seen: sum("/permission" in a for a in forge.arrivals) > seen,
+                lambda seen=seen: sum("/permission" in a for a in forge.state.arrivals) > seen,
                 what="workers busy",
                 within=30,
             )

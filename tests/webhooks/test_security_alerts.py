@@ -42,7 +42,7 @@ async def _with_policy(pw: Harness, text: str) -> None:
 
 
 async def test_a_dependabot_alert_starts_one_fix_with_what_the_fixer_needs(pw: Harness) -> None:
-    alert = await pw.forge.raise_dependabot_alert(
+    alert = await pw.forge.security.raise_dependabot_alert(
         REPO,
         package="requests",
         vulnerable_range="< 2.32.0",
@@ -84,10 +84,10 @@ async def test_a_dependabot_alert_starts_one_fix_with_what_the_fixer_needs(pw: H
 
 
 async def test_one_job_per_opening_and_closing_cancels_the_queued_one(pw: Harness) -> None:
-    alert = await pw.forge.raise_dependabot_alert(
+    alert = await pw.forge.security.raise_dependabot_alert(
         REPO, package="urllib3", vulnerable_range="< 1.26.19", first_patched="1.26.19"
     )
-    await pw.forge.alert_event(REPO, alert, "reintroduced")  # while the first is queued
+    await pw.forge.security.alert_event(REPO, alert, "reintroduced")  # while the first is queued
     await pw.settle()
     [first] = await _alert_jobs(pw)
     # Two deliveries in flight at once are handled in either order (as GitHub's may
@@ -98,7 +98,7 @@ async def test_one_job_per_opening_and_closing_cancels_the_queued_one(pw: Harnes
         for action in ("created", "reintroduced")
     )
 
-    await pw.forge.alert_event(REPO, alert, "dismissed", by="alice")
+    await pw.forge.security.alert_event(REPO, alert, "dismissed", by="alice")
     await pw.settle()
     [cancelled] = await _alert_jobs(pw)
     assert cancelled.state == JobState.SUCCEEDED
@@ -107,11 +107,11 @@ async def test_one_job_per_opening_and_closing_cancels_the_queued_one(pw: Harnes
         f"Dependabot alert #1 dismissed: 1 queued job cancelled ({first.id})"
     ]
 
-    await pw.forge.alert_event(REPO, alert, "reopened", by="alice")  # a new opening
+    await pw.forge.security.alert_event(REPO, alert, "reopened", by="alice")  # a new opening
     await pw.settle()
     rounds = [SecurityAlertJob.of(j).round for j in await _alert_jobs(pw)]
     assert rounds == [1, 2]
-    await pw.forge.alert_event(REPO, alert, "fixed")
+    await pw.forge.security.alert_event(REPO, alert, "fixed")
     await pw.settle()
     assert [j.state for j in await _alert_jobs(pw)] == [JobState.SUCCEEDED] * 2
     assert (await _said(pw, "security_alert.closed"))[-1].startswith(
@@ -120,7 +120,7 @@ async def test_one_job_per_opening_and_closing_cancels_the_queued_one(pw: Harnes
 
 
 async def test_a_code_scanning_alert_on_the_default_branch_only(pw: Harness) -> None:
-    elsewhere = await pw.forge.raise_code_scanning_alert(
+    elsewhere = await pw.forge.security.raise_code_scanning_alert(
         REPO,
         rule="python.lang.security.audit.eval-detected",
         path="app/calc.py",
@@ -136,7 +136,7 @@ async def test_a_code_scanning_alert_on_the_default_branch_only(pw: Harness) -> 
         "acknowledged, no fix"
     ]
     elsewhere.facts["ref"] = "refs/heads/main"  # merged: the next analysis finds it there
-    await pw.forge.alert_event(REPO, elsewhere, "appeared_in_branch")
+    await pw.forge.security.alert_event(REPO, elsewhere, "appeared_in_branch")
     await pw.settle()
     [job] = await _alert_jobs(pw)
     kind = SecurityAlertJob.of(job)
@@ -151,7 +151,7 @@ async def test_a_code_scanning_alert_on_the_default_branch_only(pw: Harness) -> 
     assert "Detected the use of eval()" in kind.description
     assert security_task(kind).places[0].path == "app/calc.py"
 
-    await pw.forge.alert_event(REPO, elsewhere, "closed_by_user", by="alice")
+    await pw.forge.security.alert_event(REPO, elsewhere, "closed_by_user", by="alice")
     await pw.settle()
     assert [j.state for j in await _alert_jobs(pw)] == [JobState.SUCCEEDED]
 
@@ -177,7 +177,7 @@ async def test_the_policy_on_the_default_branch_says_which_alerts_start_a_fix(
     pw: Harness, policy: str, said: str
 ) -> None:
     await _with_policy(pw, policy)
-    await pw.forge.raise_dependabot_alert(
+    await pw.forge.security.raise_dependabot_alert(
         REPO, package="jinja2", vulnerable_range="< 3.1.4", first_patched="3.1.4"
     )
     await pw.settle()
@@ -189,7 +189,7 @@ async def test_the_policy_on_the_default_branch_says_which_alerts_start_a_fix(
 
 async def test_a_policy_that_does_not_load_starts_nothing(pw: Harness) -> None:
     await _with_policy(pw, "alerts:\n  dependabot:\n    mode: sometimes\n")
-    await pw.forge.raise_dependabot_alert(
+    await pw.forge.security.raise_dependabot_alert(
         REPO, package="jinja2", vulnerable_range="< 3.1.4", first_patched="3.1.4"
     )
     await pw.settle()
@@ -374,7 +374,7 @@ async def test_a_code_scanning_alert_without_an_autofix_or_a_model_opens_nothing
 ) -> None:
     pw = await make_pw(workers=1)
     await _with_policy(pw, "alerts:\n  code_scanning:\n    mode: review\n    min_severity: low\n")
-    await pw.forge.raise_code_scanning_alert(
+    await pw.forge.security.raise_code_scanning_alert(
         REPO,
         rule="python.lang.security.audit.eval-detected",
         path="README.md",
@@ -405,7 +405,7 @@ async def test_a_dependabot_alert_for_a_package_no_manifest_names_opens_nothing(
     make_pw: Callable[..., Awaitable[Harness]],
 ) -> None:
     pw = await make_pw(workers=1)
-    await pw.forge.raise_dependabot_alert(
+    await pw.forge.security.raise_dependabot_alert(
         REPO,
         package="requests",
         vulnerable_range="< 2.32.0",
@@ -434,7 +434,7 @@ async def test_actions_newer_than_the_published_schema_are_read_too(
     """GitHub documents auto_dismissed and auto_reopened (Dependabot's auto-triage rules);
     @octokit/webhooks-schemas 7.6.1 has no example or schema of them yet: a real
     example with the action changed, posted signed to the server."""
-    first = await pw.forge.raise_dependabot_alert(
+    first = await pw.forge.security.raise_dependabot_alert(
         REPO, package="idna", vulnerable_range="< 3.7", first_patched="3.7"
     )
     await pw.settle()
@@ -508,7 +508,7 @@ def test_screen_over_real_examples() -> None:
 
 
 async def test_dismissing_the_alert_closes_patchwarden_s_pull_request_for_it(pw: Harness) -> None:
-    alert = await pw.forge.raise_dependabot_alert(
+    alert = await pw.forge.security.raise_dependabot_alert(
         REPO, package="requests", vulnerable_range="< 2.32.0", first_patched="2.32.0"
     )
     await pw.settle()
@@ -534,7 +534,7 @@ async def test_dismissing_the_alert_closes_patchwarden_s_pull_request_for_it(pw:
             pr_number=pull.number,
         )
     )
-    await pw.forge.alert_event(REPO, alert, "dismissed", by="alice")
+    await pw.forge.security.alert_event(REPO, alert, "dismissed", by="alice")
     await pw.settle()
     assert pw.forge.issue(REPO, pull.number).state == "closed"
     assert not pw.forge.pull(REPO, pull.number).merged
@@ -546,7 +546,7 @@ async def test_dismissing_the_alert_closes_patchwarden_s_pull_request_for_it(pw:
     assert (await _said(pw, "security_alert.closed")) == [
         f"Dependabot alert #1 dismissed: 1 queued job cancelled ({job.id}); closed #{pull.number}"
     ]
-    await pw.forge.alert_event(REPO, alert, "fixed")  # later: nothing more to close
+    await pw.forge.security.alert_event(REPO, alert, "fixed")  # later: nothing more to close
     await pw.settle()
     assert len(pw.forge.comments(REPO, pull.number)) == 1
     assert (await _said(pw, "security_alert.closed"))[-1] == (
