@@ -923,6 +923,56 @@ async def test_a_mechanism_turned_off_does_not_run(
     assert report.won_by == ""
 
 
+# A test failing on the base for a reason of its own (here the machine), as a sandbox
+# without a service or a locale makes some of a real project's tests fail.
+OWN_REASON = (
+    "import os\n\n\ndef test_needs_a_service():\n    assert os.environ.get('SERVICE_URL')\n"
+)
+BOILING = (
+    "from temps import fahrenheit_to_celsius\n\n\n"
+    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
+)
+
+
+@pytest.mark.parametrize("named", [True, False])
+async def test_the_failing_test_the_check_names_judges_not_one_failing_for_its_own_reason(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+    named: bool,
+) -> None:
+    """A red check names `test_boiling`; `test_needs_a_service` fails on the base too,
+    for a reason of its own. The right change is judged by the named test and proposed,
+    the other test left failing as it was; judged by every failing test, no change can
+    pass and nothing is proposed."""
+    issue = "The check `tests` fails on the default branch: `test_boiling.py::test_boiling`."
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[RIGHT] * 4,
+        samples=2,
+        issue=issue,
+        files={"test_boiling.py": BOILING, "test_service.py": OWN_REASON},
+        without=frozenset() if named else frozenset({"named"}),
+    )
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    if named:
+        fixed_right(result)
+        assert "named" in report.fired
+        assert result.tests is not None
+        assert result.tests.fixed == ["test_boiling::test_boiling"]
+        assert result.tests.already_failing == ["test_service::test_needs_a_service"]
+        assert "`test_boiling::test_boiling`" in report.chosen
+        assert "test_needs_a_service" not in report.chosen
+    else:
+        assert result.status != "patched"
+        assert "named" not in report.fired
+
+
 async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     runner: SessionRunner,
     tmp_path: Path,

@@ -6,6 +6,7 @@ sandbox (:func:`validate`), and what the pull request says (:func:`summary`)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -129,6 +130,10 @@ async def localise(job: RepairRun) -> tuple[Tests | None, list[str], list[Suspec
     job.ws.progress("fix: the tests as they are")
     before = await run_tests(job.ws, name="repair-tests-before", trace=True)
     failing = before.failing() if before is not None else []
+    named = named_tests(failing, job.task.words) if switches.on("named") else []
+    if named and len(named) < len(failing):  # acted: the others fail for reasons of their own
+        switches.fired("named")
+    failing = named or failing
     frames = [f for t in failing for f in frames_in(before.failures.get(t, ""))] if before else []
     sources = [source_of_test(job.ws.tree, t, job.idx, whole=False) for t in failing]
     ran = ochiai(job.idx, before.reached, set(failing)) if before else {}
@@ -174,6 +179,23 @@ def no_fix(job: RepairRun, order: Sequence[Suspect], repro: str | None) -> str:
         f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
         f"none made {judge} with every other test still passing{stopped}{why}"
     )
+
+
+def named_tests(failing: Sequence[str], words: str) -> list[str]:
+    """The failing tests the task names: by the test's own name (a test id's last part,
+    its parameters left out) as a whole word of ``words``, and a module that does not
+    import (its id has no ``::``) by its file's path. A red check names the tests
+    it saw fail; the others failing here fail on the base for reasons of their own (the
+    sandbox, the machine), and the fix is neither judged by them nor looked for in them."""
+    named = []
+    for test in failing:
+        if "::" in test:  # a test: its own name
+            name = re.escape(test.rsplit("::", 1)[-1].split("[", 1)[0])
+        else:  # a module that does not import: its path (tests.test_x: tests/test_x.py)
+            name = re.escape(test.replace(".", "/")) + r"\.py"
+        if re.search(rf"(?<![\w/]){name}(?!\w)", words):
+            named.append(test)
+    return named
 
 
 def task_words(task: Task) -> str:
