@@ -281,3 +281,21 @@ def test_a_guard_that_raises_is_never_turned_round() -> None:
     whats = [m.what for m in mutants({"": source})]
     assert "`not` taken away from `not is_valid_email(address)`" not in whats
     assert "`not` taken away from `not known(address)`" in whats
+
+
+def test_a_pattern_gets_one_token_changed_at_a_time() -> None:
+    """The pattern a `re` function takes (here formatted with `%`) gets its quantifiers
+    made others and its classes one member short, one change a mutant; a string that
+    is no pattern, and a class's `^`, are left alone."""
+    source = (
+        "def last_part(url, sep):\n"
+        "    label = 'a+b[cd]'\n"
+        "    return re.match(r'.*/([^/?]+)/?%s' % sep, url).group(1) + label\n"
+    )
+    found = {m.what: m.source for m in mutants({"": source})}
+    regex = {what: text for what, text in found.items() if "left out of" in what or "after" in what}
+    assert "r'.*/([^?]+)/?%s'" in regex["`/` left out of `[^/?]`"]
+    assert "r'.*/([^/?]+)/*%s'" in regex["`?` became `*` after `.*/([^/?]+)/`"]
+    assert "r'.*/([^/?]*)/?%s'" in regex["`+` became `*` after `r'.*/([^/?]`"]
+    assert len(regex) == 5  # `.*` → `.+`, the class's two members, `+` → `*`, `/?` → `/*`
+    assert all("label = 'a+b[cd]'" in text for text in regex.values())
