@@ -38,7 +38,7 @@ from packaging.utils import canonicalize_name
 from app.errors import PatchwardenError
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
+from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
 from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
@@ -144,7 +144,11 @@ class EnvironmentBuilder:
             self.sandbox.prepare_writable(build)
             try:
                 before = set(_tree_files(tree))
+                packages = tree / NODE_MODULES
+                committed = packages.is_symlink() or packages.exists()
                 await self._run(commands, tree, build, steps, secrets, version, label)
+                if not committed:  # packages the repository keeps in git stay its own
+                    await asyncio.to_thread(_keep_packages, tree, build)
                 added = sorted(set(_tree_files(tree)) - before)
                 _keep_generated(tree, added, build)
                 _mark_complete(build, key)
@@ -219,6 +223,18 @@ def _tree_files(tree: Path) -> list[str]:
             if not f.endswith((".pyc", ".pyo")):
                 out.append((here / f).relative_to(tree).as_posix())
     return out
+
+
+def _keep_packages(tree: Path, env: Path) -> None:
+    """An npm project's installed packages (``node_modules``, made by setup in the tree)
+    moved into the environment, which every tree then mounts at that place
+    (:func:`~app.sessions.verify.tree_mounts`): the cache holds them, no tree does. A
+    symlink planted in their place is removed, never followed."""
+    found = tree / NODE_MODULES
+    if found.is_symlink():
+        found.unlink()
+    elif found.is_dir():
+        shutil.move(found, env / NODE_MODULES)
 
 
 def _keep_generated(tree: Path, added: list[str], env: Path) -> None:

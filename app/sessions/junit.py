@@ -27,7 +27,7 @@ class JUnitReport(NamedTuple):
 _RANK: dict[Outcome, int] = {"passed": 0, "skipped": 1, "failed": 2, "errored": 3}
 
 
-def parse_junit(data: bytes) -> JUnitReport:
+def parse_junit(data: bytes, *, nested: bool = False) -> JUnitReport:
     """Outcomes from pytest's ``--junitxml`` report (families xunit2 and xunit1).
 
     A test id is ``"{classname}::{name}"`` as pytest writes them
@@ -36,7 +36,9 @@ def parse_junit(data: bytes) -> JUnitReport:
     is errored, ``<failure>`` failed, ``<skipped>`` skipped (xfail included), else
     passed. When one id appears twice (older pytest wrote a teardown error as a second
     testcase next to the pass), the worst outcome wins: errored > failed > skipped.
-    Counts are per id, so they always agree with the outcomes.
+    Counts are per id, so they always agree with the outcomes. ``nested``: the report
+    names no class (node's runner writes ``classname="test"``), and a test's id is the
+    names of the suites around it and its own, joined by `` > ``.
 
     The XML comes from the repository's own (untrusted) code. It is refused above
     :data:`MAX_JUNIT_BYTES` and when it declares a DTD, which pytest never writes.
@@ -44,7 +46,7 @@ def parse_junit(data: bytes) -> JUnitReport:
     the expat bundled with Python (>= 2.4.1) stops entity-expansion bombs.
     """
     outcomes: dict[str, Outcome] = {}
-    for test_id, case in _cases(data):
+    for test_id, case in _cases(data, nested=nested):
         outcome = _outcome(case)
         if test_id not in outcomes or _RANK[outcome] > _RANK[outcomes[test_id]]:
             outcomes[test_id] = outcome
@@ -69,7 +71,7 @@ def failures(data: bytes, *, limit: int = 4000) -> dict[str, str]:
     return found
 
 
-def _cases(data: bytes) -> list[tuple[str, ElementTree.Element]]:
+def _cases(data: bytes, *, nested: bool = False) -> list[tuple[str, ElementTree.Element]]:
     """(test id, testcase element) of a report, refused as :func:`parse_junit` says."""
     if len(data) > MAX_JUNIT_BYTES:
         raise ReportError(
@@ -83,11 +85,26 @@ def _cases(data: bytes) -> list[tuple[str, ElementTree.Element]]:
         raise ReportError(f"junit report is not well-formed XML ({exc}): {_start(data)}") from None
     if root.tag not in ("testsuites", "testsuite"):
         raise ReportError(f"junit report has root <{root.tag}>, not <testsuites>: {_start(data)}")
+    if nested:
+        return list(_nested_cases(root, ()))
     cases = []
     for case in root.iter("testcase"):
         classname, name = case.get("classname") or "", case.get("name") or ""
         cases.append((f"{classname}::{name}" if classname else name, case))
     return cases
+
+
+def _nested_cases(
+    suite: ElementTree.Element, names: tuple[str, ...]
+) -> list[tuple[str, ElementTree.Element]]:
+    """(``suite > … > test``, testcase) of every test under ``suite``, depth first."""
+    found = []
+    for child in suite:
+        if child.tag == "testcase":
+            found.append((" > ".join([*names, child.get("name") or ""]), child))
+        elif child.tag == "testsuite":
+            found += _nested_cases(child, (*names, child.get("name") or ""))
+    return found
 
 
 def _outcome(case: ElementTree.Element) -> Outcome:

@@ -24,9 +24,11 @@ from typing import Any, Literal
 from app.errors import RepoConfigError
 from app.policy.policy_model import REPO_SOURCE, Lines, parse_config
 from app.sessions.files import read_confined
+from app.sessions.node_tests import Runner, direct_command, runner_of
 
 CONFIG_PATH = REPO_SOURCE
 ENV_MOUNT = "/env"  # where a repository's cached environment appears in the sandbox
+NODE_MODULES = "node_modules"  # an npm project's packages: kept in its environment
 Source = Literal["config", "detected", "none"]
 # Requirement files installed by the detected setup: the runtime ones and the ones for
 # tests or development, at the top or in requirements/ (globs, matched case-blind).
@@ -74,6 +76,11 @@ class RepoCommands:
     @property
     def is_pytest(self) -> bool:
         return _is_pytest(self.test)
+
+    @property
+    def node_runner(self) -> Runner | None:
+        """The npm project's test runner, when the test command calls it directly."""
+        return runner_of(self.test) if self.kind == "node" else None
 
     def env_key(self, *, base_python: str, backend: str) -> str:
         """The setup cache key: the commands, the interpreter, and the input files."""
@@ -228,9 +235,11 @@ def _detect_test(tree: Path, kind: str) -> list[str]:
             scripts = json.loads(package).get("scripts", {})
         except (json.JSONDecodeError, AttributeError):
             scripts = {}
-        return (
-            ["npm", "test", "--silent"] if isinstance(scripts, dict) and "test" in scripts else []
-        )
+        script = scripts.get("test") if isinstance(scripts, dict) else None
+        if not isinstance(script, str):
+            return []
+        direct = direct_command(script)  # its runner called directly: tests counted
+        return direct[1] if direct is not None else ["npm", "test", "--silent"]
     if kind == "go":
         return ["go", "test", "./..."]
     if kind == "make":

@@ -72,6 +72,9 @@ BASE_ENV = {
     "PYTHONUNBUFFERED": "1",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     "PIP_NO_INPUT": "1",
+    # The address space is capped (RLIMIT_AS): node's WebAssembly then checks bounds
+    # itself instead of reserving guard regions past the cap (vitest's parser is Wasm).
+    "NODE_OPTIONS": "--disable-wasm-trap-handler",
 }
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SECRET_NAME = re.compile(r"(?i)(token|secret|passw|private|credential|api_?key|auth)")
@@ -304,6 +307,8 @@ class Sandbox(abc.ABC):
 
     def path_var(self, mounts: Sequence[Mount]) -> str:
         dirs = [f"{m.target}/bin" for m in mounts if m.target == "/env"]
+        # an npm project's own tools (its test runner), where npm puts them on PATH too
+        dirs += [f"{m.target}/.bin" for m in mounts if m.target == f"{WORKSPACE}/node_modules"]
         dirs += [self.toolchain.bin_dir, "/usr/local/bin", "/usr/bin", "/bin"]
         return ":".join(dict.fromkeys(dirs))
 

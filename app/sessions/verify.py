@@ -24,10 +24,10 @@ from pathlib import Path
 from app.config import SHIPPED_POLICIES
 from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
-from app.sessions import junit, reports
+from app.sessions import junit, node_tests, reports
 from app.sessions.files import read_confined
 from app.sessions.process import Completed
-from app.sessions.repo_commands import ENV_MOUNT, RepoCommands
+from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
 from app.sessions.result import Diff, Phase, Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 
@@ -63,10 +63,14 @@ class Timeouts:
 
 
 def tree_mounts(tree: Path, env_dir: Path | None) -> list[Mount]:
-    """A tree at /workspace (writable) and its cached environment at /env (read-only)."""
+    """A tree at /workspace (writable) and its cached environment at /env (read-only);
+    an npm project's packages, kept in the environment, at /workspace/node_modules
+    (read-only), where node looks for them."""
     mounts = [Mount(tree, WORKSPACE, writable=True)]
     if env_dir is not None:
         mounts.append(Mount(env_dir, ENV_MOUNT))
+        if (env_dir / NODE_MODULES).is_dir():
+            mounts.append(Mount(env_dir / NODE_MODULES, f"{WORKSPACE}/{NODE_MODULES}"))
     return mounts
 
 
@@ -163,6 +167,9 @@ class Verifier:
         # One module that does not import must not hide every other test's outcome.
         report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
         argv, test_env = repo_test_command(commands, env_dir, extra, addopts=[*report, *addopts])
+        runner = commands.node_runner
+        if runner is not None:  # an npm project's runner writes a report of its own
+            argv = node_tests.reporting_command(runner, argv, REPORTS_MOUNT)
         mine = {m.target for m in mounts}
         if REPORTS_MOUNT in mine:
             reports_dir = next(m.source for m in mounts if m.target == REPORTS_MOUNT)
@@ -176,10 +183,14 @@ class Verifier:
         )
         step = make_step(done, name=name, phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        xml = read_confined(reports_dir, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
+        name = node_tests.REPORT_FILE[runner] if runner is not None else "junit.xml"
+        xml = read_confined(reports_dir, name, limit=junit.MAX_JUNIT_BYTES + 1)
         if xml:
             try:
-                counts, outcomes = junit.parse_junit(xml)
+                if runner is not None:
+                    counts, outcomes = node_tests.parse_report(runner, xml)
+                else:
+                    counts, outcomes = junit.parse_junit(xml)
                 run = TestRun(
                     exit_code=done.exit_code,
                     timed_out=done.timed_out,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.sessions.node_tests import direct_command, reporting_command
 from app.sessions.repo_commands import ENV_MOUNT, RepoConfigError, detect
 from app.sessions.workspace import version_from_describe
 
@@ -54,11 +55,11 @@ PYPROJECT_TEST_EXTRA = '[project]\nname = "x"\n[project.optional-dependencies]\n
         pytest.param(
             {"package.json": '{"scripts": {"test": "jest"}}', "package-lock.json": "{}"},
             [["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"]],
-            ["npm", "test", "--silent"],
+            ["jest"],  # the runner called directly, so that its tests are counted
             id="node-with-lockfile",
         ),
         pytest.param(
-            {"package.json": '{"scripts": {"test": "jest"}}'},
+            {"package.json": '{"scripts": {"test": "tsc && jest"}}'},
             # no lock to follow: the ranges, and no lock written into the tree
             [
                 [
@@ -271,3 +272,31 @@ def test_the_version_git_tags_give_follows_setuptools_scm(
 ) -> None:
     sha = "1234567" + "0" * 33
     assert version_from_describe(described, commits=commits, sha=sha) == version
+
+
+@pytest.mark.parametrize(
+    ("script", "argv"),
+    [
+        ("jest --coverage", ["jest", "--coverage", "--ci", "--json", "--outputFile=/r/jest.json"]),
+        ("vitest", ["vitest", "run", "--reporter=default", "--reporter=junit",
+                    "--outputFile.junit=/r/junit.xml"]),
+        ("vitest watch src", ["vitest", "run", "src", "--reporter=default", "--reporter=junit",
+                              "--outputFile.junit=/r/junit.xml"]),
+        ("mocha --recursive", ["mocha", "--recursive", "--reporter", "xunit",
+                               "--reporter-option", "output=/r/junit.xml"]),
+        ("node --test test/", ["node", "--test-reporter=spec",
+                               "--test-reporter-destination=stdout", "--test-reporter=junit",
+                               "--test-reporter-destination=/r/junit.xml", "--test", "test/"]),
+        ("tsc && jest", None),  # a shell must read these: npm runs them
+        ("NODE_ENV=test jest", None),
+        ("mocha test/*.js", None),
+        ("node test.js", None),
+        ("npm run unit", None),
+    ],
+)  # fmt: skip
+def test_an_npm_test_script_runs_its_runner_directly_with_a_report_when_it_is_one_alone(
+    script: str, argv: list[str] | None
+) -> None:
+    direct = direct_command(script)
+    made = reporting_command(direct[0], direct[1], "/r") if direct else None
+    assert made == argv

@@ -19,7 +19,8 @@ import pytest
 from app.errors import PatchwardenError
 from app.policy.evidence import Finding, FindingsDelta, TestCounts, TestRun, Tool
 from app.sessions import junit as junit_module
-from app.sessions.junit import MAX_JUNIT_BYTES, parse_junit
+from app.sessions import node_tests
+from app.sessions.junit import MAX_JUNIT_BYTES, collection_errors, parse_junit
 from app.sessions.reports import (
     ReportError,
     findings_delta,
@@ -811,3 +812,61 @@ def test_a_base_that_cannot_collect_is_a_broken_environment(
     run: TestRun, output: str, pytest_command: bool, expected: str | None
 ) -> None:
     assert junit_module.environment_problem(run, output, pytest=pytest_command) == expected
+
+
+NODE_JUNIT = b"""<?xml version="1.0" encoding="utf-8"?>
+<testsuites>
+  <testcase name="adds" classname="test"/>
+  <testsuite name="dates" tests="2">
+    <testsuite name="parse" tests="1">
+      <testcase name="iso" classname="test"><failure message="x">no</failure></testcase>
+    </testsuite>
+    <testcase name="adds" classname="test"><skipped/></testcase>
+  </testsuite>
+</testsuites>
+"""
+
+
+def test_node_s_own_runner_names_its_tests_by_their_suites() -> None:
+    """node's JUnit report says `classname="test"` for every test: the suites around a
+    test name it, so two tests called `adds` stay two."""
+    counts, outcomes = node_tests.parse_report("node", NODE_JUNIT)
+    assert outcomes == {
+        "adds": "passed",
+        "dates > parse > iso": "failed",
+        "dates > adds": "skipped",
+    }
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 1, 1)
+
+
+def test_jest_s_report_names_tests_by_file_and_a_file_that_could_not_run_errors() -> None:
+    report = {
+        "testResults": [
+            {
+                "name": "/workspace/test/calc.test.js",
+                "status": "failed",
+                "assertionResults": [
+                    {"ancestorTitles": ["calc"], "title": "adds", "status": "passed"},
+                    {"ancestorTitles": ["calc"], "title": "subtracts", "status": "failed"},
+                    {"ancestorTitles": [], "title": "later", "status": "todo"},
+                ],
+            },
+            {"name": "/workspace/test/broken.test.js", "status": "failed", "assertionResults": []},
+        ]
+    }
+    counts, outcomes = node_tests.parse_report("jest", json.dumps(report).encode())
+    assert outcomes == {
+        "test/calc.test.js::calc > adds": "passed",
+        "test/calc.test.js::calc > subtracts": "failed",
+        "test/calc.test.js::later": "skipped",
+        "test/broken.test.js": "errored",  # as a module pytest could not import
+    }
+    assert collection_errors(TestRun(exit_code=1, counts=counts, outcomes=outcomes)) == [
+        "test/broken.test.js"
+    ]
+
+
+@pytest.mark.parametrize("data", [b"not json", b"[]", b'{"testResults": 3}'])
+def test_a_jest_report_that_is_not_one_is_refused_with_why(data: bytes) -> None:
+    with pytest.raises(ReportError, match="jest report"):
+        node_tests.parse_report("jest", data)

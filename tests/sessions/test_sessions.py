@@ -556,3 +556,61 @@ async def test_an_npm_packages_install_script_runs_once_offline_and_reaches_noth
     assert lines[0].startswith("secret=none tmp=")
     assert "net=open" not in lines[0]
     assert not escape.exists()
+
+
+NODE_CALC_TESTS = """\
+const test = require('node:test');
+const assert = require('node:assert');
+const { add } = require('../calc');
+const pad = require('pad');
+
+test.describe('calc', () => {
+  test.it('adds', () => assert.strictEqual(add(1, 2), 3));
+});
+test('pads with a package', () => assert.strictEqual(pad('7'), '00007'));
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+async def test_an_npm_projects_tests_are_counted_one_by_one_with_its_packages_in_place(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    """`node --test` called directly with a report of its own: the tests are counted by
+    name on the base and the patch, as pytest's are; the packages setup installed are
+    where node looks for them in both trees, and never in the change."""
+    package = {
+        "name": "calc",
+        "version": "1.0.0",
+        "scripts": {"test": "node --test"},
+        "dependencies": {"pad": "file:pad"},
+    }
+    files = {
+        "package.json": json.dumps(package),
+        "pad/package.json": json.dumps({"name": "pad", "version": "1.0.0"}),
+        "pad/index.js": "module.exports = (s) => s.padStart(5, '0');\n",
+        "calc.js": "exports.add = (a, b) => a - b;\n",
+        "test/calc.test.js": NODE_CALC_TESTS,
+    }
+    root = tmp_path / "calc"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "an npm project with a bug and node's own tests")
+
+    async def fix(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "calc.js").write_text("exports.add = (a, b) => a + b;\n")
+        return FixOutcome(fixer="test", summary="add adds")
+
+    remote = Remote("octo/calc", str(root))
+    result = await runner.run(SessionSpec(remote=remote, task=Task("fix add")), fix)
+    assert result.status == "patched", result.error
+    tests = result.tests
+    assert tests is not None
+    assert tests.command[:2] == ["node", "--test"]
+    assert tests.fixed == ["calc > adds"]
+    assert tests.broken == []
+    assert tests.base is not None
+    assert tests.base.counts is not None
+    assert (tests.base.counts.passed, tests.base.counts.failed) == (1, 1)
+    assert [f.path for f in result.diff.files] == ["calc.js"]

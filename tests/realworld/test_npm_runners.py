@@ -1,0 +1,96 @@
+"""Real JavaScript test runners from the npm registry (jest, vitest, mocha), installed
+by a session's setup phase from a lock made at test time with their pinned versions,
+each counting an npm project's tests one by one on the base and the patched tree.
+Skipped, saying so, when the registry cannot be reached."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.git import Remote
+from app.sessions.fix_context import FixContext
+from app.sessions.result import FixOutcome
+from app.sessions.session import SessionRunner
+from app.sessions.task import SessionSpec, Task
+from tests.conftest import git_commit, git_in
+
+pytestmark = [
+    pytest.mark.realworld,
+    pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed"),
+]
+
+CJS = """\
+const { add } = require('../calc');
+describe('calc', () => {
+  it('adds', () => { if (add(1, 2) !== 3) throw new Error('add(1, 2) is ' + add(1, 2)); });
+});
+it('stands alone', () => {});
+"""
+ESM = "import { describe, it } from 'vitest';\n" + CJS.replace(
+    "const { add } = require('../calc');", "import { add } from '../calc.js';"
+)
+# runner: (package pinned, test script, test file, the module under test)
+RUNNERS = {
+    "jest": ("jest@29.7.0", "jest", CJS, "exports.add = (a, b) => a - b;\n"),
+    "mocha": ("mocha@10.8.2", "mocha", CJS, "exports.add = (a, b) => a - b;\n"),
+    "vitest": ("vitest@3.2.4", "vitest", ESM, "export const add = (a, b) => a - b;\n"),
+}
+EXPECTED_FIXED = {
+    "jest": ["test/calc.test.js::calc > adds"],
+    "mocha": ["calc::adds"],
+    "vitest": ["test/calc.test.js::calc > adds"],
+}
+
+
+async def _locked(root: Path, package: str) -> None:
+    """``package`` in package.json and the lock, as a user's ``npm install -D`` leaves
+    them (nothing installed here: the session's setup does that)."""
+    proc = await asyncio.create_subprocess_exec(
+        "npm", "install", "--save-dev", "--package-lock-only", "--ignore-scripts",
+        "--no-audit", "--no-fund", package,
+        cwd=root, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await proc.communicate()
+    if proc.returncode != 0:
+        pytest.skip(f"the npm registry could not be reached: {err.decode()[-300:]}")
+
+
+@pytest.mark.parametrize("runner_name", sorted(RUNNERS))
+async def test_a_real_runner_counts_an_npm_projects_tests_one_by_one(
+    realworld_runner: SessionRunner, tmp_path: Path, runner_name: str
+) -> None:
+    package, script, tests, calc = RUNNERS[runner_name]
+    root = tmp_path / "calc"
+    (root / "test").mkdir(parents=True)
+    manifest: dict[str, object] = {"name": "calc", "version": "1.0.0", "scripts": {"test": script}}
+    if runner_name == "vitest":
+        manifest["type"] = "module"
+    (root / "package.json").write_text(json.dumps(manifest))
+    (root / "calc.js").write_text(calc)
+    (root / "test" / "calc.test.js").write_text(tests)
+    await _locked(root, package)
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, f"an npm project tested with {runner_name}")
+
+    async def fix(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "calc.js").write_text(calc.replace("a - b", "a + b"))
+        return FixOutcome(fixer="test", summary="add adds")
+
+    remote = Remote("octo/calc", str(root))
+    result = await realworld_runner.run(SessionSpec(remote=remote, task=Task("fix add")), fix)
+    assert result.status == "patched", (result.error, [s.output[-800:] for s in result.steps])
+    tests_run = result.tests
+    assert tests_run is not None
+    assert tests_run.command[0] == script
+    said = [s.output[-1500:] for s in result.steps if s.name == "tests"]
+    assert tests_run.fixed == EXPECTED_FIXED[runner_name], said
+    assert tests_run.broken == []
+    assert tests_run.head is not None
+    assert tests_run.head.counts is not None
+    assert (tests_run.head.counts.passed, tests_run.head.counts.failed) == (2, 0)
+    assert [f.path for f in result.diff.files] == ["calc.js"]
