@@ -13,8 +13,12 @@ change adds and names the behaviours they introduce, each with where and what:
 - ``package_install``: ``pip install`` (or ``npm``/``uv``/``conda``) at run time;
 - ``test_harness``: ``conftest.py``, pytest/tox/nox configuration, ``addopts``,
   pytest hooks (``def pytest_…``), ``sitecustomize``/``usercustomize``/``.pth`` files;
+  a ``package.json``'s ``test`` scripts, jest's, vitest's and mocha's configuration;
 - ``package_index``: ``pip.conf``, ``.npmrc``, ``--extra-index-url``, ``-e git+…``,
   ``[[tool.uv.index]]``: where packages come from;
+- ``install_script``: a ``package.json`` script npm runs when the package is installed
+  (``preinstall``, ``install``, ``postinstall``, ``prepare``): code that runs on every
+  machine that installs it, before any test;
 - ``conda_dependencies``: an ``environment.yml``'s dependencies;
 - ``action``: an ``action.yml`` anywhere (code a workflow runs);
 - ``gitattributes``: ``.gitattributes`` (diff, merge and filter drivers; hidden diffs);
@@ -62,6 +66,7 @@ Kind = Literal[
     "package_install",
     "test_harness",
     "package_index",
+    "install_script",
     "conda_dependencies",
     "action",
     "gitattributes",
@@ -80,6 +85,7 @@ SAYS: dict[Kind, str] = {
     "package_install": "package installs at run time",
     "test_harness": "changes to the test harness",
     "package_index": "changes to where packages come from",
+    "install_script": "scripts npm runs when the package is installed",
     "conda_dependencies": "changes to a conda environment's dependencies",
     "action": "changes to a GitHub Action",
     "gitattributes": "changes to .gitattributes",
@@ -672,6 +678,11 @@ _HARNESS_FILES = {
     "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "noxfile.py", "sitecustomize.py",
     "usercustomize.py",
 }  # fmt: skip
+# JavaScript test runners' configuration, by name before its extension.
+_HARNESS_STEMS = ("jest.config", "vitest.config", "vitest.workspace", ".mocharc")
+# A package.json's scripts: those npm runs at install, and those that are the tests.
+_INSTALL_SCRIPT = re.compile(r'"(?:preinstall|install|postinstall|prepare)"\s*:')
+_TEST_SCRIPT = re.compile(r'"(?:pretest|test|posttest)"\s*:')
 _INDEX_FILES = {
     "pip.conf", "pip.ini", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".condarc",
     "uv.toml", "poetry.toml", ".pnpmrc", "bunfig.toml", ".bowerrc",
@@ -713,7 +724,7 @@ def _file_level(f: ChangedFile) -> Iterator[Behaviour]:
     """Behaviours a file has by its name and kind: one per file, not per line."""
     for path in f.paths:
         name = path.rsplit("/", 1)[-1]
-        if name in _HARNESS_FILES:
+        if name in _HARNESS_FILES or name.startswith(_HARNESS_STEMS):
             yield Behaviour("test_harness", f.path, None, name)
         elif name.endswith(".pth"):
             yield Behaviour("test_harness", f.path, None, f"{name} (runs at interpreter start)")
@@ -736,6 +747,7 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
         return found
     rules = _TEXT_RULES.get(language or "", ())
     config = f.path.rsplit("/", 1)[-1] in ("setup.cfg", "pyproject.toml", "tox.ini")
+    package = f.path.rsplit("/", 1)[-1] == "package.json"
     index = bool(_INDEX_FILE_TYPES.search(f.path))
     for number, text in lines:
         stripped = text.strip()
@@ -746,6 +758,10 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
             if m:
                 found.append((number, kind, m.group(0).strip()[:60]))
         if config and _HARNESS_LINE.search(text):
+            found.append((number, "test_harness", stripped[:60]))
+        if package and _INSTALL_SCRIPT.search(text):
+            found.append((number, "install_script", stripped[:60]))
+        if package and _TEST_SCRIPT.search(text):
             found.append((number, "test_harness", stripped[:60]))
         if index and not stripped.startswith("#"):
             m = _INDEX_LINE.search(text)

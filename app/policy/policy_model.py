@@ -336,6 +336,8 @@ class BehaviourWeights(_Strict):
     """Points for the test harness: conftest.py, pytest config and hooks, .pth files."""
     package_index: float = Field(ge=0)
     """Points for package sources: pip.conf, .npmrc, --extra-index-url, `-e git+...`."""
+    install_script: float = Field(ge=0)
+    """Points for a package.json script npm runs at install (preinstall, postinstall, ...)."""
     conda_dependencies: float = Field(ge=0)
     """Points for an environment.yml's dependencies."""
     action: float = Field(ge=0)
