@@ -39,6 +39,7 @@ tested alone.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from collections.abc import Iterable
@@ -51,16 +52,21 @@ from app.git import run_git
 from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.environment import Environment, SetupFailed
-from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
+from app.sessions.node_tests import runner_of
 from app.sessions.process import Completed
-from app.sessions.repo_commands import ENV_MOUNT, SETUP_PATHSPECS, detect
+from app.sessions.repo_commands import SETUP_PATHSPECS, detect
 from app.sessions.reports import ReportError
 from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.selection import Selection, selecting
 from app.sessions.task import Budget, Task
-from app.sessions.verify import REPORTS_MOUNT, repo_test_command
+from app.sessions.verify import (
+    REPORTS_MOUNT,
+    read_test_report,
+    reported_test_command,
+    tree_mounts,
+)
 from app.words import plural
 
 _PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
@@ -119,7 +125,7 @@ class RevertFixer(Fixer):
             except ValueError as exc:
                 return self.gave_up(f"revert.checks[{task.check!r}] does not parse: {exc}")
         if ws.commands.test:
-            argv, _ = repo_test_command(ws.commands, ws.env_dir)
+            argv, _ = reported_test_command(ws.commands, ws.env_dir)
             return argv
         return self.gave_up(
             "no command reproduces the failure: set `test:` or `revert.checks` in "
@@ -172,7 +178,10 @@ class _Search:
         self.ws = ws
         self.config = config
         self.test = test
-        self.shown = shlex.join(test)
+        # the npm runner whose report the command asks for (reported_test_command)
+        self.runner = runner_of(test) if ws.commands.kind == "node" else None
+        # as the repository says it, without the report's options
+        self.shown = shlex.join(ws.commands.test if self.runner else test)
         self.bad = ws.workspace.base_sha
         self.clone = ws.workspace.root / "bisect"
         self.reports = ws.workspace.root / "bisect-reports"
@@ -493,13 +502,12 @@ class _Search:
         writes read back (per-test outcomes), with ``sha``'s environment."""
         for old in self.reports.iterdir():
             old.unlink()
-        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
         chosen = self.selection
         env = self.envs.get(sha, self.base_env)
-        _, variables = repo_test_command(
+        _, variables = reported_test_command(
             self.ws.commands,
             env.path if env else None,
-            addopts=[*report, *(chosen.addopts if chosen else ())],
+            addopts=chosen.addopts if chosen else (),
         )
         done = await self.ws.run(
             self.test,
@@ -514,23 +522,16 @@ class _Search:
             timeout=self.ws.timeouts.tests,
         )
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        xml = read_confined(self.reports, "junit.xml", limit=junit.MAX_JUNIT_BYTES + 1)
-        if xml:
-            try:
-                counts, outcomes = junit.parse_junit(xml)
-                run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
-            except ReportError:
-                pass  # no usable report: the probe is skipped (or judged by its status)
+        # no usable report: the probe is skipped (or judged by its status)
+        with contextlib.suppress(ReportError):
+            run = read_test_report(self.runner, self.reports, run)
         return run, done
 
     def _mounts(self, env: Environment | None) -> list[Mount]:
-        mounts = [
-            Mount(self.clone, WORKSPACE, writable=True),
+        return [
+            *tree_mounts(self.clone, env.path if env is not None else None),
             Mount(self.objects, str(self.objects)),
         ]
-        if env is not None:
-            mounts.append(Mount(env.path, ENV_MOUNT))
-        return mounts
 
     async def _git(self, *args: str, timeout: float = 120.0) -> Completed:  # noqa: ASYNC109
         """git on the throwaway clone, in the sandbox (never on the host)."""

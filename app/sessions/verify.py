@@ -94,6 +94,41 @@ def repo_test_command(
     return argv, env
 
 
+def reported_test_command(
+    commands: RepoCommands,
+    env_dir: Path | None,
+    extra: Sequence[str] = (),
+    *,
+    addopts: Sequence[str] = (),
+) -> tuple[list[str], dict[str, str]]:
+    """:func:`repo_test_command` asking for a report of every test in
+    :data:`REPORTS_MOUNT`: pytest's JUnit report (every module's tests even when one of
+    them does not import), or the report an npm project's runner writes
+    (:mod:`~app.sessions.node_tests`)."""
+    report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
+    argv, env = repo_test_command(commands, env_dir, extra, addopts=[*report, *addopts])
+    runner = commands.node_runner
+    if runner is not None:
+        argv = node_tests.reporting_command(runner, argv, REPORTS_MOUNT)
+    return argv, env
+
+
+def read_test_report(runner: node_tests.Runner | None, reports_dir: Path, run: TestRun) -> TestRun:
+    """``run`` with the outcome of every test from the report its command wrote in
+    ``reports_dir`` (an npm ``runner``'s, or pytest's JUnit report); as it was when
+    there is none. Raises :class:`~app.sessions.reports.ReportError` for a report that
+    cannot be read."""
+    name = node_tests.REPORT_FILE[runner] if runner is not None else "junit.xml"
+    data = read_confined(reports_dir, name, limit=junit.MAX_JUNIT_BYTES + 1)
+    if not data:
+        return run
+    if runner is not None:
+        counts, outcomes = node_tests.parse_report(runner, data)
+    else:
+        counts, outcomes = junit.parse_junit(data)
+    return run.model_copy(update={"counts": counts, "outcomes": outcomes})
+
+
 def make_step(
     done: Completed,
     *,
@@ -164,12 +199,7 @@ class Verifier:
         (a folder at /reports replaces the report's own) to the sandbox."""
         reports_dir = Path(tempfile.mkdtemp(prefix=f"reports-{label}-", dir=self.scratch))
         self.sandbox.prepare_writable(reports_dir)
-        # One module that does not import must not hide every other test's outcome.
-        report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
-        argv, test_env = repo_test_command(commands, env_dir, extra, addopts=[*report, *addopts])
-        runner = commands.node_runner
-        if runner is not None:  # an npm project's runner writes a report of its own
-            argv = node_tests.reporting_command(runner, argv, REPORTS_MOUNT)
+        argv, test_env = reported_test_command(commands, env_dir, extra, addopts=addopts)
         mine = {m.target for m in mounts}
         if REPORTS_MOUNT in mine:
             reports_dir = next(m.source for m in mounts if m.target == REPORTS_MOUNT)
@@ -183,22 +213,10 @@ class Verifier:
         )
         step = make_step(done, name=name, phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-        name = node_tests.REPORT_FILE[runner] if runner is not None else "junit.xml"
-        xml = read_confined(reports_dir, name, limit=junit.MAX_JUNIT_BYTES + 1)
-        if xml:
-            try:
-                if runner is not None:
-                    counts, outcomes = node_tests.parse_report(runner, xml)
-                else:
-                    counts, outcomes = junit.parse_junit(xml)
-                run = TestRun(
-                    exit_code=done.exit_code,
-                    timed_out=done.timed_out,
-                    counts=counts,
-                    outcomes=outcomes,
-                )
-            except reports.ReportError as exc:
-                step = step.model_copy(update={"output": f"{step.output}\n[{exc}]"})
+        try:
+            run = read_test_report(commands.node_runner, reports_dir, run)
+        except reports.ReportError as exc:
+            step = step.model_copy(update={"output": f"{step.output}\n[{exc}]"})
         return step, run
 
     async def run_tool(

@@ -414,3 +414,53 @@ async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Pa
     assert result.fix.culprit.sha == shas[8], result.fix.culprit.bisect_log
     assert f"git bisect good {shas[4]}" in result.fix.culprit.bisect_log
     assert len(list((tmp_path / "cache" / "envs" / "octo" / "history").glob("*/.complete"))) == 2
+
+
+NODE_TESTS = """\
+const test = require('node:test');
+const assert = require('node:assert');
+const { add, mul } = require('../calc');
+
+test('adds', () => assert.strictEqual(add(2, 3), 5));
+test('multiplies', () => assert.strictEqual(mul(2, 3), 6));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_on_an_npm_project_the_culprit_is_found_by_the_tests_it_fails(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    """`node --test` counted one by one, as pytest's tests are: commit 4 breaks
+    `multiplies`, commit 7 adds a test that fails from then on. The bisect names the
+    tests it chases, blames commit 4, and the revert fixes `multiplies` and leaves the
+    other failure as it was."""
+    package = '{"name": "calc", "version": "1.0.0", "scripts": {"test": "node --test"}}\n'
+    calc = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
+    repo = make_project(
+        tmp_path / "history",
+        {"package.json": package, "calc.js": calc, "test/calc.test.js": NODE_TESTS},
+    )
+    shas = {1: _head(repo)}
+    for n in range(2, 11):
+        if n == 4:
+            (repo / "calc.js").write_text(calc.replace("a * b", "a * b + 1"))
+        elif n == 7:
+            (repo / "test" / "later.test.js").write_text(
+                "require('node:test')('is pending', () => { throw new Error('not yet'); });\n"
+            )
+        else:
+            (repo / f"note{n}.txt").write_text(f"note {n}\n")
+        shas[n] = git_commit(repo, f"commit {n}")
+    result = await runner.run(alert_spec(repo), RevertFixer())
+
+    assert result.status == "patched", result.error
+    assert result.fix is not None
+    culprit = result.fix.culprit
+    assert culprit is not None
+    assert culprit.sha == shas[4]
+    assert "# failing on " in culprit.bisect_log
+    assert "is pending, multiplies" in culprit.bisect_log
+    assert "of `node --test` fail" in result.fix.summary  # the command as the repository has it
+    assert result.tests is not None
+    assert result.tests.fixed == ["multiplies"]
+    assert result.tests.already_failing == ["is pending"]
