@@ -43,12 +43,13 @@ class _Section(BaseModel):
 
 
 class LintConfig(_Section):
-    """The lint fixer: ruff's and semgrep's automatic fixes."""
+    """The lint fixer: ruff's and semgrep's automatic fixes (eslint's on JavaScript)."""
 
     unsafe_fixes: bool = False
     """Apply ruff's unsafe fixes too (`ruff --unsafe-fixes`)."""
     format: Literal["auto"] | bool = "auto"
-    """Run `ruff format`: `auto` only where the base already passes `ruff format --check`."""
+    """Run `ruff format` (`prettier --write` on JavaScript that configures prettier): `auto`
+    only where the base already passes the formatter's check."""
     semgrep: bool = True
     """Apply Patchwarden's semgrep autofix rules (policies/semgrep/autofix/)."""
 

@@ -28,10 +28,12 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
+from app.fixers import lint_js
 from app.fixers.fixer_policy import LintConfig, section
 from app.fixers.interface import Fixer, FixerRecord, walk_files
 from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
+from app.sessions.repo_commands import NODE_MODULES
 from app.sessions.result import FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.task import Budget, Task
@@ -49,7 +51,7 @@ SEMGREP_AUTOFIX_FLAGS = ("--metrics=off", "--disable-version-check", "--quiet")
 # Without a ruff configuration of the repository's own: fixes nobody argues about.
 OWN_SELECT = ("F401", "F541", "F632", "E713", "E714")
 RUFF_CONFIGS = ("ruff.toml", ".ruff.toml")
-_NAMED_FILE = re.compile(r"[\w./-]+\.pyi?\b")
+_NAMED_FILE = re.compile(r"[\w./-]+\.(?:pyi?|[mc]?[jt]sx?)\b")
 Finding = tuple[str, str, str]  # (rule, file, message)
 
 
@@ -60,7 +62,7 @@ class LintError(Exception):
 class LintFixer(Fixer):
     record = FixerRecord(
         name="lint",
-        reason="mechanical ruff/semgrep autofixes",
+        reason="mechanical autofixes: ruff, semgrep, eslint",
         category="lint",
         model=False,
         words=("lint",),
@@ -76,16 +78,64 @@ class LintFixer(Fixer):
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         config = section(workspace.workspace.base_tree, "lint", LintConfig)
         python_files = _python_files(workspace.tree)
+        js_files = _files(workspace.tree, lint_js.JS_SUFFIXES)
+        named = named_files(task, python_files)
+        named_js = named_files(task, js_files, suffixes=lint_js.JS_SUFFIXES)
+        if js_files and (named_js or not python_files) and not named:
+            return await self._fix_js(workspace, config, named_js or js_files, bool(named_js))
         if not python_files:
             return self.gave_up(
-                "no Python files here: the lint fixer knows ruff and Patchwarden's Python "
-                "semgrep rules only"
+                "no Python or JavaScript files here: the lint fixer knows ruff and "
+                "Patchwarden's semgrep rules for Python, and a repository's own eslint"
             )
-        named = named_files(task, python_files)
         try:
             return await self._fix(workspace, config, named or python_files, scoped=bool(named))
         except LintError as exc:
             return self.gave_up(str(exc))
+
+    async def _fix_js(
+        self, ws: FixContext, config: LintConfig, files: list[str], scoped: bool
+    ) -> FixOutcome:
+        """eslint's own fixes (:mod:`~app.fixers.lint_js`), with the repository's rules."""
+        rules_file = lint_js.eslint_config(ws.workspace.base_tree)
+        if rules_file is None:
+            return self.gave_up(
+                "no eslint configuration here (eslint.config.js, .eslintrc or "
+                "package.json's eslintConfig): on JavaScript the lint fixer applies the "
+                "repository's own eslint rules, and it has none"
+            )
+        if not lint_js.installed(ws.env_dir, "eslint"):
+            return self.gave_up(
+                "eslint is not among the packages setup installed: add it to "
+                "package.json's devDependencies (and the lock)"
+            )
+        try:
+            fixed, left, formatted = await lint_js.eslint_fix(ws, config, files, scoped=scoped)
+        except lint_js.JsLintError as exc:
+            return self.gave_up(str(exc))
+        parts = [f"eslint fixed {plural(sum(fixed.values()), 'problem')}: {_counts(fixed)}."]
+        if not fixed:
+            parts = [
+                "Nothing to fix: eslint found no problem it can fix with the repository's rules."
+            ]
+        if formatted:
+            parts.append("Formatted with prettier (the repository already uses it).")
+        if left:
+            parts.append(f"Left for a human (no automatic fix): {_counts(left)}.")
+        scope = ", ".join(files) if scoped else ""
+        parts.append(
+            f"Scope: the files the task names ({scope})."
+            if scoped
+            else "Scope: the whole repository (the task names no file)."
+        )
+        parts.append(f"Rules: the repository's own eslint configuration ({rules_file}).")
+        named = ", ".join(sorted(fixed)) or "formatting"
+        return FixOutcome(
+            fixer=self.name,
+            summary=" ".join(parts),
+            commit_message=f"Fix lint: {named}"[:72] + "\n\nPatchwarden session, fixer lint.",
+            rules_fixed=dict(sorted(fixed.items())),
+        )
 
     async def _fix(
         self, ws: FixContext, config: LintConfig, files: list[str], *, scoped: bool
@@ -210,15 +260,19 @@ def has_ruff_config(tree: Path) -> bool:
         return False
 
 
-def named_files(task: Task, python_files: list[str]) -> list[str]:
-    """The Python files of the tree the task's words name, by path (``src/a/b.py``) or,
-    when unambiguous, by file name (``b.py``)."""
+def named_files(
+    task: Task, python_files: list[str], *, suffixes: tuple[str, ...] = (".py", ".pyi")
+) -> list[str]:
+    """The files of the tree (with one of ``suffixes``) the task's words name, by path
+    (``src/a/b.py``) or, when unambiguous, by file name (``b.py``)."""
     known = set(python_files)
     by_name: dict[str, list[str]] = {}
     for path in python_files:
         by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
     found: list[str] = []
     for word in _NAMED_FILE.findall(task.words):
+        if not word.endswith(suffixes):
+            continue
         word = word.removeprefix("./").lstrip("/")
         candidates = [word] if word in known else by_name.get(word, [])
         if len(candidates) == 1 and candidates[0] not in found:
@@ -227,7 +281,16 @@ def named_files(task: Task, python_files: list[str]) -> list[str]:
 
 
 def _python_files(tree: Path) -> list[str]:
-    return [p for p, link in walk_files(tree, tree) if p.endswith(".py") and not link]
+    return _files(tree, (".py",))
+
+
+def _files(tree: Path, suffixes: tuple[str, ...]) -> list[str]:
+    """The tree's files with one of ``suffixes`` (no symlink, nothing in node_modules)."""
+    return [
+        p
+        for p, link in walk_files(tree, tree)
+        if p.endswith(suffixes) and not link and not p.startswith(f"{NODE_MODULES}/")
+    ]
 
 
 def _counts(counter: Counter[str]) -> str:

@@ -153,7 +153,7 @@ async def test_run_leaves_a_verified_branch_and_a_pr_body(tmp_path: Path) -> Non
     assert 'return "hello"' in patched
     body = (repo / ".git" / "patchwarden" / "patchwarden-fix-the-lint.md").read_text()
     assert re.match(r"\*\*Patchwarden risk \d+/100 \(low\): needs a maintainer's approval", body)
-    assert "| mechanical ruff/semgrep autofixes | lint | +3 |" in body
+    assert "| mechanical autofixes: ruff, semgrep, eslint | lint | +3 |" in body
     assert "**Verified:** tests 1 passed → 1 passed (0 fixed, 0 broken)" in body
     assert re.search(r"\] risk \d+/100 \(low\): review$", err, re.MULTILINE)
     assert "git push origin --delete patchwarden/fix-the-lint" in body
@@ -335,7 +335,7 @@ async def test_a_fixer_that_gives_up_exits_1(tmp_path: Path) -> None:
     repo = make_project(tmp_path / "js", {"index.js": "var x = 1\n"})
     code, _, err = await run(tmp_path, "--repo", str(repo), "--task", "lint", "--fixer", "lint")
     assert code == 1
-    assert "no patch: no Python files here" in err.splitlines()[-1]
+    assert "no patch: no eslint configuration here" in err.splitlines()[-1]
 
 
 @pytest.mark.slow  # six `patchwarden run` processes

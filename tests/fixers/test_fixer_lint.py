@@ -128,14 +128,14 @@ async def test_a_bad_lint_config_stops_the_job_with_the_key_named(
     assert message in result.error
 
 
-async def test_no_python_means_the_lint_fixer_says_it_cannot_help(
+async def test_neither_python_nor_javascript_means_the_lint_fixer_says_it_cannot_help(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
-    project = make_project(tmp_path / "js", {"index.js": "var x = 1\n"})
+    project = make_project(tmp_path / "go", {"main.go": "package main\n"})
     result = await runner.run(lint_spec(project), LintFixer())
     assert result.status == "failed"
     assert result.error is not None
-    assert "no Python files here" in result.error
+    assert "no Python or JavaScript files here" in result.error
 
 
 async def test_the_autofix_pack_turns_its_targets_into_the_fixed_file(
@@ -232,3 +232,34 @@ async def test_a_repository_with_fix_true_still_gets_an_honest_count(
     assert result.fix.rules_fixed == {"F401": 4}
     assert result.fix.summary.startswith("ruff fixed 4 problems: F401 (4).")
     assert "Rules: the repository's own ruff configuration." in result.fix.summary
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        # JavaScript and no eslint configuration: no rules of Patchwarden's choosing
+        ({}, "no eslint configuration here (eslint.config.js, .eslintrc or package.json"),
+        # a configuration, and eslint not among the packages setup installed
+        (
+            {"eslint.config.mjs": "export default [];\n"},
+            "eslint is not among the packages setup installed: add it to package.json",
+        ),
+    ],
+)
+async def test_on_javascript_the_lint_fixer_says_what_it_needs_of_the_repository(
+    runner: SessionRunner, tmp_path: Path, files: dict[str, str], said: str
+) -> None:
+    project = make_project(
+        tmp_path / "web",
+        {
+            "package.json": '{"name": "web", "version": "1.0.0"}\n',
+            "index.js": "var a = 1;\nmodule.exports = { a };\n",
+            **files,
+        },
+    )
+    result = await runner.run(lint_spec(project), LintFixer())
+    assert result.status != "patched"
+    assert result.fix is not None
+    assert result.fix.reason is not None
+    assert said in result.fix.reason
+    assert result.diff.files == []

@@ -107,7 +107,7 @@ def test_a_docs_typo_may_merge_itself() -> None:
     )
     assert labels == ["patchwarden", "risk:low"]
     assert "| changes docs files (weight 0.2) | 1 file, +1 -1 | +1 |" in body
-    assert "| mechanical ruff/semgrep autofixes | lint | +3 |" in body
+    assert "| mechanical autofixes: ruff, semgrep, eslint | lint | +3 |" in body
     assert "**Verified:** tests 12 passed → 12 passed (0 fixed, 0 broken)" in body
     assert "git push origin --delete patchwarden/42-fix-typo" in body
     assert "git revert -m 1 <merge sha>" in body

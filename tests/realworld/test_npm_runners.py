@@ -94,3 +94,61 @@ async def test_a_real_runner_counts_an_npm_projects_tests_one_by_one(
     assert tests_run.head.counts is not None
     assert (tests_run.head.counts.passed, tests_run.head.counts.failed) == (2, 0)
     assert [f.path for f in result.diff.files] == ["calc.js"]
+
+
+ESLINT_CONFIG = """\
+export default [
+  {
+    files: ["**/*.js"],
+    languageOptions: { sourceType: "commonjs" },
+    rules: { "prefer-const": "error", "no-var": "error", "eqeqeq": "error" },
+  },
+];
+"""
+LOOSE = """\
+var total = 0;
+let step = 2;
+function grow(n) {
+  if (n == null) return total;
+  return total + n * step;
+}
+module.exports = { grow };
+"""
+
+
+@pytest.mark.parametrize("scoped", [True, False])
+async def test_the_lint_fixer_applies_the_repository_s_own_eslint_fixes(
+    realworld_runner: SessionRunner, tmp_path: Path, scoped: bool
+) -> None:
+    """eslint installed by the project (a pinned devDependency) and its own flat
+    configuration: `--fix` turns `var` and a `let` never reassigned into `const`; `==`
+    has no automatic fix and is left for a human, named. Scoped to the file the task
+    names, the other file keeps its `var`."""
+    from app.fixers.lint import LintFixer
+
+    root = tmp_path / "loose"
+    root.mkdir()
+    manifest = {"name": "loose", "version": "1.0.0", "scripts": {"test": "node --test"}}
+    (root / "package.json").write_text(json.dumps(manifest))
+    (root / "eslint.config.mjs").write_text(ESLINT_CONFIG)
+    (root / "grow.js").write_text(LOOSE)
+    (root / "other.js").write_text("var kept = 1;\nmodule.exports = { kept };\n")
+    await _locked(root, "eslint@9.39.1")
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "a package eslint would tidy")
+
+    title = "lint grow.js" if scoped else "lint"
+    task = Task(title, fixer="lint", instructions=title)
+    result = await realworld_runner.run(
+        SessionSpec(remote=Remote("octo/loose", str(root)), task=task), LintFixer()
+    )
+    assert result.status == "patched", (result.error, result.fix)
+    fix = result.fix
+    assert fix is not None
+    assert fix.rules_fixed == {"no-var": 1 if scoped else 2, "prefer-const": 1}
+    changed = {f.path for f in result.diff.files}
+    assert changed == ({"grow.js"} if scoped else {"grow.js", "other.js"})
+    assert "+const total = 0;" in result.diff.unified
+    assert "+const step = 2;" in result.diff.unified
+    assert "Left for a human (no automatic fix): eqeqeq (1)." in fix.summary
+    assert "Rules: the repository's own eslint configuration (eslint.config.mjs)." in fix.summary
