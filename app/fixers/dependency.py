@@ -3,9 +3,11 @@
 No model: :func:`app.fixers.manifests.raise_package` raises every place the project
 constrains the package (requirements files and what they include, ``pyproject.toml``,
 ``setup.cfg``, a literal ``setup.py``) to the first patched version, each in its own
-style. What it cannot do, it says, and then changes nothing:
+style; for npm, :func:`app.fixers.npm_pins.raise_npm_package` raises ``package.json``'s
+ranges and names ``package-lock.json``, which npm then moves (a transitive package:
+the lock alone). What it cannot do, it says, and then changes nothing:
 
-* an ecosystem other than pip's, or an alert with no patched version yet;
+* an ecosystem other than pip's and npm's, or an alert with no patched version yet;
 * a lock file that pins the package too whose tool Patchwarden does not run
   (``poetry.lock``, ``pdm.lock``, ``Pipfile.lock``, pip-tools' output): half a bump
   (manifest raised, lock still vulnerable) is worse than none. ``uv.lock`` and
@@ -27,15 +29,17 @@ from packaging.version import InvalidVersion, Version
 
 from app.fixers.interface import Fixer, FixerRecord
 from app.fixers.manifests import Pins, raise_package
+from app.fixers.npm_pins import npm_floor, raise_npm_package
 from app.fixers.pins import bump_size, floor_of
 from app.policy.evidence import Bump
 from app.sessions.fix_context import FixContext
+from app.sessions.lockfiles import semver_key
 from app.sessions.relock import LockPlan, plan_lock
 from app.sessions.result import FixOutcome
 from app.sessions.task import Advisory, Budget, Task
 from app.words import plural
 
-ECOSYSTEMS = ("pip",)
+ECOSYSTEMS = ("pip", "npm")
 
 
 class DependencyFixer(Fixer):
@@ -54,7 +58,11 @@ class DependencyFixer(Fixer):
             return self.gave_up(refused, final=True)
         assert alert.first_patched is not None
         workspace.progress(f"fix: raise {alert.package} to {alert.first_patched}")
-        pins = raise_package(workspace.tree, alert.package, alert.first_patched, write=False)
+        npm = alert.ecosystem == "npm"
+        if npm:
+            pins = raise_npm_package(workspace.tree, alert.package, alert.first_patched)
+        else:
+            pins = raise_package(workspace.tree, alert.package, alert.first_patched, write=False)
         plans = [
             plan_lock(workspace.tree, p, alert.package, alert.first_patched) for p in pins.locks
         ]
@@ -63,7 +71,7 @@ class DependencyFixer(Fixer):
             return self.gave_up(stop, final=True)  # nothing half-done: the tree as it was
         pins.write(workspace.tree)
         relock = [p for p in plans if isinstance(p, LockPlan)]
-        old = _lowest([floor_of(c.old) for c in pins.changes])
+        old = _lowest([(npm_floor if npm else floor_of)(c.old) for c in pins.changes])
         size = bump_size(old, alert.first_patched)
         files = sorted({c.path for c in pins.changes} | {p.path for p in relock})
         lines = [f"- `{c.path}:{c.line}`: `{c.old}` → `{c.new}`" for c in pins.changes]
@@ -109,8 +117,8 @@ def _refused(alert: Advisory) -> str | None:
     if alert.ecosystem not in ECOSYSTEMS:
         return (
             f"{alert.package} is a {alert.ecosystem or 'unknown'} package: the dependency "
-            "fixer raises pip's (Python) requirements only; bump it by hand or with "
-            "Dependabot's security updates"
+            "fixer raises pip's (Python) and npm's requirements only; bump it by hand or "
+            "with Dependabot's security updates"
         )
     if not alert.first_patched:
         return (
@@ -118,8 +126,10 @@ def _refused(alert: Advisory) -> str | None:
             "raise it to. The alert stays open until the advisory names one"
         )
     try:
-        Version(alert.first_patched)
-    except InvalidVersion:
+        semver_key(alert.first_patched) if alert.ecosystem == "npm" else Version(
+            alert.first_patched
+        )
+    except (InvalidVersion, ValueError):
         return f"the advisory's fixed version `{alert.first_patched}` is not a version"
     return None
 

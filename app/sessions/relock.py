@@ -14,6 +14,11 @@ anywhere):
   own command again, its options checked against a list, with ``--upgrade-package`` and
   ``--custom-compile-command`` so the header stays as it was.
 
+* ``package-lock.json`` (or ``npm-shrinkwrap.json``) — ``npm update <package>
+  --package-lock-only --ignore-scripts``: the package moved within the ranges
+  ``package.json`` allows (raised first when they stop below the fix), nothing installed,
+  no package's script run, and ``package.json`` never rewritten.
+
 Other locks (``poetry.lock``, ``pdm.lock``, ``Pipfile.lock``, pip-tools' output) need a
 tool Patchwarden does not run: :func:`plan_lock` says which, and the fixer changes
 nothing. The regenerated lock is checked before it is taken
@@ -34,7 +39,7 @@ from pathlib import Path, PurePosixPath
 
 from app.policy.evidence import Bump, bump_size, larger_bump
 from app.sessions.files import read_confined, read_text_confined, write_confined
-from app.sessions.lockfiles import lock_changes, lowest_locked
+from app.sessions.lockfiles import NPM_LOCKS, lock_changes, lowest_locked
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import Step
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
@@ -84,12 +89,16 @@ _OTHER_TOOLS = {
 }
 
 
+# npm writes the lock alone, runs no package's script, and asks nothing else of the network.
+NPM_LOCK_ONLY = ("--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund")
+
+
 @dataclass(frozen=True)
 class LockPlan:
     """How one lock file is regenerated: ``argv`` runs in ``cwd`` (relative to the tree)."""
 
     path: str
-    argv: tuple[str, ...]  # argv[0] is "uv": the runner puts uv's path there
+    argv: tuple[str, ...]  # argv[0] is "uv" (the runner puts uv's path there) or "npm"
     cwd: str
     shown: str  # the command as the PR body shows it
 
@@ -99,6 +108,9 @@ def plan_lock(tree: Path, path: str, package: str, fixed: str) -> LockPlan | str
     name = PurePosixPath(path).name
     folder = str(PurePosixPath(path).parent)
     pin = f"{package}=={fixed}"
+    if name in NPM_LOCKS:  # within the ranges package.json (raised, if need be) allows
+        argv: tuple[str, ...] = ("npm", "update", package, *NPM_LOCK_ONLY)
+        return LockPlan(path, argv, folder, f"npm update {package} --package-lock-only")
     if name == "uv.lock":
         argv = ("uv", "lock", "--upgrade-package", pin)
         return LockPlan(path, argv, folder, " ".join(argv))
@@ -202,6 +214,16 @@ def uv_env(package_env: dict[str, str], *, python: str, version: str | None) -> 
     return {k: v for k, v in env.items() if k not in package_env}
 
 
+def npm_env(package_env: dict[str, str]) -> dict[str, str]:
+    """What npm needs in the sandbox besides the host's package configuration: its cache
+    in the private /tmp, and no notice of a newer npm."""
+    env = {
+        "npm_config_cache": "/tmp/npm-cache",  # noqa: S108 - the sandbox's private /tmp
+        "npm_config_update_notifier": "false",
+    }
+    return {k: v for k, v in env.items() if k not in package_env}
+
+
 async def regenerate(
     sandbox: Sandbox,
     packages: PackageConfig,
@@ -230,11 +252,12 @@ async def regenerate(
     taken: dict[str, str] = {}
     for plan in plans:
         cwd = WORKSPACE if plan.cwd in ("", ".") else f"{WORKSPACE}/{plan.cwd}"
+        npm = plan.argv[0] == "npm"
         done = await sandbox.run(
-            [uv, *plan.argv[1:]],
+            list(plan.argv) if npm else [uv, *plan.argv[1:]],
             mounts=mounts,
             cwd=cwd,
-            env=env,
+            env=npm_env(packages.env) if npm else env,
             timeout=seconds,
             network=True,
             package_env=packages.env,

@@ -209,7 +209,13 @@ UV_LOCK_ODD_FLAG = (
             "`requirements-lock.txt`'s header command has `--index-url`, which Patchwarden "
             "does not pass on",
         ),
-        (alert("1.0.1", ecosystem="npm"), {}, "pw-vuln is a npm package: the dependency fixer"),
+        (alert("1.0.1", ecosystem="rubygems"), {}, "pw-vuln is a rubygems package: the dependency"),
+        (
+            # npm: a range it cannot read is said, and nothing changes
+            alert("1.0.1", ecosystem="npm", manifest="package.json"),
+            {"package.json": '{"dependencies": {"pw-vuln": "1.x"}}\n'},
+            "pw-vuln cannot be raised to 1.0.1 everywhere (`package.json:1` `dependencies: 1.x`",
+        ),
         (alert(None), {}, "no version of pw-vuln fixes GHSA-9wx4-h78v-vm56 yet"),
         (
             alert("1.0.1"),
@@ -228,7 +234,8 @@ UV_LOCK_ODD_FLAG = (
         "poetry-lock",
         "pip-tools",
         "uv-compile-index",
-        "npm",
+        "rubygems",
+        "npm-range",
         "no-fix-yet",
         "capped",
         "manifest-not-raised",

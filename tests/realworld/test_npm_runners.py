@@ -47,12 +47,12 @@ EXPECTED_FIXED = {
 }
 
 
-async def _locked(root: Path, package: str) -> None:
-    """``package`` in package.json and the lock, as a user's ``npm install -D`` leaves
-    them (nothing installed here: the session's setup does that)."""
+async def _locked(root: Path, package: str, *, dev: bool = True) -> None:
+    """``package`` in package.json and the lock, as a user's ``npm install`` (``-D``)
+    leaves them (nothing installed here: the session's setup does that)."""
     proc = await asyncio.create_subprocess_exec(
-        "npm", "install", "--save-dev", "--package-lock-only", "--ignore-scripts",
-        "--no-audit", "--no-fund", package,
+        "npm", "install", "--save-dev" if dev else "--save-prod", "--package-lock-only",
+        "--ignore-scripts", "--no-audit", "--no-fund", package,
         cwd=root, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     _, err = await proc.communicate()
@@ -152,3 +152,58 @@ async def test_the_lint_fixer_applies_the_repository_s_own_eslint_fixes(
     assert "+const step = 2;" in result.diff.unified
     assert "Left for a human (no automatic fix): eqeqeq (1)." in fix.summary
     assert "Rules: the repository's own eslint configuration (eslint.config.mjs)." in fix.summary
+
+
+async def test_a_real_npm_advisory_is_answered_with_the_range_raised_and_the_lock_moved(
+    realworld_runner: SessionRunner, tmp_path: Path
+) -> None:
+    """GHSA-c2qf-rxjj-qqgw: semver before 7.5.2. package.json asks `^7.5.1` and the lock
+    holds 7.5.1, as a user's `npm install semver@7.5.1` left them: the range is raised in
+    its style to `^7.5.2`, npm moves the lock within it in the setup phase, the patch's
+    own setup installs the fixed version and the tests run on both trees; no other
+    package of the lock changes version."""
+    from app.fixers.dependency import DependencyFixer
+    from app.sessions.lockfiles import locked_npm, semver_key
+    from app.sessions.task import Advisory
+
+    root = tmp_path / "uses-semver"
+    root.mkdir()
+    manifest = {"name": "uses-semver", "version": "1.0.0", "scripts": {"test": "node --test"}}
+    (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (root / "test").mkdir()
+    (root / "test" / "ok.test.js").write_text(
+        "const test = require('node:test');\ntest('semver loads', () => { require('semver'); });\n"
+    )
+    await _locked(root, "semver@7.5.1", dev=False)
+    before = locked_npm((root / "package-lock.json").read_text())
+    assert {v for v, _ in before["semver"]} == {"7.5.1"}
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "a project with semver 7.5.1 locked")
+
+    advisory = Advisory(
+        package="semver",
+        ecosystem="npm",
+        manifest="package-lock.json",
+        vulnerable_range="< 7.5.2",
+        first_patched="7.5.2",
+        id="GHSA-c2qf-rxjj-qqgw",
+        cve="CVE-2022-25883",
+        severity="medium",
+    )
+    task = Task(title="Bump semver past < 7.5.2 (GHSA-c2qf-rxjj-qqgw)", advisory=advisory)
+    spec = SessionSpec(remote=Remote("octo/uses-semver", str(root)), task=task, job_id=1)
+    result = await realworld_runner.run(spec, DependencyFixer())
+
+    assert result.status == "patched", (result.error, [s.output[-800:] for s in result.steps])
+    bump = result.fix.bump if result.fix else None
+    assert bump is not None
+    assert bump.locks == ["package-lock.json"]
+    assert {f.path for f in result.diff.files} == {"package.json", "package-lock.json"}
+    assert '-    "semver": "^7.5.1"' in result.diff.unified
+    assert '+    "semver": "^7.5.2"' in result.diff.unified
+    moved = [line for line in bump.locked if "→" in line]
+    assert len(moved) == 1, bump.locked
+    assert moved[0].startswith("`package-lock.json`: semver 7.5.1 → ")
+    assert semver_key(moved[0].split("→ ")[1]) >= semver_key("7.5.2")
+    assert result.tests is not None
+    assert result.tests.broken == []
