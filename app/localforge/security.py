@@ -14,6 +14,7 @@ alerts' REST endpoints.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import tomllib
@@ -203,7 +204,11 @@ def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
     naming it with no lower bound, or one below the fix. Read as GitHub's dependency
     graph reads pinned manifests, simplified to what a bump changes: each line of a
     requirements file or ``setup.cfg`` list, each quoted string of a ``pyproject.toml``
-    or ``setup.py``, and a Poetry ``name = "constraint"``."""
+    or ``setup.py``, and a Poetry ``name = "constraint"``; an npm ``package.json`` by the
+    floor of each range naming it, its lock by every version it holds."""
+    npm = _npm_below(manifest, package, fixed)
+    if npm is not None:
+        return npm
     want = canonicalize_name(package)
     if "[[package]]" in manifest:  # a TOML lock (uv.lock, poetry.lock): its versions
         return _lock_below(manifest, want, fixed)
@@ -231,6 +236,38 @@ def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
             if not floors or all(_below(f, fixed) for f in floors):
                 return True
     return False
+
+
+def _npm_below(text: str, package: str, fixed: str) -> bool | None:
+    """An npm manifest or lock (JSON) read for ``package``; None for any other file."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    versions: list[str] = []
+    if isinstance(doc.get("packages"), dict):  # package-lock.json: every place it is
+        for place, entry in doc["packages"].items():
+            if place.rsplit("node_modules/", 1)[-1] == package and isinstance(entry, dict):
+                versions.append(str(entry.get("version", "")))
+    else:  # package.json: the floor of each range
+        for section in ("dependencies", "devDependencies", "optionalDependencies"):
+            spec = (doc.get(section) or {}).get(package)
+            if isinstance(spec, str):
+                found = re.search(r"\d+\.\d+\.\d+", spec)
+                versions.append(found.group(0) if found else "")
+    return any(_semver(v) < _semver(fixed) for v in versions)
+
+
+def _semver(version: str) -> tuple[int, ...]:
+    """``MAJOR.MINOR.PATCH`` as numbers (nothing readable sorts lowest); a prerelease
+    of a version sorts below it."""
+    core, _, pre = version.partition("-")
+    parts = core.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return (-1,)
+    return (*map(int, parts), 0 if pre else 1)
 
 
 def _lock_below(text: str, want: str, fixed: str) -> bool:

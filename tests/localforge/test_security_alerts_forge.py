@@ -26,6 +26,18 @@ from app.localforge.security import still_vulnerable
         ('[[package]]\nname = "IDNA"\nversion = "3.6"\n', "idna", "3.7", True),
         ('[[package]]\nname = "idna"\nversion = "3.7"\n', "idna", "3.7", False),
         ('[[package]]\nname = "six"\nversion = "1.0"\n', "idna", "3.7", False),
+        # npm: package.json's ranges by their floor, the lock by every place it holds it
+        ('{"dependencies": {"semver": "^7.5.1"}}', "semver", "7.5.2", True),
+        ('{"devDependencies": {"semver": "~7.5.2"}}', "semver", "7.5.2", False),
+        ('{"dependencies": {"other": "1.0.0"}}', "semver", "7.5.2", False),
+        (
+            '{"packages": {"": {}, "node_modules/semver": {"version": "7.6.0"},'
+            ' "node_modules/a/node_modules/semver": {"version": "7.5.1"}}}',
+            "semver",
+            "7.5.2",
+            True,  # a nested copy is still vulnerable
+        ),
+        ('{"packages": {"node_modules/semver": {"version": "7.5.2"}}}', "semver", "7.5.2", False),
     ],
 )
 def test_which_manifests_still_allow_a_vulnerable_version(
