@@ -80,9 +80,11 @@ class StepFailed(Exception):
 
 
 class Story:
-    def __init__(self, forge: LocalForge, started: float) -> None:
+    def __init__(self, forge: LocalForge, started: float, repo: str = REPO) -> None:
         self.forge = forge
         self.started = started
+        self.repo = repo
+        self.last = 6  # the number of the story's last step before the dashboard
         self.seen: set[str] = set()
 
     def say(self, text: str) -> None:
@@ -105,7 +107,7 @@ class Story:
 
     def narrate(self) -> None:
         """One line per new thing on the forge: comments, PRs, checks, merges."""
-        repo = self.forge.repos[REPO]
+        repo = self.forge.repos[self.repo]
         for issue in sorted(repo.issues.values(), key=lambda i: i.number):
             kind = "PR" if issue.is_pull else "issue"
             for comment in issue.comments:
@@ -132,8 +134,8 @@ class Story:
                 self.say(f"#{merge.number} merged by {merge.by} as {merge.sha[:7]}")
 
 
-def _pull_by(forge: LocalForge, predicate: Callable[[Any], bool]) -> Any:
-    return next((p for p in forge.pulls(REPO) if predicate(p)), None)
+def _pull_by(forge: LocalForge, predicate: Callable[[Any], bool], repo: str = REPO) -> Any:
+    return next((p for p in forge.pulls(repo) if predicate(p)), None)
 
 
 async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) -> None:
@@ -197,12 +199,12 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     story.show(format_outcomes(rows), indent="    ")
 
 
-async def _audit_link(forge: LocalForge, pull: Any) -> str:
+async def _audit_link(forge: LocalForge, pull: Any, repo: str = REPO) -> str:
     """The ``patchwarden`` check run's details link on the pull request's head, once the
     page it opens answers."""
     import aiohttp
 
-    runs = [r for r in forge.check_runs(REPO, pull.head_sha) if r.name == "patchwarden"]
+    runs = [r for r in forge.check_runs(repo, pull.head_sha) if r.name == "patchwarden"]
     link = runs[-1].details_url if runs else None
     if not link:
         raise StepFailed("the check run has no Details link to the audit page")
@@ -234,13 +236,17 @@ def _settings(folder: Path, private: str, secret: str, forge_url: str, port: int
     )
 
 
-async def _demo(folder: Path, *, keep: bool) -> int:
+async def _demo(folder: Path, *, keep: bool, js: bool = False) -> int:
+    from app.cli import demo_js
+
+    repo = demo_js.JS_REPO if js else REPO
+    play = demo_js.play_js if js else _play
     started = time.monotonic()
     private, public = generate_app_key()
     secret = secrets.token_hex(16)
     forge = LocalForge(app_id=4242, app_public_key=public, webhook_secret=secret)
     await forge.start()
-    forge.add_repo(REPO, installation_id=INSTALLATION)
+    forge.add_repo(repo, installation_id=INSTALLATION)
     # The port first, so the settings can say where the server is (its audit pages).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -252,17 +258,17 @@ async def _demo(folder: Path, *, keep: bool) -> int:
     await web.SockSite(runner, sock).start()
     forge.hooks.webhook_url = f"http://127.0.0.1:{port}/webhooks/github"
     store = app[RUNTIME].store
-    story = Story(forge, started)
-    fixer = "llm" if settings.llm_configured else "lint"
+    story = Story(forge, started, repo)
+    fixer = "dependency" if js else "llm" if settings.llm_configured else "lint"
     try:
-        print(f"Open {forge.url}/{REPO} to watch it in a browser (the GitHub double).")
+        print(f"Open {forge.url}/{repo} to watch it in a browser (the GitHub double).")
         print(f"Patchwarden on http://127.0.0.1:{port}; fixer: {fixer}; state in {folder}\n")
 
         async def outcomes() -> list[Outcome]:
-            return await store.learning.find_outcomes(repo=REPO)
+            return await store.learning.find_outcomes(repo=repo)
 
         try:
-            await _play(forge, story, outcomes)
+            await play(forge, story, outcomes)
             await _dashboard(forge, story, app[RUNTIME])
         except StepFailed as exc:
             story.say(f"FAILED: {exc}")
@@ -277,7 +283,7 @@ async def _demo(folder: Path, *, keep: bool) -> int:
             print(f"\n{CLOSES}")
         if keep:
             print(
-                f"\n--keep: the forge stays up at {forge.url}/{REPO}; Ctrl-C to stop.", flush=True
+                f"\n--keep: the forge stays up at {forge.url}/{repo}; Ctrl-C to stop.", flush=True
             )
             await _until_stopped()
         return 0
@@ -308,27 +314,28 @@ async def _dashboard(forge: LocalForge, story: Story, runtime: Runtime) -> None:
     """The last step: the repository's dashboard issue, as a maintainer finds it."""
     from app.contract.kinds import DashboardJob
 
-    job = DashboardJob(repo=REPO, window=0).new_job(installation_id=INSTALLATION)
+    job = DashboardJob(repo=story.repo, window=0).new_job(installation_id=INSTALLATION)
     await runtime.store.queue.enqueue(job)
     runtime.pool.wake(DashboardJob.queue)
 
     async def opened() -> int | None:
-        return (await runtime.store.repos.dashboard_issue(REPO))[0]
+        return (await runtime.store.repos.dashboard_issue(story.repo))[0]
 
     deadline = asyncio.get_running_loop().time() + 30
     while (number := await opened()) is None:
         if asyncio.get_running_loop().time() > deadline:
             raise StepFailed("the dashboard issue was never opened")
         await asyncio.sleep(0.05)
-    body = forge.issue(REPO, number).body or ""
-    story.say(f"7. the dashboard issue #{number} sums it up for maintainers; its last lines:")
+    body = forge.issue(story.repo, number).body or ""
+    step = story.last + 1
+    story.say(f"{step}. the dashboard issue #{number} sums it up for maintainers; its last lines:")
     story.show("\n".join(body.rstrip().splitlines()[-9:]), indent="    ")
 
 
-def run_demo(*, keep: bool = False) -> int:
+def run_demo(*, keep: bool = False, js: bool = False) -> int:
     folder = Path(tempfile.mkdtemp(prefix="patchwarden-demo-"))
     try:
-        return asyncio.run(_demo(folder, keep=keep))
+        return asyncio.run(_demo(folder, keep=keep, js=js))
     except KeyboardInterrupt:
         return 0
     finally:

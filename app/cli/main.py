@@ -125,7 +125,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.cli.demo import run_demo
 
-    return run_demo(keep=args.keep)
+    return run_demo(keep=args.keep, js=args.js)
 
 
 def cmd_forge(args: argparse.Namespace) -> int:
@@ -233,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep",
         action="store_true",
         help="leave the forge up (and its folder) after the story, until Ctrl-C",
+    )
+    demo.add_argument(
+        "--js",
+        action="store_true",
+        help="the npm story instead: a Dependabot alert on a JavaScript project answered "
+        "with a verified bump (needs the npm registry for the project's lock)",
     )
     demo.set_defaults(func=cmd_demo)
 

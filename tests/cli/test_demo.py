@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -122,3 +123,45 @@ def test_the_kept_demo_pages_read_like_github(tmp_path: Path) -> None:
     assert "/octo-org/widgets/pull/2" in issue.hrefs()  # "Opened #2"
     assert "table" in [tag for tag, _ in dashboard.tags]
     assert "reverted after merging 100 % (1)" in dashboard.text
+
+
+JS_STEPS = [
+    "1. octo-org/gadgets: its lock holds semver 7.5.1",
+    "2. Dependabot raises alert #1: semver before 7.5.2 (GHSA-c2qf-rxjj-qqgw)",
+    "3. Patchwarden opened #1",
+    "Patchwarden risk",
+    "changes `semver ^7.5.1 → ^7.5.2`",
+    "**Verified:** tests 1 passed → 1 passed",
+    "4. alice approves #1",
+    "#1 merged",
+    "5. GitHub reads main's lock again: alert #1 is fixed",
+    "6. the dashboard issue #2 sums it up for maintainers",
+    "Every step happened.",
+]
+
+
+@pytest.mark.realworld
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_the_javascript_demo_answers_a_dependabot_alert_and_closes_it(tmp_path: Path) -> None:
+    """`patchwarden demo --js`: npm's own lock of the sample (the registry reached with
+    the user's npm configuration), a real advisory, the verified bump, the alert fixed."""
+    script = Path(sys.executable).parent / "patchwarden"
+    env = {"PATH": os.environ["PATH"], "HOME": str(Path.home()), "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        [str(script), "demo", "--js"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = done.stdout
+    if done.returncode != 0 and "npm could not lock" in out:
+        pytest.skip("the npm registry could not be reached")
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    positions = [out.find(step) for step in JS_STEPS]
+    assert all(p >= 0 for p in positions), [
+        s for s, p in zip(JS_STEPS, positions, strict=True) if p < 0
+    ]
+    assert positions == sorted(positions), "the story's steps came out of order"
