@@ -469,39 +469,6 @@ async def test_a_moved_base_is_carried_and_verified_again_before_merging(
     assert len(forge.pulls(REPO)) == 1
 
 
-async def test_the_update_and_merge_jobs_read_the_session_result_on_another_host(
-    story: Callable[..., Awaitable[Harness]],
-    make_pw: Callable[..., Awaitable[Harness]],
-    tmp_path: Path,
-    store_url: str,
-) -> None:
-    """The merge and update jobs of a change may run on a host that did not run its fix:
-    a second server on the same database (a SQLite file; a PostgreSQL server) with its
-    own cache keeps the carried change's fixer and score, and gives the merged pull
-    request its final body."""
-    first = await story(autonomy="review", database_url=store_url)
-    forge = first.forge
-    await fix_this(first)
-    await settle(first)
-    (pull,) = forge.pulls(REPO)
-    risk_before = _risk_line(forge.issue(REPO, pull.number).body)
-    await first.server.close()  # the fix's host is gone
-    pw = await make_pw(workers=2, cache_dir=tmp_path / "second-host", database_url=store_url)
-    await forge.push(REPO, {"CHANGES.md": "a person's change\n"}, author="carol")
-    await forge.approve(REPO, pull.number, user="carol")
-    await settle(pw)
-    body = forge.issue(REPO, pull.number).body or ""
-    assert "lint" in body.lower()
-    assert _risk_line(body) == risk_before  # scored as the lint fix it is, not a model's
-    await forge.approve(REPO, pull.number, user="carol")
-    await settle(pw)
-    assert pull.merged
-    body = forge.issue(REPO, pull.number).body or ""
-    assert pull.merge_commit_sha[:12] in body  # the final body, rendered from the store
-    for host in (first, pw):
-        assert not (host.runtime.settings.cache_dir / "results").exists()
-
-
 def _risk_line(body: str | None) -> str:
     found = [line for line in (body or "").splitlines() if "Patchwarden risk" in line]
     assert found, body
