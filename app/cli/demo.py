@@ -28,7 +28,6 @@ import signal
 import socket
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +35,8 @@ from typing import Any
 
 from aiohttp import web
 
+from app.cli import demo_js
+from app.cli.demo_story import INSTALLATION, StepFailed, Story, pull_by
 from app.config import Settings, load_settings
 from app.localforge import LocalForge
 from app.localforge.keys import generate_app_key
@@ -45,8 +46,6 @@ from app.store import Outcome
 from app.store.outcomes import format_outcomes, summarise_outcomes
 
 REPO = "octo-org/widgets"
-INSTALLATION = 7
-STEP_SECONDS = 300.0
 
 # How the culprit finder reproduces the post-merge `smoke` check (docs/policy.md).
 SMOKE_CONFIG = "revert:\n  checks:\n    smoke: python smoke.py\n"
@@ -75,69 +74,6 @@ BREAKING = {
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
-class StepFailed(Exception):
-    """A step of the story did not happen in time."""
-
-
-class Story:
-    def __init__(self, forge: LocalForge, started: float, repo: str = REPO) -> None:
-        self.forge = forge
-        self.started = started
-        self.repo = repo
-        self.last = 6  # the number of the story's last step before the dashboard
-        self.seen: set[str] = set()
-
-    def say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
-
-    def show(self, text: str, indent: str = "    │ ") -> None:
-        for line in text.rstrip().splitlines():
-            print(f"{indent}{line}", flush=True)
-
-    async def until(self, what: str, check: Callable[[], Any], within: float = STEP_SECONDS) -> Any:
-        """Wait for ``check()`` to be truthy, narrating what the forge sees meanwhile."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            self.narrate()
-            value = check()
-            if value:
-                return value
-            await asyncio.sleep(0.2)
-        raise StepFailed(f"{what}: did not happen within {within:.0f} s")
-
-    def narrate(self) -> None:
-        """One line per new thing on the forge: comments, PRs, checks, merges."""
-        repo = self.forge.repos[self.repo]
-        for issue in sorted(repo.issues.values(), key=lambda i: i.number):
-            kind = "PR" if issue.is_pull else "issue"
-            for comment in issue.comments:
-                key = f"comment:{comment.id}:{hash(comment.body)}"
-                if key in self.seen or comment.user.type != "Bot":
-                    continue
-                self.seen.add(key)
-                first = next((ln for ln in comment.body.splitlines() if ln.strip()), "")
-                first = textwrap.shorten(first, 140, placeholder=" …")
-                self.say(f"{comment.user.login} on {kind} #{issue.number}: {first}")
-        for run in repo.check_runs:
-            if run.status != "completed":
-                continue
-            key = f"run:{run.id}"
-            if key in self.seen:
-                continue
-            self.seen.add(key)
-            title = run.output.title if run.output else ""
-            self.say(f"check `{run.name}` on {run.head_sha[:7]}: {run.conclusion} {title}")
-        for merge in repo.merges:
-            key = f"merge:{merge.number}"
-            if key not in self.seen:
-                self.seen.add(key)
-                self.say(f"#{merge.number} merged by {merge.by} as {merge.sha[:7]}")
-
-
-def _pull_by(forge: LocalForge, predicate: Callable[[Any], bool], repo: str = REPO) -> Any:
-    return next((p for p in forge.pulls(repo) if predicate(p)), None)
-
-
 async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) -> None:
     say = story.say
     await forge.push(REPO, SAMPLE, author="alice", message="A small library with a lint problem")
@@ -154,7 +90,7 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
     say(f"2. carol opens issue #{issue.number}; alice comments '@patchwarden fix this'")
     await forge.post_comment(REPO, issue.number, "@patchwarden fix this", author="alice")
 
-    pull = await story.until("a pull request", lambda: _pull_by(forge, lambda p: True))
+    pull = await story.until("a pull request", lambda: pull_by(forge, lambda p: True, REPO))
     body = await story.until(
         "its risk-scored body", lambda: forge.issue(REPO, pull.number).body or None
     )
@@ -173,7 +109,7 @@ async def _play(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) ->
 
     say("5. `smoke` runs on main after the merge and fails: smoke.py used util.os")
     revert = await story.until(
-        "the canary's revert", lambda: _pull_by(forge, lambda p: p.number != pull.number)
+        "the canary's revert", lambda: pull_by(forge, lambda p: p.number != pull.number, REPO)
     )
     say(
         f"6. the canary bisected main, blamed the merge of #{pull.number}, and opened "
@@ -237,8 +173,6 @@ def _settings(folder: Path, private: str, secret: str, forge_url: str, port: int
 
 
 async def _demo(folder: Path, *, keep: bool, js: bool = False) -> int:
-    from app.cli import demo_js
-
     repo = demo_js.JS_REPO if js else REPO
     play = demo_js.play_js if js else _play
     started = time.monotonic()

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.cli.demo_story import INSTALLATION, StepFailed, Story, pull_by
 from app.localforge import LocalForge
 
 JS_REPO = "octo-org/gadgets"
@@ -45,8 +46,6 @@ exports.newer = (a, b) => (semver.gt(a, b) ? a : b);
 
 async def sample() -> dict[str, str | bytes | None]:
     """The package's files, its lock made by npm as a user's install leaves it."""
-    from app.cli.demo import StepFailed
-
     manifest = {
         "name": "gadgets",
         "version": "1.0.0",
@@ -75,10 +74,8 @@ async def sample() -> dict[str, str | bytes | None]:
     return files
 
 
-async def play_js(forge: LocalForge, story: Any, outcomes: Callable[[], Any]) -> None:
+async def play_js(forge: LocalForge, story: Story, outcomes: Callable[[], Any]) -> None:
     """The story (this module's docstring), told as it happens."""
-    from app.cli.demo import INSTALLATION, StepFailed, _pull_by
-
     say = story.say
     story.last = 5
     files = await sample()
@@ -102,7 +99,7 @@ async def play_js(forge: LocalForge, story: Any, outcomes: Callable[[], Any]) ->
     ghsa = alert.facts["ghsa"]
     say(f"2. Dependabot raises alert #{alert.number}: {PACKAGE} before {FIXED} ({ghsa})")
     pull = await story.until(
-        "a pull request", lambda: _pull_by(forge, lambda p: True, JS_REPO), within=600
+        "a pull request", lambda: pull_by(forge, lambda p: True, JS_REPO), within=600
     )
     body = await story.until(
         "its risk-scored body", lambda: forge.issue(JS_REPO, pull.number).body or None

@@ -25,6 +25,8 @@ so, and the policy scores the bump by its size.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from packaging.version import InvalidVersion, Version
 
 from app.fixers.interface import Fixer, FixerRecord
@@ -58,11 +60,7 @@ class DependencyFixer(Fixer):
             return self.gave_up(refused, final=True)
         assert alert.first_patched is not None
         workspace.progress(f"fix: raise {alert.package} to {alert.first_patched}")
-        npm = alert.ecosystem == "npm"
-        if npm:
-            pins = raise_npm_package(workspace.tree, alert.package, alert.first_patched)
-        else:
-            pins = raise_package(workspace.tree, alert.package, alert.first_patched, write=False)
+        pins = _pins(alert, workspace.tree)
         plans = [
             plan_lock(workspace.tree, p, alert.package, alert.first_patched) for p in pins.locks
         ]
@@ -71,7 +69,8 @@ class DependencyFixer(Fixer):
             return self.gave_up(stop, final=True)  # nothing half-done: the tree as it was
         pins.write(workspace.tree)
         relock = [p for p in plans if isinstance(p, LockPlan)]
-        old = _lowest([(npm_floor if npm else floor_of)(c.old) for c in pins.changes])
+        floor = npm_floor if alert.ecosystem == "npm" else floor_of
+        old = _lowest([floor(c.old) for c in pins.changes])
         size = bump_size(old, alert.first_patched)
         files = sorted({c.path for c in pins.changes} | {p.path for p in relock})
         lines = [f"- `{c.path}:{c.line}`: `{c.old}` → `{c.new}`" for c in pins.changes]
@@ -110,6 +109,14 @@ class DependencyFixer(Fixer):
                 lock_commands=[p.shown for p in relock],
             ),
         )
+
+
+def _pins(alert: Advisory, tree: Path) -> Pins:
+    """Every place of ``tree`` that constrains the alert's package, raised (not written)."""
+    assert alert.first_patched is not None
+    if alert.ecosystem == "npm":
+        return raise_npm_package(tree, alert.package, alert.first_patched)
+    return raise_package(tree, alert.package, alert.first_patched, write=False)
 
 
 def _refused(alert: Advisory) -> str | None:
