@@ -114,7 +114,7 @@ class AutoFixer(Fixer):
         choice = choose(
             task.kind,
             llm_configured=self.llm_configured,
-            llm_on_alerts=fixers_config(workspace.workspace.base_tree).llm_on_alerts,
+            llm_on_alerts=fixers_config(workspace.base_tree).llm_on_alerts,
             about_lint=is_about_lint(task),
             asked=task.fixer,
         )

@@ -105,7 +105,7 @@ class RevertFixer(Fixer):
     )
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        config = section(workspace.workspace.base_tree, "revert", RevertConfig)
+        config = section(workspace.base_tree, "revert", RevertConfig)
         if task.culprit:  # the caller names the commit: nothing to reproduce or search
             return await _Search(self, workspace, config, []).run(task)
         test = self._test_command(task, workspace, config)

@@ -76,7 +76,7 @@ class LintFixer(Fixer):
         self.autofix_rules = autofix_rules
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        config = section(workspace.workspace.base_tree, "lint", LintConfig)
+        config = section(workspace.base_tree, "lint", LintConfig)
         python_files = _python_files(workspace.tree)
         js_files = _files(workspace.tree, lint_js.JS_SUFFIXES)
         named = named_files(task, python_files)
@@ -97,7 +97,7 @@ class LintFixer(Fixer):
         self, ws: FixContext, config: LintConfig, files: list[str], scoped: bool
     ) -> FixOutcome:
         """eslint's own fixes (:mod:`~app.fixers.lint_js`), with the repository's rules."""
-        rules_file = lint_js.eslint_config(ws.workspace.base_tree)
+        rules_file = lint_js.eslint_config(ws.base_tree)
         if rules_file is None:
             return self.gave_up(
                 "no eslint configuration here (eslint.config.js, .eslintrc or "
@@ -141,7 +141,7 @@ class LintFixer(Fixer):
         self, ws: FixContext, config: LintConfig, files: list[str], *, scoped: bool
     ) -> FixOutcome:
         ruff = f"{ws.sandbox.toolchain.bin_dir}/ruff"
-        own = not has_ruff_config(ws.workspace.base_tree)
+        own = not has_ruff_config(ws.base_tree)
         select = ["--isolated", "--select", ",".join(OWN_SELECT)] if own else []
         targets = files if scoped else ["."]
         ws.progress("fix: ruff check")

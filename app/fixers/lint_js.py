@@ -75,7 +75,7 @@ async def eslint_fix(
     patch changes, the findings left, and whether prettier formatted the tree."""
     targets = files if scoped else ["."]
     formats = False
-    if config.format is not False and uses_prettier(ws.workspace.base_tree):
+    if config.format is not False and uses_prettier(ws.base_tree):
         formats = installed(ws.env_dir, "prettier") and (
             config.format is True or await _passes_prettier(ws)
         )

@@ -39,6 +39,12 @@ class FixContext:
         return self.environment.path if self.environment is not None else None
 
     @property
+    def base_tree(self) -> Path:
+        """The base commit's tree as it was (trusted: the repository's configuration is
+        read from here, never from the tree a fixer edits)."""
+        return self.workspace.base_tree
+
+    @property
     def task(self) -> Task:
         return self.spec.task
 

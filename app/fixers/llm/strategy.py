@@ -102,7 +102,7 @@ class LlmFixer(Fixer):
         await self.repair.aclose()  # one client, shared by both
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
-        strategy = self.strategy or fixers_config(workspace.workspace.base_tree).llm.strategy
+        strategy = self.strategy or fixers_config(workspace.base_tree).llm.strategy
         if strategy == "agent":
             return await self.agent.fix(task, workspace, budget)
         first = await self.repair.fix(task, workspace, budget)
