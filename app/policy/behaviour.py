@@ -34,7 +34,9 @@ s.create_connection(...)`` is network use. Added lines are fragments of a file, 
 run of consecutive added lines is parsed alone; a run that does not parse (half a
 statement) is read with :mod:`tokenize` instead, names only, strings and comments
 skipped. Behaviour that the same file's removed lines already had is moved, not added.
-Other files are read line by line with a few patterns per language.
+JavaScript and TypeScript are read from their syntax tree as well
+(:mod:`app.policy.js_behaviour`, tree-sitter). Other files are read line by line with a
+few patterns per language.
 
 Pure: :class:`~app.policy.diff.ChangedFile` in, :class:`Behaviour` list out.
 
@@ -55,6 +57,7 @@ from typing import Literal, get_args
 
 from app import credentials
 from app.policy.diff import ChangedFile
+from app.policy.js_behaviour import js_behaviours
 
 Kind = Literal[
     "network",
@@ -628,7 +631,6 @@ def _string_value(token: str) -> str:
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ps1", ".bat", ".cmd")
 _JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
-_JS_NET_MODULES = r"""['"](?:node:)?(?:https?|net|tls|dgram|axios|node-fetch|got)['"]"""
 # `chmod 777`, `chmod -R 0666`, `chmod --recursive 4755`, `chmod u+rwx,o+w`, `chmod a=rwx`,
 # `chmod u+s`
 _CHMOD_WIDE = re.compile(
@@ -648,22 +650,6 @@ _TEXT_RULES: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
         ),
         ("process", re.compile(r"\beval\b|\bsource\s+<\(|\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b")),
         ("package_install", _INSTALL_WORDS),
-    ),
-    "js": (
-        (
-            "network",
-            re.compile(
-                r"\bfetch\s*\(|XMLHttpRequest|\bWebSocket\b"
-                rf"|require\(\s*{_JS_NET_MODULES}|\bfrom\s+{_JS_NET_MODULES}"
-            ),
-        ),
-        (
-            "process",
-            re.compile(r"child_process|\bspawn(?:Sync)?\s*\(|\bexec(?:Sync|File|FileSync)\s*\("),
-        ),
-        ("environment", re.compile(r"\bprocess\.env\b|\bDeno\.env\b")),
-        ("dynamic_code", re.compile(r"(?<![.\w])eval\s*\(|\bnew\s+Function\s*\(|\bvm\.run")),
-        ("outside_files", re.compile(r"['\"`](?:/etc|/root|/home|/proc|~)/|os\.homedir\s*\(")),
     ),
     "make": (
         ("file_mode", _CHMOD_WIDE),
@@ -745,6 +731,8 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
         for block in _blocks(lines):
             found += _python(block)
         return found
+    if language == "js":  # read from its syntax tree
+        return [(n, kind, what) for n, kind, what in js_behaviours(f.path, lines)]
     rules = _TEXT_RULES.get(language or "", ())
     config = f.path.rsplit("/", 1)[-1] in ("setup.cfg", "pyproject.toml", "tox.ini")
     package = f.path.rsplit("/", 1)[-1] == "package.json"
