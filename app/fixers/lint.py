@@ -31,6 +31,7 @@ from pathlib import Path
 from app.fixers import lint_js
 from app.fixers.fixer_policy import LintConfig, section
 from app.fixers.interface import Fixer, FixerRecord, walk_files
+from app.sessions.eslint import JS_SUFFIXES, eslint_config, installed
 from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.repo_commands import NODE_MODULES
@@ -78,9 +79,9 @@ class LintFixer(Fixer):
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         config = section(workspace.base_tree, "lint", LintConfig)
         python_files = _python_files(workspace.tree)
-        js_files = _files(workspace.tree, lint_js.JS_SUFFIXES)
+        js_files = _files(workspace.tree, JS_SUFFIXES)
         named = named_files(task, python_files)
-        named_js = named_files(task, js_files, suffixes=lint_js.JS_SUFFIXES)
+        named_js = named_files(task, js_files, suffixes=JS_SUFFIXES)
         if js_files and (named_js or not python_files) and not named:
             return await self._fix_js(workspace, config, named_js or js_files, bool(named_js))
         if not python_files:
@@ -97,14 +98,14 @@ class LintFixer(Fixer):
         self, ws: FixContext, config: LintConfig, files: list[str], scoped: bool
     ) -> FixOutcome:
         """eslint's own fixes (:mod:`~app.fixers.lint_js`), with the repository's rules."""
-        rules_file = lint_js.eslint_config(ws.base_tree)
+        rules_file = eslint_config(ws.base_tree)
         if rules_file is None:
             return self.gave_up(
                 "no eslint configuration here (eslint.config.js, .eslintrc or "
                 "package.json's eslintConfig): on JavaScript the lint fixer applies the "
                 "repository's own eslint rules, and it has none"
             )
-        if not lint_js.installed(ws.env_dir, "eslint"):
+        if not installed(ws.env_dir, "eslint"):
             return self.gave_up(
                 "eslint is not among the packages setup installed: add it to "
                 "package.json's devDependencies (and the lock)"

@@ -20,21 +20,12 @@ from collections import Counter
 from pathlib import Path
 
 from app.fixers.fixer_policy import LintConfig
+from app.sessions.eslint import installed, package_json
 from app.sessions.files import read_confined
 from app.sessions.fix_context import FixContext
-from app.sessions.repo_commands import NODE_MODULES
 from app.sessions.sandbox import WORKSPACE
 from app.sessions.verify import TOOL_OUTPUT_BYTES
 
-JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
-ESLINT_CONFIGS = tuple(
-    f"{stem}{suffix}"
-    for stem, suffixes in (
-        ("eslint.config", (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")),
-        (".eslintrc", ("", ".js", ".cjs", ".json", ".yaml", ".yml")),
-    )
-    for suffix in suffixes
-)
 PRETTIER_CONFIGS = (
     ".prettierrc", ".prettierrc.json", ".prettierrc.yaml", ".prettierrc.yml",
     ".prettierrc.js", ".prettierrc.cjs", ".prettierrc.mjs", ".prettierrc.toml",
@@ -47,25 +38,11 @@ class JsLintError(Exception):
     """eslint or prettier could not run as asked; the message says which and why."""
 
 
-def eslint_config(tree: Path) -> str | None:
-    """The repository's eslint configuration at its top, by file name (or
-    ``package.json``'s ``eslintConfig``); None without one."""
-    for name in ESLINT_CONFIGS:
-        if read_confined(tree, name) is not None:
-            return name
-    return "package.json" if "eslintConfig" in _package(tree) else None
-
-
 def uses_prettier(tree: Path) -> bool:
     """Whether the repository configures prettier (a file of its own or a key)."""
     return any(read_confined(tree, n) is not None for n in PRETTIER_CONFIGS) or (
-        "prettier" in _package(tree)
+        "prettier" in package_json(tree)
     )
-
-
-def installed(env_dir: Path | None, tool: str) -> bool:
-    """Whether setup installed ``tool`` among the project's packages."""
-    return env_dir is not None and (env_dir / NODE_MODULES / ".bin" / tool).exists()
 
 
 async def eslint_fix(
@@ -130,12 +107,3 @@ async def _passes_prettier(ws: FixContext) -> bool:
     """Whether the tree as it is passes ``prettier --check`` (its files are formatted
     with it: formatting a tree prettier never ran on would rewrite it whole)."""
     return (await ws.run(["prettier", "--check", "."], name="prettier")).exit_code == 0
-
-
-def _package(tree: Path) -> dict[str, object]:
-    data = read_confined(tree, "package.json")
-    try:
-        found = json.loads(data) if data else {}
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}

@@ -281,7 +281,10 @@ def _tool(delta: FindingsDelta) -> str:
 
 
 def _verified(result: SessionResult) -> str:
-    parts = [_tests(result.tests), *(_tool(d) for d in result.findings)]
+    """The tests, then each tool that had something of the change to check (ruff and
+    bandit on a change with no Python file, eslint on one with no JavaScript: not said)."""
+    shown = [d for d in result.findings if d.ran or d.error or d.files]
+    parts = [_tests(result.tests), *(_tool(d) for d in shown)]
     return " · ".join(parts) + "."
 
 

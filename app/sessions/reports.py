@@ -100,6 +100,31 @@ def parse_ruff(
     return _place("ruff", found, roots=roots, cwd=cwd, read_line=read_line)
 
 
+def parse_eslint(
+    text: str, *, roots: Roots, cwd: str = "/", read_line: LineReader | None = None
+) -> list[tuple[Tree, Finding]]:
+    """Findings from ``eslint --format json FILES``: each message of each file, its rule
+    (``parse-error`` for a file eslint could not parse), ``low`` for an error of the
+    repository's rules and ``info`` for a warning."""
+
+    def hits(data: Any) -> list[_Hit]:
+        out = []
+        for result in _as_list(data):
+            for m in result.get("messages") or []:
+                out.append(
+                    _Hit(
+                        path=str(result["filePath"]),
+                        line=int(m.get("line") or 1),
+                        rule=str(m.get("ruleId") or "parse-error"),
+                        message=str(m.get("message", "")),
+                        severity="low" if m.get("severity") == 2 else "info",
+                    )
+                )
+        return out
+
+    return _place("eslint", _shape("eslint", text, hits), roots=roots, cwd=cwd, read_line=read_line)
+
+
 def parse_bandit(
     text: str, *, roots: Roots, cwd: str = "/", read_line: LineReader | None = None
 ) -> list[tuple[Tree, Finding]]:

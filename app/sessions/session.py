@@ -374,7 +374,13 @@ class SessionRunner:
         state, ws, commands, verifier = run.state, run.ws, run.commands, run.verifier
         is_test = Classifier(run.policy).is_test
         linters = asyncio.create_task(
-            verifier.linters(ws.base_tree, ws.tree, state.diff, is_test=is_test)
+            verifier.linters(
+                ws.base_tree,
+                ws.tree,
+                state.diff,
+                is_test=is_test,
+                envs=(run.env_dir, run.head_env_dir),
+            )
         )
         state.pending.append(linters)
         head_run: TestRun | None = None

@@ -24,7 +24,7 @@ from pathlib import Path
 from app.config import SHIPPED_POLICIES
 from app.policy.evidence import Finding, FindingsDelta, TestRun, Tool
 from app.redact import redact
-from app.sessions import junit, node_tests, reports
+from app.sessions import eslint, junit, node_tests, reports
 from app.sessions.files import read_confined
 from app.sessions.process import Completed
 from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
@@ -233,11 +233,19 @@ class Verifier:
         )
 
     async def linters(
-        self, base: Path, head: Path, diff: Diff, *, is_test: Callable[[str], bool] = _never
+        self,
+        base: Path,
+        head: Path,
+        diff: Diff,
+        *,
+        is_test: Callable[[str], bool] = _never,
+        envs: tuple[Path | None, Path | None] = (None, None),
     ) -> tuple[list[Step], list[FindingsDelta]]:
-        """ruff, bandit and semgrep over the changed files of both trees, concurrently.
-        An ``assert`` in a test file (``is_test``) is what a test is made of, not a
-        finding (bandit's B101)."""
+        """ruff, bandit and semgrep over the changed files of both trees, concurrently,
+        and an npm project's own eslint (its rules, from ``envs``: the base's and the
+        patch's environments) over its changed JavaScript and TypeScript. An ``assert``
+        in a test file (``is_test``) is what a test is made of, not a finding (bandit's
+        B101)."""
         text = [f for f in diff.files if not f.binary]
         base_files = [f.old_path or f.path for f in text if f.status != "added"]
         head_files = [f.path for f in text if f.status != "removed"]
@@ -261,13 +269,58 @@ class Verifier:
             semgrep = semgrep_scan(bin_dir, packs, *SEMGREP_FLAGS, *all_targets)
             semgrep_mounts = [*mounts, Mount(self.rules_dir, RULES_MOUNT)]
             jobs.append(("semgrep", semgrep, semgrep_mounts, RULES_MOUNT, reports.parse_semgrep))
-        results = await asyncio.gather(*(self._tool(*job, roots, reader) for job in jobs))
-        steps = [step for step, _ in results]
+        js_base = [t for t in _targets(base_files, [], suffix="") if t.endswith(eslint.JS_SUFFIXES)]
+        js_head = [t for t in _targets([], head_files, suffix="") if t.endswith(eslint.JS_SUFFIXES)]
+        checks_js = bool(js_base or js_head) and eslint.eslint_config(base) is not None
+        gathered = [self._tool(*job, roots, reader) for job in jobs]
+        if checks_js and all(eslint.installed(e, "eslint") for e in envs):
+            gathered.append(self._eslint(base, head, js_base, js_head, envs, reader))
+        results = await asyncio.gather(*gathered)
+        steps = [step for done, _ in results for step in done]
         deltas = {delta.tool: _without_test_asserts(delta, is_test) for _, delta in results}
         files = {"ruff": len(py_targets), "bandit": len(py_targets), "semgrep": len(all_targets)}
-        tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit")
+        files["eslint"] = len(js_base) + len(js_head) if "eslint" in deltas else 0
+        tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit", "eslint")
         ordered = [deltas.get(t) or FindingsDelta(tool=t, ran=False) for t in tools]
         return steps, [d.model_copy(update={"files": files[d.tool]}) for d in ordered]
+
+    async def _eslint(
+        self,
+        base: Path,
+        head: Path,
+        base_targets: list[str],
+        head_targets: list[str],
+        envs: tuple[Path | None, Path | None],
+        reader: _LineReader,
+    ) -> tuple[list[Step], FindingsDelta]:
+        """The project's eslint on each tree from the tree's own top (where its flat
+        configuration is looked for), with that tree's packages; one delta of both."""
+        roots: dict[str, Tree] = {BASE_MOUNT: "base", WORKSPACE: "head"}
+        runs = [(base, BASE_MOUNT, base_targets, envs[0]), (head, WORKSPACE, head_targets, envs[1])]
+        pairs: list[tuple[Tree, Finding]] = []
+        steps: list[Step] = []
+        for tree, at, targets, env in runs:
+            if not targets or env is None:
+                continue
+            files = [t.removeprefix(f"{at}/") for t in targets]
+            mounts = [Mount(tree, at), Mount(env / NODE_MODULES, eslint.PACKAGES_MOUNT)]
+            limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
+            done = await self.sandbox.run(
+                eslint.check_command(files), mounts=mounts, cwd=at,
+                timeout=self.timeouts.tools, limits=limits,
+            )  # fmt: skip
+            steps.append(make_step(done, name="eslint", phase="verify", tree=roots[at],
+                                    secrets=self.secrets, include_stdout=False))  # fmt: skip
+            if done.timed_out or done.stdout_truncated or done.exit_code not in (0, 1):
+                why = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                tail = done.stderr.strip()[-300:]
+                return steps, FindingsDelta(tool="eslint", error=f"eslint {why}: {tail}")
+            try:
+                found = reports.parse_eslint(done.stdout, roots=roots, read_line=reader, cwd=at)
+            except reports.ReportError as exc:
+                return steps, FindingsDelta(tool="eslint", error=str(exc))
+            pairs += [(t, _redacted(f, self.secrets)) for t, f in found]
+        return steps, reports.findings_delta("eslint", pairs)
 
     async def _tool(
         self,
@@ -278,7 +331,7 @@ class Verifier:
         parse: Parser,
         roots: dict[str, Tree],
         reader: _LineReader,
-    ) -> tuple[Step, FindingsDelta]:
+    ) -> tuple[list[Step], FindingsDelta]:
         # The JSON is parsed, not stored: allow far more of it than of a step's output.
         limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
         done = await self.sandbox.run(
@@ -289,13 +342,13 @@ class Verifier:
         )
         if done.timed_out or done.stdout_truncated:
             why = "timed out" if done.timed_out else "printed more than the output cap"
-            return step, FindingsDelta(tool=name, error=f"{name} {why}")
+            return [step], FindingsDelta(tool=name, error=f"{name} {why}")
         try:
             pairs = parse(done.stdout, roots=roots, read_line=reader, cwd=cwd)
         except reports.ReportError as exc:
-            return step, FindingsDelta(tool=name, error=str(exc))
+            return [step], FindingsDelta(tool=name, error=str(exc))
         pairs = [(tree, _redacted(f, self.secrets)) for tree, f in pairs]
-        return step, reports.findings_delta(name, pairs)
+        return [step], reports.findings_delta(name, pairs)
 
 
 TEST_ASSERT = "B101"  # bandit's assert_used

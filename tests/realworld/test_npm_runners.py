@@ -152,6 +152,13 @@ async def test_the_lint_fixer_applies_the_repository_s_own_eslint_fixes(
     assert "+const step = 2;" in result.diff.unified
     assert "Left for a human (no automatic fix): eqeqeq (1)." in fix.summary
     assert "Rules: the repository's own eslint configuration (eslint.config.mjs)." in fix.summary
+    # verified as ruff is: the project's own eslint on both trees, what it fixed named
+    (checked,) = [d for d in result.findings if d.tool == "eslint"]
+    assert checked.ran, checked
+    assert checked.error is None, checked
+    assert {f.rule for f in checked.fixed} == {"no-var", "prefer-const"}
+    assert checked.new == []
+    assert [f.rule for f in checked.fixed if f.path == "other.js"] == ([] if scoped else ["no-var"])
 
 
 async def test_a_real_npm_advisory_is_answered_with_the_range_raised_and_the_lock_moved(

@@ -20,6 +20,7 @@ from app.errors import PatchwardenError
 from app.policy.evidence import Finding, FindingsDelta, TestCounts, TestRun, Tool
 from app.sessions import junit as junit_module
 from app.sessions import node_tests
+from app.sessions import reports as reports_module
 from app.sessions.junit import MAX_JUNIT_BYTES, collection_errors, parse_junit
 from app.sessions.reports import (
     ReportError,
@@ -870,3 +871,27 @@ def test_jest_s_report_names_tests_by_file_and_a_file_that_could_not_run_errors(
 def test_a_jest_report_that_is_not_one_is_refused_with_why(data: bytes) -> None:
     with pytest.raises(ReportError, match="jest report"):
         node_tests.parse_report("jest", data)
+
+
+def test_eslint_findings_are_placed_in_their_tree_with_errors_low_and_warnings_info() -> None:
+    report = [
+        {
+            "filePath": "/workspace/src/a.js",
+            "messages": [
+                {"ruleId": "no-var", "severity": 2, "message": "Unexpected var.", "line": 3},
+                {"ruleId": "no-console", "severity": 1, "message": "No console.", "line": 4},
+            ],
+        },
+        {"filePath": "/base/src/a.js", "messages": [{"ruleId": None, "severity": 2,
+                                                      "message": "Parsing error", "line": 1}]},
+        {"filePath": "/elsewhere/x.js", "messages": [{"ruleId": "semi", "severity": 2,
+                                                       "message": "Missing", "line": 1}]},
+    ]  # fmt: skip
+    found = reports_module.parse_eslint(json.dumps(report), roots=ROOTS, cwd="/workspace")
+    assert [(tree, f.rule, f.path, f.line, f.severity) for tree, f in found] == [
+        ("head", "no-var", "src/a.js", 3, "low"),
+        ("head", "no-console", "src/a.js", 4, "info"),
+        ("base", "parse-error", "src/a.js", 1, "low"),
+    ]
+    with pytest.raises(ReportError, match="eslint output is not JSON"):
+        reports_module.parse_eslint("Oops", roots=ROOTS)

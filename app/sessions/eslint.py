@@ -1,0 +1,55 @@
+"""An npm project's own eslint: where its configuration is, whether setup installed it,
+and how it is run over a tree to check it (the verifier's linters) — with the
+repository's own rules and plugins, never rules of Patchwarden's choosing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.sessions.files import read_confined
+from app.sessions.repo_commands import NODE_MODULES
+
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+ESLINT_CONFIGS = tuple(
+    f"{stem}{suffix}"
+    for stem, suffixes in (
+        ("eslint.config", (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")),
+        (".eslintrc", ("", ".js", ".cjs", ".json", ".yaml", ".yml")),
+    )
+    for suffix in suffixes
+)
+# Where a check run finds the project's packages: above the tree it checks, so node's
+# resolution (walking up from the configuration) reaches them and nothing lands in it.
+PACKAGES_MOUNT = f"/{NODE_MODULES}"
+
+
+def eslint_config(tree: Path) -> str | None:
+    """The repository's eslint configuration at its top, by file name (or
+    ``package.json``'s ``eslintConfig``); None without one."""
+    for name in ESLINT_CONFIGS:
+        if read_confined(tree, name) is not None:
+            return name
+    return "package.json" if "eslintConfig" in package_json(tree) else None
+
+
+def installed(env_dir: Path | None, tool: str) -> bool:
+    """Whether setup installed ``tool`` among the project's packages."""
+    return env_dir is not None and (env_dir / NODE_MODULES / ".bin" / tool).exists()
+
+
+def check_command(targets: list[str]) -> list[str]:
+    """eslint checking ``targets`` with the repository's configuration, JSON out, no
+    cache, the packages at :data:`PACKAGES_MOUNT`."""
+    eslint = f"{PACKAGES_MOUNT}/.bin/eslint"
+    return [eslint, "--format", "json", "--no-warn-ignored", *targets]
+
+
+def package_json(tree: Path) -> dict[str, object]:
+    """The tree's top ``package.json`` as an object ({} when there is none or it is not one)."""
+    data = read_confined(tree, "package.json")
+    try:
+        found = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
