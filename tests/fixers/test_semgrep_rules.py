@@ -56,9 +56,10 @@ REQUIRED_IDS = frozenset(
 PACKS = {
     "python-security.yml": ("patchwarden.python.", {"python"}),
     "secrets.yml": ("patchwarden.secrets.", {"regex", "generic"}),
+    "javascript-security.yml": ("patchwarden.javascript.", {"javascript", "typescript"}),
 }
 RULE_ID = re.compile(r"^patchwarden\.[a-z]+\.[a-z0-9]+(-[a-z0-9]+)*$")
-ANNOTATION = re.compile(r"#\s*(?P<kind>ruleid|ok):\s*(?P<ids>\S.*)$")
+ANNOTATION = re.compile(r"(?:#|//)\s*(?P<kind>ruleid|ok):\s*(?P<ids>\S.*)$")
 SEVERITIES = {"ERROR", "WARNING", "INFO"}
 CONFIDENCES = {"HIGH", "MEDIUM", "LOW"}
 OFFLINE_FLAGS = {"--metrics=off", "--disable-version-check"}
