@@ -1,17 +1,21 @@
-"""Dependency names one edit away from a popular PyPI project: possible typosquats.
+"""Dependency names one edit away from a popular PyPI project or npm package: possible
+typosquats.
 
 A typosquat is a package published under a name a hurried hand (or an obeyed injection)
 types instead of a popular one: ``reqeusts`` for ``requests``, ``urlib3`` for
 ``urllib3``. It installs and imports like the real thing and runs its own code at
 install time, so tests that pass prove nothing about it.
 
-The popular names are ``policies/popular-pypi.txt``: the 5,000 most downloaded PyPI
-projects over 30 days, in download order (scripts/extract_popular_pypi.py says where
-they come from). A Python dependency the change adds is a possible typosquat when its
-PEP 503 name is none of those 5,000 and is one edit (a letter added, dropped, replaced,
-or two neighbours swapped) from one of the first :data:`TARGETS` (the names worth
-squatting). Names shorter than :data:`MIN_LENGTH` are left alone: most short names are
-one edit from another. npm, Go and Cargo names are not checked (no popular list here).
+The popular names are ``policies/popular-pypi.txt``, the 5,000 most downloaded PyPI
+projects over 30 days, and ``policies/popular-npm.txt``, the 5,000 most downloaded npm
+packages, each in download order (scripts/extract_popular_pypi.py and
+scripts/extract_popular_npm.py say where they come from). A Python dependency the change
+adds (an npm one: a ``package.json``'s) is a possible typosquat when its name (PEP 503's;
+npm's as written, in lower case) is none of its ecosystem's 5,000 and is one edit (a
+letter added, dropped, replaced, or two neighbours swapped) from one of the first
+:data:`TARGETS` (the names worth squatting). Names shorter than :data:`MIN_LENGTH` are
+left alone: most short names are one edit from another. Go and Cargo names are not
+checked (no popular list here).
 
 Pure: names in, names out; the list is package data read once.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from importlib import resources
+from typing import Literal
 
 from app.policy.deps import DepChange, normalise
 
@@ -31,11 +36,15 @@ MIN_LENGTH = 4
 _PYTHON_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "Pipfile")
 
 
+Ecosystem = Literal["pypi", "npm"]
+
+
 @functools.cache
-def _popular() -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+def _popular(ecosystem: Ecosystem = "pypi") -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
     """Every popular name with its rank, and the first TARGETS by each one-letter deletion
     (and by themselves): a name one edit from a target shares a key with it."""
-    text = resources.files("app").joinpath("policies_data/popular-pypi.txt").read_text()
+    data = resources.files("app").joinpath(f"policies_data/popular-{ecosystem}.txt")
+    text = data.read_text()
     names = [line for line in text.splitlines() if line and not line.startswith("#")]
     rank = {name: n for n, name in enumerate(names)}
     keys: dict[str, list[str]] = {}
@@ -66,10 +75,10 @@ def _one_edit(a: str, b: str) -> bool:
     return short[i:] == long[i + 1 :]
 
 
-def near_popular(name: str) -> str | None:
+def near_popular(name: str, ecosystem: Ecosystem = "pypi") -> str | None:
     """The popular project ``name`` is one edit from, if it is not popular itself."""
-    wanted = normalise(name)
-    rank, keys = _popular()
+    wanted = normalise(name) if ecosystem == "pypi" else name.strip().lower()
+    rank, keys = _popular(ecosystem)
     if wanted in rank or len(wanted) < MIN_LENGTH:
         return None
     candidates = {c for key in {wanted, *_deletions(wanted)} for c in keys.get(key, ())}
@@ -85,12 +94,15 @@ def is_python_manifest(path: str) -> bool:
 
 
 def possible_typosquats(deps: Iterable[DepChange]) -> list[tuple[DepChange, str]]:
-    """The direct Python dependencies added in ``deps`` that may be typosquats, each with
-    the popular name it is one edit from."""
+    """The direct Python and npm dependencies added in ``deps`` that may be typosquats,
+    each with the popular name it is one edit from."""
     found = []
     for dep in deps:
-        if dep.kind == "added" and dep.direct and is_python_manifest(dep.manifest):
-            near = near_popular(dep.name)
+        if dep.kind != "added" or not dep.direct:
+            continue
+        npm = dep.manifest.rsplit("/", 1)[-1] == "package.json"
+        if npm or is_python_manifest(dep.manifest):
+            near = near_popular(dep.name, "npm" if npm else "pypi")
             if near is not None:
                 found.append((dep, near))
     return found

@@ -266,6 +266,27 @@ def test_popular_names_and_their_near_misses() -> None:
     assert near_popular("python-dateutl") == "python-dateutil"  # a letter dropped
 
 
+def test_an_npm_dependency_one_edit_from_a_popular_package_is_a_possible_typosquat() -> None:
+    """npm names are read against npm's popular list, not PyPI's: `expresss` is one
+    edit from `express`; `requests` (a PyPI name) is nothing to npm; a scoped name too."""
+    from app.policy.deps import DepChange
+    from app.policy.typosquat import near_popular, possible_typosquats
+
+    assert near_popular("expresss", "npm") == "express"
+    assert near_popular("@types/nodee", "npm") == "@types/node"
+    assert near_popular("express", "npm") is None
+    added = [
+        DepChange("package.json", "lodahs", "added", new="^4.17.21"),
+        DepChange("web/package.json", "react", "added", new="^18.0.0"),
+        DepChange("package-lock.json", "expresss", "added", direct=False),  # the lock's
+        DepChange("requirements.txt", "reqeusts", "added", new="2.31"),
+    ]
+    assert [(d.name, near) for d, near in possible_typosquats(added)] == [
+        ("lodahs", "lodash"),
+        ("reqeusts", "requests"),
+    ]
+
+
 def _finding(severity: str) -> Finding:
     return Finding(
         tool="semgrep", rule="r", path="src/calc.py", line=3, message="m", severity=severity
