@@ -57,7 +57,7 @@ from typing import Literal, get_args
 
 from app import credentials
 from app.policy.diff import ChangedFile
-from app.policy.js_behaviour import js_behaviours
+from app.policy.js_behaviour import js_behaviours, line_runs
 
 Kind = Literal[
     "network",
@@ -728,7 +728,7 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
     language = _language(f.path)
     found: list[tuple[int, Kind, str]] = []
     if language == "python":
-        for block in _blocks(lines):
+        for block in line_runs(lines):
             found += _python(block)
         return found
     if language == "js":  # read from its syntax tree
@@ -756,18 +756,6 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
             if m:
                 found.append((number, "package_index", m.group(0).strip()[:60]))
     return found
-
-
-def _blocks(lines: Iterable[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
-    """Runs of consecutive line numbers."""
-    block: list[tuple[int, str]] = []
-    for number, text in lines:
-        if block and number != block[-1][0] + 1:
-            yield block
-            block = []
-        block.append((number, text))
-    if block:
-        yield block
 
 
 def behaviours(f: ChangedFile) -> list[Behaviour]:

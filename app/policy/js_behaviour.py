@@ -66,7 +66,7 @@ def grammar_of(path: str) -> Grammar:
 def js_behaviours(path: str, lines: Iterable[tuple[int, str]]) -> list[Found]:
     """The behaviours of the added ``lines`` (number, text) of the file at ``path``."""
     found: list[Found] = []
-    for block in _blocks(lines):
+    for block in line_runs(lines):
         text = "\n".join(t for _, t in block).encode("utf-8", "replace")
         tree = _parser(grammar_of(path)).parse(text)
         for node, kind, what in _walk(tree.root_node):
@@ -74,7 +74,8 @@ def js_behaviours(path: str, lines: Iterable[tuple[int, str]]) -> list[Found]:
     return found
 
 
-def _blocks(lines: Iterable[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
+def line_runs(lines: Iterable[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
+    """Runs of consecutive line numbers (each parsed alone: added lines are fragments)."""
     block: list[tuple[int, str]] = []
     for number, text in lines:
         if block and number != block[-1][0] + 1:

@@ -41,11 +41,12 @@ STEPS = [
 ]
 
 
-def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
+def _demo(tmp_path: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """``patchwarden demo ARGS`` as a user runs it: the console script, PATH, HOME, LANG."""
     script = Path(sys.executable).parent / "patchwarden"
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    done = subprocess.run(
-        [str(script), "demo"],
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"}
+    return subprocess.run(
+        [str(script), "demo", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -53,6 +54,10 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
         timeout=600,
         check=False,
     )
+
+
+def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
+    done = _demo(tmp_path, home=tmp_path)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "Open http://127.0.0.1:" in out  # the forge's HTML view, printed first
@@ -145,17 +150,7 @@ JS_STEPS = [
 def test_the_javascript_demo_answers_a_dependabot_alert_and_closes_it(tmp_path: Path) -> None:
     """`patchwarden demo --js`: npm's own lock of the sample (the registry reached with
     the user's npm configuration), a real advisory, the verified bump, the alert fixed."""
-    script = Path(sys.executable).parent / "patchwarden"
-    env = {"PATH": os.environ["PATH"], "HOME": str(Path.home()), "LANG": "C.UTF-8"}
-    done = subprocess.run(
-        [str(script), "demo", "--js"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _demo(tmp_path, "--js", home=Path.home())  # the user's npm configuration
     out = done.stdout
     if done.returncode != 0 and "npm could not lock" in out:
         pytest.skip("the npm registry could not be reached")
