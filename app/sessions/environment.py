@@ -229,12 +229,17 @@ def _keep_packages(tree: Path, env: Path) -> None:
     """An npm project's installed packages (``node_modules``, made by setup in the tree)
     moved into the environment, which every tree then mounts at that place
     (:func:`~app.sessions.verify.tree_mounts`): the cache holds them, no tree does. A
-    symlink planted in their place is removed, never followed."""
-    found = tree / NODE_MODULES
+    symlink planted in their place, or at their destination in the environment, is
+    removed, never followed."""
+    found, kept = tree / NODE_MODULES, env / NODE_MODULES
+    # Whatever setup left at the destination (a link to a host folder, say) goes first:
+    # a move into a planted link would land in the folder it names.
+    if kept.is_symlink() or kept.exists():
+        _remove_planted(kept)
     if found.is_symlink():
         found.unlink()
     elif found.is_dir():
-        shutil.move(found, env / NODE_MODULES)
+        shutil.move(found, kept)
 
 
 def _keep_generated(tree: Path, added: list[str], env: Path) -> None:

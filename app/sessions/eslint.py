@@ -34,8 +34,18 @@ def eslint_config(tree: Path) -> str | None:
 
 
 def installed(env_dir: Path | None, tool: str) -> bool:
-    """Whether setup installed ``tool`` among the project's packages."""
-    return env_dir is not None and (env_dir / NODE_MODULES / ".bin" / tool).exists()
+    """Whether setup installed ``tool`` among the project's packages (kept as a folder of
+    the environment: never a link, which a mount would follow on the host)."""
+    packages = packages_of(env_dir)
+    return packages is not None and (packages / ".bin" / tool).exists()
+
+
+def packages_of(env_dir: Path | None) -> Path | None:
+    """The environment's ``node_modules`` folder, or None (none, or not a real folder)."""
+    if env_dir is None:
+        return None
+    found = env_dir / NODE_MODULES
+    return found if found.is_dir() and not found.is_symlink() else None
 
 
 def check_command(targets: list[str]) -> list[str]:

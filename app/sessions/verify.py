@@ -69,8 +69,9 @@ def tree_mounts(tree: Path, env_dir: Path | None) -> list[Mount]:
     mounts = [Mount(tree, WORKSPACE, writable=True)]
     if env_dir is not None:
         mounts.append(Mount(env_dir, ENV_MOUNT))
-        if (env_dir / NODE_MODULES).is_dir():
-            mounts.append(Mount(env_dir / NODE_MODULES, f"{WORKSPACE}/{NODE_MODULES}"))
+        packages = eslint.packages_of(env_dir)  # a real folder: a link would reach the host
+        if packages is not None:
+            mounts.append(Mount(packages, f"{WORKSPACE}/{NODE_MODULES}"))
     return mounts
 
 
@@ -300,10 +301,11 @@ class Verifier:
         pairs: list[tuple[Tree, Finding]] = []
         steps: list[Step] = []
         for tree, at, targets, env in runs:
-            if not targets or env is None:
+            packages = eslint.packages_of(env)
+            if not targets or packages is None:
                 continue
             files = [t.removeprefix(f"{at}/") for t in targets]
-            mounts = [Mount(tree, at), Mount(env / NODE_MODULES, eslint.PACKAGES_MOUNT)]
+            mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
             limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
             done = await self.sandbox.run(
                 eslint.check_command(files), mounts=mounts, cwd=at,

@@ -614,3 +614,52 @@ async def test_an_npm_projects_tests_are_counted_one_by_one_with_its_packages_in
     assert tests.base.counts is not None
     assert (tests.base.counts.passed, tests.base.counts.failed) == (1, 1)
     assert [f.path for f in result.diff.files] == ["calc.js"]
+
+
+PLANT_JS = """\
+const fs = require('fs');
+try { fs.symlinkSync(process.env.PW_HOST_DIR, '/env/node_modules'); } catch (e) {}
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+async def test_a_link_setup_plants_where_the_packages_go_reaches_no_host_folder(
+    runner: SessionRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install script plants `/env/node_modules` as a link to a folder of the host:
+    the packages are not moved through it into that folder, and no later run of the
+    sandbox sees the folder at `node_modules`."""
+    host = tmp_path / "host-folder"
+    host.mkdir()
+    (host / "secret.txt").write_text("the host's\n")
+    monkeypatch.setenv("PW_HOST_DIR", str(host))
+    package = {
+        "name": "app",
+        "version": "1.0.0",
+        "scripts": {"test": 'node -e "process.exit(0)"'},
+        "dependencies": {"plant": "file:plant"},
+    }
+    plant = {"name": "plant", "version": "1.0.0", "scripts": {"postinstall": "node plant.js"}}
+    files = {
+        "package.json": json.dumps(package),
+        "plant/package.json": json.dumps(plant),
+        "plant/plant.js": PLANT_JS.replace("process.env.PW_HOST_DIR", repr(str(host))),
+    }
+    root = tmp_path / "planted"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "an npm project whose dependency plants a link")
+
+    async def look(ctx: FixContext) -> FixOutcome:
+        done = await ctx.run(["ls", "-a", "/workspace/node_modules"], name="look")
+        return FixOutcome(fixer="test", summary=done.stdout)
+
+    result = await runner.run(
+        SessionSpec(remote=Remote("octo/planted", str(root)), task=Task("look")), look
+    )
+    assert result.fix is not None
+    assert "secret.txt" not in result.fix.summary
+    assert "plant" in result.fix.summary  # the packages are there, in the environment
+    assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]  # nothing moved in
