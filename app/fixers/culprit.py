@@ -53,7 +53,6 @@ from app.policy.evidence import TestRun
 from app.sessions import junit
 from app.sessions.environment import Environment, SetupFailed
 from app.sessions.fix_context import FixContext
-from app.sessions.node_tests import runner_of
 from app.sessions.process import Completed
 from app.sessions.repo_commands import SETUP_PATHSPECS, detect
 from app.sessions.reports import ReportError
@@ -125,12 +124,16 @@ class RevertFixer(Fixer):
             except ValueError as exc:
                 return self.gave_up(f"revert.checks[{task.check!r}] does not parse: {exc}")
         if ws.commands.test:
-            argv, _ = reported_test_command(ws.commands, ws.env_dir)
-            return argv
+            return _own_command(ws)
         return self.gave_up(
             "no command reproduces the failure: set `test:` or `revert.checks` in "
             ".github/patchwarden.yml"
         )
+
+
+def _own_command(ws: FixContext) -> list[str]:
+    """The repository's test command as the culprit finder runs it: with its report."""
+    return reported_test_command(ws.commands, ws.env_dir)[0]
 
 
 Verdict = Literal["good", "bad", "skip"]
@@ -178,10 +181,12 @@ class _Search:
         self.ws = ws
         self.config = config
         self.test = test
-        # the npm runner whose report the command asks for (reported_test_command)
-        self.runner = runner_of(test) if ws.commands.kind == "node" else None
-        # as the repository says it, without the report's options
-        self.shown = shlex.join(ws.commands.test if self.runner else test)
+        # The repository's own test command asks its npm runner for a report
+        # (reported_test_command): that runner's is read, and the command is shown as
+        # the repository has it; a `revert.checks` command runs and shows as written.
+        own = ws.commands.node_runner is not None and test == _own_command(ws)
+        self.runner = ws.commands.node_runner if own else None
+        self.shown = shlex.join(ws.commands.test if own else test)
         self.bad = ws.workspace.base_sha
         self.clone = ws.workspace.root / "bisect"
         self.reports = ws.workspace.root / "bisect-reports"

@@ -56,9 +56,17 @@ def raise_npm_package(tree: Path, package: str, fixed: str) -> Pins:
         _raise_manifest(text, package, fixed, found)
     for lock in NPM_LOCKS:
         lock_text = read_text_confined(tree, lock, limit=MAX_FILE_BYTES)
-        if lock_text is not None and package in locked_npm(lock_text):
+        if lock_text is None:
+            continue
+        try:
+            held = locked_npm(lock_text)
+        except ValueError as exc:
+            why = f"{exc}: regenerate it with npm 7 or later (lockfileVersion 2 or 3)"
+            found.blocked.append(Blocked(lock, 1, "", why))
+            break
+        if package in held:
             found.locks.append(lock)
-            break  # npm reads the shrinkwrap when there is one, and not the other
+        break  # npm reads the shrinkwrap when there is one, and not the other
     return found
 
 

@@ -169,7 +169,10 @@ class SecurityAlerts:
                 continue
             entry = repo.git.entry(sha, alert.facts["manifest"])
             text = (entry.content or b"").decode("utf-8", "replace") if entry else ""
-            if not still_vulnerable(text, alert.facts["package"], alert.facts["first_patched"]):
+            facts = alert.facts
+            if not still_vulnerable(
+                text, facts["package"], facts["first_patched"], path=facts["manifest"]
+            ):
                 apply(alert, "fixed", by=None, now=time.time())
                 await self._send(repo, alert, "fixed", None, flush=False)
 
@@ -199,16 +202,15 @@ class SecurityAlerts:
             await self.hooks.flush()
 
 
-def still_vulnerable(manifest: str, package: str, fixed: str) -> bool:
+def still_vulnerable(manifest: str, package: str, fixed: str, *, path: str = "") -> bool:
     """Whether a manifest allows a version of ``package`` below ``fixed``: a requirement
     naming it with no lower bound, or one below the fix. Read as GitHub's dependency
     graph reads pinned manifests, simplified to what a bump changes: each line of a
     requirements file or ``setup.cfg`` list, each quoted string of a ``pyproject.toml``
     or ``setup.py``, and a Poetry ``name = "constraint"``; an npm ``package.json`` by the
     floor of each range naming it, its lock by every version it holds."""
-    npm = _npm_below(manifest, package, fixed)
-    if npm is not None:
-        return npm
+    if path.rsplit("/", 1)[-1] in ("package.json", "package-lock.json", "npm-shrinkwrap.json"):
+        return bool(_npm_below(manifest, package, fixed))
     want = canonicalize_name(package)
     if "[[package]]" in manifest:  # a TOML lock (uv.lock, poetry.lock): its versions
         return _lock_below(manifest, want, fixed)

@@ -17,8 +17,9 @@ change adds and names the behaviours they introduce, each with where and what:
 - ``package_index``: ``pip.conf``, ``.npmrc``, ``--extra-index-url``, ``-e git+…``,
   ``[[tool.uv.index]]``: where packages come from;
 - ``install_script``: a ``package.json`` script npm runs when the package is installed
-  (``preinstall``, ``install``, ``postinstall``, ``prepare``): code that runs on every
-  machine that installs it, before any test;
+  (``preinstall``, ``install``, ``postinstall``, ``prepare`` and its ``pre``/``post``),
+  or a ``binding.gyp`` (npm builds it at install): code that runs on every machine that
+  installs it, before any test;
 - ``conda_dependencies``: an ``environment.yml``'s dependencies;
 - ``action``: an ``action.yml`` anywhere (code a workflow runs);
 - ``gitattributes``: ``.gitattributes`` (diff, merge and filter drivers; hidden diffs);
@@ -667,7 +668,7 @@ _HARNESS_FILES = {
 # JavaScript test runners' configuration, by name before its extension.
 _HARNESS_STEMS = ("jest.config", "vitest.config", "vitest.workspace", ".mocharc")
 # A package.json's scripts: those npm runs at install, and those that are the tests.
-_INSTALL_SCRIPT = re.compile(r'"(?:preinstall|install|postinstall|prepare)"\s*:')
+_INSTALL_SCRIPT = re.compile(r'"(?:pre|post)?(?:install|prepare)"\s*:')
 _TEST_SCRIPT = re.compile(r'"(?:pretest|test|posttest)"\s*:')
 _INDEX_FILES = {
     "pip.conf", "pip.ini", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".condarc",
@@ -722,6 +723,8 @@ def _file_level(f: ChangedFile) -> Iterator[Behaviour]:
             yield Behaviour("action", f.path, None, name)
         if name == ".gitattributes":
             yield Behaviour("gitattributes", f.path, None, name)
+        if name == "binding.gyp":  # npm runs `node-gyp rebuild` when it installs the package
+            yield Behaviour("install_script", f.path, None, name)
 
 
 def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[int, Kind, str]]:
@@ -748,7 +751,8 @@ def _line_level(f: ChangedFile, lines: Iterable[tuple[int, str]]) -> list[tuple[
         if config and _HARNESS_LINE.search(text):
             found.append((number, "test_harness", stripped[:60]))
         if package and _INSTALL_SCRIPT.search(text):
-            found.append((number, "install_script", stripped[:60]))
+            # the whole line: a command lengthened past what is shown is a new one
+            found.append((number, "install_script", stripped))
         if package and _TEST_SCRIPT.search(text):
             found.append((number, "test_harness", stripped[:60]))
         if index and not stripped.startswith("#"):

@@ -98,10 +98,6 @@ def _at(node: Node) -> Iterator[tuple[Node, JsKind, str]]:
     kind = node.type
     if kind == "call_expression":
         yield from _call(node)
-    elif kind == "import_statement":
-        source = node.child_by_field_name("source")
-        if source is not None:
-            yield from _module(node, _string(source))
     elif kind == "new_expression":
         name = _text(node.child_by_field_name("constructor"))
         if name == "Function":
@@ -112,7 +108,10 @@ def _at(node: Node) -> Iterator[tuple[Node, JsKind, str]]:
         if _text(node) in ("process.env", "Deno.env"):
             yield node, "environment", _text(node)
     elif kind in ("string", "template_string"):
+        # A module is named by a string however it is loaded: require, import, export …
+        # from, `import x = require(…)`, `module.require`, escapes and all.
         value = _string(node) or ""
+        yield from _module(node, value)
         if value.startswith(_OUTSIDE):
             yield node, "outside_files", value[:60]
 
@@ -124,12 +123,10 @@ def _call(node: Node) -> Iterator[tuple[Node, JsKind, str]]:
     first = next(
         (a for a in (arguments.named_children if arguments else []) if a.type != "comment"), None
     )
-    if name == "require" or (callee is not None and callee.type == "import"):
-        module = _string(first) if first is not None else None
-        if module is None:
+    loads = name == "require" or name.endswith(".require")
+    if loads or (callee is not None and callee.type == "import"):
+        if first is None or _string(first) is None:  # a string names its module (_at)
             yield node, "dynamic_code", f"{name or 'import'}(<expression>)"
-        else:
-            yield from _module(node, module)
     elif name == "eval":
         yield node, "dynamic_code", "eval"
     elif name == "fetch":
@@ -141,7 +138,11 @@ def _call(node: Node) -> Iterator[tuple[Node, JsKind, str]]:
 
 
 def _module(node: Node, module: str | None) -> Iterator[tuple[Node, JsKind, str]]:
-    name = (module or "").removeprefix("node:").split("/", 1)[0]
+    """The behaviour of loading ``module`` (a whole string: ``child_process``,
+    ``node:http``, ``axios/lib/x``), if it is one watched."""
+    if not module or module != module.strip() or " " in module:
+        return
+    name = module.removeprefix("node:").split("/", 1)[0]
     if name in _PROCESS_MODULES:
         yield node, "process", module or name
     elif name in _NET_MODULES:
@@ -156,12 +157,29 @@ def _string(node: Node | None) -> str | None:
     if node is None:
         return None
     if node.type == "string":
-        return "".join(_text(c) for c in node.named_children if c.type != "escape_sequence")
+        return "".join(
+            _unescape(_text(c)) if c.type == "escape_sequence" else _text(c)
+            for c in node.named_children
+        )
     if node.type == "template_string" and not any(
         c.type == "template_substitution" for c in node.named_children
     ):
         return "".join(_text(c) for c in node.named_children)
     return None
+
+
+def _unescape(escape: str) -> str:
+    """One JavaScript escape sequence's character (``\\x5f``, ``\\u005f``,
+    ``\\u{5f}``, ``\\n``); an unknown one stands for the character after the backslash."""
+    body = escape[1:]
+    try:
+        if body.startswith("u{") and body.endswith("}"):
+            return chr(int(body[2:-1], 16))
+        if body[:1] in ("x", "u") and len(body) > 1:
+            return chr(int(body[1:], 16))
+    except ValueError:
+        return body
+    return {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(body, body)
 
 
 def _text(node: Node | None) -> str:

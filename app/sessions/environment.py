@@ -25,6 +25,7 @@ sandbox; setup gets ``SETUPTOOLS_SCM_PRETEND_VERSION`` with the version git woul
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -37,6 +38,7 @@ from packaging.utils import canonicalize_name
 
 from app.errors import PatchwardenError
 from app.sessions.files import file_lock, read_confined, write_confined
+from app.sessions.lockfiles import semver_key
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
 from app.sessions.result import Step, Tree
@@ -49,6 +51,7 @@ GENERATED = ".generated"  # inside an environment: the files setup added to the 
 COMPLETE = ".complete"
 MAX_GENERATED_BYTES = 64 * 1024 * 1024
 MAX_GENERATED_FILES = 5000
+MAX_PACKAGE_DEPTH = 32  # nested node_modules read for installed versions
 # What setup leaves in a tree that no test needs: caches, and build output folders at
 # the top (``build/``, ``dist/``) which can be large. ``*.egg-info`` is kept: a
 # ``setup.py develop`` install finds its metadata there.
@@ -207,6 +210,47 @@ def distributions(env: Environment | None) -> dict[str, str]:
         if name and version:
             found[canonicalize_name(name)] = version
     return found
+
+
+def npm_packages(env: Environment | None) -> dict[str, str]:
+    """The npm packages installed in ``env`` (name → its lowest version, nested copies
+    counted), read from their ``package.json`` on the host, no link followed; {} without
+    an environment or packages."""
+    root = env.path / NODE_MODULES if env is not None else None
+    found: dict[str, str] = {}
+    if root is not None and root.is_dir() and not root.is_symlink():
+        _visit_packages(root, found, depth=0)
+    return found
+
+
+def _visit_packages(folder: Path, found: dict[str, str], *, depth: int) -> None:
+    if depth > MAX_PACKAGE_DEPTH:
+        return
+    for entry in sorted(folder.iterdir()):
+        if entry.is_symlink() or not entry.is_dir() or entry.name.startswith("."):
+            continue
+        scoped = entry.name.startswith("@")
+        for package in sorted(entry.iterdir()) if scoped else [entry]:
+            if package.is_symlink() or not package.is_dir():
+                continue
+            name = f"{entry.name}/{package.name}" if scoped else package.name
+            version = _version_of(package / "package.json")
+            if version and (name not in found or semver_key(version) < semver_key(found[name])):
+                found[name] = version
+            inner = package / NODE_MODULES
+            if inner.is_dir() and not inner.is_symlink():
+                _visit_packages(inner, found, depth=depth + 1)
+
+
+def _version_of(manifest: Path) -> str | None:
+    if manifest.is_symlink() or not manifest.is_file():
+        return None
+    try:
+        version = json.loads(manifest.read_text("utf-8")).get("version")
+        semver_key(str(version))
+    except (ValueError, OSError, AttributeError):
+        return None
+    return str(version)
 
 
 def _tree_files(tree: Path) -> list[str]:

@@ -24,7 +24,7 @@ class JUnitReport(NamedTuple):
     outcomes: dict[str, Outcome]
 
 
-_RANK: dict[Outcome, int] = {"passed": 0, "skipped": 1, "failed": 2, "errored": 3}
+RANK: dict[Outcome, int] = {"passed": 0, "skipped": 1, "failed": 2, "errored": 3}
 
 
 def parse_junit(data: bytes, *, nested: bool = False) -> JUnitReport:
@@ -48,7 +48,7 @@ def parse_junit(data: bytes, *, nested: bool = False) -> JUnitReport:
     outcomes: dict[str, Outcome] = {}
     for test_id, case in _cases(data, nested=nested):
         outcome = _outcome(case)
-        if test_id not in outcomes or _RANK[outcome] > _RANK[outcomes[test_id]]:
+        if test_id not in outcomes or RANK[outcome] > RANK[outcomes[test_id]]:
             outcomes[test_id] = outcome
     counts = TestCounts(
         passed=sum(1 for o in outcomes.values() if o == "passed"),

@@ -154,7 +154,10 @@ def locked_npm(text: str) -> dict[str, set[tuple[str, str]]]:
     it from and its integrity hash. Links (``file:`` packages of the tree) are left out.
     Raises ValueError for a lock that is not one, or an entry whose name or version is
     not one."""
-    doc = json.loads(text)
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ValueError("not JSON") from None
     packages = doc.get("packages") if isinstance(doc, dict) else None
     if not isinstance(packages, dict):
         raise ValueError("not an npm lock of version 2 or later (no `packages`)")
@@ -162,6 +165,8 @@ def locked_npm(text: str) -> dict[str, set[tuple[str, str]]]:
     for place, entry in packages.items():
         if not place or not isinstance(entry, dict) or entry.get("link"):
             continue
+        if "node_modules/" not in place and "version" not in entry:
+            continue  # a workspace's folder of the project, not a package it installs
         name = str(entry.get("name") or place.rsplit("node_modules/", 1)[-1])
         if not _NPM_NAME.fullmatch(name):
             raise ValueError("an entry's name is not a package name")

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from app.policy.evidence import TestCounts
-from app.sessions.junit import MAX_JUNIT_BYTES, JUnitReport, Outcome, parse_junit
+from app.sessions.junit import MAX_JUNIT_BYTES, RANK, JUnitReport, Outcome, parse_junit
 from app.sessions.reports import ReportError
 
 Runner = Literal["node", "jest", "vitest", "mocha"]
@@ -121,7 +121,9 @@ def parse_jest(data: bytes, *, root: str = "/workspace") -> JUnitReport:
         for test in tests:
             titles = [*map(str, test.get("ancestorTitles") or []), str(test.get("title", ""))]
             outcome = _JEST_OUTCOME.get(str(test.get("status")), "errored")
-            outcomes[f"{file}::{' > '.join(titles)}"] = outcome
+            test_id = f"{file}::{' > '.join(titles)}"
+            if test_id not in outcomes or RANK[outcome] > RANK[outcomes[test_id]]:
+                outcomes[test_id] = outcome  # two tests of one name: the worse one counts
     counts = TestCounts(
         passed=sum(o == "passed" for o in outcomes.values()),
         failed=sum(o == "failed" for o in outcomes.values()),

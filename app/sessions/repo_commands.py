@@ -86,6 +86,8 @@ class RepoCommands:
         """The setup cache key: the commands, the interpreter, and the input files."""
         material: dict[str, Any] = {"setup": self.setup, "python": base_python, "backend": backend}
         material |= {"in": self.inputs, **({"offline": self.offline} if self.offline else {})}
+        if self.kind == "node":  # its packages kept in the environment (node_modules)
+            material["packages"] = NODE_MODULES
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -238,8 +240,11 @@ def _detect_test(tree: Path, kind: str) -> list[str]:
         script = scripts.get("test") if isinstance(scripts, dict) else None
         if not isinstance(script, str):
             return []
-        direct = direct_command(script)  # its runner called directly: tests counted
-        return direct[1] if direct is not None else ["npm", "test", "--silent"]
+        # Its runner called directly, so that its tests are counted; not when npm would run
+        # a `pretest` (a build, say) or `posttest` around it.
+        direct = direct_command(script)
+        hooks = {"pretest", "posttest"} & set(scripts)
+        return direct[1] if direct is not None and not hooks else ["npm", "test", "--silent"]
     if kind == "go":
         return ["go", "test", "./..."]
     if kind == "make":

@@ -33,10 +33,12 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -72,10 +74,33 @@ BASE_ENV = {
     "PYTHONUNBUFFERED": "1",
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     "PIP_NO_INPUT": "1",
-    # The address space is capped (RLIMIT_AS): node's WebAssembly then checks bounds
-    # itself instead of reserving guard regions past the cap (vitest's parser is Wasm).
-    "NODE_OPTIONS": "--disable-wasm-trap-handler",
 }
+# The address space is capped (RLIMIT_AS): node's WebAssembly then checks bounds itself
+# instead of reserving guard regions past the cap (vitest's parser is Wasm). Only where
+# the host's node takes the flag (20.15 and later): an older one refuses to start at all.
+NODE_WASM_OPTION = "--disable-wasm-trap-handler"
+
+
+@functools.cache
+def node_options() -> dict[str, str]:
+    """``NODE_OPTIONS`` for every command: :data:`NODE_WASM_OPTION` where the host's node
+    starts with it (asked once), nothing otherwise (or without node)."""
+    node = shutil.which("node")
+    if node is None:
+        return {}
+    try:
+        done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell
+            [node, "-e", "0"],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NODE_OPTIONS": NODE_WASM_OPTION},
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {"NODE_OPTIONS": NODE_WASM_OPTION} if done.returncode == 0 else {}
+
+
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SECRET_NAME = re.compile(r"(?i)(token|secret|passw|private|credential|api_?key|auth)")
 
@@ -285,7 +310,13 @@ class Sandbox(abc.ABC):
             argv=list(argv),
             mounts=tuple(mounts),
             cwd=cwd,
-            env={**BASE_ENV, **packages, "PATH": self.path_var(mounts), **check_env(env or {})},
+            env={
+                **BASE_ENV,
+                **node_options(),
+                **packages,
+                "PATH": self.path_var(mounts),
+                **check_env(env or {}),
+            },
             limits=limits or self.limits,
             network=network,
             tmp=tmp,
@@ -307,9 +338,11 @@ class Sandbox(abc.ABC):
 
     def path_var(self, mounts: Sequence[Mount]) -> str:
         dirs = [f"{m.target}/bin" for m in mounts if m.target == "/env"]
-        # an npm project's own tools (its test runner), where npm puts them on PATH too
-        dirs += [f"{m.target}/.bin" for m in mounts if m.target == f"{WORKSPACE}/node_modules"]
         dirs += [self.toolchain.bin_dir, "/usr/local/bin", "/usr/bin", "/bin"]
+        # An npm project's own tools (its test runner), from the environment's packages or
+        # its own committed ones: last, so none of them stands in for a system command.
+        if any(m.target == WORKSPACE for m in mounts):
+            dirs.append(f"{WORKSPACE}/node_modules/.bin")
         return ":".join(dict.fromkeys(dirs))
 
     def prepare_writable(self, path: Path) -> None:  # noqa: B027 - optional hook

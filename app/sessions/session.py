@@ -54,9 +54,11 @@ from app.sessions.environment import (
     EnvironmentBuilder,
     SetupFailed,
     distributions,
+    npm_packages,
 )
 from app.sessions.files import read_confined, remove_confined
 from app.sessions.fix_context import FixContext, FixerCall
+from app.sessions.lockfiles import NPM_LOCKS, semver_key
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
@@ -525,10 +527,19 @@ class SessionRunner:
         return env
 
 
+def _is_npm(bump: Bump) -> bool:
+    return any(f.rsplit("/", 1)[-1] in ("package.json", *NPM_LOCKS) for f in bump.files)
+
+
+def _packages(bump: Bump, env: Environment | None) -> dict[str, str]:
+    """What ``env`` installs, by the bump's ecosystem: npm's packages or Python's."""
+    return npm_packages(env) if _is_npm(bump) else distributions(env)
+
+
 def _installed(bump: Bump, base: Environment, head: Environment | None) -> Bump:
     """The bump with what the patch's environment installs that the base's did not."""
-    before, after = distributions(base), distributions(head)
-    name = canonicalize_name(bump.package)
+    before, after = _packages(bump, base), _packages(bump, head)
+    name = bump.package if _is_npm(bump) else canonicalize_name(bump.package)
     was, now = before.get(name), after.get(name)
     # what the environment really moved by, when larger than the manifests say
     size = larger_bump(bump.size, bump_size(was, now)) if was and now else bump.size
@@ -550,10 +561,14 @@ def _still_vulnerable(bump: Bump | None, env: Environment, state: _State) -> boo
     fixed one (another file pins it, say): then nothing is published (``state`` says why)."""
     if bump is None:
         return False
-    installed = distributions(env).get(canonicalize_name(bump.package))
+    npm = _is_npm(bump)
+    installed = _packages(bump, env).get(bump.package if npm else canonicalize_name(bump.package))
     try:
-        low = installed is not None and Version(installed) < Version(bump.new)
-    except InvalidVersion:
+        if npm:
+            low = installed is not None and semver_key(installed) < semver_key(bump.new)
+        else:
+            low = installed is not None and Version(installed) < Version(bump.new)
+    except (InvalidVersion, ValueError):
         low = False
     if low:
         state.status = "failed"

@@ -300,22 +300,34 @@ class Verifier:
         runs = [(base, BASE_MOUNT, base_targets, envs[0]), (head, WORKSPACE, head_targets, envs[1])]
         pairs: list[tuple[Tree, Finding]] = []
         steps: list[Step] = []
+        # The base's own configuration judges the patch too (a flat one, by its path).
+        rules = eslint.eslint_config(base) or ""
+        base_rules = f"{BASE_MOUNT}/{rules}" if rules.startswith("eslint.config") else None
         for tree, at, targets, env in runs:
             packages = eslint.packages_of(env)
             if not targets or packages is None:
                 continue
             files = [t.removeprefix(f"{at}/") for t in targets]
             mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
+            config = base_rules if at == WORKSPACE else None
+            if config:
+                mounts.append(Mount(base, BASE_MOUNT))
             limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
             done = await self.sandbox.run(
-                eslint.check_command(files), mounts=mounts, cwd=at,
+                eslint.check_command(files, config=config), mounts=mounts, cwd=at,
                 timeout=self.timeouts.tools, limits=limits,
             )  # fmt: skip
             steps.append(make_step(done, name="eslint", phase="verify", tree=roots[at],
                                     secrets=self.secrets, include_stdout=False))  # fmt: skip
             if done.timed_out or done.stdout_truncated or done.exit_code not in (0, 1):
-                why = "timed out" if done.timed_out else f"exited {done.exit_code}"
-                tail = done.stderr.strip()[-300:]
+                why = (
+                    "timed out"
+                    if done.timed_out
+                    else "printed more than the output cap"
+                    if done.stdout_truncated
+                    else f"exited {done.exit_code}"
+                )
+                tail = redact(done.stderr.strip()[-300:], known=self.secrets)
                 return steps, FindingsDelta(tool="eslint", error=f"eslint {why}: {tail}")
             try:
                 found = reports.parse_eslint(done.stdout, roots=roots, read_line=reader, cwd=at)

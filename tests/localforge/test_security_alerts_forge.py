@@ -43,4 +43,7 @@ from app.localforge.security import still_vulnerable
 def test_which_manifests_still_allow_a_vulnerable_version(
     manifest: str, package: str, fixed: str, vulnerable: bool
 ) -> None:
-    assert still_vulnerable(manifest, package, fixed) is vulnerable
+    path = "package-lock.json" if '"packages"' in manifest else "package.json"
+    if not manifest.startswith("{"):
+        path = "requirements.txt"
+    assert still_vulnerable(manifest, package, fixed, path=path) is vulnerable

@@ -212,5 +212,10 @@ async def test_a_real_npm_advisory_is_answered_with_the_range_raised_and_the_loc
     assert len(moved) == 1, bump.locked
     assert moved[0].startswith("`package-lock.json`: semver 7.5.1 → ")
     assert semver_key(moved[0].split("→ ")[1]) >= semver_key("7.5.2")
+    # the patch's own setup installed it: the version npm put in node_modules
+    assert bump.setup
+    assert bump.version is not None
+    assert semver_key(bump.version) >= semver_key("7.5.2")
+    assert any(line.startswith("semver 7.5.1 → ") for line in bump.upgraded)
     assert result.tests is not None
     assert result.tests.broken == []

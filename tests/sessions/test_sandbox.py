@@ -36,6 +36,7 @@ from app.sessions.sandbox import (
     Mount,
     SandboxError,
     check_env,
+    node_options,
 )
 
 KiB = 1024
@@ -378,7 +379,7 @@ class TestInsideTheSandbox:
             assert GHS not in text
             assert "PW_HOST_ONLY_SECRET" not in text
         # Exactly the allowlist, the PATH, what the caller passed (and bwrap's PWD).
-        expected = {*BASE_ENV, "PATH", "FOO"}
+        expected = {*BASE_ENV, *node_options(), "PATH", "FOO"}
         assert set(inside["environ"]) - {"PWD"} == expected
         names = {line.split("=", 1)[0] for line in env_done.stdout.splitlines()}
         assert names - {"PWD"} == expected
@@ -744,7 +745,7 @@ def test_bwrap_argv_unshares_the_network_and_clears_the_environment(tmp_path: Pa
     assert "--setenv" not in argv
     assert stdin is not None
     passed = stdin.decode().split("\0")[:-1]
-    assert values(passed, "--setenv") == [*BASE_ENV, "PATH", "A"]
+    assert values(passed, "--setenv") == [*BASE_ENV, *node_options(), "PATH", "A"]
     etc = next(
         argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2] == "/etc"
     )
@@ -805,7 +806,7 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
     ]
     assert values(options, "--workdir") == [WORKSPACE]
     env = values(options, "--env")
-    assert [e.split("=", 1)[0] for e in env] == [*BASE_ENV, "PATH", "A"]
+    assert [e.split("=", 1)[0] for e in env] == [*BASE_ENV, *node_options(), "PATH", "A"]
     # Values travel in docker's own environment (`--env NAME`), never in argv; only
     # PATH, HOME and LANG, which the docker client itself needs, are written out.
     assert env[-1] == "A"
@@ -815,7 +816,7 @@ def test_docker_argv_is_locked_down(tmp_path: Path) -> None:
     assert set(host_env) == {
         "PATH",
         "LANG",
-        *(k for k in BASE_ENV if k not in ("HOME", "LANG")),
+        *(k for k in [*BASE_ENV, *node_options()] if k not in ("HOME", "LANG")),
         "A",
     }
     assert cwd is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -300,3 +301,26 @@ def test_an_npm_test_script_runs_its_runner_directly_with_a_report_when_it_is_on
     direct = direct_command(script)
     made = reporting_command(direct[0], direct[1], "/r") if direct else None
     assert made == argv
+
+
+def test_the_npm_packages_an_environment_holds_are_read_without_following_links(
+    tmp_path: Path,
+) -> None:
+    """Top-level, scoped and nested copies, each package by its lowest version; a link
+    (to a folder of the host, say) is not read."""
+    from app.sessions.environment import Environment, npm_packages
+
+    def package(where: Path, version: str) -> None:
+        where.mkdir(parents=True)
+        (where / "package.json").write_text(json.dumps({"name": where.name, "version": version}))
+
+    modules = tmp_path / "env" / "node_modules"
+    package(modules / "semver", "7.8.0")
+    package(modules / "@types" / "node", "20.1.0")
+    package(modules / "a", "1.0.0")
+    package(modules / "a" / "node_modules" / "semver", "7.5.1")
+    outside = tmp_path / "outside"
+    package(outside / "evil", "9.9.9")
+    (modules / "evil").symlink_to(outside / "evil")
+    found = npm_packages(Environment(tmp_path / "env", "key", cached=True))
+    assert found == {"@types/node": "20.1.0", "a": "1.0.0", "semver": "7.5.1"}
