@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
 
-Tool = Literal["ruff", "semgrep", "bandit", "eslint"]
+Tool = Literal["ruff", "semgrep", "bandit", "eslint", "tsc"]
 
 
 class _Model(BaseModel):
@@ -58,7 +58,7 @@ class Scope(_Model):
 
 class Finding(_Model):
     tool: Tool
-    rule: str  # ruff code, semgrep rule id, bandit test id, eslint rule id
+    rule: str  # ruff code, semgrep rule id, bandit test id, eslint rule id, TS code
     path: str  # relative to the repository root
     line: int
     message: str

@@ -1,6 +1,7 @@
-"""An npm project's own eslint: where its configuration is, whether setup installed it,
-and how it is run over a tree to check it (the verifier's linters) — with the
-repository's own rules and plugins, never rules of Patchwarden's choosing."""
+"""An npm project's own checkers, eslint and TypeScript's ``tsc``: where their
+configuration is, whether setup installed them, and how they are run over a tree to
+check it (the verifier's linters) — with the repository's own rules and plugins, never
+rules of Patchwarden's choosing."""
 
 from __future__ import annotations
 
@@ -58,6 +59,21 @@ def check_command(targets: list[str], *, config: str | None = None) -> list[str]
     rules = ["--config", config] if config else []
     files = [f"./{t}" for t in targets]  # a file named like an option stays a file
     return [eslint, *rules, "--format", "json", "--no-inline-config", "--no-warn-ignored", *files]
+
+
+def tsc_command() -> list[str]:
+    """TypeScript's own check of the project (its ``tsconfig.json``), nothing written,
+    one error a line."""
+    return [
+        f"{PACKAGES_MOUNT}/.bin/tsc",
+        "--noEmit",
+        "--incremental",
+        "false",
+        "--pretty",
+        "false",
+        "-p",
+        ".",
+    ]
 
 
 def package_json(tree: Path) -> dict[str, object]:

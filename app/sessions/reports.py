@@ -125,6 +125,31 @@ def parse_eslint(
     return _place("eslint", _shape("eslint", text, hits), roots=roots, cwd=cwd, read_line=read_line)
 
 
+_TSC_LINE = re.compile(
+    r"^(?P<path>[^\s(][^(]*)\((?P<line>\d+),\d+\): (?P<kind>error|warning) (?P<code>TS\d+): "
+    r"(?P<message>.*)$",
+    re.MULTILINE,
+)
+
+
+def parse_tsc(
+    text: str, *, roots: Roots, cwd: str = "/", read_line: LineReader | None = None
+) -> list[tuple[Tree, Finding]]:
+    """Type errors from ``tsc --noEmit --pretty false`` (``path(line,col): error TS2322:
+    message``), each ``low``: a type the change got wrong, named by its code."""
+    hits = [
+        _Hit(
+            path=m["path"],
+            line=int(m["line"]),
+            rule=m["code"],
+            message=m["message"].strip(),
+            severity="low",
+        )
+        for m in _TSC_LINE.finditer(text)
+    ]
+    return _place("tsc", hits, roots=roots, cwd=cwd, read_line=read_line)
+
+
 def parse_bandit(
     text: str, *, roots: Roots, cwd: str = "/", read_line: LineReader | None = None
 ) -> list[tuple[Tree, Finding]]:

@@ -276,12 +276,17 @@ class Verifier:
         gathered = [self._tool(*job, roots, reader) for job in jobs]
         if checks_js and all(eslint.installed(e, "eslint") for e in envs):
             gathered.append(self._eslint(base, head, js_base, js_head, envs, reader))
+        types = any(t.endswith((".ts", ".tsx", ".mts", ".cts")) for t in js_base + js_head)
+        typed = read_confined(base, "tsconfig.json") is not None
+        if types and typed and all(eslint.installed(e, "tsc") for e in envs):
+            gathered.append(self._tsc(base, head, envs, reader))
         results = await asyncio.gather(*gathered)
         steps = [step for done, _ in results for step in done]
         deltas = {delta.tool: _without_test_asserts(delta, is_test) for _, delta in results}
         files = {"ruff": len(py_targets), "bandit": len(py_targets), "semgrep": len(all_targets)}
         files["eslint"] = len(js_base) + len(js_head) if "eslint" in deltas else 0
-        tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit", "eslint")
+        files["tsc"] = len(js_base) + len(js_head) if "tsc" in deltas else 0
+        tools: tuple[Tool, ...] = ("ruff", "semgrep", "bandit", "eslint", "tsc")
         ordered = [deltas.get(t) or FindingsDelta(tool=t, ran=False) for t in tools]
         return steps, [d.model_copy(update={"files": files[d.tool]}) for d in ordered]
 
@@ -335,6 +340,42 @@ class Verifier:
                 return steps, FindingsDelta(tool="eslint", error=str(exc))
             pairs += [(t, _redacted(f, self.secrets)) for t, f in found]
         return steps, reports.findings_delta("eslint", pairs)
+
+    async def _tsc(
+        self,
+        base: Path,
+        head: Path,
+        envs: tuple[Path | None, Path | None],
+        reader: _LineReader,
+    ) -> tuple[list[Step], FindingsDelta]:
+        """``tsc --noEmit`` on each whole tree (a type error may land in a file the
+        change did not touch), from its top, with that tree's packages."""
+        roots: dict[str, Tree] = {BASE_MOUNT: "base", WORKSPACE: "head"}
+        pairs: list[tuple[Tree, Finding]] = []
+        steps: list[Step] = []
+        for tree, at, env in ((base, BASE_MOUNT, envs[0]), (head, WORKSPACE, envs[1])):
+            packages = eslint.packages_of(env)
+            if packages is None:
+                continue
+            mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
+            limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
+            done = await self.sandbox.run(
+                eslint.tsc_command(), mounts=mounts, cwd=at, timeout=self.timeouts.tools,
+                limits=limits,
+            )  # fmt: skip
+            steps.append(make_step(done, name="tsc", phase="verify", tree=roots[at],
+                                   secrets=self.secrets, include_stdout=False))  # fmt: skip
+            # 0: no error, 2: errors found; anything else, or no line read, did not check
+            found = reports.parse_tsc(done.stdout, roots=roots, read_line=reader, cwd=at)
+            if done.timed_out or done.stdout_truncated or done.exit_code not in (0, 1, 2):
+                why = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                tail = redact((done.stdout + done.stderr).strip()[-300:], known=self.secrets)
+                return steps, FindingsDelta(tool="tsc", error=f"tsc {why}: {tail}")
+            if done.exit_code and not found:
+                tail = redact((done.stdout + done.stderr).strip()[-300:], known=self.secrets)
+                return steps, FindingsDelta(tool="tsc", error=f"tsc failed: {tail}")
+            pairs += [(t, _redacted(f, self.secrets)) for t, f in found]
+        return steps, reports.findings_delta("tsc", pairs)
 
     async def _tool(
         self,

@@ -219,3 +219,37 @@ async def test_a_real_npm_advisory_is_answered_with_the_range_raised_and_the_loc
     assert any(line.startswith("semver 7.5.1 → ") for line in bump.upgraded)
     assert result.tests is not None
     assert result.tests.broken == []
+
+
+async def test_typescript_checks_the_patch_and_names_the_type_it_got_wrong(
+    realworld_runner: SessionRunner, tmp_path: Path
+) -> None:
+    """A TypeScript project (its tsconfig.json, typescript a pinned devDependency): `tsc
+    --noEmit` runs on both trees, and a change that passes a number where a string goes
+    is a new finding, named by its code, at its place."""
+    root = tmp_path / "typed"
+    (root / "src").mkdir(parents=True)
+    manifest = {"name": "typed", "version": "1.0.0", "scripts": {"test": "node --test"}}
+    (root / "package.json").write_text(json.dumps(manifest))
+    tsconfig = {"compilerOptions": {"strict": True, "target": "es2020", "module": "commonjs"}}
+    (root / "tsconfig.json").write_text(json.dumps(tsconfig))
+    (root / "src" / "greet.ts").write_text(
+        "export function greet(name: string): string {\n  return 'hello ' + name;\n}\n"
+    )
+    await _locked(root, "typescript@5.6.3")
+    git_in(root, "init", "-q", "-b", "main")
+    git_commit(root, "a typed package")
+
+    async def fix(ctx: FixContext) -> FixOutcome:
+        (ctx.tree / "src" / "use.ts").write_text(
+            "import { greet } from './greet';\nexport const said = greet(42);\n"
+        )
+        return FixOutcome(fixer="test", summary="use greet")
+
+    remote = Remote("octo/typed", str(root))
+    result = await realworld_runner.run(SessionSpec(remote=remote, task=Task("use it")), fix)
+    assert result.status == "patched", (result.error, [s.output[-800:] for s in result.steps])
+    (checked,) = [d for d in result.findings if d.tool == "tsc"]
+    assert checked.error is None, checked
+    assert [(f.rule, f.path, f.line) for f in checked.new] == [("TS2345", "src/use.ts", 2)]
+    assert checked.fixed == []

@@ -895,3 +895,16 @@ def test_eslint_findings_are_placed_in_their_tree_with_errors_low_and_warnings_i
     ]
     with pytest.raises(ReportError, match="eslint output is not JSON"):
         reports_module.parse_eslint("Oops", roots=ROOTS)
+
+
+def test_tsc_errors_are_findings_named_by_their_code_in_their_tree() -> None:
+    text = (
+        "src/use.ts(2,27): error TS2345: Argument of type 'number' is not assignable to "
+        "parameter of type 'string'.\n"
+        "Found 1 error in src/use.ts:2\n"
+    )
+    found = reports_module.parse_tsc(text, roots=ROOTS, cwd="/workspace")
+    assert [(tree, f.rule, f.path, f.line, f.severity) for tree, f in found] == [
+        ("head", "TS2345", "src/use.ts", 2, "low")
+    ]
+    assert reports_module.parse_tsc("", roots=ROOTS, cwd="/base") == []
