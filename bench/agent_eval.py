@@ -63,7 +63,7 @@ from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.session import SessionRunner
 from app.sessions.task import Document, SessionSpec, Task
-from app.sessions.verify import repo_test_command, tree_mounts
+from app.sessions.test_command import repo_test_command, tree_mounts
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -60,7 +60,7 @@ from app.sessions.result import Culprit, FixOutcome
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.selection import Selection, selecting
 from app.sessions.task import Budget, Task
-from app.sessions.verify import (
+from app.sessions.test_command import (
     REPORTS_MOUNT,
     read_test_report,
     reported_test_command,

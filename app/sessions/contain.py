@@ -48,7 +48,8 @@ from app.sessions.scope import FileChange, Module, changed_lines, functions, nam
 from app.sessions.scope import outside as outside_of
 from app.sessions.selection import PROBES, PROBES_MOUNT, selecting
 from app.sessions.task import Task
-from app.sessions.verify import Verifier, make_step, tree_mounts
+from app.sessions.test_command import tree_mounts
+from app.sessions.verify import Verifier, make_step
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from app.sessions.repo_commands import RepoCommands
 from app.sessions.result import FixOutcome, Step
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.task import Budget, Progress, SessionSpec, Task, quiet
-from app.sessions.verify import Timeouts, make_step, repo_test_command, tree_mounts
+from app.sessions.test_command import repo_test_command, tree_mounts
+from app.sessions.verify import Timeouts, make_step
 from app.sessions.workspace import Workspace
 
 

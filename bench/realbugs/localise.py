@@ -41,7 +41,8 @@ from app.sessions.sandbox import Mount  # noqa: E402
 from app.sessions.selection import selecting  # noqa: E402
 from app.sessions.session import SessionRunner  # noqa: E402
 from app.sessions.task import Document, Task  # noqa: E402
-from app.sessions.verify import REPORTS_MOUNT, Verifier  # noqa: E402
+from app.sessions.test_command import REPORTS_MOUNT  # noqa: E402
+from app.sessions.verify import Verifier  # noqa: E402
 from realbugs import RealBug, changed_units, load, materialise, order_key, task_text  # noqa: E402
 
 DEFAULT_REPORT = ROOT / ".eval" / "realbugs-localise.json"

@@ -32,7 +32,7 @@ from app.sessions.fix_context import FixContext
 from app.sessions.reports import ReportError
 from app.sessions.sandbox import Mount
 from app.sessions.selection import selecting
-from app.sessions.verify import REPORTS_MOUNT, repo_test_command
+from app.sessions.test_command import REPORTS_MOUNT, repo_test_command
 
 MAX_TEST_CHARS = 2500
 
