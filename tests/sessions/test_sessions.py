@@ -591,12 +591,7 @@ async def test_an_npm_projects_tests_are_counted_one_by_one_with_its_packages_in
         "calc.js": "exports.add = (a, b) => a - b;\n",
         "test/calc.test.js": NODE_CALC_TESTS,
     }
-    root = tmp_path / "calc"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    git_in(root, "init", "-q", "-b", "main")
-    git_commit(root, "an npm project with a bug and node's own tests")
+    root = make_project(tmp_path / "calc", files)
 
     async def fix(ctx: FixContext) -> FixOutcome:
         (ctx.tree / "calc.js").write_text("exports.add = (a, b) => a + b;\n")
@@ -645,12 +640,7 @@ async def test_a_link_setup_plants_where_the_packages_go_reaches_no_host_folder(
         "plant/package.json": json.dumps(plant),
         "plant/plant.js": PLANT_JS.replace("process.env.PW_HOST_DIR", repr(str(host))),
     }
-    root = tmp_path / "planted"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    git_in(root, "init", "-q", "-b", "main")
-    git_commit(root, "an npm project whose dependency plants a link")
+    root = make_project(tmp_path / "planted", files)
 
     async def look(ctx: FixContext) -> FixOutcome:
         done = await ctx.run(["ls", "-a", "/workspace/node_modules"], name="look")
