@@ -23,16 +23,14 @@ Pure: lines in, ``(line, kind, what)`` out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from functools import cache
 from typing import Literal
 
-import tree_sitter_javascript
-import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from app.policy.js_syntax import parse
 
 JsKind = Literal["process", "network", "environment", "dynamic_code", "outside_files"]
 Found = tuple[int, JsKind, str]  # (line, kind, what)
-Grammar = Literal["javascript", "typescript", "tsx"]
 
 _PROCESS_MODULES = {"child_process"}
 _NET_MODULES = {
@@ -46,29 +44,12 @@ _NET_CONSTRUCTORS = {"XMLHttpRequest", "WebSocket"}
 _OUTSIDE = ("/etc/", "/root/", "/home/", "/proc/", "~/")
 
 
-@cache
-def _parser(grammar: Grammar) -> Parser:
-    if grammar == "javascript":
-        language = tree_sitter_javascript.language()
-    elif grammar == "typescript":
-        language = tree_sitter_typescript.language_typescript()
-    else:
-        language = tree_sitter_typescript.language_tsx()
-    return Parser(Language(language))
-
-
-def grammar_of(path: str) -> Grammar:
-    if path.endswith(".tsx"):
-        return "tsx"
-    return "typescript" if path.endswith((".ts", ".mts", ".cts")) else "javascript"
-
-
 def js_behaviours(path: str, lines: Iterable[tuple[int, str]]) -> list[Found]:
     """The behaviours of the added ``lines`` (number, text) of the file at ``path``."""
     found: list[Found] = []
     for block in line_runs(lines):
         text = "\n".join(t for _, t in block).encode("utf-8", "replace")
-        tree = _parser(grammar_of(path)).parse(text)
+        tree = parse(path, text)
         for node, kind, what in _walk(tree.root_node):
             found.append((block[min(node.start_point[0], len(block) - 1)][0], kind, what))
     return found

@@ -4,11 +4,13 @@ A fix is believable when a test fails without it and passes with it. An existing
 that failed on the base and passes on the patch shows that already (``TestDelta.fixed``).
 A test the patch adds or changes is checked here, independently of what the fixer
 claims: the patch's versions of its test files are put into the base tree, only those
-files are run (pytest), and every test that fails there and passes on the patch
+files are run, and every test that fails there and passes on the patch
 **reproduces** the problem. The base tree is put back as it was afterwards.
 
-Only for pytest, whose test files can be named on its command line and whose per-test
-outcomes are read from its JUnit report; other runners get no reproduction check.
+For runners whose test files can be named on their command line and whose per-test
+outcomes are read from a report: pytest, and an npm project's runner called directly
+(node's own, jest, vitest, mocha: :mod:`app.sessions.node_tests`). Others (a test script
+npm must run) get no reproduction check.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.policy.evidence import TestRun
+from app.policy.js_syntax import is_source
 from app.sessions.files import read_confined, remove_confined, write_confined
 from app.sessions.repo_commands import RepoCommands
 from app.sessions.result import Diff, Step
@@ -29,14 +32,22 @@ MAX_FILES = 20  # test files run against the base at most
 MAX_FILE_BYTES = 1024 * 1024
 
 
-def test_files(diff: Diff, is_test: Callable[[str], bool]) -> list[str]:
-    """The Python test files the patch adds or changes (none it removes)."""
+def checks_reproduction(commands: RepoCommands) -> bool:
+    """Whether the repository's test command can run named test files and report each
+    test's outcome (pytest, or an npm runner called directly)."""
+    return commands.is_pytest or commands.node_runner is not None
+
+
+def test_files(diff: Diff, is_test: Callable[[str], bool], commands: RepoCommands) -> list[str]:
+    """The test files the patch adds or changes (none it removes) in the language of
+    the repository's runner: Python for pytest, JavaScript or TypeScript for npm's."""
+    javascript = commands.node_runner is not None
     return sorted(
         f.path
         for f in diff.files
         if f.status in ("added", "modified", "renamed")
         and not f.binary
-        and f.path.endswith(".py")
+        and (is_source(f.path) if javascript else f.path.endswith(".py"))
         and is_test(f.path)
     )[:MAX_FILES]
 
@@ -53,7 +64,7 @@ async def reproduced(
 ) -> tuple[Step | None, list[str]]:
     """The step that ran the patch's test files on the base code, and the tests that
     failed there and pass on the patch (sorted); (None, []) when there is nothing to run."""
-    if not commands.is_pytest or not paths or not head.outcomes:
+    if not checks_reproduction(commands) or not paths or not head.outcomes:
         return None, []
     try:
         with patch_tests_in_base(verifier, base_tree, head_tree, paths) as placed:

@@ -64,7 +64,7 @@ from app.sessions.pkgconfig import PackageConfig, host_package_config
 from app.sessions.policyfile import DEFAULT_POLICY, policy_for_tree
 from app.sessions.relock import relock_bump
 from app.sessions.repo_commands import RepoCommands, detect
-from app.sessions.reproduce import reproduced, test_files
+from app.sessions.reproduce import checks_reproduction, reproduced, test_files
 from app.sessions.result import Diff, FixOutcome, ModuleScan, SessionResult, Step, Usage
 from app.sessions.sandbox import Sandbox
 from app.sessions.task import Progress, SessionSpec, quiet
@@ -393,12 +393,12 @@ class SessionRunner:
         state.steps.extend(lint_steps)
         state.tests = _delta(commands, run.base_run, head_run)
         if state.tests is not None:
-            # Whether a new test could be checked against the base (pytest), and should
-            # be (an alert's failing check shows the problem already).
-            can = commands.is_pytest and run.spec.task.kind != "alert"
+            # Whether a new test could be checked against the base (pytest, an npm
+            # runner), and should be (an alert's failing check shows the problem already).
+            can = checks_reproduction(commands) and run.spec.task.kind != "alert"
             state.tests = state.tests.model_copy(update={"reproducible": can})
-        new_tests = test_files(state.diff, Classifier(run.policy).is_test)
-        if state.tests is not None and head_run is not None and new_tests and commands.is_pytest:
+        new_tests = test_files(state.diff, Classifier(run.policy).is_test, commands)
+        if state.tests is not None and head_run is not None and new_tests:
             # Last: it borrows the base tree, which the linters have finished with.
             run.progress(
                 f"verify: the patch's tests on the base code ({plural(len(new_tests), 'file')})"

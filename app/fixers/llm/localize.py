@@ -218,7 +218,10 @@ def frames_in(text: str) -> list[Place]:
 Evidence = Iterator[tuple[Symbol, float, str]]
 
 
-def _in_frames(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+Called = Sequence[tuple[str, str | None]]  # names failing tests call, and from which module
+
+
+def _in_frames(idx: Index, task: Task, frames: Sequence[Place], called: Called) -> Evidence:
     """Frames: the task's (innermost first) and the failing tests' (innermost last)."""
     files = sorted(idx.sources)
     seen_frame = False
@@ -233,7 +236,7 @@ def _in_frames(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[
                 seen_frame = True
 
 
-def _named(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+def _named(idx: Index, task: Task, frames: Sequence[Place], called: Called) -> Evidence:
     """Names the task writes as code, and files it names."""
     text = task.words
     cited = _cited(text)
@@ -253,14 +256,14 @@ def _named(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]
                 yield s, PATH, f"the task names {path}"
 
 
-def _tested(idx: Index, task: Task, frames: Sequence[Place], tests: Sequence[str]) -> Evidence:
+def _tested(idx: Index, task: Task, frames: Sequence[Place], called: Called) -> Evidence:
     """What the failing tests call: a name the test imports from a module (``from m import
     f``, ``m.f`` after ``import m``) is that module's function only; any other name (a
     method called on an object) every function of that name."""
-    called = {c for source in tests for c in _called_names(source)}
+    wanted = set(called)
     for s in idx.symbols:
         module = s.path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        for name, where in called:
+        for name, where in wanted:
             if name == s.name and (where is None or _within(module, where)):
                 yield s, TESTED, f"a failing test calls {s.name}()"
                 break
@@ -278,16 +281,19 @@ def localize(
     tests: Sequence[str] = (),
     spectrum: Mapping[Symbol, tuple[float, str]] | None = None,
     limit: int = MAX_SUSPECTS,
+    calls: Called | None = None,
 ) -> list[Suspect]:
     """The functions most likely at fault, best first, each with its evidence. ``frames``:
     a failing test's traceback, innermost last; ``tests``: failing or reproducing tests'
-    sources; ``spectrum``: scores in [0, 1] and why (:func:`.spectrum.ochiai`)."""
+    Python sources, or ``calls``: the names such tests call (and from which module, when
+    known); ``spectrum``: scores in [0, 1] and why (:func:`.spectrum.ochiai`)."""
     if not idx.symbols:
         return []
+    called = list(calls) if calls is not None else [c for t in tests for c in _called_names(t)]
     points: dict[Symbol, float] = dict.fromkeys(idx.symbols, 0.0)
     evidence: dict[Symbol, list[str]] = {s: [] for s in idx.symbols}
     for kind in EVIDENCE:
-        for symbol, amount, why in kind(idx, task, frames, tests):
+        for symbol, amount, why in kind(idx, task, frames, called):
             points[symbol] += amount
             if why not in evidence[symbol]:
                 evidence[symbol].append(why)

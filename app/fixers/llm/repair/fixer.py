@@ -30,6 +30,7 @@ from typing import Any
 from app.config import Price
 from app.fixers.interface import Audit, no_audit
 from app.fixers.llm.answers import normalised
+from app.fixers.llm.js_index import JsIndex, js_index
 from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.model_client import ModelClient, ModelError
 from app.fixers.llm.repair import switches
@@ -45,6 +46,7 @@ from app.fixers.llm.repair.job import (
     together,
     validate,
 )
+from app.fixers.llm.repair.js_flow import repair_js
 from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.repair.mechanical_rounds import mechanical_fix
 from app.fixers.llm.repair.prompt import repair_prompt
@@ -96,10 +98,12 @@ class RepairFixer(ModelFixer):
 
     async def fix(self, task: Task, workspace: FixContext, budget: Budget) -> FixOutcome:
         meter = self.meter(budget, workspace)
-        job = RepairRun(ws=workspace, task=task, meter=meter, idx=index(workspace.tree))
+        js = js_index(workspace.tree) if workspace.commands.kind == "node" else None
+        idx = js.index if js is not None else index(workspace.tree)
+        job = RepairRun(ws=workspace, task=task, meter=meter, idx=idx)
         try:
             with switches.turned_off(self.without) as fired:
-                outcome = await self._repair(job)
+                outcome = await (self._repair(job) if js is None else self._repair_js(job, js))
             job.report.fired = dict(sorted(fired.items()))
         except ModelError as exc:
             outcome = self.gave_up(f"the model could not be reached: {exc}")
@@ -154,6 +158,11 @@ class RepairFixer(ModelFixer):
         if repro is not None:
             remove_confined(ws.tree, repro)
         return self.gave_up(no_fix(job, order, repro))
+
+    async def _repair_js(self, job: RepairRun, js: JsIndex) -> FixOutcome:
+        """The same steps on an npm project (:mod:`js_flow`)."""
+        won, said = await repair_js(self.client, job, js, samples=self.samples)
+        return self._won(said) if won else self.gave_up(said)
 
     async def _mechanical(
         self,
