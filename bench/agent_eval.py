@@ -74,6 +74,7 @@ from tests.realworld.projects import PROJECTS, Project  # noqa: E402
 
 TASKS = HERE / "agent_tasks"
 REAL_TASKS = HERE / "real_tasks"
+JS_TASKS = HERE / "js_tasks"  # small npm projects (node's own test runner), each with its bug
 DEFAULT_REPORT = ROOT / ".eval" / "agent_eval.json"
 GIT = shutil.which("git") or "/usr/bin/git"
 HIDDEN_TIMEOUT = 120.0
@@ -105,6 +106,8 @@ class EvalTask:
         or ``realbugs:test``."""
         if self.realbug is not None:
             return f"realbugs:{self.realbug.split}"
+        if self.folder.parent == JS_TASKS:
+            return "js"
         return "real" if self.project is not None else "bench"
 
     def files(self, part: str) -> dict[str, str]:
@@ -296,7 +299,7 @@ def at_fault(task: EvalTask) -> set[str]:
 def spec_for(task: EvalTask, repo: Path, settings: Settings) -> SessionSpec:
     """The session ``@patchwarden fix this`` on the task's issue asks for; for a real
     bug's ``ci`` task, the one a red check on the default branch starts."""
-    if task.realbug is not None and task.kind == "ci":
+    if task.kind == "ci" and (task.realbug is not None or task.set == "js"):
         return SessionSpec(
             remote=Remote(f"eval/{task.name}", str(repo)),
             task=Task(
@@ -339,6 +342,8 @@ async def hidden_check(
         )
     if task.project is not None:
         return await _hidden_check_real(task, runner, result, tree)
+    if task.set == "js":
+        return await _hidden_check_js(task, runner, tree)
     for part in ("repo", "hidden"):
         for rel, text in task.files(part).items():
             if part == "hidden" or rel.startswith("tests/"):
@@ -452,6 +457,23 @@ async def run_task(
         "ending": ending_of(task, result, hidden_passes=hidden_passes, decision=decision),
         "repair": result.fix.repair.model_dump() if result.fix and result.fix.repair else None,
     }
+
+
+async def _hidden_check_js(task: EvalTask, runner: SessionRunner, tree: Path) -> tuple[bool, str]:
+    """An npm task's own tests as they were and its hidden test, with node's runner."""
+    for part in ("repo", "hidden"):
+        for rel, text in task.files(part).items():
+            if part == "hidden" or rel.startswith("test/"):
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tree / rel).write_text(text)
+    runner.sandbox.prepare_writable(tree)
+    done = await runner.sandbox.run(
+        ["node", "--test"],
+        mounts=[Mount(tree, WORKSPACE, writable=True)],
+        timeout=HIDDEN_TIMEOUT,
+    )
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
+    return done.exit_code == 0 and not done.timed_out, tail
 
 
 async def _hidden_check_real(
@@ -811,11 +833,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="comma-separated task names (default: all)")
     p.add_argument(
         "--set",
-        choices=("bench", "real", "all", "realbugs"),
+        choices=("bench", "real", "all", "js", "realbugs"),
         default="all",
         help="the development set: the project's own tasks (bench/agent_tasks), the "
-        "real-project ones (bench/real_tasks: pinned PyPI sdists), or both (default); or "
-        "real bugs of real projects' histories (bench/realbugs; needs --sources)",
+        "real-project ones (bench/real_tasks: pinned PyPI sdists), or both (default); the "
+        "npm projects' tasks (bench/js_tasks); or real bugs of real projects' histories "
+        "(bench/realbugs; needs --sources)",
     )
     p.add_argument("--sources", type=Path, help="realbugs: a folder with a clone of each project")
     p.add_argument(
@@ -878,7 +901,12 @@ def main(argv: list[str] | None = None) -> int:
             )
         tasks = load_realbugs(args.sources, split=args.split, limit=args.limit, kind=args.kind)
     else:
-        folders = {"bench": [TASKS], "real": [REAL_TASKS], "all": [TASKS, REAL_TASKS]}[args.set]
+        folders = {
+            "bench": [TASKS],
+            "real": [REAL_TASKS],
+            "all": [TASKS, REAL_TASKS],
+            "js": [JS_TASKS],
+        }[args.set]
         tasks = [t for folder in folders for t in load_tasks(folder)]
     if names:
         unknown = sorted(set(names) - {t.name for t in tasks})

@@ -17,7 +17,7 @@ sys.path.insert(0, str(BENCH))
 
 import agent_eval  # noqa: E402  (bench/ is not a package)
 
-from app.fixers.llm.scripted import tool  # noqa: E402
+from app.fixers.llm.scripted import text, tool  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
@@ -195,3 +195,62 @@ def test_each_real_hidden_test_passes_on_the_release_and_fails_with_the_bug(
             },
         )
         assert done.returncode == (0 if state == "release" else 1), done.stdout[-1500:]
+
+
+JS = agent_eval.load_tasks(agent_eval.JS_TASKS)
+
+
+def _node_test(tree: Path) -> int:
+    done = subprocess.run(
+        ["node", "--test"], cwd=tree, capture_output=True, env={"PATH": "/usr/bin:/bin"}
+    )
+    return done.returncode
+
+
+def test_there_are_six_npm_tasks_of_both_kinds() -> None:
+    assert len(JS) >= 6
+    assert {t.kind for t in JS} == {"issue", "ci"}
+    assert {t.set for t in JS} == {"js"}
+    for task in JS:
+        assert len(task.issue) > 40, task.name
+        assert [p for p in task.files("hidden") if "patchwarden-hidden.test" in p], task.name
+        assert set(task.files("solution")) <= set(task.files("repo")), task.name
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("task", JS, ids=[t.name for t in JS])
+def test_each_npm_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
+    task: agent_eval.EvalTask, tmp_path: Path
+) -> None:
+    bug, base, fixed = tmp_path / "bug", tmp_path / "base", tmp_path / "fixed"
+    trees = {bug: ("repo",), base: ("repo", "hidden"), fixed: ("repo", "solution", "hidden")}
+    for tree, parts in trees.items():
+        for part in parts:
+            shutil.copytree(task.folder / part, tree, dirs_exist_ok=True)
+    assert _node_test(bug) == (0 if task.kind == "issue" else 1)
+    assert _node_test(base) == 1
+    assert _node_test(fixed) == 0
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_an_npm_task_is_judged_by_its_hidden_test_with_nodes_runner(tmp_path: Path) -> None:
+    """The harness on a red check of an npm task: a right answer is fixed; an answer
+    that only makes the visible test pass is not."""
+    (task,) = [t for t in JS if t.kind == "ci" and t.name == "clamp-above"]
+    settings = agent_eval.settings_for(agent_eval.build_parser().parse_args(["--scripted"]))
+    settings = settings.model_copy(update={"cache_dir": tmp_path / "cache"})
+    right = "function clamp(value, min, max) {\n  return Math.min(Math.max(value, min), max);\n}"
+    # Passes the visible tests (15 in [0, 10]), fails the hidden one (11 in [-3, 7]).
+    narrow = (
+        "function clamp(value, min, max) {\n"
+        "  if (value < min) return min;\n  return Math.min(value, 10);\n}"
+    )
+    for name, answer in (("right", right), ("narrow", narrow)):
+        (tmp_path / name).mkdir()
+        replies = [text(f"```js\n{answer}\n```")] * 4
+        row = await agent_eval.run_task(
+            task, settings, tmp_path / name, replies=replies, strategy="repair"
+        )
+        assert row["set"] == "js"
+        assert row["status"] == "patched", row["stopped"]
+        assert row["fixed"] is (name == "right"), row["check"]
