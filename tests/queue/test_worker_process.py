@@ -91,6 +91,7 @@ def _worker_env(
         "PATCHWARDEN_LEASE_SECONDS": "1",
         "PATCHWARDEN_POLL_SECONDS": "0.1",
         "PATCHWARDEN_RETRY_BASE_SECONDS": "0.2",  # a crash's backoff (10 s by default)
+        "PATCHWARDEN_DASHBOARD_SECONDS": "0.2",  # its window (30 s by default), as in-process
         "PATCHWARDEN_LOG_LEVEL": "INFO",
     }
 
