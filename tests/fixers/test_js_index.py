@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.fixers.llm.js_index import (
-    js_called_names,
-    js_index,
-    node_frames,
-    source_of_js_test,
-    symbols_of,
-)
+from app.fixers.llm.js_evidence import js_called_names, node_frames, source_of_js_test
+from app.fixers.llm.js_index import js_index, symbols_of
 from app.fixers.llm.localize import localize
-from app.fixers.llm.repair.js_flow import WHOLE, JsTests, function_in, splice
+from app.fixers.llm.repair.js_answers import function_in, splice
+from app.fixers.llm.repair.js_testruns import WHOLE, JsTests
 from app.policy.evidence import TestRun
 from app.sessions.task import Place, Task
 

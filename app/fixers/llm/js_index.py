@@ -11,9 +11,8 @@ model's corrected function is spliced in exactly where the old one was (:class:`
 - the methods and function-valued keys of an object literal assigned to a name
   (``const api = { f() {} }``: ``api.f``) or to ``module.exports`` (``f``).
 
-Also what a failing test shows: the frames of Node's stack traces (:func:`node_frames`),
-the functions a test calls (:func:`js_called_names`), and a test's own source found by
-its title (:func:`source_of_js_test`). Files are read confined to the tree, never run.
+What a failing test shows is read in :mod:`app.fixers.llm.js_evidence`. Files are read
+confined to the tree, never run.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ from typing import Literal
 from tree_sitter import Node
 
 from app.fixers.interface import walk_files
+from app.fixers.llm.bm25 import words
 from app.fixers.llm.code_context import looks_like_test
-from app.fixers.llm.localize import MAX_FILE_BYTES, MAX_FILES, MAX_INDEX_BYTES, Index, Symbol, words
+from app.fixers.llm.localize import MAX_FILE_BYTES, MAX_FILES, MAX_INDEX_BYTES, Index, Symbol
 from app.policy.js_syntax import is_source, parse
 from app.sessions.files import read_confined
-from app.sessions.task import Place
 
 # How a function's text parses alone: a statement of its own, a class member, an
 # object literal's member.
@@ -41,16 +40,8 @@ _DECLARATIONS = {"function_declaration", "generator_function_declaration"}
 _CLASSES = {"class_declaration", "abstract_class_declaration", "class"}
 _FIELDS = {"field_definition", "public_field_definition"}
 _MINIFIED = re.compile(r"\.min\.[cm]?js$")
-# Node's frames: `at name (/workspace/src/x.js:12:5)`, `at /workspace/src/x.js:12:5`,
-# `at async Foo.bar (file:///workspace/src/x.mjs:3:9)`; node's own (node:internal/…)
-# and a package's (node_modules) are not the repository's.
-_NODE_FRAME = re.compile(
-    r"^\s*at (?:async )?(?:(?:new )?([\w$.<>\[\] ]+?) \()?(?:file://)?"
-    r"([^\s():]+\.[cm]?[jt]sx?):(\d+):\d+\)?\s*$"
-)
 _BINDINGS = {*_DECLARATIONS, "lexical_declaration", "variable_declaration"}
 _WORDS = {"identifier", "property_identifier", "shorthand_property_identifier"}
-_TEST_CALLS = {"test", "it", "describe", "suite", "expect", "assert", "require", "beforeEach"}
 
 
 @dataclass(frozen=True)
@@ -157,7 +148,7 @@ def _assignment(path: str, statement: Node, node: Node) -> Iterator[tuple[Symbol
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
     if left is None or right is None:
         return
-    target = _text(left)
+    target = node_text(left)
     parts = target.split(".")
     exported = target in ("module.exports", "exports")
     if right.type == "object" and (exported or left.type == "identifier"):
@@ -187,7 +178,7 @@ def _class(path: str, node: Node, name: str = "") -> Iterator[tuple[Symbol, Span
                 yield _symbol(path, member, f"{owner}.{method}", "method", member, "class")
         elif member.type in _FIELDS:
             value = member.child_by_field_name("value")
-            field_name = _name(member) or _text(member.child_by_field_name("property"))
+            field_name = _name(member) or node_text(member.child_by_field_name("property"))
             if value is not None and value.type in _FUNCTIONS and field_name:
                 qualname = f"{owner}.{field_name}"
                 yield _symbol(path, value, qualname, "method", member, "class")
@@ -217,14 +208,14 @@ def _symbol(
     """The symbol of ``function`` (its calls and words), spanning ``whole`` (the
     statement or member that holds it, comments before it left out)."""
     calls, idents = [], []
-    for sub in _walk(function):
+    for sub in walk(function):
         if sub.type == "call_expression":
             callee = sub.child_by_field_name("function")
-            name = _callee(callee)
+            name = callee_name(callee)
             if name:
                 calls.append(name)
-        elif sub.type in _WORDS or (sub.type == "string_fragment" and len(_text(sub)) <= 80):
-            idents.append(_text(sub))
+        elif sub.type in _WORDS or (sub.type == "string_fragment" and len(node_text(sub)) <= 80):
+            idents.append(node_text(sub))
     doc = _doc_comment(whole)
     text = " ".join([qualname, qualname, doc, path.replace("/", " "), *idents])
     symbol = Symbol(
@@ -248,11 +239,11 @@ def _doc_comment(node: Node) -> str:
         and before.type == "comment"
         and before.end_point[0] >= node.start_point[0] - 1
     ):
-        return re.sub(r"^\s*(/\*\*?|\*/?|//)", "", _text(before), flags=re.M).strip()[:500]
+        return re.sub(r"^\s*(/\*\*?|\*/?|//)", "", node_text(before), flags=re.M).strip()[:500]
     return ""
 
 
-def _walk(node: Node) -> Iterator[Node]:
+def walk(node: Node) -> Iterator[Node]:
     stack = [node]
     while stack:
         current = stack.pop()
@@ -260,91 +251,27 @@ def _walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.named_children))
 
 
-def _text(node: Node | None) -> str:
+def node_text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
 
 
 def _name(node: Node) -> str:
-    return _text(node.child_by_field_name("name"))
+    return node_text(node.child_by_field_name("name"))
 
 
 def _key(node: Node | None) -> str:
     if node is None:
         return ""
     if node.type == "string":
-        return _text(node)[1:-1]
-    return _text(node) if node.type in ("property_identifier", "identifier") else ""
+        return node_text(node)[1:-1]
+    return node_text(node) if node.type in ("property_identifier", "identifier") else ""
 
 
-def _callee(node: Node | None) -> str:
+def callee_name(node: Node | None) -> str:
     if node is None:
         return ""
     if node.type == "identifier":
-        return _text(node)
+        return node_text(node)
     if node.type == "member_expression":
-        return _text(node.child_by_field_name("property"))
-    return ""
-
-
-def node_frames(output: str) -> list[Place]:
-    """The frames of the Node stack traces in ``output``, outermost first (as
-    :func:`~app.fixers.llm.localize.frames_in` gives Python's; Node prints the
-    innermost first), node's own and packages' left out."""
-    traces: list[list[Place]] = [[]]
-    for line in output.splitlines():
-        if not line.strip().startswith("at "):
-            if line.strip() and traces[-1]:
-                traces.append([])  # a new trace: something else was printed between
-            continue
-        m = _NODE_FRAME.match(line)
-        if m is None or "node_modules/" in m.group(2) or m.group(2).startswith("node:"):
-            continue  # node's own frames, a package's, `<anonymous>`
-        function = (m.group(1) or "").split(".")[-1].strip() or None
-        traces[-1].append(Place(m.group(2), int(m.group(3)), function))
-    return [place for trace in traces for place in reversed(trace)]
-
-
-def js_called_names(source: str, path: str = "test.js") -> list[tuple[str, str | None]]:
-    """The names a test's source calls (the test framework's own left out), each with
-    no module: :func:`~app.fixers.llm.localize.localize` then suspects every function of
-    that name."""
-    root = parse(path, source.encode()).root_node
-    out: list[tuple[str, str | None]] = []
-    for node in _walk(root):
-        if node.type not in ("call_expression", "new_expression"):
-            continue
-        callee = node.child_by_field_name("function") or node.child_by_field_name("constructor")
-        if callee is not None and _text(callee).startswith("expect("):
-            continue  # a matcher: expect(x).toBe(y), expect(x).not.toEqual(y)
-        name = _callee(callee)
-        if name and name not in _TEST_CALLS:
-            out.append((name, None))
-    return list(dict.fromkeys(out))
-
-
-def source_of_js_test(idx: JsIndex, test_id: str, *, limit: int = 2500) -> str:
-    """The source of a test by its id's last title (``suite > adds``, ``file::adds``):
-    the ``test(…)``/``it(…)`` call whose first argument is that title, in the first test
-    file that has one; "" when none does."""
-    title = re.split(r" > |::", test_id)[-1].strip()
-    if not title:
-        return ""
-    for rel in idx.test_files:
-        text = idx.index.sources.get(rel, "")
-        if title not in text:
-            continue
-        root = parse(rel, text.encode()).root_node
-        for node in _walk(root):
-            if node.type != "call_expression" or _callee(
-                node.child_by_field_name("function")
-            ) not in ("test", "it"):
-                continue
-            arguments = node.child_by_field_name("arguments")
-            first = arguments.named_children[0] if arguments and arguments.named_children else None
-            if (
-                first is not None
-                and first.type in ("string", "template_string")
-                and _text(first)[1:-1] == title
-            ):
-                return f"// {rel}\n{_text(node)}"[:limit]
+        return node_text(node.child_by_field_name("property"))
     return ""

@@ -15,15 +15,14 @@ its evidence, which the pull request shows; tests are never suspected themselves
 from __future__ import annotations
 
 import ast
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from app.fixers.interface import walk_files
+from app.fixers.llm.bm25 import bm25, words
 from app.fixers.llm.code_context import file_for, looks_like_test, names_in
 from app.sessions.files import read_confined
 from app.sessions.task import Place, Task
@@ -32,7 +31,6 @@ MAX_FILES = 3000  # Python files
 MAX_FILE_BYTES = 512 * 1024
 MAX_INDEX_BYTES = 32 * 1024 * 1024  # Python read in all, as meant.MAX_SCANNED_BYTES
 MAX_SUSPECTS = 5
-K1, B = 1.5, 0.75  # BM25's usual constants
 # Evidence, in points on top of the word score (which is at most 1).
 FRAME = 3.0
 INNERMOST = 1.0
@@ -42,18 +40,6 @@ PATH = 1.0
 TESTED = 1.5
 SPECTRUM = 1.0  # times a function's Ochiai score: 1 when only and all failing tests run it
 
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_STOP = frozenset(
-    re.findall(
-        r"\S+",
-        "the a an and or of to in on for is it its be by as at with from that this when "
-        "not no should must does do did but if else then than return returns returned "
-        "get set value values self cls none true false def class import test tests "
-        "we our us they them it's i you your have has was were are will would can could "
-        "fail fails failed failing failure failures wrong broken bug bugs crash crashes crashed "
-        "red ci branch",  # that something fails says nothing of where ("test_x fails")
-    )
-)
 # A frame as pytest prints it (`src/pkg/mod.py:42: in parse`) or Python does
 # (`File "/srv/app/pkg/mod.py", line 42, in parse`).
 _PYTEST_FRAME = re.compile(r"^([\w./-]+\.py):(\d+): (?:in (\w+)|\w)", re.M)
@@ -105,13 +91,6 @@ class Index:
 
     def lines(self, symbol: Symbol) -> list[str]:
         return self.sources[symbol.path].splitlines()[symbol.start - 1 : symbol.end]
-
-
-def words(text: str) -> list[str]:
-    """Lower-case words of ``text``, identifiers split (``parseDate``, ``parse_date``:
-    ``parse``, ``date``), without the most common English and Python words."""
-    found = [w.lower() for w in _WORD.findall(text)]
-    return [w for w in found if len(w) > 1 and w not in _STOP]
 
 
 def index(tree: Path) -> Index:
@@ -215,10 +194,8 @@ def frames_in(text: str) -> list[Place]:
     return [p for _, p in sorted(found, key=lambda f: f[0])]
 
 
-Evidence = Iterator[tuple[Symbol, float, str]]
-
-
 Called = Sequence[tuple[str, str | None]]  # names failing tests call, and from which module
+Evidence = Iterator[tuple[Symbol, float, str]]
 
 
 def _in_frames(idx: Index, task: Task, frames: Sequence[Place], called: Called) -> Evidence:
@@ -285,8 +262,8 @@ def localize(
 ) -> list[Suspect]:
     """The functions most likely at fault, best first, each with its evidence. ``frames``:
     a failing test's traceback, innermost last; ``tests``: failing or reproducing tests'
-    Python sources, or ``calls``: the names such tests call (and from which module, when
-    known); ``spectrum``: scores in [0, 1] and why (:func:`.spectrum.ochiai`)."""
+    Python sources, or ``calls``: the names such tests call (and from which module);
+    ``spectrum``: scores in [0, 1] and why (:func:`.spectrum.ochiai`)."""
     if not idx.symbols:
         return []
     called = list(calls) if calls is not None else [c for t in tests for c in _called_names(t)]
@@ -300,7 +277,7 @@ def localize(
     for s, (score, why) in (spectrum or {}).items():
         points[s] += SPECTRUM * score
         evidence[s].append(why)
-    for s, score in _bm25(idx.symbols, words(task.words)).items():
+    for s, score in bm25(idx.symbols, words(task.words)).items():
         if score > 0:
             points[s] += score
     ranked = sorted(idx.symbols, key=lambda s: (-points[s], s.path, s.start))
@@ -379,28 +356,3 @@ def _within(module: str, imported: str) -> bool:
         or module.startswith(imported + ".")
         or f".{imported}." in f".{module}"
     )
-
-
-def _bm25(symbols: Sequence[Symbol], query: Sequence[str]) -> dict[Symbol, float]:
-    """Each symbol's BM25 score for ``query``, scaled so the best is 1."""
-    if not query:
-        return {}
-    n = len(symbols)
-    average = sum(len(s.words) for s in symbols) / n or 1.0
-    df: Counter[str] = Counter()
-    for s in symbols:
-        df.update(set(s.words))
-    terms = Counter(query)
-    scores: dict[Symbol, float] = {}
-    for s in symbols:
-        tf = Counter(s.words)
-        total = 0.0
-        for term, times in terms.items():
-            if term not in tf:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            f = tf[term]
-            total += times * idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(s.words) / average))
-        scores[s] = total
-    best = max(scores.values(), default=0.0)
-    return {s: v / best for s, v in scores.items()} if best > 0 else {}

@@ -1,0 +1,115 @@
+"""The changes a round's answers write to a JavaScript or TypeScript function: the
+function found in each answer by its name and form (:func:`function_in`), answers
+grouped by their tokens (the votes, :func:`changes_of`), and the winner spliced into
+its file by byte range (:func:`splice`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tree_sitter import Node
+
+from app.fixers.llm.answers import code_blocks
+from app.fixers.llm.js_index import JsIndex, Span, symbols_of
+from app.fixers.llm.localize import Symbol
+from app.policy.js_syntax import parse
+
+
+@dataclass
+class Change:
+    """A distinct change the answers write: the function's new text and its votes."""
+
+    text: str
+    votes: int = 1
+
+
+def changes_of(js: JsIndex, symbol: Symbol, answers: Sequence[str], dropped: Any) -> list[Change]:
+    """The distinct changes the answers write to ``symbol`` (votes counted by tokens);
+    why each other answer was dropped is counted in ``dropped``."""
+    span = js.spans[symbol]
+    original = _tokens(symbol.path, js.text(symbol), span)
+    found: dict[str, Change] = {}
+    for answer in answers:
+        text, problem = function_in(answer, symbol, span)
+        if text is None:
+            dropped[problem] += 1
+            continue
+        key = _tokens(symbol.path, text, span)
+        if key == original:
+            dropped["unchanged"] += 1
+        elif key in found:
+            found[key].votes += 1
+        else:
+            found[key] = Change(text)
+    return list(found.values())
+
+
+_WRAPS = {
+    "statement": ("", ""),
+    "class": ("class PatchwardenWrap {\n", "\n}"),
+    "object": ("({\n", "\n})"),
+}
+
+
+def function_in(answer: str, symbol: Symbol, span: Span) -> tuple[str | None, str]:
+    """The function ``symbol`` as an answer writes it, its text only (what else the
+    answer wrote, such as the rest of its class, is left out), or None and why:
+    "unparseable", "renamed" or "empty"."""
+    blocks = code_blocks(answer)
+    if not blocks:
+        return None, "empty"
+    parsed = False
+    for block in blocks:
+        # As asked (a method alone), or whole (the method inside its class).
+        for head, tail in dict.fromkeys([_WRAPS[span.wrap], ("", "")]):
+            data = (head + block + tail).encode()
+            if parse(symbol.path, data).root_node.has_error:
+                continue
+            parsed = True
+            for found, where in symbols_of(symbol.path, data):
+                if found.name == symbol.name and span.fits(where):
+                    return data[where.start : where.end].decode(), ""
+    return None, "renamed" if parsed else "unparseable"
+
+
+def splice(source: str, span: Span, text: str) -> str:
+    """``source`` with the bytes of ``span`` replaced by ``text``, its lines after the
+    first indented as the old text's first line was."""
+    data = source.encode()
+    line_start = data.rfind(b"\n", 0, span.start) + 1
+    indent = re.match(rb"[ \t]*", data[line_start : span.start])
+    margin = indent.group(0).decode() if indent else ""
+    lines = dedent_js(text).split("\n")
+    shown = "\n".join([lines[0], *(margin + line if line.strip() else "" for line in lines[1:])])
+    return (data[: span.start] + shown.encode() + data[span.end :]).decode()
+
+
+def _tokens(path: str, text: str, span: Span) -> str:
+    """The text's tokens, comments, layout and semicolons left out: two answers that
+    differ only there are one change."""
+    head, tail = _WRAPS[span.wrap]
+    root = parse(path, (head + text + tail).encode()).root_node
+    out: list[str] = []
+    stack: list[Node] = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            continue
+        if node.child_count == 0 and node.type != ";":  # `;` or none (ASI): the same
+            out.append(node.text.decode("utf-8", "replace") if node.text else "")
+        stack.extend(reversed(node.children))
+    return " ".join(out)
+
+
+def dedent_js(text: str) -> str:
+    """Lines after the first dedented by their common margin (the first starts where
+    the function did, its margin left on the line before)."""
+    lines = text.split("\n")
+    rest = [line for line in lines[1:] if line.strip()]
+    margin = min((len(line) - len(line.lstrip()) for line in rest), default=0)
+    last_margin = len(lines[-1]) - len(lines[-1].lstrip()) if len(lines) > 1 else 0
+    margin = min(margin, last_margin) if len(lines) > 1 else 0
+    return "\n".join([lines[0], *(line[margin:] for line in lines[1:])])
