@@ -153,6 +153,12 @@ def test_a_failing_test_leads_to_what_it_calls_and_its_frame_to_where_it_broke(
         ),
         ("```js\ntotal(tax) {\n  return 2;\n```", None, "unparseable"),
         ("```js\nsum(tax) { return 2; }\n```", None, "renamed"),
+        # A declaration written for the method: the method.
+        (
+            "```js\nasync function total(tax) { return 4; }\n```",
+            "async total(tax) { return 4; }",
+            "",
+        ),
         ("I think it is right.", None, "unparseable"),
     ],
 )
@@ -168,6 +174,17 @@ def test_an_answer_gives_the_method_asked_for_or_says_why_not(
     else:
         assert text is None
         assert why == problem
+
+
+def test_an_object_literals_method_is_read_from_an_answer_in_its_own_form() -> None:
+    symbols = dict(symbols_of("a.js", SHAPES))
+    pick = next(s for s in symbols if s.qualname == "util.pick")
+    k = next(s for s in symbols if s.qualname == "util.k")
+    assert function_in("```js\npick(o) {\n  return o.b;\n}\n```", pick, symbols[pick]) == (
+        "pick(o) {\n  return o.b;\n}",
+        "",
+    )
+    assert function_in("```js\nk: (y) => y + 1,\n```", k, symbols[k]) == ("k: (y) => y + 1", "")
 
 
 def test_a_declaration_may_come_back_as_another_declaration_but_an_export_may_not() -> None:

@@ -258,6 +258,11 @@ async def test_an_issue_on_a_class_method_is_reproduced_for_the_runner_then_fixe
     repro_prompt = model.requests[0].body["messages"][-1]["content"]
     assert "node's built-in runner" in repro_prompt
     assert "A test file of the project (test/cart.test.js)" in repro_prompt
+    # The round's prompt shows the reproduction and how it fails.
+    fix_prompt = model.requests[2].body["messages"][-1]["content"]
+    assert "This test must pass (test/patchwarden-repro.test.js)" in fix_prompt
+    assert "new Cart().add(2, 3).total(), 6)" in fix_prompt
+    assert "It fails now:" in fix_prompt
 
 
 async def test_no_answer_that_passes_leaves_the_tree_as_it_was_and_says_what_was_tried(

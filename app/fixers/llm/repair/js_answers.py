@@ -47,10 +47,11 @@ def changes_of(js: JsIndex, symbol: Symbol, answers: Sequence[str], dropped: Any
     return list(found.values())
 
 
+_DECLARATIONS = {"function_declaration", "generator_function_declaration"}
 _WRAPS = {
     "statement": ("", ""),
     "class": ("class PatchwardenWrap {\n", "\n}"),
-    "object": ("({\n", "\n})"),
+    "object": ("PatchwardenWrap = {\n", "\n};"),
 }
 
 
@@ -70,9 +71,22 @@ def function_in(answer: str, symbol: Symbol, span: Span) -> tuple[str | None, st
                 continue
             parsed = True
             for found, where in symbols_of(symbol.path, data):
-                if found.name == symbol.name and span.fits(where):
-                    return data[where.start : where.end].decode(), ""
+                if found.name != symbol.name:
+                    continue
+                text = data[where.start : where.end].decode()
+                if span.fits(where):
+                    return text, ""
+                if span.form == "method_definition" and where.form in _DECLARATIONS:
+                    return _as_method(text), ""  # `function f() {}` written for a method
     return None, "renamed" if parsed else "unparseable"
+
+
+def _as_method(declaration: str) -> str:
+    """``async function* f(x) {…}`` as the method ``async *f(x) {…}``."""
+    m = re.match(r"(async\s+)?function\s*(\*?)\s*", declaration)
+    if m is None:
+        return declaration
+    return f"{'async ' if m.group(1) else ''}{m.group(2)}{declaration[m.end() :]}"
 
 
 def splice(source: str, span: Span, text: str) -> str:

@@ -36,7 +36,7 @@ from app.fixers.llm.repair.js_answers import changes_of, dedent_js, splice
 from app.fixers.llm.repair.js_testruns import WHOLE, JsTests, run_js_tests
 from app.fixers.llm.repair.prompt import issue_text
 from app.policy.js_syntax import grammar_of, parse
-from app.sessions.files import remove_confined, write_confined
+from app.sessions.files import read_text_confined, remove_confined, write_confined
 from app.untrusted.sanitize import fence
 from app.words import plural
 
@@ -131,7 +131,7 @@ async def _round(
     report = job.report
     report.rounds += 1
     job.ws.progress(f"fix: a round of answers on {symbol.qualname}")
-    messages = js_prompt(job, js, symbol, failing, before)
+    messages = js_prompt(job, js, symbol, failing, before, repro)
     answers = await sample(client, job, messages, k=samples, prefill="")
     report.samples += len(answers)
     changes = changes_of(js, symbol, answers, report.dropped)
@@ -165,10 +165,15 @@ def _no_fix(job: RepairRun, order: Sequence[Symbol], repro: str | None) -> str:
 
 
 def js_prompt(
-    job: RepairRun, js: JsIndex, symbol: Symbol, must_pass: Sequence[str], before: JsTests
+    job: RepairRun,
+    js: JsIndex,
+    symbol: Symbol,
+    must_pass: Sequence[str],
+    before: JsTests,
+    repro: str | None = None,
 ) -> list[dict[str, Any]]:
-    """A round's messages: the issue, the function whole, the tests that must pass with
-    how they fail now, and one instruction."""
+    """A round's messages: the issue, the function whole, the tests that must pass (the
+    failing ones, or the reproduction) with how they fail now, and one instruction."""
     lang = _lang(symbol.path)
     where = f"`{symbol.qualname}`"
     if symbol.kind == "method":
@@ -183,8 +188,11 @@ def js_prompt(
         source = source_of_js_test(js, test) if test != WHOLE else ""
         if source:
             parts.append(f"This test must pass ({test}):\n```{lang}\n{source}\n```")
+    written = read_text_confined(job.ws.tree, repro, limit=MAX_CODE_CHARS) if repro else None
+    if written:
+        parts.append(f"This test must pass ({repro}):\n```{lang}\n{written.strip()}\n```")
     output = job.printed.get("repro") or before.output
-    if output and must_pass:
+    if output and (must_pass or written):
         tail = output[-MAX_OUTPUT_CHARS:]
         parts.append(
             "It fails now:\n" + fence(tail, source="the tests on the code as it is", verbatim=True)
