@@ -49,16 +49,26 @@ def packages_of(env_dir: Path | None) -> Path | None:
     return found if found.is_dir() and not found.is_symlink() else None
 
 
+def flat(config: str) -> bool:
+    """Whether a configuration file is eslint's flat kind (``eslint.config.*``); the
+    other kind is the ``.eslintrc`` of eslint 8 and before."""
+    return config.rsplit("/", 1)[-1].startswith("eslint.config")
+
+
 def check_command(targets: list[str], *, config: str | None = None) -> list[str]:
     """eslint checking ``targets`` (paths from the tree's top) with the repository's
     rules — ``config``, the base tree's configuration file, when given, so a patch cannot
-    loosen the rules that judge it — JSON out, no cache, the packages at
-    :data:`PACKAGES_MOUNT`. Comments in the code that turn rules off are not obeyed
-    (as ruff's ``noqa`` and bandit's ``nosec`` are not)."""
+    loosen the rules that judge it (an ``.eslintrc`` then alone: no other is looked for)
+    — JSON out, no cache, the packages at :data:`PACKAGES_MOUNT`. Comments in the code
+    that turn rules off are not obeyed (as ruff's ``noqa`` and bandit's ``nosec`` are
+    not). Files the repository ignores are not reported (each kind says it its way)."""
     eslint = f"{PACKAGES_MOUNT}/.bin/eslint"
     rules = ["--config", config] if config else []
+    if config and not flat(config):
+        rules.insert(0, "--no-eslintrc")
+    quiet_ignored = ["--no-warn-ignored"] if config is None or flat(config) else []
     files = [f"./{t}" for t in targets]  # a file named like an option stays a file
-    return [eslint, *rules, "--format", "json", "--no-inline-config", "--no-warn-ignored", *files]
+    return [eslint, *rules, "--format", "json", "--no-inline-config", *quiet_ignored, *files]
 
 
 def tsc_command() -> list[str]:

@@ -105,12 +105,15 @@ def parse_eslint(
 ) -> list[tuple[Tree, Finding]]:
     """Findings from ``eslint --format json FILES``: each message of each file, its rule
     (``parse-error`` for a file eslint could not parse), ``low`` for an error of the
-    repository's rules and ``info`` for a warning."""
+    repository's rules and ``info`` for a warning. A file the repository's ignore
+    patterns leave out is no finding (eslint 8 says so of a file named to it)."""
 
     def hits(data: Any) -> list[_Hit]:
         out = []
         for result in _as_list(data):
             for m in result.get("messages") or []:
+                if not m.get("ruleId") and str(m.get("message", "")).startswith("File ignored"):
+                    continue
                 out.append(
                     _Hit(
                         path=str(result["filePath"]),

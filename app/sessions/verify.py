@@ -241,17 +241,19 @@ class Verifier:
         runs = [(base, BASE_MOUNT, base_targets, envs[0]), (head, WORKSPACE, head_targets, envs[1])]
         pairs: list[tuple[Tree, Finding]] = []
         steps: list[Step] = []
-        # The base's own configuration judges the patch too (a flat one, by its path).
+        # The base's own configuration judges both trees, by its path: a flat one, or an
+        # .eslintrc (then alone on both, so both are judged alike).
         rules = eslint.eslint_config(base) or ""
-        base_rules = f"{BASE_MOUNT}/{rules}" if rules.startswith("eslint.config") else None
+        base_rules = f"{BASE_MOUNT}/{rules}" if rules and rules != "package.json" else None
+        legacy = base_rules is not None and not eslint.flat(base_rules)
         for tree, at, targets, env in runs:
             packages = eslint.packages_of(env)
             if not targets or packages is None:
                 continue
             files = [t.removeprefix(f"{at}/") for t in targets]
             mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
-            config = base_rules if at == WORKSPACE else None
-            if config:
+            config = base_rules if at == WORKSPACE or legacy else None
+            if config and at == WORKSPACE:
                 mounts.append(Mount(base, BASE_MOUNT))
             limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
             done = await self.sandbox.run(

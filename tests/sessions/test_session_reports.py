@@ -886,6 +886,9 @@ def test_eslint_findings_are_placed_in_their_tree_with_errors_low_and_warnings_i
                                                       "message": "Parsing error", "line": 1}]},
         {"filePath": "/elsewhere/x.js", "messages": [{"ruleId": "semi", "severity": 2,
                                                        "message": "Missing", "line": 1}]},
+        # eslint 8 on a file its ignore patterns leave out: not a finding
+        {"filePath": "/workspace/dist/b.js", "messages": [{"ruleId": None, "severity": 1,
+            "message": "File ignored because of a matching ignore pattern."}]},
     ]  # fmt: skip
     found = reports_module.parse_eslint(json.dumps(report), roots=ROOTS, cwd="/workspace")
     assert [(tree, f.rule, f.path, f.line, f.severity) for tree, f in found] == [
@@ -895,6 +898,28 @@ def test_eslint_findings_are_placed_in_their_tree_with_errors_low_and_warnings_i
     ]
     with pytest.raises(ReportError, match="eslint output is not JSON"):
         reports_module.parse_eslint("Oops", roots=ROOTS)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        # eslint 9's flat configuration, by its path: ignored files quietly skipped
+        (
+            "/base/eslint.config.mjs",
+            ["--config", "/base/eslint.config.mjs", "--no-inline-config", "--no-warn-ignored"],
+        ),
+        # eslint 8's .eslintrc: alone (no other looked for); eslint 8 has no --no-warn-ignored
+        ("/base/.eslintrc", ["--no-eslintrc", "--config", "/base/.eslintrc", "--no-inline-config"]),
+        (None, ["--no-inline-config", "--no-warn-ignored"]),
+    ],
+)
+def test_eslint_is_called_as_the_kind_of_its_configuration_wants(
+    config: str | None, expected: list[str]
+) -> None:
+    from app.sessions.eslint import check_command
+
+    argv = check_command(["src/a.js"], config=config)
+    assert [a for a in argv[1:] if a not in ("--format", "json")] == [*expected, "./src/a.js"]
 
 
 def test_tsc_errors_are_findings_named_by_their_code_in_their_tree() -> None:
