@@ -52,8 +52,10 @@ from realbugs.build import fail_to_pass
 
 from app.config import Settings, load_settings
 from app.fixers.choose import budget_from, make_fixer
+from app.fixers.llm.js_index import symbols_of
 from app.fixers.llm.repair import switches
 from app.fixers.llm.scripted import Reply, ScriptedModel, tool
+from app.fixers.llm.scripted import text as said
 from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
@@ -176,6 +178,27 @@ def load_realbugs(
                 )
             )
     return tasks
+
+
+def js_reference_fix(task: EvalTask) -> list[Reply]:
+    """The repair strategy's answers for an npm task, as a model would give them: on an
+    issue, the hidden test as the reproduction (each sample of it); then the reference
+    fix's changed function (each sample of each round)."""
+    repo = task.files("repo")
+    changed = []
+    for path, text in task.files("solution").items():
+        before = {s.qualname: b for s, b in _js_functions(path, repo[path])}
+        for symbol, after in _js_functions(path, text):
+            if before.get(symbol.qualname) != after:
+                changed.append(after)
+    (hidden,) = task.files("hidden").values()
+    repro = [said(f"```javascript\n{hidden}```")] * 2 if task.kind == "issue" else []
+    return [*repro, *[said(f"```javascript\n{changed[0]}\n```")] * 8]
+
+
+def _js_functions(path: str, source: str) -> list[tuple[Any, str]]:
+    data = source.encode()
+    return [(s, data[sp.start : sp.end].decode()) for s, sp in symbols_of(path, data)]
 
 
 def reference_fix(task: EvalTask) -> list[Reply]:
@@ -916,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_for(args)
     model = "scripted" if args.scripted else f"{settings.llm_model} at {settings.llm_base_url}"
     rev = revision()
-    strategy = "agent" if args.scripted else args.strategy
+    strategy = "agent" if args.scripted and args.set != "js" else args.strategy
     doc: dict[str, Any] = {
         "bench": "agent_eval",
         "model": model,
@@ -939,7 +962,8 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"patchwarden-eval-{task.name}-") as tmp:
             scratch = Path(tmp)
             run_settings = settings.model_copy(update={"cache_dir": scratch / "cache"})
-            replies = reference_fix(task) if args.scripted else None
+            reference = js_reference_fix if task.set == "js" else reference_fix
+            replies = reference(task) if args.scripted else None
             row = asyncio.run(
                 run_task(
                     task,

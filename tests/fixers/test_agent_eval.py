@@ -233,24 +233,39 @@ def test_each_npm_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-async def test_an_npm_task_is_judged_by_its_hidden_test_with_nodes_runner(tmp_path: Path) -> None:
-    """The harness on a red check of an npm task: a right answer is fixed; an answer
-    that only makes the visible test pass is not."""
-    (task,) = [t for t in JS if t.kind == "ci" and t.name == "clamp-above"]
+@pytest.mark.parametrize("task", JS, ids=[t.name for t in JS])
+async def test_the_repair_fixes_each_npm_task_through_the_scripted_model(
+    task: agent_eval.EvalTask, tmp_path: Path
+) -> None:
+    """The llm fixer's repair on each npm task, the scripted model answering as the
+    reference would (the hidden test as the reproduction of an issue, the reference
+    fix's function): fixed by the hidden test's judgement, published."""
     settings = agent_eval.settings_for(agent_eval.build_parser().parse_args(["--scripted"]))
     settings = settings.model_copy(update={"cache_dir": tmp_path / "cache"})
-    right = "function clamp(value, min, max) {\n  return Math.min(Math.max(value, min), max);\n}"
+    replies = agent_eval.js_reference_fix(task)
+    row = await agent_eval.run_task(task, settings, tmp_path, replies=replies, strategy="repair")
+    assert row["set"] == "js"
+    assert row["status"] == "patched", row["stopped"]
+    assert row["fixed"] is True, row["check"]
+    assert row["decision"] in ("review", "draft")
+    if task.kind == "issue":  # the reproduction shows it, checked on the base by the session
+        assert row["reproduced"], row
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_an_answer_that_only_makes_the_visible_test_pass_is_not_fixed(
+    tmp_path: Path,
+) -> None:
+    (task,) = [t for t in JS if t.name == "clamp-above"]
+    settings = agent_eval.settings_for(agent_eval.build_parser().parse_args(["--scripted"]))
+    settings = settings.model_copy(update={"cache_dir": tmp_path / "cache"})
     # Passes the visible tests (15 in [0, 10]), fails the hidden one (11 in [-3, 7]).
     narrow = (
         "function clamp(value, min, max) {\n"
         "  if (value < min) return min;\n  return Math.min(value, 10);\n}"
     )
-    for name, answer in (("right", right), ("narrow", narrow)):
-        (tmp_path / name).mkdir()
-        replies = [text(f"```js\n{answer}\n```")] * 4
-        row = await agent_eval.run_task(
-            task, settings, tmp_path / name, replies=replies, strategy="repair"
-        )
-        assert row["set"] == "js"
-        assert row["status"] == "patched", row["stopped"]
-        assert row["fixed"] is (name == "right"), row["check"]
+    replies = [text(f"```js\n{narrow}\n```")] * 4
+    row = await agent_eval.run_task(task, settings, tmp_path, replies=replies, strategy="repair")
+    assert row["status"] == "patched", row["stopped"]
+    assert row["fixed"] is False
+    assert row["ending"] == "wrong but passing"
