@@ -216,3 +216,36 @@ def test_a_runner_without_a_report_is_judged_by_its_exit_code() -> None:
     green = JsTests(TestRun(exit_code=0), "")
     assert (red.failing(), red.passing()) == ([WHOLE], set())
     assert (green.failing(), green.passing()) == ([], {WHOLE})
+
+
+def test_framework_names_a_test_forgot_are_bound_as_the_projects_tests_bind_them() -> None:
+    from app.fixers.llm.repair.js_imports import with_test_imports
+
+    forgot = (
+        "import { slugify } from '../src/slug.js';\n\n"
+        "test('x', () => {\n  assert.equal(slugify('a b'), 'a-b');\n});\n"
+    )
+    project = (
+        "import test from 'node:test';\nimport assert from 'node:assert/strict';\n"
+        "import { slugify } from '../src/slug.js';\n"
+    )
+    bound = with_test_imports(forgot, "test/r.test.js", "node", [project])
+    assert bound == project.rsplit("import { slugify }", 1)[0] + forgot
+    # CommonJS, nothing to copy: the runner's usual lines, after the directive.
+    cjs = (
+        "'use strict';\nconst { add } = require('../add');\n"
+        "it('adds', () => assert.strictEqual(add(1, 2), 3));\n"
+    )
+    assert with_test_imports(cjs, "test/r.test.js", "node", []) == (
+        "'use strict';\nconst { it } = require('node:test');\n"
+        "const assert = require('node:assert');\n" + cjs.split("\n", 1)[1]
+    )
+    # jest's globals are left alone; a name the test binds itself is not touched.
+    jest = (
+        "const assert = require('assert');\n"
+        "test('x', () => { expect(1).toBe(1); assert.ok(1); });\n"
+    )
+    assert with_test_imports(jest, "test/r.test.js", "jest", []) == jest
+    # `test` is no framework name here: the test defines it.
+    own = "function test(x) { return x; }\ntest(1);\n"
+    assert with_test_imports(own, "t.test.js", "node", []) == own

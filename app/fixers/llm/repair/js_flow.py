@@ -8,8 +8,10 @@ the project's own test runner for the tests.
    (:func:`~app.fixers.llm.localize.localize` over :func:`~app.fixers.llm.js_index.js_index`
    and :mod:`~app.fixers.llm.js_evidence`).
 2. **Reproduce** when no test fails: the model writes a test file for the project's
-   runner from the issue (:func:`reproduce_js`); it is kept only if it fails on the
-   code as it is with an assertion (a test that cannot load the module shows nothing).
+   runner from the issue (:func:`reproduce_js`), the framework names it forgot to bind
+   bound as the project's tests bind them (:mod:`js_imports`); it is kept only if it
+   fails on the code as it is with an assertion (a test that cannot load the module
+   shows nothing).
 3. **Sample**: the suspect's whole function, the failing test and its output, asked
    back corrected, k times (the first greedy); an answer that does not parse, names
    no function of that name or changes nothing is dropped; the rest are grouped by
@@ -31,8 +33,10 @@ from app.fixers.llm.js_evidence import js_called_names, node_frames, source_of_j
 from app.fixers.llm.js_index import JsIndex
 from app.fixers.llm.localize import Suspect, Symbol, localize
 from app.fixers.llm.model_client import ModelClient
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.job import RepairRun, sample
 from app.fixers.llm.repair.js_answers import changes_of, dedent_js, splice
+from app.fixers.llm.repair.js_imports import with_test_imports
 from app.fixers.llm.repair.js_testruns import WHOLE, JsTests, run_js_tests
 from app.fixers.llm.repair.prompt import issue_text
 from app.policy.js_syntax import grammar_of, parse
@@ -267,12 +271,18 @@ async def reproduce_js(
     ]
     answers = await sample(client, job, messages, k=REPRO_SAMPLES, prefill="")
     why = "the model wrote no test"
+    examples = [js.index.sources[f] for f in js.test_files[:5]]
     for answer in answers:
         blocks = code_blocks(answer)
         if not blocks or parse(path, blocks[0].encode()).root_node.has_error:
             why = "the model's test does not parse"
             continue
-        write_confined(ws.tree, path, (blocks[0].rstrip() + "\n").encode())
+        code = blocks[0]
+        if switches.on("test-imports"):
+            code = with_test_imports(code, path, runner, examples)
+            if code != blocks[0]:  # acted: the test used a name it never bound
+                switches.fired("test-imports")
+        write_confined(ws.tree, path, (code.rstrip() + "\n").encode())
         ran = await run_js_tests(ws, name="repair-reproduction", only=path)
         if ran.run.exit_code == 0 and not ran.failing():
             why = "the model's test passes on the code as it is"

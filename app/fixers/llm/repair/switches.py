@@ -24,6 +24,8 @@ MECHANISMS: dict[str, str] = {
     "together": "the other short suspects of the function's file shown, to be fixed with it",
     "mechanical-late": "mechanical changes after the model missed everywhere",
     "named": "only the failing tests the task names judge the fix and point to it",
+    "test-imports": "an npm reproduction's forgotten framework names bound as the project's "
+    "tests bind them",
 }
 
 _OFF: ContextVar[frozenset[str]] = ContextVar("repair_mechanisms_off", default=frozenset())
