@@ -60,10 +60,11 @@ test: venv system-deps
 	if [ $$covered != 0 ] && [ -z "$(PYTEST_ARGS)" ]; then \
 	  echo "make test: coverage fell below its floor; $(BIN)/coverage report -m --skip-covered shows what lost its tests"; exit 2; fi
 
-# Where the suite's time goes, as tables (scripts/test_profile.py; any pytest arguments
-# in PYTEST_ARGS, e.g. PYTEST_ARGS="tests/jobs -n 0").
+# Where the suite's time goes, as tables (scripts/test_profile.py): the first part of
+# make test on TEST_WORKERS processes, or any pytest arguments in PYTEST_ARGS, e.g.
+# PYTEST_ARGS="tests/jobs -n 0".
 test-profile: venv system-deps
-	$(BIN)/python scripts/test_profile.py $(PYTEST_ARGS)
+	$(BIN)/python scripts/test_profile.py $(or $(PYTEST_ARGS),-n $(TEST_WORKERS) --dist loadgroup -m "not serial and not bench")
 
 # The fast loop: the pure and unit tests of every room (policy, intake, untrusted text,
 # the store on SQLite and PostgreSQL ...): nothing that starts a session, a sandbox, the
