@@ -60,6 +60,7 @@ from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.policy.score import Trigger, score_session
 from app.sessions.factory import runner_from
+from app.sessions.files import remove_confined, write_confined
 from app.sessions.repo_commands import detect
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import WORKSPACE, Mount
@@ -191,6 +192,8 @@ def js_reference_fix(task: EvalTask) -> list[Reply]:
         for symbol, after in _js_functions(path, text):
             if before.get(symbol.qualname) != after:
                 changed.append(after)
+    if not changed:
+        raise SystemExit(f"{task.name}: its solution changes no function")
     (hidden,) = task.files("hidden").values()
     repro = [said(f"```javascript\n{hidden}```")] * 2 if task.kind == "issue" else []
     return [*repro, *[said(f"```javascript\n{changed[0]}\n```")] * 8]
@@ -486,9 +489,9 @@ async def _hidden_check_js(task: EvalTask, runner: SessionRunner, tree: Path) ->
     """An npm task's own tests as they were and its hidden test, with node's runner."""
     for part in ("repo", "hidden"):
         for rel, text in task.files(part).items():
-            if part == "hidden" or rel.startswith("test/"):
-                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tree / rel).write_text(text)
+            if part == "hidden" or rel.startswith("test/"):  # never through the patch's links
+                remove_confined(tree, rel)
+                write_confined(tree, rel, text.encode())
     runner.sandbox.prepare_writable(tree)
     done = await runner.sandbox.run(
         ["node", "--test"],

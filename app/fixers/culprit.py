@@ -186,6 +186,8 @@ class _Search:
         # the repository has it; a `revert.checks` command runs and shows as written.
         own = ws.commands.node_runner is not None and test == _own_command(ws)
         self.runner = ws.commands.node_runner if own else None
+        # An npm project's `npm test` writes no report: a file there is not its own.
+        self.reported = own or ws.commands.kind != "node"
         self.shown = shlex.join(ws.commands.test if own else test)
         self.bad = ws.workspace.base_sha
         self.clone = ws.workspace.root / "bisect"
@@ -529,7 +531,8 @@ class _Search:
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
         # no usable report: the probe is skipped (or judged by its status)
         with contextlib.suppress(ReportError):
-            run = read_test_report(self.runner, self.reports, run)
+            if self.reported:
+                run = read_test_report(self.runner, self.reports, run)
         return run, done
 
     def _mounts(self, env: Environment | None) -> list[Mount]:

@@ -55,18 +55,20 @@ def flat(config: str) -> bool:
     return config.rsplit("/", 1)[-1].startswith("eslint.config")
 
 
-def check_command(targets: list[str], *, config: str | None = None) -> list[str]:
+def check_command(
+    targets: list[str], *, config: str | None = None, legacy: bool = False
+) -> list[str]:
     """eslint checking ``targets`` (paths from the tree's top) with the repository's
-    rules — ``config``, the base tree's configuration file, when given, so a patch cannot
-    loosen the rules that judge it (an ``.eslintrc`` then alone: no other is looked for)
-    — JSON out, no cache, the packages at :data:`PACKAGES_MOUNT`. Comments in the code
-    that turn rules off are not obeyed (as ruff's ``noqa`` and bandit's ``nosec`` are
-    not). Files the repository ignores are not reported (each kind says it its way)."""
+    rules — ``config``, the base tree's flat configuration file, when given, so a patch
+    cannot loosen the rules that judge it — JSON out, no cache, the packages at
+    :data:`PACKAGES_MOUNT`. Comments in the code that turn rules off are not obeyed
+    (as ruff's ``noqa`` and bandit's ``nosec`` are not). ``legacy``: the repository's
+    rules are eslint 8's ``.eslintrc`` files, each tree's own found as eslint finds
+    them (a nested one for tests, say); that eslint has no ``--no-warn-ignored`` (an
+    ignored file's notice is no finding: :func:`~app.sessions.reports.parse_eslint`)."""
     eslint = f"{PACKAGES_MOUNT}/.bin/eslint"
-    rules = ["--config", config] if config else []
-    if config and not flat(config):
-        rules.insert(0, "--no-eslintrc")
-    quiet_ignored = ["--no-warn-ignored"] if config is None or flat(config) else []
+    rules = ["--config", config] if config and not legacy else []
+    quiet_ignored = [] if legacy else ["--no-warn-ignored"]
     files = [f"./{t}" for t in targets]  # a file named like an option stays a file
     return [eslint, *rules, "--format", "json", "--no-inline-config", *quiet_ignored, *files]
 

@@ -71,6 +71,13 @@ def reported_test_command(
     return argv, env
 
 
+def writes_report(commands: RepoCommands) -> bool:
+    """Whether the test command is asked for a report it writes: pytest's JUnit report,
+    or an npm runner's called directly. An npm project's other commands write none, so
+    a file found in the reports folder is not theirs and is never read."""
+    return commands.kind != "node" or commands.node_runner is not None
+
+
 def read_test_report(runner: node_tests.Runner | None, reports_dir: Path, run: TestRun) -> TestRun:
     """``run`` with the outcome of every test from the report its command wrote in
     ``reports_dir`` (an npm ``runner``'s, or pytest's JUnit report); as it was when

@@ -34,6 +34,7 @@ from app.sessions.test_command import (
     read_test_report,
     reported_test_command,
     tree_mounts,
+    writes_report,
 )
 
 BASE_MOUNT = "/base"
@@ -151,7 +152,8 @@ class Verifier:
         step = make_step(done, name=name, phase="verify", tree=label, secrets=self.secrets)
         run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
         try:
-            run = read_test_report(commands.node_runner, reports_dir, run)
+            if writes_report(commands):
+                run = read_test_report(commands.node_runner, reports_dir, run)
         except reports.ReportError as exc:
             step = step.model_copy(update={"output": f"{step.output}\n[{exc}]"})
         return step, run
@@ -241,23 +243,23 @@ class Verifier:
         runs = [(base, BASE_MOUNT, base_targets, envs[0]), (head, WORKSPACE, head_targets, envs[1])]
         pairs: list[tuple[Tree, Finding]] = []
         steps: list[Step] = []
-        # The base's own configuration judges both trees, by its path: a flat one, or an
-        # .eslintrc (then alone on both, so both are judged alike).
+        # The base's own flat configuration judges the patch too, by its path; eslint 8's
+        # .eslintrc files are each tree's own, nested ones included.
         rules = eslint.eslint_config(base) or ""
-        base_rules = f"{BASE_MOUNT}/{rules}" if rules and rules != "package.json" else None
-        legacy = base_rules is not None and not eslint.flat(base_rules)
+        legacy = not eslint.flat(rules)
+        base_rules = None if legacy else f"{BASE_MOUNT}/{rules}"
         for tree, at, targets, env in runs:
             packages = eslint.packages_of(env)
             if not targets or packages is None:
                 continue
             files = [t.removeprefix(f"{at}/") for t in targets]
             mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
-            config = base_rules if at == WORKSPACE or legacy else None
-            if config and at == WORKSPACE:
+            config = base_rules if at == WORKSPACE else None
+            if config:
                 mounts.append(Mount(base, BASE_MOUNT))
             limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
             done = await self.sandbox.run(
-                eslint.check_command(files, config=config), mounts=mounts, cwd=at,
+                eslint.check_command(files, config=config, legacy=legacy), mounts=mounts, cwd=at,
                 timeout=self.timeouts.tools, limits=limits,
             )  # fmt: skip
             steps.append(make_step(done, name="eslint", phase="verify", tree=roots[at],

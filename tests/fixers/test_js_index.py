@@ -249,3 +249,70 @@ def test_framework_names_a_test_forgot_are_bound_as_the_projects_tests_bind_them
     # `test` is no framework name here: the test defines it.
     own = "function test(x) { return x; }\ntest(1);\n"
     assert with_test_imports(own, "t.test.js", "node", []) == own
+
+
+def test_an_assignment_must_assign_to_the_same_target_again() -> None:
+    """`exports.half = …` answered as `Object.prototype.half = …` would pass through
+    inheritance and pollute every object: not the function asked for."""
+    symbols = dict(symbols_of("a.js", SHAPES))
+    half = next(s for s in symbols if s.qualname == "half")
+    size = next(s for s in symbols if s.qualname == "Cart.size")
+    polluting = "```js\nObject.prototype.half = function (x) { return x * 0.5 };\n```"
+    assert function_in(polluting, half, symbols[half]) == (None, "renamed")
+    assert function_in("```js\nexports.half = (x) => x * 0.5;\n```", half, symbols[half]) == (
+        "exports.half = (x) => x * 0.5;",
+        "",
+    )
+    moved = "```js\nexports.size = function () { return 0; };\n```"
+    assert function_in(moved, size, symbols[size]) == (None, "renamed")
+
+
+def test_a_declaration_for_a_method_keeps_the_methods_modifiers() -> None:
+    source = b"class A {\n  static make() { return 1; }\n  get ready() { return false; }\n}\n"
+    spans = {s.qualname: (s, sp) for s, sp in symbols_of("a.js", source)}
+    make, ready = spans["A.make"], spans["A.ready"]
+    written = "```js\nfunction make() { return 2; }\n```"
+    assert function_in(written, *make, "static make() { return 1; }") == (
+        "static make() { return 2; }",
+        "",
+    )
+    got = function_in("```js\nfunction ready() { return true; }\n```", *ready, "get ready() {")
+    assert got == ("get ready() { return true; }", "")
+
+
+def test_splicing_keeps_template_literals_and_the_files_line_endings() -> None:
+    source = "class A {\r\n  f() {\r\n    return `a\r\nb\r\n  c`;\r\n  }\r\n}\r\n"
+    ((_, span),) = symbols_of("a.js", source.encode())
+    old = source.encode()[span.start : span.end].decode()
+    assert splice(source, span, old) == source  # its own text back: nothing moves
+    new = "f() {\n  const x = 1;\n  return `a\nb\n  c` + x;\n}"
+    assert splice(source, span, new) == (
+        "class A {\r\n  f() {\r\n    const x = 1;\r\n"
+        "    return `a\r\nb\r\n  c` + x;\r\n  }\r\n}\r\n"
+    )
+
+
+def test_a_run_that_failed_is_failed_whatever_its_report_says() -> None:
+    """A report the code under test could have written says every test passed; the
+    command exited 1: the whole command fails."""
+    lying = JsTests(TestRun(exit_code=1, outcomes={"t::ok": "passed"}), "")
+    assert lying.failing() == [WHOLE]
+    honest = JsTests(TestRun(exit_code=1, outcomes={"t::a": "failed", "t::b": "passed"}), "")
+    assert honest.failing() == ["t::a"]
+
+
+def test_generated_code_is_not_indexed(tmp_path: Path) -> None:
+    files = {
+        "src/a.js": "export function a() {}\n",
+        "dist/a.js": "export function a() {}\n",
+        "lib/b.js": "function b() {}\n//# sourceMappingURL=b.js.map\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert [s.where for s in js_index(tmp_path).index.symbols] == ["src/a.js:1-1"]
+
+
+def test_private_methods_frames_are_read() -> None:
+    output = "Error: x\n    at Queue.#peek (/workspace/src/q.js:9:3)\n"
+    assert node_frames(output) == [Place("/workspace/src/q.js", 9, "#peek")]

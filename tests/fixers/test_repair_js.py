@@ -12,6 +12,7 @@ whose object-literal method is wrong.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -239,13 +240,10 @@ async def test_an_issue_on_a_class_method_is_reproduced_for_the_runner_then_fixe
     )  # fmt: skip
     assert result.status == "patched", (result.error, result.fix)
     report = result.fix.repair
-    assert report.reproduction == "test/patchwarden-repro.test.js"
+    assert re.fullmatch(r"test/patchwarden-repro-[0-9a-f]{8}\.test\.js", report.reproduction)
     assert report.target == "Cart.total"
     assert report.dropped == {"renamed": 2}
-    assert sorted(f.path for f in result.diff.files) == [
-        "src/cart.js",
-        "test/patchwarden-repro.test.js",
-    ]
+    assert sorted(f.path for f in result.diff.files) == ["src/cart.js", report.reproduction]
     # The method spliced in at the class's indentation.
     assert (
         "+    return this.lines.reduce((sum, line) => sum + line.price * line.quantity, 0);"
@@ -260,7 +258,7 @@ async def test_an_issue_on_a_class_method_is_reproduced_for_the_runner_then_fixe
     assert "A test file of the project (test/cart.test.js)" in repro_prompt
     # The round's prompt shows the reproduction and how it fails.
     fix_prompt = model.requests[2].body["messages"][-1]["content"]
-    assert "This test must pass (test/patchwarden-repro.test.js)" in fix_prompt
+    assert f"This test must pass ({report.reproduction})" in fix_prompt
     assert "new Cart().add(2, 3).total(), 6)" in fix_prompt
     assert "It fails now:" in fix_prompt
 

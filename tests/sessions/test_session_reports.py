@@ -901,24 +901,26 @@ def test_eslint_findings_are_placed_in_their_tree_with_errors_low_and_warnings_i
 
 
 @pytest.mark.parametrize(
-    ("config", "expected"),
+    ("config", "legacy", "expected"),
     [
-        # eslint 9's flat configuration, by its path: ignored files quietly skipped
+        # eslint 9's flat configuration, the base's by its path: ignored files skipped
         (
             "/base/eslint.config.mjs",
+            False,
             ["--config", "/base/eslint.config.mjs", "--no-inline-config", "--no-warn-ignored"],
         ),
-        # eslint 8's .eslintrc: alone (no other looked for); eslint 8 has no --no-warn-ignored
-        ("/base/.eslintrc", ["--no-eslintrc", "--config", "/base/.eslintrc", "--no-inline-config"]),
-        (None, ["--no-inline-config", "--no-warn-ignored"]),
+        (None, False, ["--no-inline-config", "--no-warn-ignored"]),
+        # eslint 8's .eslintrc files, nested ones too, as eslint finds them; that eslint
+        # has no --no-warn-ignored
+        (None, True, ["--no-inline-config"]),
     ],
 )
 def test_eslint_is_called_as_the_kind_of_its_configuration_wants(
-    config: str | None, expected: list[str]
+    config: str | None, legacy: bool, expected: list[str]
 ) -> None:
     from app.sessions.eslint import check_command
 
-    argv = check_command(["src/a.js"], config=config)
+    argv = check_command(["src/a.js"], config=config, legacy=legacy)
     assert [a for a in argv[1:] if a not in ("--format", "json")] == [*expected, "./src/a.js"]
 
 

@@ -15,7 +15,7 @@ from app.sessions.task import Place
 # `at async Foo.bar (file:///workspace/src/x.mjs:3:9)`; node's own (node:internal/…)
 # and a package's (node_modules) are not the repository's.
 _NODE_FRAME = re.compile(
-    r"^\s*at (?:async )?(?:(?:new )?([\w$.<>\[\] ]+?) \()?(?:file://)?"
+    r"^\s*at (?:async )?(?:(?:new )?([\w$.#<>\[\] ]+?) \()?(?:file://)?"
     r"([^\s():]+\.[cm]?[jt]sx?):(\d+):\d+\)?\s*$"
 )
 _TEST_CALLS = {"test", "it", "describe", "suite", "expect", "assert", "require", "beforeEach"}

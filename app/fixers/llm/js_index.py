@@ -11,6 +11,9 @@ model's corrected function is spliced in exactly where the old one was (:class:`
 - the methods and function-valued keys of an object literal assigned to a name
   (``const api = { f() {} }``: ``api.f``) or to ``module.exports`` (``f``).
 
+Generated code is left out: minified bundles, ``dist/``, ``build/`` and ``coverage/``
+folders, files that end with a source map's address.
+
 What a failing test shows is read in :mod:`app.fixers.llm.js_evidence`. Files are read
 confined to the tree, never run.
 """
@@ -40,6 +43,7 @@ _DECLARATIONS = {"function_declaration", "generator_function_declaration"}
 _CLASSES = {"class_declaration", "abstract_class_declaration", "class"}
 _FIELDS = {"field_definition", "public_field_definition"}
 _MINIFIED = re.compile(r"\.min\.[cm]?js$")
+_BUILT = {"dist", "build", "coverage"}  # folders of generated code, not the source
 _BINDINGS = {*_DECLARATIONS, "lexical_declaration", "variable_declaration"}
 _WORDS = {"identifier", "property_identifier", "shorthand_property_identifier"}
 
@@ -52,11 +56,13 @@ class Span:
     end: int
     wrap: Wrap = "statement"
     form: str = ""  # the syntax node spanned: "function_declaration", "pair", …
+    target: str = ""  # what an assignment assigns to: "exports.f", "Foo.prototype.f"
 
     def fits(self, other: Span) -> bool:
-        """Whether a function written as ``other`` may replace this one: the same form,
-        or both declarations that bind its name (``function f`` for ``const f = …``)."""
-        if self.wrap != other.wrap:
+        """Whether a function written as ``other`` may replace this one: the same form
+        (an assignment to the same target), or both declarations that bind its name
+        (``function f`` for ``const f = …``)."""
+        if self.wrap != other.wrap or self.target != other.target:
             return False
         return self.form == other.form or {self.form, other.form} <= _BINDINGS
 
@@ -81,7 +87,7 @@ def js_index(tree: Path) -> JsIndex:
     out = JsIndex()
     files = read = 0
     for rel, link in walk_files(tree, tree):
-        if link or not is_source(rel) or _MINIFIED.search(rel):
+        if link or not is_source(rel) or _MINIFIED.search(rel) or _BUILT & set(rel.split("/")):
             continue
         files += 1
         if files > MAX_FILES or read > MAX_INDEX_BYTES:
@@ -93,6 +99,8 @@ def js_index(tree: Path) -> JsIndex:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
+            continue
+        if "sourceMappingURL=" in text[-300:]:  # generated from a source elsewhere
             continue
         out.index.sources[rel] = text
         test = looks_like_test(rel)
@@ -156,6 +164,8 @@ def _assignment(path: str, statement: Node, node: Node) -> Iterator[tuple[Symbol
         return
     if right.type not in _FUNCTIONS or left.type != "member_expression" or len(parts) < 2:
         return
+    if not all(parts):  # `exports. = …` in a broken file
+        return
     if parts[:-1] in (["exports"], ["module", "exports"]):
         qualname = parts[-1]
     elif len(parts) == 3 and parts[1] == "prototype":
@@ -163,7 +173,7 @@ def _assignment(path: str, statement: Node, node: Node) -> Iterator[tuple[Symbol
     else:
         qualname = ".".join(parts[-2:])
     kind: Literal["function", "method"] = "function" if "." not in qualname else "method"
-    yield _symbol(path, right, qualname, kind, statement)
+    yield _symbol(path, right, qualname, kind, statement, target=re.sub(r"\s+", "", target))
 
 
 def _class(path: str, node: Node, name: str = "") -> Iterator[tuple[Symbol, Span]]:
@@ -204,6 +214,8 @@ def _symbol(
     kind: Literal["function", "method"],
     whole: Node,
     wrap: Wrap = "statement",
+    *,
+    target: str = "",
 ) -> tuple[Symbol, Span]:
     """The symbol of ``function`` (its calls and words), spanning ``whole`` (the
     statement or member that holds it, comments before it left out)."""
@@ -228,7 +240,7 @@ def _symbol(
         calls=tuple(dict.fromkeys(calls)),
         words=tuple(words(text)),
     )
-    return symbol, Span(whole.start_byte, whole.end_byte, wrap, whole.type)
+    return symbol, Span(whole.start_byte, whole.end_byte, wrap, whole.type, target)
 
 
 def _doc_comment(node: Node) -> str:

@@ -30,10 +30,11 @@ def changes_of(js: JsIndex, symbol: Symbol, answers: Sequence[str], dropped: Any
     """The distinct changes the answers write to ``symbol`` (votes counted by tokens);
     why each other answer was dropped is counted in ``dropped``."""
     span = js.spans[symbol]
-    original = _tokens(symbol.path, js.text(symbol), span)
+    old = js.text(symbol)
+    original = _tokens(symbol.path, old, span)
     found: dict[str, Change] = {}
     for answer in answers:
-        text, problem = function_in(answer, symbol, span)
+        text, problem = function_in(answer, symbol, span, old)
         if text is None:
             dropped[problem] += 1
             continue
@@ -55,10 +56,14 @@ _WRAPS = {
 }
 
 
-def function_in(answer: str, symbol: Symbol, span: Span) -> tuple[str | None, str]:
+def function_in(
+    answer: str, symbol: Symbol, span: Span, original: str = ""
+) -> tuple[str | None, str]:
     """The function ``symbol`` as an answer writes it, its text only (what else the
     answer wrote, such as the rest of its class, is left out), or None and why:
-    "unparseable", "renamed" or "empty"."""
+    "unparseable", "renamed" (no function of that name and form: ``exports.f = …``
+    must assign to ``exports.f`` again) or "empty". A declaration written for a method
+    (``function f() {}``) is that method, with the ``original``'s modifiers."""
     blocks = code_blocks(answer)
     if not blocks:
         return None, "empty"
@@ -77,28 +82,62 @@ def function_in(answer: str, symbol: Symbol, span: Span) -> tuple[str | None, st
                 if span.fits(where):
                     return text, ""
                 if span.form == "method_definition" and where.form in _DECLARATIONS:
-                    return _as_method(text), ""  # `function f() {}` written for a method
+                    return _as_method(text, original), ""
     return None, "renamed" if parsed else "unparseable"
 
 
-def _as_method(declaration: str) -> str:
-    """``async function* f(x) {…}`` as the method ``async *f(x) {…}``."""
+def _as_method(declaration: str, original: str) -> str:
+    """``async function* f(x) {…}`` as the method ``async *f(x) {…}``, with the
+    original method's own modifiers (``static``, ``get``, ``set``) kept."""
     m = re.match(r"(async\s+)?function\s*(\*?)\s*", declaration)
     if m is None:
         return declaration
-    return f"{'async ' if m.group(1) else ''}{m.group(2)}{declaration[m.end() :]}"
+    kept = re.match(r"(?:(?:static|get|set)\s+)*", original)
+    head = kept.group(0) if kept else ""
+    return f"{head}{'async ' if m.group(1) else ''}{m.group(2)}{declaration[m.end() :]}"
 
 
-def splice(source: str, span: Span, text: str) -> str:
+def splice(source: str, span: Span, text: str, path: str = "a.js") -> str:
     """``source`` with the bytes of ``span`` replaced by ``text``, its lines after the
-    first indented as the old text's first line was."""
+    first indented as the old text's first line was (but lines inside a template
+    literal, whose spaces are its value), in the file's own line endings."""
     data = source.encode()
     line_start = data.rfind(b"\n", 0, span.start) + 1
     indent = re.match(rb"[ \t]*", data[line_start : span.start])
     margin = indent.group(0).decode() if indent else ""
-    lines = dedent_js(text).split("\n")
-    shown = "\n".join([lines[0], *(margin + line if line.strip() else "" for line in lines[1:])])
+    text = text.replace("\r\n", "\n")
+    frozen = _template_lines(text, path, span)
+    lines = dedent_js(text, frozen).split("\n")
+    shown = "\n".join(
+        [
+            lines[0],
+            *(
+                line if i in frozen else (margin + line if line.strip() else "")
+                for i, line in enumerate(lines[1:], start=1)
+            ),
+        ]
+    )
+    if b"\r\n" in data[span.start : span.end] or data.count(b"\r\n") * 2 > data.count(b"\n"):
+        shown = shown.replace("\n", "\r\n")
     return (data[: span.start] + shown.encode() + data[span.end :]).decode()
+
+
+def _template_lines(text: str, path: str, span: Span) -> set[int]:
+    """The lines of ``text`` (0-based) that begin inside a template literal: their
+    leading spaces belong to the string."""
+    head, tail = _WRAPS[span.wrap]
+    offset = head.count("\n")
+    root = parse(path, (head + text + tail).encode()).root_node
+    frozen: set[int] = set()
+    stack: list[Node] = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "template_string":
+            first, last = node.start_point[0] - offset, node.end_point[0] - offset
+            frozen.update(range(first + 1, last + 1))
+            continue
+        stack.extend(node.children)
+    return frozen
 
 
 def _tokens(path: str, text: str, span: Span) -> str:
@@ -118,12 +157,13 @@ def _tokens(path: str, text: str, span: Span) -> str:
     return " ".join(out)
 
 
-def dedent_js(text: str) -> str:
+def dedent_js(text: str, frozen: set[int] | frozenset[int] = frozenset()) -> str:
     """Lines after the first dedented by their common margin (the first starts where
-    the function did, its margin left on the line before)."""
+    the function did, its margin left on the line before); ``frozen`` lines (inside a
+    template literal) neither count nor move."""
     lines = text.split("\n")
-    rest = [line for line in lines[1:] if line.strip()]
+    rest = [line for i, line in enumerate(lines[1:], start=1) if line.strip() and i not in frozen]
     margin = min((len(line) - len(line.lstrip()) for line in rest), default=0)
-    last_margin = len(lines[-1]) - len(lines[-1].lstrip()) if len(lines) > 1 else 0
-    margin = min(margin, last_margin) if len(lines) > 1 else 0
-    return "\n".join([lines[0], *(line[margin:] for line in lines[1:])])
+    return "\n".join(
+        [lines[0], *(line if i in frozen else line[margin:] for i, line in enumerate(lines[1:], 1))]
+    )

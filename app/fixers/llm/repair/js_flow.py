@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +54,8 @@ _NOT_THE_BUG = re.compile(
     r"SyntaxError|Cannot find module|ERR_MODULE_NOT_FOUND|ERR_REQUIRE_ESM|"
     r"Cannot use import statement|ReferenceError|TSError|error TS\d+"
 )
-_ASSERTED = re.compile(r"AssertionError|ERR_ASSERTION|expect\(|Expected|assert", re.I)
+# What an assertion that failed prints: node's and chai's AssertionError, jest's matcher.
+_ASSERTED = re.compile(r"AssertionError|ERR_ASSERTION|expect\(received\)")
 _STYLE = {
     "node": "node's built-in runner: `const test = require('node:test');` and "
     "`const assert = require('node:assert');` (or `import` them, as the project's tests do)",
@@ -193,8 +195,9 @@ def js_prompt(
         if source:
             parts.append(f"This test must pass ({test}):\n```{lang}\n{source}\n```")
     written = read_text_confined(job.ws.tree, repro, limit=MAX_CODE_CHARS) if repro else None
-    if written:
-        parts.append(f"This test must pass ({repro}):\n```{lang}\n{written.strip()}\n```")
+    if written:  # the model wrote it from the issue: data, fenced
+        shown = fence(written.strip(), source=f"the test {repro}", verbatim=True)
+        parts.append(f"This test must pass ({repro}):\n{shown}")
     output = job.printed.get("repro") or before.output
     if output and (must_pass or written):
         tail = output[-MAX_OUTPUT_CHARS:]
@@ -222,22 +225,32 @@ async def try_js(
     "still failing" / "breaks others" (and the file put back)."""
     ws = job.ws
     original = js.index.sources[symbol.path]
-    write_confined(ws.tree, symbol.path, splice(original, js.spans[symbol], text).encode())
-    verdict = "passed"
-    if repro is not None:
-        alone = await run_js_tests(ws, name="repair-reproduction", only=repro)
-        if alone.failing() or alone.run.exit_code != 0:
-            verdict = "still failing"
-    if verdict == "passed":
-        after = await run_js_tests(ws, name="repair-candidate")
-        failing = set(after.failing())
-        if repro is None and failing & set(must_pass):
-            verdict = "still failing"
-        elif failing & passed_before or (not after.run.outcomes and failing):
-            verdict = "breaks others"
-    if verdict != "passed":
-        write_confined(ws.tree, symbol.path, original.encode())
+    spliced = splice(original, js.spans[symbol], text, symbol.path)
+    write_confined(ws.tree, symbol.path, spliced.encode())
+    verdict = "an error"
+    try:
+        verdict = await _verdict(job, must_pass, repro, passed_before)
+    finally:  # whatever happened, only a passing change stays
+        if verdict != "passed":
+            write_confined(ws.tree, symbol.path, original.encode())
     return verdict
+
+
+async def _verdict(
+    job: RepairRun, must_pass: Sequence[str], repro: str | None, passed_before: set[str]
+) -> str:
+    """The tree's change judged: the reproduction alone first, then every test."""
+    if repro is not None:
+        alone = await run_js_tests(job.ws, name="repair-reproduction", only=repro)
+        if alone.failing() or alone.run.exit_code != 0:
+            return "still failing"
+    after = await run_js_tests(job.ws, name="repair-candidate")
+    failing = set(after.failing())
+    if repro is None and failing & set(must_pass):
+        return "still failing"
+    if failing & passed_before or WHOLE in failing:
+        return "breaks others"
+    return "passed"
 
 
 async def reproduce_js(
@@ -282,7 +295,10 @@ async def reproduce_js(
             code = with_test_imports(code, path, runner, examples)
             if code != blocks[0]:  # acted: the test used a name it never bound
                 switches.fired("test-imports")
-        write_confined(ws.tree, path, (code.rstrip() + "\n").encode())
+        try:  # a new file: never one of the project's, nor through a link
+            write_confined(ws.tree, path, (code.rstrip() + "\n").encode(), exclusive=True)
+        except OSError as exc:
+            return None, f"the reproduction could not be written at {path} ({exc.strerror})"
         ran = await run_js_tests(ws, name="repair-reproduction", only=path)
         if ran.run.exit_code == 0 and not ran.failing():
             why = "the model's test passes on the code as it is"
@@ -297,11 +313,12 @@ async def reproduce_js(
 
 def repro_path(js: JsIndex, near: str) -> str:
     """Where the reproduction goes: next to the project's first test file, named as
-    its tests are named, or ``test/`` when it has none."""
+    its tests are named (a name of its own: never an earlier reproduction's), or
+    ``test/`` when it has none."""
     like = js.test_files[0] if js.test_files else ""
     suffix = posixpath.splitext(like or near)[1] or ".js"
     folder = posixpath.dirname(like) if like else "test"
-    name = f"patchwarden-repro.test{suffix}"
+    name = f"patchwarden-repro-{uuid.uuid4().hex[:8]}.test{suffix}"
     return posixpath.join(folder, name) if folder else name
 
 

@@ -46,8 +46,8 @@ def with_test_imports(code: str, path: str, runner: str, examples: Sequence[str]
     if not lines:
         return code
     head, _, rest = code.partition("\n")
-    if re.match(r"""\s*['"]use strict['"];?\s*$""", head):  # the directive stays first
-        return "\n".join([head, *lines, rest])
+    if head.startswith("#!") or re.match(r"""\s*['"]use strict['"];?\s*$""", head):
+        return "\n".join([head, *lines, rest])  # a shebang, the directive: still first
     return "\n".join([*lines, code])
 
 

@@ -31,9 +31,11 @@ class JsTests:
     output: str
 
     def failing(self) -> list[str]:
-        if not self.run.outcomes:  # judged by its exit code alone
-            return [] if self.run.exit_code == 0 and not self.run.timed_out else [WHOLE]
-        return sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
+        """The tests that failed; the whole command when it failed and no test says so
+        (no report, or one that hides the failure: the exit code is never overruled)."""
+        red = self.run.exit_code != 0 or self.run.timed_out
+        found = sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
+        return found or ([WHOLE] if red else [])
 
     def passing(self) -> set[str]:
         if not self.run.outcomes:
@@ -60,6 +62,7 @@ async def run_js_tests(ws: FixContext, *, name: str, only: str | None = None) ->
         timeout=ws.timeouts.tests,
     )
     run = TestRun(exit_code=done.exit_code, timed_out=done.timed_out)
-    with contextlib.suppress(ReportError):  # unreadable: judged by its exit code
-        run = read_test_report(runner, reports, run)
+    if runner is not None:  # only a runner told to write one: nothing else may speak
+        with contextlib.suppress(ReportError):  # unreadable: judged by its exit code
+            run = read_test_report(runner, reports, run)
     return JsTests(run, (done.stdout + "\n" + done.stderr).strip())
