@@ -28,12 +28,10 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from app.fixers.interface import walk_files
 from app.fixers.llm.bm25 import words
 from app.fixers.llm.code_context import looks_like_test
-from app.fixers.llm.localize import MAX_FILE_BYTES, MAX_FILES, MAX_INDEX_BYTES, Index, Symbol
+from app.fixers.llm.localize import Index, Symbol, source_files
 from app.policy.js_syntax import is_source, parse
-from app.sessions.files import read_confined
 
 # How a function's text parses alone: a statement of its own, a class member, an
 # object literal's member.
@@ -85,33 +83,24 @@ def js_index(tree: Path) -> JsIndex:
     """Every function of the tree's JavaScript and TypeScript files (tests apart, minified
     bundles and ``node_modules`` skipped)."""
     out = JsIndex()
-    files = read = 0
-    for rel, link in walk_files(tree, tree):
-        if link or not is_source(rel) or _MINIFIED.search(rel) or _BUILT & set(rel.split("/")):
-            continue
-        files += 1
-        if files > MAX_FILES or read > MAX_INDEX_BYTES:
-            break
-        data = read_confined(tree, rel, limit=MAX_FILE_BYTES + 1)
-        if data is None or len(data) > MAX_FILE_BYTES:
-            continue
-        read += len(data)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
+    for rel, text in source_files(tree, _wanted):
         if "sourceMappingURL=" in text[-300:]:  # generated from a source elsewhere
             continue
         out.index.sources[rel] = text
         test = looks_like_test(rel)
         if test:
             out.test_files.append(rel)
-        for symbol, span in symbols_of(rel, data):
+        for symbol, span in symbols_of(rel, text.encode()):
             (out.index.tests if test else out.index.symbols).append(symbol)
             out.spans[symbol] = span
             if not test and "." not in symbol.qualname:
                 out.index.defines.setdefault(symbol.qualname, []).append(rel)
     return out
+
+
+def _wanted(rel: str) -> bool:
+    """A source file, not generated code."""
+    return is_source(rel) and not _MINIFIED.search(rel) and not _BUILT & set(rel.split("/"))
 
 
 def symbols_of(path: str, data: bytes) -> Iterator[tuple[Symbol, Span]]:

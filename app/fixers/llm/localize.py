@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -93,12 +93,14 @@ class Index:
         return self.sources[symbol.path].splitlines()[symbol.start - 1 : symbol.end]
 
 
-def index(tree: Path) -> Index:
-    """Every function and method of the tree's Python files (tests apart)."""
-    out = Index()
+def source_files(tree: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
+    """(path, text) of the tree's files ``wanted`` by path, read confined (no link
+    followed) and decoded strictly (a candidate is spliced into this text and written
+    back whole), within :data:`MAX_FILES`, :data:`MAX_FILE_BYTES` a file and
+    :data:`MAX_INDEX_BYTES` in all."""
     files = read = 0
     for rel, link in walk_files(tree, tree):
-        if link or not rel.endswith(".py"):
+        if link or not wanted(rel):
             continue
         files += 1
         if files > MAX_FILES or read > MAX_INDEX_BYTES:
@@ -107,10 +109,16 @@ def index(tree: Path) -> Index:
         if data is None or len(data) > MAX_FILE_BYTES:
             continue
         read += len(data)
-        try:  # strictly: a candidate is spliced into this text and written back whole
-            text = data.decode("utf-8")
+        try:
+            yield rel, data.decode("utf-8")
         except UnicodeDecodeError:
             continue
+
+
+def index(tree: Path) -> Index:
+    """Every function and method of the tree's Python files (tests apart)."""
+    out = Index()
+    for rel, text in source_files(tree, lambda rel: rel.endswith(".py")):
         try:
             module = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
