@@ -36,6 +36,16 @@ def _pytest(tree: Path, target: str) -> int:
     return done.returncode
 
 
+def _trees(task: agent_eval.EvalTask, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The task as its bug, its bug with the hidden test, and its reference fix with it."""
+    bug, base, fixed = tmp_path / "bug", tmp_path / "base", tmp_path / "fixed"
+    trees = {bug: ("repo",), base: ("repo", "hidden"), fixed: ("repo", "solution", "hidden")}
+    for tree, parts in trees.items():
+        for part in parts:
+            shutil.copytree(task.folder / part, tree, dirs_exist_ok=True)
+    return bug, base, fixed
+
+
 def test_the_task_set_has_twenty_tasks_of_each_difficulty_and_kind() -> None:
     assert len(TASKS) >= 20
     assert {t.difficulty for t in TASKS} == {"easy", "medium", "hard"}
@@ -51,11 +61,7 @@ def test_the_task_set_has_twenty_tasks_of_each_difficulty_and_kind() -> None:
 def test_each_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
     task: agent_eval.EvalTask, tmp_path: Path
 ) -> None:
-    bug, base, fixed = tmp_path / "bug", tmp_path / "base", tmp_path / "fixed"
-    trees = {bug: ("repo",), base: ("repo", "hidden"), fixed: ("repo", "solution", "hidden")}
-    for tree, parts in trees.items():
-        for part in parts:
-            shutil.copytree(task.folder / part, tree, dirs_exist_ok=True)
+    bug, base, fixed = _trees(task, tmp_path)
     # An issue's bug is not caught by the repository's own tests; a CI failure's is.
     assert _pytest(bug, "tests") == (0 if task.kind == "issue" else 1)
     assert _pytest(base, "tests/test_patchwarden_hidden.py") == 1
@@ -222,11 +228,7 @@ def test_there_are_six_npm_tasks_of_both_kinds() -> None:
 def test_each_npm_hidden_test_fails_on_the_bug_and_passes_on_the_reference_fix(
     task: agent_eval.EvalTask, tmp_path: Path
 ) -> None:
-    bug, base, fixed = tmp_path / "bug", tmp_path / "base", tmp_path / "fixed"
-    trees = {bug: ("repo",), base: ("repo", "hidden"), fixed: ("repo", "solution", "hidden")}
-    for tree, parts in trees.items():
-        for part in parts:
-            shutil.copytree(task.folder / part, tree, dirs_exist_ok=True)
+    bug, base, fixed = _trees(task, tmp_path)
     assert _node_test(bug) == (0 if task.kind == "issue" else 1)
     assert _node_test(base) == 1
     assert _node_test(fixed) == 0
