@@ -278,9 +278,17 @@ def _go_mod(lines: list[str], _: bool) -> dict[str, str]:
 def _lockfile_sides(
     name: str, ordered: Sequence[tuple[str, str]]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """``name -> version`` pairs of a lockfile's new and old side: each side rebuilt
-    from the hunks (context and its own lines, in order) and read whole, so a version
-    belongs to the entry name above it even where git shows either as context."""
+    """``name -> version`` pairs of a lockfile's new and old side (:func:`_sides`)."""
+    new, old = _sides(ordered)
+    return _lockfile(name, new), _lockfile(name, old)
+
+
+def _sides(
+    ordered: Sequence[tuple[str, str]],
+) -> tuple[list[str | None], list[str | None]]:
+    """A file's new and old side rebuilt from its hunks (context and each side's own
+    lines, in order; None where a hunk starts), to be read whole: a version belongs to
+    the entry name above it even where git shows either as context."""
     new: list[str | None] = []
     old: list[str | None] = []
     for kind, line in ordered:
@@ -289,7 +297,45 @@ def _lockfile_sides(
             old.append(line if kind == " " else None)
         else:
             (new if kind == "+" else old).append(line)
-    return _lockfile(name, new), _lockfile(name, old)
+    return new, old
+
+
+_NPM_ENTRY = re.compile(r'^\s*"(?P<key>[^"]*)"\s*:\s*\{')
+_NPM_FIELD = re.compile(r'^\s*"(?P<field>version|resolved|integrity)"\s*:\s*"(?P<value>[^"]*)"')
+
+
+def resealed(f: ChangedFile) -> list[str]:
+    """The packages of an npm lock (``package-lock.json``, ``npm-shrinkwrap.json``) whose
+    integrity or source the diff changes while their version stays ("name version"):
+    other bytes under the same name and version, which no update makes."""
+    if f.binary or PurePosixPath(f.path).name not in ("package-lock.json", "npm-shrinkwrap.json"):
+        return []
+    new, old = (_npm_entries(side) for side in _sides(f.ordered))
+    out = []
+    for key in sorted(new.keys() & old.keys()):
+        a, b = new[key], old[key]
+        same = a.get("version") is not None and a.get("version") == b.get("version")
+        moved = [k for k in ("integrity", "resolved") if k in a and k in b and a[k] != b[k]]
+        if same and moved:
+            out.append(f"{key.rsplit('node_modules/', 1)[-1]} {a['version']}")
+    return out
+
+
+def _npm_entries(lines: Sequence[str | None]) -> dict[str, dict[str, str]]:
+    """Each entry's version, source and integrity, by its key (``node_modules/a``), as
+    far as the side's lines show them."""
+    out: dict[str, dict[str, str]] = {}
+    current: str | None = None
+    for line in lines:
+        entry = _NPM_ENTRY.match(line) if line is not None else None
+        field = _NPM_FIELD.match(line) if line is not None else None
+        if line is None:
+            current = None
+        elif entry and entry.group("key") not in ("dependencies", "packages", "engines"):
+            current = entry.group("key")
+        elif field and current is not None:
+            out.setdefault(current, {})[field.group("field")] = field.group("value")
+    return out
 
 
 def _lockfile(name: str, lines: Sequence[str | None]) -> dict[str, str]:

@@ -121,6 +121,9 @@ def typosquats(s: Scoring, tally: Tally) -> None:
 
 
 def lockfile(s: Scoring, tally: Tally) -> None:
+    """Points per changed lock entry, up to a cap; an npm lock entry whose integrity or
+    source changes while its version stays (other bytes under the same name and
+    version, which no update makes) rejects."""
     locked = [d.name for d in s.features.dependencies if not d.direct]
     tally.add(
         "lockfile",
@@ -128,6 +131,13 @@ def lockfile(s: Scoring, tally: Tally) -> None:
         min(len(locked) * s.w.changed_dependency, s.w.lockfile_max),
         f"the lockfile changes {listed(locked)}",
     )
+    if s.features.resealed:
+        tally.rule(
+            "lock_resealed",
+            "reject",
+            f"the lock changes the integrity or source of {listed(list(s.features.resealed))} "
+            "without changing its version: other bytes under the same package and version",
+        )
 
 
 def caps(s: Scoring, tally: Tally) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.policy.behaviour import Behaviour, behaviours
-from app.policy.deps import DepChange, dependency_changes
+from app.policy.deps import DepChange, dependency_changes, resealed
 from app.policy.diff import ChangedFile, ParsedDiff
 from app.policy.evidence import SecretFound
 from app.policy.globs import GlobSet
@@ -60,6 +60,8 @@ class Features:
     files: tuple[FileFeature, ...] = ()
     categories: dict[str, CategoryStats] = field(default_factory=dict)
     dependencies: tuple[DepChange, ...] = ()
+    # npm lock entries whose integrity or source changed while their version stayed
+    resealed: tuple[str, ...] = ()
     tests_added: tuple[str, ...] = ()
     tests_modified: tuple[str, ...] = ()
     tests_deleted: tuple[str, ...] = ()
@@ -115,6 +117,7 @@ class _Read:
     files: list[FileFeature] = field(default_factory=list)
     stats: dict[str, list[int]] = field(default_factory=dict)  # category: files, +, -
     deps: list[DepChange] = field(default_factory=list)
+    resealed: list[str] = field(default_factory=list)
     added_t: list[str] = field(default_factory=list)
     modified_t: list[str] = field(default_factory=list)
     deleted_t: list[str] = field(default_factory=list)
@@ -144,6 +147,7 @@ def extract(
         files=tuple(read.files),
         categories={k: CategoryStats(*v) for k, v in sorted(read.stats.items())},
         dependencies=tuple(read.deps),
+        resealed=tuple(read.resealed),
         tests_added=tuple(read.added_t),
         tests_modified=tuple(read.modified_t),
         tests_deleted=tuple(read.deleted_t),
@@ -181,6 +185,7 @@ def _read_file(
     s[1] += f.added
     s[2] += f.removed
     read.deps += dependency_changes(f)
+    read.resealed += resealed(f)
     _tests(f, cls, read.added_t, read.modified_t, read.deleted_t, read.removed_fns)
     if cls.is_test(f.path):  # a marker elsewhere is a word in a comment or a string
         read.skips += _skips(f)

@@ -254,6 +254,55 @@ def test_a_typosquat_is_named_and_never_merges_itself(
     assert any(r.rule == "typosquat" and r.decision == "review" for r in s.rules)
 
 
+def _lock_diff(new: dict[str, str]) -> str:
+    """A package-lock.json diff of semver 7.5.1's entry, its fields changed to ``new``."""
+    old = {
+        "version": "7.5.1",
+        "resolved": "https://registry.npmjs.org/semver/-/semver-7.5.1.tgz",
+        "integrity": "sha512-old",
+    }
+    lines = ['     "node_modules/semver": {']
+    for key, was in old.items():
+        now = new.get(key, was)
+        if now == was:
+            lines.append(f'       "{key}": "{was}",')
+        else:
+            lines += [f'-      "{key}": "{was}",', f'+      "{key}": "{now}",']
+    before = sum(not line.startswith("+") for line in lines)
+    after = sum(not line.startswith("-") for line in lines)
+    return (
+        "diff --git a/package-lock.json b/package-lock.json\nindex 1..2 100644\n"
+        "--- a/package-lock.json\n+++ b/package-lock.json\n"
+        f"@@ -10,{before} +10,{after} @@\n" + "\n".join(lines) + "\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("new", "rejected"),
+    [
+        ({"integrity": "sha512-other"}, True),  # same version, other bytes
+        ({"resolved": "https://mirror.example/semver-7.5.1.tgz"}, True),  # another source
+        (
+            {
+                "version": "7.6.0",
+                "resolved": "https://registry.npmjs.org/semver/-/semver-7.6.0.tgz",
+                "integrity": "sha512-new",
+            },
+            False,  # an update: a new version's bytes
+        ),
+    ],
+)
+def test_an_npm_lock_entry_resealed_under_the_same_version_rejects(
+    new: dict[str, str], rejected: bool
+) -> None:
+    s = scored(_lock_diff(new), v=verification(fixer="dependency"))
+    rules = {r.rule: r.decision for r in s.rules}
+    assert (rules.get("lock_resealed") == "reject") is rejected, s.rules
+    if rejected:
+        (rule,) = [r for r in s.rules if r.rule == "lock_resealed"]
+        assert "`semver 7.5.1`" in rule.reason
+
+
 def test_popular_names_and_their_near_misses() -> None:
     from app.policy.typosquat import near_popular
 
