@@ -99,10 +99,6 @@ def make_step(
     )
 
 
-def _never(path: str) -> bool:
-    return False
-
-
 class Verifier:
     def __init__(
         self,
@@ -177,7 +173,7 @@ class Verifier:
         head: Path,
         diff: Diff,
         *,
-        is_test: Callable[[str], bool] = _never,
+        is_test: Callable[[str], bool] = lambda _: False,
         envs: tuple[Path | None, Path | None] = (None, None),
     ) -> tuple[list[Step], list[FindingsDelta]]:
         """ruff, bandit and semgrep over the changed files of both trees, concurrently,
@@ -243,18 +239,16 @@ class Verifier:
         runs = [(base, BASE_MOUNT, base_targets, envs[0]), (head, WORKSPACE, head_targets, envs[1])]
         pairs: list[tuple[Tree, Finding]] = []
         steps: list[Step] = []
-        # The base's own flat configuration judges the patch too, by its path; eslint 8's
-        # .eslintrc files are each tree's own, nested ones included.
+        # The base's flat configuration judges the patch too; each tree's .eslintrc its own.
         rules = eslint.eslint_config(base) or ""
-        legacy = not eslint.flat(rules)
-        base_rules = None if legacy else f"{BASE_MOUNT}/{rules}"
+        base_rules, legacy = f"{BASE_MOUNT}/{rules}", not eslint.flat(rules)
         for tree, at, targets, env in runs:
             packages = eslint.packages_of(env)
             if not targets or packages is None:
                 continue
             files = [t.removeprefix(f"{at}/") for t in targets]
             mounts = [Mount(tree, at), Mount(packages, eslint.PACKAGES_MOUNT)]
-            config = base_rules if at == WORKSPACE else None
+            config = base_rules if at == WORKSPACE and not legacy else None
             if config:
                 mounts.append(Mount(base, BASE_MOUNT))
             limits = replace(self.sandbox.limits, output_bytes=TOOL_OUTPUT_BYTES)
@@ -265,13 +259,7 @@ class Verifier:
             steps.append(make_step(done, name="eslint", phase="verify", tree=roots[at],
                                     secrets=self.secrets, include_stdout=False))  # fmt: skip
             if done.timed_out or done.stdout_truncated or done.exit_code not in (0, 1):
-                why = (
-                    "timed out"
-                    if done.timed_out
-                    else "printed more than the output cap"
-                    if done.stdout_truncated
-                    else f"exited {done.exit_code}"
-                )
+                why = _cut_short(done) or f"exited {done.exit_code}"
                 tail = redact(done.stderr.strip()[-300:], known=self.secrets)
                 return steps, FindingsDelta(tool="eslint", error=f"eslint {why}: {tail}")
             try:
@@ -335,8 +323,8 @@ class Verifier:
         step = make_step(
             done, name=name, phase="verify", tree=None, secrets=self.secrets, include_stdout=False
         )
-        if done.timed_out or done.stdout_truncated:
-            why = "timed out" if done.timed_out else "printed more than the output cap"
+        why = _cut_short(done)
+        if why:
             return [step], FindingsDelta(tool=name, error=f"{name} {why}")
         try:
             pairs = parse(done.stdout, roots=roots, read_line=reader, cwd=cwd)
@@ -402,3 +390,10 @@ class _LineReader:
             self._cache[key] = [] if data is None else data.decode("utf-8", "replace").splitlines()
         lines = self._cache[key]
         return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _cut_short(done: Completed) -> str:
+    """Why a tool's output cannot be read whole ("" when it can)."""
+    if done.timed_out:
+        return "timed out"
+    return "printed more than the output cap" if done.stdout_truncated else ""
