@@ -52,7 +52,7 @@ def _fixer(package: NpmPackage) -> Any:
     return fix
 
 
-def _summary(result: SessionResult, wall: float) -> dict[str, float]:
+def _summary(result: SessionResult, wall: float) -> dict[str, Any]:
     tests = sum(s.duration_seconds for s in result.steps if s.name == "tests")
     setup = sum(s.duration_seconds for s in result.steps if s.phase == "setup")
     return {
@@ -60,6 +60,7 @@ def _summary(result: SessionResult, wall: float) -> dict[str, float]:
         "setup_s": round(setup, 3),
         "tests_s": round(tests, 3),
         "beyond_tests_s": round(max(wall - tests, 0.0), 3),
+        "steps": [(s.name, s.tree, round(s.duration_seconds, 3)) for s in result.steps],
     }
 
 
