@@ -78,6 +78,12 @@ export const unit = <T,>(x: T): T[] => [x];
     assert found == ["area", "Circle.constructor", "Circle.area", "Circle.scale", "unit"]
 
 
+def _write(tree: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+
+
 def test_the_index_skips_tests_packages_bundles_and_declarations(tmp_path: Path) -> None:
     files = {
         "src/a.js": "export function a() {}\n",
@@ -86,9 +92,7 @@ def test_the_index_skips_tests_packages_bundles_and_declarations(tmp_path: Path)
         "node_modules/dep/index.js": "function dep() {}\n",
         "test/a.test.js": "test('a', () => {});\nfunction helper() {}\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     js = js_index(tmp_path)
     assert [s.qualname for s in js.index.symbols] == ["a"]
     assert [s.qualname for s in js.index.tests] == ["helper"]
@@ -307,9 +311,7 @@ def test_generated_code_is_not_indexed(tmp_path: Path) -> None:
         "dist/a.js": "export function a() {}\n",
         "lib/b.js": "function b() {}\n//# sourceMappingURL=b.js.map\n",
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     assert [s.where for s in js_index(tmp_path).index.symbols] == ["src/a.js:1-1"]
 
 

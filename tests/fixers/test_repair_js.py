@@ -116,6 +116,12 @@ def _steps(result: Any) -> str:
     return "\n".join([str(result.fix and result.fix.reason), *shown])
 
 
+def temps_project(tmp_path: Path) -> Path:
+    """The temperature converter whose test fails: a git repository."""
+    files = {"package.json": PACKAGE, "src/temps.js": TEMPS, "test/temps.test.js": TEMPS_TEST}
+    return make_project(tmp_path / "temps", files)
+
+
 def red_check() -> Task:
     return Task(
         "tests fail on main", kind="alert", check="tests", documents=(Document("check", CHECK),)
@@ -128,10 +134,7 @@ async def test_a_red_check_on_an_npm_project_is_fixed_by_the_voted_passing_answe
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
 ) -> None:
-    project = make_project(
-        tmp_path / "temps",
-        {"package.json": PACKAGE, "src/temps.js": TEMPS, "test/temps.test.js": TEMPS_TEST},
-    )
+    project = temps_project(tmp_path)
     result, model = await _session(
         runner, project, make_model, make_client, red_check(),
         UNPARSEABLE, RENAMED, BREAKS_FREEZING, RIGHT, RIGHT_AGAIN,
@@ -269,10 +272,7 @@ async def test_no_answer_that_passes_leaves_the_tree_as_it_was_and_says_what_was
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
 ) -> None:
-    project = make_project(
-        tmp_path / "temps",
-        {"package.json": PACKAGE, "src/temps.js": TEMPS, "test/temps.test.js": TEMPS_TEST},
-    )
+    project = temps_project(tmp_path)
     result, _ = await _session(
         runner, project, make_model, make_client, red_check(),
         BREAKS_FREEZING, RENAMED,
