@@ -50,6 +50,7 @@ _CUE = re.compile(
     r"\b(?:should|must|instead of|expected|expect|supposed to|promises|says|want|correct)"
     r"\b[^`.;]{0,40}?(`[^`\n]{1,300}`|\bTrue\b|\bFalse\b|\bNone\b|\"[^\"\n]{0,300}\")"
 )
+_RAISE = re.compile(r"\b(?:raise|raises|raising|throw|throws|throwing)\b")
 # "... returns `3` as documented": a sentence about what is right, not the bug
 _RIGHT = re.compile(r"^[^.;\n]{0,40}\b(?:correct(?:ly)?|as documented|as expected|is right|fine)\b")
 
@@ -63,6 +64,8 @@ class Example:
     now: Any = NOT_SAID  # what the issue says it gives now (the bug), when it quotes it
     raises: str = ""  # ... or the exception it says it raises now
     expected: Any = NOT_SAID  # what the issue says it should give
+    expected_literal: bool = False  # ... written as a Python literal (`'a'`, not `a`)
+    wants_raise: bool = False  # the issue says it should raise: no value to assert
     # observed on the base (filled by ``observe``)
     shown: str = ""  # repr, or "raises X: message"
     value: Any = NOT_SAID  # the repr read back, when it is a literal
@@ -80,13 +83,20 @@ class Example:
     @property
     def wanted(self) -> Any:
         """What the issue says it should give, when that can be what the call gives (a
-        `1.10 > 1.9` after "must compare" is no result of ``is_newer``)."""
-        if self.expected is not NOT_SAID and (self.raised or _kin(self.expected, self.value)):
+        `1.10 > 1.9` after "must compare" is no result of ``is_newer``). When the call
+        raises on the base there is no value to compare its kind with, so only a value
+        written as a literal counts: "`dict.update`" after "expected" names code."""
+        if self.expected is NOT_SAID:
+            return NOT_SAID
+        if (self.raised and self.expected_literal) or _kin(self.expected, self.value):
             return self.expected
         return NOT_SAID
 
     def assertion(self) -> str | None:
-        """The test line the issue's words give, or None when they give none."""
+        """The test line the issue's words give, or None when they give none (nor when
+        the issue says it should raise: no value of it can be asserted)."""
+        if self.wants_raise:
+            return None
         call = f"list({self.call})" if self.listed else self.call
         expected = self.wanted
         if expected is not NOT_SAID:
@@ -182,6 +192,14 @@ def last_name(node: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
 
 
+def _literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def _value(text: str) -> Any:
     """A quoted value as Python: a literal, or the text itself (`61m 1s` is a string)."""
     if text.startswith("`") and text.endswith("`"):
@@ -251,7 +269,10 @@ def _read(after: str, written: str, node: ast.Call, call: str, imports: tuple[st
         example = replace(example, raises=raises.group(1))
         rest = after[raises.end() :]
     if cue := _CUE.search(rest):
-        example = replace(example, expected=_value(cue.group(1)))
+        if _RAISE.search(cue.group(0)):  # "it should raise `TemplateNotFound`"
+            return replace(example, wants_raise=True)
+        text = cue.group(1).strip("`").strip()
+        example = replace(example, expected=_value(cue.group(1)), expected_literal=_literal(text))
     return example
 
 
