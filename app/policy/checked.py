@@ -10,6 +10,7 @@ from app.policy.evidence import BUMP_SIZES, Bump, TestDelta
 from app.policy.features import Features
 from app.policy.policy_model import SEVERITIES, Weights
 from app.policy.score_types import Scoring, Tally, Verification, listed
+from app.words import plural
 
 MAX_SCOPE_PLACES = 5  # places that add points; every one is named
 
@@ -154,6 +155,22 @@ def model_tests_only(s: Scoring, tally: Tally) -> None:
             f"only tests the model wrote show that it works ({listed(tests.reproduced)}): "
             "no test of the repository fails without it, and no second test agreed",
         )
+
+
+def tests_cannot_choose(s: Scoring, tally: Tally) -> None:
+    """A change that other changes match on every test (the repair's mechanical round
+    found a few that pass as well) is a draft at most: the tests cannot tell which one
+    fixes the bug, and a maintainer chooses among them (the description names them)."""
+    v = s.verification
+    if v is None or not v.alternatives:
+        return
+    tally.rule(
+        "tests_cannot_choose",
+        "draft",
+        f"{plural(len(v.alternatives), 'other change')} "
+        f"{'passes' if len(v.alternatives) == 1 else 'pass'} every test as well "
+        f"({'; '.join(v.alternatives)}): the tests cannot tell which one fixes the bug",
+    )
 
 
 def _only_tests(features: Features) -> bool:

@@ -103,6 +103,7 @@ FACTORS: tuple[Factor, ...] = (
     checked.tests_run,
     checked.tests_fixed,
     checked.model_tests_only,
+    checked.tests_cannot_choose,
     checked.findings,
     checked.budget,
     checked.security_update,

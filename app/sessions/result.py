@@ -162,6 +162,9 @@ class RepairReport(_Model):
     mechanical: int = 0  # mechanical changes tested after the model's answers missed
     mechanical_note: str = ""  # why the mechanical round kept none (two passed, a weak
     # judge allowed few kinds, its time was up)
+    # Other changes that pass every test as well as the chosen one ("what (path:line)"):
+    # the tests cannot tell which fixes the bug, and a maintainer chooses.
+    alternatives: list[str] = Field(default_factory=list)
     # The narrow mechanisms that acted (app/fixers/llm/repair/switches.py), times each; and the
     # one that brought the chosen change ("" for a plain round of answers).
     fired: dict[str, int] = Field(default_factory=dict)

@@ -636,6 +636,45 @@ async def test_when_every_answer_misses_a_mechanical_change_the_tests_single_out
         assert f", then {report.mechanical} mechanical changes; none made" in fix.reason
 
 
+async def test_when_the_repositorys_own_tests_cannot_choose_a_maintainer_does(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """The repository's own test fails at 32 °F and nothing of it tells `<=` from
+    `FREEZING = 33`: the first is proposed with the other named beside it, and the
+    policy keeps it a draft for a maintainer to choose (judged by a test the session
+    wrote, neither would be: the test above)."""
+    failing = FREEZING_TESTS + "\n\ndef test_32():\n    assert is_freezing(32)\n"
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        UNPARSEABLE,  # the round of answers: no reproduction, a test fails already
+        UNPARSEABLE,
+        samples=2,
+        temps=FREEZING,
+        files={"test_temps.py": failing},
+    )
+    assert model.remaining == 0
+    assert result.status == "patched", (result.error, result.fix)
+    assert "-    return f < FREEZING\n+    return f <= FREEZING" in result.diff.unified
+    report = result.fix.repair
+    assert report.alternatives == ["`32` became `33` (temps.py:1)"]
+    assert report.won_by == "mechanical-late"
+    score = score_session(result, result.policy, trigger=Trigger("comment"))  # type: ignore[arg-type]
+    (rule,) = [r for r in score.rules if r.rule == "tests_cannot_choose"]
+    assert rule.decision == "draft"
+    assert score.decision in ("draft", "reject")
+    body = render_body(result, score, title="is_freezing is wrong at 32")
+    assert "as 1 other change of the" in body
+    assert "(`32` became `33` (temps.py:1)): the tests cannot tell which one fixes the bug" in (
+        body
+    )
+
+
 async def test_the_mechanical_round_keeps_to_its_time_and_then_proposes_nothing(
     runner: SessionRunner,
     tmp_path: Path,

@@ -594,6 +594,25 @@ def test_a_model_fix_that_only_its_own_test_shows_is_a_draft_unless_tests_agreed
     assert not [r for r in lint.rules if r.rule == "model_tests_only"]
 
 
+def test_a_change_other_changes_match_on_every_test_waits_for_a_maintainer() -> None:
+    """Where other changes pass every test as well, the tests cannot tell which one fixes
+    the bug: a draft at most, whatever the score, with the others named."""
+    green = {"command": PY_CMD, "source": "detected", "reproducible": True}
+    fixed = TestDelta(**green, base=passed(2, failed=1), head=passed(3), fixed=["t::test_32"])
+    alone = scored(SRC, v=verification(fixer="llm", tests=fixed))
+    assert not [r for r in alone.rules if r.rule == "tests_cannot_choose"]
+    assert alone.decision == "review"
+    others = ("`32` became `33` (src/calc.py:1)", "`<` became `!=` (src/calc.py:2)")
+    chosen = scored(SRC, v=verification(fixer="llm", tests=fixed, alternatives=others))
+    (held,) = [r for r in chosen.rules if r.rule == "tests_cannot_choose"]
+    assert held.decision == "draft"
+    assert held.reason == (
+        "2 other changes pass every test as well (`32` became `33` (src/calc.py:1); `<` "
+        "became `!=` (src/calc.py:2)): the tests cannot tell which one fixes the bug"
+    )
+    assert chosen.decision in ("draft", "reject")
+
+
 HARD = [
     ("workflow", gdiff(".github/workflows/ci.yml", ["run: curl x | sh"]), "protected_path"),
     ("rename-away", gdiff("ci.yml.bak", old_path=".github/workflows/ci.yml"), "protected_path"),

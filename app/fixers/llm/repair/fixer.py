@@ -152,7 +152,7 @@ class RepairFixer(ModelFixer):
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
         mechanics = suspects[:MECHANICAL_SUSPECTS]
-        last = await self._mechanical(job, mechanics, must_pass, passed_before, strong)
+        last = await self._mechanical(job, mechanics, must_pass, passed_before, strong, repro)
         if last is not None:
             return self._won(summary(job, *last, repro))
         if repro is not None:
@@ -171,14 +171,19 @@ class RepairFixer(ModelFixer):
         must_pass: list[str],
         passed_before: set[str],
         strong: bool,
+        repro: str | None,
     ) -> tuple[Target, Candidate] | None:
         """When every answer missed: mechanical changes to ``suspects``, which cost no
-        model call (for a weak judge only the kinds it may judge)."""
+        model call (for a weak judge only the kinds it may judge; where the repository's
+        own failing tests judge, no ``repro``, a few passing ones a maintainer chooses
+        among)."""
         if not switches.on("mechanical-late"):
             return None
         switches.fired("mechanical-late")
         job.report.mechanical_note = "" if strong else WEAK_JUDGE
-        fixed = await mechanical_fix(job, suspects, must_pass, passed_before, weak=not strong)
+        fixed = await mechanical_fix(
+            job, suspects, must_pass, passed_before, weak=not strong, repository=repro is None
+        )
         job.report.won_by = "mechanical-late" if fixed is not None else ""
         return fixed
 

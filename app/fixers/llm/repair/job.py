@@ -55,6 +55,7 @@ class Findings:
     chosen: str = ""
     mechanical: int = 0
     mechanical_note: str = ""
+    alternatives: list[str] = field(default_factory=list)
     fired: dict[str, int] = field(default_factory=dict)
     won_by: str = ""
 

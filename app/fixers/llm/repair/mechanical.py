@@ -1,12 +1,17 @@
 """The repair's last round, without the model: each small mechanical change to the
 target (:mod:`mutants`) is tested as a model's answer would be, and one is kept only
-when it is the only change that passes.
+when the tests single it out.
 
 The model's rounds came first and missed. A mechanical change costs no tokens, only a
 test run: the failing or reproducing tests first (most changes fail them at once), then
 all of them for the few that pass. A change that fits the tests is easy to find and may
 be wrong (the tests are often one example), so if two different changes both pass, the
-tests cannot tell which one fixes the bug, and neither is proposed.
+tests cannot tell which one fixes the bug. Judged by a test the session wrote (the
+issue's example, the model's), neither is proposed. Judged by the repository's own
+failing tests, a few that pass (:data:`CHOICES` at most) are the maintainer's to choose
+among: the first tried is proposed, the others named beside it, and the policy keeps it
+a draft (``tests_cannot_choose``); more than that, and the tests hardly constrain the
+code: none is proposed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from app.words import plural
 # but for the kinds one model test may judge (mutators.py's WEAK_JUDGE_MUTATORS).
 ONE_NODE_LIMIT = 200  # no test runs for these: the whole list, not the first 60
 
+CHOICES = 3  # passing changes of one target a maintainer is shown to choose among
+
 WEAK_JUDGE = (
     "one model-written test is too weak a judge for most mechanical changes: only a loop "
     "over a copy, an element moved, a string argument left out or a `+ _ - @ #` the "
@@ -46,30 +53,50 @@ class Mechanical:
     tried: int = 0
     passed: list[tuple[Mutant, Candidate]] = field(default_factory=list)
     out_of_time: bool = False  # changes were left untried: one that passed may not be alone
+    choices: int = 1  # how many passing changes may be proposed as one and its alternatives
 
     @property
     def winner(self) -> tuple[Mutant, Candidate] | None:
-        return self.passed[0] if len(self.passed) == 1 and not self.out_of_time else None
+        if self.out_of_time or not 1 <= len(self.passed) <= self.choices:
+            return None
+        return self.passed[0]
+
+    def alternatives(self, target: Target) -> list[str]:
+        """The other changes that pass as well as the winner, each with its place."""
+        return [f"{m.what} ({where(target, m)})" for m, _ in self.passed[1:]]
 
     def chosen(self, target: Target, tests: str) -> str:
         """Why the winner was chosen, for the pull request."""
         change = self.passed[0][0]
-        return (
+        said = (
             "a mechanical change, tried after the model's answers all missed: "
             f"{change.what} ({where(target, change)}); it makes {tests} pass and keeps "
-            f"every other test passing, the only one of {plural(self.tried, 'such change')} "
-            "tried that does"
+            "every other test passing, "
+        )
+        others = self.alternatives(target)
+        if not others:
+            return said + f"the only one of {plural(self.tried, 'such change')} tried that does"
+        return said + (
+            f"as {plural(len(others), 'other change')} of the {self.tried} tried "
+            f"{'does' if len(others) == 1 else 'do'} ({'; '.join(others)}): the tests cannot "
+            "tell which one fixes the bug, so a maintainer chooses"
         )
 
     @property
     def ambiguous(self) -> str:
-        """Why nothing was kept though changes passed ("" when fewer than two did)."""
-        if len(self.passed) < 2:
+        """Why nothing was kept though changes passed ("" when no more than it may
+        propose did)."""
+        if len(self.passed) <= self.choices:
             return ""
-        a, b = (m.what for m, _ in self.passed[:2])
+        if self.choices == 1:
+            a, b = (m.what for m, _ in self.passed[:2])
+            return (
+                f"two mechanical changes pass ({a}; {b}): the tests cannot tell which one "
+                "fixes the bug, so neither is proposed"
+            )
         return (
-            f"two mechanical changes pass ({a}; {b}): the tests cannot tell which one "
-            "fixes the bug, so neither is proposed"
+            f"more than {self.choices} mechanical changes pass: the tests hardly constrain "
+            "this code, so none is proposed"
         )
 
 
@@ -83,14 +110,15 @@ async def mechanical(
     passed_before: set[str],
     kinds: Sequence[Mutator] = MUTATORS,
     deadline: float = math.inf,
+    choices: int = 1,
 ) -> Mechanical:
     """Each change of the target (of ``kinds``) tested until ``deadline`` (of
-    ``time.monotonic``); the tree is left with the winner in it, when there is exactly
-    one and every change was tried, and as it was otherwise."""
+    ``time.monotonic``); the tree is left with the winner in it, when every change was
+    tried and at least one but no more than ``choices`` passed, and as it was otherwise."""
     path = target.symbol.path
     text = idx.sources[path]
     units = unit_sources(text, target)
-    found = Mechanical()
+    found = Mechanical(choices=max(1, choices))
     for mutant in mutants(units, words=words, kinds=kinds):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
@@ -109,8 +137,8 @@ async def mechanical(
             continue
         write_confined(ws.tree, path, text.encode())  # the next change starts from the base
         found.passed.append((mutant, candidate))
-        if len(found.passed) > 1:
-            break  # the tests cannot choose: nothing more to learn here
+        if len(found.passed) > found.choices:
+            break  # more than may be shown: nothing more to learn here
     winner = found.winner
     if winner is not None:
         write_confined(ws.tree, path, winner[1].text.encode())

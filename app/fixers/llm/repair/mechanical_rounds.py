@@ -1,6 +1,7 @@
 """The repair's mechanical round (:mod:`mechanical`) as a job runs it: on the suspects
-when the model's answers missed everywhere, each target once, until one change alone
-passes, two do (then the tests cannot choose, and none is kept) or its time is up."""
+when the model's answers missed everywhere, each target once, until the tests single
+out one change (or, judged by the repository's own tests, a few a maintainer chooses
+among), more pass than that (then none is kept) or its time is up."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from app.fixers.llm.localize import Suspect
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.job import RepairRun, task_words, tests_named
-from app.fixers.llm.repair.mechanical import mechanical
+from app.fixers.llm.repair.mechanical import CHOICES, mechanical
 from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.splice import Target, target_of
 
@@ -25,11 +26,14 @@ async def mechanical_fix(
     passed_before: set[str],
     *,
     weak: bool = False,
+    repository: bool = False,
 ) -> tuple[Target, Candidate] | None:
     """Small mechanical changes to each suspect (:mod:`mechanical`), tried against the
-    tests for at most :data:`MECHANICAL_SECONDS`; the fix when exactly one change of a
-    suspect passes and every one was tried (left in the tree). ``weak``: one model test
-    judges, so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
+    tests for at most :data:`MECHANICAL_SECONDS`; the fix when every change of a suspect
+    was tried and exactly one passes, or, where the repository's own failing tests judge
+    (``repository``), no more than :data:`~mechanical.CHOICES` do (the first left in the
+    tree, the others in the report's ``alternatives``). ``weak``: one model test judges,
+    so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
     seconds = MECHANICAL_SECONDS
     deadline = time.monotonic() + seconds
     report, seen = job.report, set()
@@ -42,13 +46,14 @@ async def mechanical_fix(
         mech = await mechanical(
             job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
             passed_before=passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
-            deadline=deadline,
+            deadline=deadline, choices=CHOICES if repository else 1,
         )  # fmt: skip
         report.mechanical += mech.tried
         if mech.winner is not None:
             report.passed += 1
             report.target = target.symbol.qualname
             report.chosen = mech.chosen(target, tests_named(must_pass))
+            report.alternatives = mech.alternatives(target)
             return target, mech.winner[1]
         if mech.ambiguous:  # the tests cannot choose; another suspect's is no surer
             report.mechanical_note = mech.ambiguous
