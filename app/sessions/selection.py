@@ -11,7 +11,7 @@ need only the tests that failed (app/fixers/culprit.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ SELECTION_MOUNT = "/selection"
 PLUGIN = "patchwarden_tests"
 IDS_FILE = "tests.txt"
 TRACE_FILE = "reached.json"
+LINES_FILE = "lines.json"
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,28 @@ class Selection:
     def trace(self) -> Path:
         return self.folder / TRACE_FILE
 
+    @property
+    def lines(self) -> Path:
+        return self.folder / LINES_FILE
 
-def selecting(ids: Iterable[str] | None, folder: Path, *, trace: bool = False) -> Selection:
+
+def selecting(
+    ids: Iterable[str] | None, folder: Path, *, trace: bool = False, lines: Sequence[str] = ()
+) -> Selection:
     """Run only the tests of ``ids`` (JUnit ids; None: every test) — and, with ``trace``,
-    record what each reaches under /workspace. ``folder`` (made by the caller, writable
-    by the sandbox) holds the list and the report."""
+    record what each reaches under /workspace, and which lines of the files ``lines``
+    (paths in the tree) it ran. ``folder`` (made by the caller, writable by the sandbox)
+    holds the list and the reports."""
     env = {"PYTHONPATH": PROBES_MOUNT}
     if ids is not None:
         (folder / IDS_FILE).write_text("".join(f"{i}\n" for i in sorted(set(ids))))
         env["SELECT_TESTS_FILE"] = f"{SELECTION_MOUNT}/{IDS_FILE}"
     if trace:
         env |= {"TRACE_REPORT": f"{SELECTION_MOUNT}/{TRACE_FILE}", "TRACE_ROOT": WORKSPACE}
+    if trace and lines:
+        env |= {
+            "TRACE_LINES": ":".join(lines),
+            "TRACE_LINES_REPORT": f"{SELECTION_MOUNT}/{LINES_FILE}",
+        }
     mounts = (Mount(PROBES, PROBES_MOUNT), Mount(folder, SELECTION_MOUNT, writable=True))
     return Selection(addopts=("-p", PLUGIN), env=env, mounts=mounts, folder=folder)

@@ -664,6 +664,16 @@ async def test_when_the_repositorys_own_tests_cannot_choose_a_maintainer_does(
     report = result.fix.repair
     assert report.alternatives == ["`32` became `33` (temps.py:1)"]
     assert report.won_by == "mechanical-late"
+    assert report.fired.get("line-order") == 1  # a run traced the failing test's lines
+    assert [s.name for s in result.steps].count("repair-lines") == 1
+    # Each change's first run is of the failing test alone: the rest of its file is not
+    # run until a change passes it (then every test runs).
+    first = [s.output for s in result.steps if s.name == "repair-candidate"]
+    assert len(first) == report.mechanical
+    assert all("1 deselected" in out for out in first), first[:1]
+    whole = [s.output for s in result.steps if s.name == "repair-candidate-all"]
+    assert len(whole) == 2
+    assert all("deselected" not in out for out in whole)
     score = score_session(result, result.policy, trigger=Trigger("comment"))  # type: ignore[arg-type]
     (rule,) = [r for r in score.rules if r.rule == "tests_cannot_choose"]
     assert rule.decision == "draft"

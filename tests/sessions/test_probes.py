@@ -141,3 +141,45 @@ def test_the_reach_plugin_records_what_each_chosen_test_calls(tmp_path: Path) ->
 def test_junit_ids_are_the_reports() -> None:
     assert junit_id("tests/test_a.py::TestX::test_m[1]") == "tests.test_a.TestX::test_m[1]"
     assert junit_id("test_a.py::test_f") == "test_a::test_f"
+
+
+def test_the_reach_plugin_records_the_lines_each_test_runs_of_the_files_asked(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "calc.py").write_text(
+        "def sign(x):\n"  # 1
+        "    if x < 0:\n"
+        "        return -1\n"
+        "    if x == 0:\n"
+        "        return 0\n"  # 5
+        "    return 1\n"
+    )
+    (tmp_path / "other.py").write_text("def one():\n    return 1\n")
+    (tmp_path / "test_calc.py").write_text(
+        "from calc import sign\nfrom other import one\n\n\n"
+        "def test_negative():\n    assert sign(-5) == -1\n\n\n"
+        "def test_zero():\n    assert sign(0) == one()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(PROBES),
+        "TRACE_REPORT": str(tmp_path / "reach.json"),
+        "TRACE_ROOT": str(tmp_path),
+        "TRACE_LINES": "calc.py",
+        "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "patchwarden_tests", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "1 failed, 1 passed" in done.stdout, done.stdout
+    lines = json.loads((tmp_path / "lines.json").read_text())
+    assert lines == {
+        "test_calc::test_negative": {"calc.py": [2, 3]},
+        "test_calc::test_zero": {"calc.py": [2, 4, 5]},  # other.py was not asked for
+    }

@@ -10,6 +10,10 @@ Loaded inside the sandbox with ``-p patchwarden_tests`` (this folder on ``PYTHON
   ``$TRACE_ROOT``: ``{test id: [[path relative to the root, first line], ...]}``. A
   function is known by its file and its first line (a decorated one's first
   decorator): the caller maps that to a function of the tree.
+- ``$TRACE_LINES`` (with ``$TRACE_LINES_REPORT``), paths relative to the root separated
+  by ``:``: also the lines of those files each test ran, written to
+  ``$TRACE_LINES_REPORT`` as ``{test id: {path: [line, ...]}}`` (the lines of a
+  multi-line statement as Python reports them: at least its first).
 
 Standard library and pytest only; it imports nothing of Patchwarden.
 """
@@ -19,11 +23,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+from types import FrameType
+from typing import Any
 
 import pytest
 
 _ROOT = os.path.join(os.environ.get("TRACE_ROOT", "/workspace"), "")
 _reached: dict[str, set[tuple[str, int]]] = {}
+_lines: dict[str, dict[str, set[int]]] = {}
+
+
+def _line_files() -> dict[str, str]:
+    """The files whose lines are traced: absolute path -> path relative to the root."""
+    if not os.environ.get("TRACE_LINES_REPORT"):
+        return {}
+    names = [n for n in os.environ.get("TRACE_LINES", "").split(":") if n]
+    return {os.path.join(_ROOT, n): n for n in names}
 
 
 def _wanted() -> set[str] | None:
@@ -62,10 +77,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     codes: set[object] = set()
+    files = _line_files()
+    ran: set[tuple[str, int]] = set()
 
-    def tracer(frame: object, event: str, arg: object) -> None:
+    def lines(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            ran.add((frame.f_code.co_filename, frame.f_lineno))
+        return lines
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "call":
-            codes.add(frame.f_code)  # type: ignore[attr-defined]
+            codes.add(frame.f_code)
+            if frame.f_code.co_filename in files:
+                return lines
+        return None
 
     previous = sys.gettrace()
     sys.settrace(tracer)
@@ -73,11 +98,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
     finally:
         sys.settrace(previous)
-        found = _reached.setdefault(junit_id(item.nodeid), set())
+        test = junit_id(item.nodeid)
+        found = _reached.setdefault(test, set())
         for code in codes:
             name = code.co_filename  # type: ignore[attr-defined]
             if name.startswith(_ROOT):
                 found.add((name[len(_ROOT) :], code.co_firstlineno))  # type: ignore[attr-defined]
+        if files:
+            per_file = _lines.setdefault(test, {})
+            for name, line in ran:
+                per_file.setdefault(files[name], set()).add(line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -85,3 +115,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if out:
         with open(out, "w", encoding="utf-8") as f:
             json.dump({k: sorted(v) for k, v in _reached.items()}, f)
+    lines = os.environ.get("TRACE_LINES_REPORT")
+    if lines and _line_files():
+        with open(lines, "w", encoding="utf-8") as f:
+            json.dump({k: {p: sorted(n) for p, n in v.items()} for k, v in _lines.items()}, f)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.fixers.llm.answers import normalised
@@ -111,15 +111,19 @@ async def mechanical(
     kinds: Sequence[Mutator] = MUTATORS,
     deadline: float = math.inf,
     choices: int = 1,
+    lines: Mapping[int, float] | None = None,
 ) -> Mechanical:
     """Each change of the target (of ``kinds``) tested until ``deadline`` (of
     ``time.monotonic``); the tree is left with the winner in it, when every change was
-    tried and at least one but no more than ``choices`` passed, and as it was otherwise."""
+    tried and at least one but no more than ``choices`` passed, and as it was otherwise.
+    ``lines``: how suspect each line of the file is (the failing tests ran it, the
+    passing ones less): changes there are tried first."""
     path = target.symbol.path
     text = idx.sources[path]
     units = unit_sources(text, target)
     found = Mechanical(choices=max(1, choices))
-    for mutant in mutants(units, words=words, kinds=kinds):
+    score = (lambda m: lines.get(line_of(target, m), 0.0)) if lines else None
+    for mutant in mutants(units, words=words, kinds=kinds, score=score):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)
@@ -145,13 +149,18 @@ async def mechanical(
     return found
 
 
-def where(target: Target, mutant: Mutant) -> str:
-    """The file and line a change is on."""
+def line_of(target: Target, mutant: Mutant) -> int:
+    """The line of the file a change is on."""
     first = target.symbol.start
     for name, start, _end in target.constants:
         if name == mutant.unit:
             first = start
-    return f"{target.symbol.path}:{first + mutant.line - 1}"
+    return first + mutant.line - 1
+
+
+def where(target: Target, mutant: Mutant) -> str:
+    """The file and line a change is on."""
+    return f"{target.symbol.path}:{line_of(target, mutant)}"
 
 
 def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""Spectrum-based fault localisation: which functions the failing tests run and the
-passing ones do not.
+"""Spectrum-based fault localisation: which functions (and lines) the failing tests run
+and the passing ones do not.
 
 A traced run of the repository's tests (the tracing plugin,
 :mod:`app.sessions.selection`) says which of the tree's functions each test called.
@@ -43,3 +43,19 @@ def ochiai(
         )
         for s in ef
     }
+
+
+def line_scores(
+    lines: Mapping[str, Mapping[str, Collection[int]]], failing: Collection[str], path: str
+) -> dict[int, float]:
+    """Each line of ``path`` the failing tests ran, with its Ochiai score (as
+    :func:`ochiai`, per line: a traced run's :attr:`~.testruns.Tests.lines`); {} when no
+    failing test was traced."""
+    failed = [t for t in lines if t in failing]
+    if not failed:
+        return {}
+    ef: Counter[int] = Counter()
+    ep: Counter[int] = Counter()
+    for test, files in lines.items():
+        (ef if test in failing else ep).update(files.get(path, ()))
+    return {n: ef[n] / math.sqrt(len(failed) * (ef[n] + ep[n])) for n in ef}

@@ -23,6 +23,8 @@ from contextvars import ContextVar
 MECHANISMS: dict[str, str] = {
     "together": "the other short suspects of the function's file shown, to be fixed with it",
     "mechanical-late": "mechanical changes after the model missed everywhere",
+    "line-order": "mechanical changes tried first on the lines the failing tests run and the "
+    "passing ones do not (a run traced line by line)",
     "named": "only the failing tests the task names judge the fix and point to it",
     "test-imports": "an npm reproduction's forgotten framework names bound as the project's "
     "tests bind them",

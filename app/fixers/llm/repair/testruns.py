@@ -51,6 +51,8 @@ class Tests:
     failures: dict[str, str]  # test id -> what it printed
     # traced runs: test id -> the functions it called, as (path, first line) of the tree
     reached: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # ... and the lines it ran of the files asked for: test id -> path -> lines
+    lines: dict[str, dict[str, set[int]]] = field(default_factory=dict)
 
     def failing(self) -> list[str]:
         return sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
@@ -60,16 +62,26 @@ class Tests:
 
 
 async def run_tests(
-    ws: FixContext, *, extra: Sequence[str] = (), name: str, trace: bool = False
+    ws: FixContext,
+    *,
+    extra: Sequence[str] = (),
+    name: str,
+    trace: bool = False,
+    only: Sequence[str] | None = None,
+    lines: Sequence[str] = (),
 ) -> Tests | None:
     """The repository's test command (plus ``extra``) on the tree, in the sandbox, read
     from its JUnit report; None when no report came back (not pytest, or it crashed).
-    ``trace``: also which of the tree's functions each test called (:attr:`Tests.reached`)."""
+    ``trace``: also which of the tree's functions each test called (:attr:`Tests.reached`),
+    and which lines of the files ``lines`` it ran (:attr:`Tests.lines`); ``only``: the
+    tests of these JUnit ids alone run (the others deselected)."""
     if not ws.commands.test:
         return None
     reports = Path(tempfile.mkdtemp(prefix="repair-", dir=ws.workspace.root))
     ws.sandbox.prepare_writable(reports)
-    traced = selecting(None, reports, trace=True) if trace else None
+    chosen = only is not None or trace
+    lines = [p for p in lines if ":" not in p]  # the plugin's list is ":"-separated
+    traced = selecting(only, reports, trace=trace, lines=lines) if chosen else None
     report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
     addopts = [*report, *(traced.addopts if traced else ())]
     argv, env = repo_test_command(ws.commands, ws.env_dir, extra, addopts=addopts)
@@ -94,7 +106,10 @@ async def run_tests(
     except ReportError:
         return None
     run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
-    return Tests(run, failures, reached_in(reports, traced.trace.name) if traced else {})
+    if not trace or traced is None:
+        return Tests(run, failures)
+    ran = lines_in(reports, traced.lines.name) if lines else {}
+    return Tests(run, failures, reached_in(reports, traced.trace.name), ran)
 
 
 def _place(item: object) -> bool:
@@ -118,6 +133,24 @@ def reached_in(folder: Path, name: str) -> dict[str, list[tuple[str, int]]]:
     for test, places in raw.items() if isinstance(raw, dict) else []:
         items = places if isinstance(places, list) else []
         out[str(test)] = [(p[0], p[1]) for p in items if _place(p)]
+    return out
+
+
+def lines_in(folder: Path, name: str) -> dict[str, dict[str, set[int]]]:
+    """The plugin's lines report, checked: {} when it is missing or not what the plugin
+    writes (``{test id: {path: [line, ...]}}``)."""
+    data = read_confined(folder, name, limit=MAX_TRACE_BYTES)
+    try:
+        raw = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    out: dict[str, dict[str, set[int]]] = {}
+    for test, files in raw.items() if isinstance(raw, dict) else []:
+        out[str(test)] = {
+            str(path): {n for n in ns if isinstance(n, int)}
+            for path, ns in (files.items() if isinstance(files, dict) else [])
+            if isinstance(ns, list)
+        }
     return out
 
 
@@ -303,7 +336,9 @@ async def try_change(
     """Put ``text`` at ``path`` and run the tests that must pass (failing or reproducing)
     first, then all: "passed" leaves the change in the tree; otherwise the file is put
     back, and the verdict says why (``test failed: <id>``, ``breaks: <id>`` for a test
-    that passed before)."""
+    that passed before). The first run is of those tests alone where each is a test id
+    (most changes fail there, and the rest of their files need not run for it); of their
+    whole files where one is a file, or where a selection did not find them all."""
     original = idx.sources[path]
     write_confined(ws.tree, path, text.encode())
     ws.sandbox.prepare_writable(ws.tree)
@@ -311,7 +346,7 @@ async def try_change(
     try:
         files = sorted({p for p in (path_of_test(t, idx) for t in must_pass) if p})
         if files:
-            tests = await run_tests(ws, extra=files, name="repair-candidate")
+            tests = await _must_pass_run(ws, files, must_pass)
             still = [t for t in must_pass if failed_in(tests, t)]
             if tests is None or still:
                 verdict = f"test failed: {still[0] if still else 'the tests'}"
@@ -337,6 +372,18 @@ async def try_change(
     finally:
         if verdict != "passed":
             write_confined(ws.tree, path, original.encode())
+
+
+async def _must_pass_run(
+    ws: FixContext, files: list[str], must_pass: Sequence[str]
+) -> Tests | None:
+    """The run of the tests that must pass: by their ids alone when each is an id and the
+    selection finds every one, else their files whole."""
+    if all("::" in t for t in must_pass):
+        alone = await run_tests(ws, extra=files, only=must_pass, name="repair-candidate")
+        if alone is not None and all(t in alone.run.outcomes for t in must_pass):
+            return alone
+    return await run_tests(ws, extra=files, name="repair-candidate")
 
 
 def with_imports(source: str, idx: Index) -> str:
