@@ -165,6 +165,8 @@ class RepairReport(_Model):
     # Other changes that pass every test as well as the chosen one ("what (path:line)"):
     # the tests cannot tell which fixes the bug, and a maintainer chooses.
     alternatives: list[str] = Field(default_factory=list)
+    # Suspects no answer was asked for: writing them back takes more than an answer holds
+    too_long: list[str] = Field(default_factory=list)
     # The narrow mechanisms that acted (app/fixers/llm/repair/switches.py), times each; and the
     # one that brought the chosen change ("" for a plain round of answers).
     fired: dict[str, int] = Field(default_factory=dict)

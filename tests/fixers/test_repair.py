@@ -117,6 +117,7 @@ async def _repair(
     files: dict[str, str] | None = None,
     without: frozenset[str] = frozenset(),
     prefill: bool = False,
+    max_output_tokens: int = 4096,
 ) -> Any:
     """The session on the temps project (and ``files``) with ``script`` answering;
     ``auto``: the llm fixer's auto strategy (repair, then the agent) instead of repair
@@ -125,7 +126,9 @@ async def _repair(
         tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS, **(files or {})}
     )
     model = await make_model(*script)
-    client = make_client(provider(model), retry_base_seconds=0.01)
+    client = make_client(
+        provider(model), retry_base_seconds=0.01, max_output_tokens=max_output_tokens
+    )
     repair = RepairFixer(client, samples=samples, without=without, prefill=prefill)
     fixer = LlmFixer(repair=repair, agent=AgentFixer(client)) if auto else repair
     spec = SessionSpec(
@@ -682,6 +685,37 @@ async def test_when_the_repositorys_own_tests_cannot_choose_a_maintainer_does(
     assert "as 1 other change of the" in body
     assert "(`32` became `33` (temps.py:1)): the tests cannot tell which one fixes the bug" in (
         body
+    )
+
+
+async def test_a_function_an_answer_cannot_hold_is_not_asked_for(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """Where writing the function back takes more tokens than an answer may hold, every
+    answer would be cut off before its end: no model call is spent on it, and the
+    answer says why, with the setting that raises the limit."""
+    boiling = TESTS + "\n\ndef test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        RIGHT,  # never asked for
+        samples=2,
+        files={"test_temps.py": boiling},
+        max_output_tokens=15,
+    )
+    assert model.remaining == 1
+    fix = result.fix
+    assert result.status == "failed"
+    assert fix.repair.samples == 0
+    assert fix.reason.startswith("no verified fix: 0 answers")
+    assert fix.reason.endswith(
+        "; `fahrenheit_to_celsius` is not asked for: writing it back takes about 24 tokens, "
+        "more than an answer's 15 (PATCHWARDEN_LLM_MAX_OUTPUT_TOKENS)"
     )
 
 

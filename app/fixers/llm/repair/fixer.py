@@ -8,7 +8,8 @@ the tests choose (as Agentless does: a small model cannot plan a tool loop).
    example, kept only if it fails on the base for the bug's reason.
 3. **Sample**: for each of the localiser's first suspects, one prompt with the
    function's source and what it reads and calls, the failing test and its output, asks
-   for the whole corrected function, k times (the first greedy). Answers that do not
+   for the whole corrected function, k times (the first greedy); not for a function
+   longer than an answer may hold (every answer would be cut off). Answers that do not
    parse, change nothing or rename it are dropped; the rest are grouped by syntax tree
    (the votes), spliced in by line range (:mod:`splice`).
 4. **Validate** in the sandbox: the failing and reproducing tests first, then all; one
@@ -49,7 +50,7 @@ from app.fixers.llm.repair.job import (
 from app.fixers.llm.repair.js_flow import repair_js
 from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.repair.mechanical_rounds import mechanical_fix
-from app.fixers.llm.repair.prompt import repair_prompt
+from app.fixers.llm.repair.prompt import repair_prompt, too_long_to_write
 from app.fixers.llm.repair.reproduction import reproduce
 from app.fixers.llm.repair.splice import Target, header, target_of
 from app.fixers.llm.repair.testruns import Tests
@@ -146,6 +147,14 @@ class RepairFixer(ModelFixer):
                 continue
             if job.stopped:  # the model call budget is spent
                 break
+            tokens = too_long_to_write(job.idx, target, self.client.max_output_tokens)
+            if tokens:  # every answer would be cut off: no call is spent on it
+                job.report.too_long.append(
+                    f"`{target.symbol.qualname}` is not asked for: writing it back takes "
+                    f"about {tokens:,} tokens, more than an answer's "
+                    f"{self.client.max_output_tokens:,} (PATCHWARDEN_LLM_MAX_OUTPUT_TOKENS)"
+                )
+                continue
             if target.joined:  # acted: another suspect is rewritten with this one
                 switches.fired("together")
             winner = await self._round(job, target, must_pass, passed_before, before)

@@ -56,6 +56,7 @@ class Findings:
     mechanical: int = 0
     mechanical_note: str = ""
     alternatives: list[str] = field(default_factory=list)
+    too_long: list[str] = field(default_factory=list)
     fired: dict[str, int] = field(default_factory=dict)
     won_by: str = ""
 
@@ -176,9 +177,10 @@ def no_fix(job: RepairRun, order: Sequence[Suspect], repro: str | None) -> str:
     then = f", then {plural(n, 'mechanical change')}" if n else ""
     judge = "the reproduction test pass" if repro else "the failing tests pass"
     stopped, why = f" ({job.stopped})" if job.stopped else "", f"; {why}" if why else ""
+    long = "".join(f"; {said}" for said in report.too_long)
     return (
         f"no verified fix: {report.samples} answers, {tried} tried on {where}{then}; "
-        f"none made {judge} with every other test still passing{stopped}{why}"
+        f"none made {judge} with every other test still passing{stopped}{why}{long}"
     )
 
 
