@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from app.fixers.llm.localize import Index, Suspect, Symbol
-from app.fixers.llm.repair.examples import example_test, examples
+from app.fixers.llm.repair.examples import Example, example_test, examples
 from app.fixers.llm.repair.job import named_tests
 from app.sessions.task import Document, Task
 
@@ -146,11 +146,56 @@ def test_an_ordinary_issue_gives_no_test_its_words_do_not_say(
     issue: str, seen: tuple[Any, ...]
 ) -> None:
     found = examples(task_of(issue), IDX, SUSPECTS)
+    assert example_test(observed(found, seen)) == ([], []), found
+
+
+def observed(found: list[Example], seen: tuple[Any, ...]) -> list[Example]:
+    """Each example as ``observe`` would leave it, had its call given ``seen`` on the base."""
     if seen[0] is RAISES:
-        found = [replace(e, raised=seen[1], shown=f"raises {seen[1]}: x") for e in found[:1]]
-    else:
-        found = [replace(e, value=seen[0], shown=repr(seen[0])) for e in found[:1]]
-    assert example_test(found) == ([], []), found
+        return [replace(e, raised=seen[1], shown=f"raises {seen[1]}: x") for e in found]
+    return [replace(e, value=seen[0], shown=repr(seen[0])) for e in found]
+
+
+@pytest.mark.parametrize(
+    ("issue", "seen", "test"),
+    [
+        # not raising is what it should do: the value it should give instead is the test
+        (
+            "`get_user(7)` raises `KeyError`; it should not raise but return `None`.",
+            (RAISES, "KeyError"),
+            "assert get_user(7) is None",
+        ),
+        (
+            "`percent(1, 0)` raises `ZeroDivisionError`. It should never throw, expected `0.0`.",
+            (RAISES, "ZeroDivisionError"),
+            "assert percent(1, 0) == 0.0",
+        ),
+        # a value written bare is a value, not code, even where the call raises now
+        (
+            "`to_snake('a b')` raises `TypeError`; expected `a_b c`.",
+            (RAISES, "TypeError"),
+            "assert to_snake('a b') == 'a_b c'",
+        ),
+    ],
+)
+def test_what_an_issue_wants_instead_of_a_raise_is_its_test(
+    issue: str, seen: tuple[Any, ...], test: str
+) -> None:
+    found = observed(examples(task_of(issue), IDX, SUSPECTS), seen)
+    assert example_test(found)[1] == [f"def test_issue_example_1():\n    {test}\n"]
+
+
+@pytest.mark.parametrize(
+    "issue",
+    [
+        "`chunk([1], -1)` returns `[]`; it should have thrown `ValueError` for a negative size.",
+        "`chunk([1], -1)` returns `[]`, it should fail with `ValueError`.",
+        "`chunk([1], -1)` returns `[]`; expected a `ValueError` to be raised.",
+    ],
+)
+def test_an_issue_that_wants_a_raise_gives_no_value_test(issue: str) -> None:
+    found = observed(examples(task_of(issue), IDX, SUSPECTS), ([],))
+    assert example_test(found) == ([], [])
 
 
 def test_the_corpus_is_thirty_issues() -> None:

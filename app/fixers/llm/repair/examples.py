@@ -50,7 +50,12 @@ _CUE = re.compile(
     r"\b(?:should|must|instead of|expected|expect|supposed to|promises|says|want|correct)"
     r"\b[^`.;]{0,40}?(`[^`\n]{1,300}`|\bTrue\b|\bFalse\b|\bNone\b|\"[^\"\n]{0,300}\")"
 )
-_RAISE = re.compile(r"\b(?:raise|raises|raising|throw|throws|throwing)\b")
+# "it should raise `X`", "should have thrown", "should fail with", "expected ... raised"
+_RAISE = re.compile(
+    r"\b(?:rais(?:e|es|ed|ing)|throw(?:s|n|ing)?|fail(?:s|ing)? with|errors? out)\b"
+)
+_RAISED_AFTER = re.compile(r"\s*(?:to be|is|be|being|gets?)\s+(?:raised|thrown)\b")
+_NOT = re.compile(r"\b(?:not|never)\b|n't\b")  # "it should not raise but return `None`"
 # "... returns `3` as documented": a sentence about what is right, not the bug
 _RIGHT = re.compile(r"^[^.;\n]{0,40}\b(?:correct(?:ly)?|as documented|as expected|is right|fine)\b")
 
@@ -64,7 +69,7 @@ class Example:
     now: Any = NOT_SAID  # what the issue says it gives now (the bug), when it quotes it
     raises: str = ""  # ... or the exception it says it raises now
     expected: Any = NOT_SAID  # what the issue says it should give
-    expected_literal: bool = False  # ... written as a Python literal (`'a'`, not `a`)
+    expected_code: bool = False  # ... written as code, not a value (`dict.update`, `x`)
     wants_raise: bool = False  # the issue says it should raise: no value to assert
     # observed on the base (filled by ``observe``)
     shown: str = ""  # repr, or "raises X: message"
@@ -84,11 +89,11 @@ class Example:
     def wanted(self) -> Any:
         """What the issue says it should give, when that can be what the call gives (a
         `1.10 > 1.9` after "must compare" is no result of ``is_newer``). When the call
-        raises on the base there is no value to compare its kind with, so only a value
-        written as a literal counts: "`dict.update`" after "expected" names code."""
+        raises on the base there is no value to compare its kind with, so what reads as
+        code is no value: "`dict.update`" after "expected" names code, `61m 1s` does not."""
         if self.expected is NOT_SAID:
             return NOT_SAID
-        if (self.raised and self.expected_literal) or _kin(self.expected, self.value):
+        if (self.raised and not self.expected_code) or _kin(self.expected, self.value):
             return self.expected
         return NOT_SAID
 
@@ -192,12 +197,13 @@ def last_name(node: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
 
 
-def _literal(text: str) -> bool:
+def _code(text: str) -> bool:
+    """Whether ``text`` reads as a name, an attribute or a call: code, not a value."""
     try:
-        ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return True
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Call))
 
 
 def _value(text: str) -> Any:
@@ -269,10 +275,14 @@ def _read(after: str, written: str, node: ast.Call, call: str, imports: tuple[st
         example = replace(example, raises=raises.group(1))
         rest = after[raises.end() :]
     if cue := _CUE.search(rest):
-        if _RAISE.search(cue.group(0)):  # "it should raise `TemplateNotFound`"
+        said = cue.group(0)[: cue.start(1) - cue.start(0)]  # the words before the value
+        raised = (verb := _RAISE.search(said)) and not _NOT.search(said[: verb.start()])
+        if raised or _RAISED_AFTER.match(
+            rest[cue.end() :]
+        ):  # "should raise `X`", "`X` to be raised"
             return replace(example, wants_raise=True)
         text = cue.group(1).strip("`").strip()
-        example = replace(example, expected=_value(cue.group(1)), expected_literal=_literal(text))
+        example = replace(example, expected=_value(cue.group(1)), expected_code=_code(text))
     return example
 
 
