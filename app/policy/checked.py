@@ -164,12 +164,12 @@ def tests_cannot_choose(s: Scoring, tally: Tally) -> None:
     v = s.verification
     if v is None or not v.alternatives:
         return
+    n = v.alternatives
     tally.rule(
         "tests_cannot_choose",
         "draft",
-        f"{plural(len(v.alternatives), 'other change')} "
-        f"{'passes' if len(v.alternatives) == 1 else 'pass'} every test as well "
-        f"({'; '.join(v.alternatives)}): the tests cannot tell which one fixes the bug",
+        f"{plural(n, 'other change')} {'passes' if n == 1 else 'pass'} every test as well "
+        "(the description names them): the tests cannot tell which one fixes the bug",
     )
 
 

@@ -130,9 +130,9 @@ class Verification:
     # The tests the fixer wrote to show the bug agree (two sampled independently) or the
     # issue's own example backs them: more than one model's word
     agreed: bool = False
-    # Other changes pass every test as well as this one (the repair's mechanical round):
-    # the tests cannot tell which fixes the bug
-    alternatives: tuple[str, ...] = ()
+    # How many other changes pass every test as well as this one (the repair's
+    # mechanical round): the tests cannot tell which fixes the bug
+    alternatives: int = 0
 
     @property
     def weighed_as(self) -> tuple[str, ...]:
@@ -161,7 +161,7 @@ class Verification:
             bump=getattr(fix, "bump", None),
             scope=result.scope,
             agreed=bool(getattr(getattr(fix, "repair", None), "agreed", False)),
-            alternatives=tuple(getattr(getattr(fix, "repair", None), "alternatives", ())),
+            alternatives=len(getattr(getattr(fix, "repair", None), "alternatives", ())),
             max_tokens=max_tokens,
             max_cost_usd=max_cost_usd,
         )

@@ -4,12 +4,15 @@ test run: an upper bound on what it can fix, and where in its order the fix come
     .venv/bin/python bench/realbugs/reachable.py --sources DIR [--split dev] [--report PATH]
 
 For each verified bug of the split whose fix changes one Python file, every function
-the fix changes is given the round's changes (:func:`app.fixers.llm.repair.mutants.mutants`,
+the fix changes (its module constants come in with the functions that read them) is
+given the round's changes (:func:`app.fixers.llm.repair.mutants.mutants`,
 all of them, with the ci task's words), each spliced into the buggy file as the round
 splices it; the bug is **reachable** when one of them makes the file the fix's, layout
 aside (the normalised syntax). Prints each reachable bug with the change and its place
-in the round's order (the round stops after 60 changes a target, and after 60 s of test
-runs), and the counts; writes them as JSON. Deterministic; reads only the clones.
+in the mutators' order (the round stops after 60 changes a target, and after 60 s of test
+runs; with ``line-order`` the changes on the failing tests' lines go first, which needs a
+test run and is not shown here), and the counts; writes them as JSON. Deterministic;
+reads only the clones.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def reach(bug: RealBug, sources: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"bug": bug.id, "reachable": False}
     paths = [p for p in bug.files if p.endswith(".py")]
     if len(paths) != 1 or len(bug.files) != 1:
-        return {**row, "why": f"the fix changes {len(bug.files)} files"}
+        return {**row, "why": f"the fix changes more than one Python file: {len(bug.files)}"}
     (path,) = paths
     clone = source_of(bug, sources)
     buggy, fixed = (file_at(clone, c, path) for c in (bug.buggy, bug.fixed))
@@ -92,8 +95,9 @@ def main() -> int:
     for r in rows:
         if r["reachable"]:
             late = " (past the first 60)" if r["place"] > MAX_MUTANTS else ""
-            print(f"{r['bug']:18} {r['unit']}: {r['change']} — change {r['place']} of {r['of']}{late}")
-    one_file = [r for r in rows if "files" not in r.get("why", "")]
+            place = f"change {r['place']} of {r['of']}{late}"
+            print(f"{r['bug']:18} {r['unit']}: {r['change']} — {place}")
+    one_file = [r for r in rows if "more than one" not in r.get("why", "")]
     found = [r for r in rows if r["reachable"]]
     print(
         f"{args.split}: {len(found)} of {len(rows)} bugs reachable by one mechanical change "

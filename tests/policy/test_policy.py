@@ -602,13 +602,12 @@ def test_a_change_other_changes_match_on_every_test_waits_for_a_maintainer() -> 
     alone = scored(SRC, v=verification(fixer="llm", tests=fixed))
     assert not [r for r in alone.rules if r.rule == "tests_cannot_choose"]
     assert alone.decision == "review"
-    others = ("`32` became `33` (src/calc.py:1)", "`<` became `!=` (src/calc.py:2)")
-    chosen = scored(SRC, v=verification(fixer="llm", tests=fixed, alternatives=others))
+    chosen = scored(SRC, v=verification(fixer="llm", tests=fixed, alternatives=2))
     (held,) = [r for r in chosen.rules if r.rule == "tests_cannot_choose"]
     assert held.decision == "draft"
     assert held.reason == (
-        "2 other changes pass every test as well (`32` became `33` (src/calc.py:1); `<` "
-        "became `!=` (src/calc.py:2)): the tests cannot tell which one fixes the bug"
+        "2 other changes pass every test as well (the description names them): the tests "
+        "cannot tell which one fixes the bug"
     )
     assert chosen.decision in ("draft", "reject")
 

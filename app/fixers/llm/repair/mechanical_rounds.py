@@ -17,6 +17,7 @@ from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.spectrum import line_scores
 from app.fixers.llm.repair.splice import Target, target_of
 from app.fixers.llm.repair.testruns import path_of_test, run_tests
+from app.words import plural
 
 # No change starts after the round's test runs took this long (one under way finishes).
 MECHANICAL_SECONDS = 60.0
@@ -37,9 +38,9 @@ async def mechanical_fix(
     (``repository``), no more than :data:`~mechanical.CHOICES` do (the first left in the
     tree, the others in the report's ``alternatives``). ``weak``: one model test judges,
     so only the kinds it may judge are tried (:data:`WEAK_JUDGE_MUTATORS`)."""
-    spectra = await _line_spectra(job, suspects, must_pass)
     seconds = MECHANICAL_SECONDS
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + seconds  # the traced run below counts too
+    spectra = await _line_spectra(job, suspects, must_pass)
     report, seen = job.report, set()
     for suspect in suspects:
         target = target_of(job.idx, suspect.symbol)
@@ -64,7 +65,9 @@ async def mechanical_fix(
             report.mechanical_note = mech.ambiguous
             return None
         if mech.out_of_time:
-            untried = ": one change passed, but others were left untried" if mech.passed else ""
+            n = len(mech.passed)
+            passed = f"{plural(n, 'change')} passed" if n else ""
+            untried = f": {passed}, but others were left untried" if n else ""
             said = f"the mechanical round stopped after {seconds:.0f} s of test runs{untried}"
             report.mechanical_note = "; ".join(filter(None, [report.mechanical_note, said]))
             return None
@@ -79,11 +82,15 @@ async def _line_spectra(
     when the switch ``line-order`` is off or no failing test was traced. Where it is
     known, the mechanical changes on the lines the failing tests run, and the passing
     ones do not, are tried first: a change to a line a failing test never runs cannot
-    make it pass."""
-    if not switches.on("line-order"):
-        return {}
+    make it pass. Only where the failing tests are the repository's, known by their ids
+    (a test file the session wrote is judged by its file); the run counts against the
+    round's time."""
+    if not switches.on("line-order") or not all("::" in t for t in must_pass):
+        return {}  # a test file the session wrote: its tests' ids are not known here
     paths = sorted({s.symbol.path for s in suspects})
     files = sorted({p for p in (path_of_test(t, job.idx) for t in must_pass) if p})
+    if not files:
+        return {}
     traced = await run_tests(job.ws, extra=files, name="repair-lines", trace=True, lines=paths)
     if traced is None:
         return {}

@@ -10,9 +10,8 @@ each such change and keeping what the tests accept (GenProg, PAR, TBar). Here th
 the repair's last round: no tokens, a test run each, and the same rule as for the
 model's answers: the reproduction must pass and every test that passed must still pass.
 
-A mechanical change fits weak tests easily, so one that passes is kept only when it is
-the only one that does (:func:`app.fixers.llm.repair.fixer`): two different changes that both
-pass mean the tests cannot tell which is right, and nothing is proposed.
+A mechanical change fits weak tests easily, so one that passes is kept only when the
+tests single it out, or a maintainer is shown the few that pass (:mod:`mechanical`).
 
 Each change rewrites one node of the syntax tree in place, by its position in the
 source, so the rest of the function keeps its layout and comments.
@@ -27,7 +26,7 @@ from app.fixers.llm.answers import normalised, parse
 from app.fixers.llm.repair.mutators import MUTATORS, Mutator
 from app.fixers.llm.repair.spans import Source, Words
 
-MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
+MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS (or of their places)
 ALL_MUTANTS = 600  # changes ranked by their place's score, when there is one
 
 
@@ -56,9 +55,10 @@ def mutants(
     a character a regular expression lacks; ``kinds``: the mutators to use; ``score``:
     how suspect a change's place is (the failing tests' lines): the most suspect
     first, in that order among equals, chosen among :data:`ALL_MUTANTS` at most."""
-    if score is not None:
+    if score is not None:  # the most suspect first; none the plain order tries is left out
         every = mutants(units, words=words, limit=ALL_MUTANTS, kinds=kinds)
-        return sorted(every, key=lambda m: -score(m))[:limit]
+        ranked = sorted(every, key=lambda m: -score(m))[:limit]
+        return ranked + [m for m in every[:limit] if m not in ranked]
     found = Words.of(words)
     seen: set[str] = set()
     out: list[Mutant] = []

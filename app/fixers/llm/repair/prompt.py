@@ -53,8 +53,9 @@ MAX_CALLEES = 6
 
 
 # Characters of Python per token, generously: a function is judged too long to write
-# back only when it clearly is (code runs 3-4 characters a token).
-CHARS_PER_TOKEN = 4.5
+# back only when it clearly is (code runs 3-4 characters a token; prose in comments and
+# strings a little more).
+CHARS_PER_TOKEN = 5.5
 
 
 def repair_prompt(
