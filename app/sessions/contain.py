@@ -46,7 +46,7 @@ from app.sessions.result import Diff, FixOutcome, ModuleScan, Step
 from app.sessions.sandbox import WORKSPACE, Mount
 from app.sessions.scope import FileChange, Module, changed_lines, functions, named_in, read_module
 from app.sessions.scope import outside as outside_of
-from app.sessions.selection import PROBES, PROBES_MOUNT, selecting
+from app.sessions.selection import PROBES, PROBES_MOUNT, read_trace, selecting
 from app.sessions.task import Task
 from app.sessions.test_command import tree_mounts
 from app.sessions.verify import Verifier, make_step
@@ -236,12 +236,8 @@ async def _reach(
             )
     except OSError as exc:
         return {}, None, f"the tests that show the fix could not be traced ({exc})"
-    data = read_confined(scratch, selection.trace.name, limit=16 * 1024 * 1024)
-    try:
-        traced = json.loads(data or b"{}")
-    except ValueError:
-        traced = {}
-    if not isinstance(traced, dict) or not traced:
+    traced = read_trace(scratch, selection.trace.name, limit=16 * 1024 * 1024)
+    if not traced:
         return {}, step, "the tests that show the fix could not be traced (no report)"
     reached: dict[tuple[str, str], str] = {}
     for test, places in sorted(traced.items()):

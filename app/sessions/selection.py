@@ -11,11 +11,15 @@ need only the tests that failed (app/fixers/culprit.py).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.sessions import probes
+from app.sessions.files import read_confined
 from app.sessions.sandbox import WORKSPACE, Mount
 
 PROBES = Path(probes.__file__).parent
@@ -65,3 +69,21 @@ def selecting(
         }
     mounts = (Mount(PROBES, PROBES_MOUNT), Mount(folder, SELECTION_MOUNT, writable=True))
     return Selection(addopts=("-p", PLUGIN), env=env, mounts=mounts, folder=folder)
+
+
+def read_trace(folder: Path, name: str, *, limit: int) -> dict[str, Any]:
+    """A trace report the plugin wrote in ``folder`` (the sandbox wrote it: read
+    confined, each file at most ``limit`` bytes), merged with those of pytest-xdist's
+    workers (``name.gw0``, ``name.gw1``…: each worker writes the tests it ran); {} when
+    there is none or none is a JSON object."""
+    pattern = re.compile(re.escape(name) + r"\.gw\d+")
+    names = [name, *sorted(n.name for n in folder.iterdir() if pattern.fullmatch(n.name))]
+    merged: dict[str, Any] = {}
+    for each in names:
+        try:
+            raw = json.loads(read_confined(folder, each, limit=limit) or b"{}")
+        except ValueError:
+            continue
+        if isinstance(raw, dict):
+            merged.update(raw)
+    return merged

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.sessions.probes import module_values
 from app.sessions.probes.patchwarden_tests import junit_id
+from app.sessions.selection import read_trace
 
 PROBES = Path(module_values.__file__).parent
 
@@ -183,3 +184,41 @@ def test_the_reach_plugin_records_the_lines_each_test_runs_of_the_files_asked(
         "test_calc::test_negative": {"calc.py": [2, 3]},
         "test_calc::test_zero": {"calc.py": [2, 4, 5]},  # other.py was not asked for
     }
+
+
+def test_under_xdist_each_worker_reports_and_the_reports_are_read_together(
+    tmp_path: Path,
+) -> None:
+    """A repository whose pytest runs its tests in worker processes (``-n 2``): each worker
+    writes what its tests reached, the controller (which ran none) writes nothing over
+    them, and the reader merges them."""
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "test_calc.py").write_text(
+        "from calc import add\n\n\n"
+        + "".join(f"def test_{n}():\n    assert add({n}, 1) == {n + 1}\n\n\n" for n in range(4))
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(PROBES),
+        "TRACE_REPORT": str(tmp_path / "reach.json"),
+        "TRACE_ROOT": str(tmp_path),
+        "TRACE_LINES": "calc.py",
+        "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
+    }
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "patchwarden_tests"]
+    done = subprocess.run(
+        [*argv, "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "4 passed" in done.stdout, done.stdout
+    assert not (tmp_path / "reach.json").exists()  # the controller's would be empty
+    reached = read_trace(tmp_path, "reach.json", limit=1 << 20)
+    assert sorted(reached) == [f"test_calc::test_{n}" for n in range(4)]
+    assert all(["calc.py", 1] in places for places in reached.values())
+    lines = read_trace(tmp_path, "lines.json", limit=1 << 20)
+    assert lines == {f"test_calc::test_{n}": {"calc.py": [2]} for n in range(4)}

@@ -9,7 +9,8 @@ Loaded inside the sandbox with ``-p patchwarden_tests`` (this folder on ``PYTHON
   function each test called (set-up, call and tear-down) whose file is under
   ``$TRACE_ROOT``: ``{test id: [[path relative to the root, first line], ...]}``. A
   function is known by its file and its first line (a decorated one's first
-  decorator): the caller maps that to a function of the tree.
+  decorator): the caller maps that to a function of the tree. Under pytest-xdist each
+  worker writes its own (the path and ``.gw0``...), and the controller none.
 - ``$TRACE_LINES`` (with ``$TRACE_LINES_REPORT``), paths relative to the root separated
   by ``:``: also the lines of those files each test ran, written to
   ``$TRACE_LINES_REPORT`` as ``{test id: {path: [line, ...]}}`` (the lines of a
@@ -110,12 +111,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
                 per_file.setdefault(files[name], set()).add(line)
 
 
+def _report(path: str, session: pytest.Session) -> str | None:
+    """Where this process writes a report: a pytest-xdist worker beside it, under its
+    own name (``reached.json.gw0``), and the controller, which runs no test, nowhere."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker:
+        return f"{path}.{worker}"
+    return None if session.config.pluginmanager.has_plugin("dsession") else path
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     out = os.environ.get("TRACE_REPORT")
-    if out:
-        with open(out, "w", encoding="utf-8") as f:
+    if out and (path := _report(out, session)):
+        with open(path, "w", encoding="utf-8") as f:
             json.dump({k: sorted(v) for k, v in _reached.items()}, f)
     lines = os.environ.get("TRACE_LINES_REPORT")
-    if lines and _line_files():
-        with open(lines, "w", encoding="utf-8") as f:
+    if lines and _line_files() and (path := _report(lines, session)):
+        with open(path, "w", encoding="utf-8") as f:
             json.dump({k: {p: sorted(n) for p, n in v.items()} for k, v in _lines.items()}, f)

@@ -10,7 +10,6 @@ model; a failure is trimmed to what a model needs (pytest's ``E`` lines).
 from __future__ import annotations
 
 import ast
-import json
 import posixpath
 import re
 import tempfile
@@ -31,7 +30,7 @@ from app.sessions.files import read_confined, write_confined
 from app.sessions.fix_context import FixContext
 from app.sessions.reports import ReportError
 from app.sessions.sandbox import Mount
-from app.sessions.selection import selecting
+from app.sessions.selection import read_trace, selecting
 from app.sessions.test_command import REPORTS_MOUNT, repo_test_command
 
 MAX_TEST_CHARS = 2500
@@ -124,13 +123,9 @@ def _place(item: object) -> bool:
 def reached_in(folder: Path, name: str) -> dict[str, list[tuple[str, int]]]:
     """The plugin's trace report (:mod:`app.sessions.selection`), checked: {} when it is
     missing or not what the plugin writes."""
-    data = read_confined(folder, name, limit=MAX_TRACE_BYTES)
-    try:
-        raw = json.loads(data or b"{}")
-    except ValueError:
-        return {}
+    raw = read_trace(folder, name, limit=MAX_TRACE_BYTES)
     out: dict[str, list[tuple[str, int]]] = {}
-    for test, places in raw.items() if isinstance(raw, dict) else []:
+    for test, places in raw.items():
         items = places if isinstance(places, list) else []
         out[str(test)] = [(p[0], p[1]) for p in items if _place(p)]
     return out
@@ -139,13 +134,9 @@ def reached_in(folder: Path, name: str) -> dict[str, list[tuple[str, int]]]:
 def lines_in(folder: Path, name: str) -> dict[str, dict[str, set[int]]]:
     """The plugin's lines report, checked: {} when it is missing or not what the plugin
     writes (``{test id: {path: [line, ...]}}``)."""
-    data = read_confined(folder, name, limit=MAX_TRACE_BYTES)
-    try:
-        raw = json.loads(data or b"{}")
-    except ValueError:
-        return {}
+    raw = read_trace(folder, name, limit=MAX_TRACE_BYTES)
     out: dict[str, dict[str, set[int]]] = {}
-    for test, files in raw.items() if isinstance(raw, dict) else []:
+    for test, files in raw.items():
         out[str(test)] = {
             str(path): {n for n in ns if isinstance(n, int)}
             for path, ns in (files.items() if isinstance(files, dict) else [])
