@@ -114,9 +114,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def _report(path: str, session: pytest.Session) -> str | None:
     """Where this process writes a report: a pytest-xdist worker beside it, under its
     own name (``reached.json.gw0``), and the controller, which runs no test, nowhere."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if worker:
-        return f"{path}.{worker}"
+    worker = getattr(session.config, "workerinput", None)  # set in an xdist worker only
+    if isinstance(worker, dict) and worker.get("workerid"):
+        return f"{path}.{worker['workerid']}"
     return None if session.config.pluginmanager.has_plugin("dsession") else path
 
 
