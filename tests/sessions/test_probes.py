@@ -94,6 +94,20 @@ def test_the_scan_reports_each_module_and_survives_one_that_exits(tmp_path: Path
     assert "noise" not in done.stdout  # the module's own output goes nowhere
 
 
+def run_plugin(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest in ``tmp_path`` with the tests plugin loaded and ``env`` added."""
+    plugin = ["-p", "patchwarden_tests", "-p", "no:cacheprovider"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *args, *plugin],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(PROBES), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_the_reach_plugin_records_what_each_chosen_test_calls(tmp_path: Path) -> None:
     calc = [
         "def helper(x):",  # 1
@@ -115,21 +129,11 @@ def test_the_reach_plugin_records_what_each_chosen_test_calls(tmp_path: Path) ->
     )
     (tmp_path / "ids.txt").write_text("test_calc.TestIt::test_add\n")
     env = {
-        **os.environ,
-        "PYTHONPATH": str(PROBES),
         "SELECT_TESTS_FILE": str(tmp_path / "ids.txt"),
         "TRACE_REPORT": str(tmp_path / "reach.json"),
         "TRACE_ROOT": str(tmp_path),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "patchwarden_tests", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_plugin(tmp_path, env)
     assert "1 failed, 1 deselected" in done.stdout, done.stdout
     reached = json.loads((tmp_path / "reach.json").read_text())
     assert set(reached) == {"test_calc.TestIt::test_add"}
@@ -162,22 +166,12 @@ def test_the_reach_plugin_records_the_lines_each_test_runs_of_the_files_asked(
         "def test_zero():\n    assert sign(0) == one()\n"
     )
     env = {
-        **os.environ,
-        "PYTHONPATH": str(PROBES),
         "TRACE_REPORT": str(tmp_path / "reach.json"),
         "TRACE_ROOT": str(tmp_path),
         "TRACE_LINES": "calc.py",
         "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "patchwarden_tests", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_plugin(tmp_path, env)
     assert "1 failed, 1 passed" in done.stdout, done.stdout
     lines = json.loads((tmp_path / "lines.json").read_text())
     assert lines == {
@@ -198,23 +192,12 @@ def test_under_xdist_each_worker_reports_and_the_reports_are_read_together(
         + "".join(f"def test_{n}():\n    assert add({n}, 1) == {n + 1}\n\n\n" for n in range(4))
     )
     env = {
-        **os.environ,
-        "PYTHONPATH": str(PROBES),
         "TRACE_REPORT": str(tmp_path / "reach.json"),
         "TRACE_ROOT": str(tmp_path),
         "TRACE_LINES": "calc.py",
         "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
     }
-    argv = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "patchwarden_tests"]
-    done = subprocess.run(
-        [*argv, "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_plugin(tmp_path, env, "-n", "2")
     assert "4 passed" in done.stdout, done.stdout
     assert not (tmp_path / "reach.json").exists()  # the controller's would be empty
     reached = read_trace(tmp_path, "reach.json", limit=1 << 20)

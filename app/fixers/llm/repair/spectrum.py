@@ -13,10 +13,23 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 from app.fixers.llm.localize import Index, Symbol
 from app.words import plural
+
+
+def counts(
+    ran: Mapping[str, Collection[Hashable]], failing: Collection[str]
+) -> tuple[int, Counter[Hashable], Counter[Hashable]]:
+    """From what each traced test ran (``ran``: test id -> places): how many failing
+    tests were traced (F), and for each place, how many failing (ef) and passing (ep)
+    tests ran it."""
+    ef: Counter[Hashable] = Counter()
+    ep: Counter[Hashable] = Counter()
+    for test, places in ran.items():
+        (ef if test in failing else ep).update(set(places))
+    return sum(t in failing for t in ran), ef, ep
 
 
 def ochiai(
@@ -27,21 +40,15 @@ def ochiai(
     evidence in words. A function is known by its file and first line, as the tracing
     plugin reports it; {} when no failing test was traced."""
     at = {(s.path, s.start): s for s in idx.symbols}
-    failed = [t for t in reached if t in failing]
-    if not failed:
-        return {}
-    ef: Counter[Symbol] = Counter()
-    ep: Counter[Symbol] = Counter()
-    for test, places in reached.items():
-        ran = {at[p] for p in places if p in at}
-        (ef if test in failing else ep).update(ran)
-    total = len(failed)
+    ran = {t: [at[p] for p in places if p in at] for t, places in reached.items()}
+    total, ef, ep = counts(ran, failing)
     return {
         s: (
             ef[s] / math.sqrt(total * (ef[s] + ep[s])),
             f"the failing tests run it ({ef[s]} of {total}; {plural(ep[s], 'passing test')})",
         )
         for s in ef
+        if isinstance(s, Symbol)
     }
 
 
@@ -51,11 +58,5 @@ def line_scores(
     """Each line of ``path`` the failing tests ran, with its Ochiai score (as
     :func:`ochiai`, per line: a traced run's :attr:`~.testruns.Tests.lines`); {} when no
     failing test was traced."""
-    failed = [t for t in lines if t in failing]
-    if not failed:
-        return {}
-    ef: Counter[int] = Counter()
-    ep: Counter[int] = Counter()
-    for test, files in lines.items():
-        (ef if test in failing else ep).update(files.get(path, ()))
-    return {n: ef[n] / math.sqrt(len(failed) * (ef[n] + ep[n])) for n in ef}
+    total, ef, ep = counts({t: files.get(path, ()) for t, files in lines.items()}, failing)
+    return {n: ef[n] / math.sqrt(total * (ef[n] + ep[n])) for n in ef if isinstance(n, int)}
