@@ -369,7 +369,8 @@ async def _must_pass_run(
     ws: FixContext, files: list[str], must_pass: Sequence[str]
 ) -> Tests | None:
     """The run of the tests that must pass: by their ids alone when each is an id and the
-    selection finds every one, else their files whole."""
+    selection finds every one, else their files whole. A test that passes only after
+    others of its file ran fails alone, and the change is not proposed: it fails closed."""
     if all("::" in t for t in must_pass):
         alone = await run_tests(ws, extra=files, only=must_pass, name="repair-candidate")
         if alone is not None and all(t in alone.run.outcomes for t in must_pass):
