@@ -33,6 +33,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -748,13 +749,22 @@ def report_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def same_model(label: str) -> str:
+    """A run's model as runs are compared by: the name and the endpoint, without the
+    port of a server on this machine (``make model`` takes a free one each start)."""
+    return re.sub(r"(://(?:127\.0\.0\.1|localhost|\[::1\])):\d+", r"\1", label)
+
+
 def summarise(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """The mean and the spread (lowest, highest) of each set's figures over whole runs
     of the same tasks on the same revision, model and strategy; reports that differ in
     any of those are refused (a stitched or cherry-picked figure is no figure)."""
     if not reports:
         raise SystemExit("--summarise needs the reports of the runs")
-    same = {(d["model"], d["revision"], d.get("strategy"), d.get("without", "")) for d in reports}
+    same = {
+        (same_model(d["model"]), d["revision"], d.get("strategy"), d.get("without", ""))
+        for d in reports
+    }
     if len(same) > 1:
         raise SystemExit(
             f"the runs differ in model, revision, strategy or switches: {sorted(same)}"
@@ -953,8 +963,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.report.exists() and not args.fresh:
         old = json.loads(args.report.read_text())
-        same = (old.get("model"), old.get("revision"), old.get("strategy"), old.get("without", ""))
-        if same == (model, rev, strategy, settings.llm_repair_without):
+        label = same_model(str(old.get("model")))
+        same = (label, old.get("revision"), old.get("strategy"), old.get("without", ""))
+        if same == (same_model(model), rev, strategy, settings.llm_repair_without):
             doc["rows"] = [r for r in old.get("rows", []) if r["task"] in {t.name for t in tasks}]
     done = {r["task"] for r in doc["rows"]}
     args.report.parent.mkdir(parents=True, exist_ok=True)

@@ -155,6 +155,13 @@ def test_three_runs_give_the_mean_and_spread_and_mixed_runs_are_refused() -> Non
         agent_eval.summarise([_report("r1", [True]), _report("r2", [True])])
     with pytest.raises(SystemExit, match="same tasks"):
         agent_eval.summarise([_report("r1", [True]), _report("r1", [True, True])])
+    # the local model server restarted between runs (a new port): the same model
+    local = [_report("r1", [True]), _report("r1", [False])]
+    local[0]["model"], local[1]["model"] = (f"m at http://127.0.0.1:{p}/v1" for p in (36597, 50773))
+    assert agent_eval.summarise(local)["sets"]["realbugs:dev"]["fix_rate"]["mean"] == 0.5
+    local[1]["model"] = "m at http://10.0.0.2:50773/v1"  # another machine's server is not
+    with pytest.raises(SystemExit, match="differ in model"):
+        agent_eval.summarise(local)
 
 
 @pytest.mark.slow
