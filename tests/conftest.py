@@ -30,6 +30,7 @@ from app.localforge.keys import generate_app_key
 from app.runtime import Runtime
 from app.server import RUNTIME, create_app
 from app.sessions.backends import BwrapSandbox
+from app.sessions.environment import FRESH
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
 from app.store import JobState
@@ -336,8 +337,25 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "calc", files)
 
 
+@pytest.fixture(scope="session")
+def empty_environments(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder per test process for the empty environment every setup starts from
+    (``python -m venv /env``, made once per interpreter: app/sessions/environment.py)."""
+    return tmp_path_factory.mktemp("empty-environments")
+
+
+def cache_at(root: Path, empty_environments: Path) -> WorkspaceCache:
+    """A new cache at ``root`` whose environments start from ``empty_environments``
+    (shared by the tests of one process: no repository has a say in it), not from an
+    empty environment each test makes again in seconds."""
+    (root / "envs").mkdir(parents=True, exist_ok=True)
+    (root / "envs" / FRESH).symlink_to(empty_environments, target_is_directory=True)
+    return WorkspaceCache(root)
+
+
 @pytest.fixture
-def runner(tmp_path: Path) -> SessionRunner:
+def runner(tmp_path: Path, empty_environments: Path) -> SessionRunner:
     """Sessions on the real bubblewrap sandbox, with a cache in tmp_path."""
     sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
-    return SessionRunner(fixers=KNOWN, cache=WorkspaceCache(tmp_path / "cache"), sandbox=sandbox)
+    cache = cache_at(tmp_path / "cache", empty_environments)
+    return SessionRunner(fixers=KNOWN, cache=cache, sandbox=sandbox)

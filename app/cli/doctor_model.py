@@ -8,9 +8,9 @@ from app.config import Settings
 
 
 def llm_check(settings: Settings) -> Check:
-    """Which model the llm fixer uses, what it costs, and what caps apply (no call made)."""
-    from app.fixers.llm.model_client import price_for
-
+    """Which model the llm fixer uses, what it costs, and what caps apply (no call made).
+    The model client (and the ``openai`` package, about 2 s to import) is loaded only
+    when a model is configured."""
     providers = settings.llm_providers()
     if not providers:
         return Check(
@@ -18,6 +18,8 @@ def llm_check(settings: Settings) -> Check:
             "warn",
             "no model (PATCHWARDEN_LLM_MODEL): fix requests get the lint fixer only",
         )
+    from app.fixers.llm.model_client import price_for
+
     chain = " -> ".join(p.label for p in providers)
     unpriced = sorted(
         {p.model for p in providers if price_for(p.model, settings.llm_prices) is None}

@@ -6,7 +6,9 @@ run in the sandbox with network and the host's package configuration
 an empty environment at ``/env``. What they leave is cached under
 ``<cache>/envs/<owner>/<name>/<key>``, keyed by the commands, the interpreter and the
 hashes of the files that decide what gets installed, and mounted read-only at ``/env``
-for every later step.
+for every later step. An environment's first command, when it is only ``python -m venv
+/env``, is a copy of the empty environment that command makes, made once per interpreter
+on an empty workspace and kept in the cache (``envs/.fresh/``).
 
 **Every tree is tested the way the base is.** An editable install points at
 ``/workspace``, and builds write files into the tree they ran on: setuptools-scm's
@@ -25,10 +27,12 @@ sandbox; setup gets ``SETUPTOOLS_SCM_PRETEND_VERSION`` with the version git woul
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +44,7 @@ from app.errors import PatchwardenError
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.lockfiles import semver_key
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
+from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, VENV_COMMAND, RepoCommands
 from app.sessions.result import Step, Tree
 from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
@@ -49,6 +53,7 @@ log = logging.getLogger(__name__)
 
 GENERATED = ".generated"  # inside an environment: the files setup added to the tree
 COMPLETE = ".complete"
+FRESH = ".fresh"  # in the cache: the empty environment `python -m venv /env` makes
 MAX_GENERATED_BYTES = 64 * 1024 * 1024
 MAX_GENERATED_FILES = 5000
 MAX_PACKAGE_DEPTH = 32  # nested node_modules read for installed versions
@@ -181,7 +186,11 @@ class EnvironmentBuilder:
         # The setup commands with the network open, then the offline ones without it.
         steps_of = [(argv, True) for argv in commands.setup]
         steps_of += [(argv, False) for argv in commands.offline]
-        for argv, network in steps_of:
+        for n, (argv, network) in enumerate(steps_of):
+            fresh = await self._fresh(argv) if n == 0 else None
+            if fresh is not None:
+                steps.append(await self._copy_fresh(fresh, build, argv, label))
+                continue
             done = await self.sandbox.run(
                 argv,
                 mounts=mounts,
@@ -197,6 +206,64 @@ class EnvironmentBuilder:
                     f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
                     "set `setup:` in .github/patchwarden.yml to change it)"
                 )
+
+    async def _fresh(self, argv: list[str]) -> Path | None:
+        """The empty environment ``argv`` makes, from the cache, when ``argv`` only creates
+        one (``<base python> -m venv /env``), else None. It is made once per interpreter
+        (its path, size and change time) and backend, by its own sandboxed run on an
+        empty workspace: no repository's files (a ``venv.py`` of its own) have a say in
+        what every later environment starts from. None when it cannot be made (the
+        command then runs as it is)."""
+        base = self.sandbox.toolchain.base_python
+        if argv != [base, "-m", VENV_COMMAND, ENV_MOUNT]:
+            return None
+        try:
+            stat = os.stat(base)
+        except OSError:
+            return None
+        made_by = f"{base}\0{stat.st_size}\0{stat.st_mtime_ns}\0{self.sandbox.backend}"
+        fresh = self.root / FRESH / hashlib.sha256(made_by.encode()).hexdigest()[:24]
+        if fresh.is_dir():
+            return fresh
+        fresh.parent.mkdir(parents=True, exist_ok=True)
+        async with file_lock(fresh.with_suffix(".lock")):
+            if fresh.is_dir():
+                return fresh
+            build = fresh.with_name(f".{fresh.name}.{uuid.uuid4().hex[:8]}")
+            empty = build.with_name(build.name + ".workspace")
+            try:
+                for folder in (build, empty):
+                    folder.mkdir()
+                    self.sandbox.prepare_writable(folder)
+                mounts = [Mount(empty, WORKSPACE), Mount(build, ENV_MOUNT, writable=True)]
+                done = await self.sandbox.run(argv, mounts=mounts, timeout=self.timeouts.setup)
+                if not done.ok:
+                    log.warning("no empty environment kept: `%s` failed", " ".join(argv))
+                    return None
+                build.rename(fresh)
+            finally:
+                for folder in (build, empty):
+                    await asyncio.to_thread(shutil.rmtree, folder, True)
+        return fresh
+
+    async def _copy_fresh(self, fresh: Path, build: Path, argv: list[str], label: Tree) -> Step:
+        """The empty environment ``fresh`` copied into ``build`` (its links kept: they
+        point where the interpreter is, in and out of the sandbox) and made the
+        sandbox's to write: ``python -m venv`` takes seconds (it installs pip), a copy
+        a fraction of one."""
+        started = time.monotonic()
+        await asyncio.to_thread(shutil.copytree, fresh, build, symlinks=True, dirs_exist_ok=True)
+        self.sandbox.prepare_writable(build)
+        return Step(
+            name="setup",
+            phase="setup",
+            tree=label,
+            argv=argv,
+            exit_code=0,
+            duration_seconds=round(time.monotonic() - started, 3),
+            cached=True,
+            output=f"the empty environment this command makes, from the cache ({fresh.name[:12]})",
+        )
 
 
 def distributions(env: Environment | None) -> dict[str, str]:

@@ -20,12 +20,11 @@ from app.fixers.registry import KNOWN
 from app.git import Remote
 from app.policy.score import Trigger, score_session
 from app.sessions.backends import BwrapSandbox
-from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.sandbox import Mount
 from app.sessions.session import SessionRunner
 from app.sessions.task import Advisory, SessionSpec, Task
-from tests.conftest import make_project
+from tests.conftest import cache_at, make_project
 from tests.policy_helpers import default_policy, policy_with
 from tests.sessions.test_pkgconfig import _wheel
 
@@ -55,12 +54,12 @@ def wheels(folder: Path) -> Path:
 
 
 @pytest.fixture
-def runner(tmp_path: Path) -> SessionRunner:
+def runner(tmp_path: Path, empty_environments: Path) -> SessionRunner:
     """Sessions whose setup installs from the local wheels only (no index)."""
     found = wheels(tmp_path / "wheels")
     return SessionRunner(
         fixers=KNOWN,
-        cache=WorkspaceCache(tmp_path / "cache"),
+        cache=cache_at(tmp_path / "cache", empty_environments),
         sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
         packages=PackageConfig(
             env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/wheels"},

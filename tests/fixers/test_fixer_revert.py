@@ -13,13 +13,12 @@ from app.fixers.registry import KNOWN
 from app.git import Remote, git_env
 from app.policy.evidence import TestCounts, TestRun
 from app.sessions.backends import BwrapSandbox
-from app.sessions.mirrors import WorkspaceCache
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.result import SessionResult
 from app.sessions.sandbox import Mount
 from app.sessions.session import SessionRunner
 from app.sessions.task import SessionSpec, Task
-from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, git_commit, make_project
+from tests.conftest import CALC, CALC_TESTS, FLAKY_TESTS, cache_at, git_commit, make_project
 
 pytestmark = [
     pytest.mark.slow,
@@ -367,7 +366,9 @@ async def test_commits_whose_tests_cannot_be_collected_are_skipped_never_blamed(
     assert result.head_sha is None
 
 
-async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Path) -> None:
+async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(
+    tmp_path: Path, empty_environments: Path
+) -> None:
     # helper 1.0 until commit 6 pins helper 2.0 (and the code follows it); commit 8
     # breaks add(). With the base's environment (helper 2.0) every probe before
     # commit 6 would fail too, and no commit would look good.
@@ -403,7 +404,7 @@ async def test_a_probe_whose_dependencies_differ_gets_its_own_setup(tmp_path: Pa
     )
     runner = SessionRunner(
         fixers=KNOWN,
-        cache=WorkspaceCache(tmp_path / "cache"),
+        cache=cache_at(tmp_path / "cache", empty_environments),
         sandbox=BwrapSandbox(state_dir=tmp_path / "sandbox"),
         packages=packages,
     )

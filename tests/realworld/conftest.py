@@ -16,9 +16,8 @@ import pytest
 
 from app.fixers.registry import KNOWN
 from app.sessions.backends import BwrapSandbox
-from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
-from tests.conftest import git_commit
+from tests.conftest import cache_at, git_commit
 from tests.realworld import sdists
 from tests.realworld.projects import Project
 
@@ -91,13 +90,15 @@ def by_project(projects: Sequence[Project]) -> list[Any]:
 
 
 @pytest.fixture(scope="session")
-def realworld_runner(tmp_path_factory: pytest.TempPathFactory) -> SessionRunner:
+def realworld_runner(
+    tmp_path_factory: pytest.TempPathFactory, empty_environments: Path
+) -> SessionRunner:
     """One cache per test process (see :func:`by_project`)."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
     root = tmp_path_factory.mktemp("realworld")
     return SessionRunner(
         fixers=KNOWN,
-        cache=WorkspaceCache(root / "cache"),
+        cache=cache_at(root / "cache", empty_environments),
         sandbox=BwrapSandbox(state_dir=root / "sandbox"),
     )

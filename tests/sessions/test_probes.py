@@ -95,10 +95,14 @@ def test_the_scan_reports_each_module_and_survives_one_that_exits(tmp_path: Path
 
 
 def run_plugin(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest in ``tmp_path`` with the tests plugin loaded and ``env`` added."""
+    """pytest in ``tmp_path`` with the tests plugin loaded and ``env`` added. Its
+    temporary files go under ``tmp_path``: with ``-n``, a pytest of its own would clear
+    the user's old numbered temporary directories, the suite's own among them (tens of
+    seconds when they hold real projects)."""
     plugin = ["-p", "patchwarden_tests", "-p", "no:cacheprovider"]
+    temporary = f"--basetemp={tmp_path / '.pytest-tmp'}"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *args, *plugin],
+        [sys.executable, "-m", "pytest", "-q", temporary, *args, *plugin],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(PROBES), **env},
         capture_output=True,

@@ -212,6 +212,51 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
     assert all(s.output.splitlines()[0] == "/env" for s in tests), [s.output for s in tests]
 
 
+async def test_every_environment_starts_from_one_empty_environment_no_repository_made(
+    runner: SessionRunner, tmp_path: Path
+) -> None:
+    """Two repositories' setups: each `python -m venv /env` is a copy of one empty
+    environment, made once on an empty workspace, so a repository's own `venv.py`
+    (which `python -m venv` in its tree would run) has no say in it; the copy works, is
+    the sandbox's to write, and holds nothing another setup installed."""
+    write = (
+        'python -c "import pathlib, sysconfig; '
+        "pathlib.Path(sysconfig.get_paths()['purelib'], '{}').write_text('x')\""
+    )
+    hijack = "open('/env/hijacked', 'w').write('x')\n"
+    seen: dict[str, str] = {}
+
+    async def probe(ctx: FixContext) -> FixOutcome:
+        pip = await ctx.run(["/env/bin/python", "-m", "pip", "--version"])
+        listed = await ctx.run(
+            ["/env/bin/python", "-c", "import os, sysconfig; "
+             "print(sorted(os.listdir(sysconfig.get_paths()['purelib'])), os.listdir('/env'))"]
+        )  # fmt: skip
+        seen[ctx.task.title] = pip.stdout + listed.stdout
+        (ctx.tree / "note.txt").write_text("ok\n")
+        return FixOutcome(fixer="test", summary="probed")
+
+    runs = []
+    for name in ("one", "two"):
+        setup = json.dumps(write.format(f"{name}.txt"))  # a YAML string
+        config = f"setup: {setup}\ntest: \"python -c 'print(1)'\"\n"
+        files = {"calc.py": FIXED, "test_calc.py": CALC_TESTS, ".github/patchwarden.yml": config}
+        files |= {"venv.py": hijack} if name == "one" else {}
+        remote = Remote(f"octo/{name}", str(make_project(tmp_path / name, files)))
+        runs.append(await runner.run(SessionSpec(remote=remote, task=Task(name)), probe))
+
+    first, second = ([s for s in r.steps if s.phase == "setup"] for r in runs)
+    assert first[0].argv[1:] == ["-m", "venv", "/env"]
+    assert [(s.argv, s.cached) for s in (first[0], second[0])] == [(first[0].argv, True)] * 2
+    assert "from the cache" in second[0].output
+    assert all(s.ok for s in first + second), [s.output for s in first + second]
+    assert seen["two"].startswith("pip "), seen["two"]
+    assert "'two.txt'" in seen["two"], seen["two"]
+    assert "one.txt" not in seen["two"], seen["two"]
+    assert "'one.txt'" in seen["one"], seen["one"]
+    assert "hijacked" not in seen["one"] + seen["two"]
+
+
 async def test_a_failing_setup_fails_the_session_with_the_command_named(
     runner: SessionRunner, tmp_path: Path
 ) -> None:
