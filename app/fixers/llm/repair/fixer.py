@@ -11,7 +11,9 @@ the tests choose (as Agentless does: a small model cannot plan a tool loop).
    for the whole corrected function, k times (the first greedy); not for a function
    longer than an answer may hold (every answer would be cut off). Answers that do not
    parse, change nothing or rename it are dropped; the rest are grouped by syntax tree
-   (the votes), spliced in by line range (:mod:`splice`).
+   (the votes), spliced in by line range (:mod:`splice`). When every answer for the
+   first suspect missed, a second look (:mod:`point`): in the same prompt, the model
+   names the wrong line, then writes that statement alone again, k times.
 4. **Validate** in the sandbox: the failing and reproducing tests first, then all; one
    that breaks a test that passed before is out.
 5. **Choose**: the most voted passing change, the smallest among equals. When every
@@ -34,7 +36,7 @@ from app.fixers.llm.answers import normalised
 from app.fixers.llm.js_index import JsIndex, js_index
 from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.model_client import ModelClient, ModelError
-from app.fixers.llm.repair import switches
+from app.fixers.llm.repair import point, switches
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.job import (
     RepairRun,
@@ -50,10 +52,14 @@ from app.fixers.llm.repair.job import (
 from app.fixers.llm.repair.js_flow import repair_js
 from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.repair.mechanical_rounds import mechanical_fix
-from app.fixers.llm.repair.prompt import repair_prompt, too_long_to_write
+from app.fixers.llm.repair.prompt import (
+    repair_prompt,
+    shown_function,
+    too_long_to_write,
+    with_ask,
+)
 from app.fixers.llm.repair.reproduction import reproduce
 from app.fixers.llm.repair.splice import Target, header, target_of
-from app.fixers.llm.repair.testruns import Tests
 from app.fixers.llm.spend import Ledger, ModelFixer
 from app.sessions.files import remove_confined
 from app.sessions.fix_context import FixContext
@@ -157,7 +163,12 @@ class RepairFixer(ModelFixer):
                 continue
             if target.joined:  # acted: another suspect is rewritten with this one
                 switches.fired("together")
-            winner = await self._round(job, target, must_pass, passed_before, before)
+            messages = repair_prompt(
+                job.task, job.idx, job.ws.tree, target, must_pass, before, job.printed
+            )
+            winner = await self._round(job, target, messages, must_pass, passed_before)
+            if winner is None and suspect is order[0] and switches.on("point"):
+                winner = await self._second_look(job, target, messages, must_pass, passed_before)
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
         mechanics = suspects[:MECHANICAL_SUSPECTS]
@@ -200,23 +211,55 @@ class RepairFixer(ModelFixer):
         self,
         job: RepairRun,
         target: Target,
+        messages: list[dict[str, Any]],
         must_pass: list[str],
         passed_before: set[str],
-        before: Tests | None,
     ) -> Candidate | None:
-        """One round of answers on the target, their changes tested: the winner or None."""
+        """One round of answers on the target to ``messages`` (:func:`repair_prompt`),
+        their changes tested: the winner or None."""
         report = job.report
         report.rounds += 1
         job.ws.progress(f"fix: a round of answers on {target.symbol.qualname}")
-        messages = repair_prompt(
-            job.task, job.idx, job.ws.tree, target, must_pass, before, job.printed
-        )
         prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
         answers = await sample(self.client, job, messages, k=self.samples, prefill=prefill)
         report.samples += len(answers)
         candidates = changes_in(job, target, answers, prefill)
         report.candidates += len(candidates)
         return await self._judge(job, target, candidates, len(answers), must_pass, passed_before)
+
+    async def _second_look(
+        self,
+        job: RepairRun,
+        target: Target,
+        messages: list[dict[str, Any]],
+        must_pass: list[str],
+        passed_before: set[str],
+    ) -> Candidate | None:
+        """The model points at the target's wrong line, then writes that statement again
+        (:mod:`point`), asked in the round's own prompt: the winner or None."""
+        if job.stopped:
+            return None
+        switches.fired("point")
+        report, name = job.report, target.symbol.name
+        function = shown_function(job.idx, target)
+        asking = with_ask(messages, point.point_ask(name))
+        said = await sample(self.client, job, asking, k=1, prefill="")
+        report.samples += len(said)
+        span = point.pointed(said[0], function) if said else None
+        if span is None:
+            return None
+        report.rounds += 1
+        job.ws.progress(f"fix: lines {span[0]}-{span[1]} of {target.symbol.qualname} again")
+        asked = with_ask(messages, point.lines_ask(name, point.lines_of(function, span)))
+        answers = await sample(self.client, job, asked, k=self.samples, prefill="")
+        report.samples += len(answers)
+        whole = [w for a in answers if (w := point.with_lines(function, span, a, name))]
+        candidates = changes_in(job, target, whole, "")
+        report.candidates += len(candidates)
+        winner = await self._judge(job, target, candidates, len(answers), must_pass, passed_before)
+        if winner is not None:
+            report.won_by = "point"
+        return winner
 
     async def _judge(
         self,

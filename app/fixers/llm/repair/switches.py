@@ -25,6 +25,8 @@ MECHANISMS: dict[str, str] = {
     "mechanical-late": "mechanical changes after the model missed everywhere",
     "line-order": "mechanical changes tried first on the lines the failing tests run and the "
     "passing ones do not (a run traced line by line)",
+    "point": "when every rewrite of the first suspect missed, the model points at its wrong "
+    "line and writes only that statement again",
     "named": "only the failing tests the task names judge the fix and point to it",
     "test-imports": "an npm reproduction's forgotten framework names bound as the project's "
     "tests bind them",
