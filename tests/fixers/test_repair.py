@@ -1103,10 +1103,6 @@ NO_PARENTHESES = (
     '    """Degrees Fahrenheit in degrees Celsius."""\n'
     "    return f - 32 * 5 / 9\n"
 )
-BOILING = (
-    "from temps import fahrenheit_to_celsius\n\n\n"
-    "def test_boiling():\n    assert fahrenheit_to_celsius(212) == 100\n"
-)
 
 
 @pytest.mark.parametrize("second_look", [True, False])

@@ -223,9 +223,7 @@ class RepairFixer(ModelFixer):
         prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
         answers = await sample(self.client, job, messages, k=self.samples, prefill=prefill)
         report.samples += len(answers)
-        candidates = changes_in(job, target, answers, prefill)
-        report.candidates += len(candidates)
-        return await self._judge(job, target, candidates, len(answers), must_pass, passed_before)
+        return await self._judge(job, target, answers, answers, prefill, must_pass, passed_before)
 
     async def _second_look(
         self,
@@ -254,9 +252,7 @@ class RepairFixer(ModelFixer):
         answers = await sample(self.client, job, asked, k=self.samples, prefill="")
         report.samples += len(answers)
         whole = [w for a in answers if (w := point.with_lines(function, span, a, name))]
-        candidates = changes_in(job, target, whole, "")
-        report.candidates += len(candidates)
-        winner = await self._judge(job, target, candidates, len(answers), must_pass, passed_before)
+        winner = await self._judge(job, target, answers, whole, "", must_pass, passed_before)
         if winner is not None:
             report.won_by = "point"
         return winner
@@ -265,14 +261,18 @@ class RepairFixer(ModelFixer):
         self,
         job: RepairRun,
         target: Target,
-        candidates: list[Candidate],
-        answers: int,
+        answers: list[str],
+        functions: list[str],
+        prefill: str,
         must_pass: list[str],
         passed_before: set[str],
     ) -> Candidate | None:
-        """The candidates tested in the sandbox, a one-node change (:func:`one_node_changes`)
-        first, then the most voted and smallest; the first that passes wins."""
+        """The distinct changes the ``functions`` the ``answers`` write (:func:`changes_in`)
+        tested in the sandbox, a one-node change (:func:`one_node_changes`) first, then
+        the most voted and smallest; the first that passes wins."""
         report = job.report
+        candidates = changes_in(job, target, functions, prefill)
+        report.candidates += len(candidates)
         small = job.one_node_changes(target) if len(candidates) > 1 else {}
         for c in candidates:
             c.one_node = small.get(normalised(c.text), "") if small else ""
@@ -282,7 +282,7 @@ class RepairFixer(ModelFixer):
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname
-                written = f"{answers} answers"
+                written = f"{len(answers)} answers"
                 report.chosen = chosen_note(candidate, order, written, tests_named(must_pass))
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
