@@ -68,3 +68,46 @@ def test_a_header_written_again_keeps_its_body_and_a_whole_function_is_read_as_o
 
 def test_an_unparseable_function_has_no_statements() -> None:
     assert statement_at("def f(:\n    pass\n", 1) is None
+
+
+def test_a_string_at_the_left_edge_keeps_its_lines_where_they_are() -> None:
+    function = 'def query():\n    sql = """\nSELECT 1\n"""\n    return sql\n'
+    span = statement_at(function, 2)
+    assert span == (2, 4)
+    shown = lines_of(function, span)
+    assert shown == '    sql = """\nSELECT 1\n"""'  # no margin to take off
+    fixed = shown.replace("SELECT 1", "SELECT 2")
+    whole = with_lines(function, span, f"```python\n{fixed}\n```", "query")
+    assert whole == "```python\n" + function.replace("SELECT 1", "SELECT 2").rstrip("\n") + "\n```"
+
+
+def test_a_header_written_with_a_body_replaces_the_old_body_too() -> None:
+    span = statement_at(FUNCTION, 5)
+    assert span == (5, 5)
+    whole = with_lines(FUNCTION, span, "```python\nif not text:\n    return None\n```", "parse")
+    assert whole is not None
+    assert "    if not text:\n        return None\n    found = re.findall(" in whole
+    assert "return []" not in whole
+
+
+@pytest.mark.parametrize(
+    ("line", "span"),
+    [("    except ValueError:", (4, 4)), ("    else:", (6, 6)), ("    @staticmethod", (8, 8))],
+)
+def test_a_clause_or_a_decorator_line_is_a_statement_of_its_own(
+    line: str, span: tuple[int, int]
+) -> None:
+    function = (
+        "def f(x):\n"
+        "    try:\n"
+        "        y = int(x)\n"
+        "    except ValueError:\n"
+        "        return None\n"
+        "    else:\n"
+        "        return y\n"
+        "    @staticmethod\n"
+        "    def g():\n"
+        "        pass\n"
+    )
+    assert pointed(f"```python\n{line.strip()}\n```", function) == span
+    assert statement_at(function, 99) is None

@@ -234,8 +234,10 @@ class RepairFixer(ModelFixer):
         passed_before: set[str],
     ) -> Candidate | None:
         """The model points at the target's wrong line, then writes that statement again
-        (:mod:`point`), asked in the round's own prompt: the winner or None."""
-        if job.stopped:
+        (:mod:`point`), asked in the round's own prompt: the winner or None. Not begun
+        without two model calls left (one to point, one to write)."""
+        meter = job.meter
+        if job.stopped or meter.usage.calls + 2 > meter.budget.max_steps:
             return None
         switches.fired("point")
         report, name = job.report, target.symbol.name

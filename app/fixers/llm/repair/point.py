@@ -23,7 +23,7 @@ import difflib
 import re
 import textwrap
 
-from app.fixers.llm.answers import code_blocks, definitions
+from app.fixers.llm.answers import code_blocks, definitions, parse
 
 _COMMENT = re.compile(r"\s+#[^'\"]*$")
 SAME_LINE = 0.8  # how alike (difflib's ratio) a quoted line must be to the one it names
@@ -50,14 +50,15 @@ def pointed(answer: str, function: str) -> tuple[int, int] | None:
 
 def statement_at(function: str, number: int) -> tuple[int, int] | None:
     """The innermost statement of ``function`` on line ``number``: a simple one whole,
-    a compound one (``if``, ``for``, ``def`` ...) by its header only."""
-    try:
-        tree = ast.parse(function)
-    except SyntaxError:
+    a compound one (``if``, ``for``, ``def`` ...) by its header only; a clause's own
+    line (``else:``, ``except X:``, a decorator) alone. None for a line outside the
+    function or a function that does not parse."""
+    tree = parse(function)
+    if tree is None or not 1 <= number <= len(function.splitlines()):
         return None
     found: tuple[int, int] | None = None
     for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
+        if not isinstance(node, (ast.stmt, ast.excepthandler)):
             continue
         first, last = node.lineno, node.end_lineno or node.lineno
         body = getattr(node, "body", None)
@@ -65,39 +66,79 @@ def statement_at(function: str, number: int) -> tuple[int, int] | None:
             last = max(first, _header_end(node, body[0]))
         if first <= number <= last and (found is None or last - first <= found[1] - found[0]):
             found = (first, last)
-    return found
+    return found or (number, number)
 
 
-def _header_end(node: ast.stmt, first_inner: ast.stmt) -> int:
+def _header_end(node: ast.AST, first_inner: ast.stmt) -> int:
     """The last line of a compound statement's header: before its body (and before the
     body's decorators), never before the header's own first line."""
     start = first_inner.lineno
     decorators = getattr(first_inner, "decorator_list", [])
     if decorators:
         start = min(start, *(d.lineno for d in decorators))
-    return start - 1 if start > node.lineno else node.lineno
+    line = getattr(node, "lineno", start)
+    return start - 1 if start > line else line
+
+
+def _margin(lines: list[str]) -> str:
+    """The leading whitespace all of ``lines`` that are not blank share."""
+    margins = [line[: len(line) - len(line.lstrip())] for line in lines if line.strip()]
+    shared = min(margins, key=len) if margins else ""
+    while any(not m.startswith(shared) for m in margins):
+        shared = shared[:-1]
+    return shared
 
 
 def lines_of(function: str, span: tuple[int, int]) -> str:
-    """The statement's lines, dedented: what the model is asked to write again."""
+    """The statement's lines without the margin they share: what the model is asked to
+    write again (a string's lines at the left edge keep every line where it is)."""
     first, last = span
-    return textwrap.dedent("\n".join(function.splitlines()[first - 1 : last]))
+    lines = function.splitlines()[first - 1 : last]
+    margin = _margin(lines)
+    return "\n".join(line.removeprefix(margin) for line in lines)
 
 
 def with_lines(function: str, span: tuple[int, int], answer: str, name: str) -> str | None:
-    """The function with the answer's lines in the statement's place, indented as it
-    was, as one fenced block (as a whole rewrite would come); the answer itself when it
-    writes the function whole; None when it holds no code."""
-    written = next((b for b in code_blocks(answer) if b.strip()), "")
+    """The function with the answer's lines in the statement's place, their margin put
+    back as :func:`lines_of` took it off, as one fenced block (as a whole rewrite would
+    come); a header written again with a body of its own takes the place of the old
+    header and its body. The answer itself when it writes the function whole; None when
+    it holds no code. Of several blocks, the last counts (models correct themselves)."""
+    written = next((b for b in reversed(code_blocks(answer)) if b.strip()), "")
     if not written:
         return None
     if definitions(answer, name).function is not None:
         return answer
     lines = function.splitlines()
     first, last = span
-    indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
-    new = [indent + line if line.strip() else "" for line in textwrap.dedent(written).split("\n")]
+    margin = _margin(lines[first - 1 : last])
+    new = written.split("\n")
+    own = _margin(new)
+    new = [margin + line.removeprefix(own) if line.strip() else "" for line in new]
+    last = max(last, _replaced_body(function, first, "\n".join(new)))
     return "```python\n" + "\n".join([*lines[: first - 1], *new, *lines[last:]]) + "\n```"
+
+
+def _replaced_body(function: str, first: int, written: str) -> int:
+    """Where a compound statement at line ``first`` ends, when ``written`` is one with a
+    body of its own (its header and body, or all its clauses), else 0."""
+    answer, tree = parse(textwrap.dedent(written)), parse(function)
+    if answer is None or not answer.body or tree is None:
+        return 0
+    inner = getattr(answer.body[0], "body", None)
+    if not isinstance(inner, list) or not inner:
+        return 0
+    node = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == first and
+         isinstance(getattr(n, "body", None), list)),
+        None,
+    )  # fmt: skip
+    if node is None:
+        return 0
+    clauses = any(getattr(answer.body[0], k, None) for k in ("orelse", "handlers", "finalbody"))
+    whole = node.end_lineno or node.lineno
+    body: list[ast.stmt] = getattr(node, "body", [])
+    return whole if clauses or not body else (body[-1].end_lineno or whole)
 
 
 def point_ask(name: str) -> str:
