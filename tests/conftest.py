@@ -348,8 +348,8 @@ def cache_at(root: Path, empty_environments: Path) -> WorkspaceCache:
     """A new cache at ``root`` whose environments start from ``empty_environments``
     (shared by the tests of one process: no repository has a say in it), not from an
     empty environment each test makes again in seconds."""
-    (root / "envs").mkdir(parents=True, exist_ok=True)
-    (root / "envs" / FRESH).symlink_to(empty_environments, target_is_directory=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / FRESH).symlink_to(empty_environments, target_is_directory=True)
     return WorkspaceCache(root)
 
 

@@ -197,6 +197,7 @@ class DockerSandbox(Sandbox):
     """
 
     backend: Backend = "docker"
+    host_toolchain = False
 
     def __init__(
         self,

@@ -7,8 +7,9 @@ an empty environment at ``/env``. What they leave is cached under
 ``<cache>/envs/<owner>/<name>/<key>``, keyed by the commands, the interpreter and the
 hashes of the files that decide what gets installed, and mounted read-only at ``/env``
 for every later step. An environment's first command, when it is only ``python -m venv
-/env``, is a copy of the empty environment that command makes, made once per interpreter
-on an empty workspace and kept in the cache (``envs/.fresh/``).
+/env`` as Patchwarden puts it first, is a copy of the empty environment that command
+makes, made once per interpreter on an empty workspace and kept in the cache
+(``empty-envs/``).
 
 **Every tree is tested the way the base is.** An editable install points at
 ``/workspace``, and builds write files into the tree they ran on: setuptools-scm's
@@ -46,14 +47,17 @@ from app.sessions.lockfiles import semver_key
 from app.sessions.pkgconfig import PackageConfig
 from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, VENV_COMMAND, RepoCommands
 from app.sessions.result import Step, Tree
-from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
+from app.sessions.sandbox import WORKSPACE, Mount, Sandbox, SandboxError, chown_tree
 from app.sessions.verify import Timeouts, make_step
 
 log = logging.getLogger(__name__)
 
 GENERATED = ".generated"  # inside an environment: the files setup added to the tree
 COMPLETE = ".complete"
-FRESH = ".fresh"  # in the cache: the empty environment `python -m venv /env` makes
+FRESH = "empty-envs"  # beside envs/: the empty environment `python -m venv /env` makes
+# Empty environments this process could not make: not tried again (each session would
+# pay for the attempt and then for the command itself).
+_UNMADE: set[Path] = set()
 MAX_GENERATED_BYTES = 64 * 1024 * 1024
 MAX_GENERATED_FILES = 5000
 MAX_PACKAGE_DEPTH = 32  # nested node_modules read for installed versions
@@ -208,26 +212,39 @@ class EnvironmentBuilder:
                 )
 
     async def _fresh(self, argv: list[str]) -> Path | None:
-        """The empty environment ``argv`` makes, from the cache, when ``argv`` only creates
-        one (``<base python> -m venv /env``), else None. It is made once per interpreter
-        (its path, size and change time) and backend, by its own sandboxed run on an
-        empty workspace: no repository's files (a ``venv.py`` of its own) have a say in
-        what every later environment starts from. None when it cannot be made (the
-        command then runs as it is)."""
+        """The empty environment ``argv`` makes, from the cache, when ``argv`` is the
+        command Patchwarden puts first (``<base python> -m venv /env``), else None. It is
+        made once per interpreter (its path, size and modification time, and the pip
+        wheels ``venv`` installs from) by its own sandboxed run on an empty workspace: no
+        repository's files (a ``venv.py`` of its own) have a say in what every later
+        environment starts from; then it is the service's, not the sandbox user's. None
+        where the interpreter is not the host's (an image's), or when it cannot be made
+        (the command then runs as it is; a failure is not tried again by this process)."""
         base = self.sandbox.toolchain.base_python
-        if argv != [base, "-m", VENV_COMMAND, ENV_MOUNT]:
+        if argv != [base, "-m", VENV_COMMAND, ENV_MOUNT] or not self.sandbox.host_toolchain:
             return None
         try:
             stat = os.stat(base)
         except OSError:
             return None
-        made_by = f"{base}\0{stat.st_size}\0{stat.st_mtime_ns}\0{self.sandbox.backend}"
-        fresh = self.root / FRESH / hashlib.sha256(made_by.encode()).hexdigest()[:24]
-        if fresh.is_dir():
-            return fresh
+        wheels = sorted(w.name for d in _wheel_folders(base) for w in d.glob("*.whl"))
+        made_by = "\0".join([base, str(stat.st_size), str(stat.st_mtime_ns), *wheels])
+        fresh = self.root.parent / FRESH / hashlib.sha256(made_by.encode()).hexdigest()[:24]
+        if fresh.is_dir() or fresh in _UNMADE:
+            return fresh if fresh.is_dir() else None
+        try:
+            return await self._make_fresh(argv, fresh)
+        except (OSError, SandboxError) as exc:
+            log.warning("no empty environment kept (%s): %s", " ".join(argv), exc)
+            _UNMADE.add(fresh)
+            return None
+
+    async def _make_fresh(self, argv: list[str], fresh: Path) -> Path | None:
+        """:meth:`_fresh`'s environment made, under a lock (a second maker waits and
+        finds it)."""
         fresh.parent.mkdir(parents=True, exist_ok=True)
         async with file_lock(fresh.with_suffix(".lock")):
-            if fresh.is_dir():
+            if await asyncio.to_thread(fresh.is_dir):
                 return fresh
             build = fresh.with_name(f".{fresh.name}.{uuid.uuid4().hex[:8]}")
             empty = build.with_name(build.name + ".workspace")
@@ -238,8 +255,15 @@ class EnvironmentBuilder:
                 mounts = [Mount(empty, WORKSPACE), Mount(build, ENV_MOUNT, writable=True)]
                 done = await self.sandbox.run(argv, mounts=mounts, timeout=self.timeouts.setup)
                 if not done.ok:
-                    log.warning("no empty environment kept: `%s` failed", " ".join(argv))
+                    log.warning(
+                        "no empty environment kept: `%s` failed: %s",
+                        " ".join(argv),
+                        (done.stdout + done.stderr)[-500:],
+                    )
+                    _UNMADE.add(fresh)
                     return None
+                if os.geteuid() == 0:  # the sandbox user's until now
+                    chown_tree(build, os.getuid())
                 build.rename(fresh)
             finally:
                 for folder in (build, empty):
@@ -252,7 +276,15 @@ class EnvironmentBuilder:
         sandbox's to write: ``python -m venv`` takes seconds (it installs pip), a copy
         a fraction of one."""
         started = time.monotonic()
-        await asyncio.to_thread(shutil.copytree, fresh, build, symlinks=True, dirs_exist_ok=True)
+        try:
+            await asyncio.to_thread(
+                shutil.copytree, fresh, build, symlinks=True, dirs_exist_ok=True
+            )
+        except OSError as exc:
+            raise SetupFailed(
+                f"setup failed: the empty environment could not be copied from the cache "
+                f"({fresh}): {exc}"
+            ) from exc
         self.sandbox.prepare_writable(build)
         return Step(
             name="setup",
@@ -264,6 +296,15 @@ class EnvironmentBuilder:
             cached=True,
             output=f"the empty environment this command makes, from the cache ({fresh.name[:12]})",
         )
+
+
+def _wheel_folders(base_python: str) -> list[Path]:
+    """Where ``venv`` finds the pip it installs: the interpreter's own ``ensurepip``
+    wheels, or a distribution's shared ones (Debian's ``/usr/share/python-wheels``)."""
+    prefix = Path(base_python).parent.parent
+    found = list(prefix.glob("lib/python3*/ensurepip/_bundled"))
+    shared = Path("/usr/share/python-wheels")
+    return [*found, shared] if shared.is_dir() else found
 
 
 def distributions(env: Environment | None) -> dict[str, str]:

@@ -219,6 +219,7 @@ class Sandbox(abc.ABC):
     backend: Backend
     isolated: bool = True
     accounts_usage = False  # whether wait4's rusage reflects the command's own tree
+    host_toolchain = True  # whether the toolchain's paths are the host's (not an image's)
 
     def __init__(
         self,

@@ -18,12 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from app.fixers.registry import KNOWN
 from app.git import GitError, Remote, git_env, run_git
 from app.localforge import LocalForge
+from app.sessions.backends import BwrapSandbox
+from app.sessions.environment import FRESH, EnvironmentBuilder
 from app.sessions.fix_context import FixContext
+from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import SessionRunner
 from app.sessions.task import SessionSpec, Task
+from app.sessions.verify import Timeouts
 from app.sessions.workspace import WorkspaceError
 from tests.conftest import (
     CALC,
@@ -213,7 +218,7 @@ async def test_setup_from_the_config_is_cached_and_mounted_read_only(
 
 
 async def test_every_environment_starts_from_one_empty_environment_no_repository_made(
-    runner: SessionRunner, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """Two repositories' setups: each `python -m venv /env` is a copy of one empty
     environment, made once on an empty workspace, so a repository's own `venv.py`
@@ -236,6 +241,10 @@ async def test_every_environment_starts_from_one_empty_environment_no_repository
         (ctx.tree / "note.txt").write_text("ok\n")
         return FixOutcome(fixer="test", summary="probed")
 
+    # A cache of its own: the empty environment is made here, next to `venv.py`.
+    cache = WorkspaceCache(tmp_path / "cache")
+    sandbox = BwrapSandbox(state_dir=tmp_path / "sandbox")
+    runner = SessionRunner(fixers=KNOWN, cache=cache, sandbox=sandbox)
     runs = []
     for name in ("one", "two"):
         setup = json.dumps(write.format(f"{name}.txt"))  # a YAML string
@@ -255,6 +264,7 @@ async def test_every_environment_starts_from_one_empty_environment_no_repository
     assert "one.txt" not in seen["two"], seen["two"]
     assert "'one.txt'" in seen["one"], seen["one"]
     assert "hijacked" not in seen["one"] + seen["two"]
+    assert [p.name for p in (tmp_path / "cache" / FRESH).iterdir() if p.is_dir()] != []
 
 
 async def test_a_failing_setup_fails_the_session_with_the_command_named(
@@ -735,3 +745,23 @@ async def test_a_link_setup_plants_where_the_packages_go_reaches_no_host_folder(
     assert "secret.txt" not in result.fix.summary
     assert "plant" in result.fix.summary  # the packages are there, in the environment
     assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]  # nothing moved in
+
+
+async def test_an_interpreter_inside_an_image_gets_no_empty_environment_from_the_host(
+    tmp_path: Path,
+) -> None:
+    """Where the sandbox's interpreter is an image's (docker), the host's file at its
+    path says nothing of it: `python -m venv /env` runs as it is, every time."""
+
+    class ImageSandbox(BwrapSandbox):
+        host_toolchain = False
+
+    sandbox = ImageSandbox(state_dir=tmp_path / "sandbox")
+    builder = EnvironmentBuilder(sandbox, root=tmp_path / "envs", timeouts=Timeouts())
+    argv = [sandbox.toolchain.base_python, "-m", "venv", "/env"]
+    assert await builder._fresh(argv) is None
+    assert not (tmp_path / FRESH).exists()
+    host = EnvironmentBuilder(
+        BwrapSandbox(state_dir=tmp_path / "sandbox2"), root=tmp_path / "envs", timeouts=Timeouts()
+    )
+    assert await host._fresh(["python", "-m", "venv", "/env"]) is None  # a repository's own
