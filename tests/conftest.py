@@ -30,7 +30,7 @@ from app.localforge.keys import generate_app_key
 from app.runtime import Runtime
 from app.server import RUNTIME, create_app
 from app.sessions.backends import BwrapSandbox
-from app.sessions.environment import FRESH
+from app.sessions.empty_env import EMPTY
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.session import SessionRunner
 from app.store import JobState
@@ -349,7 +349,7 @@ def cache_at(root: Path, empty_environments: Path) -> WorkspaceCache:
     (shared by the tests of one process: no repository has a say in it), not from an
     empty environment each test makes again in seconds."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / FRESH).symlink_to(empty_environments, target_is_directory=True)
+    (root / EMPTY).symlink_to(empty_environments, target_is_directory=True)
     return WorkspaceCache(root)
 
 

@@ -9,7 +9,7 @@ hashes of the files that decide what gets installed, and mounted read-only at ``
 for every later step. An environment's first command, when it is only ``python -m venv
 /env`` as Patchwarden puts it first, is a copy of the empty environment that command
 makes, made once per interpreter on an empty workspace and kept in the cache
-(``empty-envs/``).
+(``empty-envs/``: :mod:`app.sessions.empty_env`).
 
 **Every tree is tested the way the base is.** An editable install points at
 ``/workspace``, and builds write files into the tree they ran on: setuptools-scm's
@@ -28,12 +28,10 @@ sandbox; setup gets ``SETUPTOOLS_SCM_PRETEND_VERSION`` with the version git woul
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
 import shutil
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,22 +40,19 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from app.errors import PatchwardenError
+from app.sessions.empty_env import EMPTY, EmptyEnvironments
 from app.sessions.files import file_lock, read_confined, write_confined
 from app.sessions.lockfiles import semver_key
 from app.sessions.pkgconfig import PackageConfig
-from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, VENV_COMMAND, RepoCommands
+from app.sessions.repo_commands import ENV_MOUNT, NODE_MODULES, RepoCommands
 from app.sessions.result import Step, Tree
-from app.sessions.sandbox import WORKSPACE, Mount, Sandbox, SandboxError, chown_tree
+from app.sessions.sandbox import WORKSPACE, Mount, Sandbox
 from app.sessions.verify import Timeouts, make_step
 
 log = logging.getLogger(__name__)
 
 GENERATED = ".generated"  # inside an environment: the files setup added to the tree
 COMPLETE = ".complete"
-FRESH = "empty-envs"  # beside envs/: the empty environment `python -m venv /env` makes
-# Empty environments this process could not make: not tried again (each session would
-# pay for the attempt and then for the command itself).
-_UNMADE: set[Path] = set()
 MAX_GENERATED_BYTES = 64 * 1024 * 1024
 MAX_GENERATED_FILES = 5000
 MAX_PACKAGE_DEPTH = 32  # nested node_modules read for installed versions
@@ -106,6 +101,7 @@ class EnvironmentBuilder:
         self.root = root
         self.timeouts = timeouts
         self.packages = packages or PackageConfig()
+        self.empty = EmptyEnvironments(sandbox, root=root.parent / EMPTY, timeout=timeouts.setup)
 
     def key(self, commands: RepoCommands) -> str:
         return commands.env_key(
@@ -191,9 +187,14 @@ class EnvironmentBuilder:
         steps_of = [(argv, True) for argv in commands.setup]
         steps_of += [(argv, False) for argv in commands.offline]
         for n, (argv, network) in enumerate(steps_of):
-            fresh = await self._fresh(argv) if n == 0 else None
-            if fresh is not None:
-                steps.append(await self._copy_fresh(fresh, build, argv, label))
+            try:
+                copied = await self.empty.copy(argv, build, label) if n == 0 else None
+            except OSError as exc:
+                raise SetupFailed(
+                    f"setup failed: the empty environment could not be copied from the cache: {exc}"
+                ) from exc
+            if copied is not None:
+                steps.append(copied)
                 continue
             done = await self.sandbox.run(
                 argv,
@@ -210,101 +211,6 @@ class EnvironmentBuilder:
                     f"setup failed: `{' '.join(argv)}` {how} (from {commands.setup_source}; "
                     "set `setup:` in .github/patchwarden.yml to change it)"
                 )
-
-    async def _fresh(self, argv: list[str]) -> Path | None:
-        """The empty environment ``argv`` makes, from the cache, when ``argv`` is the
-        command Patchwarden puts first (``<base python> -m venv /env``), else None. It is
-        made once per interpreter (its path, size and modification time, and the pip
-        wheels ``venv`` installs from) by its own sandboxed run on an empty workspace: no
-        repository's files (a ``venv.py`` of its own) have a say in what every later
-        environment starts from; then it is the service's, not the sandbox user's. None
-        where the interpreter is not the host's (an image's), or when it cannot be made
-        (the command then runs as it is; a failure is not tried again by this process)."""
-        base = self.sandbox.toolchain.base_python
-        if argv != [base, "-m", VENV_COMMAND, ENV_MOUNT] or not self.sandbox.host_toolchain:
-            return None
-        try:
-            stat = os.stat(base)
-        except OSError:
-            return None
-        wheels = sorted(w.name for d in _wheel_folders(base) for w in d.glob("*.whl"))
-        made_by = "\0".join([base, str(stat.st_size), str(stat.st_mtime_ns), *wheels])
-        fresh = self.root.parent / FRESH / hashlib.sha256(made_by.encode()).hexdigest()[:24]
-        if fresh.is_dir() or fresh in _UNMADE:
-            return fresh if fresh.is_dir() else None
-        try:
-            return await self._make_fresh(argv, fresh)
-        except (OSError, SandboxError) as exc:
-            log.warning("no empty environment kept (%s): %s", " ".join(argv), exc)
-            _UNMADE.add(fresh)
-            return None
-
-    async def _make_fresh(self, argv: list[str], fresh: Path) -> Path | None:
-        """:meth:`_fresh`'s environment made, under a lock (a second maker waits and
-        finds it)."""
-        fresh.parent.mkdir(parents=True, exist_ok=True)
-        async with file_lock(fresh.with_suffix(".lock")):
-            if await asyncio.to_thread(fresh.is_dir):
-                return fresh
-            build = fresh.with_name(f".{fresh.name}.{uuid.uuid4().hex[:8]}")
-            empty = build.with_name(build.name + ".workspace")
-            try:
-                for folder in (build, empty):
-                    folder.mkdir()
-                    self.sandbox.prepare_writable(folder)
-                mounts = [Mount(empty, WORKSPACE), Mount(build, ENV_MOUNT, writable=True)]
-                done = await self.sandbox.run(argv, mounts=mounts, timeout=self.timeouts.setup)
-                if not done.ok:
-                    log.warning(
-                        "no empty environment kept: `%s` failed: %s",
-                        " ".join(argv),
-                        (done.stdout + done.stderr)[-500:],
-                    )
-                    _UNMADE.add(fresh)
-                    return None
-                if os.geteuid() == 0:  # the sandbox user's until now
-                    chown_tree(build, os.getuid())
-                build.rename(fresh)
-            finally:
-                for folder in (build, empty):
-                    await asyncio.to_thread(shutil.rmtree, folder, True)
-        return fresh
-
-    async def _copy_fresh(self, fresh: Path, build: Path, argv: list[str], label: Tree) -> Step:
-        """The empty environment ``fresh`` copied into ``build`` (its links kept: they
-        point where the interpreter is, in and out of the sandbox) and made the
-        sandbox's to write: ``python -m venv`` takes seconds (it installs pip), a copy
-        a fraction of one."""
-        started = time.monotonic()
-        try:
-            await asyncio.to_thread(
-                shutil.copytree, fresh, build, symlinks=True, dirs_exist_ok=True
-            )
-        except OSError as exc:
-            raise SetupFailed(
-                f"setup failed: the empty environment could not be copied from the cache "
-                f"({fresh}): {exc}"
-            ) from exc
-        self.sandbox.prepare_writable(build)
-        return Step(
-            name="setup",
-            phase="setup",
-            tree=label,
-            argv=argv,
-            exit_code=0,
-            duration_seconds=round(time.monotonic() - started, 3),
-            cached=True,
-            output=f"the empty environment this command makes, from the cache ({fresh.name[:12]})",
-        )
-
-
-def _wheel_folders(base_python: str) -> list[Path]:
-    """Where ``venv`` finds the pip it installs: the interpreter's own ``ensurepip``
-    wheels, or a distribution's shared ones (Debian's ``/usr/share/python-wheels``)."""
-    prefix = Path(base_python).parent.parent
-    found = list(prefix.glob("lib/python3*/ensurepip/_bundled"))
-    shared = Path("/usr/share/python-wheels")
-    return [*found, shared] if shared.is_dir() else found
 
 
 def distributions(env: Environment | None) -> dict[str, str]:

@@ -22,13 +22,12 @@ from app.fixers.registry import KNOWN
 from app.git import GitError, Remote, git_env, run_git
 from app.localforge import LocalForge
 from app.sessions.backends import BwrapSandbox
-from app.sessions.environment import FRESH, EnvironmentBuilder
+from app.sessions.empty_env import EMPTY, EmptyEnvironments
 from app.sessions.fix_context import FixContext
 from app.sessions.mirrors import WorkspaceCache
 from app.sessions.result import FixOutcome, SessionResult
 from app.sessions.session import SessionRunner
 from app.sessions.task import SessionSpec, Task
-from app.sessions.verify import Timeouts
 from app.sessions.workspace import WorkspaceError
 from tests.conftest import (
     CALC,
@@ -264,7 +263,7 @@ async def test_every_environment_starts_from_one_empty_environment_no_repository
     assert "one.txt" not in seen["two"], seen["two"]
     assert "'one.txt'" in seen["one"], seen["one"]
     assert "hijacked" not in seen["one"] + seen["two"]
-    assert [p.name for p in (tmp_path / "cache" / FRESH).iterdir() if p.is_dir()] != []
+    assert [p.name for p in (tmp_path / "cache" / EMPTY).iterdir() if p.is_dir()] != []
 
 
 async def test_a_failing_setup_fails_the_session_with_the_command_named(
@@ -757,11 +756,11 @@ async def test_an_interpreter_inside_an_image_gets_no_empty_environment_from_the
         host_toolchain = False
 
     sandbox = ImageSandbox(state_dir=tmp_path / "sandbox")
-    builder = EnvironmentBuilder(sandbox, root=tmp_path / "envs", timeouts=Timeouts())
+    empty = EmptyEnvironments(sandbox, root=tmp_path / EMPTY, timeout=60)
     argv = [sandbox.toolchain.base_python, "-m", "venv", "/env"]
-    assert await builder._fresh(argv) is None
-    assert not (tmp_path / FRESH).exists()
-    host = EnvironmentBuilder(
-        BwrapSandbox(state_dir=tmp_path / "sandbox2"), root=tmp_path / "envs", timeouts=Timeouts()
-    )
-    assert await host._fresh(["python", "-m", "venv", "/env"]) is None  # a repository's own
+    assert await empty.copy(argv, tmp_path / "build", "base") is None
+    assert not (tmp_path / EMPTY).exists()
+    host = BwrapSandbox(state_dir=tmp_path / "sandbox2")
+    on_host = EmptyEnvironments(host, root=tmp_path / EMPTY, timeout=60)
+    own = ["python", "-m", "venv", "/env"]  # a repository's own command
+    assert await on_host.copy(own, tmp_path / "build", "base") is None
