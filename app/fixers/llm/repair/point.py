@@ -10,7 +10,7 @@ lines before it edits, and as infilling repairs a hole):
    :data:`SAME_LINE` alike) and widened to its whole statement (a call over five lines,
    or only the header of an ``if``).
 2. **Write those lines**: the statement, shown apart, is asked for again, corrected,
-   and nothing else. Each answer is put in the statement's place (indented as it was)
+   and nothing else. Each answer is put in the statement's place (its margin as it was)
    and read as a rewrite of the whole function would be (:mod:`candidates`: the votes,
    the unchanged dropped). An answer that writes the whole function anyway is read as
    one.
@@ -31,7 +31,8 @@ SAME_LINE = 0.8  # how alike (difflib's ratio) a quoted line must be to the one 
 
 def pointed(answer: str, function: str) -> tuple[int, int] | None:
     """The lines (first, last; 1-based, of ``function``) of the statement the answer
-    quotes a line of, or None when it quotes none of the function's lines."""
+    quotes a line of (of a line written twice, the first), or None when it quotes none
+    of the function's lines."""
     lines = function.splitlines()
     quoted = next((q.strip() for b in code_blocks(answer) for q in b.splitlines() if q.strip()), "")
     if not quoted:
