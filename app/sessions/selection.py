@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ SELECTION_MOUNT = "/selection"
 PLUGIN = "patchwarden_tests"
 IDS_FILE = "tests.txt"
 TRACE_FILE = "reached.json"
-LINES_FILE = "lines.json"
 
 
 @dataclass(frozen=True)
@@ -44,29 +43,17 @@ class Selection:
     def trace(self) -> Path:
         return self.folder / TRACE_FILE
 
-    @property
-    def lines(self) -> Path:
-        return self.folder / LINES_FILE
 
-
-def selecting(
-    ids: Iterable[str] | None, folder: Path, *, trace: bool = False, lines: Sequence[str] = ()
-) -> Selection:
+def selecting(ids: Iterable[str] | None, folder: Path, *, trace: bool = False) -> Selection:
     """Run only the tests of ``ids`` (JUnit ids; None: every test) — and, with ``trace``,
-    record what each reaches under /workspace, and which lines of the files ``lines``
-    (paths in the tree) it ran. ``folder`` (made by the caller, writable by the sandbox)
-    holds the list and the reports."""
+    record what each reaches under /workspace. ``folder`` (made by the caller, writable
+    by the sandbox) holds the list and the reports."""
     env = {"PYTHONPATH": PROBES_MOUNT}
     if ids is not None:
         (folder / IDS_FILE).write_text("".join(f"{i}\n" for i in sorted(set(ids))))
         env["SELECT_TESTS_FILE"] = f"{SELECTION_MOUNT}/{IDS_FILE}"
     if trace:
         env |= {"TRACE_REPORT": f"{SELECTION_MOUNT}/{TRACE_FILE}", "TRACE_ROOT": WORKSPACE}
-    if trace and lines:
-        env |= {
-            "TRACE_LINES": ":".join(lines),
-            "TRACE_LINES_REPORT": f"{SELECTION_MOUNT}/{LINES_FILE}",
-        }
     mounts = (Mount(PROBES, PROBES_MOUNT), Mount(folder, SELECTION_MOUNT, writable=True))
     return Selection(addopts=("-p", PLUGIN), env=env, mounts=mounts, folder=folder)
 

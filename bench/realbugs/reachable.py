@@ -10,9 +10,7 @@ all of them, with the ci task's words), each spliced into the buggy file as the 
 splices it; the bug is **reachable** when one of them makes the file the fix's, layout
 aside (the normalised syntax). Prints each reachable bug with the change and its place
 in the mutators' order (the round stops after 60 changes a target, and after 60 s of test
-runs; with ``line-order`` the changes on the failing tests' lines go first, which needs a
-test run and is not shown here), and the counts; writes them as JSON. Deterministic;
-reads only the clones.
+runs), and the counts; writes them as JSON. Deterministic; reads only the clones.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
 from app.fixers.llm.answers import normalised  # noqa: E402
 from app.fixers.llm.localize import index  # noqa: E402
-from app.fixers.llm.repair.mutants import ALL_MUTANTS, MAX_MUTANTS, mutants  # noqa: E402
+from app.fixers.llm.repair.mutants import MAX_MUTANTS, mutants  # noqa: E402
 from app.fixers.llm.repair.splice import splice, target_of, unit_sources  # noqa: E402
 from realbugs import (  # noqa: E402
     RealBug,
@@ -42,6 +40,8 @@ from realbugs import (  # noqa: E402
     split_of,
     task_text,
 )
+
+EVERY = 600  # every change of a unit the mutators make, far past the round's 60
 
 DEFAULT_REPORT = ROOT / ".eval" / "realbugs-reachable.json"
 
@@ -73,7 +73,7 @@ def reach(bug: RealBug, sources: Path) -> dict[str, Any]:
             if target is None:
                 continue
             parts = unit_sources(source, target)
-            every = mutants(parts, words=f"{title}\n{text}", limit=ALL_MUTANTS)
+            every = mutants(parts, words=f"{title}\n{text}", limit=EVERY)
             for place, m in enumerate(every, 1):
                 function = parts[""] if m.unit else m.source
                 spliced = splice(source, target, function, {m.unit: m.source} if m.unit else {})

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 
 from app.fixers.llm.answers import normalised
-from app.fixers.llm.localize import Symbol, index
+from app.fixers.llm.localize import index
 from app.fixers.llm.repair.candidates import Candidate
-from app.fixers.llm.repair.mechanical import chosen_note, one_node_changes, placed
+from app.fixers.llm.repair.mechanical import chosen_note, one_node_changes
 from app.fixers.llm.repair.mutants import MAX_MUTANTS, mutants
 from app.fixers.llm.repair.mutators import WEAK_JUDGE_MUTATORS
-from app.fixers.llm.repair.spectrum import line_scores
-from app.fixers.llm.repair.splice import Target, splice, target_of, unit_sources
+from app.fixers.llm.repair.splice import splice, target_of, unit_sources
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
 
@@ -300,75 +299,3 @@ def test_a_pattern_gets_one_token_changed_at_a_time() -> None:
     assert "r'.*/([^/?]*)/?%s'" in regex["`+` became `*` after `r'.*/([^/?]`"]
     assert len(regex) == 5  # `.*` → `.+`, the class's two members, `+` → `*`, `/?` → `/*`
     assert all("label = 'a+b[cd]'" in text for text in regex.values())
-
-
-def test_changes_on_the_lines_the_failing_tests_run_are_tried_first() -> None:
-    """With a score for each change's place (the failing tests' lines), the most suspect
-    place comes first, the mutators' order kept among equals; changes past the cap
-    that sit on a suspect line are reached too."""
-    body = "".join(f"    x{i} = {i}\n" for i in range(2, 40))
-    src = "def f(a, b):\n" + body + "    if a and b:\n        return a\n    return b\n"
-    units = {"": src}
-    plain = mutants(units)
-    assert len(plain) == MAX_MUTANTS
-    assert all("`and`" not in m.what for m in plain)  # off the cap: 38 numbers, twice each
-    guard = src.splitlines().index("    if a and b:") + 1
-    ranked = mutants(units, score=lambda m: 1.0 if m.line == guard else 0.0)
-    assert ranked[0].what == "`and` became `or`"
-    assert ranked[0].line == guard
-    rest = [m for m in mutants(units, limit=10_000) if m.line != guard]
-    on_guard = sum(m.line == guard for m in ranked)
-    assert [m.what for m in ranked[on_guard:MAX_MUTANTS]] == [
-        m.what for m in rest[: MAX_MUTANTS - on_guard]
-    ]
-    # ... and the changes the plain order tried that the suspect ones pushed past the
-    # cap come after them: ranking adds to the round, it never takes away
-    assert [m.what for m in ranked[MAX_MUTANTS:]] == [
-        m.what for m in plain if m not in ranked[:MAX_MUTANTS]
-    ]
-
-
-def test_a_line_is_as_suspect_as_the_failing_tests_that_run_it_and_the_passing_that_do_not() -> (
-    None
-):
-    lines = {
-        "t::fails": {"m.py": {1, 2, 3}, "other.py": {9}},
-        "t::also_fails": {"m.py": {1, 3}},
-        "t::passes": {"m.py": {1, 2}},
-    }
-    scores = line_scores(lines, {"t::fails", "t::also_fails"}, "m.py")
-    assert scores[3] == pytest.approx(1.0)  # both failing tests, no passing one
-    assert scores[1] == pytest.approx(2 / (2 * 3) ** 0.5)
-    assert scores[2] == pytest.approx(1 / (2 * 2) ** 0.5)
-    assert scores[3] > scores[1] > scores[2]
-    assert line_scores(lines, {"t::fails"}, "nowhere.py") == {}
-    assert line_scores(lines, {"t::not_traced"}, "m.py") == {}
-
-
-def test_a_change_scores_as_its_statement_and_a_constant_as_the_functions_hottest_line() -> None:
-    """Python reports a multi-line statement run on some of its lines only; what runs at
-    import (a constant, a default) is never a test's line, yet the function reads it."""
-    text = (
-        "LIMIT = 3\n"  # 1
-        "\n"
-        "\n"
-        "def f(x, step=2):\n"  # 4
-        "    y = [1,\n"
-        "         2]\n"  # 6
-        "    if x > LIMIT:\n"
-        "        return y\n"  # 8
-        "    return x\n"
-    )
-    symbol = Symbol(path="m.py", qualname="f", start=4, end=9, kind="function")
-    target = Target(symbol=symbol, constants=(("LIMIT", 1, 1),))
-    units = unit_sources(text, target)
-    scores = {5: 0.4, 7: 0.9, 8: 0.2}  # the failing tests' lines, as a traced run saw them
-    score = placed(units, target, scores)
-    by_what = {m.what: score(m) for m in mutants(units)}
-    assert by_what["`2` became `3`"] == 0.4  # line 6: its statement ran, reported on line 5
-    assert by_what["`>` became `>=`"] == 0.9
-    assert by_what["`3` became `4`"] == 0.9  # LIMIT: read by the function, at its hottest
-    # ranked, nothing the plain order would try is left out
-    ranked = mutants(units, score=score)
-    assert ranked[0].what == "`>` became `>=`"
-    assert {m.what for m in mutants(units)} <= {m.what for m in ranked}

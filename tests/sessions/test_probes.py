@@ -152,38 +152,6 @@ def test_junit_ids_are_the_reports() -> None:
     assert junit_id("test_a.py::test_f") == "test_a::test_f"
 
 
-def test_the_reach_plugin_records_the_lines_each_test_runs_of_the_files_asked(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "calc.py").write_text(
-        "def sign(x):\n"  # 1
-        "    if x < 0:\n"
-        "        return -1\n"
-        "    if x == 0:\n"
-        "        return 0\n"  # 5
-        "    return 1\n"
-    )
-    (tmp_path / "other.py").write_text("def one():\n    return 1\n")
-    (tmp_path / "test_calc.py").write_text(
-        "from calc import sign\nfrom other import one\n\n\n"
-        "def test_negative():\n    assert sign(-5) == -1\n\n\n"
-        "def test_zero():\n    assert sign(0) == one()\n"
-    )
-    env = {
-        "TRACE_REPORT": str(tmp_path / "reach.json"),
-        "TRACE_ROOT": str(tmp_path),
-        "TRACE_LINES": "calc.py",
-        "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
-    }
-    done = run_plugin(tmp_path, env)
-    assert "1 failed, 1 passed" in done.stdout, done.stdout
-    lines = json.loads((tmp_path / "lines.json").read_text())
-    assert lines == {
-        "test_calc::test_negative": {"calc.py": [2, 3]},
-        "test_calc::test_zero": {"calc.py": [2, 4, 5]},  # other.py was not asked for
-    }
-
-
 def test_under_xdist_each_worker_reports_and_the_reports_are_read_together(
     tmp_path: Path,
 ) -> None:
@@ -198,8 +166,6 @@ def test_under_xdist_each_worker_reports_and_the_reports_are_read_together(
     env = {
         "TRACE_REPORT": str(tmp_path / "reach.json"),
         "TRACE_ROOT": str(tmp_path),
-        "TRACE_LINES": "calc.py",
-        "TRACE_LINES_REPORT": str(tmp_path / "lines.json"),
     }
     done = run_plugin(tmp_path, env, "-n", "2")
     assert "4 passed" in done.stdout, done.stdout
@@ -207,5 +173,3 @@ def test_under_xdist_each_worker_reports_and_the_reports_are_read_together(
     reached = read_trace(tmp_path, "reach.json", limit=1 << 20)
     assert sorted(reached) == [f"test_calc::test_{n}" for n in range(4)]
     assert all(["calc.py", 1] in places for places in reached.values())
-    lines = read_trace(tmp_path, "lines.json", limit=1 << 20)
-    assert lines == {f"test_calc::test_{n}": {"calc.py": [2]} for n in range(4)}

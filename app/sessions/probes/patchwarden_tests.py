@@ -11,10 +11,6 @@ Loaded inside the sandbox with ``-p patchwarden_tests`` (this folder on ``PYTHON
   function is known by its file and its first line (a decorated one's first
   decorator): the caller maps that to a function of the tree. Under pytest-xdist each
   worker writes its own (the path and ``.gw0``...), and the controller none.
-- ``$TRACE_LINES`` (with ``$TRACE_LINES_REPORT``), paths relative to the root separated
-  by ``:``: also the lines of those files each test ran, written to
-  ``$TRACE_LINES_REPORT`` as ``{test id: {path: [line, ...]}}`` (the lines of a
-  multi-line statement as Python reports them: at least its first).
 
 Standard library and pytest only; it imports nothing of Patchwarden.
 """
@@ -31,15 +27,6 @@ import pytest
 
 _ROOT = os.path.join(os.environ.get("TRACE_ROOT", "/workspace"), "")
 _reached: dict[str, set[tuple[str, int]]] = {}
-_lines: dict[str, dict[str, set[int]]] = {}
-
-
-def _line_files() -> dict[str, str]:
-    """The files whose lines are traced: absolute path -> path relative to the root."""
-    if not os.environ.get("TRACE_LINES_REPORT"):
-        return {}
-    names = [n for n in os.environ.get("TRACE_LINES", "").split(":") if n]
-    return {os.path.join(_ROOT, n): n for n in names}
 
 
 def _wanted() -> set[str] | None:
@@ -78,19 +65,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     codes: set[object] = set()
-    files = _line_files()
-    ran: set[tuple[str, int]] = set()
-
-    def lines(frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            ran.add((frame.f_code.co_filename, frame.f_lineno))
-        return lines
 
     def tracer(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "call":
             codes.add(frame.f_code)
-            if frame.f_code.co_filename in files:
-                return lines
         return None
 
     previous = sys.gettrace()
@@ -105,10 +83,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             name = code.co_filename  # type: ignore[attr-defined]
             if name.startswith(_ROOT):
                 found.add((name[len(_ROOT) :], code.co_firstlineno))  # type: ignore[attr-defined]
-        if files:
-            per_file = _lines.setdefault(test, {})
-            for name, line in ran:
-                per_file.setdefault(files[name], set()).add(line)
 
 
 def _report(path: str, session: pytest.Session) -> str | None:
@@ -125,7 +99,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if out and (path := _report(out, session)):
         with open(path, "w", encoding="utf-8") as f:
             json.dump({k: sorted(v) for k, v in _reached.items()}, f)
-    lines = os.environ.get("TRACE_LINES_REPORT")
-    if lines and _line_files() and (path := _report(lines, session)):
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({k: {p: sorted(n) for p, n in v.items()} for k, v in _lines.items()}, f)

@@ -16,13 +16,12 @@ code: none is proposed.
 
 from __future__ import annotations
 
-import ast
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.fixers.llm.answers import normalised, parse
+from app.fixers.llm.answers import normalised
 from app.fixers.llm.localize import Index
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.mutants import Mutant, mutants
@@ -112,19 +111,15 @@ async def mechanical(
     kinds: Sequence[Mutator] = MUTATORS,
     deadline: float = math.inf,
     choices: int = 1,
-    lines: Mapping[int, float] | None = None,
 ) -> Mechanical:
     """Each change of the target (of ``kinds``) tested until ``deadline`` (of
     ``time.monotonic``); the tree is left with the winner in it, when every change was
-    tried and at least one but no more than ``choices`` passed, and as it was otherwise.
-    ``lines``: how suspect each line of the file is (the failing tests ran it, the
-    passing ones less): changes there are tried first."""
+    tried and at least one but no more than ``choices`` passed, and as it was otherwise."""
     path = target.symbol.path
     text = idx.sources[path]
     units = unit_sources(text, target)
     found = Mechanical(choices=max(1, choices))
-    score = placed(units, target, lines) if lines else None
-    for mutant in mutants(units, words=words, kinds=kinds, score=score):
+    for mutant in mutants(units, words=words, kinds=kinds):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)
@@ -148,50 +143,6 @@ async def mechanical(
     if winner is not None:
         write_confined(ws.tree, path, winner[1].text.encode())
     return found
-
-
-def placed(
-    units: Mapping[str, str], target: Target, lines: Mapping[int, float]
-) -> Callable[[Mutant], float]:
-    """How suspect a change's place is: the highest score (``lines``: the file's lines'
-    scores) over the lines of the statement it is in, as Python reports a statement
-    run on any of its lines. What runs when the module is imported, not when a test
-    does — a constant, a ``def`` line's defaults and decorators — scores as the
-    function's most suspect line: the function reads it."""
-    function = units.get("", "")
-    spans = statement_spans(function)
-    tree = parse(function)
-    top = tree.body[0] if tree is not None and tree.body else None
-    header = (
-        top.body[0].lineno - 1 if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef) else 0
-    )
-    first = target.symbol.start
-    hottest = max((lines.get(n, 0.0) for n in range(first, target.symbol.end + 1)), default=0.0)
-
-    def score(m: Mutant) -> float:
-        if m.unit or m.line <= header:  # a constant or helper; decorators, `def`, defaults
-            return hottest
-        start, end = spans.get(m.line, (m.line, m.line))
-        return max(lines.get(first + n - 1, 0.0) for n in range(start, end + 1))
-
-    return score
-
-
-def statement_spans(source: str) -> dict[int, tuple[int, int]]:
-    """Each line of ``source`` -> the lines of the innermost statement it belongs to (a
-    compound statement by its header: ``if`` and its test, not its body)."""
-    tree = parse(source)
-    out: dict[int, tuple[int, int]] = {}
-    for node in ast.walk(tree) if tree is not None else ():
-        if not isinstance(node, ast.stmt):
-            continue
-        body = getattr(node, "body", None)
-        end = node.end_lineno or node.lineno
-        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-            end = max(node.lineno, body[0].lineno - 1)  # the header
-        for n in range(node.lineno, end + 1):
-            out[n] = (node.lineno, end)  # walked outermost first: the innermost wins
-    return out
 
 
 def line_of(target: Target, mutant: Mutant) -> int:

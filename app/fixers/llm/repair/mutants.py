@@ -19,15 +19,14 @@ source, so the rest of the function keeps its layout and comments.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
 from app.fixers.llm.repair.mutators import MUTATORS, Mutator
 from app.fixers.llm.repair.spans import Source, Words
 
-MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS (or of their places)
-ALL_MUTANTS = 600  # changes ranked by their place's score, when there is one
+MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,11 @@ def mutants(
     words: str = "",
     limit: int = MAX_MUTANTS,
     kinds: Sequence[Mutator] = MUTATORS,
-    score: Callable[[Mutant], float] | None = None,
 ) -> list[Mutant]:
     """The distinct one-node changes of the units (the function first), in the order of
     how often such a change is the fix, at most ``limit``; ``words``: the task's text,
     whose numbers may be a case a literal tuple left out, and whose inline code may use
-    a character a regular expression lacks; ``kinds``: the mutators to use; ``score``:
-    how suspect a change's place is (the failing tests' lines): the most suspect
-    first, in that order among equals, chosen among :data:`ALL_MUTANTS` at most."""
-    if score is not None:  # the most suspect first; none the plain order tries is left out
-        every = mutants(units, words=words, limit=ALL_MUTANTS, kinds=kinds)
-        ranked = sorted(every, key=lambda m: -score(m))[:limit]
-        return ranked + [m for m in every[:limit] if m not in ranked]
+    a character a regular expression lacks; ``kinds``: the mutators to use."""
     found = Words.of(words)
     seen: set[str] = set()
     out: list[Mutant] = []

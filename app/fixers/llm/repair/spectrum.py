@@ -1,5 +1,5 @@
-"""Spectrum-based fault localisation: which functions (and lines) the failing tests run
-and the passing ones do not.
+"""Spectrum-based fault localisation: which functions the failing tests run and the
+passing ones do not.
 
 A traced run of the repository's tests (the tracing plugin,
 :mod:`app.sessions.selection`) says which of the tree's functions each test called.
@@ -50,13 +50,3 @@ def ochiai(
         for s in ef
         if isinstance(s, Symbol)
     }
-
-
-def line_scores(
-    lines: Mapping[str, Mapping[str, Collection[int]]], failing: Collection[str], path: str
-) -> dict[int, float]:
-    """Each line of ``path`` the failing tests ran, with its Ochiai score (as
-    :func:`ochiai`, per line: a traced run's :attr:`~.testruns.Tests.lines`); {} when no
-    failing test was traced."""
-    total, ef, ep = counts({t: files.get(path, ()) for t, files in lines.items()}, failing)
-    return {n: ef[n] / math.sqrt(total * (ef[n] + ep[n])) for n in ef if isinstance(n, int)}

@@ -23,8 +23,6 @@ from contextvars import ContextVar
 MECHANISMS: dict[str, str] = {
     "together": "the other short suspects of the function's file shown, to be fixed with it",
     "mechanical-late": "mechanical changes after the model missed everywhere",
-    "line-order": "mechanical changes tried first on the lines the failing tests run and the "
-    "passing ones do not (a run traced line by line)",
     "point": "when every rewrite of the first suspect missed, the model points at its wrong "
     "line and writes only that statement again",
     "named": "only the failing tests the task names judge the fix and point to it",

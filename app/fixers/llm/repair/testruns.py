@@ -50,8 +50,6 @@ class Tests:
     failures: dict[str, str]  # test id -> what it printed
     # traced runs: test id -> the functions it called, as (path, first line) of the tree
     reached: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    # ... and the lines it ran of the files asked for: test id -> path -> lines
-    lines: dict[str, dict[str, set[int]]] = field(default_factory=dict)
 
     def failing(self) -> list[str]:
         return sorted(t for t, o in self.run.outcomes.items() if o in ("failed", "errored"))
@@ -67,20 +65,17 @@ async def run_tests(
     name: str,
     trace: bool = False,
     only: Sequence[str] | None = None,
-    lines: Sequence[str] = (),
 ) -> Tests | None:
     """The repository's test command (plus ``extra``) on the tree, in the sandbox, read
     from its JUnit report; None when no report came back (not pytest, or it crashed).
-    ``trace``: also which of the tree's functions each test called (:attr:`Tests.reached`),
-    and which lines of the files ``lines`` it ran (:attr:`Tests.lines`); ``only``: the
-    tests of these JUnit ids alone run (the others deselected)."""
+    ``trace``: also which of the tree's functions each test called (:attr:`Tests.reached`);
+    ``only``: the tests of these JUnit ids alone run (the others deselected)."""
     if not ws.commands.test:
         return None
     reports = Path(tempfile.mkdtemp(prefix="repair-", dir=ws.workspace.root))
     ws.sandbox.prepare_writable(reports)
     chosen = only is not None or trace
-    lines = [p for p in lines if ":" not in p]  # the plugin's list is ":"-separated
-    traced = selecting(only, reports, trace=trace, lines=lines) if chosen else None
+    traced = selecting(only, reports, trace=trace) if chosen else None
     report = [f"--junitxml={REPORTS_MOUNT}/junit.xml", "--continue-on-collection-errors"]
     addopts = [*report, *(traced.addopts if traced else ())]
     argv, env = repo_test_command(ws.commands, ws.env_dir, extra, addopts=addopts)
@@ -107,8 +102,7 @@ async def run_tests(
     run = run.model_copy(update={"counts": counts, "outcomes": outcomes})
     if not trace or traced is None:
         return Tests(run, failures)
-    ran = lines_in(reports, traced.lines.name) if lines else {}
-    return Tests(run, failures, reached_in(reports, traced.trace.name), ran)
+    return Tests(run, failures, reached_in(reports, traced.trace.name))
 
 
 def _place(item: object) -> bool:
@@ -128,20 +122,6 @@ def reached_in(folder: Path, name: str) -> dict[str, list[tuple[str, int]]]:
     for test, places in raw.items():
         items = places if isinstance(places, list) else []
         out[str(test)] = [(p[0], p[1]) for p in items if _place(p)]
-    return out
-
-
-def lines_in(folder: Path, name: str) -> dict[str, dict[str, set[int]]]:
-    """The plugin's lines report, checked: {} when it is missing or not what the plugin
-    writes (``{test id: {path: [line, ...]}}``)."""
-    raw = read_trace(folder, name, limit=MAX_TRACE_BYTES)
-    out: dict[str, dict[str, set[int]]] = {}
-    for test, files in raw.items():
-        out[str(test)] = {
-            str(path): {n for n in ns if isinstance(n, int)}
-            for path, ns in (files.items() if isinstance(files, dict) else [])
-            if isinstance(ns, list)
-        }
     return out
 
 
