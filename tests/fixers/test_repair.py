@@ -488,7 +488,8 @@ async def test_a_bug_in_two_functions_of_a_file_is_fixed_in_both(
         assert result.fix.repair.fired.get("together") == 1
     else:
         assert result.status != "patched"
-        assert len(prompts) == 2  # each suspect alone, and each answer only half right
+        assert len(prompts) == 1  # the first suspect alone, and its answer only half right
+        assert "return c - 273.15" not in first
 
 
 AGENT_FIX = [
@@ -674,8 +675,6 @@ async def test_when_the_repositorys_own_tests_cannot_choose_a_maintainer_does(
     report = result.fix.repair
     assert report.alternatives == ["`32` became `33` (temps.py:1)"]
     assert report.won_by == "mechanical-late"
-    assert report.fired.get("line-order") == 1  # a run traced the failing test's lines
-    assert [s.name for s in result.steps].count("repair-lines") == 1
     # Each change's first run is of the failing test alone: the rest of its file is not
     # run until a change passes it (then every test runs).
     first = [s.output for s in result.steps if s.name == "repair-candidate"]

@@ -6,13 +6,13 @@ the tests choose (as Agentless does: a small model cannot plan a tool loop).
    frames and what they run, names the task cites, BM25 over a symbol index.
 2. **Reproduce** when no test fails yet (:mod:`reproduction`): a test from the issue's
    example, kept only if it fails on the base for the bug's reason.
-3. **Sample**: for each of the localiser's first suspects, one prompt with the
-   function's source and what it reads and calls, the failing test and its output, asks
-   for the whole corrected function, k times (the first greedy); not for a function
-   longer than an answer may hold (every answer would be cut off). Answers that do not
-   parse, change nothing or rename it are dropped; the rest are grouped by syntax tree
-   (the votes), spliced in by line range (:mod:`splice`). When every answer for the
-   first suspect missed, a second look (:mod:`point`): in the same prompt, the model
+3. **Sample**: for the localiser's first suspect the model can write back (of the first
+   two: not a function longer than an answer may hold, every answer would be cut off),
+   one prompt with the function's source and what it reads and calls, the failing test
+   and its output, asks for the whole corrected function, k times (the first greedy).
+   Answers that do not parse, change nothing or rename it are dropped; the rest are
+   grouped by syntax tree (the votes), spliced in by line range (:mod:`splice`). When
+   every answer missed, a second look (:mod:`point`): in the same prompt, the model
    names the wrong line, then writes that statement alone again, k times.
 4. **Validate** in the sandbox: the failing and reproducing tests first, then all; one
    that breaks a test that passed before is out.
@@ -66,7 +66,7 @@ from app.sessions.fix_context import FixContext
 from app.sessions.result import FixOutcome
 from app.sessions.task import Budget, Task
 
-TARGETS = 2  # the localiser's first suspects, each given a round of answers
+TARGETS = 2  # the localiser's first suspects, of which the first the model can write gets a round
 MECHANICAL_SUSPECTS = 3  # the localiser's first few get mechanical changes too
 SAMPLES = 4  # answers per repair round: one greedy, the rest hot (job.HOT)
 NO_SUSPECT = (
@@ -146,8 +146,8 @@ class RepairFixer(ModelFixer):
             why = report.reproduction_note or "no test fails"
             return self.gave_up(NOTHING_SHOWS.format(why=why))
         passed_before = before.passing() if before is not None else set()
-        order = suspects[:TARGETS]
-        for suspect in order:
+        order: list[Suspect] = []
+        for suspect in suspects[:TARGETS]:
             target = target_of(job.idx, suspect.symbol, together(suspect, suspects))
             if target is None:
                 continue
@@ -163,21 +163,23 @@ class RepairFixer(ModelFixer):
                 continue
             if target.joined:  # acted: another suspect is rewritten with this one
                 switches.fired("together")
+            order.append(suspect)
             messages = repair_prompt(
                 job.task, job.idx, job.ws.tree, target, must_pass, before, job.printed
             )
             winner = await self._round(job, target, messages, must_pass, passed_before)
-            if winner is None and suspect is order[0] and switches.on("point"):
+            if winner is None and switches.on("point"):
                 winner = await self._second_look(job, target, messages, must_pass, passed_before)
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
+            break  # one suspect gets the round and the second look; the others, mechanical changes
         mechanics = suspects[:MECHANICAL_SUSPECTS]
         last = await self._mechanical(job, mechanics, must_pass, passed_before, strong, repro)
         if last is not None:
             return self._won(summary(job, *last, repro))
         if repro is not None:
             remove_confined(ws.tree, repro)
-        return self.gave_up(no_fix(job, order, repro))
+        return self.gave_up(no_fix(job, order or suspects[:TARGETS], repro))
 
     async def _repair_js(self, job: RepairRun, js: JsIndex) -> FixOutcome:
         """The same steps on an npm project (:mod:`js_flow`)."""
