@@ -145,7 +145,8 @@ class RepairFixer(ModelFixer):
         if not must_pass:
             why = report.reproduction_note or "no test fails"
             return self.gave_up(NOTHING_SHOWS.format(why=why))
-        passed_before = before.passing() if before is not None else set()
+        job.must_pass = must_pass
+        job.passed_before = before.passing() if before is not None else set()
         order: list[Suspect] = []
         for suspect in suspects[:TARGETS]:
             target = target_of(job.idx, suspect.symbol, together(suspect, suspects))
@@ -167,14 +168,14 @@ class RepairFixer(ModelFixer):
             messages = repair_prompt(
                 job.task, job.idx, job.ws.tree, target, must_pass, before, job.printed
             )
-            winner = await self._round(job, target, messages, must_pass, passed_before)
+            winner = await self._round(job, target, messages)
             if winner is None and switches.on("point"):
-                winner = await self._second_look(job, target, messages, must_pass, passed_before)
+                winner = await self._second_look(job, target, messages)
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
             break  # one suspect gets the round and the second look; the others, mechanical changes
         mechanics = suspects[:MECHANICAL_SUSPECTS]
-        last = await self._mechanical(job, mechanics, must_pass, passed_before, strong, repro)
+        last = await self._mechanical(job, mechanics, strong, repro)
         if last is not None:
             return self._won(summary(job, *last, repro))
         if repro is not None:
@@ -190,8 +191,6 @@ class RepairFixer(ModelFixer):
         self,
         job: RepairRun,
         suspects: list[Suspect],
-        must_pass: list[str],
-        passed_before: set[str],
         strong: bool,
         repro: str | None,
     ) -> tuple[Target, Candidate] | None:
@@ -203,9 +202,7 @@ class RepairFixer(ModelFixer):
             return None
         switches.fired("mechanical-late")
         job.report.mechanical_note = "" if strong else WEAK_JUDGE
-        fixed = await mechanical_fix(
-            job, suspects, must_pass, passed_before, weak=not strong, repository=repro is None
-        )
+        fixed = await mechanical_fix(job, suspects, weak=not strong, repository=repro is None)
         job.report.won_by = "mechanical-late" if fixed is not None else ""
         return fixed
 
@@ -214,8 +211,6 @@ class RepairFixer(ModelFixer):
         job: RepairRun,
         target: Target,
         messages: list[dict[str, Any]],
-        must_pass: list[str],
-        passed_before: set[str],
     ) -> Candidate | None:
         """One round of answers on the target to ``messages`` (:func:`repair_prompt`),
         their changes tested: the winner or None."""
@@ -225,15 +220,13 @@ class RepairFixer(ModelFixer):
         prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
         answers = await sample(self.client, job, messages, k=self.samples, prefill=prefill)
         report.samples += len(answers)
-        return await self._judge(job, target, answers, answers, prefill, must_pass, passed_before)
+        return await self._judge(job, target, answers, answers, prefill)
 
     async def _second_look(
         self,
         job: RepairRun,
         target: Target,
         messages: list[dict[str, Any]],
-        must_pass: list[str],
-        passed_before: set[str],
     ) -> Candidate | None:
         """The model points at the target's wrong line, then writes that statement again
         (:mod:`point`), asked in the round's own prompt: the winner or None. Not begun
@@ -256,7 +249,7 @@ class RepairFixer(ModelFixer):
         answers = await sample(self.client, job, asked, k=self.samples, prefill="")
         report.samples += len(answers)
         whole = [w for a in answers if (w := point.with_lines(function, span, a, name))]
-        winner = await self._judge(job, target, answers, whole, "", must_pass, passed_before)
+        winner = await self._judge(job, target, answers, whole, "")
         if winner is not None:
             report.won_by = "point"
         return winner
@@ -268,8 +261,6 @@ class RepairFixer(ModelFixer):
         answers: list[str],
         functions: list[str],
         prefill: str,
-        must_pass: list[str],
-        passed_before: set[str],
     ) -> Candidate | None:
         """The distinct changes the ``functions`` the ``answers`` write (:func:`changes_in`)
         tested in the sandbox, a one-node change (:func:`one_node_changes`) first, then
@@ -282,12 +273,12 @@ class RepairFixer(ModelFixer):
             c.one_node = small.get(normalised(c.text), "") if small else ""
         order = sorted(candidates, key=lambda c: (not c.one_node, -c.votes, c.changed_lines))
         for candidate in order:
-            await validate(job, target, candidate, must_pass, passed_before)
+            await validate(job, target, candidate)
             if candidate.verdict == "passed":
                 report.passed += 1
                 report.target = target.symbol.qualname
                 written = f"{len(answers)} answers"
-                report.chosen = chosen_note(candidate, order, written, tests_named(must_pass))
+                report.chosen = chosen_note(candidate, order, written, tests_named(job.must_pass))
                 return candidate
             report.failed[candidate.verdict.split(":")[0]] += 1
         return None

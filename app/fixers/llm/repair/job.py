@@ -81,6 +81,10 @@ class RepairRun:
     one_node: dict[str, dict[str, str]] = field(default_factory=dict)  # by target
     # The localiser's suspects, "path::qualname": where a change may go (the scope).
     implicated: list[str] = field(default_factory=list)
+    # The judge, once a test shows the bug: the tests a change must make pass, and those
+    # that passed on the base, which it must not break.
+    must_pass: list[str] = field(default_factory=list)
+    passed_before: set[str] = field(default_factory=set)
 
     def one_node_changes(self, target: Target) -> dict[str, str]:
         """The target's one-node changes one model test may judge, worked out once."""
@@ -112,18 +116,12 @@ def together(suspect: Suspect, suspects: Sequence[Suspect]) -> list[Symbol]:
     return [s.symbol for s in suspects[:TOGETHER] if s is not suspect]
 
 
-async def validate(
-    job: RepairRun,
-    target: Target,
-    candidate: Candidate,
-    must_pass: list[str],
-    passed_before: set[str],
-) -> None:
-    """The candidate tried in the sandbox (left in the tree when it passes): its verdict
-    and output are set."""
+async def validate(job: RepairRun, target: Target, candidate: Candidate) -> None:
+    """The candidate tried in the sandbox against the job's judge (left in the tree when
+    it passes): its verdict is set."""
     candidate.verdict = await try_change(
         job.ws, job.idx, path=target.symbol.path, text=candidate.text,
-        must_pass=must_pass, passed_before=passed_before,
+        must_pass=job.must_pass, passed_before=job.passed_before,
     )  # fmt: skip
 
 

@@ -23,8 +23,6 @@ MECHANICAL_SECONDS = 60.0
 async def mechanical_fix(
     job: RepairRun,
     suspects: Sequence[Suspect],
-    must_pass: list[str],
-    passed_before: set[str],
     *,
     weak: bool = False,
     repository: bool = False,
@@ -45,15 +43,15 @@ async def mechanical_fix(
         seen.add(target.symbol.where)
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
-            job.ws, job.idx, target, words=task_words(job.task), must_pass=must_pass,
-            passed_before=passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
+            job.ws, job.idx, target, words=task_words(job.task), must_pass=job.must_pass,
+            passed_before=job.passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
             deadline=deadline, choices=CHOICES if repository else 1,
         )  # fmt: skip
         report.mechanical += mech.tried
         if mech.winner is not None:
             report.passed += 1
             report.target = target.symbol.qualname
-            report.chosen = mech.chosen(target, tests_named(must_pass))
+            report.chosen = mech.chosen(target, tests_named(job.must_pass))
             report.alternatives = mech.alternatives(target)
             return target, mech.winner[1]
         if mech.ambiguous:  # the tests cannot choose; another suspect's is no surer
