@@ -14,7 +14,7 @@ import pytest
 
 from app.fixers.llm.localize import Index, Symbol, index
 from app.fixers.llm.repair.candidates import candidates_of
-from app.fixers.llm.repair.docstrings import restored, shortened, span
+from app.fixers.llm.repair.docstrings import restored, short_lines, span
 from app.fixers.llm.repair.prompt import repair_prompt
 from app.fixers.llm.repair.splice import changed_lines, splice, target_of, unit_sources
 from app.sessions.task import Document, Task
@@ -44,6 +44,11 @@ def ordinal(value):
 '''
 
 FIXED = ORIGINAL.replace("(11, 12)", "(11, 12, 13)")
+
+
+def shortened(source: str) -> str:
+    """The function as the prompt shows it (dedented, a long docstring as one line)."""
+    return "\n".join(short_lines(textwrap.dedent(source).splitlines(), span(source)))
 
 
 def test_a_long_docstring_is_shown_as_its_first_line_and_a_short_one_whole() -> None:

@@ -6,7 +6,7 @@ few tokens a second on a small CPU, before the one line that matters, and every 
 and every call costs that again.
 
 So where a function's docstring runs past :data:`DOC_LINES` lines, the prompts show it
-as its first sentence line and `` ...`` (:func:`shortened`), and the answer gets the
+as its first sentence line and `` ...`` (:func:`short_lines`), and the answer gets the
 original docstring back, in place of whatever it wrote there or where it wrote none
 (:func:`restored`): the change a pull request proposes is to the code, and the
 documentation stays as its authors wrote it. A docstring that shares a line with
@@ -89,12 +89,6 @@ def _body_of(text: str, quote: str) -> str:
     start = text.find(quote)
     end = text.rfind(quote)
     return text[start + len(quote) : end] if 0 <= start < end else text
-
-
-def shortened(source: str) -> str:
-    """The function (dedented) with a long docstring shown as one line."""
-    lines = textwrap.dedent(source).splitlines()
-    return "\n".join(short_lines(lines, span(source)))
 
 
 def restored(answer: str, original: str) -> str | None:
