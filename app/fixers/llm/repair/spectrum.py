@@ -13,23 +13,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from app.fixers.llm.localize import Index, Symbol
 from app.words import plural
-
-
-def counts(
-    ran: Mapping[str, Collection[Hashable]], failing: Collection[str]
-) -> tuple[int, Counter[Hashable], Counter[Hashable]]:
-    """From what each traced test ran (``ran``: test id -> places): how many failing
-    tests were traced (F), and for each place, how many failing (ef) and passing (ep)
-    tests ran it."""
-    ef: Counter[Hashable] = Counter()
-    ep: Counter[Hashable] = Counter()
-    for test, places in ran.items():
-        (ef if test in failing else ep).update(set(places))
-    return sum(t in failing for t in ran), ef, ep
 
 
 def ochiai(
@@ -40,13 +27,15 @@ def ochiai(
     evidence in words. A function is known by its file and first line, as the tracing
     plugin reports it; {} when no failing test was traced."""
     at = {(s.path, s.start): s for s in idx.symbols}
-    ran = {t: [at[p] for p in places if p in at] for t, places in reached.items()}
-    total, ef, ep = counts(ran, failing)
+    ef: Counter[Symbol] = Counter()  # how many failing tests ran each function
+    ep: Counter[Symbol] = Counter()  # ... and how many passing ones
+    for test, places in reached.items():
+        (ef if test in failing else ep).update({at[p] for p in places if p in at})
+    total = sum(t in failing for t in reached)
     return {
         s: (
             ef[s] / math.sqrt(total * (ef[s] + ep[s])),
             f"the failing tests run it ({ef[s]} of {total}; {plural(ep[s], 'passing test')})",
         )
         for s in ef
-        if isinstance(s, Symbol)
     }
