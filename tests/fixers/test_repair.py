@@ -723,6 +723,50 @@ async def test_a_function_an_answer_cannot_hold_is_not_asked_for(
     )
 
 
+LONG_REPORT = (
+    TEMPS
+    + "\n\ndef report(f):\n"
+    + "".join(
+        f"    line_{n} = 'degrees, as the thermometer on the wall says them'\n" for n in range(6)
+    )
+    + "    return f'{fahrenheit_to_celsius(f):.1f} C'\n"
+)
+
+
+async def test_a_suspect_too_long_to_write_passes_the_round_to_the_next(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """The failing test calls a function too long for an answer, which calls the wrong
+    one: no call is spent on the long one, the short one gets the round, and the round
+    goes to no other suspect after it."""
+    hot = "from temps import report\n\n\ndef test_boiling():\n    assert report(212) == '100.0 C'\n"
+    result, model = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        RIGHT,
+        RIGHT,
+        samples=2,
+        temps=LONG_REPORT,
+        issue="`report(212)` gives `'180.0 C'`, it should be `'100.0 C'`.",
+        files={"test_report.py": hot},
+        max_output_tokens=60,
+        without=frozenset({"mechanical-late"}),
+    )
+    report = result.fix.repair
+    assert [s.split(" (")[0] for s in report.suspects[:2]] == ["report", "fahrenheit_to_celsius"]
+    assert report.too_long[0].startswith("`report` is not asked for")
+    assert result.status == "patched", (result.error, result.fix)
+    assert report.target == "fahrenheit_to_celsius"
+    assert report.rounds == 1
+    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
+    assert model.remaining == 0
+
+
 async def test_the_mechanical_round_keeps_to_its_time_and_then_proposes_nothing(
     runner: SessionRunner,
     tmp_path: Path,
