@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,6 +20,7 @@ from app.fixers.llm.repair.mechanical import chosen_note, one_node_changes
 from app.fixers.llm.repair.mutants import MAX_MUTANTS, mutants
 from app.fixers.llm.repair.mutators import WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.splice import splice, target_of, unit_sources
+from app.fixers.llm.repair.testruns import NO_JUDGE, try_change
 from tests.realworld.conftest import unpack
 from tests.realworld.projects import PROJECTS
 
@@ -299,3 +301,22 @@ def test_a_pattern_gets_one_token_changed_at_a_time() -> None:
     assert "r'.*/([^/?]*)/?%s'" in regex["`+` became `*` after `r'.*/([^/?]`"]
     assert len(regex) == 5  # `.*` → `.+`, the class's two members, `+` → `*`, `/?` → `/*`
     assert all("label = 'a+b[cd]'" in text for text in regex.values())
+
+
+async def test_a_change_with_no_test_that_must_pass_fails_closed(tmp_path: Path) -> None:
+    """Nothing shows such a change fixes anything: it is not passed, and the tree is not
+    touched (a caller that forgot its judge gets no pull request)."""
+    (tmp_path / "m.py").write_text("def f(x):\n    return x\n")
+    idx = index(tmp_path)
+    ws = SimpleNamespace(tree=tmp_path)  # nothing else of a session may be reached
+    verdict = await try_change(
+        ws,  # type: ignore[arg-type]
+        idx,
+        path="m.py",
+        text="def f(x):\n    return x + 1\n",
+        must_pass=[],
+        passed_before={"test_m::test_f"},
+    )
+    assert verdict == NO_JUDGE
+    assert verdict != "passed"
+    assert (tmp_path / "m.py").read_text() == "def f(x):\n    return x\n"

@@ -39,6 +39,7 @@ MAX_OUTPUT_CHARS = 1500
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_TRACE_BYTES = 16 * 1024 * 1024
+NO_JUDGE = "no test that must pass: nothing shows the change fixes the bug"
 
 
 @dataclass(frozen=True)
@@ -309,7 +310,11 @@ async def try_change(
     back, and the verdict says why (``test failed: <id>``, ``breaks: <id>`` for a test
     that passed before). The first run is of those tests alone where each is a test id
     (most changes fail there, and the rest of their files need not run for it); of their
-    whole files where one is a file, or where a selection did not find them all."""
+    whole files where one is a file, or where a selection did not find them all. With no
+    test that must pass, nothing shows the change fixes anything: it fails closed, the
+    tree untouched."""
+    if not must_pass:
+        return NO_JUDGE
     original = idx.sources[path]
     write_confined(ws.tree, path, text.encode())
     ws.sandbox.prepare_writable(ws.tree)
