@@ -10,9 +10,9 @@ report, ``R.transcripts``) whose bug's fix changes one function of one file, the
 product's own fix prompt — the run's, with the fix's function shown in place of the
 suspect it showed — is asked, k times as the repair samples (the first greedy):
 
-- ``--ask lines`` (the default): the second look's question
-  (:func:`~app.fixers.llm.repair.point.lines_ask`) for the lines the project's fix
-  changes, each widened to its statement (the place given);
+- ``--ask lines`` (the default): the lines the project's fix changes, each widened to
+  its statement, shown apart and asked for again, corrected, and nothing else (the
+  place given; :func:`lines_ask`);
 - ``--ask function``: the round's own question, the whole function (the function
   given, not the place in it), begun as the repair begins it when
   ``PATCHWARDEN_LLM_PREFILL`` is set.
@@ -49,7 +49,6 @@ from app.config import Settings  # noqa: E402
 from app.fixers.llm.answers import code_blocks, definitions  # noqa: E402
 from app.fixers.llm.localize import Index, index  # noqa: E402
 from app.fixers.llm.model_client import ModelClient, ModelError  # noqa: E402
-from app.fixers.llm.repair import point  # noqa: E402
 from app.fixers.llm.repair.job import HOT  # noqa: E402
 from app.fixers.llm.repair.prompt import (  # noqa: E402
     SYSTEM,
@@ -58,7 +57,6 @@ from app.fixers.llm.repair.prompt import (  # noqa: E402
     callees,
     shown_function,
     too_long_to_write,
-    with_ask,
 )
 from app.fixers.llm.repair.splice import Target, header, target_of  # noqa: E402
 from realbugs import RealBug, changed_units, extract, file_at, load, source_of  # noqa: E402
@@ -91,6 +89,65 @@ def essence(source: str) -> str | None:
     return ast.dump(fn)
 
 
+def with_ask(messages: list[dict[str, Any]], ask: str) -> list[dict[str, Any]]:
+    """The round's messages with another question in place of its last paragraph (the
+    ask): the rest, fences and all, is the same text, which the server has cached."""
+    *head, user = messages
+    content = user["content"]
+    return [*head, {**user, "content": content[: content.rindex("\n\n")] + "\n\n" + ask}]
+
+
+def lines_ask(name: str, lines: str) -> str:
+    return (
+        f"These lines of `{name}` are wrong:\n```python\n{lines}\n```\n"
+        "Write them corrected: only those lines, in one ```python block, nothing else."
+    )
+
+
+def statement_at(function: str, number: int) -> tuple[int, int] | None:
+    """The innermost statement of ``function`` on line ``number``: a simple one whole,
+    a compound one (``if``, ``for``, ``def`` ...) by its header only; a clause's own
+    line (``else:``, ``except X:``, a decorator) alone. None for a line outside the
+    function or a function that does not parse."""
+    try:
+        tree = ast.parse(function)
+    except (SyntaxError, ValueError):
+        return None
+    if not 1 <= number <= len(function.splitlines()):
+        return None
+    found: tuple[int, int] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.stmt, ast.excepthandler)):
+            continue
+        first, last = node.lineno, node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            inner = body[0]
+            start = min([inner.lineno, *(d.lineno for d in getattr(inner, "decorator_list", []))])
+            last = max(first, start - 1 if start > first else first)
+        if first <= number <= last and (found is None or last - first <= found[1] - found[0]):
+            found = (first, last)
+    return found or (number, number)
+
+
+def _margin(lines: list[str]) -> str:
+    """The leading whitespace all of ``lines`` that are not blank share."""
+    margins = [line[: len(line) - len(line.lstrip())] for line in lines if line.strip()]
+    shared = min(margins, key=len) if margins else ""
+    while any(not m.startswith(shared) for m in margins):
+        shared = shared[:-1]
+    return shared
+
+
+def lines_of(function: str, span: tuple[int, int]) -> str:
+    """The statement's lines without the margin they share: what the model is asked to
+    write again."""
+    first, last = span
+    lines = function.splitlines()[first - 1 : last]
+    margin = _margin(lines)
+    return "\n".join(line.removeprefix(margin) for line in lines)
+
+
 def changed_span(before: str, after: str) -> tuple[int, int] | None:
     """The lines of ``before`` (1-based) from the first to the last statement the change
     to ``after`` touches. Blank and comment lines do not count; lines inserted count
@@ -110,7 +167,7 @@ def changed_span(before: str, after: str) -> tuple[int, int] | None:
         after_lines = [n for n in range(i2 + 1, len(a) + 1) if code[n - 1]]
         before_lines = [n for n in range(i1, 0, -1) if code[n - 1]]
         touched += (after_lines or before_lines)[:1]
-    spans = [s for n in touched if (s := point.statement_at(before, n))]
+    spans = [s for n in touched if (s := statement_at(before, n))]
     return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
 
@@ -126,7 +183,7 @@ def fix_lines(before: str, after: str, span: tuple[int, int]) -> str:
         if i1 < last <= i2:
             end = j1 + (last - i1) if op == "equal" else j2
     lines = b[start:end]
-    margin = point._margin(lines)
+    margin = _margin(lines)
     return "\n".join(line.removeprefix(margin) for line in lines)
 
 
@@ -141,9 +198,9 @@ def spliced(function: str, span: tuple[int, int], answer: str, name: str) -> str
         return None
     lines = function.splitlines()
     first, last = span
-    margin = point._margin(lines[first - 1 : last])
+    margin = _margin(lines[first - 1 : last])
     new = written.split("\n")
-    own = point._margin(new)
+    own = _margin(new)
     new = [margin + line.removeprefix(own) if line.strip() else "" for line in new]
     return "\n".join([*lines[: first - 1], *new, *lines[last:]]) + "\n"
 
@@ -227,13 +284,13 @@ async def ceiling(
     if content is None:
         return {**row, "why": "the run's fix prompt is cut in its transcript, or there is none"}
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
-    name, lines = target.symbol.name, point.lines_of(function, span)
+    name, lines = target.symbol.name, lines_of(function, span)
     if whole:
         prefill = f"```python\n{header(idx, target.symbol)}\n" if settings.llm_prefill else ""
         question = with_ask(messages, _the_ask(target))
         answers = await ask(client, question, settings.llm_samples, prefill)
     else:
-        question = with_ask(messages, point.lines_ask(name, lines))
+        question = with_ask(messages, lines_ask(name, lines))
         answers = await ask(client, question, settings.llm_samples)
     verdicts = [verdict(a, function, None if whole else span, name, want) for a in answers]
     ideal = fix_lines(function, fix, span)

@@ -118,14 +118,10 @@ async def _repair(
     without: frozenset[str] = frozenset(),
     prefill: bool = False,
     max_output_tokens: int = 4096,
-    second_look: bool = False,
 ) -> Any:
     """The session on the temps project (and ``files``) with ``script`` answering;
     ``auto``: the llm fixer's auto strategy (repair, then the agent) instead of repair
-    alone; ``without``: mechanisms turned off; ``prefill``: answers start as asked;
-    ``second_look``: the `point` mechanism on (a script for it answers two more
-    questions after the first round)."""
-    without = without if second_look else without | {"point"}
+    alone; ``without``: mechanisms turned off; ``prefill``: answers start as asked."""
     project = make_project(
         tmp_path / "temps", {"temps.py": temps, "test_temps.py": TESTS, **(files or {})}
     )
@@ -552,8 +548,8 @@ async def test_with_no_right_candidate_no_pull_request_and_an_honest_answer(
     await forge.push(REPO, files, author="alice")
     forge.add_user(REPO, "alice", "maintain")
     junk = text("I think the function is fine.")
-    # The reproductions, the round's answers, and a second look that names no line.
-    script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE, junk]
+    # The reproductions, then the round's answers.
+    script = [REPRO_RIGHT, junk, junk, BREAKS_FREEZING, UNPARSEABLE]
     async with ScriptedModel(script, api_key=KEY) as model:
         pw = await make_pw(
             workers=1,
@@ -1136,54 +1132,3 @@ async def test_when_two_batches_keep_no_test_a_third_is_drawn(
     fix = fixed_right(result)
     assert "1 of 9 samples failed for the bug's reason" in fix.repair.reproduction_note
     assert "+    assert fahrenheit_to_celsius(212) == 100" in result.diff.unified
-
-
-# A bug no mechanical change writes: the parentheses left out.
-NO_PARENTHESES = (
-    "def fahrenheit_to_celsius(f):\n"
-    '    """Degrees Fahrenheit in degrees Celsius."""\n'
-    "    return f - 32 * 5 / 9\n"
-)
-
-
-@pytest.mark.parametrize("second_look", [True, False])
-async def test_a_model_that_copies_the_function_points_at_the_line_and_writes_it_again(
-    runner: SessionRunner,
-    tmp_path: Path,
-    make_model: MakeModel,  # noqa: F811
-    make_client: MakeClient,  # noqa: F811
-    second_look: bool,
-) -> None:
-    """Asked for the whole function, the model writes it back as it was; asked which
-    line is wrong, it quotes one, and asked for that line alone, it writes it right:
-    the change goes in the line's place and passes."""
-    result, model = await _repair(
-        runner,
-        tmp_path,
-        make_model,
-        make_client,
-        block(NO_PARENTHESES),  # the whole function, unchanged
-        block("return f - 32 * 5 / 9  # this one\n"),  # the wrong line, quoted
-        block("return (f - 32) * 5 / 9\n"),  # that line, written again
-        samples=1,
-        temps=NO_PARENTHESES,
-        files={"test_boiling.py": BOILING},
-        without=frozenset({"mechanical-late"}),
-        second_look=second_look,
-    )
-    asked = [r.body["messages"][-1]["content"] for r in model.requests]
-    report = result.fix.repair if result.fix else None
-    assert report is not None
-    if not second_look:
-        assert result.status != "patched"
-        assert len(asked) == 1
-        assert "point" not in report.fired
-        return
-    assert result.status == "patched", (result.error, result.fix)
-    assert "+    return (f - 32) * 5 / 9" in result.diff.unified
-    assert "Which line of `fahrenheit_to_celsius` is wrong?" in asked[1]
-    assert "These lines of `fahrenheit_to_celsius` are wrong:" in asked[2]
-    assert "```python\nreturn f - 32 * 5 / 9\n```" in asked[2]
-    assert asked[0].rsplit("\n\n", 1)[0] == asked[1].rsplit("\n\n", 1)[0]  # one prompt cached
-    assert (report.won_by, report.fired.get("point"), report.rounds) == ("point", 1, 2)
-    assert report.dropped == {"unchanged": 1}

@@ -11,9 +11,7 @@ the tests choose (as Agentless does: a small model cannot plan a tool loop).
    one prompt with the function's source and what it reads and calls, the failing test
    and its output, asks for the whole corrected function, k times (the first greedy).
    Answers that do not parse, change nothing or rename it are dropped; the rest are
-   grouped by syntax tree (the votes), spliced in by line range (:mod:`splice`). When
-   every answer missed, a second look (:mod:`point`): in the same prompt, the model
-   names the wrong line, then writes that statement alone again, k times.
+   grouped by syntax tree (the votes), spliced in by line range (:mod:`splice`).
 4. **Validate** in the sandbox: the failing and reproducing tests first, then all; one
    that breaks a test that passed before is out.
 5. **Choose**: the most voted passing change, the smallest among equals. When every
@@ -36,7 +34,7 @@ from app.fixers.llm.answers import normalised
 from app.fixers.llm.js_index import JsIndex, js_index
 from app.fixers.llm.localize import Suspect, index
 from app.fixers.llm.model_client import ModelClient, ModelError
-from app.fixers.llm.repair import point, switches
+from app.fixers.llm.repair import switches
 from app.fixers.llm.repair.candidates import Candidate
 from app.fixers.llm.repair.job import (
     RepairRun,
@@ -52,12 +50,7 @@ from app.fixers.llm.repair.job import (
 from app.fixers.llm.repair.js_flow import repair_js
 from app.fixers.llm.repair.mechanical import WEAK_JUDGE, chosen_note
 from app.fixers.llm.repair.mechanical_rounds import mechanical_fix
-from app.fixers.llm.repair.prompt import (
-    repair_prompt,
-    shown_function,
-    too_long_to_write,
-    with_ask,
-)
+from app.fixers.llm.repair.prompt import repair_prompt, too_long_to_write
 from app.fixers.llm.repair.reproduction import reproduce
 from app.fixers.llm.repair.splice import Target, header, target_of
 from app.fixers.llm.spend import Ledger, ModelFixer
@@ -169,11 +162,9 @@ class RepairFixer(ModelFixer):
                 job.task, job.idx, job.ws.tree, target, must_pass, before, job.printed
             )
             winner = await self._round(job, target, messages)
-            if winner is None and switches.on("point"):
-                winner = await self._second_look(job, target, messages)
             if winner is not None:
                 return self._won(summary(job, target, winner, repro))
-            break  # one suspect gets the round and the second look; the others, mechanical changes
+            break  # one suspect gets the round; the others, mechanical changes
         mechanics = suspects[:MECHANICAL_SUSPECTS]
         last = await self._mechanical(job, mechanics, strong, repro)
         if last is not None:
@@ -220,53 +211,20 @@ class RepairFixer(ModelFixer):
         prefill = f"```python\n{header(job.idx, target.symbol)}\n" if self.prefill else ""
         answers = await sample(self.client, job, messages, k=self.samples, prefill=prefill)
         report.samples += len(answers)
-        return await self._judge(job, target, answers, answers, prefill)
-
-    async def _second_look(
-        self,
-        job: RepairRun,
-        target: Target,
-        messages: list[dict[str, Any]],
-    ) -> Candidate | None:
-        """The model points at the target's wrong line, then writes that statement again
-        (:mod:`point`), asked in the round's own prompt: the winner or None. Not begun
-        without two model calls left (one to point, one to write)."""
-        meter = job.meter
-        if job.stopped or meter.usage.calls + 2 > meter.budget.max_steps:
-            return None
-        switches.fired("point")
-        report, name = job.report, target.symbol.name
-        function = shown_function(job.idx, target)
-        asking = with_ask(messages, point.point_ask(name))
-        said = await sample(self.client, job, asking, k=1, prefill="")
-        report.samples += len(said)
-        span = point.pointed(said[0], function) if said else None
-        if span is None:
-            return None
-        report.rounds += 1
-        job.ws.progress(f"fix: lines {span[0]}-{span[1]} of {target.symbol.qualname} again")
-        asked = with_ask(messages, point.lines_ask(name, point.lines_of(function, span)))
-        answers = await sample(self.client, job, asked, k=self.samples, prefill="")
-        report.samples += len(answers)
-        whole = [w for a in answers if (w := point.with_lines(function, span, a, name))]
-        winner = await self._judge(job, target, answers, whole, "")
-        if winner is not None:
-            report.won_by = "point"
-        return winner
+        return await self._judge(job, target, answers, prefill)
 
     async def _judge(
         self,
         job: RepairRun,
         target: Target,
         answers: list[str],
-        functions: list[str],
         prefill: str,
     ) -> Candidate | None:
-        """The distinct changes the ``functions`` the ``answers`` write (:func:`changes_in`)
+        """The distinct changes the ``answers`` write (:func:`changes_in`)
         tested in the sandbox, a one-node change (:func:`one_node_changes`) first, then
         the most voted and smallest; the first that passes wins."""
         report = job.report
-        candidates = changes_in(job, target, functions, prefill)
+        candidates = changes_in(job, target, answers, prefill)
         report.candidates += len(candidates)
         small = job.one_node_changes(target) if len(candidates) > 1 else {}
         for c in candidates:

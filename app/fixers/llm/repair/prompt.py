@@ -79,14 +79,6 @@ def repair_prompt(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def with_ask(messages: list[dict[str, Any]], ask: str) -> list[dict[str, Any]]:
-    """The round's messages with another question in place of its last paragraph (the
-    ask): the rest, fences and all, is the same text, which the server has cached."""
-    *head, user = messages
-    content = user["content"]
-    return [*head, {**user, "content": content[: content.rindex("\n\n")] + "\n\n" + ask}]
-
-
 def _the_code(idx: Index, target: Target) -> str:
     """Where the bug probably is, and its code: the function and the constants it reads,
     each dedented, the function's long docstring as its first line (:mod:`docstrings`:

@@ -23,8 +23,6 @@ from contextvars import ContextVar
 MECHANISMS: dict[str, str] = {
     "together": "the other short suspects of the function's file shown, to be fixed with it",
     "mechanical-late": "mechanical changes after the model missed everywhere",
-    "point": "when every rewrite of the suspect given the round missed, the model points at "
-    "its wrong line and writes only that statement again",
     "named": "only the failing tests the task names judge the fix and point to it",
     "test-imports": "an npm reproduction's forgotten framework names bound as the project's "
     "tests bind them",
