@@ -6,7 +6,7 @@ test run: an upper bound on what it can fix, and where in its order the fix come
 For each verified bug of the split whose fix changes one Python file, every function
 the fix changes (its module constants come in with the functions that read them) is
 given the round's changes (:func:`app.fixers.llm.repair.mutants.mutants`,
-all of them, with the ci task's words), each spliced into the buggy file as the round
+all of them), each spliced into the buggy file as the round
 splices it; the bug is **reachable** when one of them makes the file the fix's, layout
 aside (the normalised syntax). Prints each reachable bug with the change and its place
 in the mutators' order (the round stops after 60 changes a target, and after 60 s of test
@@ -38,7 +38,6 @@ from realbugs import (  # noqa: E402
     order_key,
     source_of,
     split_of,
-    task_text,
 )
 
 EVERY = 600  # every change of a unit the mutators make, far past the round's 60
@@ -60,7 +59,6 @@ def reach(bug: RealBug, sources: Path) -> dict[str, Any]:
     units = sorted(u.split(":", 1)[1] for u in changed_units(bug, sources))
     row["units"] = units
     want = normalised(fixed.decode())
-    title, text = task_text(bug, "ci")
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp)
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +71,7 @@ def reach(bug: RealBug, sources: Path) -> dict[str, Any]:
             if target is None:
                 continue
             parts = unit_sources(source, target)
-            every = mutants(parts, words=f"{title}\n{text}", limit=EVERY)
+            every = mutants(parts, limit=EVERY)
             for place, m in enumerate(every, 1):
                 function = parts[""] if m.unit else m.source
                 spliced = splice(source, target, function, {m.unit: m.source} if m.unit else {})

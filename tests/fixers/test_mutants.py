@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -28,21 +29,19 @@ BENCH = Path(__file__).parents[2] / "bench"
 
 # The tasks whose reference fix is one small change: the function, and the change.
 MECHANICAL = {
-    "email-plus": ("is_valid_email", "`+` added to the character class `[A-Za-z0-9._-]`"),
     "html-escape": ("escape", '`("&", "&amp;")` moved first in its list'),
     "token-bucket": ("_refill", "became `elapsed_ms * self.rate / 1000`"),
     "word-count": ("count_words", '`text.split(" ")` became `text.split()`'),
 }
 REAL_MECHANICAL = {
     "dateutil-within-delta": "`<` became `<=`",
-    "humanize-ordinal-teens": "`13` added to `(11, 12)`",
     "iniconfig-get-default": "`return None` became `return default`",
     "six-ensure-text": "the unused parameter `errors` is passed on to `s.decode`",
     "toolz-take-nth": "`1` became `0`",
 }
 
 
-def _found(tree: Path, path: str, line: int, fixed: str, words: str) -> list[str]:
+def _found(tree: Path, path: str, line: int, fixed: str) -> list[str]:
     """What each change that turns the file at ``path`` into ``fixed`` says it did,
     trying the changes of the function around ``line``."""
     idx = index(tree)
@@ -54,7 +53,7 @@ def _found(tree: Path, path: str, line: int, fixed: str, words: str) -> list[str
     text = idx.sources[path]
     units = unit_sources(text, target)
     out = []
-    for m in mutants(units, words=words):
+    for m in mutants(units):
         function = units[""] if m.unit else m.source
         spliced = splice(text, target, function, {m.unit: m.source} if m.unit else {})
         if spliced is not None and normalised(spliced) == normalised(fixed):
@@ -74,7 +73,6 @@ def _first_changed_line(a: str, b: str) -> int:
 def test_the_one_change_that_fixes_an_eval_task_is_tried(name: str, tmp_path: Path) -> None:
     """The change is among those tried, and with it the task's hidden test passes."""
     task = BENCH / "agent_tasks" / name
-    meta = tomllib.loads((task / "task.toml").read_text())
     function, expected = MECHANICAL[name]
     tree = tmp_path / name
     shutil.copytree(task / "repo", tree)
@@ -84,8 +82,7 @@ def test_the_one_change_that_fixes_an_eval_task_is_tried(name: str, tmp_path: Pa
     assert target is not None
     text = idx.sources[target.symbol.path]
     units = unit_sources(text, target)
-    words = meta["title"] + "\n" + meta["issue"]
-    (change,) = [m for m in mutants(units, words=words) if expected in m.what]
+    (change,) = [m for m in mutants(units) if expected in m.what]
     function_source = units[""] if change.unit else change.source
     spliced = splice(
         text, target, function_source, {change.unit: change.source} if change.unit else {}
@@ -116,7 +113,7 @@ def test_in_real_projects_the_one_change_that_fixes_the_bug_is_tried(
     buggy = original.replace(bug["old"], bug["new"])
     (tree / bug["file"]).write_text(buggy)
     line = original[: original.index(bug["old"])].count("\n") + 1
-    found = _found(tree, bug["file"], line, original, meta["title"] + "\n" + meta["issue"])
+    found = _found(tree, bug["file"], line, original)
     assert any(REAL_MECHANICAL[name] in what for what in found), found
 
 
@@ -204,15 +201,14 @@ def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_
 ) -> None:
     """The eval's one-change fixes, written by an answer as the whole file, are known as
     one-node changes (tried before more-voted answers) for the kinds one model test may
-    judge — `+` added, `&` moved first, `split()` — and not for an off-by-one
+    judge — `&` moved first, `split()` — and not for an off-by-one
     (token-bucket's `/ 1000` taken away), which one model test may not judge."""
     task = BENCH / "agent_tasks" / name
-    meta = tomllib.loads((task / "task.toml").read_text())
     function, expected = MECHANICAL[name]
     idx = index(task / "repo")
     target = target_of(idx, next(s for s in idx.symbols if s.name == function))
     assert target is not None
-    known = one_node_changes(idx, target, words=meta["title"] + "\n" + meta["issue"])
+    known = one_node_changes(idx, target)
     if name == "token-bucket":
         assert not any(expected in what for what in known.values())
         return
@@ -220,23 +216,28 @@ def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_
     assert expected in known[normalised(fixed)]
 
 
-def test_one_model_test_never_sees_a_number_dropped_or_an_allowlist_widened() -> None:
-    """`range(1, n)` as `range(n)` is an off-by-one, and a `/` or `.` added to a name's
-    allowlist lets a path through: such changes need a stronger judge than one model
-    test, and are never tried first as one-node answers."""
+def test_one_model_test_never_sees_a_number_dropped_and_no_change_widens_an_allowlist() -> None:
+    """`range(1, n)` as `range(n)` is an off-by-one: it needs a stronger judge than one
+    model test, and is never tried first as a one-node answer. No change of any kind
+    lets a path through a name's allowlist: the changes are the code's alone, whatever
+    an issue's examples quote (`../etc/passwd`)."""
     code = (
         "import re\n\nNAME = re.compile(r'^[a-z0-9_-]+$')\n\n\n"
         "def names(text, n):\n"
         "    return [w for w in text.split(' ') if NAME.match(w)][0:n] + list(range(1, n))\n"
     )
-    words = "`../etc/passwd` and `a+b` should both work, and `n` is wrong"
-    weak = {m.what for m in mutants({"": code}, words=words, kinds=WEAK_JUDGE_MUTATORS)}
-    every = {m.what for m in mutants({"": code}, words=words)}
-    assert "`range(1, n)` became `range(n)`" in every - weak
-    assert "`/` added to the character class `[a-z0-9_-]`" in every - weak
-    assert "`.` added to the character class `[a-z0-9_-]`" in every - weak
-    assert "`+` added to the character class `[a-z0-9_-]`" in weak
+    weak = {m.what for m in mutants({"": code}, kinds=WEAK_JUDGE_MUTATORS)}
+    every = mutants({"": code})
+    assert "`range(1, n)` became `range(n)`" in {m.what for m in every} - weak
     assert "`text.split(' ')` became `text.split()`" in weak
+    for m in every:
+        space: dict[str, Any] = {}
+        try:
+            exec(m.source, space)  # noqa: S102 - this test's own code, changed
+            let_through = space["names"]("../etc/passwd", 1)
+        except Exception:  # a change that breaks the code lets nothing through
+            let_through = []
+        assert "../etc/passwd" not in let_through, m.what
 
 
 def _answer(votes: int, one_node: str = "") -> Candidate:

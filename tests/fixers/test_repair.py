@@ -838,8 +838,7 @@ async def test_a_single_model_test_never_judges_a_boundary_change(
     assert fix.reason is not None
     assert fix.reason.endswith(
         "one model-written test is too weak a judge for most mechanical changes: only a loop "
-        "over a copy, an element moved, a string argument left out or a `+ _ - @ #` the "
-        "issue's examples use added to a character class may be tried"
+        "over a copy, an element moved or a string argument left out may be tried"
     )
 
 
@@ -854,9 +853,11 @@ async def _one_test_judges(
     temps: str,
     tests: str,
     samples: int = 2,
+    patched: bool = True,
 ) -> tuple[Any, RepairReport]:
     """The session on ``temps`` (with ``tests``) where one model test, the only one of
-    six kept, judges the ``answers``: it ends patched; the result and the repair report."""
+    six kept, judges the ``answers``: it ends patched (unless not ``patched``); the
+    result and the repair report."""
     result, _ = await _repair(
         runner,
         tmp_path,
@@ -870,7 +871,7 @@ async def _one_test_judges(
         temps=temps,
         files={"test_temps.py": tests},
     )
-    assert result.status == "patched", (result.error, result.fix)
+    assert (result.status == "patched") is patched, (result.error, result.fix)
     report = result.fix.repair if result.fix else None
     assert report is not None
     assert "1 agree on what it should do" in report.reproduction_note  # a weak judge
@@ -934,16 +935,16 @@ VALID_TESTS = (
 )
 
 
-async def test_a_single_model_test_judges_a_character_the_issue_names(
+async def test_a_character_the_issue_quotes_is_never_added_to_a_pattern(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
     make_client: MakeClient,  # noqa: F811
 ) -> None:
-    """email-plus with the 1.5B model: the pattern lacks the `+` of the issue's own
-    example, and the model's answers missed. A character the issue's words use, added to
-    a character class that lacks it, has the issue behind it, so one model test may
-    judge it (in repair18-34 it passed such tests twice, right both times)."""
+    """The pattern lacks the `+` of the issue's own example and the model's answers
+    missed: the mechanical round reads the code, not the issue's words, so it does not
+    add the `+` (an issue quoting `../x` would widen an allowlist the same way). No pull
+    request, and the reason says what was tried."""
     issue = (
         "`is_valid` turns down `jane+news@example.com`, and people cannot sign up with it: "
         "plus addressing is standard."
@@ -959,12 +960,11 @@ async def test_a_single_model_test_judges_a_character_the_issue_names(
         issue=issue,
         temps=VALID,
         tests=VALID_TESTS,
+        patched=False,
     )
-    assert '+EMAIL = re.compile(r"^[a-z0-9._+-]+@' in result.diff.unified
-    assert report.chosen.startswith(
-        "a mechanical change, tried after the model's answers all missed: `+` added to the "
-        "character class `[a-z0-9._-]`"
-    )
+    assert result.diff.files == []
+    assert "character class" not in result.fix.reason
+    assert report.chosen == ""
 
 
 COUNT = (

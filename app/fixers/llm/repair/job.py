@@ -90,8 +90,7 @@ class RepairRun:
         """The target's one-node changes one model test may judge, worked out once."""
         name = f"{target.symbol.path}:{target.symbol.qualname}"
         if name not in self.one_node:
-            words = task_words(self.task)
-            self.one_node[name] = one_node_changes(self.idx, target, words=words)
+            self.one_node[name] = one_node_changes(self.idx, target)
         return self.one_node[name]
 
     def note(self, role: Any, content: str) -> None:
@@ -197,11 +196,6 @@ def named_tests(failing: Sequence[str], words: str) -> list[str]:
         if re.search(rf"(?<![\w/]){name}(?!\w)", words):
             named.append(test)
     return named
-
-
-def task_words(task: Task) -> str:
-    """The task's own words, where a mechanical change finds the numbers it names."""
-    return "\n".join([task.title, *(d.text for d in task.documents)])
 
 
 def tests_named(tests: Sequence[str]) -> str:

@@ -41,8 +41,7 @@ CHOICES = 3  # passing changes of one target a maintainer is shown to choose amo
 
 WEAK_JUDGE = (
     "one model-written test is too weak a judge for most mechanical changes: only a loop "
-    "over a copy, an element moved, a string argument left out or a `+ _ - @ #` the "
-    "issue's examples use added to a character class may be tried"
+    "over a copy, an element moved or a string argument left out may be tried"
 )
 
 
@@ -105,7 +104,6 @@ async def mechanical(
     idx: Index,
     target: Target,
     *,
-    words: str,
     must_pass: list[str],
     passed_before: set[str],
     kinds: Sequence[Mutator] = MUTATORS,
@@ -119,7 +117,7 @@ async def mechanical(
     text = idx.sources[path]
     units = unit_sources(text, target)
     found = Mechanical(choices=max(1, choices))
-    for mutant in mutants(units, words=words, kinds=kinds):
+    for mutant in mutants(units, kinds=kinds):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)
@@ -159,7 +157,7 @@ def where(target: Target, mutant: Mutant) -> str:
     return f"{target.symbol.path}:{line_of(target, mutant)}"
 
 
-def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str]:
+def one_node_changes(idx: Index, target: Target) -> dict[str, str]:
     """The target's one-node changes of the kinds one model test may judge, as whole
     files (normalised) and what each changed: an answer that writes one of them was
     written by two sources, the model and the mutation (``text.split(" ")`` as
@@ -168,7 +166,7 @@ def one_node_changes(idx: Index, target: Target, *, words: str) -> dict[str, str
     text = idx.sources[target.symbol.path]
     units = unit_sources(text, target)
     out: dict[str, str] = {}
-    for mutant in mutants(units, words=words, kinds=WEAK_JUDGE_MUTATORS, limit=ONE_NODE_LIMIT):
+    for mutant in mutants(units, kinds=WEAK_JUDGE_MUTATORS, limit=ONE_NODE_LIMIT):
         function = units[""] if mutant.unit else mutant.source
         constants = {mutant.unit: mutant.source} if mutant.unit else {}
         spliced = splice(text, target, function, constants)

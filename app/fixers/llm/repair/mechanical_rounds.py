@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from app.fixers.llm.localize import Suspect
 from app.fixers.llm.repair.candidates import Candidate
-from app.fixers.llm.repair.job import RepairRun, task_words, tests_named
+from app.fixers.llm.repair.job import RepairRun, tests_named
 from app.fixers.llm.repair.mechanical import CHOICES, mechanical
 from app.fixers.llm.repair.mutators import MUTATORS, WEAK_JUDGE_MUTATORS
 from app.fixers.llm.repair.splice import Target, target_of
@@ -43,7 +43,7 @@ async def mechanical_fix(
         seen.add(target.symbol.where)
         job.ws.progress(f"fix: small mechanical changes to {target.symbol.qualname}")
         mech = await mechanical(
-            job.ws, job.idx, target, words=task_words(job.task), must_pass=job.must_pass,
+            job.ws, job.idx, target, must_pass=job.must_pass,
             passed_before=job.passed_before, kinds=WEAK_JUDGE_MUTATORS if weak else MUTATORS,
             deadline=deadline, choices=CHOICES if repository else 1,
         )  # fmt: skip

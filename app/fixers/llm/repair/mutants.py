@@ -5,7 +5,7 @@ it fails may write the function back unchanged in every sample, never moving ``&
 first; shown ``text.split(" ")`` it rewrites the function around it. Many one-token bugs
 are a boundary (``<`` for ``<=``), an off-by-one, a unit conversion too many, a
 parameter the function takes and never uses, a loop over a list it changes, an element
-out of order, a case left out of a tuple. Program repair has long fixed these by trying
+out of order Program repair has long fixed these by trying
 each such change and keeping what the tests accept (GenProg, PAR, TBar). Here they are
 the repair's last round: no tokens, a test run each, and the same rule as for the
 model's answers: the reproduction must pass and every test that passed must still pass.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from app.fixers.llm.answers import normalised, parse
 from app.fixers.llm.repair.mutators import MUTATORS, Mutator
-from app.fixers.llm.repair.spans import Source, Words
+from app.fixers.llm.repair.spans import Source
 
 MAX_MUTANTS = 60  # changes tried per target, in the order of MUTATORS
 
@@ -43,15 +43,12 @@ class Mutant:
 def mutants(
     units: dict[str, str],
     *,
-    words: str = "",
     limit: int = MAX_MUTANTS,
     kinds: Sequence[Mutator] = MUTATORS,
 ) -> list[Mutant]:
     """The distinct one-node changes of the units (the function first), in the order of
-    how often such a change is the fix, at most ``limit``; ``words``: the task's text,
-    whose numbers may be a case a literal tuple left out, and whose inline code may use
-    a character a regular expression lacks; ``kinds``: the mutators to use."""
-    found = Words.of(words)
+    how often such a change is the fix, at most ``limit``; ``kinds``: the mutators to
+    use. The task's words play no part: every change is one a bug of any task may need."""
     seen: set[str] = set()
     out: list[Mutant] = []
     by_unit = []
@@ -62,7 +59,7 @@ def mutants(
             seen.add(f"{name}\0{normalised(source)}")
     for mutator in kinds:
         for name, src in by_unit:
-            for edit in mutator(src, found):
+            for edit in mutator(src):
                 new = src.replaced(edit)
                 key = f"{name}\0{normalised(new)}"
                 if key in seen or parse(new) is None:

@@ -8,13 +8,11 @@ layout. Their order in :data:`MUTATORS` is the order they are tried in.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable, Iterator
 
 from app.fixers.llm.repair.regex_mutants import regex_tokens
-from app.fixers.llm.repair.spans import Edit, Source, Words, code_nodes
+from app.fixers.llm.repair.spans import Edit, Source, code_nodes
 
-MAX_NUMBERS = 6  # numbers from the task's words added to a literal tuple
 MAX_ELEMENTS = 8  # a literal this long or shorter may have an element moved
 
 _SWAP = {
@@ -38,7 +36,7 @@ _OPS = {
 }
 
 
-def _boundaries(src: Source, words: Words) -> Iterator[Edit]:
+def _boundaries(src: Source) -> Iterator[Edit]:
     """``<`` and ``<=`` (``>`` and ``>=``) for each other, one operator at a time."""
     for node in code_nodes(src):
         if not isinstance(node, ast.Compare):
@@ -56,7 +54,7 @@ def _boundaries(src: Source, words: Words) -> Iterator[Edit]:
             yield Edit(node, " ".join(parts), f"`{was}` became `{ops[i]}`", kind=node)
 
 
-def _off_by_one(src: Source, words: Words) -> Iterator[Edit]:
+def _off_by_one(src: Source) -> Iterator[Edit]:
     """An integer one more or one less; the stop of a ``range`` one more; ``x - 1``
     (``x / 1000``: an operation by a constant) as ``x``."""
     covered: set[int] = set()  # numbers another change here already covers
@@ -96,7 +94,7 @@ def _is_number(node: ast.AST) -> bool:
     )
 
 
-def _unused_parameters(src: Source, words: Words) -> Iterator[Edit]:
+def _unused_parameters(src: Source) -> Iterator[Edit]:
     """A parameter the function takes and never reads, passed on: to a call it makes
     (``s.decode(encoding)`` with ``errors`` unused), or returned where it returns
     ``None`` (``default`` unused)."""
@@ -139,7 +137,7 @@ def _is_none(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _loop_over_copy(src: Source, words: Words) -> Iterator[Edit]:
+def _loop_over_copy(src: Source) -> Iterator[Edit]:
     """``for x in items:`` as ``for x in list(items):`` (the loop's body may change what
     it loops over: a handler that unsubscribes while an event is emitted)."""
     for node in code_nodes(src):
@@ -155,7 +153,7 @@ def _loop_over_copy(src: Source, words: Words) -> Iterator[Edit]:
             yield Edit(it, f"list({src.text(it)})", what)
 
 
-def _orders(src: Source, words: Words) -> Iterator[Edit]:
+def _orders(src: Source) -> Iterator[Edit]:
     """An element of a short literal list or tuple moved to its front or its end (the
     order of replacements: ``&`` must be escaped first). Not within a pair, or any
     entry of a table: ``("<", "&lt;")`` is a mapping, not an order."""
@@ -185,29 +183,6 @@ def _orders(src: Source, words: Words) -> Iterator[Edit]:
                     yield Edit(node, text, f"`{items[i]}` moved {where} in its list")
 
 
-def _left_out(src: Source, words: Words) -> Iterator[Edit]:
-    """A number the task's words name, added to a literal tuple, list or set of numbers
-    that lacks it (``value % 100 in (11, 12)`` and an issue about 13)."""
-    for node in code_nodes(src):
-        if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not node.elts:
-            continue
-        values = [
-            e.value
-            for e in node.elts
-            if isinstance(e, ast.Constant) and type(e.value) is int  # not a bool
-        ]
-        if len(values) != len(node.elts):
-            continue
-        low, high = min(values), max(values)
-        span = max(high - low, 1)
-        for n in words.numbers[:MAX_NUMBERS]:
-            if n in values or not low - span <= n <= high + span:
-                continue
-            text = _literal(src, node, [*(src.text(e) for e in node.elts), str(n)])
-            if text is not None:
-                yield Edit(node, text, f"`{n}` added to `{src.text(node)}`")
-
-
 def _literal(src: Source, node: ast.List | ast.Tuple | ast.Set, items: list[str]) -> str | None:
     was = src.text(node)
     if isinstance(node, ast.List):
@@ -219,7 +194,7 @@ def _literal(src: Source, node: ast.List | ast.Tuple | ast.Set, items: list[str]
     return "(" + ", ".join(items) + ")"
 
 
-def _dropped_arguments(src: Source, words: Words, *, text_only: bool = False) -> Iterator[Edit]:
+def _dropped_arguments(src: Source, *, text_only: bool = False) -> Iterator[Edit]:
     """A constant argument left out (``text.split(" ")`` as ``text.split()``); ``text_only``:
     a string only (not ``range(1, n)``'s start, a precision or a file mode)."""
     for node in code_nodes(src):
@@ -232,35 +207,7 @@ def _dropped_arguments(src: Source, words: Words, *, text_only: bool = False) ->
                 yield Edit(node, new, f"`{src.text(node)}` became `{new}`")
 
 
-_CLASS = re.compile(r"\[(?!\^)((?:\\.|[^\]\\])+)\]")  # a regex character class, not negated
-_ADDABLE = set("+._-'@#&/%:=~!$*,;?")  # characters a class may lack (no \\ ] ^)
-# What one model test may see added: no path (`.` `/`), shell, query or quote character
-# an allowlist keeps out on purpose.
-_WORD_LIKE = set("+_-@#")
-
-
-def _character_classes(
-    src: Source, words: Words, *, addable: set[str] = _ADDABLE
-) -> Iterator[Edit]:
-    """A character the task's own examples use (its inline code: `jane+news@x.com`)
-    added to a regular expression's character class that lacks it."""
-    wanted = [c for c in dict.fromkeys("".join(words.code)) if c in addable]
-    for node in code_nodes(src):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            continue
-        written = src.text(node)
-        for m in _CLASS.finditer(written):
-            inside = m.group(1)
-            for c in wanted:
-                if c in inside.replace("\\-", ""):
-                    continue
-                # before a trailing hyphen, which must stay last to mean itself
-                at = m.end(1) - 1 if inside.endswith("-") else m.end(1)
-                new = written[:at] + c + written[at:]
-                yield Edit(node, new, f"`{c}` added to the character class `[{inside}]`")
-
-
-def _logic(src: Source, words: Words) -> Iterator[Edit]:
+def _logic(src: Source) -> Iterator[Edit]:
     """``and`` for ``or`` and the other way; a ``not`` taken away, but not from a guard
     that raises: `if not is_valid(x): raise` turned round rejects every input it took,
     and a test of the one input the issue names passes it (two model tests that agree
@@ -288,7 +235,7 @@ def _logic(src: Source, words: Words) -> Iterator[Edit]:
             yield Edit(node, src.text(node.operand), what, kind=node.operand)
 
 
-Mutator = Callable[[Source, Words], Iterator[Edit]]
+Mutator = Callable[[Source], Iterator[Edit]]
 
 MUTATORS: tuple[Mutator, ...] = (
     _boundaries,
@@ -296,37 +243,28 @@ MUTATORS: tuple[Mutator, ...] = (
     _unused_parameters,
     _loop_over_copy,
     _orders,
-    _left_out,
-    _character_classes,
     _dropped_arguments,
     _logic,
     regex_tokens,
 )
 
 
-def _dropped_text(src: Source, words: Words) -> Iterator[Edit]:
+def _dropped_text(src: Source) -> Iterator[Edit]:
     """A string argument left out (``text.split(" ")`` as ``text.split()``)."""
-    return _dropped_arguments(src, words, text_only=True)
-
-
-def _word_characters(src: Source, words: Words) -> Iterator[Edit]:
-    """``+ _ - @ #`` the task's examples use, added to a character class that lacks it."""
-    return _character_classes(src, words, addable=_WORD_LIKE)
+    return _dropped_arguments(src, text_only=True)
 
 
 # The kinds a single model-written test may judge. A loop over a copy behaves as the loop
 # did unless its body changes what it loops over, and a test that fails without the copy
 # and passes with it shows the body did (a handler that unsubscribes itself mid-loop: a
-# small model rarely writes the copy itself). An element moved, a string argument left
-# out (``text.split(" ")`` as ``text.split()``) and a character the issue's examples use
-# added to a class are rarely wrong when one test of the bug passes them; `not` taken
-# away and an off-by-one often are, so they wait for a stronger judge. Not on one model
-# test either: a number dropped (`range(1, n)` as `range(n)` is an off-by-one; a
-# precision, a file mode), a path, shell or quote character added to an allowlist, a
-# number added to a set (the measurements: docs/decisions/013-repair-rules-history.md).
+# small model rarely writes the copy itself). An element moved and a string argument
+# left out (``text.split(" ")`` as ``text.split()``) are rarely wrong when one test of the
+# bug passes them; `not` taken away and an off-by-one often are, so they wait for a
+# stronger judge. Not on one model test either: a number dropped (`range(1, n)` as
+# `range(n)` is an off-by-one; a precision, a file mode) (the measurements:
+# docs/decisions/013-repair-rules-history.md).
 WEAK_JUDGE_MUTATORS: tuple[Mutator, ...] = (
     _loop_over_copy,
     _orders,
-    _word_characters,
     _dropped_text,
 )

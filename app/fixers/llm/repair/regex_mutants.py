@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from app.fixers.llm.repair.spans import Edit, Source, Words, code_nodes
+from app.fixers.llm.repair.spans import Edit, Source, code_nodes
 
 _RE_FUNCTIONS = {
     "compile",
@@ -87,7 +87,7 @@ def _class_members(written: str, start: int) -> tuple[int, list[tuple[int, int]]
     return i, members
 
 
-def regex_tokens(src: Source, words: Words) -> Iterator[Edit]:
+def regex_tokens(src: Source) -> Iterator[Edit]:
     """One token of a regular expression's pattern changed (:func:`regex_changes`)."""
     for node in _patterns(src):
         for new, what in regex_changes(src.text(node)):

@@ -37,23 +37,6 @@ _BINARY = {
 
 
 @dataclass(frozen=True)
-class Words:
-    """What the task's own words offer a mutator: the numbers it names, and the text
-    of its inline code (`jane+news@example.com`)."""
-
-    numbers: tuple[int, ...] = ()
-    code: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, text: str) -> Words:
-        numbers: list[int] = []
-        for m in re.finditer(r"(?<![\w.])-?\d{1,6}(?![.\d])", text):
-            if int(m.group(0)) not in numbers:
-                numbers.append(int(m.group(0)))
-        return cls(tuple(numbers), tuple(re.findall(r"`([^`\n]+)`", text)))
-
-
-@dataclass(frozen=True)
 class Edit:
     """``node`` to be replaced by ``text``; ``kind``: the expression the text is (its
     precedence decides the brackets), None for text that needs none (a literal)."""
