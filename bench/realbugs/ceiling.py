@@ -46,7 +46,7 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT)]
 
 from app.config import Settings  # noqa: E402
-from app.fixers.llm.answers import code_blocks, definitions  # noqa: E402
+from app.fixers.llm.answers import code_blocks, definitions, parse  # noqa: E402
 from app.fixers.llm.localize import Index, index  # noqa: E402
 from app.fixers.llm.model_client import ModelClient, ModelError  # noqa: E402
 from app.fixers.llm.repair.job import HOT  # noqa: E402
@@ -109,11 +109,8 @@ def statement_at(function: str, number: int) -> tuple[int, int] | None:
     a compound one (``if``, ``for``, ``def`` ...) by its header only; a clause's own
     line (``else:``, ``except X:``, a decorator) alone. None for a line outside the
     function or a function that does not parse."""
-    try:
-        tree = ast.parse(function)
-    except (SyntaxError, ValueError):
-        return None
-    if not 1 <= number <= len(function.splitlines()):
+    tree = parse(function)
+    if tree is None or not 1 <= number <= len(function.splitlines()):
         return None
     found: tuple[int, int] | None = None
     for node in ast.walk(tree):

@@ -218,9 +218,9 @@ def test_an_answer_writing_the_reference_fix_is_a_one_node_change_when_one_test_
 
 def test_one_model_test_never_sees_a_number_dropped_and_no_change_widens_an_allowlist() -> None:
     """`range(1, n)` as `range(n)` is an off-by-one: it needs a stronger judge than one
-    model test, and is never tried first as a one-node answer. No change of any kind
-    lets a path through a name's allowlist: the changes are the code's alone, whatever
-    an issue's examples quote (`../etc/passwd`)."""
+    model test, and is never tried first as a one-node answer. No change adds a
+    character to a name's allowlist, whatever an issue's examples quote: the changes
+    are taken from the code alone (no mutant reads the task's words)."""
     code = (
         "import re\n\nNAME = re.compile(r'^[a-z0-9_-]+$')\n\n\n"
         "def names(text, n):\n"
@@ -230,14 +230,16 @@ def test_one_model_test_never_sees_a_number_dropped_and_no_change_widens_an_allo
     every = mutants({"": code})
     assert "`range(1, n)` became `range(n)`" in {m.what for m in every} - weak
     assert "`text.split(' ')` became `text.split()`" in weak
+    compiled = 0
     for m in every:
         space: dict[str, Any] = {}
         try:
             exec(m.source, space)  # noqa: S102 - this test's own code, changed
-            let_through = space["names"]("../etc/passwd", 1)
-        except Exception:  # a change that breaks the code lets nothing through
-            let_through = []
-        assert "../etc/passwd" not in let_through, m.what
+        except TypeError:  # `re.compile()`, its pattern left out: nothing gets through
+            continue
+        compiled += 1
+        assert not any(space["NAME"].match(w) for w in ("a/b", "a.b", "a+b", "a'b")), m.what
+    assert compiled >= len(every) - 1 > 5
 
 
 def _answer(votes: int, one_node: str = "") -> Candidate:

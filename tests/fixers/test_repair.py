@@ -18,6 +18,7 @@ import pytest
 from app.fixers.llm.agent.fixer import AgentFixer
 from app.fixers.llm.repair import mechanical_rounds, switches
 from app.fixers.llm.repair.fixer import RepairFixer
+from app.fixers.llm.repair.mechanical import WEAK_JUDGE
 from app.fixers.llm.scripted import ScriptedModel, fail, text, tool
 from app.fixers.llm.strategy import LlmFixer
 from app.git import Remote
@@ -935,7 +936,17 @@ VALID_TESTS = (
 )
 
 
-async def test_a_character_the_issue_quotes_is_never_added_to_a_pattern(
+PLUS_ISSUE = (
+    "`is_valid` turns down `jane+news@example.com`, and people cannot sign up with it: "
+    "plus addressing is standard."
+)
+PLUS_TEST = (
+    "from temps import is_valid\n\n\n"
+    "def test_plus():\n    assert is_valid('jane+news@example.com')\n"
+)
+
+
+async def test_a_character_the_issue_quotes_is_never_added_to_a_pattern_one_test_judging(
     runner: SessionRunner,
     tmp_path: Path,
     make_model: MakeModel,  # noqa: F811
@@ -943,28 +954,50 @@ async def test_a_character_the_issue_quotes_is_never_added_to_a_pattern(
 ) -> None:
     """The pattern lacks the `+` of the issue's own example and the model's answers
     missed: the mechanical round reads the code, not the issue's words, so it does not
-    add the `+` (an issue quoting `../x` would widen an allowlist the same way). No pull
-    request, and the reason says what was tried."""
-    issue = (
-        "`is_valid` turns down `jane+news@example.com`, and people cannot sign up with it: "
-        "plus addressing is standard."
-    )
+    add the `+` (an issue quoting `a/b` would widen an allowlist the same way). No pull
+    request, and the reason says one model test judged only a few kinds of change."""
     result, report = await _one_test_judges(
         runner,
         tmp_path,
         make_model,
         make_client,
-        "from temps import is_valid\n\n\n"
-        "def test_plus():\n    assert is_valid('jane+news@example.com')\n",
+        PLUS_TEST,
         *[UNPARSEABLE] * 2,  # the round of answers: nothing usable
-        issue=issue,
+        issue=PLUS_ISSUE,
         temps=VALID,
         tests=VALID_TESTS,
         patched=False,
     )
-    assert result.diff.files == []
-    assert "character class" not in result.fix.reason
+    assert result.status == "failed"
+    assert result.fix.reason.endswith(WEAK_JUDGE)
     assert report.chosen == ""
+
+
+async def test_a_character_the_issue_quotes_is_never_added_to_a_pattern_the_repository_judging(
+    runner: SessionRunner,
+    tmp_path: Path,
+    make_model: MakeModel,  # noqa: F811
+    make_client: MakeClient,  # noqa: F811
+) -> None:
+    """The same with the repository's own failing test as the judge, so every kind of
+    mechanical change is tried: none of them adds the `+` the issue quotes."""
+    result, _ = await _repair(
+        runner,
+        tmp_path,
+        make_model,
+        make_client,
+        *[UNPARSEABLE] * 2,  # the round of answers: nothing usable
+        samples=2,
+        issue=PLUS_ISSUE,
+        temps=VALID,
+        files={"test_temps.py": VALID_TESTS + "\n\n" + PLUS_TEST.split("\n\n\n", 1)[1]},
+    )
+    report = result.fix.repair if result.fix else None
+    assert report is not None
+    assert report.reproduction is None  # the repository's failing test judged
+    assert report.mechanical > 0
+    assert result.status == "failed"
+    assert result.diff.files == []
 
 
 COUNT = (

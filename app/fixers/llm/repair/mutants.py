@@ -5,8 +5,8 @@ it fails may write the function back unchanged in every sample, never moving ``&
 first; shown ``text.split(" ")`` it rewrites the function around it. Many one-token bugs
 are a boundary (``<`` for ``<=``), an off-by-one, a unit conversion too many, a
 parameter the function takes and never uses, a loop over a list it changes, an element
-out of order Program repair has long fixed these by trying
-each such change and keeping what the tests accept (GenProg, PAR, TBar). Here they are
+out of order. Program repair has long fixed these by trying each such change and
+keeping what the tests accept (GenProg, PAR, TBar). Here they are
 the repair's last round: no tokens, a test run each, and the same rule as for the
 model's answers: the reproduction must pass and every test that passed must still pass.
 

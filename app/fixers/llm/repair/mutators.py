@@ -183,12 +183,10 @@ def _orders(src: Source) -> Iterator[Edit]:
                     yield Edit(node, text, f"`{items[i]}` moved {where} in its list")
 
 
-def _literal(src: Source, node: ast.List | ast.Tuple | ast.Set, items: list[str]) -> str | None:
+def _literal(src: Source, node: ast.List | ast.Tuple, items: list[str]) -> str | None:
     was = src.text(node)
     if isinstance(node, ast.List):
         return "[" + ", ".join(items) + "]"
-    if isinstance(node, ast.Set):
-        return "{" + ", ".join(items) + "}"
     if not was.startswith("("):
         return None  # an unparenthesised tuple (a, b = ...): not a literal to reorder
     return "(" + ", ".join(items) + ")"
