@@ -557,7 +557,8 @@ def ending_of(
     task: EvalTask, result: SessionResult, *, hidden_passes: bool, decision: str | None
 ) -> str:
     """How a task ended, in one of a few words: fixed, wrong but passing (published,
-    and the hidden test fails), rejected, or why no patch came: no reproduction, wrong
+    and the hidden test fails), rejected, or why no patch came: no reproduction, no
+    answer (a test shows the bug, but reproducing it spent the model call budget), wrong
     function (the one at fault was not among those tried), unparseable / unchanged /
     renamed (no answer was a usable change), test failed (candidates ran, none passed)."""
     if result.status == "patched":
@@ -569,8 +570,11 @@ def ending_of(
     if report is None:
         return "no change" if result.status == "no-change" else "agent gave up"
     if report.samples == 0:
-        return "no reproduction" if report.suspects else "nothing localised"
-    # The localiser's first two are tried (app/fixers/llm/repair/fixer.py's TARGETS).
+        if not report.suspects:
+            return "nothing localised"
+        return "no answer" if report.reproduction else "no reproduction"
+    # The first of the localiser's first two the model can write back gets the round
+    # (app/fixers/llm/repair/fixer.py's TARGETS).
     tried = {s.split(" (")[0] for s in report.suspects[:2]}
     if not {_bare(n) for n in tried} & {_bare(n) for n in at_fault(task)}:
         return "wrong function"

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +19,7 @@ sys.path.insert(0, str(BENCH))
 import agent_eval  # noqa: E402  (bench/ is not a package)
 
 from app.fixers.llm.scripted import text, tool  # noqa: E402
+from app.sessions.result import RepairReport  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
@@ -271,3 +273,26 @@ async def test_an_answer_that_only_makes_the_visible_test_pass_is_not_fixed(
     assert row["status"] == "patched", row["stopped"]
     assert row["fixed"] is False
     assert row["ending"] == "wrong but passing"
+
+
+@pytest.mark.parametrize(
+    ("repair", "ending"),
+    [
+        ({"suspects": [], "samples": 0}, "nothing localised"),
+        ({"suspects": ["f (a.py:1-2)"], "samples": 0}, "no reproduction"),
+        (
+            {"suspects": ["f (a.py:1-2)"], "samples": 0, "reproduction": "tests/test_f_issue.py"},
+            "no answer",
+        ),
+    ],
+)
+def test_a_task_that_read_no_answer_says_whether_a_test_showed_the_bug(
+    repair: dict[str, object], ending: str
+) -> None:
+    """No answer read: either nothing showed the bug, or a test did and reproducing it
+    spent the model call budget (not the same lesson)."""
+    report = RepairReport(**repair)
+    result = SimpleNamespace(status="failed", fix=SimpleNamespace(repair=report))
+    task = SimpleNamespace(kind="issue")
+    got = agent_eval.ending_of(task, result, hidden_passes=False, decision=None)  # type: ignore[arg-type]
+    assert got == ending
